@@ -1,0 +1,104 @@
+// Compile-time facts per element type, and the one place that turns a runtime ElementType into a
+// compile-time one.
+//
+// Elem<E>::storage is how an element lives in memory; Elem<E>::compute is the type kernels compute
+// in (minifloats compute in float, sub-byte integers in their byte). load/store convert between
+// them; store also wraps sub-byte integers to their width and rounds minifloats.
+#pragma once
+
+#include <complex>
+#include <cstdint>
+#include <type_traits>
+
+#include "ir/element_type.h"
+#include "support/error.h"
+
+namespace tessera::ir {
+
+template <ElementType E, typename Storage, typename Compute>
+struct ElemBase {
+  static constexpr ElementType type = E;
+  using storage = Storage;
+  using compute = Compute;
+};
+
+template <ElementType E, typename = void>
+struct Elem;
+
+#define TESSERA_PLAIN_ELEM(E, T)                                \
+  template <>                                                   \
+  struct Elem<ElementType::E> : ElemBase<ElementType::E, T, T> { \
+    static T load(T v) { return v; }                            \
+    static T store(T v) { return v; }                           \
+  };
+TESSERA_PLAIN_ELEM(i8, int8_t)
+TESSERA_PLAIN_ELEM(i16, int16_t)
+TESSERA_PLAIN_ELEM(i32, int32_t)
+TESSERA_PLAIN_ELEM(i64, int64_t)
+TESSERA_PLAIN_ELEM(ui8, uint8_t)
+TESSERA_PLAIN_ELEM(ui16, uint16_t)
+TESSERA_PLAIN_ELEM(ui32, uint32_t)
+TESSERA_PLAIN_ELEM(ui64, uint64_t)
+TESSERA_PLAIN_ELEM(f32, float)
+TESSERA_PLAIN_ELEM(f64, double)
+TESSERA_PLAIN_ELEM(c64, std::complex<float>)
+TESSERA_PLAIN_ELEM(c128, std::complex<double>)
+#undef TESSERA_PLAIN_ELEM
+
+template <>
+struct Elem<ElementType::i1> : ElemBase<ElementType::i1, uint8_t, bool> {
+  static bool load(uint8_t v) { return v != 0; }
+  static uint8_t store(bool v) { return v ? 1 : 0; }
+};
+
+// Sub-byte integers: kept sign- or zero-extended in one byte; store wraps to the width.
+template <ElementType E, int Bits, bool Signed>
+struct NarrowInt : ElemBase<E, std::conditional_t<Signed, int8_t, uint8_t>,
+                            std::conditional_t<Signed, int8_t, uint8_t>> {
+  using T = std::conditional_t<Signed, int8_t, uint8_t>;
+  static T load(T v) { return v; }
+  static T store(T v) {
+    auto u = static_cast<uint8_t>(static_cast<uint8_t>(v) & ((1u << Bits) - 1));
+    if (Signed && (u >> (Bits - 1)) != 0) u = static_cast<uint8_t>(u | ~((1u << Bits) - 1));
+    return static_cast<T>(u);
+  }
+};
+template <> struct Elem<ElementType::i2> : NarrowInt<ElementType::i2, 2, true> {};
+template <> struct Elem<ElementType::i4> : NarrowInt<ElementType::i4, 4, true> {};
+template <> struct Elem<ElementType::ui2> : NarrowInt<ElementType::ui2, 2, false> {};
+template <> struct Elem<ElementType::ui4> : NarrowInt<ElementType::ui4, 4, false> {};
+
+// Floats narrower than f32: stored as their bit pattern, computed in float.
+template <ElementType E, typename Bits>
+struct MiniFloat : ElemBase<E, Bits, float> {
+  static float load(Bits v) { return static_cast<float>(minifloat_to_double(E, v)); }
+  static Bits store(float v) { return static_cast<Bits>(double_to_minifloat(E, v)); }
+};
+template <> struct Elem<ElementType::bf16> : MiniFloat<ElementType::bf16, uint16_t> {};
+template <> struct Elem<ElementType::f16> : MiniFloat<ElementType::f16, uint16_t> {};
+template <> struct Elem<ElementType::f8E4M3> : MiniFloat<ElementType::f8E4M3, uint8_t> {};
+template <> struct Elem<ElementType::f8E3M4> : MiniFloat<ElementType::f8E3M4, uint8_t> {};
+template <> struct Elem<ElementType::f8E4M3FN> : MiniFloat<ElementType::f8E4M3FN, uint8_t> {};
+template <> struct Elem<ElementType::f8E5M2> : MiniFloat<ElementType::f8E5M2, uint8_t> {};
+
+template <typename T>
+inline constexpr bool is_complex_v = false;
+template <typename T>
+inline constexpr bool is_complex_v<std::complex<T>> = true;
+
+// Calls f.template operator()<Elem<E>>() for the runtime type t: the only switch over element types
+// that kernels need.
+template <typename F>
+decltype(auto) visit_element(ElementType t, F&& f) {
+  switch (t) {
+#define ELEMENT(e, spelling, kind, bits, bytes, ebits, mbits) \
+  case ElementType::e:                                        \
+    return f.template operator()<Elem<ElementType::e>>();
+#include "ir/element_types.def"
+#undef ELEMENT
+  }
+  TESSERA_CHECK(false, "unknown element type {}", static_cast<int>(t));
+  __builtin_unreachable();
+}
+
+}  // namespace tessera::ir

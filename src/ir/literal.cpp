@@ -1,0 +1,109 @@
+#include "ir/literal.h"
+
+namespace tessera::ir {
+
+Literal::Literal(Type type) : type_(std::move(type)) {
+  for (int64_t d : type_.shape)
+    TESSERA_CHECK(d >= 0, "negative dimension in {}", to_string(type_));
+  bytes_.assign(static_cast<size_t>(type_.num_elements() * info(type_.element).bytes),
+                std::byte{0});
+}
+
+std::vector<int64_t> row_major_strides(std::span<const int64_t> shape) {
+  std::vector<int64_t> s(shape.size(), 1);
+  for (size_t i = shape.size(); i-- > 1;) s[i - 1] = s[i] * shape[i];
+  return s;
+}
+
+std::vector<int64_t> Literal::strides() const { return row_major_strides(type_.shape); }
+
+std::complex<double> Literal::get_complex(int64_t i) const {
+  return visit_element(type_.element, [&]<typename E>() -> std::complex<double> {
+    auto v = E::load(data<E>()[static_cast<size_t>(i)]);
+    if constexpr (is_complex_v<decltype(v)>)
+      return {static_cast<double>(v.real()), static_cast<double>(v.imag())};
+    else
+      return {static_cast<double>(v), 0.0};
+  });
+}
+
+double Literal::get_double(int64_t i) const { return get_complex(i).real(); }
+
+int64_t Literal::get_int(int64_t i) const {
+  return visit_element(type_.element, [&]<typename E>() -> int64_t {
+    auto v = E::load(data<E>()[static_cast<size_t>(i)]);
+    if constexpr (is_complex_v<decltype(v)>)
+      return static_cast<int64_t>(v.real());
+    else
+      return static_cast<int64_t>(v);
+  });
+}
+
+uint64_t Literal::get_uint(int64_t i) const {
+  return visit_element(type_.element, [&]<typename E>() -> uint64_t {
+    auto v = E::load(data<E>()[static_cast<size_t>(i)]);
+    if constexpr (is_complex_v<decltype(v)>)
+      return static_cast<uint64_t>(v.real());
+    else if constexpr (std::is_integral_v<decltype(v)>)
+      return static_cast<uint64_t>(v);
+    else
+      return static_cast<uint64_t>(static_cast<int64_t>(v));
+  });
+}
+
+void Literal::set_complex(int64_t i, std::complex<double> v) {
+  visit_element(type_.element, [&]<typename E>() {
+    using C = typename E::compute;
+    C c;
+    if constexpr (is_complex_v<C>)
+      c = C(static_cast<typename C::value_type>(v.real()),
+            static_cast<typename C::value_type>(v.imag()));
+    else if constexpr (std::is_same_v<C, bool>)
+      c = v.real() != 0;
+    else
+      c = static_cast<C>(v.real());
+    data<E>()[static_cast<size_t>(i)] = E::store(c);
+  });
+}
+
+void Literal::set_double(int64_t i, double v) { set_complex(i, {v, 0.0}); }
+
+void Literal::set_int(int64_t i, int64_t v) {
+  visit_element(type_.element, [&]<typename E>() {
+    using C = typename E::compute;
+    C c;
+    if constexpr (is_complex_v<C>)
+      c = C(static_cast<typename C::value_type>(v), 0);
+    else if constexpr (std::is_same_v<C, bool>)
+      c = v != 0;
+    else
+      c = static_cast<C>(v);  // integers wrap (modular since C++20); store narrows sub-byte ones
+    data<E>()[static_cast<size_t>(i)] = E::store(c);
+  });
+}
+
+Literal Literal::scalar(ElementType e, double v) { return splat(Type(e, {}), v); }
+
+Literal Literal::splat(Type type, double v) {
+  Literal l(std::move(type));
+  for (int64_t i = 0; i < l.num_elements(); ++i) l.set_double(i, v);
+  return l;
+}
+
+Literal Literal::from_doubles(Type type, std::span<const double> values) {
+  Literal l(std::move(type));
+  TESSERA_CHECK(static_cast<int64_t>(values.size()) == l.num_elements(),
+                "{} values for {}", values.size(), to_string(l.type()));
+  for (size_t i = 0; i < values.size(); ++i) l.set_double(static_cast<int64_t>(i), values[i]);
+  return l;
+}
+
+Literal Literal::from_ints(Type type, std::span<const int64_t> values) {
+  Literal l(std::move(type));
+  TESSERA_CHECK(static_cast<int64_t>(values.size()) == l.num_elements(),
+                "{} values for {}", values.size(), to_string(l.type()));
+  for (size_t i = 0; i < values.size(); ++i) l.set_int(static_cast<int64_t>(i), values[i]);
+  return l;
+}
+
+}  // namespace tessera::ir

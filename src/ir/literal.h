@@ -1,0 +1,88 @@
+// Literal: a dense host array of one Type. It is the value of a constant op and the value the
+// reference interpreter computes with.
+//
+// Elements are stored row-major in their Elem<E>::storage form. Typed access goes through
+// data<Elem>(); generic code (printing, tests, NumPy comparison) reads and writes elements as
+// double / int64 / complex through get_*/set_*.
+#pragma once
+
+#include <complex>
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "ir/element_traits.h"
+#include "ir/type.h"
+
+namespace tessera::ir {
+
+class Literal {
+ public:
+  Literal() = default;
+  explicit Literal(Type type);  // zero-filled
+
+  const Type& type() const { return type_; }
+  ElementType element() const { return type_.element; }
+  const std::vector<int64_t>& shape() const { return type_.shape; }
+  int64_t num_elements() const { return type_.num_elements(); }
+
+  std::span<std::byte> bytes() { return bytes_; }
+  std::span<const std::byte> bytes() const { return bytes_; }
+
+  template <typename E>
+  std::span<typename E::storage> data() {
+    TESSERA_CHECK(E::type == type_.element, "literal of {} read as {}", spelling(type_.element),
+                  spelling(E::type));
+    return {reinterpret_cast<typename E::storage*>(bytes_.data()),
+            static_cast<size_t>(num_elements())};
+  }
+  template <typename E>
+  std::span<const typename E::storage> data() const {
+    return const_cast<Literal*>(this)->data<E>();
+  }
+
+  // Element i (row-major) converted to double / int64 / complex; set_* converts back with the
+  // element type's rounding or wrapping. Bools read as 0/1.
+  double get_double(int64_t i) const;
+  int64_t get_int(int64_t i) const;  // integers and bools; floats truncate
+  uint64_t get_uint(int64_t i) const;
+  std::complex<double> get_complex(int64_t i) const;
+  void set_double(int64_t i, double v);
+  void set_int(int64_t i, int64_t v);
+  void set_complex(int64_t i, std::complex<double> v);
+
+  static Literal scalar(ElementType e, double v);
+  static Literal splat(Type type, double v);
+  static Literal from_doubles(Type type, std::span<const double> values);
+  static Literal from_ints(Type type, std::span<const int64_t> values);
+  template <typename T>
+  static Literal from(Type type, std::initializer_list<T> values) {
+    std::vector<T> v(values);
+    if constexpr (std::is_floating_point_v<T>) {
+      std::vector<double> d(v.begin(), v.end());
+      return from_doubles(std::move(type), d);
+    } else {
+      std::vector<int64_t> d(v.begin(), v.end());
+      return from_ints(std::move(type), d);
+    }
+  }
+
+  // Bitwise equality of type and storage (NaNs with the same bits are equal).
+  bool operator==(const Literal& other) const {
+    return type_ == other.type_ && bytes_ == other.bytes_;
+  }
+
+  // Row-major strides in elements.
+  std::vector<int64_t> strides() const;
+
+ private:
+  Type type_;
+  std::vector<std::byte> bytes_;
+};
+
+// Row-major strides of a shape, in elements.
+std::vector<int64_t> row_major_strides(std::span<const int64_t> shape);
+
+}  // namespace tessera::ir

@@ -1,0 +1,150 @@
+// The program: Module > Function > Block > Op, with Values flowing between ops.
+//
+// Ownership is a tree: a Module owns its functions, a Function its body Block, a Block its
+// arguments and ops, an Op its results and region Blocks. Operands are plain pointers to Values
+// defined earlier (SSA). A region is a single Block, as in every StableHLO op that has one.
+// Meshes live on the Module; shardings are attributes ("sdy.sharding") of function arguments and
+// results and of ops, the way Shardy writes them.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "ir/attribute.h"
+#include "ir/op_kind.h"
+#include "ir/sharding.h"
+#include "ir/type.h"
+
+namespace tessera::ir {
+
+class Op;
+class Block;
+
+class Value {
+ public:
+  Value(Type type, Op* def, Block* block, int index)
+      : type_(std::move(type)), def_(def), block_(block), index_(index) {}
+  const Type& type() const { return type_; }
+  Op* defining_op() const { return def_; }        // null for a block argument
+  Block* owner_block() const { return block_; }   // set for a block argument
+  int index() const { return index_; }            // result number, or argument number
+
+ private:
+  Type type_;
+  Op* def_;
+  Block* block_;
+  int index_;
+};
+
+class Block {
+ public:
+  Block() = default;
+  Block(const Block&) = delete;
+  Block& operator=(const Block&) = delete;
+
+  Value* add_argument(Type type);
+  Op* append(std::unique_ptr<Op> op);
+
+  const std::vector<std::unique_ptr<Value>>& arguments() const { return args_; }
+  Value* argument(size_t i) const { return args_.at(i).get(); }
+  const std::vector<std::unique_ptr<Op>>& ops() const { return ops_; }
+  // The block's final op; a Return for a finished block.
+  Op* terminator() const;
+
+  Op* parent_op = nullptr;  // the op this block is a region of; null for a function body
+
+ private:
+  std::vector<std::unique_ptr<Value>> args_;
+  std::vector<std::unique_ptr<Op>> ops_;
+};
+
+class Op {
+ public:
+  Op(OpKind kind, std::vector<Value*> operands, const std::vector<Type>& result_types,
+     AttrMap attrs = {});
+  Op(const Op&) = delete;
+  Op& operator=(const Op&) = delete;
+
+  OpKind kind() const { return kind_; }
+  std::string_view name() const { return spelling(kind_); }
+  const std::vector<Value*>& operands() const { return operands_; }
+  Value* operand(size_t i) const { return operands_.at(i); }
+  size_t num_results() const { return results_.size(); }
+  Value* result(size_t i = 0) const { return results_.at(i).get(); }
+  std::vector<Value*> results() const;
+  std::vector<Type> operand_types() const;
+  std::vector<Type> result_types() const;
+
+  AttrMap& attrs() { return attrs_; }
+  const AttrMap& attrs() const { return attrs_; }
+
+  Block& add_region();
+  Block& adopt_region(std::unique_ptr<Block> block);
+  const std::vector<std::unique_ptr<Block>>& regions() const { return regions_; }
+  Block& region(size_t i) const { return *regions_.at(i); }
+
+  Block* parent = nullptr;
+
+ private:
+  OpKind kind_;
+  std::vector<Value*> operands_;
+  std::vector<std::unique_ptr<Value>> results_;
+  AttrMap attrs_;
+  std::vector<std::unique_ptr<Block>> regions_;
+};
+
+class Function {
+ public:
+  explicit Function(std::string name) : name_(std::move(name)) {}
+
+  const std::string& name() const { return name_; }
+  bool is_public = true;
+  Block& body() { return body_; }
+  const Block& body() const { return body_; }
+
+  Value* add_parameter(Type type, std::optional<Sharding> sharding = std::nullopt);
+  size_t num_parameters() const { return body_.arguments().size(); }
+  Value* parameter(size_t i) const { return body_.argument(i); }
+
+  // Result types are fixed when the function is finished (set_results) or parsed.
+  std::vector<Type> result_types;
+  // Per-argument and per-result attributes, e.g. "sdy.sharding" (a Sharding), "jax.result_info".
+  std::vector<AttrMap> arg_attrs;
+  std::vector<AttrMap> result_attrs;
+
+  std::optional<Sharding> arg_sharding(size_t i) const;
+  std::optional<Sharding> result_sharding(size_t i) const;
+  void set_result_sharding(size_t i, Sharding s);
+
+  // Appends the return op and records the result types.
+  void set_results(const std::vector<Value*>& values);
+
+ private:
+  std::string name_;
+  Block body_;
+};
+
+class Module {
+ public:
+  explicit Module(std::string name = "") : name(std::move(name)) {}
+
+  std::string name;  // printed as module @name; empty: no name
+  AttrMap attrs;     // e.g. mhlo.num_partitions
+  std::vector<Mesh> meshes;
+  std::vector<std::unique_ptr<Function>> functions;
+
+  const Mesh& add_mesh(Mesh mesh);  // validated
+  const Mesh* find_mesh(std::string_view name) const;
+  const Mesh& mesh(std::string_view name) const;  // UserError when missing
+  Function& add_function(std::string name);
+  Function* find_function(std::string_view name) const;
+};
+
+// Checks the whole module: every op's result types match its shape rule, operands are defined
+// before use, blocks end in returns whose types match, and every sharding validates against its
+// mesh. Throws UserError naming the function and op.
+void verify(const Module& module);
+
+}  // namespace tessera::ir

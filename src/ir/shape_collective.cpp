@@ -1,0 +1,185 @@
+// Shape rules of reductions, contractions, control flow, collectives and Shardy ops.
+#include <algorithm>
+#include <set>
+
+#include "ir/shape_rules.h"
+#include "support/strings.h"
+
+namespace tessera::ir::shape_rules {
+namespace {
+
+using Types = std::vector<Type>;
+
+Types same_as_operands(const ShapeQuery& q) { return {q.operands.begin(), q.operands.end()}; }
+
+// Group size from replica_groups (its column count); 0 when there are no groups.
+int64_t group_size(const ShapeQuery& q) {
+  const IntMatrix* g = q.attrs.find<IntMatrix>("replica_groups");
+  return g ? g->cols : 0;
+}
+
+int64_t dim_attr(const ShapeQuery& q, const std::string& name, int64_t rank) {
+  const int64_t* d = q.attrs.find<int64_t>(name);
+  if (d == nullptr) reject(q, "has no '{}' attribute", name);
+  check_dimension(q, name, *d, rank);
+  return *d;
+}
+
+Type single(const ShapeQuery& q) {
+  if (q.operands.size() != 1) reject(q, "expects 1 operand, got {}", q.operands.size());
+  return q.operands[0];
+}
+
+}  // namespace
+
+Types infer_Reduce(const ShapeQuery& q) {
+  size_t n = q.operands.size();
+  if (n == 0 || n % 2 != 0) reject(q, "expects N inputs and N init values; got {} operands", n);
+  size_t k = n / 2;
+  const auto* dims = q.attrs.find<std::vector<int64_t>>("dimensions");
+  if (dims == nullptr) reject(q, "has no 'dimensions' attribute");
+  const Type& first = q.operands[0];
+  std::set<int64_t> reduced;
+  for (int64_t d : *dims) {
+    check_dimension(q, "dimensions", d, first.rank());
+    if (!reduced.insert(d).second) reject(q, "dimensions repeats {}", d);
+  }
+  Types out;
+  for (size_t i = 0; i < k; ++i) {
+    const Type& in = q.operands[i];
+    const Type& init = q.operands[k + i];
+    if (in.shape != first.shape)
+      reject(q, "input {} has shape {}, input 0 has {}", i, to_string(in), to_string(first));
+    if (init.rank() != 0 || init.element != in.element)
+      reject(q, "init value {} has type {}, must be a scalar of input {}'s element type", i,
+             to_string(init), to_string(in));
+    std::vector<int64_t> shape;
+    for (int64_t d = 0; d < in.rank(); ++d)
+      if (!reduced.count(d)) shape.push_back(in.shape[static_cast<size_t>(d)]);
+    out.push_back(in.with_shape(shape));
+  }
+  return out;
+}
+
+Types infer_DotGeneral(const ShapeQuery& q) {
+  const Type& lhs = q.operands[0];
+  const Type& rhs = q.operands[1];
+  const auto* dn = q.attrs.find<DotDims>("dot_dimension_numbers");
+  if (dn == nullptr) reject(q, "has no dot_dimension_numbers");
+  if (dn->lhs_batch.size() != dn->rhs_batch.size() ||
+      dn->lhs_contracting.size() != dn->rhs_contracting.size())
+    reject(q, "lhs and rhs list different numbers of batch or contracting dimensions");
+  auto check_pairs = [&](const std::vector<int64_t>& l, const std::vector<int64_t>& r,
+                         std::string_view what) {
+    for (size_t i = 0; i < l.size(); ++i) {
+      check_dimension(q, fmt::format("lhs {} dimension", what), l[i], lhs.rank());
+      check_dimension(q, fmt::format("rhs {} dimension", what), r[i], rhs.rank());
+      int64_t a = lhs.shape[static_cast<size_t>(l[i])], b = rhs.shape[static_cast<size_t>(r[i])];
+      if (a != b)
+        reject(q, "{} dimension {} of lhs {} has size {}, but dimension {} of rhs {} has size {}",
+               what, l[i], to_string(lhs), a, r[i], to_string(rhs), b);
+    }
+  };
+  check_pairs(dn->lhs_batch, dn->rhs_batch, "batch");
+  check_pairs(dn->lhs_contracting, dn->rhs_contracting, "contracting");
+  auto free_dims = [](const Type& t, const std::vector<int64_t>& a, const std::vector<int64_t>& b) {
+    std::vector<int64_t> out;
+    for (int64_t d = 0; d < t.rank(); ++d)
+      if (std::find(a.begin(), a.end(), d) == a.end() && std::find(b.begin(), b.end(), d) == b.end())
+        out.push_back(t.shape[static_cast<size_t>(d)]);
+    return out;
+  };
+  std::vector<int64_t> shape;
+  for (int64_t d : dn->lhs_batch) shape.push_back(lhs.shape[static_cast<size_t>(d)]);
+  for (int64_t s : free_dims(lhs, dn->lhs_batch, dn->lhs_contracting)) shape.push_back(s);
+  for (int64_t s : free_dims(rhs, dn->rhs_batch, dn->rhs_contracting)) shape.push_back(s);
+  ElementType e = lhs.element;
+  if (!q.declared.empty()) {
+    e = q.declared[0].element;  // StableHLO allows a wider accumulation type
+  } else if (rhs.element != lhs.element) {
+    reject(q, "operands have element types {} and {}", spelling(lhs.element), spelling(rhs.element));
+  }
+  return {Type(e, shape)};
+}
+
+Types infer_While(const ShapeQuery& q) { return same_as_operands(q); }
+Types infer_OptimizationBarrier(const ShapeQuery& q) { return same_as_operands(q); }
+Types infer_Return(const ShapeQuery&) { return {}; }
+
+Types infer_AllReduce(const ShapeQuery& q) { return same_as_operands(q); }
+
+Types infer_AllGather(const ShapeQuery& q) {
+  int64_t n = group_size(q);
+  Types out;
+  for (size_t i = 0; i < q.operands.size(); ++i) {
+    const Type& t = q.operands[i];
+    int64_t d = dim_attr(q, "all_gather_dim", t.rank());
+    if (n == 0) {
+      out.push_back(declared_result(q, i));
+      continue;
+    }
+    std::vector<int64_t> shape = t.shape;
+    shape[static_cast<size_t>(d)] *= n;
+    out.push_back(t.with_shape(shape));
+  }
+  return out;
+}
+
+Types infer_ReduceScatter(const ShapeQuery& q) {
+  Type t = single(q);
+  int64_t d = dim_attr(q, "scatter_dimension", t.rank());
+  int64_t n = group_size(q);
+  if (n == 0) return {declared_result(q)};
+  if (t.shape[static_cast<size_t>(d)] % n != 0)
+    reject(q, "scatter dimension {} of {} does not divide by the group size {}", d, to_string(t), n);
+  t.shape[static_cast<size_t>(d)] /= n;
+  return {t};
+}
+
+Types infer_AllToAll(const ShapeQuery& q) {
+  Types out;
+  for (const Type& in : q.operands) {
+    int64_t split = dim_attr(q, "split_dimension", in.rank());
+    int64_t concat = dim_attr(q, "concat_dimension", in.rank());
+    const int64_t* count = q.attrs.find<int64_t>("split_count");
+    if (count == nullptr || *count < 1) reject(q, "needs a positive split_count");
+    Type t = in;
+    if (t.shape[static_cast<size_t>(split)] % *count != 0)
+      reject(q, "split dimension {} of {} does not divide by split_count {}", split, to_string(in),
+             *count);
+    t.shape[static_cast<size_t>(split)] /= *count;
+    t.shape[static_cast<size_t>(concat)] *= *count;
+    out.push_back(t);
+  }
+  return out;
+}
+
+Types infer_CollectivePermute(const ShapeQuery& q) {
+  const IntMatrix* pairs = q.attrs.find<IntMatrix>("source_target_pairs");
+  if (pairs == nullptr || (pairs->rows > 0 && pairs->cols != 2))
+    reject(q, "needs source_target_pairs of shape Nx2");
+  return {single(q)};
+}
+Types infer_CollectiveBroadcast(const ShapeQuery& q) { return {single(q)}; }
+Types infer_CollectiveReduce(const ShapeQuery& q) { return {single(q)}; }
+
+Types infer_ShardingConstraint(const ShapeQuery& q) {
+  if (!q.attrs.has("sharding")) reject(q, "has no sharding");
+  return {single(q)};
+}
+Types infer_Reshard(const ShapeQuery& q) {
+  if (!q.attrs.has("sharding")) reject(q, "has no sharding");
+  return {single(q)};
+}
+Types infer_ManualComputation(const ShapeQuery& q) {
+  const auto* in = q.attrs.find<ShardingList>("in_shardings");
+  const auto* out = q.attrs.find<ShardingList>("out_shardings");
+  if (in == nullptr || out == nullptr) reject(q, "needs in_shardings and out_shardings");
+  if (in->size() != q.operands.size())
+    reject(q, "has {} in_shardings for {} operands", in->size(), q.operands.size());
+  if (out->size() != q.declared.size())
+    reject(q, "has {} out_shardings for {} results", out->size(), q.declared.size());
+  return {q.declared.begin(), q.declared.end()};
+}
+
+}  // namespace tessera::ir::shape_rules

@@ -1,0 +1,217 @@
+// Shape rules of leaves and elementwise ops, and the dispatch over the op table.
+#include <array>
+
+#include "ir/shape_rules.h"
+#include "support/strings.h"
+
+namespace tessera::ir {
+namespace shape_rules {
+namespace {
+
+using Types = std::vector<Type>;
+
+enum Allowed : unsigned {
+  kBool = 1, kInt = 2, kFloat = 4, kComplex = 8,
+  kNumeric = kInt | kFloat | kComplex,
+  kFloating = kFloat | kComplex,
+  kIntegral = kBool | kInt,
+  kAny = kBool | kInt | kFloat | kComplex,
+};
+
+unsigned category(ElementType e) {
+  switch (info(e).kind) {
+    case ElementKind::Bool: return kBool;
+    case ElementKind::Signed:
+    case ElementKind::Unsigned: return kInt;
+    case ElementKind::Float: return kFloat;
+    case ElementKind::Complex: return kComplex;
+  }
+  return 0;
+}
+
+std::string_view allowed_string(unsigned a) {
+  switch (a) {
+    case kNumeric: return "integer, float or complex";
+    case kFloating: return "float or complex";
+    case kFloat: return "float";
+    case kIntegral: return "boolean or integer";
+    case kInt: return "integer";
+    case kInt | kFloat: return "integer or float";
+    default: return "of a supported type";
+  }
+}
+
+void check_count(const ShapeQuery& q, size_t n) {
+  if (q.operands.size() != n) reject(q, "expects {} operands, got {}", n, q.operands.size());
+}
+
+void check_allowed(const ShapeQuery& q, size_t i, unsigned allowed) {
+  if ((category(q.operands[i].element) & allowed) == 0)
+    reject(q, "operand {} has type {}, must be {}", i, to_string(q.operands[i]),
+           allowed_string(allowed));
+}
+
+// n operands of one type, of an allowed category; the result has that type.
+Types same_types(const ShapeQuery& q, size_t n, unsigned allowed) {
+  check_count(q, n);
+  for (size_t i = 1; i < n; ++i)
+    if (q.operands[i] != q.operands[0])
+      reject(q, "operand {} has type {}, but operand 0 has type {}", i, to_string(q.operands[i]),
+             to_string(q.operands[0]));
+  check_allowed(q, 0, allowed);
+  return {q.operands[0]};
+}
+
+Types unary(const ShapeQuery& q, unsigned allowed) { return same_types(q, 1, allowed); }
+Types binary(const ShapeQuery& q, unsigned allowed) { return same_types(q, 2, allowed); }
+
+}  // namespace
+
+const Type& declared_result(const ShapeQuery& q, size_t i) {
+  if (q.declared.size() <= i) reject(q, "needs its result type written out");
+  return q.declared[i];
+}
+
+void check_dimension(const ShapeQuery& q, std::string_view attr, int64_t dim, int64_t rank) {
+  if (dim < 0 || dim >= rank) reject(q, "{} = {} is out of range for rank {}", attr, dim, rank);
+}
+
+std::string types_string(std::span<const Type> types) {
+  std::vector<std::string> s;
+  for (const Type& t : types) s.push_back(to_string(t));
+  return support::join(s, ", ");
+}
+
+// Leaves.
+Types infer_Constant(const ShapeQuery& q) {
+  check_count(q, 0);
+  const Literal* v = q.attrs.find<Literal>("value");
+  if (v == nullptr) reject(q, "has no 'value' attribute");
+  return {v->type()};
+}
+Types infer_Iota(const ShapeQuery& q) {
+  check_count(q, 0);
+  const Type& t = declared_result(q);
+  int64_t d = q.attrs.get_or<int64_t>("iota_dimension", -1);
+  check_dimension(q, "iota_dimension", d, t.rank());
+  return {t};
+}
+Types infer_ReplicaId(const ShapeQuery& q) { check_count(q, 0); return {Type(ElementType::ui32, {})}; }
+Types infer_PartitionId(const ShapeQuery& q) { check_count(q, 0); return {Type(ElementType::ui32, {})}; }
+
+// One operand. Abs of a complex number is real.
+Types infer_Negate(const ShapeQuery& q) { return unary(q, kNumeric); }
+Types infer_Abs(const ShapeQuery& q) {
+  Types t = unary(q, kNumeric);
+  return {t[0].with_element(real_type(t[0].element))};
+}
+Types infer_Sign(const ShapeQuery& q) { return unary(q, kNumeric); }
+Types infer_Exponential(const ShapeQuery& q) { return unary(q, kFloating); }
+Types infer_ExponentialMinusOne(const ShapeQuery& q) { return unary(q, kFloating); }
+Types infer_Log(const ShapeQuery& q) { return unary(q, kFloating); }
+Types infer_LogPlusOne(const ShapeQuery& q) { return unary(q, kFloating); }
+Types infer_Tanh(const ShapeQuery& q) { return unary(q, kFloating); }
+Types infer_Logistic(const ShapeQuery& q) { return unary(q, kFloating); }
+Types infer_Sqrt(const ShapeQuery& q) { return unary(q, kFloating); }
+Types infer_Rsqrt(const ShapeQuery& q) { return unary(q, kFloating); }
+Types infer_Sine(const ShapeQuery& q) { return unary(q, kFloating); }
+Types infer_Cosine(const ShapeQuery& q) { return unary(q, kFloating); }
+Types infer_Floor(const ShapeQuery& q) { return unary(q, kFloat); }
+Types infer_Ceil(const ShapeQuery& q) { return unary(q, kFloat); }
+Types infer_RoundNearestEven(const ShapeQuery& q) { return unary(q, kFloat); }
+Types infer_RoundNearestAfz(const ShapeQuery& q) { return unary(q, kFloat); }
+Types infer_IsFinite(const ShapeQuery& q) {
+  Types t = unary(q, kFloat);
+  return {t[0].with_element(ElementType::i1)};
+}
+Types infer_Not(const ShapeQuery& q) { return unary(q, kIntegral); }
+Types infer_Convert(const ShapeQuery& q) {
+  check_count(q, 1);
+  const Type& t = declared_result(q);
+  if (t.shape != q.operands[0].shape)
+    reject(q, "result {} must have the shape of operand {}", to_string(t), to_string(q.operands[0]));
+  if (is_complex(q.operands[0].element) && !is_complex(t.element))
+    reject(q, "cannot convert complex {} to {}", to_string(q.operands[0]), to_string(t));
+  return {t};
+}
+Types infer_BitcastConvert(const ShapeQuery& q) {
+  check_count(q, 1);
+  const Type& in = q.operands[0];
+  const Type& out = declared_result(q);
+  int a = info(in.element).bits, b = info(out.element).bits;
+  std::vector<int64_t> expect = in.shape;
+  if (a > b) {
+    if (a % b != 0) reject(q, "cannot bitcast {} to {}", to_string(in), to_string(out));
+    expect.push_back(a / b);
+  } else if (a < b) {
+    if (expect.empty() || expect.back() * a != b)
+      reject(q, "operand {} needs a last dimension of {} to bitcast to {}", to_string(in), b / a,
+             to_string(out));
+    expect.pop_back();
+  }
+  if (out.shape != expect)
+    reject(q, "result {} does not match operand {} (expected shape [{}])", to_string(out),
+           to_string(in), support::join(expect, ", "));
+  return {out};
+}
+
+// Two or three operands.
+Types infer_Add(const ShapeQuery& q) { return binary(q, kAny); }
+Types infer_Subtract(const ShapeQuery& q) { return binary(q, kNumeric); }
+Types infer_Multiply(const ShapeQuery& q) { return binary(q, kAny); }
+Types infer_Divide(const ShapeQuery& q) { return binary(q, kNumeric); }
+Types infer_Remainder(const ShapeQuery& q) { return binary(q, kNumeric); }
+Types infer_Power(const ShapeQuery& q) { return binary(q, kNumeric); }
+Types infer_Maximum(const ShapeQuery& q) { return binary(q, kAny); }
+Types infer_Minimum(const ShapeQuery& q) { return binary(q, kAny); }
+Types infer_Atan2(const ShapeQuery& q) { return binary(q, kFloating); }
+Types infer_And(const ShapeQuery& q) { return binary(q, kIntegral); }
+Types infer_Or(const ShapeQuery& q) { return binary(q, kIntegral); }
+Types infer_Xor(const ShapeQuery& q) { return binary(q, kIntegral); }
+Types infer_ShiftLeft(const ShapeQuery& q) { return binary(q, kInt); }
+Types infer_ShiftRightLogical(const ShapeQuery& q) { return binary(q, kInt); }
+Types infer_ShiftRightArithmetic(const ShapeQuery& q) { return binary(q, kInt); }
+Types infer_Compare(const ShapeQuery& q) {
+  Types t = binary(q, kAny);
+  if (!q.attrs.has("comparison_direction")) reject(q, "has no comparison_direction");
+  return {t[0].with_element(ElementType::i1)};
+}
+Types infer_Clamp(const ShapeQuery& q) {
+  check_count(q, 3);
+  const Type& x = q.operands[1];
+  for (size_t i : {0, 2}) {
+    const Type& b = q.operands[i];
+    if (b.element != x.element || (b.rank() != 0 && b.shape != x.shape))
+      reject(q, "bound {} has type {}; it must be a scalar or have the type of operand {}",
+             i == 0 ? "min" : "max", to_string(b), to_string(x));
+  }
+  check_allowed(q, 1, kInt | kFloat | kBool);
+  return {x};
+}
+Types infer_Select(const ShapeQuery& q) {
+  check_count(q, 3);
+  const Type& p = q.operands[0];
+  const Type& t = q.operands[1];
+  if (q.operands[2] != t)
+    reject(q, "branches have types {} and {}", to_string(t), to_string(q.operands[2]));
+  if (p.element != ElementType::i1 || (p.rank() != 0 && p.shape != t.shape))
+    reject(q, "predicate {} must be i1, a scalar or shaped like {}", to_string(p), to_string(t));
+  return {t};
+}
+
+}  // namespace shape_rules
+
+std::vector<Type> infer_result_types(const ShapeQuery& q) {
+  using Rule = std::vector<Type> (*)(const ShapeQuery&);
+  static constexpr std::array<Rule, kNumOpKinds> kRules = {
+#define OP(e, spelling, arity, traits) &shape_rules::infer_##e,
+#include "ir/ops.def"
+#undef OP
+  };
+  int arity = info(q.kind).arity;
+  if (arity != kVariadic && static_cast<int>(q.operands.size()) != arity)
+    shape_rules::reject(q, "expects {} operands, got {}", arity, q.operands.size());
+  return kRules[static_cast<size_t>(q.kind)](q);
+}
+
+}  // namespace tessera::ir

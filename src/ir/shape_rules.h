@@ -1,0 +1,42 @@
+// Shape rules: the result types of an op from its operand types and attributes.
+//
+// One rule per row of ops.def (infer_<Op>, declared through the table, so a missing rule fails to
+// link). A rule rejects bad operands with a UserError that starts with the op's name and says what
+// does not match. Ops whose result type cannot be derived (convert, reshape, broadcast_in_dim,
+// iota, bitcast_convert, manual_computation) read it from `declared` and check it instead.
+#pragma once
+
+#include <span>
+#include <vector>
+
+#include "ir/attribute.h"
+#include "ir/op_kind.h"
+#include "ir/type.h"
+
+namespace tessera::ir {
+
+struct ShapeQuery {
+  OpKind kind;
+  std::span<const Type> operands;
+  const AttrMap& attrs;
+  std::span<const Type> declared;  // the author's result types; may be empty
+};
+
+std::vector<Type> infer_result_types(const ShapeQuery& q);
+
+namespace shape_rules {
+#define OP(e, spelling, arity, traits) std::vector<Type> infer_##e(const ShapeQuery& q);
+#include "ir/ops.def"
+#undef OP
+
+// Shared by the rule files.
+template <typename... Args>
+[[noreturn]] void reject(const ShapeQuery& q, fmt::format_string<Args...> format, Args&&... args) {
+  support::fail("{}: {}", spelling(q.kind), fmt::format(format, std::forward<Args>(args)...));
+}
+const Type& declared_result(const ShapeQuery& q, size_t i = 0);
+void check_dimension(const ShapeQuery& q, std::string_view attr, int64_t dim, int64_t rank);
+std::string types_string(std::span<const Type> types);
+}  // namespace shape_rules
+
+}  // namespace tessera::ir

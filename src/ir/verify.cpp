@@ -1,0 +1,74 @@
+// Module verification: shape rules, SSA dominance, terminators and shardings, with messages that
+// name the function and the op.
+#include <set>
+
+#include "ir/module.h"
+#include "ir/shape_rules.h"
+#include "support/error.h"
+
+namespace tessera::ir {
+namespace {
+
+using support::fail;
+
+struct Verifier {
+  const Module& module;
+  const Function& fn;
+  std::set<const Value*> visible;
+
+  void check_sharding(const Sharding& s, const Type& t, const std::string& what) {
+    validate(s, module.mesh(s.mesh), t, what);
+  }
+
+  void block(const Block& b, bool is_body) {
+    for (const auto& a : b.arguments()) visible.insert(a.get());
+    for (size_t i = 0; i < b.ops().size(); ++i) {
+      const Op& op = *b.ops()[i];
+      bool last = i + 1 == b.ops().size();
+      if ((op.kind() == OpKind::Return) != last)
+        fail("@{}: {} must end its block with a return", fn.name(), is_body ? "function" : "region");
+      this->op(op, static_cast<int>(i));
+    }
+    if (b.ops().empty()) fail("@{}: empty block has no return", fn.name());
+  }
+
+  void op(const Op& o, int index) {
+    for (size_t i = 0; i < o.operands().size(); ++i)
+      if (!visible.count(o.operand(i)))
+        fail("@{}: op {} ({}) uses operand {} before it is defined", fn.name(), index, o.name(), i);
+    std::vector<Type> operands = o.operand_types();
+    std::vector<Type> declared = o.result_types();
+    if (o.kind() != OpKind::Return) {
+      std::vector<Type> inferred =
+          infer_result_types(ShapeQuery{o.kind(), operands, o.attrs(), declared});
+      if (inferred != declared)
+        fail("@{}: op {} ({}) declares results ({}) but its operands give ({})", fn.name(), index,
+             o.name(), shape_rules::types_string(declared), shape_rules::types_string(inferred));
+    }
+    if (const Sharding* s = o.attrs().find<Sharding>("sharding"))
+      check_sharding(*s, operands.at(0), fmt::format("op {} ({}) in @{}", index, o.name(), fn.name()));
+    for (const auto& r : o.regions()) block(*r, false);
+    for (Value* r : o.results()) visible.insert(r);
+  }
+};
+
+}  // namespace
+
+void verify(const Module& module) {
+  for (const auto& f : module.functions) {
+    Verifier v{module, *f, {}};
+    for (size_t i = 0; i < f->num_parameters(); ++i)
+      if (auto s = f->arg_sharding(i))
+        v.check_sharding(*s, f->parameter(i)->type(), fmt::format("argument {} of @{}", i, f->name()));
+    v.block(f->body(), true);
+    const Op* ret = f->body().terminator();
+    if (ret->operand_types() != f->result_types)
+      fail("@{}: returns ({}) but is declared to return ({})", f->name(),
+           shape_rules::types_string(ret->operand_types()), shape_rules::types_string(f->result_types));
+    for (size_t i = 0; i < f->result_types.size(); ++i)
+      if (auto s = f->result_sharding(i))
+        v.check_sharding(*s, f->result_types[i], fmt::format("result {} of @{}", i, f->name()));
+  }
+}
+
+}  // namespace tessera::ir

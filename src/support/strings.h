@@ -1,0 +1,31 @@
+// Small string helpers used by printers and error messages.
+#pragma once
+
+#include <fmt/format.h>
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace tessera::support {
+
+// "[1, 2, 3]"-style joins: join(v, ", ") gives "1, 2, 3".
+template <typename Range>
+std::string join(const Range& range, std::string_view sep) {
+  std::string out;
+  bool first = true;
+  for (const auto& item : range) {
+    if (!first) out += sep;
+    first = false;
+    out += fmt::format("{}", item);
+  }
+  return out;
+}
+
+// "8x4" for a shape, "" for a scalar.
+std::string shape_string(std::span<const int64_t> shape);
+
+int64_t product(std::span<const int64_t> values);
+
+}  // namespace tessera::support
