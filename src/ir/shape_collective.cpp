@@ -25,10 +25,6 @@ int64_t dim_attr(const ShapeQuery& q, const std::string& name, int64_t rank) {
   return *d;
 }
 
-Type single(const ShapeQuery& q) {
-  if (q.operands.size() != 1) reject(q, "expects 1 operand, got {}", q.operands.size());
-  return q.operands[0];
-}
 
 }  // namespace
 
@@ -51,8 +47,8 @@ Types infer_Reduce(const ShapeQuery& q) {
     if (in.shape != first.shape)
       reject(q, "input {} has shape {}, input 0 has {}", i, to_string(in), to_string(first));
     if (init.rank() != 0 || init.element != in.element)
-      reject(q, "init value {} has type {}, must be a scalar of input {}'s element type", i,
-             to_string(init), to_string(in));
+      reject(q, "init value {} has type {}, must be a scalar of {} (input {}'s element type)", i,
+             to_string(init), spelling(in.element), i);
     std::vector<int64_t> shape;
     for (int64_t d = 0; d < in.rank(); ++d)
       if (!reduced.count(d)) shape.push_back(in.shape[static_cast<size_t>(d)]);
@@ -126,7 +122,7 @@ Types infer_AllGather(const ShapeQuery& q) {
 }
 
 Types infer_ReduceScatter(const ShapeQuery& q) {
-  Type t = single(q);
+  Type t = q.operands[0];
   int64_t d = dim_attr(q, "scatter_dimension", t.rank());
   int64_t n = group_size(q);
   if (n == 0) return {declared_result(q)};
@@ -158,18 +154,18 @@ Types infer_CollectivePermute(const ShapeQuery& q) {
   const IntMatrix* pairs = q.attrs.find<IntMatrix>("source_target_pairs");
   if (pairs == nullptr || (pairs->rows > 0 && pairs->cols != 2))
     reject(q, "needs source_target_pairs of shape Nx2");
-  return {single(q)};
+  return {q.operands[0]};
 }
-Types infer_CollectiveBroadcast(const ShapeQuery& q) { return {single(q)}; }
-Types infer_CollectiveReduce(const ShapeQuery& q) { return {single(q)}; }
+Types infer_CollectiveBroadcast(const ShapeQuery& q) { return {q.operands[0]}; }
+Types infer_CollectiveReduce(const ShapeQuery& q) { return {q.operands[0]}; }
 
 Types infer_ShardingConstraint(const ShapeQuery& q) {
   if (!q.attrs.has("sharding")) reject(q, "has no sharding");
-  return {single(q)};
+  return {q.operands[0]};
 }
 Types infer_Reshard(const ShapeQuery& q) {
   if (!q.attrs.has("sharding")) reject(q, "has no sharding");
-  return {single(q)};
+  return {q.operands[0]};
 }
 Types infer_ManualComputation(const ShapeQuery& q) {
   const auto* in = q.attrs.find<ShardingList>("in_shardings");

@@ -1,0 +1,44 @@
+# The user's entry points (see README.md):
+#   make run        install what is missing, build, and run the main job
+#   make test       install what is missing, build, and run every test through ctest
+#   make build      configure and build only
+#   make test-asan  the test suite again, built with AddressSanitizer + UndefinedBehaviorSanitizer
+BUILD ?= build
+JOBS ?= $(shell nproc)
+CMAKE_ARGS ?=
+CTEST_ARGS ?=
+
+# Debian packages the build and the tests need (NumPy is a test oracle).
+APT_PACKAGES := cmake g++ make ccache libopenblas-dev libfmt-dev nlohmann-json3-dev libcli11-dev \
+                libgtest-dev libgmock-dev libbenchmark-dev python3 python3-numpy
+
+.PHONY: deps build run test test-asan clean
+
+deps:
+	@missing=$$(for p in $(APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
+	if [ -n "$$missing" ]; then \
+	  if [ "$$(id -u)" = 0 ]; then \
+	    echo "Installing:" $$missing; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
+	  else \
+	    echo "Missing Debian packages. Run:"; \
+	    echo "  sudo apt-get install -y" $$missing; \
+	    exit 1; \
+	  fi; \
+	fi
+
+build:
+	cmake -S . -B $(BUILD) $(CMAKE_ARGS)
+	cmake --build $(BUILD) -j $(JOBS)
+
+run: deps build
+	./$(BUILD)/bin/01_sharded_loss
+
+test: deps build
+	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS) $(CTEST_ARGS)
+
+test-asan:
+	$(MAKE) test BUILD=build-asan CMAKE_ARGS="-DTESSERA_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug"
+
+clean:
+	rm -rf build build-asan

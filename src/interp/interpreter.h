@@ -1,0 +1,94 @@
+// The reference interpreter: evaluates an ir::Function on host Literals, one plain kernel per op.
+//
+// It is the oracle that fast kernels, partitioned programs and gradients are checked against, so
+// every kernel follows the StableHLO spec literally (and XLA where the spec leaves a case open, e.g.
+// integer division by zero). Collectives are not computed here: every op with the kCollective
+// trait is handed to a Collectives object. SingleProcessCollectives gives the single-process
+// meaning of DESIGN.md §2 (every process of the grid is assumed to hold process 0's value); the
+// comm layer implements the same interface across threads and MPI ranks.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include "ir/literal.h"
+#include "ir/module.h"
+
+namespace tessera::interp {
+
+// Where in the StableHLO process grid (num_replicas x num_partitions) the program runs.
+struct ProcessInfo {
+  uint32_t replica_id = 0, partition_id = 0, num_replicas = 1, num_partitions = 1;
+};
+
+// Applies a collective's reduction body (two scalars in, one scalar out) elementwise to two arrays
+// of one type.
+using Combiner = std::function<ir::Literal(const ir::Literal& lhs, const ir::Literal& rhs)>;
+
+class Collectives {
+ public:
+  virtual ~Collectives() = default;
+  // Computes the results of collective `op` on `process` from its operand values. `combine` is the
+  // op's body for all_reduce, reduce_scatter and collective_reduce, and empty otherwise.
+  virtual std::vector<ir::Literal> run(const ir::Op& op, std::vector<ir::Literal> operands,
+                                       const Combiner& combine, const ProcessInfo& process) = 0;
+};
+
+// DESIGN.md §2: the meaning of a collective when one process stands for every process of its group,
+// all holding the same value. Of a group of n processes:
+//   all_reduce           the body folded over n copies (sum: value x n, max: value, product: value^n)
+//   all_gather           n copies concatenated along all_gather_dim
+//   reduce_scatter       process 0's block (its position in the group) of the fold over n copies
+//   all_to_all           n copies of process 0's chunk of split_dimension, along concat_dimension
+//   collective_permute   the operand if process 0 is a target, zeros otherwise
+//   collective_broadcast the operand
+//   collective_reduce    the fold over n copies if process 0 is its group's root (first id), else zeros
+// Groups are validated (see process_group_of_zero); ids may exceed the ProcessInfo counts, since
+// the other processes are imagined.
+class SingleProcessCollectives : public Collectives {
+ public:
+  std::vector<ir::Literal> run(const ir::Op& op, std::vector<ir::Literal> operands,
+                               const Combiner& combine, const ProcessInfo& process) override;
+};
+
+// ---- Process groups (StableHLO spec, "Collective ops"), shared with the comm layer ----
+
+enum class CollectiveMode { CrossReplica, CrossPartition, CrossReplicaAndPartition, FlattenedIds };
+
+// The grouping strategy of a collective op, from its channel_handle and use_global_device_ids.
+CollectiveMode collective_mode(const ir::Op& op);
+
+// The op's replica_groups as lists of ids, with the -1 padding of ragged groups removed. Refuses,
+// with a UserError naming the op and printing the groups, groups that are empty, contain a negative
+// id, are not equal-sized or are not disjoint:
+//   stablehlo.all_reduce: replica_groups [[0, 1], [2]] are not equal-sized
+std::vector<std::vector<int64_t>> replica_groups(const ir::Op& op);
+
+struct ProcessId {
+  int64_t replica = 0, partition = 0;
+  bool operator==(const ProcessId&) const = default;
+};
+
+// The process groups of `op` on the grid of `grid` (its num_replicas and num_partitions), per the
+// op's mode; empty replica_groups mean every replica (or partition, or process) in one group.
+std::vector<std::vector<ProcessId>> process_groups(const ir::Op& op, const ProcessInfo& grid);
+
+// The source_target_pairs of collective_permute, validated: ids non-negative, no source and no
+// target twice.
+std::vector<std::pair<int64_t, int64_t>> source_target_pairs(const ir::Op& op);
+
+// ---- Evaluation ----
+
+struct Options {
+  ProcessInfo process;
+  Collectives* collectives = nullptr;  // null: SingleProcessCollectives
+};
+
+// Evaluates `fn` on `args`; checks their number and types against its parameters first (a
+// UserError naming the function, the argument and both types). Shardings are ignored: the program
+// is evaluated on whole arrays (sdy.manual_computation: see kernels_shardy.cpp).
+std::vector<ir::Literal> evaluate(const ir::Function& fn, std::vector<ir::Literal> args,
+                                  const Options& options = {});
+
+}  // namespace tessera::interp

@@ -1,0 +1,72 @@
+// Element types: the table, spelling round trips, minifloat rounding and Literal element access.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "ir/literal.h"
+
+namespace tessera::ir {
+namespace {
+
+TEST(ElementType, SpellingRoundTrips) {
+  for (int i = 0; i <= static_cast<int>(ElementType::c128); ++i) {
+    auto t = static_cast<ElementType>(i);
+    EXPECT_EQ(parse_element_type(spelling(t)), t) << spelling(t);
+  }
+  EXPECT_EQ(parse_element_type("f33"), std::nullopt);
+  EXPECT_EQ(info(ElementType::i4).bits, 4);
+  EXPECT_EQ(info(ElementType::c64).bytes, 8);
+  EXPECT_EQ(real_type(ElementType::c128), ElementType::f64);
+}
+
+// Known bit patterns: from the IEEE 754 / OCP FP8 tables.
+TEST(ElementType, MinifloatEncodings) {
+  EXPECT_EQ(double_to_minifloat(ElementType::f16, 1.0), 0x3C00u);
+  EXPECT_EQ(double_to_minifloat(ElementType::f16, 65504.0), 0x7BFFu);  // largest f16
+  EXPECT_EQ(double_to_minifloat(ElementType::f16, 65520.0), 0x7C00u);  // rounds to inf
+  EXPECT_EQ(double_to_minifloat(ElementType::f16, std::ldexp(1.0, -24)), 0x0001u);  // subnormal
+  EXPECT_EQ(double_to_minifloat(ElementType::f16, -0.0), 0x8000u);
+  EXPECT_EQ(double_to_minifloat(ElementType::bf16, 1.0), 0x3F80u);
+  // 1 + 2^-8 is halfway between bf16 1.0 and 1.0078125: ties go to the even mantissa (1.0).
+  EXPECT_EQ(double_to_minifloat(ElementType::bf16, 1.0 + std::ldexp(1.0, -8)), 0x3F80u);
+  EXPECT_EQ(double_to_minifloat(ElementType::bf16, 1.0 + 3 * std::ldexp(1.0, -8)), 0x3F82u);
+  EXPECT_EQ(double_to_minifloat(ElementType::f8E4M3FN, 448.0), 0x7Eu);
+  EXPECT_EQ(double_to_minifloat(ElementType::f8E4M3FN, 1000.0), 0x7Fu);  // no inf: NaN
+  EXPECT_EQ(double_to_minifloat(ElementType::f8E5M2, 57344.0), 0x7Bu);
+  EXPECT_EQ(double_to_minifloat(ElementType::f8E4M3, 240.0), 0x77u);  // IEEE-style E4M3 max
+  EXPECT_EQ(double_to_minifloat(ElementType::f8E4M3, INFINITY), 0x78u);
+  EXPECT_EQ(minifloat_to_double(ElementType::f8E3M4, 0x7Fu) != minifloat_to_double(ElementType::f8E3M4, 0x7Fu), true);
+  EXPECT_EQ(minifloat_to_double(ElementType::f8E3M4, 0x3Cu), 1.75);
+  EXPECT_EQ(minifloat_to_double(ElementType::f16, 0x0001u), std::ldexp(1.0, -24));
+  EXPECT_TRUE(std::isnan(minifloat_to_double(ElementType::bf16, 0x7FC0u)));
+}
+
+TEST(ElementType, EveryF16PatternRoundTrips) {
+  for (uint32_t bits = 0; bits < 0x10000u; ++bits) {
+    double v = minifloat_to_double(ElementType::f16, bits);
+    if (std::isnan(v)) continue;
+    ASSERT_EQ(double_to_minifloat(ElementType::f16, v), bits) << bits;
+  }
+}
+
+TEST(Literal, ElementAccessWrapsAndRounds) {
+  Literal i4 = Literal::from_ints(Type(ElementType::i4, {3}), std::vector<int64_t>{7, 8, -9});
+  EXPECT_EQ(i4.get_int(0), 7);
+  EXPECT_EQ(i4.get_int(1), -8);  // 8 wraps to -8 in 4 bits
+  EXPECT_EQ(i4.get_int(2), 7);
+  Literal u2 = Literal::from_ints(Type(ElementType::ui2, {2}), std::vector<int64_t>{3, 5});
+  EXPECT_EQ(u2.get_int(1), 1);
+  Literal b = Literal::from_doubles(Type(ElementType::bf16, {1}), std::vector<double>{3.14159});
+  EXPECT_EQ(b.get_double(0), 3.140625);
+  Literal c = Literal(Type(ElementType::c64, {1}));
+  c.set_complex(0, {1.5, -2.0});
+  EXPECT_EQ(c.get_complex(0), std::complex<double>(1.5, -2.0));
+  Literal e(f32({0, 3}));
+  EXPECT_EQ(e.num_elements(), 0);
+  EXPECT_EQ(e.bytes().size(), 0u);
+  EXPECT_EQ((Literal::splat(f32({2, 2}), 1.0).strides()), (std::vector<int64_t>{2, 1}));
+  EXPECT_EQ(Literal::scalar(ElementType::i1, 2.0).get_int(0), 1);
+}
+
+}  // namespace
+}  // namespace tessera::ir

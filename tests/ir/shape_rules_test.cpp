@@ -1,0 +1,329 @@
+// Every shape-rule failure, with the exact message a user sees. One row per reject() in
+// src/ir/shape_*.cpp, plus a success row per family so the rules are not merely rejecting.
+#include <gtest/gtest.h>
+
+#include "ir/shape_rules.h"
+#include "support/error.h"
+
+namespace tessera::ir {
+namespace {
+
+using Ints = std::vector<int64_t>;
+
+AttrMap attrs(std::initializer_list<std::pair<std::string, Attribute>> list) {
+  AttrMap a;
+  for (const auto& [k, v] : list) a.set(k, v);
+  return a;
+}
+
+struct Case {
+  std::string name;
+  OpKind kind;
+  std::vector<Type> operands;
+  AttrMap attrs;
+  std::vector<Type> declared;
+  std::string message;
+};
+
+void PrintTo(const Case& c, std::ostream* os) { *os << c.name; }
+
+std::string error_of(const Case& c) {
+  try {
+    infer_result_types(ShapeQuery{c.kind, c.operands, c.attrs, c.declared});
+  } catch (const support::UserError& e) {
+    return e.what();
+  }
+  return "<no error>";
+}
+
+Type ty(ElementType e, Ints s) { return Type(e, std::move(s)); }
+constexpr auto F32 = ElementType::f32;
+constexpr auto I32 = ElementType::i32;
+constexpr auto I1 = ElementType::i1;
+constexpr auto C64 = ElementType::c64;
+
+GatherDims gather_dims(Ints offset, Ints collapsed, Ints start_map, int64_t ivd) {
+  GatherDims g;
+  g.offset_dims = std::move(offset);
+  g.collapsed_slice_dims = std::move(collapsed);
+  g.start_index_map = std::move(start_map);
+  g.index_vector_dim = ivd;
+  return g;
+}
+
+ScatterDims scatter_dims(Ints window, Ints inserted, Ints to_operand, int64_t ivd) {
+  ScatterDims s;
+  s.update_window_dims = std::move(window);
+  s.inserted_window_dims = std::move(inserted);
+  s.scatter_dims_to_operand_dims = std::move(to_operand);
+  s.index_vector_dim = ivd;
+  return s;
+}
+
+DotDims dot_dims(Ints lb, Ints rb, Ints lc, Ints rc) { return DotDims{lb, rb, lc, rc}; }
+
+Sharding rows() { return Sharding{"m", {{"x"}, {}}, {}, {}}; }
+
+const std::vector<Case>& cases() {
+  static const std::vector<Case> k = {
+      // Dispatch and leaves.
+      {"arity", OpKind::Add, {f32({2})}, {}, {}, "stablehlo.add: expects 2 operands, got 1"},
+      {"constant_value", OpKind::Constant, {}, {}, {}, "stablehlo.constant: has no 'value' attribute"},
+      {"iota_declared", OpKind::Iota, {}, attrs({{"iota_dimension", int64_t{0}}}), {},
+       "stablehlo.iota: needs its result type written out"},
+      {"iota_dim", OpKind::Iota, {}, attrs({{"iota_dimension", int64_t{2}}}), {f32({2, 3})},
+       "stablehlo.iota: iota_dimension = 2 is out of range for rank 2"},
+      // Elementwise.
+      {"float_only", OpKind::Tanh, {i32({4})}, {}, {},
+       "stablehlo.tanh: operand 0 has type tensor<4xi32>, must be float or complex"},
+      {"numeric", OpKind::Negate, {i1({4})}, {}, {},
+       "stablehlo.negate: operand 0 has type tensor<4xi1>, must be integer, float or complex"},
+      {"round_float", OpKind::Floor, {ty(C64, {2})}, {}, {},
+       "stablehlo.floor: operand 0 has type tensor<2xcomplex<f32>>, must be float"},
+      {"not_float", OpKind::Not, {f32({2})}, {}, {},
+       "stablehlo.not: operand 0 has type tensor<2xf32>, must be boolean or integer"},
+      {"shift_int", OpKind::ShiftLeft, {i1({2}), i1({2})}, {}, {},
+       "stablehlo.shift_left: operand 0 has type tensor<2xi1>, must be integer"},
+      {"binary_types", OpKind::Add, {f32({4}), f32({3})}, {}, {},
+       "stablehlo.add: operand 1 has type tensor<3xf32>, but operand 0 has type tensor<4xf32>"},
+      {"binary_elements", OpKind::Multiply, {f32({4}), i32({4})}, {}, {},
+       "stablehlo.multiply: operand 1 has type tensor<4xi32>, but operand 0 has type tensor<4xf32>"},
+      {"convert_shape", OpKind::Convert, {f32({4})}, {}, {i32({3})},
+       "stablehlo.convert: result tensor<3xi32> must have the shape of operand tensor<4xf32>"},
+      {"convert_complex", OpKind::Convert, {ty(C64, {4})}, {}, {f32({4})},
+       "stablehlo.convert: cannot convert complex tensor<4xcomplex<f32>> to tensor<4xf32>"},
+      {"bitcast_ratio", OpKind::BitcastConvert, {ty(ElementType::i64, {2})}, {}, {f32({2, 3})},
+       "stablehlo.bitcast_convert: result tensor<2x3xf32> does not match operand tensor<2xi64> "
+       "(expected shape [2, 2])"},
+      {"bitcast_narrow", OpKind::BitcastConvert, {f32({2, 3})}, {}, {ty(ElementType::i64, {2})},
+       "stablehlo.bitcast_convert: operand tensor<2x3xf32> needs a last dimension of 2 to bitcast "
+       "to tensor<2xi64>"},
+      {"compare_direction", OpKind::Compare, {f32({2}), f32({2})}, {}, {},
+       "stablehlo.compare: has no comparison_direction"},
+      {"clamp_bound", OpKind::Clamp, {f32({3}), f32({2}), f32({})}, {}, {},
+       "stablehlo.clamp: bound min has type tensor<3xf32>; it must be a scalar or have the type of "
+       "operand tensor<2xf32>"},
+      {"clamp_type", OpKind::Clamp, {ty(C64, {}), ty(C64, {2}), ty(C64, {})}, {}, {},
+       "stablehlo.clamp: operand 1 has type tensor<2xcomplex<f32>>, must be boolean, integer or "
+       "float"},
+      {"select_branches", OpKind::Select, {i1({2}), f32({2}), i32({2})}, {}, {},
+       "stablehlo.select: branches have types tensor<2xf32> and tensor<2xi32>"},
+      {"select_pred", OpKind::Select, {i1({3}), f32({2}), f32({2})}, {}, {},
+       "stablehlo.select: predicate tensor<3xi1> must be i1, a scalar or shaped like tensor<2xf32>"},
+      // Data movement.
+      {"broadcast_attr", OpKind::BroadcastInDim, {f32({2})}, {}, {f32({3, 2})},
+       "stablehlo.broadcast_in_dim: has no 'broadcast_dimensions' attribute"},
+      {"broadcast_len", OpKind::BroadcastInDim, {f32({2})}, attrs({{"broadcast_dimensions", Ints{0, 1}}}),
+       {f32({3, 2})}, "stablehlo.broadcast_in_dim: broadcast_dimensions has 2 entries for operand rank 1"},
+      {"broadcast_range", OpKind::BroadcastInDim, {f32({2})}, attrs({{"broadcast_dimensions", Ints{2}}}),
+       {f32({3, 2})}, "stablehlo.broadcast_in_dim: broadcast_dimensions = 2 is out of range for rank 2"},
+      {"broadcast_repeat", OpKind::BroadcastInDim, {f32({1, 1})},
+       attrs({{"broadcast_dimensions", Ints{1, 1}}}), {f32({3, 2})},
+       "stablehlo.broadcast_in_dim: broadcast_dimensions repeats dimension 1"},
+      {"broadcast_element", OpKind::BroadcastInDim, {f32({2})}, attrs({{"broadcast_dimensions", Ints{1}}}),
+       {i32({3, 2})},
+       "stablehlo.broadcast_in_dim: result tensor<3x2xi32> has another element type than operand "
+       "tensor<2xf32>"},
+      {"broadcast_size", OpKind::BroadcastInDim, {f32({2})}, attrs({{"broadcast_dimensions", Ints{0}}}),
+       {f32({3, 2})},
+       "stablehlo.broadcast_in_dim: operand dimension 0 (size 2) cannot broadcast to result "
+       "dimension 0 (size 3)"},
+      {"reshape_count", OpKind::Reshape, {f32({2, 3})}, {}, {f32({5})},
+       "stablehlo.reshape: cannot reshape tensor<2x3xf32> (6 elements) to tensor<5xf32> (5 elements)"},
+      {"transpose_perm", OpKind::Transpose, {f32({2, 3})}, attrs({{"permutation", Ints{0, 0}}}), {},
+       "stablehlo.transpose: permutation repeats dimension 0"},
+      {"slice_fit", OpKind::Slice, {f32({4})},
+       attrs({{"start_indices", Ints{1}}, {"limit_indices", Ints{5}}, {"strides", Ints{1}}}), {},
+       "stablehlo.slice: dimension 0: slice [1:5:1] does not fit size 4"},
+      {"slice_len", OpKind::Slice, {f32({4})},
+       attrs({{"start_indices", Ints{1, 0}}, {"limit_indices", Ints{2}}, {"strides", Ints{1}}}), {},
+       "stablehlo.slice: start_indices has 2 entries for operand rank 1"},
+      {"dynamic_slice_empty", OpKind::DynamicSlice, {}, {}, {},
+       "stablehlo.dynamic_slice: expects an operand"},
+      {"dynamic_slice_count", OpKind::DynamicSlice, {f32({4, 4}), i32({})},
+       attrs({{"slice_sizes", Ints{2, 2}}}), {},
+       "stablehlo.dynamic_slice: expects 2 index operands for operand rank 2, got 1"},
+      {"dynamic_slice_index", OpKind::DynamicSlice, {f32({4}), f32({})},
+       attrs({{"slice_sizes", Ints{2}}}), {},
+       "stablehlo.dynamic_slice: index operand 1 has type tensor<f32>, must be an integer scalar"},
+      {"dynamic_slice_size", OpKind::DynamicSlice, {f32({4}), i32({})},
+       attrs({{"slice_sizes", Ints{5}}}), {},
+       "stablehlo.dynamic_slice: slice_sizes[0] = 5 does not fit dimension size 4"},
+      {"dus_operands", OpKind::DynamicUpdateSlice, {f32({4})}, {}, {},
+       "stablehlo.dynamic_update_slice: expects an operand and an update"},
+      {"dus_update", OpKind::DynamicUpdateSlice, {f32({4}), i32({2}), i32({})}, {}, {},
+       "stablehlo.dynamic_update_slice: update tensor<2xi32> does not match operand tensor<4xf32>"},
+      {"dus_size", OpKind::DynamicUpdateSlice, {f32({4}), f32({5}), i32({})}, {}, {},
+       "stablehlo.dynamic_update_slice: update dimension 0 (size 5) is larger than the operand's (4)"},
+      {"concat_empty", OpKind::Concatenate, {}, {}, {},
+       "stablehlo.concatenate: expects at least one operand"},
+      {"concat_dim", OpKind::Concatenate, {f32({2})}, attrs({{"dimension", int64_t{1}}}), {},
+       "stablehlo.concatenate: dimension = 1 is out of range for rank 1"},
+      {"concat_shape", OpKind::Concatenate, {f32({2, 3}), f32({2, 4})},
+       attrs({{"dimension", int64_t{0}}}), {},
+       "stablehlo.concatenate: operand 1 has type tensor<2x4xf32>, which does not concatenate with "
+       "tensor<2x3xf32> along dimension 0"},
+      {"pad_value", OpKind::Pad, {f32({2}), f32({1})}, {}, {},
+       "stablehlo.pad: padding value tensor<1xf32> must be a scalar of tensor<2xf32>'s element type"},
+      {"pad_interior", OpKind::Pad, {f32({2}), f32({})},
+       attrs({{"edge_padding_low", Ints{0}}, {"edge_padding_high", Ints{0}}, {"interior_padding", Ints{-1}}}),
+       {}, "stablehlo.pad: interior_padding[0] = -1 is negative"},
+      {"pad_negative", OpKind::Pad, {f32({2}), f32({})},
+       attrs({{"edge_padding_low", Ints{-2}}, {"edge_padding_high", Ints{-1}}, {"interior_padding", Ints{0}}}),
+       {}, "stablehlo.pad: dimension 0 would have negative size -1"},
+      {"reverse_dims", OpKind::Reverse, {f32({2})}, attrs({{"dimensions", Ints{1}}}), {},
+       "stablehlo.reverse: dimensions = 1 is out of range for rank 1"},
+      {"gather_dn", OpKind::Gather, {f32({4}), i32({2, 1})}, attrs({{"slice_sizes", Ints{1}}}), {},
+       "stablehlo.gather: has no dimension_numbers"},
+      {"gather_indices", OpKind::Gather, {f32({4}), f32({2, 1})},
+       attrs({{"dimension_numbers", gather_dims({}, {0}, {0}, 1)}, {"slice_sizes", Ints{1}}}), {},
+       "stablehlo.gather: start_indices tensor<2x1xf32> must be integers"},
+      {"gather_ivd", OpKind::Gather, {f32({4}), i32({2, 1})},
+       attrs({{"dimension_numbers", gather_dims({}, {0}, {0}, 3)}, {"slice_sizes", Ints{1}}}), {},
+       "stablehlo.gather: index_vector_dim = 3 is out of range"},
+      {"gather_map", OpKind::Gather, {f32({4}), i32({2, 2})},
+       attrs({{"dimension_numbers", gather_dims({}, {0}, {0}, 1)}, {"slice_sizes", Ints{1}}}), {},
+       "stablehlo.gather: start_index_map has 1 entries, but index vectors have 2"},
+      {"gather_slice", OpKind::Gather, {f32({4}), i32({2, 1})},
+       attrs({{"dimension_numbers", gather_dims({}, {0}, {0}, 1)}, {"slice_sizes", Ints{5}}}), {},
+       "stablehlo.gather: slice_sizes[0] = 5 does not fit dimension size 4"},
+      {"gather_collapsed", OpKind::Gather, {f32({4}), i32({2, 1})},
+       attrs({{"dimension_numbers", gather_dims({}, {0}, {0}, 1)}, {"slice_sizes", Ints{2}}}), {},
+       "stablehlo.gather: collapsed dimension 0 has slice size 2, must be 0 or 1"},
+      {"gather_offset", OpKind::Gather, {f32({4, 3}), i32({2, 1})},
+       attrs({{"dimension_numbers", gather_dims({}, {0}, {0}, 1)}, {"slice_sizes", Ints{1, 3}}}), {},
+       "stablehlo.gather: offset_dims has 0 entries for 1 uncollapsed slice dimensions"},
+      {"scatter_count", OpKind::Scatter, {f32({4}), i32({1})}, {}, {},
+       "stablehlo.scatter: expects N inputs, the indices and N updates; got 2 operands"},
+      {"scatter_dn", OpKind::Scatter, {f32({4}), i32({1, 1}), f32({1})}, {}, {},
+       "stablehlo.scatter: has no scatter_dimension_numbers"},
+      {"scatter_indices", OpKind::Scatter, {f32({4}), f32({1, 1}), f32({1})},
+       attrs({{"scatter_dimension_numbers", scatter_dims({}, {0}, {0}, 1)}}), {},
+       "stablehlo.scatter: scatter_indices tensor<1x1xf32> must be integers"},
+      {"scatter_inputs", OpKind::Scatter, {f32({4}), f32({3}), i32({1, 1}), f32({1}), f32({1})},
+       attrs({{"scatter_dimension_numbers", scatter_dims({}, {0}, {0}, 1)}}), {},
+       "stablehlo.scatter: inputs 1 and 0 differ in shape"},
+      {"scatter_update_type", OpKind::Scatter, {f32({4}), i32({1, 1}), i32({1})},
+       attrs({{"scatter_dimension_numbers", scatter_dims({}, {0}, {0}, 1)}}), {},
+       "stablehlo.scatter: update 0 has type tensor<1xi32>, input has tensor<4xf32>"},
+      {"scatter_update_rank", OpKind::Scatter, {f32({4}), i32({1, 1}), f32({1, 1})},
+       attrs({{"scatter_dimension_numbers", scatter_dims({}, {0}, {0}, 1)}}), {},
+       "stablehlo.scatter: update 0 has rank 2, expected 1 scatter plus 0 window dimensions"},
+      // Reductions, contractions.
+      {"reduce_count", OpKind::Reduce, {f32({4})}, attrs({{"dimensions", Ints{0}}}), {},
+       "stablehlo.reduce: expects N inputs and N init values; got 1 operands"},
+      {"reduce_dims_attr", OpKind::Reduce, {f32({4}), f32({})}, {}, {},
+       "stablehlo.reduce: has no 'dimensions' attribute"},
+      {"reduce_dim", OpKind::Reduce, {f32({4}), f32({})}, attrs({{"dimensions", Ints{1}}}), {},
+       "stablehlo.reduce: dimensions = 1 is out of range for rank 1"},
+      {"reduce_repeat", OpKind::Reduce, {f32({4}), f32({})}, attrs({{"dimensions", Ints{0, 0}}}), {},
+       "stablehlo.reduce: dimensions repeats 0"},
+      {"reduce_shapes", OpKind::Reduce, {f32({4}), f32({3}), f32({}), f32({})},
+       attrs({{"dimensions", Ints{0}}}), {},
+       "stablehlo.reduce: input 1 has shape tensor<3xf32>, input 0 has tensor<4xf32>"},
+      {"reduce_init", OpKind::Reduce, {f32({4}), i32({})}, attrs({{"dimensions", Ints{0}}}), {},
+       "stablehlo.reduce: init value 0 has type tensor<i32>, must be a scalar of f32 (input 0's "
+       "element type)"},
+      {"dot_dn", OpKind::DotGeneral, {f32({2, 3}), f32({3, 4})}, {}, {},
+       "stablehlo.dot_general: has no dot_dimension_numbers"},
+      {"dot_counts", OpKind::DotGeneral, {f32({2, 3}), f32({3, 4})},
+       attrs({{"dot_dimension_numbers", dot_dims({}, {}, {1}, {})}}), {},
+       "stablehlo.dot_general: lhs and rhs list different numbers of batch or contracting dimensions"},
+      {"dot_range", OpKind::DotGeneral, {f32({2, 3}), f32({3, 4})},
+       attrs({{"dot_dimension_numbers", dot_dims({}, {}, {2}, {0})}}), {},
+       "stablehlo.dot_general: lhs contracting dimension = 2 is out of range for rank 2"},
+      {"dot_size", OpKind::DotGeneral, {f32({8, 4}), f32({3, 4})},
+       attrs({{"dot_dimension_numbers", dot_dims({}, {}, {1}, {0})}}), {},
+       "stablehlo.dot_general: contracting dimension 1 of lhs tensor<8x4xf32> has size 4, but "
+       "dimension 0 of rhs tensor<3x4xf32> has size 3"},
+      {"dot_elements", OpKind::DotGeneral, {f32({2, 3}), i32({3, 4})},
+       attrs({{"dot_dimension_numbers", dot_dims({}, {}, {1}, {0})}}), {},
+       "stablehlo.dot_general: operands have element types f32 and i32"},
+      // Collectives and Shardy.
+      {"gather_dim_attr", OpKind::AllGather, {f32({2})}, {}, {},
+       "stablehlo.all_gather: has no 'all_gather_dim' attribute"},
+      {"gather_no_groups", OpKind::AllGather, {f32({2})}, attrs({{"all_gather_dim", int64_t{0}}}), {},
+       "stablehlo.all_gather: needs its result type written out"},
+      {"scatter_divides", OpKind::ReduceScatter, {f32({6})},
+       attrs({{"scatter_dimension", int64_t{0}}, {"replica_groups", IntMatrix{1, 4, {0, 1, 2, 3}}}}), {},
+       "stablehlo.reduce_scatter: scatter dimension 0 of tensor<6xf32> does not divide by the group "
+       "size 4"},
+      {"all_to_all_count", OpKind::AllToAll, {f32({4})},
+       attrs({{"split_dimension", int64_t{0}}, {"concat_dimension", int64_t{0}}}), {},
+       "stablehlo.all_to_all: needs a positive split_count"},
+      {"all_to_all_divides", OpKind::AllToAll, {f32({6, 2})},
+       attrs({{"split_dimension", int64_t{0}}, {"concat_dimension", int64_t{1}}, {"split_count", int64_t{4}}}),
+       {}, "stablehlo.all_to_all: split dimension 0 of tensor<6x2xf32> does not divide by split_count 4"},
+      {"permute_pairs", OpKind::CollectivePermute, {f32({2})},
+       attrs({{"source_target_pairs", IntMatrix{1, 3, {0, 1, 2}}}}), {},
+       "stablehlo.collective_permute: needs source_target_pairs of shape Nx2"},
+      {"constraint_sharding", OpKind::ShardingConstraint, {f32({2})}, {}, {},
+       "sdy.sharding_constraint: has no sharding"},
+      {"reshard_sharding", OpKind::Reshard, {f32({2})}, {}, {}, "sdy.reshard: has no sharding"},
+      {"manual_shardings", OpKind::ManualComputation, {f32({2})}, {}, {f32({2})},
+       "sdy.manual_computation: needs in_shardings and out_shardings"},
+      {"manual_in", OpKind::ManualComputation, {f32({2})},
+       attrs({{"in_shardings", ShardingList{}}, {"out_shardings", ShardingList{rows()}}}), {f32({2})},
+       "sdy.manual_computation: has 0 in_shardings for 1 operands"},
+      {"manual_out", OpKind::ManualComputation, {f32({2})},
+       attrs({{"in_shardings", ShardingList{rows()}}, {"out_shardings", ShardingList{}}}), {f32({2})},
+       "sdy.manual_computation: has 0 out_shardings for 1 results"},
+  };
+  return k;
+}
+
+class ShapeRuleFailure : public ::testing::TestWithParam<Case> {};
+
+TEST_P(ShapeRuleFailure, MessageNamesOpAndMismatch) {
+  EXPECT_EQ(error_of(GetParam()), GetParam().message);
+}
+
+INSTANTIATE_TEST_SUITE_P(All, ShapeRuleFailure, ::testing::ValuesIn(cases()),
+                         [](const auto& info) { return info.param.name; });
+
+std::vector<Type> infer(OpKind k, std::vector<Type> ops, AttrMap a = {}, std::vector<Type> d = {}) {
+  return infer_result_types(ShapeQuery{k, ops, a, d});
+}
+
+TEST(ShapeRules, ResultsOfWellFormedOps) {
+  EXPECT_EQ(infer(OpKind::Add, {f32({2}), f32({2})}), std::vector{f32({2})});
+  EXPECT_EQ(infer(OpKind::Abs, {Type(C64, {3})}), std::vector{f32({3})});
+  EXPECT_EQ(infer(OpKind::IsFinite, {f32({3})}), std::vector{i1({3})});
+  EXPECT_EQ(infer(OpKind::Compare, {i32({3}), i32({3})},
+                  attrs({{"comparison_direction", ComparisonDirection::LT}})),
+            std::vector{i1({3})});
+  EXPECT_EQ(infer(OpKind::BitcastConvert, {f32({2})}, {}, {Type(ElementType::i8, {2, 4})}),
+            std::vector{Type(ElementType::i8, {2, 4})});
+  EXPECT_EQ(infer(OpKind::Transpose, {f32({2, 3, 4})}, attrs({{"permutation", Ints{2, 0, 1}}})),
+            std::vector{f32({4, 2, 3})});
+  EXPECT_EQ(infer(OpKind::Slice, {f32({10})},
+                  attrs({{"start_indices", Ints{1}}, {"limit_indices", Ints{8}}, {"strides", Ints{3}}})),
+            std::vector{f32({3})});
+  EXPECT_EQ(infer(OpKind::Pad, {f32({3}), f32({})},
+                  attrs({{"edge_padding_low", Ints{1}}, {"edge_padding_high", Ints{-1}},
+                         {"interior_padding", Ints{2}}})),
+            std::vector{f32({7})});
+  EXPECT_EQ(infer(OpKind::Concatenate, {f32({2, 3}), f32({4, 3})}, attrs({{"dimension", int64_t{0}}})),
+            std::vector{f32({6, 3})});
+  EXPECT_EQ(infer(OpKind::DotGeneral, {f32({5, 2, 3}), f32({5, 3, 4})},
+                  attrs({{"dot_dimension_numbers", dot_dims({0}, {0}, {2}, {1})}})),
+            std::vector{f32({5, 2, 4})});
+  EXPECT_EQ(infer(OpKind::Reduce, {f32({2, 3}), i32({2, 3}), f32({}), i32({})},
+                  attrs({{"dimensions", Ints{1}}})),
+            (std::vector{f32({2}), i32({2})}));
+  // A 3x5 operand gathered by 2 index rows, keeping a window of 2 along dimension 1.
+  EXPECT_EQ(infer(OpKind::Gather, {f32({3, 5}), i32({2, 1})},
+                  attrs({{"dimension_numbers", gather_dims({1}, {0}, {0}, 1)}, {"slice_sizes", Ints{1, 2}}})),
+            std::vector{f32({2, 2})});
+  EXPECT_EQ(infer(OpKind::AllGather, {f32({2, 3})},
+                  attrs({{"all_gather_dim", int64_t{1}}, {"replica_groups", IntMatrix{2, 2, {0, 1, 2, 3}}}})),
+            std::vector{f32({2, 6})});
+  EXPECT_EQ(infer(OpKind::AllToAll, {f32({4, 2})},
+                  attrs({{"split_dimension", int64_t{0}}, {"concat_dimension", int64_t{1}},
+                         {"split_count", int64_t{2}}})),
+            std::vector{f32({2, 4})});
+  EXPECT_EQ(infer(OpKind::ReplicaId, {}), std::vector{Type(ElementType::ui32, {})});
+}
+
+}  // namespace
+}  // namespace tessera::ir

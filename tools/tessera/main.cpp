@@ -1,0 +1,43 @@
+// The tessera command line. Subcommands grow with the layers beneath them; each is a thin shell
+// over a library call.
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include "ir/op_kind.h"
+#include "support/error.h"
+
+namespace {
+
+// `tessera ops`: the op table, one row per primitive, with its arity and traits.
+int list_ops() {
+  using namespace tessera::ir;
+  const std::pair<OpTrait, const char*> traits[] = {
+      {kPure, "pure"},           {kElementwise, "elementwise"}, {kCommutative, "commutative"},
+      {kCollective, "collective"}, {kHasRegions, "regions"},     {kTerminator, "terminator"},
+      {kShardy, "shardy"}};
+  for (int i = 0; i < kNumOpKinds; ++i) {
+    const OpInfo& op = info(static_cast<OpKind>(i));
+    std::string t;
+    for (auto [bit, name] : traits)
+      if (op.traits & bit) t += fmt::format("{}{}", t.empty() ? "" : ",", name);
+    std::string arity = op.arity == kVariadic ? "variadic" : fmt::format("{}", op.arity);
+    fmt::print("{:<34} {:>8}  {}\n", op.spelling, arity, t);
+  }
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"tessera: sharded tensor programs"};
+  app.require_subcommand(1);
+  auto* ops = app.add_subcommand("ops", "List the op table (ops.def)");
+  CLI11_PARSE(app, argc, argv);
+  try {
+    if (ops->parsed()) return list_ops();
+  } catch (const tessera::support::UserError& e) {
+    fmt::print(stderr, "error: {}\n", e.what());
+    return 1;
+  }
+  return 0;
+}
