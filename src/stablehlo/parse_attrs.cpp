@@ -1,0 +1,535 @@
+// Types, attributes, dense literals, meshes and shardings from StableHLO/Shardy text.
+#include "stablehlo/parse_attrs.h"
+
+#include <cstring>
+
+#include "support/strings.h"
+
+namespace tessera::stablehlo {
+namespace {
+
+using ir::ElementType;
+
+// A dense<...> body before its type is known: a nested list or one element.
+struct DenseNode {
+  Location loc;
+  bool is_list = false;
+  std::vector<DenseNode> items;
+  std::string re, im;  // element text; im set for complex "(re, im)"
+};
+
+DenseNode parse_dense_node(Lexer& lx) {
+  DenseNode n;
+  lx.skip_space();
+  n.loc = lx.location();
+  if (lx.try_consume("[")) {
+    n.is_list = true;
+    if (!lx.try_consume("]")) {
+      do n.items.push_back(parse_dense_node(lx));
+      while (lx.try_consume(","));
+      lx.expect("]");
+    }
+  } else if (lx.try_consume("(")) {
+    n.re = lx.try_consume("true") ? "1" : lx.number_text();
+    lx.expect(",");
+    n.im = lx.number_text();
+    lx.expect(")");
+  } else if (lx.try_consume("true")) {
+    n.re = "true";
+  } else if (lx.try_consume("false")) {
+    n.re = "false";
+  } else if (lx.peek() == '"') {
+    n.re = '"' + lx.string_literal();
+  } else {
+    n.re = lx.number_text();
+  }
+  return n;
+}
+
+bool is_hex(const std::string& t) {
+  size_t s = (t[0] == '-' || t[0] == '+') ? 1 : 0;
+  return t.compare(s, 2, "0x") == 0;
+}
+
+uint64_t parse_bits(const std::string& t) { return std::stoull(t.substr(t.find('x') + 1), nullptr, 16); }
+
+void set_bits(ir::Literal& lit, int64_t i, uint64_t bits) {
+  int bytes = ir::info(lit.element()).bytes;
+  std::memcpy(lit.bytes().data() + i * bytes, &bits, static_cast<size_t>(bytes));  // little-endian
+}
+
+double to_double(Lexer& lx, const DenseNode& n, const std::string& t) {
+  try {
+    return std::stod(t);
+  } catch (const std::exception&) {
+    if (t.find_first_of("eE") != std::string::npos) return t[0] == '-' ? -HUGE_VAL : HUGE_VAL;
+    lx.error_at(n.loc, fmt::format("'{}' is not a number", t));
+  }
+}
+
+void set_element(Lexer& lx, ir::Literal& lit, int64_t i, const DenseNode& n) {
+  ElementType e = lit.element();
+  const std::string& t = n.re;
+  if (t.empty() || t[0] == '"') lx.error_at(n.loc, "expected a number");
+  if (ir::is_complex(e)) {
+    if (n.im.empty()) {
+      lit.set_double(i, to_double(lx, n, t));
+    } else {
+      lit.set_complex(i, {to_double(lx, n, t), to_double(lx, n, n.im)});
+    }
+    return;
+  }
+  if (!n.im.empty()) lx.error_at(n.loc, fmt::format("complex value for {}", ir::spelling(e)));
+  if (t == "true" || t == "false") {
+    if (!ir::is_bool(e)) lx.error_at(n.loc, fmt::format("'{}' is not a value of {}", t, ir::spelling(e)));
+    lit.set_int(i, t == "true");
+    return;
+  }
+  if (ir::is_float(e)) {
+    if (is_hex(t)) {
+      set_bits(lit, i, parse_bits(t));
+    } else {
+      lit.set_double(i, to_double(lx, n, t));
+    }
+    return;
+  }
+  if (t.find_first_of(".eE") != std::string::npos && !is_hex(t))
+    lx.error_at(n.loc, fmt::format("'{}' is not a value of {}", t, ir::spelling(e)));
+  int bits = ir::info(e).bits;
+  bool negative = t[0] == '-';
+  uint64_t magnitude;
+  try {
+    magnitude = is_hex(t) ? parse_bits(t) : std::stoull(negative ? t.substr(1) : t);
+  } catch (const std::exception&) {
+    lx.error_at(n.loc, fmt::format("integer '{}' is out of range", t));
+  }
+  // The value must fit the type's width (hex gives a bit pattern of that width).
+  bool fits;
+  if (is_hex(t)) {
+    fits = bits == 64 || magnitude < (uint64_t{1} << bits);
+  } else if (ir::is_unsigned_integer(e) || ir::is_bool(e)) {
+    fits = !negative && (bits == 64 || magnitude < (uint64_t{1} << bits));
+  } else {
+    uint64_t limit = uint64_t{1} << (bits - 1);
+    fits = negative ? magnitude <= limit : magnitude < limit;
+  }
+  if (!fits) lx.error_at(n.loc, fmt::format("{} does not fit in {}", t, ir::spelling(e)));
+  lit.set_int(i, negative ? static_cast<int64_t>(0 - magnitude) : static_cast<int64_t>(magnitude));
+}
+
+void flatten(Lexer& lx, const DenseNode& n, const ir::Type& type, size_t dim,
+             std::vector<const DenseNode*>& out) {
+  if (dim == type.shape.size()) {
+    if (n.is_list) lx.error_at(n.loc, fmt::format("too many nested lists for {}", ir::to_string(type)));
+    out.push_back(&n);
+    return;
+  }
+  if (!n.is_list)
+    lx.error_at(n.loc, fmt::format("expected a list for dimension {} of {}", dim, ir::to_string(type)));
+  if (static_cast<int64_t>(n.items.size()) != type.shape[dim])
+    lx.error_at(n.loc, fmt::format("dense literal has {} elements in dimension {}, but {} has {}",
+                                   n.items.size(), dim, ir::to_string(type), type.shape[dim]));
+  for (const DenseNode& item : n.items) flatten(lx, item, type, dim + 1, out);
+}
+
+ir::IntMatrix to_matrix(Lexer& lx, Location at, const ir::Literal& lit) {
+  if (lit.shape().size() != 2 || !ir::is_integer(lit.element()))
+    lx.error_at(at, fmt::format("expected a 2-D integer tensor, got {}", ir::to_string(lit.type())));
+  ir::IntMatrix m{lit.shape()[0], lit.shape()[1], {}};
+  for (int64_t i = 0; i < lit.num_elements(); ++i) m.values.push_back(lit.get_int(i));
+  return m;
+}
+
+// key = [1, 2] or key = 3 inside #stablehlo.dot<...> and friends.
+template <typename F>
+void parse_fields(Lexer& lx, F&& field) {
+  lx.expect("<");
+  if (lx.try_consume(">")) return;
+  do {
+    Location at = lx.location();
+    std::string key = lx.identifier();
+    lx.expect("=");
+    if (!field(key)) lx.error_at(at, fmt::format("unknown field '{}'", key));
+  } while (lx.try_consume(","));
+  lx.expect(">");
+}
+
+ir::AxisRef parse_axis_ref(Lexer& lx) {
+  std::string name = lx.string_literal();
+  if (!lx.try_consume(":")) return ir::AxisRef(name);
+  lx.expect("(");
+  int64_t pre = lx.integer();
+  lx.expect(")");
+  int64_t size = lx.integer();
+  return ir::AxisRef(name, ir::SubAxis{pre, size});
+}
+
+std::vector<ir::AxisRef> parse_axis_refs(Lexer& lx) {
+  std::vector<ir::AxisRef> out;
+  lx.expect("{");
+  if (lx.try_consume("}")) return out;
+  do out.push_back(parse_axis_ref(lx));
+  while (lx.try_consume(","));
+  lx.expect("}");
+  return out;
+}
+
+// Text of an attribute value kept verbatim: up to the next ',' or '}' outside brackets.
+std::string raw_value(Lexer& lx) {
+  lx.skip_space();
+  std::string out;
+  for (;;) {
+    char c = lx.peek();
+    if (c == '\0' || c == ',' || c == '}') break;
+    if (c == '(' || c == '[' || c == '{' || c == '<') {
+      lx.expect(std::string(1, c));
+      char close = c == '(' ? ')' : c == '[' ? ']' : c == '{' ? '}' : '>';
+      out += c + lx.balanced_until(close);
+    } else if (c == '"') {
+      out += '"' + lx.string_literal() + '"';
+    } else {
+      Location before = lx.location();
+      std::string_view r = lx.rest();
+      size_t n = 0;
+      while (n < r.size() && !std::strchr(",}([{<\" \n\t", r[n])) ++n;
+      if (n == 0) lx.error_at(before, fmt::format("unexpected '{}'", c));
+      out += r.substr(0, n);
+      lx.reset(Location{before.offset + n, before.line, before.column + static_cast<int>(n)});
+    }
+    if (lx.rest().size() > 0 && (lx.rest()[0] == ' ' || lx.rest()[0] == '\n')) {
+      lx.skip_space();
+      char next = lx.peek();
+      if (next != ',' && next != '}' && next != '\0') out += ' ';
+    }
+  }
+  while (!out.empty() && out.back() == ' ') out.pop_back();
+  if (out.empty()) lx.error("expected an attribute value");
+  return out;
+}
+
+}  // namespace
+
+ElementType parse_element_type(Lexer& lx) {
+  Location at = lx.location();
+  lx.skip_space();
+  at = lx.location();
+  std::string name;
+  if (lx.try_consume("complex")) {
+    lx.expect("<");
+    name = "complex<" + lx.identifier() + ">";
+    lx.expect(">");
+  } else {
+    name = lx.identifier();
+  }
+  auto e = ir::parse_element_type(name);
+  if (!e) lx.error_at(at, fmt::format("unknown element type '{}'", name));
+  return *e;
+}
+
+ir::Type parse_type(Lexer& lx) {
+  lx.skip_space();
+  Location at = lx.location();
+  if (lx.peek() == '!') lx.error_at(at, fmt::format("unsupported type '{}'", raw_value(lx)));
+  if (!lx.try_consume("tensor")) lx.error("expected a tensor type");
+  lx.expect("<");
+  std::vector<int64_t> shape;
+  for (;;) {
+    lx.skip_space();
+    if (lx.peek() == '?') lx.error("dynamic dimensions are not supported");
+    if (!lx.is_number_next()) break;
+    Location d = lx.location();
+    std::string t = lx.number_text();
+    if (t[0] == '-' || t.find('.') != std::string::npos) lx.error_at(d, fmt::format("bad dimension '{}'", t));
+    shape.push_back(std::stoll(t));
+    // The 'x' after a dimension is not an identifier boundary: "2x3xf32".
+    if (lx.rest().empty() || lx.rest()[0] != 'x') lx.error("expected 'x' after a dimension");
+    lx.reset(Location{lx.location().offset + 1, lx.location().line, lx.location().column + 1});
+  }
+  ElementType e = parse_element_type(lx);
+  if (lx.try_consume(",")) lx.error("tensor encodings are not supported");
+  lx.expect(">");
+  return ir::Type(e, std::move(shape));
+}
+
+std::vector<ir::Type> parse_type_list(Lexer& lx) {
+  std::vector<ir::Type> out;
+  bool paren = lx.try_consume("(");
+  if (paren && lx.try_consume(")")) return out;
+  do out.push_back(parse_type(lx));
+  while (lx.try_consume(","));
+  if (paren) lx.expect(")");
+  return out;
+}
+
+void parse_function_type(Lexer& lx, std::vector<ir::Type>& inputs, std::vector<ir::Type>& outputs) {
+  lx.expect("(");
+  inputs.clear();
+  if (!lx.try_consume(")")) {
+    do inputs.push_back(parse_type(lx));
+    while (lx.try_consume(","));
+    lx.expect(")");
+  }
+  lx.expect("->");
+  outputs = parse_type_list(lx);
+}
+
+ir::Literal parse_dense(Lexer& lx) {
+  lx.expect("<");
+  DenseNode root;
+  lx.skip_space();
+  root.loc = lx.location();
+  bool empty = lx.try_consume(">");
+  if (!empty) {
+    root = parse_dense_node(lx);
+    lx.expect(">");
+  }
+  lx.expect(":");
+  ir::Type type = parse_type(lx);
+  ir::Literal lit(type);
+  if (empty) {
+    if (lit.num_elements() != 0)
+      lx.error_at(root.loc, fmt::format("empty dense literal for {}", ir::to_string(type)));
+    return lit;
+  }
+  if (!root.is_list && !root.re.empty() && root.re[0] == '"') {  // raw little-endian bytes
+    const std::string& hex = root.re;
+    size_t bytes = lit.bytes().size();
+    if (hex.size() != 3 + 2 * bytes || hex.compare(1, 2, "0x") != 0)
+      lx.error_at(root.loc, fmt::format("hex dense literal has {} bytes, {} needs {}",
+                                        (hex.size() - 3) / 2, ir::to_string(type), bytes));
+    for (size_t i = 0; i < bytes; ++i)
+      lit.bytes()[i] = static_cast<std::byte>(std::stoi(hex.substr(3 + 2 * i, 2), nullptr, 16));
+    return lit;
+  }
+  if (!root.is_list) {  // splat
+    for (int64_t i = 0; i < lit.num_elements(); ++i) set_element(lx, lit, i, root);
+    return lit;
+  }
+  std::vector<const DenseNode*> leaves;
+  flatten(lx, root, type, 0, leaves);
+  for (size_t i = 0; i < leaves.size(); ++i) set_element(lx, lit, static_cast<int64_t>(i), *leaves[i]);
+  return lit;
+}
+
+std::vector<int64_t> parse_int_list(Lexer& lx) {
+  std::vector<int64_t> out;
+  lx.expect("[");
+  if (lx.try_consume("]")) return out;
+  do out.push_back(lx.integer());
+  while (lx.try_consume(","));
+  lx.expect("]");
+  return out;
+}
+
+ir::Attribute parse_attribute(Lexer& lx, const std::string& name) {
+  lx.skip_space();
+  Location at = lx.location();
+  if (lx.try_consume("dense")) {
+    ir::Literal lit = parse_dense(lx);
+    if (name == "replica_groups" || name == "source_target_pairs") return to_matrix(lx, at, lit);
+    return lit;
+  }
+  if (lx.try_consume("array")) {
+    lx.expect("<");
+    if (!lx.try_consume("i64")) return ir::Opaque{"array<" + lx.balanced_until('>') + ">"};
+    std::vector<int64_t> v;
+    if (lx.try_consume(":")) {
+      do v.push_back(lx.integer());
+      while (lx.try_consume(","));
+    }
+    lx.expect(">");
+    return v;
+  }
+  if (lx.try_consume("true")) return true;
+  if (lx.try_consume("false")) return false;
+  if (lx.peek() == '"') return lx.string_literal();
+  if (lx.is_number_next()) {
+    std::string t = lx.number_text();
+    std::optional<ElementType> e;
+    if (lx.try_consume(":")) e = parse_element_type(lx);
+    bool is_float_text = t.find_first_of(".eE") != std::string::npos && t.find("0x") == std::string::npos;
+    if ((e && ir::is_float(*e)) || (!e && is_float_text)) return std::stod(t);
+    if (is_float_text) lx.error_at(at, fmt::format("'{}' is not an integer", t));
+    Lexer again(t, lx.file());
+    return again.integer();
+  }
+  if (lx.try_consume("#stablehlo.channel_handle")) {
+    ir::ChannelHandle h;
+    parse_fields(lx, [&](const std::string& k) {
+      if (k == "handle") h.handle = lx.integer();
+      else if (k == "type") h.type = lx.integer();
+      else return false;
+      return true;
+    });
+    return h;
+  }
+  if (lx.try_consume("#stablehlo.dot")) {
+    ir::DotDims d;
+    parse_fields(lx, [&](const std::string& k) {
+      if (k == "lhs_batching_dimensions") d.lhs_batch = parse_int_list(lx);
+      else if (k == "rhs_batching_dimensions") d.rhs_batch = parse_int_list(lx);
+      else if (k == "lhs_contracting_dimensions") d.lhs_contracting = parse_int_list(lx);
+      else if (k == "rhs_contracting_dimensions") d.rhs_contracting = parse_int_list(lx);
+      else return false;
+      return true;
+    });
+    return d;
+  }
+  if (lx.try_consume("#stablehlo.gather")) {
+    ir::GatherDims g;
+    parse_fields(lx, [&](const std::string& k) {
+      if (k == "offset_dims") g.offset_dims = parse_int_list(lx);
+      else if (k == "collapsed_slice_dims") g.collapsed_slice_dims = parse_int_list(lx);
+      else if (k == "operand_batching_dims") g.operand_batching_dims = parse_int_list(lx);
+      else if (k == "start_indices_batching_dims") g.start_indices_batching_dims = parse_int_list(lx);
+      else if (k == "start_index_map") g.start_index_map = parse_int_list(lx);
+      else if (k == "index_vector_dim") g.index_vector_dim = lx.integer();
+      else return false;
+      return true;
+    });
+    return g;
+  }
+  if (lx.try_consume("#stablehlo.scatter")) {
+    ir::ScatterDims s;
+    parse_fields(lx, [&](const std::string& k) {
+      if (k == "update_window_dims") s.update_window_dims = parse_int_list(lx);
+      else if (k == "inserted_window_dims") s.inserted_window_dims = parse_int_list(lx);
+      else if (k == "input_batching_dims") s.input_batching_dims = parse_int_list(lx);
+      else if (k == "scatter_indices_batching_dims") s.scatter_indices_batching_dims = parse_int_list(lx);
+      else if (k == "scatter_dims_to_operand_dims") s.scatter_dims_to_operand_dims = parse_int_list(lx);
+      else if (k == "index_vector_dim") s.index_vector_dim = lx.integer();
+      else return false;
+      return true;
+    });
+    return s;
+  }
+  if (lx.try_consume("#stablehlo<comparison_direction")) {
+    Location d = lx.location();
+    auto dir = ir::parse_comparison_direction(lx.identifier());
+    if (!dir) lx.error_at(d, "unknown comparison direction");
+    lx.expect(">");
+    return *dir;
+  }
+  if (lx.try_consume("#stablehlo<comparison_type")) {
+    Location d = lx.location();
+    auto t = ir::parse_compare_type(lx.identifier());
+    if (!t) lx.error_at(d, "unknown comparison type");
+    lx.expect(">");
+    return *t;
+  }
+  if (lx.try_consume("#sdy.sharding_per_value")) {
+    lx.expect("<");
+    ir::ShardingList l = parse_sharding_list(lx);
+    lx.expect(">");
+    return l;
+  }
+  if (lx.try_consume("#sdy.sharding")) {
+    lx.expect("<");
+    return parse_sharding_body(lx);
+  }
+  return ir::Opaque{raw_value(lx)};
+}
+
+ir::AttrMap parse_attr_dict(Lexer& lx) {
+  ir::AttrMap attrs;
+  lx.expect("{");
+  if (lx.try_consume("}")) return attrs;
+  do {
+    lx.skip_space();
+    Location at = lx.location();
+    std::string name = lx.peek() == '"' ? lx.string_literal() : lx.identifier();
+    if (attrs.has(name)) lx.error_at(at, fmt::format("attribute '{}' is given twice", name));
+    if (lx.try_consume("=")) {
+      attrs.set(name, parse_attribute(lx, name));
+    } else {
+      attrs.set(name, true);  // a unit attribute
+    }
+  } while (lx.try_consume(","));
+  lx.expect("}");
+  return attrs;
+}
+
+ir::Sharding parse_sharding_body(Lexer& lx) {
+  ir::Sharding s;
+  lx.expect("@");
+  s.mesh = lx.suffix_id();
+  lx.expect(",");
+  lx.expect("[");
+  if (!lx.try_consume("]")) {
+    do {
+      ir::DimSharding d;
+      lx.expect("{");
+      if (!lx.try_consume("}")) {
+        do {
+          if (lx.try_consume("?")) {
+            d.open = true;
+            break;
+          }
+          d.axes.push_back(parse_axis_ref(lx));
+        } while (lx.try_consume(","));
+        lx.expect("}");
+      }
+      if (lx.rest().size() > 0 && lx.rest()[0] == 'p') {
+        lx.expect("p");
+        d.priority = lx.integer();
+      }
+      s.dims.push_back(std::move(d));
+    } while (lx.try_consume(","));
+    lx.expect("]");
+  }
+  while (lx.try_consume(",")) {
+    Location at = lx.location();
+    std::string key = lx.identifier();
+    lx.expect("=");
+    if (key == "replicated") s.replicated = parse_axis_refs(lx);
+    else if (key == "unreduced") s.unreduced = parse_axis_refs(lx);
+    else lx.error_at(at, fmt::format("unknown sharding field '{}'", key));
+  }
+  lx.expect(">");
+  return s;
+}
+
+ir::ShardingList parse_sharding_list(Lexer& lx) {
+  ir::ShardingList out;
+  lx.expect("[");
+  if (lx.try_consume("]")) return out;
+  do {
+    lx.expect("<");
+    out.push_back(parse_sharding_body(lx));
+  } while (lx.try_consume(","));
+  lx.expect("]");
+  return out;
+}
+
+ir::AxisNames parse_axis_names(Lexer& lx) {
+  ir::AxisNames out;
+  lx.expect("{");
+  if (lx.try_consume("}")) return out;
+  do out.push_back(lx.string_literal());
+  while (lx.try_consume(","));
+  lx.expect("}");
+  return out;
+}
+
+ir::Mesh parse_mesh_body(Lexer& lx, std::string name) {
+  ir::Mesh m{std::move(name), {}, {}};
+  lx.expect("<");
+  lx.expect("[");
+  if (!lx.try_consume("]")) {
+    do {
+      std::string axis = lx.string_literal();
+      lx.expect("=");
+      m.axes.push_back(ir::MeshAxis{axis, lx.integer()});
+    } while (lx.try_consume(","));
+    lx.expect("]");
+  }
+  if (lx.try_consume(",")) {
+    lx.expect("device_ids");
+    lx.expect("=");
+    m.device_ids = parse_int_list(lx);
+  }
+  lx.expect(">");
+  return m;
+}
+
+}  // namespace tessera::stablehlo

@@ -1,0 +1,324 @@
+// Pretty op forms, one rule per row of ops.def. Most ops use the common form
+// `op %a, %b {attrs} : types`; the rest read their own syntax (compare's direction, slice's
+// ranges, reduce's `applies`, while's cond/do, Shardy's sharding literals) and fill in the same
+// attributes the generic form would carry.
+#include <array>
+
+#include "stablehlo/parser_impl.h"
+
+namespace tessera::stablehlo {
+namespace {
+
+using ir::OpKind;
+
+void common(Parser& p, OpText& op) {
+  op.operands = p.use_values();
+  p.parse_optional_attrs(op);
+  if (op.kind == OpKind::Return && p.lx.peek() != ':') return;  // `return` with no values
+  p.parse_trailing_types(op);
+}
+
+// "name = [1, 2]" after a comma.
+void keyword_ints(Parser& p, OpText& op, const char* keyword, const char* attr) {
+  p.lx.expect(",");
+  p.lx.expect(keyword);
+  p.lx.expect("=");
+  op.attrs.set(attr, parse_int_list(p.lx));
+}
+
+void keyword_int(Parser& p, OpText& op, const char* keyword, const char* attr) {
+  p.lx.expect(",");
+  p.lx.expect(keyword);
+  p.lx.expect("=");
+  op.attrs.set(attr, p.lx.integer());
+}
+
+void finish(Parser& p, OpText& op) {
+  p.parse_optional_attrs(op);
+  p.parse_trailing_types(op);
+}
+
+void constant(Parser& p, OpText& op) {
+  p.parse_optional_attrs(op);
+  p.lx.expect("dense");
+  ir::Literal value = parse_dense(p.lx);
+  op.result_types = {value.type()};
+  op.attrs.set("value", std::move(value));
+}
+
+void iota(Parser& p, OpText& op) {
+  p.lx.expect("dim");
+  p.lx.expect("=");
+  op.attrs.set("iota_dimension", p.lx.integer());
+  finish(p, op);
+}
+
+void compare(Parser& p, OpText& op) {
+  Location at = p.lx.location();
+  auto dir = ir::parse_comparison_direction(p.lx.identifier());
+  if (!dir) p.lx.error_at(at, "unknown comparison direction");
+  op.attrs.set("comparison_direction", *dir);
+  p.lx.expect(",");
+  op.operands = p.use_values();
+  if (op.operands.size() == 2 && p.lx.peek() != ':' && p.lx.peek() != '{') {
+    // The values list consumed the comma before the comparison type.
+    Location t = p.lx.location();
+    auto type = ir::parse_compare_type(p.lx.identifier());
+    if (!type) p.lx.error_at(t, "unknown comparison type");
+    op.attrs.set("compare_type", *type);
+  }
+  finish(p, op);
+}
+
+void broadcast_in_dim(Parser& p, OpText& op) {
+  op.operands = {p.use_value()};
+  keyword_ints(p, op, "dims", "broadcast_dimensions");
+  finish(p, op);
+}
+
+void transpose(Parser& p, OpText& op) {
+  op.operands = {p.use_value()};
+  keyword_ints(p, op, "dims", "permutation");
+  finish(p, op);
+}
+
+void reverse(Parser& p, OpText& op) {
+  op.operands = {p.use_value()};
+  keyword_ints(p, op, "dims", "dimensions");
+  finish(p, op);
+}
+
+void slice(Parser& p, OpText& op) {
+  op.operands = {p.use_value()};
+  std::vector<int64_t> start, limit, strides;
+  p.lx.expect("[");
+  if (!p.lx.try_consume("]")) {
+    do {
+      start.push_back(p.lx.integer());
+      p.lx.expect(":");
+      limit.push_back(p.lx.integer());
+      strides.push_back(p.lx.try_consume(":") ? p.lx.integer() : 1);
+    } while (p.lx.try_consume(","));
+    p.lx.expect("]");
+  }
+  op.attrs.set("start_indices", start);
+  op.attrs.set("limit_indices", limit);
+  op.attrs.set("strides", strides);
+  finish(p, op);
+}
+
+// Operands, then ", keyword = ..." clauses: the values list stops at the first non-value.
+void values_then(Parser& p, OpText& op) {
+  op.operands = p.use_values();
+}
+
+void dynamic_slice(Parser& p, OpText& op) {
+  values_then(p, op);
+  p.lx.expect("sizes");
+  p.lx.expect("=");
+  op.attrs.set("slice_sizes", parse_int_list(p.lx));
+  finish(p, op);
+}
+
+void concatenate(Parser& p, OpText& op) {
+  values_then(p, op);
+  p.lx.expect("dim");
+  p.lx.expect("=");
+  op.attrs.set("dimension", p.lx.integer());
+  finish(p, op);
+}
+
+void pad(Parser& p, OpText& op) {
+  values_then(p, op);
+  for (auto [keyword, attr] : {std::pair{"low", "edge_padding_low"}, {"high", "edge_padding_high"},
+                               {"interior", "interior_padding"}}) {
+    if (std::string_view(keyword) != "low") p.lx.expect(",");
+    p.lx.expect(keyword);
+    p.lx.expect("=");
+    op.attrs.set(attr, parse_int_list(p.lx));
+  }
+  finish(p, op);
+}
+
+// "[0, 1] x [2]"
+void dims_pair(Parser& p, std::vector<int64_t>& lhs, std::vector<int64_t>& rhs) {
+  p.lx.expect("=");
+  lhs = parse_int_list(p.lx);
+  p.lx.expect("x");
+  rhs = parse_int_list(p.lx);
+}
+
+void dot_general(Parser& p, OpText& op) {
+  values_then(p, op);
+  ir::DotDims d;
+  bool first = true;
+  while (p.lx.peek() != ':' && p.lx.peek() != '{') {
+    if (!first) p.lx.expect(",");
+    first = false;
+    Location at = p.lx.location();
+    std::string key = p.lx.identifier();
+    if (key == "batching_dims") {
+      dims_pair(p, d.lhs_batch, d.rhs_batch);
+    } else if (key == "contracting_dims") {
+      dims_pair(p, d.lhs_contracting, d.rhs_contracting);
+    } else if (key == "precision" || key == "algorithm") {
+      p.lx.expect("=");
+      char open = p.lx.peek();
+      p.lx.expect(std::string(1, open));
+      std::string text = open + p.lx.balanced_until(open == '[' ? ']' : '>');
+      op.attrs.set(key == "precision" ? "precision_config" : "algorithm", ir::Opaque{text});
+    } else {
+      p.lx.error_at(at, fmt::format("unknown dot_general clause '{}'", key));
+    }
+  }
+  op.attrs.set("dot_dimension_numbers", d);
+  finish(p, op);
+}
+
+// stablehlo.reduce(%x init: %c) applies stablehlo.add across dimensions = [1] : (...) -> ...
+void reduce(Parser& p, OpText& op) {
+  std::vector<ir::Value*> inputs, inits;
+  do {
+    p.lx.expect("(");
+    inputs.push_back(p.use_value());
+    p.lx.expect("init");
+    p.lx.expect(":");
+    inits.push_back(p.use_value());
+    p.lx.expect(")");
+  } while (p.lx.try_consume(","));
+  op.operands = inputs;
+  op.operands.insert(op.operands.end(), inits.begin(), inits.end());
+  p.lx.skip_space();
+  Location at = p.lx.location();
+  if (!p.lx.try_consume("applies"))
+    p.lx.error_at(at, "only the 'applies' form of stablehlo.reduce is read; use the generic form");
+  Location body_at = p.lx.location();
+  std::string body = p.lx.identifier();
+  auto kind = ir::parse_op_kind(body);
+  if (!kind || !ir::has_trait(*kind, ir::kElementwise) || ir::info(*kind).arity != 2)
+    p.lx.error_at(body_at, fmt::format("'{}' is not a binary elementwise op", body));
+  p.lx.expect("across");
+  p.lx.expect("dimensions");
+  p.lx.expect("=");
+  op.attrs.set("dimensions", parse_int_list(p.lx));
+  finish(p, op);
+  // The body: one scalar op per input on (accumulator, element).
+  auto region = std::make_unique<ir::Block>();
+  std::vector<ir::Value*> lhs, rhs;
+  for (ir::Value* init : inits) lhs.push_back(region->add_argument(init->type()));
+  for (ir::Value* init : inits) rhs.push_back(region->add_argument(init->type()));
+  std::vector<ir::Value*> results;
+  for (size_t i = 0; i < inits.size(); ++i) {
+    auto combine = std::make_unique<ir::Op>(*kind, std::vector<ir::Value*>{lhs[i], rhs[i]},
+                                            std::vector<ir::Type>{inits[i]->type()});
+    results.push_back(region->append(std::move(combine))->result());
+  }
+  region->append(std::make_unique<ir::Op>(OpKind::Return, results, std::vector<ir::Type>{}));
+  op.regions.push_back(std::move(region));
+}
+
+// stablehlo.while(%a = %init, ...) : types cond { ... } do { ... }
+void while_loop(Parser& p, OpText& op) {
+  std::vector<std::pair<std::string, ir::Type>> args;
+  p.lx.expect("(");
+  if (!p.lx.try_consume(")")) {
+    do {
+      p.lx.expect("%");
+      std::string name = p.lx.suffix_id();
+      p.lx.expect("=");
+      ir::Value* init = p.use_value();
+      op.operands.push_back(init);
+      args.emplace_back(name, init->type());
+    } while (p.lx.try_consume(","));
+    p.lx.expect(")");
+  }
+  if (p.lx.try_consume("attributes")) p.parse_optional_attrs(op);
+  p.parse_trailing_types(op);
+  p.lx.expect("cond");
+  p.parse_region(op, &args);
+  p.lx.expect("do");
+  p.parse_region(op, &args);
+}
+
+void select(Parser& p, OpText& op) {
+  op.operands = p.use_values();
+  p.parse_optional_attrs(op);
+  if (op.operands.size() == 3 && p.lx.peek() == ':') {
+    Location at = p.lx.location();
+    p.lx.expect(":");
+    if (p.lx.peek() != '(') {  // ": pred_type, value_type"
+      std::vector<ir::Type> list = parse_type_list(p.lx);
+      if (list.size() != 2) p.lx.error_at(at, "expected the predicate's type and the values' type");
+      p.check_operand_types(op, {list[0], list[1], list[1]});
+      op.result_types = {list[1]};
+      return;
+    }
+    p.lx.reset(at);
+  }
+  p.parse_trailing_types(op);
+}
+
+void sharded_value(Parser& p, OpText& op) {
+  op.operands = {p.use_value()};
+  p.lx.expect("<");
+  op.attrs.set("sharding", parse_sharding_body(p.lx));
+  finish(p, op);
+}
+
+// sdy.manual_computation(%a) in_shardings=[...] out_shardings=[...] manual_axes={...}
+//     (%arg: local type) { ... sdy.return ... } : (global types) -> (global types)
+void manual_computation(Parser& p, OpText& op) {
+  p.lx.expect("(");
+  op.operands = p.use_values();
+  p.lx.expect(")");
+  p.lx.expect("in_shardings");
+  p.lx.expect("=");
+  op.attrs.set("in_shardings", parse_sharding_list(p.lx));
+  p.lx.expect("out_shardings");
+  p.lx.expect("=");
+  op.attrs.set("out_shardings", parse_sharding_list(p.lx));
+  p.lx.expect("manual_axes");
+  p.lx.expect("=");
+  op.attrs.set("manual_axes", parse_axis_names(p.lx));
+  auto args = p.parse_arg_decls();
+  p.parse_region(op, &args);
+  p.parse_trailing_types(op);
+}
+
+using Rule = void (*)(Parser&, OpText&);
+
+constexpr Rule rule_for(OpKind k) {
+  switch (k) {
+    case OpKind::Constant: return constant;
+    case OpKind::Iota: return iota;
+    case OpKind::Compare: return compare;
+    case OpKind::BroadcastInDim: return broadcast_in_dim;
+    case OpKind::Transpose: return transpose;
+    case OpKind::Reverse: return reverse;
+    case OpKind::Slice: return slice;
+    case OpKind::DynamicSlice: return dynamic_slice;
+    case OpKind::Concatenate: return concatenate;
+    case OpKind::Pad: return pad;
+    case OpKind::DotGeneral: return dot_general;
+    case OpKind::Reduce: return reduce;
+    case OpKind::While: return while_loop;
+    case OpKind::Select: return select;
+    case OpKind::ShardingConstraint:
+    case OpKind::Reshard: return sharded_value;
+    case OpKind::ManualComputation: return manual_computation;
+    default: return common;
+  }
+}
+
+// The table, expanded from ops.def.
+constexpr std::array<Rule, ir::kNumOpKinds> kRules = {
+#define OP(e, spelling, arity, traits) rule_for(OpKind::e),
+#include "ir/ops.def"
+#undef OP
+};
+
+}  // namespace
+
+void parse_pretty(Parser& p, OpText& op) { kRules[static_cast<size_t>(op.kind)](p, op); }
+
+}  // namespace tessera::stablehlo

@@ -1,0 +1,359 @@
+// The structural parser: modules, functions, blocks, regions, SSA names and the generic op form.
+// Pretty op forms are in parse_ops.cpp.
+#include "stablehlo/parser.h"
+
+#include "ir/shape_rules.h"
+#include "stablehlo/parser_impl.h"
+#include "support/strings.h"
+
+namespace tessera::stablehlo {
+namespace {
+
+std::string types_text(const std::vector<ir::Type>& types) {
+  return ir::shape_rules::types_string(types);
+}
+
+std::optional<ir::OpKind> op_kind_of(const std::string& name) {
+  if (name == "return" || name == "func.return" || name == "stablehlo.return" || name == "sdy.return")
+    return ir::OpKind::Return;
+  return ir::parse_op_kind(name);
+}
+
+}  // namespace
+
+void Parser::bind(const std::string& name, std::vector<ir::Value*> values, Location at) {
+  for (const auto& scope : scopes_)
+    if (scope.count(name)) lx.error_at(at, fmt::format("duplicate definition of %{}", name));
+  scopes_.back()[name] = std::move(values);
+}
+
+ir::Value* Parser::use_value() {
+  lx.skip_space();
+  Location at = lx.location();
+  lx.expect("%");
+  std::string name = lx.suffix_id();
+  std::optional<int64_t> index;
+  if (!lx.rest().empty() && lx.rest()[0] == '#') {
+    lx.expect("#");
+    index = lx.integer();
+  }
+  for (auto scope = scopes_.rbegin(); scope != scopes_.rend(); ++scope) {
+    auto it = scope->find(name);
+    if (it == scope->end()) continue;
+    const auto& values = it->second;
+    if (!index) {
+      if (values.size() != 1)
+        lx.error_at(at, fmt::format("%{} has {} results; name one as %{}#i", name, values.size(), name));
+      return values[0];
+    }
+    if (*index < 0 || *index >= static_cast<int64_t>(values.size()))
+      lx.error_at(at, fmt::format("%{} has {} results, so %{}#{} does not exist", name,
+                                  values.size(), name, *index));
+    return values[static_cast<size_t>(*index)];
+  }
+  lx.error_at(at, fmt::format("use of undefined value %{}", name));
+}
+
+std::vector<ir::Value*> Parser::use_values() {
+  std::vector<ir::Value*> out;
+  if (lx.peek() != '%') return out;
+  do out.push_back(use_value());
+  while (lx.peek() == ',' && (lx.try_consume(","), true) && lx.peek() == '%');
+  return out;
+}
+
+void Parser::check_operand_types(const OpText& op, const std::vector<ir::Type>& types) {
+  std::string_view name = ir::spelling(op.kind);
+  if (types.size() != op.operands.size())
+    lx.error_at(op.loc, fmt::format("{} has {} operands, but its type lists {}", name,
+                                    op.operands.size(), types.size()));
+  for (size_t i = 0; i < types.size(); ++i)
+    if (op.operands[i]->type() != types[i])
+      lx.error_at(op.loc, fmt::format("{}: operand {} has type {}, but the op's type says {}", name,
+                                      i, ir::to_string(op.operands[i]->type()),
+                                      ir::to_string(types[i])));
+}
+
+void Parser::parse_trailing_types(OpText& op) {
+  lx.expect(":");
+  if (lx.peek() == '(') {
+    std::vector<ir::Type> ins, outs;
+    parse_function_type(lx, ins, outs);
+    check_operand_types(op, ins);
+    op.result_types = outs;
+    return;
+  }
+  std::vector<ir::Type> list = parse_type_list(lx);
+  if (list.size() == 1 && op.operands.size() != 1) {
+    check_operand_types(op, std::vector<ir::Type>(op.operands.size(), list[0]));
+  } else {
+    check_operand_types(op, list);
+  }
+  if (op.kind != ir::OpKind::Return) op.result_types = list;
+}
+
+void Parser::parse_optional_attrs(OpText& op) {
+  if (lx.peek() != '{') return;
+  for (const auto& [k, v] : parse_attr_dict(lx)) op.attrs.set(k, v);
+}
+
+std::vector<std::pair<std::string, ir::Type>> Parser::parse_arg_decls() {
+  std::vector<std::pair<std::string, ir::Type>> out;
+  lx.expect("(");
+  if (lx.try_consume(")")) return out;
+  do {
+    lx.expect("%");
+    std::string name = lx.suffix_id();
+    lx.expect(":");
+    out.emplace_back(name, parse_type(lx));
+  } while (lx.try_consume(","));
+  lx.expect(")");
+  return out;
+}
+
+ir::Block& Parser::parse_region(OpText& op, const std::vector<std::pair<std::string, ir::Type>>* args) {
+  auto block = std::make_unique<ir::Block>();
+  scopes_.emplace_back();
+  lx.skip_space();
+  Location at = lx.location();
+  lx.expect("{");
+  std::vector<std::pair<std::string, ir::Type>> decls;
+  if (args == nullptr && lx.try_consume("^")) {
+    lx.suffix_id();
+    if (lx.peek() == '(') decls = parse_arg_decls();
+    lx.expect(":");
+    args = &decls;
+  }
+  if (args != nullptr)
+    for (const auto& [name, type] : *args) bind(name, {block->add_argument(type)}, at);
+  parse_block_body(*block, op.kind);
+  lx.expect("}");
+  scopes_.pop_back();
+  op.regions.push_back(std::move(block));
+  return *op.regions.back();
+}
+
+void Parser::parse_generic(OpText& op) {
+  lx.expect("(");
+  op.operands = use_values();
+  lx.expect(")");
+  if (lx.try_consume("<")) {  // MLIR properties: <{...}>
+    for (const auto& [k, v] : parse_attr_dict(lx)) op.attrs.set(k, v);
+    lx.expect(">");
+  }
+  if (lx.try_consume("(")) {
+    do parse_region(op);
+    while (lx.try_consume(","));
+    lx.expect(")");
+  }
+  parse_optional_attrs(op);
+  lx.expect(":");
+  std::vector<ir::Type> ins, outs;
+  parse_function_type(lx, ins, outs);
+  check_operand_types(op, ins);
+  op.result_types = outs;
+}
+
+void Parser::parse_op(ir::Block& block) {
+  lx.skip_space();
+  Location at = lx.location();
+  struct Name {
+    std::string name;
+    size_t count;
+    Location loc;
+  };
+  std::vector<Name> names;
+  if (lx.peek() == '%') {
+    do {
+      lx.skip_space();
+      Location n = lx.location();
+      lx.expect("%");
+      std::string name = lx.suffix_id();
+      size_t count = 1;
+      if (lx.try_consume(":")) count = static_cast<size_t>(lx.integer());
+      names.push_back({name, count, n});
+    } while (lx.try_consume(","));
+    lx.expect("=");
+  }
+  lx.skip_space();
+  Location name_at = lx.location();
+  bool generic = lx.peek() == '"';
+  std::string name = generic ? lx.string_literal() : lx.identifier();
+  auto kind = op_kind_of(name);
+  if (!kind) lx.error_at(name_at, fmt::format("unknown op '{}'", name));
+  OpText op{*kind, at, {}, {}, {}, {}, 0};
+  for (const Name& n : names) op.expected_results += n.count;
+  if (generic) {
+    parse_generic(op);
+  } else {
+    parse_pretty(*this, op);
+  }
+
+  std::vector<ir::Type> operand_types;
+  for (const ir::Value* v : op.operands) operand_types.push_back(v->type());
+  std::vector<ir::Type> inferred;
+  try {
+    inferred = ir::infer_result_types(ir::ShapeQuery{op.kind, operand_types, op.attrs, op.result_types});
+  } catch (const ParseError&) {
+    throw;
+  } catch (const support::UserError& e) {
+    lx.error_at(at, e.what());
+  }
+  if (!op.result_types.empty() && op.result_types != inferred)
+    lx.error_at(at, fmt::format("{}: result types ({}) do not match the operands, which give ({})",
+                                name, types_text(op.result_types), types_text(inferred)));
+  if (op.expected_results != inferred.size())
+    lx.error_at(at, fmt::format("{} has {} results, but the text names {}", name, inferred.size(),
+                                op.expected_results));
+  auto created = std::make_unique<ir::Op>(op.kind, op.operands, inferred, std::move(op.attrs));
+  for (auto& r : op.regions) created->adopt_region(std::move(r));
+  ir::Op* placed = block.append(std::move(created));
+  size_t next = 0;
+  for (const Name& n : names) {
+    std::vector<ir::Value*> values;
+    for (size_t i = 0; i < n.count; ++i) values.push_back(placed->result(next++));
+    bind(n.name, values, n.loc);
+  }
+}
+
+void Parser::parse_block_body(ir::Block& block, ir::OpKind parent) {
+  while (lx.peek() != '}') {
+    if (lx.at_end()) lx.error("unterminated region: expected '}', but the input ends");
+    parse_op(block);
+  }
+  const ir::Op* last = block.terminator();
+  if (last == nullptr || last->kind() != ir::OpKind::Return)
+    lx.error(fmt::format("block must end with a return"));
+  for (const auto& o : block.ops())
+    if (o.get() != last && o->kind() == ir::OpKind::Return)
+      lx.error("return before the end of a block");
+  (void)parent;
+}
+
+void Parser::parse_function() {
+  lx.skip_space();
+  Location at = lx.location();
+  bool is_public = true;
+  if (lx.try_consume("private")) is_public = false;
+  else lx.try_consume("public");
+  lx.expect("@");
+  std::string name = lx.suffix_id();
+  if (module.find_function(name)) lx.error_at(at, fmt::format("function @{} is defined twice", name));
+  ir::Function& fn = module.add_function(name);
+  fn.is_public = is_public;
+  scopes_.assign(1, {});
+  lx.expect("(");
+  if (!lx.try_consume(")")) {
+    do {
+      lx.skip_space();
+      Location a = lx.location();
+      lx.expect("%");
+      std::string arg = lx.suffix_id();
+      lx.expect(":");
+      ir::Value* v = fn.add_parameter(parse_type(lx));
+      if (lx.peek() == '{') fn.arg_attrs.back() = parse_attr_dict(lx);
+      bind(arg, {v}, a);
+    } while (lx.try_consume(","));
+    lx.expect(")");
+  }
+  if (lx.try_consume("->")) {
+    bool paren = lx.try_consume("(");
+    if (!(paren && lx.try_consume(")"))) {
+      do {
+        fn.result_types.push_back(parse_type(lx));
+        fn.result_attrs.emplace_back();
+        if (paren && lx.peek() == '{') fn.result_attrs.back() = parse_attr_dict(lx);
+      } while (paren && lx.try_consume(","));
+      if (paren) lx.expect(")");
+    }
+  }
+  if (lx.try_consume("attributes")) parse_attr_dict(lx);  // function attributes are not kept
+  lx.expect("{");
+  parse_block_body(fn.body(), ir::OpKind::Return);
+  lx.expect("}");
+  const ir::Op* ret = fn.body().terminator();
+  if (ret->operand_types() != fn.result_types)
+    lx.error_at(at, fmt::format("@{} returns ({}) but is declared to return ({})", name,
+                                types_text(ret->operand_types()), types_text(fn.result_types)));
+}
+
+void Parser::parse_module() {
+  while (!lx.at_end() && lx.peek() != '}') {
+    lx.skip_space();
+    Location at = lx.location();
+    if (lx.try_consume("sdy.mesh")) {
+      lx.expect("@");
+      std::string name = lx.suffix_id();
+      lx.expect("=");
+      try {
+        module.add_mesh(parse_mesh_body(lx, name));
+      } catch (const ParseError&) {
+        throw;
+      } catch (const support::UserError& e) {
+        lx.error_at(at, e.what());
+      }
+    } else if (lx.try_consume("func.func")) {
+      parse_function();
+    } else {
+      lx.error("expected 'func.func' or 'sdy.mesh'");
+    }
+  }
+}
+
+void Parser::parse_top_level() {
+  lx.skip_space();
+  Location at = lx.location();
+  if (lx.try_consume("module")) {
+    lx.skip_space();
+    if (lx.try_consume("@")) module.name = lx.suffix_id();
+    if (lx.try_consume("attributes")) module.attrs = parse_attr_dict(lx);
+    lx.expect("{");
+    parse_module();
+    lx.expect("}");
+    if (!lx.at_end()) lx.error("text after the end of the module");
+  } else {
+    parse_module();
+    if (!lx.at_end()) lx.error("unexpected '}'");
+  }
+  try {
+    ir::verify(module);
+  } catch (const ParseError&) {
+    throw;
+  } catch (const support::UserError& e) {
+    lx.error_at(at, e.what());
+  }
+}
+
+std::unique_ptr<ir::Module> parse(std::string_view text, const std::string& file, int first_line) {
+  auto module = std::make_unique<ir::Module>();
+  Lexer lx(text, file, first_line);
+  Parser p(lx, *module);
+  p.parse_top_level();
+  return module;
+}
+
+std::vector<Piece> split_pieces(std::string_view text) {
+  std::vector<Piece> out;
+  Piece current;
+  size_t start = 0;
+  bool in_parts = false;  // split-file: the text before the first part (RUN lines) is dropped
+  int line = 1;
+  for (size_t pos = 0; pos < text.size(); ++line) {
+    size_t end = std::min(text.find('\n', pos), text.size());
+    std::string_view l = text.substr(pos, end - pos);
+    bool part = l.rfind("//--- ", 0) == 0;
+    if (part || l.rfind("// -----", 0) == 0) {
+      current.text = text.substr(start, pos - start);
+      if (!part || in_parts) out.push_back(current);
+      in_parts = in_parts || part;
+      current = Piece{part ? std::string(l.substr(6)) : "", line + 1, {}};
+      start = std::min(end + 1, text.size());
+    }
+    pos = end + 1;
+  }
+  current.text = text.substr(start);
+  out.push_back(current);
+  return out;
+}
+
+}  // namespace tessera::stablehlo

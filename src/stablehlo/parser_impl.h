@@ -1,0 +1,70 @@
+// Internal to the parser: the state shared by the structural parser (parser.cpp) and the per-op
+// pretty-form rules (parse_ops.cpp).
+#pragma once
+
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "ir/module.h"
+#include "stablehlo/lexer.h"
+#include "stablehlo/parse_attrs.h"
+
+namespace tessera::stablehlo {
+
+// An op as read from text, before it is created.
+struct OpText {
+  ir::OpKind kind;
+  Location loc;
+  std::vector<ir::Value*> operands;
+  ir::AttrMap attrs;
+  std::vector<ir::Type> result_types;  // empty: inferred by the shape rule
+  std::vector<std::unique_ptr<ir::Block>> regions;
+  size_t expected_results = 0;         // how many names the text bound
+};
+
+class Parser {
+ public:
+  Parser(Lexer& lx, ir::Module& module) : lx(lx), module(module) {}
+
+  void parse_top_level();
+
+  // Used by the op rules.
+  ir::Value* use_value();
+  // Comma-separated uses; stops (without consuming) at anything that is not '%'.
+  std::vector<ir::Value*> use_values();
+  // Checks that the text's operand types match the values' types.
+  void check_operand_types(const OpText& op, const std::vector<ir::Type>& types);
+  // "{ [^bb0(%a: t, ...):] ops }" into a new region of `op`. With `args` the block's arguments
+  // were declared outside the braces (pretty forms) and are bound here.
+  ir::Block& parse_region(OpText& op,
+                          const std::vector<std::pair<std::string, ir::Type>>* args = nullptr);
+  // "(%a: t, %b: t)" block-argument declarations.
+  std::vector<std::pair<std::string, ir::Type>> parse_arg_decls();
+  // ": t", ": t, t" or ": (t, t) -> t" after a pretty op: operand types are checked, result
+  // types recorded. A single type stands for every operand and the result.
+  void parse_trailing_types(OpText& op);
+  // Pretty ops may carry an attribute dictionary before the colon.
+  void parse_optional_attrs(OpText& op);
+
+  Lexer& lx;
+  ir::Module& module;
+
+ private:
+  void parse_module();
+  void parse_function();
+  void parse_block_body(ir::Block& block, ir::OpKind parent);
+  void parse_op(ir::Block& block);
+  void parse_generic(OpText& op);
+  void bind(const std::string& name, std::vector<ir::Value*> values, Location at);
+
+  std::vector<std::map<std::string, std::vector<ir::Value*>>> scopes_;
+};
+
+// Reads the pretty form of `op.kind` (after the op name). Defined in parse_ops.cpp, one rule per
+// row of ops.def.
+void parse_pretty(Parser& p, OpText& op);
+
+}  // namespace tessera::stablehlo
