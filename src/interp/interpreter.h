@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <string_view>
 #include <vector>
 
 #include "ir/literal.h"
@@ -83,6 +84,8 @@ std::vector<std::pair<int64_t, int64_t>> source_target_pairs(const ir::Op& op);
 struct Options {
   ProcessInfo process;
   Collectives* collectives = nullptr;  // null: SingleProcessCollectives
+  // The module of the function; only sdy.manual_computation needs it (for its mesh).
+  const ir::Module* module = nullptr;
 };
 
 // Evaluates `fn` on `args`; checks their number and types against its parameters first (a
@@ -90,5 +93,8 @@ struct Options {
 // is evaluated on whole arrays (sdy.manual_computation: see kernels_shardy.cpp).
 std::vector<ir::Literal> evaluate(const ir::Function& fn, std::vector<ir::Literal> args,
                                   const Options& options = {});
+// Evaluates @name of `module` (a UserError when there is none), with options.module set.
+std::vector<ir::Literal> evaluate(const ir::Module& module, std::string_view name,
+                                  std::vector<ir::Literal> args, Options options = {});
 
 }  // namespace tessera::interp

@@ -67,12 +67,12 @@ class Builder {
   Tensor replica_id();
   Tensor partition_id();
 
-  int64_t next_channel_id() { return ++channel_ids_; }
+  // Channel ids are unique in the module, as JAX numbers them.
+  int64_t next_channel_id() { return ++module_->channel_ids; }
 
  private:
   Module* module_;
   Block* block_;
-  int64_t channel_ids_ = 0;
 };
 
 // Builds a function's parameters; the lambda given to build_function receives one.

@@ -60,6 +60,11 @@ class Block {
   std::vector<std::unique_ptr<Op>> ops_;
 };
 
+// Where an op came from in parsed text (line 0: built in C++), for messages about it.
+struct SourceLoc {
+  int line = 0, column = 0;
+};
+
 class Op {
  public:
   Op(OpKind kind, std::vector<Value*> operands, const std::vector<Type>& result_types,
@@ -86,6 +91,7 @@ class Op {
   Block& region(size_t i) const { return *regions_.at(i); }
 
   Block* parent = nullptr;
+  SourceLoc loc;
 
  private:
   OpKind kind_;
@@ -134,6 +140,7 @@ class Module {
   AttrMap attrs;     // e.g. mhlo.num_partitions
   std::vector<Mesh> meshes;
   std::vector<std::unique_ptr<Function>> functions;
+  int64_t channel_ids = 0;  // the last channel id the builder handed out
 
   const Mesh& add_mesh(Mesh mesh);  // validated
   const Mesh* find_mesh(std::string_view name) const;

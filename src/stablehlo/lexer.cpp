@@ -161,10 +161,11 @@ int64_t Lexer::integer() {
 std::string Lexer::string_literal() {
   skip_space();
   if (raw() != '"') error("expected a string");
+  Location start = loc_;
   advance();
   std::string out;
   while (raw() != '"') {
-    if (raw() == '\0' || raw() == '\n') error("unterminated string");
+    if (raw() == '\0' || raw() == '\n') error_at(start, "unterminated string");
     if (raw() == '\\' && raw(1) != '\0') {
       out += raw();
       advance();
@@ -190,7 +191,10 @@ std::string Lexer::balanced_until(char close) {
     advance();
     if (c == stack.back()) {
       stack.pop_back();
-      if (stack.empty()) break;
+      if (stack.empty()) {
+        out += c;
+        break;
+      }
     } else if (c == '(') {
       stack += ')';
     } else if (c == '[') {

@@ -47,9 +47,12 @@ class Lexer {
   bool is_number_next();
   std::string number_text();  // a numeric literal's text: -1, 2.5e-3, 0x7FC00000
   std::string string_literal();
-  // Text up to the matching close bracket of the open bracket just consumed, for attributes kept
-  // verbatim. Handles nesting of (), [], {}, <> and strings.
+  // Text up to and including the matching close bracket of the open bracket just consumed, for
+  // attributes kept verbatim. Handles nesting of (), [], {}, <> and strings.
   std::string balanced_until(char close);
+
+  // Moves over n characters of the current line as they are (no space skipping).
+  void advance_raw(size_t n) { advance(n); }
 
   Location location() const { return loc_; }
   void reset(Location l) { loc_ = l; }

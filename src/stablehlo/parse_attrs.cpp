@@ -1,6 +1,7 @@
 // Types, attributes, dense literals, meshes and shardings from StableHLO/Shardy text.
 #include "stablehlo/parse_attrs.h"
 
+#include <cctype>
 #include <cstring>
 
 #include "support/strings.h"
@@ -188,13 +189,12 @@ std::string raw_value(Lexer& lx) {
     } else if (c == '"') {
       out += '"' + lx.string_literal() + '"';
     } else {
-      Location before = lx.location();
       std::string_view r = lx.rest();
       size_t n = 0;
       while (n < r.size() && !std::strchr(",}([{<\" \n\t", r[n])) ++n;
-      if (n == 0) lx.error_at(before, fmt::format("unexpected '{}'", c));
+      if (n == 0) lx.error(fmt::format("unexpected '{}'", c));
       out += r.substr(0, n);
-      lx.reset(Location{before.offset + n, before.line, before.column + static_cast<int>(n)});
+      lx.advance_raw(n);
     }
     if (lx.rest().size() > 0 && (lx.rest()[0] == ' ' || lx.rest()[0] == '\n')) {
       lx.skip_space();
@@ -229,21 +229,24 @@ ElementType parse_element_type(Lexer& lx) {
 ir::Type parse_type(Lexer& lx) {
   lx.skip_space();
   Location at = lx.location();
-  if (lx.peek() == '!') lx.error_at(at, fmt::format("unsupported type '{}'", raw_value(lx)));
+  if (lx.try_consume("!")) lx.error_at(at, fmt::format("unsupported type '!{}'", lx.identifier()));
   if (!lx.try_consume("tensor")) lx.error("expected a tensor type");
   lx.expect("<");
   std::vector<int64_t> shape;
   for (;;) {
     lx.skip_space();
     if (lx.peek() == '?') lx.error("dynamic dimensions are not supported");
-    if (!lx.is_number_next()) break;
-    Location d = lx.location();
-    std::string t = lx.number_text();
-    if (t[0] == '-' || t.find('.') != std::string::npos) lx.error_at(d, fmt::format("bad dimension '{}'", t));
-    shape.push_back(std::stoll(t));
+    // Digits only: in "0x4xf32" the 0 is a dimension, not the start of a hex number.
+    std::string_view r = lx.rest();
+    size_t n = 0;
+    while (n < r.size() && std::isdigit(static_cast<unsigned char>(r[n]))) ++n;
+    if (n == 0) break;
+    if (n > 15) lx.error(fmt::format("dimension '{}' is too large", r.substr(0, n)));
+    shape.push_back(std::stoll(std::string(r.substr(0, n))));
+    lx.advance_raw(n);
     // The 'x' after a dimension is not an identifier boundary: "2x3xf32".
     if (lx.rest().empty() || lx.rest()[0] != 'x') lx.error("expected 'x' after a dimension");
-    lx.reset(Location{lx.location().offset + 1, lx.location().line, lx.location().column + 1});
+    lx.advance_raw(1);
   }
   ElementType e = parse_element_type(lx);
   if (lx.try_consume(",")) lx.error("tensor encodings are not supported");
@@ -331,7 +334,7 @@ ir::Attribute parse_attribute(Lexer& lx, const std::string& name) {
   }
   if (lx.try_consume("array")) {
     lx.expect("<");
-    if (!lx.try_consume("i64")) return ir::Opaque{"array<" + lx.balanced_until('>') + ">"};
+    if (!lx.try_consume("i64")) return ir::Opaque{"array<" + lx.balanced_until('>')};
     std::vector<int64_t> v;
     if (lx.try_consume(":")) {
       do v.push_back(lx.integer());
@@ -469,8 +472,8 @@ ir::Sharding parse_sharding_body(Lexer& lx) {
         } while (lx.try_consume(","));
         lx.expect("}");
       }
-      if (lx.rest().size() > 0 && lx.rest()[0] == 'p') {
-        lx.expect("p");
+      if (lx.rest().size() > 0 && lx.rest()[0] == 'p') {  // {"x"}p1: no space, no boundary
+        lx.advance_raw(1);
         d.priority = lx.integer();
       }
       s.dims.push_back(std::move(d));

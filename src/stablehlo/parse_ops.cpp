@@ -26,13 +26,6 @@ void keyword_ints(Parser& p, OpText& op, const char* keyword, const char* attr) 
   op.attrs.set(attr, parse_int_list(p.lx));
 }
 
-void keyword_int(Parser& p, OpText& op, const char* keyword, const char* attr) {
-  p.lx.expect(",");
-  p.lx.expect(keyword);
-  p.lx.expect("=");
-  op.attrs.set(attr, p.lx.integer());
-}
-
 void finish(Parser& p, OpText& op) {
   p.parse_optional_attrs(op);
   p.parse_trailing_types(op);
@@ -192,6 +185,7 @@ void reduce(Parser& p, OpText& op) {
   Location at = p.lx.location();
   if (!p.lx.try_consume("applies"))
     p.lx.error_at(at, "only the 'applies' form of stablehlo.reduce is read; use the generic form");
+  p.lx.skip_space();
   Location body_at = p.lx.location();
   std::string body = p.lx.identifier();
   auto kind = ir::parse_op_kind(body);

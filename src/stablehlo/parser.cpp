@@ -207,6 +207,7 @@ void Parser::parse_op(ir::Block& block) {
                                 op.expected_results));
   auto created = std::make_unique<ir::Op>(op.kind, op.operands, inferred, std::move(op.attrs));
   for (auto& r : op.regions) created->adopt_region(std::move(r));
+  created->loc = ir::SourceLoc{at.line, at.column};
   ir::Op* placed = block.append(std::move(created));
   size_t next = 0;
   for (const Name& n : names) {

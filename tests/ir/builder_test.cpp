@@ -85,6 +85,11 @@ TEST(Builder, CollectivesCarryGroupsAndChannels) {
   EXPECT_EQ(ar.attrs().get<ChannelHandle>("channel_handle"), (ChannelHandle{1, 1}));
   EXPECT_TRUE(ar.attrs().get<bool>("use_global_device_ids"));
   EXPECT_EQ(f.body().ops()[1]->attrs().get<ChannelHandle>("channel_handle").handle, 2);
+  // Regions build with their own Builder, but channel ids stay unique in the module.
+  Function& h = build_function(m, "h", [](FunctionBuilder& b) {
+    return all_reduce(b.param(f32({2})), {{0, 1}});
+  });
+  EXPECT_EQ(h.body().ops()[0]->attrs().get<ChannelHandle>("channel_handle").handle, 4);
   EXPECT_EQ(f.result_types, std::vector{f32({1, 4})});
   EXPECT_EQ(error_of([&] {
               build_function(m, "g", [](FunctionBuilder& b) {

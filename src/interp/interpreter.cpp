@@ -1,0 +1,171 @@
+// The interpreter's driver: argument checks, running blocks op by op through the kernel table,
+// regions, and the scalar bodies of reduce, scatter and the reducing collectives.
+//
+// Values live in a Scope per block, so a region sees its own values and those around its op. Each
+// op's kernel is looked up in a table expanded from ops.def; its results are checked against the
+// op's declared types, so a kernel bug surfaces where it happens instead of three ops later.
+#include <array>
+
+#include "interp/kernels.h"
+#include "support/strings.h"
+
+namespace tessera::interp {
+namespace {
+
+using ir::Literal;
+using Kernel = Results (*)(const EvalContext&);
+
+constexpr std::array<Kernel, ir::kNumOpKinds> kKernels = {
+#define OP(e, spelling, arity, traits) &eval_##e,
+#include "ir/ops.def"
+#undef OP
+};
+
+void check_results(const ir::Op& op, const Results& results) {
+  TESSERA_CHECK(results.size() == op.num_results(), "{} kernel gave {} results for {}", op.name(),
+                results.size(), op.num_results());
+  for (size_t i = 0; i < results.size(); ++i)
+    TESSERA_CHECK(results[i].type() == op.result(i)->type(), "{} kernel gave {} for result {} of {}",
+                  op.name(), to_string(results[i].type()), i, to_string(op.result(i)->type()));
+}
+
+// A scalar literal of `type` holding element i of x (converted when the types differ).
+Literal element_as(const Literal& x, int64_t i, const ir::Type& type) {
+  Literal s(type);
+  convert_element(x, i, s, 0);
+  return s;
+}
+
+}  // namespace
+
+const Literal& Scope::lookup(const ir::Value* v) const {
+  for (const Scope* s = this; s != nullptr; s = s->parent) {
+    auto it = s->values.find(v);
+    if (it != s->values.end()) return it->second;
+  }
+  TESSERA_CHECK(false, "value of type {} used before it is computed", to_string(v->type()));
+  __builtin_unreachable();
+}
+
+EvalContext::EvalContext(const ir::Op& o, const Scope& scope, const RunState& s)
+    : op(o), state(s), scope_(scope) {
+  for (const ir::Value* v : op.operands()) operands_.push_back(&scope.lookup(v));
+}
+
+Results EvalContext::run_region(size_t i, std::vector<Literal> args) const {
+  return run_block(op.region(i), std::move(args), &scope_, state);
+}
+
+Results run_block(const ir::Block& block, std::vector<Literal> args, const Scope* parent,
+                  const RunState& state) {
+  TESSERA_CHECK(args.size() == block.arguments().size(), "block of {} arguments run on {}",
+                block.arguments().size(), args.size());
+  Scope scope{parent, {}};
+  for (size_t i = 0; i < args.size(); ++i) {
+    TESSERA_CHECK(args[i].type() == block.argument(i)->type(), "block argument {} is {}, given {}",
+                  i, to_string(block.argument(i)->type()), to_string(args[i].type()));
+    scope.values.emplace(block.argument(i), std::move(args[i]));
+  }
+  for (const auto& op : block.ops()) {
+    EvalContext ctx(*op, scope, state);
+    Results results = kKernels[static_cast<size_t>(op->kind())](ctx);
+    if (op->kind() == ir::OpKind::Return) return results;
+    check_results(*op, results);
+    for (size_t i = 0; i < results.size(); ++i) scope.values.emplace(op->result(i), std::move(results[i]));
+  }
+  TESSERA_CHECK(false, "block does not end in a return");
+  __builtin_unreachable();
+}
+
+int64_t index_value(const Literal& x, int64_t i) {
+  if (ir::is_unsigned_integer(x.element())) {
+    uint64_t u = x.get_uint(i);
+    return u > static_cast<uint64_t>(INT64_MAX) ? INT64_MAX : static_cast<int64_t>(u);
+  }
+  return x.get_int(i);
+}
+
+// ---- Scalar bodies ----
+
+ScalarBody::ScalarBody(const EvalContext& ctx, size_t region, size_t n)
+    : ctx_(ctx), region_(region), n_(n) {
+  const ir::Block& body = ctx.op.region(region);
+  if (body.arguments().size() != 2 * n)
+    ctx.fail("body takes {} arguments, expected {}", body.arguments().size(), 2 * n);
+  for (const auto& a : body.arguments())
+    if (a->type().rank() != 0) ctx.fail("body argument of type {} is not a scalar", to_string(a->type()));
+  // The fast path: return(op(arg0, arg1)) or return(op(arg1, arg0)) with one binary kernel.
+  if (n != 1 || body.ops().size() != 2) return;
+  const ir::Op& single = *body.ops()[0];
+  const ir::Op& ret = *body.ops()[1];
+  if (single.operands().size() != 2 || ret.operands().size() != 1 || ret.operand(0) != single.result(0))
+    return;
+  const ir::Value* a = body.argument(0);
+  const ir::Value* b = body.argument(1);
+  if (a->type() != b->type()) return;
+  if (single.operand(0) == a && single.operand(1) == b) {
+    swapped_ = false;
+  } else if (single.operand(0) == b && single.operand(1) == a) {
+    swapped_ = true;
+  } else {
+    return;
+  }
+  fast_ = scalar_binary(single.kind(), a->type().element);
+}
+
+void ScalarBody::apply(std::span<Literal> acc, int64_t ia, std::span<const Literal* const> xs,
+                       int64_t ix) const {
+  if (fast_ != nullptr && acc[0].element() == xs[0]->element() &&
+      acc[0].element() == ctx_.op.region(region_).argument(0)->type().element) {
+    size_t n = static_cast<size_t>(ir::info(acc[0].element()).bytes);
+    std::byte* a = acc[0].bytes().data() + static_cast<size_t>(ia) * n;
+    const std::byte* x = xs[0]->bytes().data() + static_cast<size_t>(ix) * n;
+    swapped_ ? fast_(x, a, a) : fast_(a, x, a);
+    return;
+  }
+  const ir::Block& body = ctx_.op.region(region_);
+  std::vector<Literal> args;
+  for (size_t k = 0; k < n_; ++k) args.push_back(element_as(acc[k], ia, body.argument(k)->type()));
+  for (size_t k = 0; k < n_; ++k) args.push_back(element_as(*xs[k], ix, body.argument(n_ + k)->type()));
+  Results out = ctx_.run_region(region_, std::move(args));
+  if (out.size() != n_) ctx_.fail("body returns {} values, expected {}", out.size(), n_);
+  for (size_t k = 0; k < n_; ++k) {
+    if (out[k].num_elements() != 1) ctx_.fail("body returns {}, not a scalar", to_string(out[k].type()));
+    convert_element(out[k], 0, acc[k], ia);
+  }
+}
+
+Literal ScalarBody::combine(const Literal& lhs, const Literal& rhs) const {
+  TESSERA_CHECK(lhs.type() == rhs.type(), "combining {} with {}", to_string(lhs.type()),
+                to_string(rhs.type()));
+  Literal out = lhs;
+  const Literal* xs[] = {&rhs};
+  for (int64_t i = 0; i < out.num_elements(); ++i) apply({&out, 1}, i, xs, i);
+  return out;
+}
+
+// ---- Entry points ----
+
+std::vector<Literal> evaluate(const ir::Function& fn, std::vector<Literal> args,
+                              const Options& options) {
+  if (args.size() != fn.num_parameters())
+    support::fail("@{} takes {} arguments, got {}", fn.name(), fn.num_parameters(), args.size());
+  for (size_t i = 0; i < args.size(); ++i)
+    if (args[i].type() != fn.parameter(i)->type())
+      support::fail("@{}: argument {} has type {}, but parameter {} has type {}", fn.name(), i,
+                    to_string(args[i].type()), i, to_string(fn.parameter(i)->type()));
+  SingleProcessCollectives single;
+  RunState state{options.process, options.collectives ? options.collectives : &single,
+                 options.module};
+  return run_block(fn.body(), std::move(args), nullptr, state);
+}
+
+std::vector<Literal> evaluate(const ir::Module& module, std::string_view name,
+                              std::vector<Literal> args, Options options) {
+  const ir::Function* fn = module.find_function(name);
+  if (fn == nullptr) support::fail("no function @{} in the module", name);
+  options.module = &module;
+  return evaluate(*fn, std::move(args), options);
+}
+
+}  // namespace tessera::interp

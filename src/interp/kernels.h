@@ -1,0 +1,175 @@
+// Internal to the interpreter: what a kernel sees (EvalContext), the kernel table expanded from
+// ops.def, and the helpers the kernel files share (index iteration, element copies, conversion of
+// single elements, scalar bodies of reduce/scatter/collectives, slicing and concatenation).
+//
+// One kernel per row of ops.def, declared here through the table, so an op without a kernel fails
+// to link. Kernels take their operands from the context and return the op's results.
+#pragma once
+
+#include <complex>
+#include <cstring>
+#include <span>
+#include <unordered_map>
+#include <vector>
+
+#include "interp/interpreter.h"
+#include "support/error.h"
+
+namespace tessera::interp {
+
+// The values visible in a block: its own and, through `parent`, those of enclosing blocks (a while
+// body may use values defined above it).
+struct Scope {
+  const Scope* parent = nullptr;
+  std::unordered_map<const ir::Value*, ir::Literal> values;
+  const ir::Literal& lookup(const ir::Value* v) const;
+};
+
+// Options with the collectives resolved (never null).
+struct RunState {
+  ProcessInfo process;
+  Collectives* collectives;
+  const ir::Module* module;  // may be null
+};
+
+// Runs `block` on `args` (one per block argument) and returns the operands of its return.
+std::vector<ir::Literal> run_block(const ir::Block& block, std::vector<ir::Literal> args,
+                                   const Scope* parent, const RunState& state);
+
+class EvalContext {
+ public:
+  EvalContext(const ir::Op& op, const Scope& scope, const RunState& state);
+
+  const ir::Op& op;
+  const RunState& state;
+
+  size_t num_operands() const { return operands_.size(); }
+  const ir::Literal& operand(size_t i) const { return *operands_.at(i); }
+  const ir::Type& result_type(size_t i = 0) const { return op.result(i)->type(); }
+  // Runs region `i` of the op on `args`; the region sees the values around the op.
+  std::vector<ir::Literal> run_region(size_t i, std::vector<ir::Literal> args) const;
+
+  // A UserError that starts with the op's name.
+  template <typename... Args>
+  [[noreturn]] void fail(fmt::format_string<Args...> format, Args&&... args) const {
+    support::fail("{}: {}", op.name(), fmt::format(format, std::forward<Args>(args)...));
+  }
+
+ private:
+  const Scope& scope_;
+  std::vector<const ir::Literal*> operands_;
+};
+
+using Results = std::vector<ir::Literal>;
+
+inline Results one(ir::Literal x) {
+  Results r;
+  r.push_back(std::move(x));
+  return r;
+}
+
+#define OP(e, spelling, arity, traits) Results eval_##e(const EvalContext& ctx);
+#include "ir/ops.def"
+#undef OP
+
+// ---- Indices and elements ----
+
+// Calls fn(index) for every index of `shape` in row-major order (none when a dimension is 0).
+template <typename F>
+void for_each_index(std::span<const int64_t> shape, F&& fn) {
+  for (int64_t d : shape)
+    if (d == 0) return;
+  std::vector<int64_t> index(shape.size(), 0);
+  while (true) {
+    fn(static_cast<const std::vector<int64_t>&>(index));
+    size_t d = shape.size();
+    while (d > 0 && ++index[d - 1] == shape[d - 1]) index[--d] = 0;
+    if (d == 0) return;
+  }
+}
+
+inline int64_t flat_index(std::span<const int64_t> index, std::span<const int64_t> strides) {
+  int64_t f = 0;
+  for (size_t d = 0; d < index.size(); ++d) f += index[d] * strides[d];
+  return f;
+}
+
+// Copies element i of src to element j of dst; both have one element type.
+inline void copy_element(const ir::Literal& src, int64_t i, ir::Literal& dst, int64_t j) {
+  size_t n = static_cast<size_t>(ir::info(src.element()).bytes);
+  std::memcpy(dst.bytes().data() + static_cast<size_t>(j) * n,
+              src.bytes().data() + static_cast<size_t>(i) * n, n);
+}
+
+// An integer element as an index, saturated to int64 (a huge ui64 stays huge, then clamps).
+int64_t index_value(const ir::Literal& x, int64_t i);
+
+// The bit width of an element type's values, usable at compile time (i4: 4).
+constexpr int value_bits(ir::ElementType t) {
+  switch (t) {
+#define ELEMENT(e, spelling, kind, bits, bytes, ebits, mbits) \
+  case ir::ElementType::e:                                    \
+    return bits;
+#include "ir/element_types.def"
+#undef ELEMENT
+  }
+  return 0;
+}
+
+// ---- Single elements of any type (kernels_convert.cpp) ----
+
+// An element value in a form that holds every element type exactly.
+struct Scalar {
+  ir::ElementKind kind = ir::ElementKind::Signed;
+  int64_t i = 0;                // Bool (0/1) and Signed
+  uint64_t u = 0;               // Unsigned
+  std::complex<double> c = 0;   // Float (real part) and Complex
+};
+Scalar read_scalar(const ir::Literal& x, int64_t i);
+// Stores v into element i with stablehlo.convert's rules (wrapping, saturating, rounding once).
+void write_scalar(ir::Literal& x, int64_t i, const Scalar& v);
+// Element i of src into element j of dst, converting when their element types differ.
+void convert_element(const ir::Literal& src, int64_t i, ir::Literal& dst, int64_t j);
+
+// ---- Bodies applied to scalars (interpreter.cpp) ----
+
+// A binary elementwise op on two elements stored at lhs and rhs, result stored at out (which may
+// alias lhs). Null when `kind` is not such an op for `e` (kernels_elementwise.cpp).
+using ScalarFn = void (*)(const std::byte* lhs, const std::byte* rhs, std::byte* out);
+ScalarFn scalar_binary(ir::OpKind kind, ir::ElementType e);
+
+// A region of scalars: (acc_0..acc_n-1, x_0..x_n-1) -> (acc_0..acc_n-1), the body of reduce,
+// scatter and the reducing collectives. apply() folds elements into accumulators in place. A body
+// that is a single binary elementwise op on its two arguments runs that op's scalar kernel
+// directly; any other body is interpreted once per element.
+class ScalarBody {
+ public:
+  ScalarBody(const EvalContext& ctx, size_t region, size_t n);
+  // acc[k][ia] = body(acc..[ia], xs..[ix])[k] for k < n.
+  void apply(std::span<ir::Literal> acc, int64_t ia, std::span<const ir::Literal* const> xs,
+             int64_t ix) const;
+  // The body applied elementwise to two arrays of one type (a Combiner).
+  ir::Literal combine(const ir::Literal& lhs, const ir::Literal& rhs) const;
+
+ private:
+  const EvalContext& ctx_;
+  size_t region_, n_;
+  ScalarFn fast_ = nullptr;
+  bool swapped_ = false;  // the single op reads (rhs, lhs)
+};
+
+// ---- Array helpers shared with the collectives (kernels_movement.cpp) ----
+
+// x[start:limit] with unit strides.
+ir::Literal slice_literal(const ir::Literal& x, std::span<const int64_t> start,
+                          std::span<const int64_t> limit);
+// The block `index` of `count` equal blocks of x along `dim`.
+ir::Literal block_of(const ir::Literal& x, int64_t dim, int64_t index, int64_t count);
+// xs concatenated along dim.
+ir::Literal concatenate_literals(std::span<const ir::Literal* const> xs, int64_t dim);
+// `n` copies of x concatenated along dim.
+ir::Literal repeat_literal(const ir::Literal& x, int64_t dim, int64_t n);
+// x written into `into` at offset `start` (the update of dynamic_update_slice, not clamped).
+void write_block(const ir::Literal& x, ir::Literal& into, std::span<const int64_t> start);
+
+}  // namespace tessera::interp

@@ -1,0 +1,171 @@
+// Kernels of reductions, contractions and control flow: reduce (any body, several inputs),
+// dot_general (batch and contracting dimensions), while, optimization_barrier and return.
+//
+// reduce folds the input elements into the accumulators in row-major order, starting from the
+// init values (the spec lets the order be any tree; a fixed order keeps results reproducible).
+// dot_general accumulates floats in double and complex numbers in complex<double> and rounds once
+// to the result type; integers accumulate with wrapping in 64 bits and wrap to the result width.
+#include <algorithm>
+#include <complex>
+
+#include "interp/kernels.h"
+#include "support/strings.h"
+
+namespace tessera::interp {
+
+using ir::Literal;
+
+namespace {
+
+bool contains(const std::vector<int64_t>& v, int64_t x) {
+  return std::find(v.begin(), v.end(), x) != v.end();
+}
+
+// The dimensions of a dot_general operand that are neither batch nor contracting, in order.
+std::vector<int64_t> free_dims(const Literal& x, const std::vector<int64_t>& batch,
+                               const std::vector<int64_t>& contracting) {
+  std::vector<int64_t> out;
+  for (int64_t d = 0; d < x.type().rank(); ++d)
+    if (!contains(batch, d) && !contains(contracting, d)) out.push_back(d);
+  return out;
+}
+
+// An operand of dot_general with its elements read once in the accumulation domain Acc.
+template <typename Acc>
+std::vector<Acc> elements_as(const Literal& x) {
+  std::vector<Acc> out(static_cast<size_t>(x.num_elements()));
+  for (int64_t i = 0; i < x.num_elements(); ++i) {
+    Scalar s = read_scalar(x, i);
+    if constexpr (std::is_same_v<Acc, uint64_t>)
+      out[static_cast<size_t>(i)] = s.kind == ir::ElementKind::Unsigned ? s.u : static_cast<uint64_t>(s.i);
+    else if constexpr (std::is_same_v<Acc, double>)
+      out[static_cast<size_t>(i)] = s.kind == ir::ElementKind::Unsigned ? static_cast<double>(s.u)
+                                    : s.kind == ir::ElementKind::Float    ? s.c.real()
+                                                                          : static_cast<double>(s.i);
+    else
+      out[static_cast<size_t>(i)] = s.kind == ir::ElementKind::Unsigned ? Acc(static_cast<double>(s.u))
+                                    : s.kind == ir::ElementKind::Signed || s.kind == ir::ElementKind::Bool
+                                        ? Acc(static_cast<double>(s.i))
+                                        : s.c;
+  }
+  return out;
+}
+
+// Result element from an accumulator.
+Scalar scalar_of(uint64_t v, ir::ElementType e) {
+  Scalar s;
+  s.kind = ir::is_unsigned_integer(e) ? ir::ElementKind::Unsigned : ir::ElementKind::Signed;
+  s.u = v;
+  s.i = static_cast<int64_t>(v);
+  return s;
+}
+Scalar scalar_of(double v, ir::ElementType) {
+  Scalar s;
+  s.kind = ir::ElementKind::Float;
+  s.c = v;
+  return s;
+}
+Scalar scalar_of(std::complex<double> v, ir::ElementType) {
+  Scalar s;
+  s.kind = ir::ElementKind::Complex;
+  s.c = v;
+  return s;
+}
+
+template <typename Acc>
+Literal contract(const EvalContext& ctx, const ir::DotDims& dn) {
+  const Literal& lhs = ctx.operand(0);
+  const Literal& rhs = ctx.operand(1);
+  std::vector<Acc> a = elements_as<Acc>(lhs);
+  std::vector<Acc> b = elements_as<Acc>(rhs);
+  std::vector<int64_t> lhs_free = free_dims(lhs, dn.lhs_batch, dn.lhs_contracting);
+  std::vector<int64_t> rhs_free = free_dims(rhs, dn.rhs_batch, dn.rhs_contracting);
+  std::vector<int64_t> ls = lhs.strides(), rs = rhs.strides();
+  std::vector<int64_t> contracting_shape;
+  for (int64_t d : dn.lhs_contracting) contracting_shape.push_back(lhs.shape()[static_cast<size_t>(d)]);
+  Literal out(ctx.result_type());
+  bool is_bool = ir::is_bool(out.element());
+  int64_t flat = 0;
+  // Result dimensions: batch, then lhs free, then rhs free.
+  for_each_index(out.shape(), [&](const std::vector<int64_t>& index) {
+    int64_t lbase = 0, rbase = 0;
+    size_t r = 0;
+    for (size_t i = 0; i < dn.lhs_batch.size(); ++i, ++r) {
+      lbase += index[r] * ls[static_cast<size_t>(dn.lhs_batch[i])];
+      rbase += index[r] * rs[static_cast<size_t>(dn.rhs_batch[i])];
+    }
+    for (int64_t d : lhs_free) lbase += index[r++] * ls[static_cast<size_t>(d)];
+    for (int64_t d : rhs_free) rbase += index[r++] * rs[static_cast<size_t>(d)];
+    Acc sum{};
+    for_each_index(contracting_shape, [&](const std::vector<int64_t>& k) {
+      int64_t li = lbase, ri = rbase;
+      for (size_t i = 0; i < k.size(); ++i) {
+        li += k[i] * ls[static_cast<size_t>(dn.lhs_contracting[i])];
+        ri += k[i] * rs[static_cast<size_t>(dn.rhs_contracting[i])];
+      }
+      sum += a[static_cast<size_t>(li)] * b[static_cast<size_t>(ri)];  // uint64_t wraps
+    });
+    if constexpr (std::is_same_v<Acc, uint64_t>)
+      if (is_bool) sum = sum != 0;  // or of ands
+    write_scalar(out, flat++, scalar_of(sum, out.element()));
+  });
+  return out;
+}
+
+}  // namespace
+
+Results eval_DotGeneral(const EvalContext& ctx) {
+  const auto& dn = ctx.op.attrs().get<ir::DotDims>("dot_dimension_numbers");
+  ir::ElementType e = ctx.result_type().element;
+  if (ir::is_complex(e)) return one(contract<std::complex<double>>(ctx, dn));
+  if (ir::is_float(e)) return one(contract<double>(ctx, dn));
+  return one(contract<uint64_t>(ctx, dn));
+}
+
+// N inputs and N init values; the body maps (acc_0..acc_N-1, x_0..x_N-1) to new accumulators.
+Results eval_Reduce(const EvalContext& ctx) {
+  size_t n = ctx.num_operands() / 2;
+  const auto& dims = ctx.op.attrs().get<std::vector<int64_t>>("dimensions");
+  Results acc;
+  std::vector<const Literal*> inputs;
+  for (size_t k = 0; k < n; ++k) {
+    acc.emplace_back(ctx.result_type(k));
+    for (int64_t i = 0; i < acc[k].num_elements(); ++i) convert_element(ctx.operand(n + k), 0, acc[k], i);
+    inputs.push_back(&ctx.operand(k));
+  }
+  ScalarBody body(ctx, 0, n);
+  std::vector<int64_t> kept_strides(inputs[0]->shape().size(), 0);  // 0 for reduced dimensions
+  std::vector<int64_t> out_strides = acc[0].strides();
+  for (size_t d = 0, j = 0; d < kept_strides.size(); ++d)
+    if (!contains(dims, static_cast<int64_t>(d))) kept_strides[d] = out_strides[j++];
+  int64_t flat = 0;
+  for_each_index(inputs[0]->shape(), [&](const std::vector<int64_t>& index) {
+    body.apply(acc, flat_index(index, kept_strides), inputs, flat++);
+  });
+  return acc;
+}
+
+Results eval_While(const EvalContext& ctx) {
+  Results values;
+  for (size_t i = 0; i < ctx.num_operands(); ++i) values.push_back(ctx.operand(i));
+  while (true) {
+    Results cond = ctx.run_region(0, values);
+    if (cond.size() != 1 || cond[0].type() != ir::Type(ir::ElementType::i1, {}))
+      ctx.fail("condition must return one tensor<i1>");
+    if (cond[0].get_int(0) == 0) return values;
+    values = ctx.run_region(1, std::move(values));
+    if (values.size() != ctx.num_operands()) ctx.fail("body returns {} values for {}", values.size(), ctx.num_operands());
+  }
+}
+
+// Identities for the interpreter: they only constrain how a compiler may reorder work.
+Results eval_OptimizationBarrier(const EvalContext& ctx) {
+  Results out;
+  for (size_t i = 0; i < ctx.num_operands(); ++i) out.push_back(ctx.operand(i));
+  return out;
+}
+
+// A block's results; run_block returns them.
+Results eval_Return(const EvalContext& ctx) { return eval_OptimizationBarrier(ctx); }
+
+}  // namespace tessera::interp

@@ -1,0 +1,378 @@
+// One print rule per op, expanded from ops.def: a row without a rule in `rules` below does not
+// compile.
+//
+// Each rule writes what follows `%r = ` in StableHLO's or Shardy's pretty form, spaced exactly as
+// their assembly formats print it (`stablehlo.compare  GT, %a, %b,  FLOAT : ...` has two spaces
+// before each enum). Attributes a pretty form does not spell go in a trailing `{...}`. Ops without
+// a pretty form, and ops whose attributes a pretty form needs are missing, print in MLIR's generic
+// form, inherent attributes as properties: `"stablehlo.gather"(%0, %1) <{...}> ({regions}) {...}
+// : (...) -> ...`.
+#include <iterator>
+
+#include "stablehlo/print_internal.h"
+#include "stablehlo/printer.h"
+
+namespace tessera::stablehlo::print_impl {
+namespace {
+
+using ir::Op;
+using ir::OpKind;
+using Rule = void (*)(Printer&, const Op&);
+
+std::string except(const Op& op, std::initializer_list<std::string_view> elided) {
+  return attr_dict_except(op.attrs(), elided);
+}
+
+// ---- The generic form ----
+
+void generic(Printer& p, const Op& op) {
+  p << quoted(op.name()) << "(";
+  p.values(op.operands());
+  p << ")";
+  auto inherent = [](const std::string& n) { return n.find('.') == std::string::npos; };
+  std::string props = attr_dict(op.attrs(), inherent);
+  if (!props.empty()) p << " <" << std::string_view(props).substr(1) << ">";
+  for (size_t i = 0; i < op.regions().size(); ++i) {
+    p << (i == 0 ? " (" : ", ");
+    p.region(op.region(i), /*entry_arguments=*/true);
+  }
+  if (!op.regions().empty()) p << ")";
+  p << attr_dict(op.attrs(), [&](const std::string& n) { return !inherent(n); }) << " : ";
+  p.functional_type(op);
+}
+
+// ---- Shared pieces of pretty forms ----
+
+// `t` when every operand type equals the result type, else `(t1, t2) -> t3`.
+void same_operands_and_result_type(Printer& p, const Op& op) {
+  const ir::Type& result = op.result()->type();
+  for (const ir::Value* v : op.operands())
+    if (v->type() != result) return p.functional_type(op);
+  p << ir::to_string(result);
+}
+void functional_type(Printer& p, const Op& op) { p.functional_type(op); }
+// select: `pred_type, result_type` when both branches have the result type.
+void select_type(Printer& p, const Op& op) {
+  const ir::Type& result = op.result()->type();
+  if (op.operands().size() != 3 || op.operand(1)->type() != result ||
+      op.operand(2)->type() != result)
+    return p.functional_type(op);
+  p << ir::to_string(op.operand(0)->type()) << ", " << ir::to_string(result);
+}
+
+// `name %a, %b{attrs} : <types>`: elementwise ops (with same_operands_and_result_type), select,
+// and the ops whose pretty form is just their operands (reshape, bitcast_convert, ...).
+template <void (*Types)(Printer&, const Op&)>
+void operands_form(Printer& p, const Op& op) {
+  p << op.name() << " ";
+  p.values(op.operands());
+  p << except(op, {}) << " : ";
+  Types(p, op);
+}
+constexpr Rule elementwise = operands_form<same_operands_and_result_type>,
+               operands_only = operands_form<functional_type>,
+               select_form = operands_form<select_type>;
+
+void result_type(Printer& p, const Op& op) { p << ir::to_string(op.result()->type()); }
+
+// `name{attrs} : type` for ops with neither operands nor attributes of their own.
+void nullary(Printer& p, const Op& op) {
+  p << op.name() << except(op, {}) << " : ";
+  result_type(p, op);
+}
+
+// `name %x, %y, <keyword> = [..]{attrs} : <types>` for the ops whose one attribute is a list.
+template <const char* Keyword, const char* Attribute, void (*Types)(Printer&, const Op&)>
+void operands_and_list(Printer& p, const Op& op) {
+  const auto* list = op.attrs().find<std::vector<int64_t>>(Attribute);
+  if (!list) return generic(p, op);
+  p << op.name() << " ";
+  p.values(op.operands());
+  p << ", " << Keyword << " = " << int_list(*list) << except(op, {Attribute}) << " : ";
+  Types(p, op);
+}
+constexpr char kDims[] = "dims", kSizes[] = "sizes";
+constexpr char kBroadcastDimensions[] = "broadcast_dimensions", kPermutation[] = "permutation",
+               kDimensions[] = "dimensions", kSliceSizes[] = "slice_sizes";
+constexpr Rule broadcast_in_dim = operands_and_list<kDims, kBroadcastDimensions, functional_type>,
+               transpose = operands_and_list<kDims, kPermutation, functional_type>,
+               reverse = operands_and_list<kDims, kDimensions, result_type>,
+               dynamic_slice = operands_and_list<kSizes, kSliceSizes, functional_type>;
+
+// ---- Leaves ----
+
+void constant(Printer& p, const Op& op) {
+  const auto* value = op.attrs().find<ir::Literal>("value");
+  if (!value || value->type() != op.result()->type()) return generic(p, op);
+  p << op.name() << except(op, {"value"}) << " " << dense(*value);
+}
+
+void iota(Printer& p, const Op& op) {
+  const auto* dim = op.attrs().find<int64_t>("iota_dimension");
+  if (!dim) return generic(p, op);
+  p << op.name() << " dim = " << std::to_string(*dim) << except(op, {"iota_dimension"}) << " : ";
+  result_type(p, op);
+}
+
+// ---- Compare ----
+
+void compare(Printer& p, const Op& op) {
+  const auto* direction = op.attrs().find<ir::ComparisonDirection>("comparison_direction");
+  if (!direction) return generic(p, op);
+  p << op.name() << "  " << ir::to_string(*direction) << ", ";
+  p.values(op.operands());
+  if (const auto* type = op.attrs().find<ir::CompareType>("compare_type"))
+    p << ",  " << ir::to_string(*type);
+  p << except(op, {"comparison_direction", "compare_type"}) << " : ";
+  p.functional_type(op);
+}
+
+// ---- Data movement ----
+
+void slice(Printer& p, const Op& op) {
+  const auto* start = op.attrs().find<std::vector<int64_t>>("start_indices");
+  const auto* limit = op.attrs().find<std::vector<int64_t>>("limit_indices");
+  const auto* strides = op.attrs().find<std::vector<int64_t>>("strides");
+  if (!start || !limit || !strides || start->size() != limit->size() ||
+      start->size() != strides->size())
+    return generic(p, op);
+  p << op.name() << " ";
+  p.value(op.operand(0));
+  p << " [";
+  for (size_t d = 0; d < start->size(); ++d) {
+    p << (d ? ", " : "") << fmt::format("{}:{}", (*start)[d], (*limit)[d]);
+    if ((*strides)[d] != 1) p << fmt::format(":{}", (*strides)[d]);
+  }
+  p << "]" << except(op, {"start_indices", "limit_indices", "strides"}) << " : ";
+  p.functional_type(op);
+}
+
+void concatenate(Printer& p, const Op& op) {
+  const auto* dim = op.attrs().find<int64_t>("dimension");
+  if (!dim) return generic(p, op);
+  p << op.name() << " ";
+  p.values(op.operands());
+  p << ", dim = " << std::to_string(*dim) << except(op, {"dimension"}) << " : ";
+  p.functional_type(op);
+}
+
+void pad(Printer& p, const Op& op) {
+  const auto* low = op.attrs().find<std::vector<int64_t>>("edge_padding_low");
+  const auto* high = op.attrs().find<std::vector<int64_t>>("edge_padding_high");
+  const auto* interior = op.attrs().find<std::vector<int64_t>>("interior_padding");
+  if (!low || !high || !interior) return generic(p, op);
+  p << op.name() << " ";
+  p.values(op.operands());
+  p << ", low = " << int_list(*low) << ", high = " << int_list(*high)
+    << ", interior = " << int_list(*interior)
+    << except(op, {"edge_padding_low", "edge_padding_high", "interior_padding"}) << " : ";
+  p.functional_type(op);
+}
+
+// ---- Reductions and contractions ----
+
+// The PrecisionConfig list `[DEFAULT, HIGHEST]` when a parsed `precision_config` holds
+// `[#stablehlo<precision DEFAULT>, ...]`; empty when it holds something else.
+std::string precision_list(const ir::Opaque& config) {
+  std::string_view text = config.text;
+  if (text.size() < 2 || text.front() != '[' || text.back() != ']') return "";
+  text = text.substr(1, text.size() - 2);
+  constexpr std::string_view kPrefix = "#stablehlo<precision ";
+  std::string out;
+  while (!text.empty()) {
+    size_t end = text.find('>');
+    if (text.substr(0, kPrefix.size()) != kPrefix || end == std::string_view::npos) return "";
+    out +=
+        (out.empty() ? "" : ", ") + std::string(text.substr(kPrefix.size(), end - kPrefix.size()));
+    text.remove_prefix(end + 1);
+    if (text.substr(0, 2) == ", ")
+      text.remove_prefix(2);
+    else if (!text.empty())
+      return "";
+  }
+  return "[" + out + "]";
+}
+
+void dot_general(Printer& p, const Op& op) {
+  const auto* d = op.attrs().find<ir::DotDims>("dot_dimension_numbers");
+  if (!d) return generic(p, op);
+  p << op.name() << " ";
+  p.values(op.operands());
+  p << ", ";
+  if (!d->lhs_batch.empty() || !d->rhs_batch.empty())
+    p << "batching_dims = " << int_list(d->lhs_batch) << " x " << int_list(d->rhs_batch) << ", ";
+  p << "contracting_dims = " << int_list(d->lhs_contracting) << " x "
+    << int_list(d->rhs_contracting);
+  const auto* config = op.attrs().find<ir::Opaque>("precision_config");
+  std::string precision = config ? precision_list(*config) : "";
+  if (!precision.empty()) p << ", precision = " << precision;
+  p << (precision.empty() ? except(op, {"dot_dimension_numbers"})
+                          : except(op, {"dot_dimension_numbers", "precision_config"}))
+    << " : ";
+  p.functional_type(op);
+}
+
+// StableHLO's test for `applies <op>`: one input, and a body that is a single commutative binary
+// op of this dialect on the block arguments in order, on scalars of the input's element type,
+// returned as is.
+bool reduce_is_compact(const Op& op) {
+  if (op.operands().size() != 2 || op.regions().size() != 1) return false;
+  const ir::Block& body = op.region(0);
+  if (body.ops().size() != 2 || body.arguments().size() != 2) return false;
+  const Op& inner = *body.ops()[0];
+  const Op& ret = *body.ops()[1];
+  ir::Type scalar(op.operand(0)->type().element, {});
+  if (!ir::has_trait(inner.kind(), ir::kCommutative) || ir::has_trait(inner.kind(), ir::kShardy) ||
+      inner.operands().size() != 2 || inner.num_results() != 1 || !inner.regions().empty())
+    return false;
+  for (const ir::Value* v : inner.operands())
+    if (v->type() != scalar) return false;
+  return inner.result()->type() == scalar && inner.operand(0) == body.argument(0) &&
+         inner.operand(1) == body.argument(1) && ret.kind() == OpKind::Return &&
+         ret.operands().size() == 1 && ret.operand(0) == inner.result();
+}
+
+// `stablehlo.reduce(%x init: %c) applies stablehlo.add across dimensions = [0] : ...` when the
+// body allows it; otherwise the generic form. (stablehlo-opt prints those other bodies in a
+// `reducer(...)` form of its own; the generic form reads back the same in every MLIR tool.)
+void reduce(Printer& p, const Op& op) {
+  const auto* dims = op.attrs().find<std::vector<int64_t>>(kDimensions);
+  if (!dims || !reduce_is_compact(op)) return generic(p, op);
+  p << op.name() << "(";
+  p.value(op.operand(0));
+  p << " init: ";
+  p.value(op.operand(1));
+  p << ") applies " << keyword_or_string(op.region(0).ops()[0]->name())
+    << " across dimensions = " << int_list(*dims) << except(op, {kDimensions}) << " : ";
+  p.functional_type(op);
+}
+
+// ---- Control ----
+
+void while_loop(Printer& p, const Op& op) {
+  if (op.regions().size() != 2 || op.region(1).arguments().size() != op.operands().size())
+    return generic(p, op);
+  const ir::Block& body = op.region(1);
+  p << op.name() << "(";
+  for (size_t i = 0; i < op.operands().size(); ++i) {
+    p << (i ? ", " : "");
+    p.value(body.argument(i));
+    p << " = ";
+    p.value(op.operand(i));
+  }
+  p << ")";
+  if (!op.operands().empty()) {
+    p << " : ";
+    p.types(op.operand_types());
+  }
+  std::string attrs = except(op, {});
+  if (!attrs.empty()) p << " attributes" << attrs;
+  p.newline();
+  p << " cond ";
+  p.region(op.region(0), /*entry_arguments=*/false);
+  p << " do ";
+  p.region(body, /*entry_arguments=*/false);
+}
+
+void optimization_barrier(Printer& p, const Op& op) {
+  p << op.name() << except(op, {});
+  if (op.operands().empty()) {
+    p << "()";
+    return;
+  }
+  p << " ";
+  p.values(op.operands());
+  p << " : ";
+  p.types(op.operand_types());
+}
+
+// `return`, `stablehlo.return` or `sdy.return`, by the op that holds the block.
+void terminator(Printer& p, const Op& op) {
+  const ir::Op* holder = op.parent ? op.parent->parent_op : nullptr;
+  p << (holder == nullptr                             ? "return"
+        : holder->kind() == OpKind::ManualComputation ? "sdy.return"
+                                                      : "stablehlo.return");
+  if (!op.operands().empty()) {
+    p << " ";
+    p.values(op.operands());
+  }
+  p << except(op, {});
+  if (!op.operands().empty()) {
+    p << " : ";
+    p.types(op.operand_types());
+  }
+}
+
+// ---- Shardy ----
+
+void sharding_op(Printer& p, const Op& op) {
+  const auto* sharding = op.attrs().find<ir::Sharding>("sharding");
+  if (!sharding || op.operands().size() != 1) return generic(p, op);
+  p << op.name() << " ";
+  p.value(op.operand(0));
+  p << " " << sharding_body(*sharding) << except(op, {"sharding"}) << " : ";
+  result_type(p, op);
+}
+
+void manual_computation(Printer& p, const Op& op) {
+  const auto* in = op.attrs().find<ir::ShardingList>("in_shardings");
+  const auto* out = op.attrs().find<ir::ShardingList>("out_shardings");
+  const auto* axes = op.attrs().find<ir::AxisNames>("manual_axes");
+  if (!in || !out || !axes || op.regions().size() != 1) return generic(p, op);
+  const ir::Block& body = op.region(0);
+  p << op.name() << "(";
+  p.values(op.operands());
+  p << ") in_shardings=" << sharding_list(*in) << " out_shardings=" << sharding_list(*out)
+    << " manual_axes=" << axis_names(*axes) << " (";
+  for (size_t i = 0; i < body.arguments().size(); ++i) {
+    p << (i ? ", " : "");
+    p.block_argument(body.argument(i));
+  }
+  p << ") ";
+  p.region(body, /*entry_arguments=*/false);
+  p << except(op, {"in_shardings", "out_shardings", "manual_axes"}) << " : ";
+  p.functional_type(op);
+}
+
+// ---- The table ----
+
+namespace rules {
+constexpr Rule Constant = constant, Iota = iota, ReplicaId = nullary, PartitionId = nullary;
+constexpr Rule Negate = elementwise, Abs = elementwise, Sign = elementwise,
+               Exponential = elementwise, ExponentialMinusOne = elementwise, Log = elementwise,
+               LogPlusOne = elementwise, Tanh = elementwise, Logistic = elementwise,
+               Sqrt = elementwise, Rsqrt = elementwise, Sine = elementwise, Cosine = elementwise,
+               Floor = elementwise, Ceil = elementwise, RoundNearestEven = elementwise,
+               RoundNearestAfz = elementwise, IsFinite = elementwise, Not = elementwise,
+               Convert = elementwise, BitcastConvert = operands_only;
+constexpr Rule Add = elementwise, Subtract = elementwise, Multiply = elementwise,
+               Divide = elementwise, Remainder = elementwise, Power = elementwise,
+               Maximum = elementwise, Minimum = elementwise, Atan2 = elementwise, And = elementwise,
+               Or = elementwise, Xor = elementwise, ShiftLeft = elementwise,
+               ShiftRightLogical = elementwise, ShiftRightArithmetic = elementwise,
+               Compare = compare, Clamp = elementwise, Select = select_form;
+constexpr Rule BroadcastInDim = broadcast_in_dim, Reshape = operands_only, Transpose = transpose,
+               Slice = slice, DynamicSlice = dynamic_slice, DynamicUpdateSlice = operands_only,
+               Concatenate = concatenate, Pad = pad, Reverse = reverse, Gather = generic,
+               Scatter = generic;
+constexpr Rule Reduce = reduce, DotGeneral = dot_general;
+constexpr Rule While = while_loop, OptimizationBarrier = optimization_barrier, Return = terminator;
+constexpr Rule AllReduce = generic, AllGather = generic, ReduceScatter = generic,
+               AllToAll = generic, CollectivePermute = generic, CollectiveBroadcast = generic,
+               CollectiveReduce = generic;
+constexpr Rule ShardingConstraint = sharding_op, Reshard = sharding_op,
+               ManualComputation = manual_computation;
+}  // namespace rules
+
+constexpr Rule kRules[] = {
+#define OP(e, spelling, arity, traits) rules::e,
+#include "ir/ops.def"
+#undef OP
+};
+static_assert(std::size(kRules) == ir::kNumOpKinds);
+
+}  // namespace
+
+void print_op_body(Printer& p, const Op& op) { kRules[static_cast<size_t>(op.kind())](p, op); }
+
+}  // namespace tessera::stablehlo::print_impl

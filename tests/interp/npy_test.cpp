@@ -1,0 +1,81 @@
+// .npy files: round trips for every type NumPy has, files NumPy writes and reads, and refusals of
+// what NumPy cannot represent or what is malformed.
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <filesystem>
+
+#include "interp/npy.h"
+#include "numpy_oracle.h"
+#include "test_util.h"
+
+namespace tessera::interp::testing {
+namespace {
+
+using E = ElementType;
+
+const E kNumpyTypes[] = {E::i1,   E::i8,  E::i16, E::i32, E::i64, E::ui8, E::ui16,
+                         E::ui32, E::ui64, E::f16, E::f32, E::f64, E::c64, E::c128};
+
+TEST(Npy, RoundTripsEveryNumpyTypeAndShape) {
+  uint64_t seed = 1;
+  for (E e : kNumpyTypes) {
+    for (std::vector<int64_t> shape : {std::vector<int64_t>{}, {5}, {2, 3}, {0, 4}}) {
+      Literal x = random_literal(Type(e, shape), seed++);
+      std::string bytes = to_npy(x);
+      EXPECT_EQ((bytes.find('\n') + 1) % 64, 0u) << "header of " << to_string(x.type()) << " is not aligned";
+      EXPECT_TRUE(same(from_npy(bytes), x)) << to_string(x.type());
+    }
+  }
+}
+
+TEST(Npy, NumpyReadsOursAndWeReadNumpys) {
+  NumPy np;
+  std::vector<Literal> sent;
+  uint64_t seed = 50;
+  for (E e : kNumpyTypes) {
+    sent.push_back(random_literal(Type(e, {3, 2}), seed++, Domain::Special));
+    // NumPy must see the dtype and shape we wrote.
+    np.add(fmt::format("a0 if (a0.dtype, a0.shape) == ({}, (3, 2)) else None", numpy_dtype(e)), {sent.back()});
+  }
+  std::vector<Literal> back = np.run();
+  ASSERT_EQ(back.size(), sent.size());
+  for (size_t i = 0; i < back.size(); ++i) EXPECT_TRUE(same(back[i], sent[i])) << to_string(sent[i].type());
+  Literal arange = numpy("np.arange(6, dtype=np.int16).reshape(2, 3)", {});
+  EXPECT_TRUE(same(arange, ints(Type(E::i16, {2, 3}), {0, 1, 2, 3, 4, 5})));
+  EXPECT_TRUE(same(numpy("np.float32(2.5)", {}), lit(Type(E::f32, {}), {2.5})));
+}
+
+TEST(Npy, SavesAndLoadsFiles) {
+  auto path = std::filesystem::temp_directory_path() / fmt::format("tessera-npy-test-{}.npy", getpid());
+  Literal x = random_literal(Type(E::f64, {4, 4}), 7);
+  save_npy(x, path.string());
+  EXPECT_TRUE(same(load_npy(path.string()), x));
+  std::filesystem::remove(path);
+  EXPECT_EQ(message_of([&] { load_npy(path.string()); }), "cannot read " + path.string());
+}
+
+TEST(Npy, RefusesWhatItCannotRepresent) {
+  EXPECT_EQ(message_of([] { to_npy(Literal(Type(E::bf16, {2}))); }),
+            "NumPy has no element type for bf16; convert it before saving as .npy");
+  EXPECT_EQ(message_of([] { to_npy(Literal(Type(E::i4, {2}))); }),
+            "NumPy has no element type for i4; convert it before saving as .npy");
+  std::string good = to_npy(lit(Type(E::f32, {2, 2}), {1, 2, 3, 4}));
+  auto edited = [&](std::string from, std::string to) {
+    std::string s = good;
+    s.replace(s.find(from), from.size(), to);
+    return s;
+  };
+  EXPECT_EQ(message_of([] { from_npy("hello world", "x.npy"); }), "x.npy: not a .npy file (no \\x93NUMPY magic)");
+  EXPECT_EQ(message_of([&] { from_npy(edited("False", "True "), "x.npy"); }),
+            "x.npy: .npy arrays in Fortran order are not supported");
+  EXPECT_EQ(message_of([&] { from_npy(edited("<f4", ">f4"), "x.npy"); }),
+            "x.npy: .npy element type '>f4' is not supported (little-endian numbers and bools only)");
+  EXPECT_EQ(message_of([&] { from_npy(good.substr(0, good.size() - 1), "x.npy"); }),
+            "x.npy: .npy data has 15 bytes, tensor<2x2xf32> needs 16");
+  EXPECT_EQ(message_of([&] { from_npy(edited("(2, 2)", "(2, x)"), "x.npy"); }), "x.npy: .npy shape (2, x) is malformed");
+}
+
+}  // namespace
+}  // namespace tessera::interp::testing

@@ -1,0 +1,194 @@
+// Malformed StableHLO text: each input gives one ParseError with line:column and a message that
+// says what is wrong, never a crash. The corpus covers the issue's list: unterminated region,
+// unknown op, operand count, type mismatch, dense literal size, undefined value, duplicate
+// definition, bad sharding syntax, missing mesh axis, truncated file; and more.
+#include <gtest/gtest.h>
+
+#include "stablehlo/parser.h"
+
+namespace tessera::stablehlo {
+namespace {
+
+struct Bad {
+  std::string name;
+  std::string text;
+  std::string message;  // the whole error, "t.mlir:line:col: ..."
+};
+
+void PrintTo(const Bad& b, std::ostream* os) { *os << b.name; }
+
+const std::string kAdd =
+    "func.func @f(%a: tensor<4xf32>, %b: tensor<4xf32>) -> tensor<4xf32> {\n"
+    "  %0 = stablehlo.add %a, %b : tensor<4xf32>\n"
+    "  return %0 : tensor<4xf32>\n"
+    "}\n";
+
+const std::vector<Bad>& corpus() {
+  static const std::vector<Bad> k = {
+      {"unterminated_region",
+       "func.func @f(%a: tensor<f32>) -> tensor<f32> {\n  %0 = stablehlo.abs %a : tensor<f32>\n",
+       "t.mlir:3:1: unterminated region: expected '}', but the input ends"},
+      {"unknown_op",
+       "func.func @f(%a: tensor<f32>) -> tensor<f32> {\n  %0 = stablehlo.frobnicate %a : tensor<f32>\n"
+       "  return %0 : tensor<f32>\n}\n",
+       "t.mlir:2:8: unknown op 'stablehlo.frobnicate'"},
+      {"operand_count",
+       "func.func @f(%a: tensor<f32>) -> tensor<f32> {\n  %0 = stablehlo.add %a : tensor<f32>\n"
+       "  return %0 : tensor<f32>\n}\n",
+       "t.mlir:2:3: stablehlo.add: expects 2 operands, got 1"},
+      {"type_mismatch",
+       "func.func @f(%a: tensor<4xf32>) -> tensor<4xf32> {\n  %0 = stablehlo.negate %a : tensor<4xi32>\n"
+       "  return %0 : tensor<4xf32>\n}\n",
+       "t.mlir:2:3: stablehlo.negate: operand 0 has type tensor<4xf32>, but the op's type says "
+       "tensor<4xi32>"},
+      {"result_type_mismatch",
+       "func.func @f(%a: tensor<4xf32>) -> tensor<4xf32> {\n"
+       "  %0 = stablehlo.negate %a : (tensor<4xf32>) -> tensor<3xf32>\n  return %0 : tensor<4xf32>\n}\n",
+       "t.mlir:2:3: stablehlo.negate: result types (tensor<3xf32>) do not match the operands, which "
+       "give (tensor<4xf32>)"},
+      {"dense_size",
+       "func.func @f() -> tensor<3xf32> {\n  %0 = stablehlo.constant dense<[1.0, 2.0]> : tensor<3xf32>\n"
+       "  return %0 : tensor<3xf32>\n}\n",
+       "t.mlir:2:33: dense literal has 2 elements in dimension 0, but tensor<3xf32> has 3"},
+      {"dense_nesting",
+       "func.func @f() -> tensor<2x2xi32> {\n  %0 = stablehlo.constant dense<[1, 2, 3, 4]> : tensor<2x2xi32>\n"
+       "  return %0 : tensor<2x2xi32>\n}\n",
+       "t.mlir:2:33: dense literal has 4 elements in dimension 0, but tensor<2x2xi32> has 2"},
+      {"dense_range",
+       "func.func @f() -> tensor<i8> {\n  %0 = stablehlo.constant dense<300> : tensor<i8>\n"
+       "  return %0 : tensor<i8>\n}\n",
+       "t.mlir:2:33: 300 does not fit in i8"},
+      {"dense_float_for_int",
+       "func.func @f() -> tensor<i32> {\n  %0 = stablehlo.constant dense<1.5> : tensor<i32>\n"
+       "  return %0 : tensor<i32>\n}\n",
+       "t.mlir:2:33: '1.5' is not a value of i32"},
+      {"dense_bool",
+       "func.func @f() -> tensor<f32> {\n  %0 = stablehlo.constant dense<true> : tensor<f32>\n"
+       "  return %0 : tensor<f32>\n}\n",
+       "t.mlir:2:33: 'true' is not a value of f32"},
+      {"undefined_value",
+       "func.func @f(%a: tensor<f32>) -> tensor<f32> {\n  %0 = stablehlo.abs %b : tensor<f32>\n"
+       "  return %0 : tensor<f32>\n}\n",
+       "t.mlir:2:22: use of undefined value %b"},
+      {"duplicate_definition",
+       "func.func @f(%a: tensor<f32>) -> tensor<f32> {\n  %0 = stablehlo.abs %a : tensor<f32>\n"
+       "  %0 = stablehlo.abs %a : tensor<f32>\n  return %0 : tensor<f32>\n}\n",
+       "t.mlir:3:3: duplicate definition of %0"},
+      {"bad_sharding_syntax",
+       "sdy.mesh @m = <[\"x\"=2]>\nfunc.func @f(%a: tensor<4xf32> {sdy.sharding = #sdy.sharding<@m, [{\"x\"]>}) "
+       "-> tensor<4xf32> {\n  return %a : tensor<4xf32>\n}\n",
+       "t.mlir:2:71: expected '}', found ']>}) -> tens'"},
+      {"mesh_axis_missing",
+       "sdy.mesh @m = <[\"x\"=2]>\nfunc.func @f(%a: tensor<4xf32> {sdy.sharding = #sdy.sharding<@m, [{\"y\"}]>}) "
+       "-> tensor<4xf32> {\n  return %a : tensor<4xf32>\n}\n",
+       "t.mlir:1:1: sharding of argument 0 of @f: dimension 0 names axis \"y\", which is not in mesh "
+       "@m (axes: x)"},
+      {"mesh_missing",
+       "func.func @f(%a: tensor<4xf32> {sdy.sharding = #sdy.sharding<@m, [{\"x\"}]>}) -> tensor<4xf32> {\n"
+       "  return %a : tensor<4xf32>\n}\n",
+       "t.mlir:1:1: mesh @m is not declared in the module"},
+      {"truncated_file", "func.func @f(%a: tensor<4x", "t.mlir:1:27: expected an identifier, but the input ends"},
+      {"truncated_after_op", kAdd.substr(0, 77), "t.mlir:2:8: expected an identifier, but the input ends"},
+      {"missing_return",
+       "func.func @f(%a: tensor<f32>) -> tensor<f32> {\n  %0 = stablehlo.abs %a : tensor<f32>\n}\n",
+       "t.mlir:3:1: block must end with a return"},
+      {"return_types",
+       "func.func @f(%a: tensor<f32>) -> tensor<i32> {\n  return %a : tensor<f32>\n}\n",
+       "t.mlir:1:11: @f returns (tensor<f32>) but is declared to return (tensor<i32>)"},
+      {"unknown_element_type",
+       "func.func @f(%a: tensor<4xf31>) -> tensor<4xf31> {\n  return %a : tensor<4xf31>\n}\n",
+       "t.mlir:1:27: unknown element type 'f31'"},
+      {"dynamic_shape",
+       "func.func @f(%a: tensor<?xf32>) -> tensor<?xf32> {\n  return %a : tensor<?xf32>\n}\n",
+       "t.mlir:1:25: dynamic dimensions are not supported"},
+      {"token_type",
+       "func.func @f(%a: !stablehlo.token) -> tensor<f32> {\n  return %a : tensor<f32>\n}\n",
+       "t.mlir:1:18: unsupported type '!stablehlo.token'"},
+      {"unknown_top_level", "foo.bar @x\n", "t.mlir:1:1: expected 'func.func' or 'sdy.mesh'"},
+      {"text_after_module", "module {\n}\n}\n", "t.mlir:3:1: text after the end of the module"},
+      {"multi_result_without_index",
+       "func.func @f(%a: tensor<f32>) -> tensor<f32> {\n"
+       "  %0:2 = stablehlo.optimization_barrier %a, %a : tensor<f32>, tensor<f32>\n"
+       "  return %0 : tensor<f32>\n}\n",
+       "t.mlir:3:10: %0 has 2 results; name one as %0#i"},
+      {"result_index_out_of_range",
+       "func.func @f(%a: tensor<f32>) -> tensor<f32> {\n"
+       "  %0:2 = stablehlo.optimization_barrier %a, %a : tensor<f32>, tensor<f32>\n"
+       "  return %0#2 : tensor<f32>\n}\n",
+       "t.mlir:3:10: %0 has 2 results, so %0#2 does not exist"},
+      {"result_count",
+       "func.func @f(%a: tensor<f32>) -> tensor<f32> {\n  %0:2 = stablehlo.abs %a : tensor<f32>\n"
+       "  return %0#0 : tensor<f32>\n}\n",
+       "t.mlir:2:3: stablehlo.abs has 1 results, but the text names 2"},
+      {"compare_direction",
+       "func.func @f(%a: tensor<f32>) -> tensor<i1> {\n"
+       "  %0 = stablehlo.compare BIGGER, %a, %a : (tensor<f32>, tensor<f32>) -> tensor<i1>\n"
+       "  return %0 : tensor<i1>\n}\n",
+       "t.mlir:2:25: unknown comparison direction"},
+      {"shape_rule_in_generic_form",
+       "func.func @f(%a: tensor<2x3xf32>) -> tensor<2x3xf32> {\n"
+       "  %0 = \"stablehlo.transpose\"(%a) {permutation = array<i64: 0, 0>} : (tensor<2x3xf32>) -> "
+       "tensor<2x3xf32>\n  return %0 : tensor<2x3xf32>\n}\n",
+       "t.mlir:2:3: stablehlo.transpose: permutation repeats dimension 0"},
+      {"duplicate_attribute",
+       "func.func @f(%a: tensor<2xf32>) -> tensor<2xf32> {\n"
+       "  %0 = \"stablehlo.reverse\"(%a) {dimensions = array<i64: 0>, dimensions = array<i64: 0>} : "
+       "(tensor<2xf32>) -> tensor<2xf32>\n  return %0 : tensor<2xf32>\n}\n",
+       "t.mlir:2:61: attribute 'dimensions' is given twice"},
+      {"bad_mesh",
+       "sdy.mesh @m = <[\"x\"=2, \"x\"=2]>\n", "t.mlir:1:1: mesh @m: axis \"x\" is declared twice"},
+      {"duplicate_function",
+       "func.func @f() {\n  return\n}\nfunc.func @f() {\n  return\n}\n",
+       "t.mlir:4:11: function @f is defined twice"},
+      {"unterminated_string",
+       "sdy.mesh @m = <[\"x=2]>\n", "t.mlir:1:17: unterminated string"},
+      {"integer_expected",
+       "func.func @f(%a: tensor<4xf32>) -> tensor<2xf32> {\n  %0 = stablehlo.slice %a [0:2.5] : "
+       "(tensor<4xf32>) -> tensor<2xf32>\n  return %0 : tensor<2xf32>\n}\n",
+       "t.mlir:2:30: expected an integer, found '2.5'"},
+      {"missing_colon",
+       "func.func @f(%a: tensor<f32>) -> tensor<f32> {\n  %0 = stablehlo.abs %a tensor<f32>\n"
+       "  return %0 : tensor<f32>\n}\n",
+       "t.mlir:2:25: expected ':', found 'tensor<f32>'"},
+      {"reduce_body_not_binary",
+       "func.func @f(%a: tensor<4xf32>, %c: tensor<f32>) -> tensor<f32> {\n"
+       "  %0 = stablehlo.reduce(%a init: %c) applies stablehlo.abs across dimensions = [0] : "
+       "(tensor<4xf32>, tensor<f32>) -> tensor<f32>\n  return %0 : tensor<f32>\n}\n",
+       "t.mlir:2:46: 'stablehlo.abs' is not a binary elementwise op"},
+  };
+  return k;
+}
+
+class ParserError : public ::testing::TestWithParam<Bad> {};
+
+TEST_P(ParserError, OneLineWithLocation) {
+  std::string message = "<no error>";
+  try {
+    parse(GetParam().text, "t.mlir");
+  } catch (const ParseError& e) {
+    message = e.what();
+  }
+  EXPECT_EQ(message, GetParam().message);
+  EXPECT_EQ(message.find('\n'), std::string::npos);
+}
+
+INSTANTIATE_TEST_SUITE_P(Corpus, ParserError, ::testing::ValuesIn(corpus()),
+                         [](const auto& info) { return info.param.name; });
+
+TEST(Parser, CorpusIsLargeEnough) { EXPECT_GE(corpus().size(), 30u); }
+
+TEST(Parser, EveryPrefixOfAValidFileFailsCleanly) {
+  // Truncation anywhere gives a ParseError, never a crash or another exception type.
+  for (size_t n = 0; n + 1 < kAdd.size(); ++n) {  // the last character is the final newline
+    try {
+      parse(kAdd.substr(0, n), "t.mlir");
+    } catch (const ParseError&) {
+      continue;
+    }
+    if (n > 0) ADD_FAILURE() << "prefix of " << n << " characters parsed";
+  }
+  EXPECT_NO_THROW(parse(kAdd, "t.mlir"));
+}
+
+}  // namespace
+}  // namespace tessera::stablehlo
