@@ -156,7 +156,7 @@ std::vector<Literal> evaluate(const ir::Function& fn, std::vector<Literal> args,
                     to_string(args[i].type()), i, to_string(fn.parameter(i)->type()));
   SingleProcessCollectives single;
   RunState state{options.process, options.collectives ? options.collectives : &single,
-                 options.module};
+                 options.module, &options};
   return run_block(fn.body(), std::move(args), nullptr, state);
 }
 

@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <mutex>
 #include <string_view>
 #include <vector>
 
@@ -45,8 +46,9 @@ class Collectives {
 //   collective_permute   the operand if process 0 is a target, zeros otherwise
 //   collective_broadcast the operand
 //   collective_reduce    the fold over n copies if process 0 is its group's root (first id), else zeros
-// Groups are validated (see process_group_of_zero); ids may exceed the ProcessInfo counts, since
-// the other processes are imagined.
+// Groups are validated (replica_groups below) and must contain this process; ids may exceed the
+// ProcessInfo counts, since the other processes are imagined. "Process 0" above is the process of
+// Options.process, (0, 0) by default.
 class SingleProcessCollectives : public Collectives {
  public:
   std::vector<ir::Literal> run(const ir::Op& op, std::vector<ir::Literal> operands,
@@ -79,11 +81,38 @@ std::vector<std::vector<ProcessId>> process_groups(const ir::Op& op, const Proce
 // target twice.
 std::vector<std::pair<int64_t, int64_t>> source_target_pairs(const ir::Op& op);
 
+// ---- Checks (check.* ops and the check custom calls of JAX-generated tests) ----
+
+struct CheckResult {
+  ir::SourceLoc loc;      // of the check op in its text (line 0: built in C++)
+  std::string check;      // "check.expect_eq_const", "stablehlo.custom_call @check.expect_close"
+  bool passed = true;
+  double max_difference = 0;  // largest |actual - expected| (ULPs for expect_close)
+  std::string detail;         // the first mismatch: index, actual and expected values
+};
+
+// Collects check results; safe to share between the threads of a parallel run.
+class CheckLog {
+ public:
+  void add(CheckResult r);
+  std::vector<CheckResult> take();
+
+ private:
+  std::mutex mu_;
+  std::vector<CheckResult> results_;
+};
+
 // ---- Evaluation ----
 
 struct Options {
   ProcessInfo process;
   Collectives* collectives = nullptr;  // null: SingleProcessCollectives
+  // Where check.* ops report; without a log a failed check is a UserError.
+  CheckLog* checks = nullptr;
+  // Runs interpreter.run_parallel's grid of programs (comm::run_parallel provides one, with real
+  // data exchange between threads); without it the op is refused.
+  std::function<std::vector<ir::Literal>(const ir::Op& op, std::vector<ir::Literal> inputs)>
+      run_parallel;
   // The module of the function; only sdy.manual_computation needs it (for its mesh).
   const ir::Module* module = nullptr;
 };

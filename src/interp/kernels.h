@@ -30,6 +30,7 @@ struct RunState {
   ProcessInfo process;
   Collectives* collectives;
   const ir::Module* module;  // may be null
+  const Options* options;    // the caller's, for nested calls and the harness hooks
 };
 
 // Runs `block` on `args` (one per block argument) and returns the operands of its return.

@@ -6,6 +6,7 @@
 // double); float -> integer truncates, saturates at the destination's range and maps NaN to 0 (the
 // spec leaves out-of-range values open; this is XLA's choice); complex -> real keeps the real part
 // (the conformance tests do the same for complex -> bool).
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -149,7 +150,7 @@ Results eval_BitcastConvert(const EvalContext& ctx) {
   if (in.bits % 8 == 0 && to.bits % 8 == 0) {
     TESSERA_CHECK(x.bytes().size() == out.bytes().size(), "bitcast of {} bytes to {}",
                   x.bytes().size(), out.bytes().size());
-    std::memcpy(out.bytes().data(), x.bytes().data(), x.bytes().size());
+    std::copy(x.bytes().begin(), x.bytes().end(), out.bytes().begin());
     return one(std::move(out));
   }
   std::vector<uint8_t> bits;  // one entry per bit

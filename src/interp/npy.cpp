@@ -139,7 +139,7 @@ Literal from_npy(std::string_view bytes, std::string_view what) {
   if (data.size() != x.bytes().size())
     support::fail("{}: .npy data has {} bytes, {} needs {}", what, data.size(), to_string(x.type()),
                   x.bytes().size());
-  std::memcpy(x.bytes().data(), data.data(), data.size());
+  if (!data.empty()) std::memcpy(x.bytes().data(), data.data(), data.size());  // empty: no buffer
   return x;
 }
 

@@ -62,12 +62,19 @@ struct Opaque {
   bool operator==(const Opaque&) const = default;
 };
 
+// A grid of function names: interpreter.run_parallel's programs, one row per replica.
+struct SymbolGrid {
+  std::vector<std::vector<std::string>> rows;
+  bool operator==(const SymbolGrid&) const = default;
+};
+
 using AxisNames = std::vector<std::string>;  // sdy manual_axes
 using ShardingList = std::vector<Sharding>;  // sdy in_shardings / out_shardings / per-value
 
 using Attribute = std::variant<bool, int64_t, double, std::string, std::vector<int64_t>, IntMatrix,
                                Literal, ComparisonDirection, CompareType, ChannelHandle, DotDims,
-                               GatherDims, ScatterDims, Sharding, ShardingList, AxisNames, Opaque>;
+                               GatherDims, ScatterDims, Sharding, ShardingList, AxisNames, SymbolGrid,
+                               Opaque>;
 
 // Ordered by name so printing is deterministic.
 class AttrMap {

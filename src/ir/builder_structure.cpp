@@ -2,6 +2,7 @@
 #include <numeric>
 
 #include "ir/builder.h"
+#include "ir/element_traits.h"
 #include "support/strings.h"
 
 namespace tessera::ir {
@@ -151,11 +152,35 @@ Tensor reduce(const Tensor& x, const Tensor& init, const std::vector<int64_t>& d
 Tensor reduce_sum(const Tensor& x, const std::vector<int64_t>& dims) {
   return reduce(x, x.builder().scalar(x.element(), 0), dims, OpKind::Add);
 }
+// The identity of maximum (lowest = true) or minimum for x's element type: -inf/inf for floats,
+// the type's extreme values for integers, false/true for booleans.
+Tensor extreme(const Tensor& x, bool lowest) {
+  Literal l(Type(x.element(), {}));
+  visit_element(x.element(), [&]<typename E>() {
+    using C = typename E::compute;
+    if constexpr (is_complex_v<C>) {
+      support::fail("maximum and minimum are not defined on {}", spelling(x.element()));
+    } else if constexpr (std::is_floating_point_v<C>) {
+      l.set_double(0, lowest ? -INFINITY : INFINITY);
+    } else if constexpr (std::is_same_v<C, bool>) {
+      l.set_int(0, lowest ? 0 : 1);
+    } else {
+      // Sub-byte integers: the extremes of their width, not of the byte that holds them.
+      int bits = info(x.element()).bits;
+      bool is_signed = std::is_signed_v<C>;
+      __int128 lo = is_signed ? -(static_cast<__int128>(1) << (bits - 1)) : 0;
+      __int128 hi = (static_cast<__int128>(1) << (bits - (is_signed ? 1 : 0))) - 1;
+      l.set_int(0, static_cast<int64_t>(lowest ? lo : hi));
+    }
+  });
+  return x.builder().constant(std::move(l));
+}
+
 Tensor reduce_max(const Tensor& x, const std::vector<int64_t>& dims) {
-  return reduce(x, x.builder().scalar(x.element(), -INFINITY), dims, OpKind::Maximum);
+  return reduce(x, extreme(x, true), dims, OpKind::Maximum);
 }
 Tensor reduce_min(const Tensor& x, const std::vector<int64_t>& dims) {
-  return reduce(x, x.builder().scalar(x.element(), INFINITY), dims, OpKind::Minimum);
+  return reduce(x, extreme(x, false), dims, OpKind::Minimum);
 }
 Tensor sum(const Tensor& x) {
   std::vector<int64_t> all(static_cast<size_t>(x.rank()));

@@ -16,6 +16,7 @@ enum OpTrait : uint32_t {
   kHasRegions = 1u << 4,
   kTerminator = 1u << 5,
   kShardy = 1u << 6,       // an sdy dialect op
+  kCheck = 1u << 7,        // a test assertion (check.*): no results, reports to the checker
 };
 
 inline constexpr int kVariadic = -1;

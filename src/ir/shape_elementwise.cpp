@@ -122,8 +122,6 @@ Types infer_Convert(const ShapeQuery& q) {
   const Type& t = declared_result(q);
   if (t.shape != q.operands[0].shape)
     reject(q, "result {} must have the shape of operand {}", to_string(t), to_string(q.operands[0]));
-  if (is_complex(q.operands[0].element) && !is_complex(t.element))
-    reject(q, "cannot convert complex {} to {}", to_string(q.operands[0]), to_string(t));
   return {t};
 }
 Types infer_BitcastConvert(const ShapeQuery& q) {

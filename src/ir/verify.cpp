@@ -32,6 +32,47 @@ struct Verifier {
     if (b.ops().empty()) fail("@{}: empty block has no return", fn.name());
   }
 
+  const Function& callee(const Op& o, int index, const std::string& name) {
+    const Function* f = module.find_function(name);
+    if (f == nullptr)
+      fail("@{}: op {} ({}) calls @{}, which is not defined", fn.name(), index, o.name(), name);
+    return *f;
+  }
+
+  void check_signature(const Op& o, int index, const std::string& what,
+                       const std::vector<Type>& params, const std::vector<Type>& results) {
+    if (o.operand_types() != params)
+      fail("@{}: op {} ({}) passes ({}) to {}, which takes ({})", fn.name(), index, o.name(),
+           shape_rules::types_string(o.operand_types()), what, shape_rules::types_string(params));
+    if (o.result_types() != results)
+      fail("@{}: op {} ({}) expects ({}) from {}, which returns ({})", fn.name(), index, o.name(),
+           shape_rules::types_string(o.result_types()), what, shape_rules::types_string(results));
+  }
+
+  static std::vector<Type> param_types(const Function& f) {
+    std::vector<Type> out;
+    for (size_t i = 0; i < f.num_parameters(); ++i) out.push_back(f.parameter(i)->type());
+    return out;
+  }
+
+  void check_call(const Op& o, int index) {
+    const std::string& name = o.attrs().get<std::string>("callee");
+    const Function& f = callee(o, index, name);
+    check_signature(o, index, "@" + name, param_types(f), f.result_types);
+  }
+
+  // The operands are handed out to the programs in order, and their results come back so.
+  void check_run_parallel(const Op& o, int index) {
+    std::vector<Type> params, results;
+    for (const auto& row : o.attrs().get<SymbolGrid>("programs").rows)
+      for (const std::string& name : row) {
+        const Function& f = callee(o, index, name);
+        for (const Type& t : param_types(f)) params.push_back(t);
+        for (const Type& t : f.result_types) results.push_back(t);
+      }
+    check_signature(o, index, "its programs", params, results);
+  }
+
   void op(const Op& o, int index) {
     for (size_t i = 0; i < o.operands().size(); ++i)
       if (!visible.count(o.operand(i)))
@@ -45,6 +86,8 @@ struct Verifier {
         fail("@{}: op {} ({}) declares results ({}) but its operands give ({})", fn.name(), index,
              o.name(), shape_rules::types_string(declared), shape_rules::types_string(inferred));
     }
+    if (o.kind() == OpKind::Call) check_call(o, index);
+    if (o.kind() == OpKind::RunParallel) check_run_parallel(o, index);
     if (const Sharding* s = o.attrs().find<Sharding>("sharding"))
       check_sharding(*s, operands.at(0), fmt::format("op {} ({}) in @{}", index, o.name(), fn.name()));
     for (const auto& r : o.regions()) block(*r, false);

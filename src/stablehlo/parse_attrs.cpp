@@ -1,7 +1,9 @@
 // Types, attributes, dense literals, meshes and shardings from StableHLO/Shardy text.
 #include "stablehlo/parse_attrs.h"
 
+#include <bit>
 #include <cctype>
+#include <cstdlib>
 #include <cstring>
 
 #include "support/strings.h"
@@ -59,13 +61,19 @@ void set_bits(ir::Literal& lit, int64_t i, uint64_t bits) {
   std::memcpy(lit.bytes().data() + i * bytes, &bits, static_cast<size_t>(bytes));  // little-endian
 }
 
-double to_double(Lexer& lx, const DenseNode& n, const std::string& t) {
-  try {
-    return std::stod(t);
-  } catch (const std::exception&) {
-    if (t.find_first_of("eE") != std::string::npos) return t[0] == '-' ? -HUGE_VAL : HUGE_VAL;
-    lx.error_at(n.loc, fmt::format("'{}' is not a number", t));
+// A float element's text as a double: decimal (strtod keeps subnormals and overflows to inf), or
+// a hex bit pattern of `e` (the part type of a complex number).
+double to_double(Lexer& lx, const DenseNode& n, const std::string& t, ElementType e) {
+  if (is_hex(t)) {
+    uint64_t bits = parse_bits(t);
+    if (e == ElementType::f32) return std::bit_cast<float>(static_cast<uint32_t>(bits));
+    if (e == ElementType::f64) return std::bit_cast<double>(bits);
+    return ir::minifloat_to_double(e, static_cast<uint32_t>(bits));
   }
+  char* end = nullptr;
+  double v = std::strtod(t.c_str(), &end);
+  if (end != t.c_str() + t.size()) lx.error_at(n.loc, fmt::format("'{}' is not a number", t));
+  return v;
 }
 
 void set_element(Lexer& lx, ir::Literal& lit, int64_t i, const DenseNode& n) {
@@ -73,11 +81,8 @@ void set_element(Lexer& lx, ir::Literal& lit, int64_t i, const DenseNode& n) {
   const std::string& t = n.re;
   if (t.empty() || t[0] == '"') lx.error_at(n.loc, "expected a number");
   if (ir::is_complex(e)) {
-    if (n.im.empty()) {
-      lit.set_double(i, to_double(lx, n, t));
-    } else {
-      lit.set_complex(i, {to_double(lx, n, t), to_double(lx, n, n.im)});
-    }
+    ElementType part = ir::real_type(e);
+    lit.set_complex(i, {to_double(lx, n, t, part), n.im.empty() ? 0.0 : to_double(lx, n, n.im, part)});
     return;
   }
   if (!n.im.empty()) lx.error_at(n.loc, fmt::format("complex value for {}", ir::spelling(e)));
@@ -90,7 +95,7 @@ void set_element(Lexer& lx, ir::Literal& lit, int64_t i, const DenseNode& n) {
     if (is_hex(t)) {
       set_bits(lit, i, parse_bits(t));
     } else {
-      lit.set_double(i, to_double(lx, n, t));
+      lit.set_double(i, to_double(lx, n, t, e));
     }
     return;
   }
@@ -331,6 +336,21 @@ ir::Attribute parse_attribute(Lexer& lx, const std::string& name) {
     ir::Literal lit = parse_dense(lx);
     if (name == "replica_groups" || name == "source_target_pairs") return to_matrix(lx, at, lit);
     return lit;
+  }
+  if (name == "programs" && lx.peek() == '[') {  // [[@f, @g], [@f, @g]]
+    ir::SymbolGrid grid;
+    lx.expect("[");
+    do {
+      grid.rows.emplace_back();
+      lx.expect("[");
+      do {
+        lx.expect("@");
+        grid.rows.back().push_back(lx.suffix_id());
+      } while (lx.try_consume(","));
+      lx.expect("]");
+    } while (lx.try_consume(","));
+    lx.expect("]");
+    return grid;
   }
   if (lx.try_consume("array")) {
     lx.expect("<");

@@ -279,6 +279,27 @@ void manual_computation(Parser& p, OpText& op) {
   p.parse_trailing_types(op);
 }
 
+// call @f(%a) : (t) -> t  and  stablehlo.custom_call @target(%a) {attrs} : (t) -> t
+template <const char* Attribute>
+void call_form(Parser& p, OpText& op) {
+  p.lx.expect("@");
+  op.attrs.set(Attribute, p.lx.suffix_id());
+  p.lx.expect("(");
+  op.operands = p.use_values();
+  p.lx.expect(")");
+  finish(p, op);
+}
+constexpr char kCallee[] = "callee", kTarget[] = "call_target_name";
+
+// check.expect_eq_const %x, dense<...> : tensor<...> {attrs}
+void expect_const(Parser& p, OpText& op) {
+  op.operands = {p.use_value()};
+  p.lx.expect(",");
+  p.lx.expect("dense");
+  op.attrs.set("value", parse_dense(p.lx));
+  p.parse_optional_attrs(op);
+}
+
 using Rule = void (*)(Parser&, OpText&);
 
 constexpr Rule rule_for(OpKind k) {
@@ -300,6 +321,10 @@ constexpr Rule rule_for(OpKind k) {
     case OpKind::ShardingConstraint:
     case OpKind::Reshard: return sharded_value;
     case OpKind::ManualComputation: return manual_computation;
+    case OpKind::Call: return call_form<kCallee>;
+    case OpKind::CustomCall: return call_form<kTarget>;
+    case OpKind::ExpectEqConst:
+    case OpKind::ExpectAlmostEqConst: return expect_const;
     default: return common;
   }
 }

@@ -16,6 +16,7 @@ std::string types_text(const std::vector<ir::Type>& types) {
 std::optional<ir::OpKind> op_kind_of(const std::string& name) {
   if (name == "return" || name == "func.return" || name == "stablehlo.return" || name == "sdy.return")
     return ir::OpKind::Return;
+  if (name == "call") return ir::OpKind::Call;  // func's prefix is implied inside func.func
   return ir::parse_op_kind(name);
 }
 
@@ -89,7 +90,8 @@ void Parser::parse_trailing_types(OpText& op) {
   } else {
     check_operand_types(op, list);
   }
-  if (op.kind != ir::OpKind::Return) op.result_types = list;
+  // Returns and checks produce nothing: their type list describes operands only.
+  if (op.kind != ir::OpKind::Return && !ir::has_trait(op.kind, ir::kCheck)) op.result_types = list;
 }
 
 void Parser::parse_optional_attrs(OpText& op) {

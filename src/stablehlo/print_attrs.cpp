@@ -224,6 +224,15 @@ std::string print_attribute(const ir::Attribute& attribute, const std::string& n
             return "#sdy.sharding_per_value<" + sharding_list(l) + ">";
           },
           [](const ir::AxisNames& a) { return "#sdy<manual_axes" + axis_names(a) + ">"; },
+          [](const ir::SymbolGrid& g) {
+            std::vector<std::string> rows;
+            for (const auto& row : g.rows) {
+              std::vector<std::string> names;
+              for (const std::string& n : row) names.push_back(symbol(n));
+              rows.push_back("[" + support::join(names, ", ") + "]");
+            }
+            return "[" + support::join(rows, ", ") + "]";
+          },
           [](const ir::Opaque& o) { return o.text; },
       },
       attribute);

@@ -334,6 +334,31 @@ void manual_computation(Printer& p, const Op& op) {
   p.functional_type(op);
 }
 
+// ---- Calls and the test harness ----
+
+// `call @f(%a){attrs} : (t) -> t` (func's dialect prefix is implied inside func.func), and
+// `stablehlo.custom_call @target(%a){attrs} : (t) -> t`.
+template <const char* Keyword, const char* Attribute>
+void call_form(Printer& p, const Op& op) {
+  const auto* target = op.attrs().find<std::string>(Attribute);
+  if (!target) return generic(p, op);
+  p << Keyword << " " << symbol(*target) << "(";
+  p.values(op.operands());
+  p << ")" << except(op, {Attribute}) << " : ";
+  p.functional_type(op);
+}
+constexpr char kCall[] = "call", kCallee[] = "callee", kCustomCall[] = "stablehlo.custom_call",
+               kTarget[] = "call_target_name";
+
+// `check.expect_eq_const %x, dense<...> : tensor<...>{attrs}`
+void expect_const(Printer& p, const Op& op) {
+  const auto* value = op.attrs().find<ir::Literal>("value");
+  if (!value) return generic(p, op);
+  p << op.name() << " ";
+  p.value(op.operand(0));
+  p << ", " << dense(*value) << except(op, {"value"});
+}
+
 // ---- The table ----
 
 namespace rules {
@@ -362,6 +387,10 @@ constexpr Rule AllReduce = generic, AllGather = generic, ReduceScatter = generic
                CollectiveReduce = generic;
 constexpr Rule ShardingConstraint = sharding_op, Reshard = sharding_op,
                ManualComputation = manual_computation;
+constexpr Rule Call = call_form<kCall, kCallee>, CustomCall = call_form<kCustomCall, kTarget>,
+               RunParallel = generic, ExpectEqConst = expect_const,
+               ExpectAlmostEqConst = expect_const, ExpectEq = elementwise,
+               ExpectAlmostEq = elementwise, ExpectClose = elementwise;
 }  // namespace rules
 
 constexpr Rule kRules[] = {

@@ -43,7 +43,7 @@ TEST(RoundTrip, Elementwise) {
     y = remainder(floor(y), ceil(y)) + round_nearest_even(y) - round_nearest_afz(y);
     Tensor j = shift_left(i, i) + shift_right_logical(i, i) - shift_right_arithmetic(i, i);
     Tensor k = (j & i) | (j ^ i);
-    Tensor p = !b & is_finite(y) & compare(u, u, ComparisonDirection::GE);
+    Tensor p = (!b) & is_finite(y) & compare(u, u, ComparisonDirection::GE);
     Tensor q = compare(convert(k, ElementType::f32), y, ComparisonDirection::NE);
     Tensor s = select(p | q, y, clamp(f.scalar(ElementType::f32, 0), y, f.scalar(ElementType::f32, 1)));
     return std::vector<Tensor>{s, bitcast_convert(k, Type(ElementType::f32, {2, 3})), -x * 2.5};

@@ -1,0 +1,133 @@
+#include "comm/interp_collectives.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "interp/kernels.h"
+#include "support/strings.h"
+
+namespace tessera::comm {
+namespace {
+
+using ir::Literal;
+using ir::OpKind;
+
+int64_t device_of(const interp::ProcessId& p, const interp::ProcessInfo& grid) {
+  return p.replica * grid.num_partitions + p.partition;
+}
+
+// This process's group, as device ids in group order; none when its groups leave it out.
+std::optional<Group> my_group(const ir::Op& op, const interp::ProcessInfo& process) {
+  interp::ProcessId self{process.replica_id, process.partition_id};
+  for (const auto& g : interp::process_groups(op, process)) {
+    if (std::find(g.begin(), g.end(), self) == g.end()) continue;
+    Group out;
+    for (const auto& p : g) out.push_back(device_of(p, process));
+    return out;
+  }
+  return std::nullopt;
+}
+
+Literal literal_from(const ir::Type& type, std::span<const std::byte> bytes) {
+  Literal l(type);
+  std::memcpy(l.bytes().data(), bytes.data(), l.bytes().size());
+  return l;
+}
+
+// Every member's value of `x`, in group order.
+std::vector<Literal> gather_values(Communicator& comm, const ir::Op& op, const Group& group,
+                                   const Literal& x) {
+  auto ex = comm.exchange(op.name(), group, x.bytes());
+  std::vector<Literal> out;
+  for (size_t m = 0; m < ex->members(); ++m) out.push_back(literal_from(x.type(), ex->input(m)));
+  return out;
+}
+
+Literal fold(const std::vector<Literal>& values, const interp::Combiner& combine, const ir::Op& op) {
+  if (!combine) support::fail("{}: has no reduction body", op.name());
+  Literal acc = values[0];
+  for (size_t m = 1; m < values.size(); ++m) acc = combine(acc, values[m]);
+  return acc;
+}
+
+Literal concat(const std::vector<Literal>& values, int64_t dim) {
+  std::vector<const Literal*> ptrs;
+  for (const Literal& v : values) ptrs.push_back(&v);
+  return interp::concatenate_literals(ptrs, dim);
+}
+
+}  // namespace
+
+std::vector<Literal> CommCollectives::run(const ir::Op& op, std::vector<Literal> operands,
+                                          const interp::Combiner& combine,
+                                          const interp::ProcessInfo& process) {
+  const ir::AttrMap& a = op.attrs();
+  std::vector<Literal> out;
+  if (op.kind() == OpKind::CollectivePermute) {
+    // Every process of the group takes part; ids in the pairs are replica (or partition) ids.
+    bool by_partition = interp::collective_mode(op) == interp::CollectiveMode::CrossPartition;
+    int64_t self = by_partition ? process.partition_id : process.replica_id;
+    std::optional<Group> group = my_group(op, process);
+    if (!group) support::fail("{}: process is in none of its groups", op.name());
+    std::optional<int64_t> source;
+    for (auto [s, t] : interp::source_target_pairs(op)) {
+      if (t != self) continue;
+      interp::ProcessId from = by_partition ? interp::ProcessId{process.replica_id, s}
+                                            : interp::ProcessId{s, process.partition_id};
+      source = device_of(from, process);
+    }
+    Literal result(operands[0].type());
+    comm_.permute(op.name(), *group, source, operands[0].bytes(), result.bytes());
+    out.push_back(std::move(result));
+    return out;
+  }
+  std::optional<Group> found = my_group(op, process);
+  if (!found) {
+    // The spec gives broadcast and reduce zeros on processes outside every group; for the other
+    // collectives every process must be in a group.
+    if (op.kind() != OpKind::CollectiveBroadcast && op.kind() != OpKind::CollectiveReduce)
+      support::fail("{}: process (replica {}, partition {}) is in none of its groups", op.name(),
+                    process.replica_id, process.partition_id);
+    for (const Literal& x : operands) out.emplace_back(x.type());
+    return out;
+  }
+  const Group& group = *found;
+  auto n = static_cast<int64_t>(group.size());
+  auto position = static_cast<int64_t>(index_in_group(op.name(), group, comm_.device()));
+  for (const Literal& x : operands) {
+    std::vector<Literal> values = gather_values(comm_, op, group, x);
+    switch (op.kind()) {
+      case OpKind::AllReduce:
+        out.push_back(fold(values, combine, op));
+        break;
+      case OpKind::AllGather:
+        out.push_back(concat(values, a.get<int64_t>("all_gather_dim")));
+        break;
+      case OpKind::ReduceScatter:
+        out.push_back(interp::block_of(fold(values, combine, op), a.get<int64_t>("scatter_dimension"),
+                                       position, n));
+        break;
+      case OpKind::AllToAll: {
+        if (a.get<int64_t>("split_count") != n)
+          support::fail("{}: split_count {} differs from the group size {}", op.name(),
+                        a.get<int64_t>("split_count"), n);
+        std::vector<Literal> chunks;
+        for (const Literal& v : values)
+          chunks.push_back(interp::block_of(v, a.get<int64_t>("split_dimension"), position, n));
+        out.push_back(concat(chunks, a.get<int64_t>("concat_dimension")));
+        break;
+      }
+      case OpKind::CollectiveBroadcast:
+        out.push_back(values[0]);
+        break;
+      case OpKind::CollectiveReduce:
+        out.push_back(position == 0 ? fold(values, combine, op) : Literal(x.type()));
+        break;
+      default:
+        support::fail("{} is not a collective", op.name());
+    }
+  }
+  return out;
+}
+
+}  // namespace tessera::comm

@@ -1,0 +1,28 @@
+// interpreter.run_parallel for real: a grid of programs (num_replicas x num_partitions) run
+// concurrently, one host-device thread per process, their collectives exchanging data through a
+// HostWorld. A process that waits too long for its peers ends with a TimeoutError, so a program
+// that deadlocks fails in bounded time and every thread is joined.
+#pragma once
+
+#include <chrono>
+#include <string>
+#include <vector>
+
+#include "interp/interpreter.h"
+
+namespace tessera::comm {
+
+struct ParallelOptions {
+  std::chrono::milliseconds timeout = std::chrono::seconds(30);
+  interp::Options base;  // hooks shared by every process (checks, nested run_parallel)
+};
+
+// Runs programs[r][p] (function names of `module`) as process (replica r, partition p). `inputs`
+// are handed out in process order, each process taking as many as its function has parameters;
+// the results come back in the same order.
+std::vector<ir::Literal> run_parallel(const ir::Module& module,
+                                      const std::vector<std::vector<std::string>>& programs,
+                                      std::vector<ir::Literal> inputs,
+                                      const ParallelOptions& options = {});
+
+}  // namespace tessera::comm

@@ -1,0 +1,186 @@
+// Calls and the test harness: func.call, the check.* assertions (also as the custom calls of
+// JAX-generated tests), and interpreter.run_parallel, which the caller's hook runs.
+//
+// A check compares element by element and reports the largest difference and the first mismatch
+// to the CheckLog of the run; without one, a failed check is a UserError. Equality treats NaN as
+// equal to NaN. almost_eq allows an absolute difference up to `tolerance` (default 1e-4, as the
+// StableHLO checker); close allows up to max_ulp_difference ULPs (default 3).
+#include <cmath>
+#include <limits>
+#include <utility>
+
+#include "interp/kernels.h"
+#include "support/strings.h"
+
+namespace tessera::interp {
+
+void CheckLog::add(CheckResult r) {
+  std::lock_guard lock(mu_);
+  results_.push_back(std::move(r));
+}
+
+std::vector<CheckResult> CheckLog::take() {
+  std::lock_guard lock(mu_);
+  return std::exchange(results_, {});
+}
+
+namespace {
+
+using ir::Literal;
+
+enum class Compare { Eq, AlmostEq, Close };
+
+// The distance from zero in ULPs of a float element's bit pattern, signed.
+int64_t ulp_position(const Literal& x, int64_t i) {
+  int bytes = ir::info(x.element()).bytes;
+  uint64_t bits = 0;
+  std::memcpy(&bits, x.bytes().data() + i * bytes, static_cast<size_t>(bytes));
+  uint64_t sign = uint64_t{1} << (ir::info(x.element()).bits - 1);
+  auto magnitude = static_cast<int64_t>(bits & (sign - 1));
+  return (bits & sign) ? -magnitude : magnitude;
+}
+
+double ulp_distance(const Literal& a, const Literal& b, int64_t i) {
+  double x = a.get_double(i), y = b.get_double(i);
+  if (std::isnan(x) && std::isnan(y)) return 0;
+  if (!std::isfinite(x) || !std::isfinite(y))
+    return x == y ? 0 : std::numeric_limits<double>::infinity();
+  return std::fabs(static_cast<double>(ulp_position(a, i) - ulp_position(b, i)));
+}
+
+double part_difference(double x, double y) {
+  if (std::isnan(x) && std::isnan(y)) return 0;
+  if (x == y) return 0;  // equal infinities too
+  return std::isnan(x) || std::isnan(y) ? std::numeric_limits<double>::infinity() : std::fabs(x - y);
+}
+
+// The difference of element i: ULPs for Close, else the absolute difference (of either part of
+// a complex number; of the integer values otherwise).
+double difference(const Literal& a, const Literal& b, int64_t i, Compare how) {
+  ir::ElementType e = a.element();
+  if (ir::is_integer(e) || ir::is_bool(e)) {
+    if (ir::is_unsigned_integer(e)) {
+      uint64_t x = a.get_uint(i), y = b.get_uint(i);
+      return static_cast<double>(x > y ? x - y : y - x);
+    }
+    int64_t x = a.get_int(i), y = b.get_int(i);
+    return x == y ? 0 : std::fabs(static_cast<double>(x) - static_cast<double>(y));
+  }
+  if (how == Compare::Close && ir::is_float(e)) return ulp_distance(a, b, i);
+  std::complex<double> x = a.get_complex(i), y = b.get_complex(i);
+  return std::max(part_difference(x.real(), y.real()), part_difference(x.imag(), y.imag()));
+}
+
+std::string element_text(const Literal& x, int64_t i) {
+  ir::ElementType e = x.element();
+  if (ir::is_bool(e)) return x.get_int(i) ? "true" : "false";
+  if (ir::is_unsigned_integer(e)) return fmt::format("{}", x.get_uint(i));
+  if (ir::is_integer(e)) return fmt::format("{}", x.get_int(i));
+  if (ir::is_complex(e)) return fmt::format("({}, {})", x.get_complex(i).real(), x.get_complex(i).imag());
+  return fmt::format("{}", x.get_double(i));
+}
+
+std::string index_text(const Literal& x, int64_t flat) {
+  std::vector<int64_t> index(x.shape().size());
+  for (size_t d = index.size(); d-- > 0;) {
+    index[d] = flat % x.shape()[d];
+    flat /= x.shape()[d];
+  }
+  return "[" + support::join(index, ", ") + "]";
+}
+
+void check(const EvalContext& ctx, std::string name, const Literal& actual, const Literal& expected,
+           Compare how) {
+  if (actual.type() != expected.type())
+    ctx.fail("compares {} with {}", to_string(actual.type()), to_string(expected.type()));
+  const ir::AttrMap& a = ctx.op.attrs();
+  double limit = how == Compare::Eq        ? 0
+                 : how == Compare::AlmostEq ? a.get_or<double>("tolerance", 1e-4)
+                                            : static_cast<double>(a.get_or<int64_t>("max_ulp_difference", 3));
+  double floor = how == Compare::Close ? static_cast<double>(a.get_or<int64_t>("min_ulp_difference", 0)) : 0;
+  CheckResult r{ctx.op.loc, std::move(name), true, 0, ""};
+  for (int64_t i = 0; i < actual.num_elements(); ++i) {
+    double d = difference(actual, expected, i, how);
+    r.max_difference = std::max(r.max_difference, d);
+    if ((d > limit || d < floor) && r.passed) {
+      r.passed = false;
+      r.detail = fmt::format("element {}: {} (actual) vs {} (expected)", index_text(actual, i),
+                             element_text(actual, i), element_text(expected, i));
+    }
+  }
+  if (CheckLog* log = ctx.state.options->checks) {
+    log->add(std::move(r));
+  } else if (!r.passed) {
+    support::fail("{} at line {} failed: {}; largest difference {}", r.check, r.loc.line, r.detail,
+                  r.max_difference);
+  }
+}
+
+}  // namespace
+
+Results eval_ExpectEqConst(const EvalContext& ctx) {
+  check(ctx, std::string(ctx.op.name()), ctx.operand(0), ctx.op.attrs().get<Literal>("value"), Compare::Eq);
+  return {};
+}
+Results eval_ExpectAlmostEqConst(const EvalContext& ctx) {
+  check(ctx, std::string(ctx.op.name()), ctx.operand(0), ctx.op.attrs().get<Literal>("value"),
+        Compare::AlmostEq);
+  return {};
+}
+Results eval_ExpectEq(const EvalContext& ctx) {
+  check(ctx, std::string(ctx.op.name()), ctx.operand(0), ctx.operand(1), Compare::Eq);
+  return {};
+}
+Results eval_ExpectAlmostEq(const EvalContext& ctx) {
+  check(ctx, std::string(ctx.op.name()), ctx.operand(0), ctx.operand(1), Compare::AlmostEq);
+  return {};
+}
+Results eval_ExpectClose(const EvalContext& ctx) {
+  check(ctx, std::string(ctx.op.name()), ctx.operand(0), ctx.operand(1), Compare::Close);
+  return {};
+}
+
+Results eval_Call(const EvalContext& ctx) {
+  const std::string& callee = ctx.op.attrs().get<std::string>("callee");
+  if (ctx.state.module == nullptr) ctx.fail("calls @{} but the interpreter was given no module", callee);
+  const ir::Function* fn = ctx.state.module->find_function(callee);
+  if (fn == nullptr) ctx.fail("calls @{}, which is not defined", callee);
+  std::vector<Literal> args;
+  for (size_t i = 0; i < ctx.num_operands(); ++i) args.push_back(ctx.operand(i));
+  Options nested = *ctx.state.options;
+  nested.process = ctx.state.process;
+  nested.collectives = ctx.state.collectives;
+  nested.module = ctx.state.module;
+  return evaluate(*fn, std::move(args), nested);
+}
+
+// The check custom calls of JAX-generated test files: check.expect_eq, check.expect_almost_eq,
+// check.expect_close (no results) and check.eq (an i1 result instead of a report).
+Results eval_CustomCall(const EvalContext& ctx) {
+  const std::string& target = ctx.op.attrs().get<std::string>("call_target_name");
+  std::string name = "stablehlo.custom_call @" + target;
+  if (ctx.num_operands() == 2 && target == "check.eq") {
+    const Literal &x = ctx.operand(0), &y = ctx.operand(1);
+    bool equal = x.type() == y.type();
+    for (int64_t i = 0; equal && i < x.num_elements(); ++i) equal = difference(x, y, i, Compare::Eq) == 0;
+    return one(Literal::scalar(ir::ElementType::i1, equal ? 1 : 0));
+  }
+  Compare how;
+  if (target == "check.expect_eq") how = Compare::Eq;
+  else if (target == "check.expect_almost_eq") how = Compare::AlmostEq;
+  else if (target == "check.expect_close") how = Compare::Close;
+  else ctx.fail("@{} is not a call target the interpreter knows", target);
+  if (ctx.num_operands() != 2) ctx.fail("@{} takes 2 operands, got {}", target, ctx.num_operands());
+  check(ctx, name, ctx.operand(0), ctx.operand(1), how);
+  return {};
+}
+
+Results eval_RunParallel(const EvalContext& ctx) {
+  const auto& hook = ctx.state.options->run_parallel;
+  if (!hook) ctx.fail("needs a parallel runner (tessera check and comm::run_parallel provide one)");
+  std::vector<Literal> inputs;
+  for (size_t i = 0; i < ctx.num_operands(); ++i) inputs.push_back(ctx.operand(i));
+  return hook(ctx.op, std::move(inputs));
+}
+
+}  // namespace tessera::interp
