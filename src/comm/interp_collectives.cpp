@@ -81,6 +81,12 @@ std::vector<Literal> CommCollectives::run(const ir::Op& op, std::vector<Literal>
     out.push_back(std::move(result));
     return out;
   }
+  // has_dynamic_root: the last operand gives, per data operand, the group position of its root.
+  std::optional<Literal> roots;
+  if (op.kind() == OpKind::CollectiveBroadcast && a.get_or<bool>("has_dynamic_root", false)) {
+    roots = std::move(operands.back());
+    operands.pop_back();
+  }
   std::optional<Group> found = my_group(op, process);
   if (!found) {
     // The spec gives broadcast and reduce zeros on processes outside every group; for the other
@@ -94,7 +100,8 @@ std::vector<Literal> CommCollectives::run(const ir::Op& op, std::vector<Literal>
   const Group& group = *found;
   auto n = static_cast<int64_t>(group.size());
   auto position = static_cast<int64_t>(index_in_group(op.name(), group, comm_.device()));
-  for (const Literal& x : operands) {
+  for (size_t k = 0; k < operands.size(); ++k) {
+    const Literal& x = operands[k];
     std::vector<Literal> values = gather_values(comm_, op, group, x);
     switch (op.kind()) {
       case OpKind::AllReduce:
@@ -117,9 +124,13 @@ std::vector<Literal> CommCollectives::run(const ir::Op& op, std::vector<Literal>
         out.push_back(concat(chunks, a.get<int64_t>("concat_dimension")));
         break;
       }
-      case OpKind::CollectiveBroadcast:
-        out.push_back(values[0]);
+      case OpKind::CollectiveBroadcast: {
+        int64_t root = roots ? roots->get_int(static_cast<int64_t>(k)) : 0;
+        if (root < 0 || root >= n)
+          support::fail("{}: root {} is outside its group of {}", op.name(), root, n);
+        out.push_back(values[static_cast<size_t>(root)]);
         break;
+      }
       case OpKind::CollectiveReduce:
         out.push_back(position == 0 ? fold(values, combine, op) : Literal(x.type()));
         break;

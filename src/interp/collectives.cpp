@@ -98,11 +98,21 @@ Groups replica_groups(const ir::Op& op) {
         support::fail("{}: replica_groups {} are not disjoint: {} appears twice", op.name(), text, id);
     }
   }
-  for (const auto& g : groups)
-    if (g.size() != groups[0].size())
-      support::fail("{}: replica_groups {} are not equal-sized", op.name(), text);
   return groups;
 }
+
+namespace {
+
+// The single-process meaning needs every group to be as large as process 0's; real runs take
+// ragged groups (StableHLO pads them with -1), as the conformance tests do.
+void require_equal_sized(const ir::Op& op) {
+  Groups groups = replica_groups(op);
+  for (const auto& g : groups)
+    if (g.size() != groups[0].size())
+      support::fail("{}: replica_groups {} are not equal-sized", op.name(), groups_string(groups));
+}
+
+}  // namespace
 
 std::vector<std::vector<ProcessId>> process_groups(const ir::Op& op, const ProcessInfo& grid) {
   CollectiveMode mode = collective_mode(op);
@@ -175,7 +185,10 @@ std::vector<Literal> SingleProcessCollectives::run(const ir::Op& op, std::vector
     out.push_back(targeted ? std::move(operands[0]) : zeros_like(operands[0]));
     return out;
   }
+  require_equal_sized(op);
   Membership m = membership(op, process);
+  if (op.kind() == OpKind::CollectiveBroadcast && a.get_or<bool>("has_dynamic_root", false))
+    operands.pop_back();  // the roots: every member holds the same value, so any root gives it
   for (Literal& x : operands) {
     switch (op.kind()) {
       case OpKind::AllReduce:

@@ -64,7 +64,8 @@ CollectiveMode collective_mode(const ir::Op& op);
 
 // The op's replica_groups as lists of ids, with the -1 padding of ragged groups removed. Refuses,
 // with a UserError naming the op and printing the groups, groups that are empty, contain a negative
-// id, are not equal-sized or are not disjoint:
+// id or are not disjoint. Ragged groups are valid in real runs; SingleProcessCollectives refuses
+// them, since its meaning needs equal groups:
 //   stablehlo.all_reduce: replica_groups [[0, 1], [2]] are not equal-sized
 std::vector<std::vector<int64_t>> replica_groups(const ir::Op& op);
 

@@ -107,6 +107,7 @@ class Function {
 
   const std::string& name() const { return name_; }
   bool is_public = true;
+  SourceLoc loc;  // of `func.func` in parsed text
   Block& body() { return body_; }
   const Block& body() const { return body_; }
 

@@ -104,32 +104,51 @@ Types infer_Return(const ShapeQuery&) { return {}; }
 
 Types infer_AllReduce(const ShapeQuery& q) { return same_as_operands(q); }
 
-Types infer_AllGather(const ShapeQuery& q) {
+// The group size depends on the collective's mode and on the process grid (with a channel and
+// without global ids a group spans every partition), so a written result type is checked only for
+// being a whole multiple along the dimension; without one the size is replica_groups' width.
+Type gathered(const ShapeQuery& q, const Type& t, int64_t d, size_t i, bool scatter) {
+  auto dim = static_cast<size_t>(d);
+  if (i < q.declared.size()) {
+    const Type& want = q.declared[i];
+    bool ok = want.element == t.element && want.rank() == t.rank();
+    for (size_t k = 0; ok && k < t.shape.size(); ++k) ok = k == dim || want.shape[k] == t.shape[k];
+    if (ok) {
+      int64_t big = scatter ? t.shape[dim] : want.shape[dim];
+      int64_t small = scatter ? want.shape[dim] : t.shape[dim];
+      ok = small > 0 ? big % small == 0 : big == 0;
+    }
+    if (!ok)
+      reject(q, "result {} is not operand {} {} a group along dimension {}", to_string(want),
+             to_string(t), scatter ? "scattered over" : "gathered from", d);
+    return want;
+  }
+  std::vector<int64_t> shape = t.shape;
+  int64_t& size = shape[dim];
   int64_t n = group_size(q);
+  if (n == 0) declared_result(q, i);
+  if (scatter) {
+    if (size % n != 0)
+      reject(q, "scatter dimension {} of {} does not divide by the group size {}", d, to_string(t), n);
+    size /= n;
+  } else {
+    size *= n;
+  }
+  return t.with_shape(shape);
+}
+
+Types infer_AllGather(const ShapeQuery& q) {
   Types out;
   for (size_t i = 0; i < q.operands.size(); ++i) {
     const Type& t = q.operands[i];
-    int64_t d = dim_attr(q, "all_gather_dim", t.rank());
-    if (n == 0) {
-      out.push_back(declared_result(q, i));
-      continue;
-    }
-    std::vector<int64_t> shape = t.shape;
-    shape[static_cast<size_t>(d)] *= n;
-    out.push_back(t.with_shape(shape));
+    out.push_back(gathered(q, t, dim_attr(q, "all_gather_dim", t.rank()), i, false));
   }
   return out;
 }
 
 Types infer_ReduceScatter(const ShapeQuery& q) {
-  Type t = q.operands[0];
-  int64_t d = dim_attr(q, "scatter_dimension", t.rank());
-  int64_t n = group_size(q);
-  if (n == 0) return {declared_result(q)};
-  if (t.shape[static_cast<size_t>(d)] % n != 0)
-    reject(q, "scatter dimension {} of {} does not divide by the group size {}", d, to_string(t), n);
-  t.shape[static_cast<size_t>(d)] /= n;
-  return {t};
+  const Type& t = q.operands[0];
+  return {gathered(q, t, dim_attr(q, "scatter_dimension", t.rank()), 0, true)};
 }
 
 Types infer_AllToAll(const ShapeQuery& q) {
@@ -156,7 +175,17 @@ Types infer_CollectivePermute(const ShapeQuery& q) {
     reject(q, "needs source_target_pairs of shape Nx2");
   return {q.operands[0]};
 }
-Types infer_CollectiveBroadcast(const ShapeQuery& q) { return {q.operands[0]}; }
+// With has_dynamic_root the last operand lists, per data operand, the group position of its root.
+Types infer_CollectiveBroadcast(const ShapeQuery& q) {
+  if (q.operands.empty()) reject(q, "expects at least one operand");
+  if (!q.attrs.get_or<bool>("has_dynamic_root", false)) return same_as_operands(q);
+  const Type& roots = q.operands.back();
+  auto data = static_cast<int64_t>(q.operands.size()) - 1;
+  if (data < 1 || roots.rank() != 1 || roots.shape[0] != data || !is_integer(roots.element))
+    reject(q, "has_dynamic_root needs a last operand of {} integer roots, got {}", data,
+           to_string(roots));
+  return {q.operands.begin(), q.operands.end() - 1};
+}
 Types infer_CollectiveReduce(const ShapeQuery& q) { return {q.operands[0]}; }
 
 Types infer_ShardingConstraint(const ShapeQuery& q) {

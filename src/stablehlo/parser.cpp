@@ -244,6 +244,7 @@ void Parser::parse_function() {
   if (module.find_function(name)) lx.error_at(at, fmt::format("function @{} is defined twice", name));
   ir::Function& fn = module.add_function(name);
   fn.is_public = is_public;
+  fn.loc = ir::SourceLoc{at.line, at.column};
   scopes_.assign(1, {});
   lx.expect("(");
   if (!lx.try_consume(")")) {

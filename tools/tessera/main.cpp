@@ -3,8 +3,11 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include <iostream>
+
 #include "ir/op_kind.h"
 #include "support/error.h"
+#include "tools/tessera/check.h"
 
 namespace {
 
@@ -32,9 +35,27 @@ int main(int argc, char** argv) {
   CLI::App app{"tessera: sharded tensor programs"};
   app.require_subcommand(1);
   auto* ops = app.add_subcommand("ops", "List the op table (ops.def)");
+  auto* check = app.add_subcommand("check", "Run the cases of StableHLO interpreter test files");
+  std::vector<std::string> files;
+  double timeout_s = 30;
+  check->add_option("files", files, "Test files (.mlir)")->required()->check(CLI::ExistingFile);
+  check->add_option("--timeout", timeout_s, "Seconds a collective waits for its peers")
+      ->check(CLI::PositiveNumber);
   CLI11_PARSE(app, argc, argv);
   try {
     if (ops->parsed()) return list_ops();
+    if (check->parsed()) {
+      tessera::tools::CheckOptions options;
+      options.timeout = std::chrono::milliseconds(static_cast<int64_t>(timeout_s * 1000));
+      tessera::tools::CheckCounts total;
+      for (const std::string& f : files) {
+        auto c = tessera::tools::check_file(f, std::cout, options);
+        total.passed += c.passed;
+        total.failed += c.failed;
+      }
+      std::cout << fmt::format("{} passed, {} failed\n", total.passed, total.failed);
+      return total.failed == 0 ? 0 : 1;
+    }
   } catch (const tessera::support::UserError& e) {
     fmt::print(stderr, "error: {}\n", e.what());
     return 1;

@@ -1,0 +1,26 @@
+// `tessera check FILE...`: runs the test cases of StableHLO interpreter test files.
+//
+// A file is cut into pieces at `// -----` (or `//--- name`); each piece is parsed and each of its
+// cases run: @main when the piece has one, otherwise every public function without parameters.
+// check.* ops and the check custom calls report to the case; interpreter.run_parallel runs its
+// grid of programs on host-device threads with real data exchange. One line per case (PASS, or
+// FAIL with file:line, the check and the largest difference), then "N passed, M failed".
+#pragma once
+
+#include <chrono>
+#include <ostream>
+#include <string>
+
+namespace tessera::tools {
+
+struct CheckOptions {
+  std::chrono::milliseconds timeout = std::chrono::seconds(30);  // per collective wait
+};
+
+struct CheckCounts {
+  int passed = 0, failed = 0;
+};
+
+CheckCounts check_file(const std::string& path, std::ostream& out, const CheckOptions& options = {});
+
+}  // namespace tessera::tools
