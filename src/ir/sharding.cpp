@@ -30,6 +30,8 @@ void validate(const Mesh& mesh) {
       if (mesh.axes[j].name == a.name) fail("mesh @{}: axis \"{}\" is declared twice", mesh.name, a.name);
   }
   if (mesh.device_ids.empty()) return;
+  // A maximal mesh (no axes) names the one device that holds the whole value.
+  if (mesh.axes.empty() && mesh.device_ids.size() == 1 && mesh.device_ids[0] >= 0) return;
   int64_t n = mesh.num_devices();
   if (static_cast<int64_t>(mesh.device_ids.size()) != n)
     fail("mesh @{}: {} device ids for {} devices", mesh.name, mesh.device_ids.size(), n);
@@ -98,6 +100,8 @@ void check_ref(const AxisRef& ref, const Mesh& mesh, std::string_view what, std:
 void validate(const Sharding& s, const Mesh& mesh, const Type& type, std::string_view what) {
   if (s.mesh != mesh.name)
     fail("sharding of {}: refers to mesh @{}, expected @{}", what, s.mesh, mesh.name);
+  // On a maximal mesh the sharding lists no dimensions: the value lives whole on its device.
+  if (mesh.axes.empty() && s.dims.empty()) return;
   if (static_cast<int64_t>(s.dims.size()) != type.rank())
     fail("sharding of {}: has {} dimension shardings for {} of rank {}", what, s.dims.size(),
          to_string(type), type.rank());

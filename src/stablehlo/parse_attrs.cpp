@@ -517,6 +517,7 @@ ir::ShardingList parse_sharding_list(Lexer& lx) {
   lx.expect("[");
   if (lx.try_consume("]")) return out;
   do {
+    lx.try_consume("#sdy.sharding");  // elements may be written as full attributes
     lx.expect("<");
     out.push_back(parse_sharding_body(lx));
   } while (lx.try_consume(","));

@@ -226,8 +226,8 @@ void while_loop(Parser& p, OpText& op) {
     } while (p.lx.try_consume(","));
     p.lx.expect(")");
   }
+  if (p.lx.peek() == ':') p.parse_trailing_types(op);
   if (p.lx.try_consume("attributes")) p.parse_optional_attrs(op);
-  p.parse_trailing_types(op);
   p.lx.expect("cond");
   p.parse_region(op, &args);
   p.lx.expect("do");

@@ -127,5 +127,47 @@ TEST(Verify, ShardingsOfArgumentsResultsAndOps) {
             "(dimension 0 and dimension 1)");
 }
 
+TEST(Verify, CallsAndParallelRunsMatchTheirCallees) {
+  Module m;
+  build_function(m, "g", [](FunctionBuilder& b) { return b.param(f32({2})); });
+  auto call = [](std::string callee, std::vector<Value*> args, std::vector<Type> results) {
+    AttrMap a;
+    a.set("callee", std::move(callee));
+    return make(OpKind::Call, std::move(args), std::move(results), a);
+  };
+  Function& f = m.add_function("f");
+  Value* x = f.add_parameter(f32({2}));
+  Value* y = f.add_parameter(i32({2}));
+  Op* ok = f.body().append(call("g", {x}, {f32({2})}));
+  f.set_results({ok->result()});
+  EXPECT_NO_THROW(verify(m));
+
+  Function& h = m.add_function("h");
+  h.body().append(call("nowhere", {}, {}));
+  h.set_results({});
+  EXPECT_EQ(error_of([&] { verify(m); }),
+            "@h: op 0 (func.call) calls @nowhere, which is not defined");
+  m.functions.pop_back();
+
+  Function& k = m.add_function("k");
+  Value* z = k.add_parameter(i32({2}));
+  k.body().append(call("g", {z}, {f32({2})}));
+  k.set_results({});
+  EXPECT_EQ(error_of([&] { verify(m); }),
+            "@k: op 0 (func.call) passes (tensor<2xi32>) to @g, which takes (tensor<2xf32>)");
+  m.functions.pop_back();
+
+  Function& r = m.add_function("r");
+  Value* w = r.add_parameter(f32({2}));
+  AttrMap grid;
+  grid.set("programs", SymbolGrid{{{"g"}, {"g"}}});
+  r.body().append(make(OpKind::RunParallel, {w, w}, {f32({2})}, grid));
+  r.set_results({});
+  EXPECT_EQ(error_of([&] { verify(m); }),
+            "@r: op 0 (interpreter.run_parallel) expects (tensor<2xf32>) from its programs, which "
+            "returns (tensor<2xf32>, tensor<2xf32>)");
+  (void)y;
+}
+
 }  // namespace
 }  // namespace tessera::ir

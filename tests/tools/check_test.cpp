@@ -1,0 +1,166 @@
+// The conformance checker checked: a changed expected value is reported as FAIL on its line, a
+// program that deadlocks (one process skips a collective) fails with the timeout message within
+// the configured time, and bad text is a FAIL with its location, not a crash.
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "tools/tessera/check.h"
+
+namespace tessera::tools {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string conformance(const std::string& name) {
+  const char* src = std::getenv("TESSERA_SOURCE_DIR");
+  return std::string(src ? src : ".") + "/../shared/conformance/stablehlo-interpret/" + name;
+}
+
+std::string read(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+std::string write_temp(const std::string& name, const std::string& text) {
+  fs::path p = fs::temp_directory_path() / ("tessera_check_" + name);
+  std::ofstream(p) << text;
+  return p.string();
+}
+
+struct CheckRun {
+  CheckCounts counts;
+  std::string output;
+};
+
+CheckRun run(const std::string& path, CheckOptions options = {}) {
+  std::ostringstream out;
+  CheckRun r;
+  r.counts = check_file(path, out, options);
+  r.output = out.str();
+  return r;
+}
+
+int line_of(const std::string& text, const std::string& needle) {
+  size_t at = text.find(needle);
+  return at == std::string::npos ? -1 : 1 + static_cast<int>(std::count(text.begin(), text.begin() + static_cast<long>(at), '\n'));
+}
+
+TEST(Check, ConformanceFilePasses) {
+  CheckRun r = run(conformance("add.mlir"));
+  EXPECT_EQ(r.counts.failed, 0) << r.output;
+  EXPECT_EQ(r.counts.passed, 21);
+  EXPECT_NE(r.output.find("PASS "), std::string::npos);
+}
+
+TEST(Check, ChangedExpectedValueFailsOnItsLine) {
+  std::string text = read(conformance("add.mlir"));
+  const std::string original = "check.expect_eq_const %2, dense<[0, 1, 0, -1]> : tensor<4xi2>";
+  ASSERT_NE(text.find(original), std::string::npos);
+  int line = line_of(text, original);
+  text.replace(text.find(original), original.size(),
+               "check.expect_eq_const %2, dense<[0, 1, 1, -1]> : tensor<4xi2>");
+  std::string path = write_temp("changed.mlir", text);
+  CheckRun r = run(path);
+  EXPECT_EQ(r.counts.failed, 1) << r.output;
+  EXPECT_EQ(r.counts.passed, 20);
+  std::string expected = fmt::format(
+      "FAIL {}:3 @add_op_test_si2: check.expect_eq_const at {}:{}: element [2]: 0 (actual) vs 1 "
+      "(expected); largest difference 1\n",
+      path, path, line);
+  EXPECT_NE(r.output.find(expected), std::string::npos) << r.output;
+}
+
+TEST(Check, DeadlockFailsWithTheTimeoutInBoundedTime) {
+  // Process 1 runs @skip, which never joins the all_reduce that process 0 waits in.
+  std::string text = R"(module @deadlock {
+  func.func @reduce(%x : tensor<2xf32>) -> tensor<2xf32> {
+    %r = "stablehlo.all_reduce"(%x) ({
+      ^bb0(%a: tensor<f32>, %b: tensor<f32>):
+        %s = stablehlo.add %a, %b : tensor<f32>
+        stablehlo.return %s : tensor<f32>
+    }) {replica_groups = dense<[[0, 1]]> : tensor<1x2xi64>} : (tensor<2xf32>) -> tensor<2xf32>
+    return %r : tensor<2xf32>
+  }
+  func.func @skip(%x : tensor<2xf32>) -> tensor<2xf32> {
+    return %x : tensor<2xf32>
+  }
+  func.func @main() {
+    %c = stablehlo.constant dense<[1.0, 2.0]> : tensor<2xf32>
+    %r:2 = "interpreter.run_parallel"(%c, %c) {programs = [[@reduce], [@skip]]} :
+        (tensor<2xf32>, tensor<2xf32>) -> (tensor<2xf32>, tensor<2xf32>)
+    check.expect_eq_const %r#1, dense<[1.0, 2.0]> : tensor<2xf32>
+    func.return
+  }
+}
+)";
+  std::string path = write_temp("deadlock.mlir", text);
+  CheckOptions options;
+  options.timeout = std::chrono::milliseconds(300);
+  auto start = std::chrono::steady_clock::now();
+  CheckRun r = run(path, options);
+  auto elapsed = std::chrono::steady_clock::now() - start;
+  EXPECT_LT(elapsed, std::chrono::seconds(5));
+  EXPECT_EQ(r.counts.failed, 1);
+  EXPECT_NE(r.output.find(fmt::format(
+                "FAIL {}:13 @main: run_parallel: process 0 (@reduce): stablehlo.all_reduce on "
+                "device 0 timed out after 300 ms waiting for device 1 (group [0, 1])",
+                path)),
+            std::string::npos)
+      << r.output;
+}
+
+TEST(Check, ParseErrorsAreFailuresWithLocations) {
+  std::string path = write_temp("bad.mlir",
+                                "func.func @ok() {\n  func.return\n}\n// -----\nfunc.func @bad() {\n"
+                                "  %0 = stablehlo.nonsense : tensor<f32>\n  func.return\n}\n");
+  CheckRun r = run(path);
+  EXPECT_EQ(r.counts.passed, 1);
+  EXPECT_EQ(r.counts.failed, 1);
+  EXPECT_NE(r.output.find(fmt::format("FAIL {}:6:8: unknown op 'stablehlo.nonsense'", path)),
+            std::string::npos)
+      << r.output;
+}
+
+TEST(Check, JaxStyleCustomCallChecks) {
+  std::string path = write_temp("jax.mlir", R"(module @jit_main attributes {mhlo.num_partitions = 1 : i32} {
+  func.func public @main() -> (tensor<2xf32> {jax.result_info = ""}) {
+    %0 = call @inputs() : () -> tensor<2xf32>
+    %1 = call @expected() : () -> tensor<2xf32>
+    %2 = stablehlo.tanh %0 : tensor<2xf32>
+    stablehlo.custom_call @check.expect_close(%2, %1) {has_side_effect = true} : (tensor<2xf32>, tensor<2xf32>) -> ()
+    stablehlo.custom_call @check.expect_almost_eq(%2, %0) {has_side_effect = true} : (tensor<2xf32>, tensor<2xf32>) -> ()
+    return %2 : tensor<2xf32>
+  }
+  func.func private @inputs() -> (tensor<2xf32> {mhlo.layout_mode = "default"}) {
+    %cst = stablehlo.constant dense<[5.000000e-01, -1.000000e+00]> : tensor<2xf32>
+    return %cst : tensor<2xf32>
+  }
+  func.func private @expected() -> (tensor<2xf32> {mhlo.layout_mode = "default"}) {
+    %cst = stablehlo.constant dense<[0.462117165, -0.761594176]> : tensor<2xf32>
+    return %cst : tensor<2xf32>
+  }
+}
+)");
+  CheckRun r = run(path);
+  EXPECT_EQ(r.counts.passed, 0);
+  EXPECT_EQ(r.counts.failed, 1);
+  // expect_close passes (tanh within 3 ULPs); expect_almost_eq of tanh(x) against x fails.
+  EXPECT_NE(r.output.find("stablehlo.custom_call @check.expect_almost_eq at " + path +
+                          ":7: element [0]: 0.46211716532707214 (actual) vs 0.5 (expected); "
+                          "largest difference 0.23840582370758057"),
+            std::string::npos)
+      << r.output;
+}
+
+}  // namespace
+}  // namespace tessera::tools
