@@ -8,6 +8,10 @@ JOBS ?= $(shell nproc)
 CMAKE_ARGS ?=
 CTEST_ARGS ?=
 
+# ccache keys on paths relative to the checkout, so a fresh clone elsewhere (CI) reuses the cache.
+export CCACHE_BASEDIR := $(CURDIR)
+export CCACHE_NOHASHDIR := true
+
 # Debian packages the build and the tests need (NumPy is a test oracle).
 APT_PACKAGES := cmake g++ make ccache libopenblas-dev libfmt-dev nlohmann-json3-dev libcli11-dev \
                 libgtest-dev libgmock-dev libbenchmark-dev python3 python3-numpy

@@ -90,20 +90,23 @@ Literal Literal::splat(Type type, double v) {
   return l;
 }
 
-Literal Literal::from_doubles(Type type, std::span<const double> values) {
+namespace {
+template <typename T, typename Set>
+Literal from_values(Type type, std::span<const T> values, Set set) {
   Literal l(std::move(type));
-  TESSERA_CHECK(static_cast<int64_t>(values.size()) == l.num_elements(),
-                "{} values for {}", values.size(), to_string(l.type()));
-  for (size_t i = 0; i < values.size(); ++i) l.set_double(static_cast<int64_t>(i), values[i]);
+  TESSERA_CHECK(static_cast<int64_t>(values.size()) == l.num_elements(), "{} values for {}",
+                values.size(), to_string(l.type()));
+  for (size_t i = 0; i < values.size(); ++i) (l.*set)(static_cast<int64_t>(i), values[i]);
   return l;
+}
+}  // namespace
+
+Literal Literal::from_doubles(Type type, std::span<const double> values) {
+  return from_values(std::move(type), values, &Literal::set_double);
 }
 
 Literal Literal::from_ints(Type type, std::span<const int64_t> values) {
-  Literal l(std::move(type));
-  TESSERA_CHECK(static_cast<int64_t>(values.size()) == l.num_elements(),
-                "{} values for {}", values.size(), to_string(l.type()));
-  for (size_t i = 0; i < values.size(); ++i) l.set_int(static_cast<int64_t>(i), values[i]);
-  return l;
+  return from_values(std::move(type), values, &Literal::set_int);
 }
 
 }  // namespace tessera::ir

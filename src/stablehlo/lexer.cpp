@@ -37,6 +37,11 @@ void Lexer::skip_space() {
       advance();
     } else if (c == '/' && raw(1) == '/') {
       while (raw() != '\n' && raw() != '\0') advance();
+    } else if (c == 'l' && text_.substr(loc_.offset, 4) == "loc(" &&
+               (loc_.offset == 0 || !is_identifier_char(text_[loc_.offset - 1]))) {
+      // Source locations, loc(...), carry nothing Tessera keeps: they read as space.
+      advance(4);
+      balanced_until(')');
     } else {
       return;
     }

@@ -63,23 +63,16 @@ void compare(Parser& p, OpText& op) {
   finish(p, op);
 }
 
-void broadcast_in_dim(Parser& p, OpText& op) {
+// `op %x, dims = [...] : types`: broadcast_in_dim, transpose and reverse, each keeping the list
+// in its own attribute.
+template <const char* Attribute>
+void operand_and_dims(Parser& p, OpText& op) {
   op.operands = {p.use_value()};
-  keyword_ints(p, op, "dims", "broadcast_dimensions");
+  keyword_ints(p, op, "dims", Attribute);
   finish(p, op);
 }
-
-void transpose(Parser& p, OpText& op) {
-  op.operands = {p.use_value()};
-  keyword_ints(p, op, "dims", "permutation");
-  finish(p, op);
-}
-
-void reverse(Parser& p, OpText& op) {
-  op.operands = {p.use_value()};
-  keyword_ints(p, op, "dims", "dimensions");
-  finish(p, op);
-}
+constexpr char kBroadcastDimensions[] = "broadcast_dimensions", kPermutation[] = "permutation",
+               kDimensions[] = "dimensions";
 
 void slice(Parser& p, OpText& op) {
   op.operands = {p.use_value()};
@@ -307,9 +300,9 @@ constexpr Rule rule_for(OpKind k) {
     case OpKind::Constant: return constant;
     case OpKind::Iota: return iota;
     case OpKind::Compare: return compare;
-    case OpKind::BroadcastInDim: return broadcast_in_dim;
-    case OpKind::Transpose: return transpose;
-    case OpKind::Reverse: return reverse;
+    case OpKind::BroadcastInDim: return operand_and_dims<kBroadcastDimensions>;
+    case OpKind::Transpose: return operand_and_dims<kPermutation>;
+    case OpKind::Reverse: return operand_and_dims<kDimensions>;
     case OpKind::Slice: return slice;
     case OpKind::DynamicSlice: return dynamic_slice;
     case OpKind::Concatenate: return concatenate;

@@ -298,6 +298,9 @@ void Parser::parse_module() {
       }
     } else if (lx.try_consume("func.func")) {
       parse_function();
+    } else if (lx.try_consume("#")) {  // a location alias, `#loc1 = loc(...)`, read as space
+      lx.suffix_id();
+      lx.expect("=");
     } else {
       lx.error("expected 'func.func' or 'sdy.mesh'");
     }
@@ -307,6 +310,10 @@ void Parser::parse_module() {
 void Parser::parse_top_level() {
   lx.skip_space();
   Location at = lx.location();
+  while (lx.try_consume("#")) {  // location aliases may also precede the module
+    lx.suffix_id();
+    lx.expect("=");
+  }
   if (lx.try_consume("module")) {
     lx.skip_space();
     if (lx.try_consume("@")) module.name = lx.suffix_id();
@@ -314,6 +321,10 @@ void Parser::parse_top_level() {
     lx.expect("{");
     parse_module();
     lx.expect("}");
+    while (lx.try_consume("#")) {  // and follow it
+      lx.suffix_id();
+      lx.expect("=");
+    }
     if (!lx.at_end()) lx.error("text after the end of the module");
   } else {
     parse_module();

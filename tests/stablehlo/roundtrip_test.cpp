@@ -155,5 +155,28 @@ TEST(RoundTrip, LiteralsOfEveryKind) {
   expect_round_trip(m);
 }
 
+TEST(Parse, JaxOutputWithLocationsAndDiscardableAttributes) {
+  const std::string jax = R"(#loc = loc(unknown)
+module @jit_f attributes {mhlo.num_partitions = 1 : i32, mhlo.num_replicas = 1 : i32} {
+  func.func public @main(%arg0: tensor<4xf32> {mhlo.layout_mode = "default"} loc("x")) -> (tensor<4xf32> {jax.result_info = "", mhlo.layout_mode = "default"}) {
+    %0 = stablehlo.tanh %arg0 : tensor<4xf32> loc(#loc2)
+    %1 = stablehlo.multiply %0, %0 {mhlo.frontend_attributes = {_xla_compute_type = "host"}} : tensor<4xf32> loc(#loc3)
+    return %1 : tensor<4xf32> loc(#loc)
+  } loc(#loc)
+} loc(#loc)
+#loc1 = loc("/tmp/f.py":4:11)
+#loc2 = loc("jit(f)/jit(main)/tanh"(#loc1))
+#loc3 = loc("jit(f)/jit(main)/mul"(#loc1))
+)";
+  std::unique_ptr<Module> m = parse(jax, "jax.mlir");
+  const Function& f = *m->functions[0];
+  EXPECT_EQ(f.arg_attrs[0].get<std::string>("mhlo.layout_mode"), "default");
+  EXPECT_EQ(f.result_attrs[0].get<std::string>("jax.result_info"), "");
+  EXPECT_EQ(m->attrs.get<int64_t>("mhlo.num_partitions"), 1);
+  EXPECT_EQ(f.body().ops()[1]->attrs().get<Opaque>("mhlo.frontend_attributes"),
+            Opaque{"{_xla_compute_type = \"host\"}"});
+  expect_round_trip(*m);
+}
+
 }  // namespace
 }  // namespace tessera::stablehlo
