@@ -163,12 +163,12 @@ int64_t Lexer::integer() {
   }
 }
 
-std::string Lexer::string_literal() {
+std::string Lexer::string_token() {
   skip_space();
   if (raw() != '"') error("expected a string");
   Location start = loc_;
+  std::string out = "\"";
   advance();
-  std::string out;
   while (raw() != '"') {
     if (raw() == '\0' || raw() == '\n') error_at(start, "unterminated string");
     if (raw() == '\\' && raw(1) != '\0') {
@@ -179,6 +179,35 @@ std::string Lexer::string_literal() {
     advance();
   }
   advance();
+  return out + "\"";
+}
+
+std::string Lexer::string_literal() {
+  skip_space();
+  Location start = loc_;
+  std::string token = string_token();
+  // MLIR's escapes: \\ \" \n \t and \XX (two hex digits, one byte).
+  std::string out;
+  for (size_t i = 1; i + 1 < token.size(); ++i) {
+    if (token[i] != '\\') {
+      out += token[i];
+      continue;
+    }
+    char e = token[++i];
+    if (e == '\\' || e == '"') {
+      out += e;
+    } else if (e == 'n') {
+      out += '\n';
+    } else if (e == 't') {
+      out += '\t';
+    } else if (i + 1 < token.size() - 1 && std::isxdigit(static_cast<unsigned char>(e)) &&
+               std::isxdigit(static_cast<unsigned char>(token[i + 1]))) {
+      out += static_cast<char>(std::stoi(token.substr(i, 2), nullptr, 16));
+      ++i;
+    } else {
+      error_at(start, fmt::format("unknown escape '\\{}' in a string", e));
+    }
+  }
   return out;
 }
 
@@ -190,7 +219,7 @@ std::string Lexer::balanced_until(char close) {
     char c = raw();
     if (c == '\0') error_at(start, fmt::format("unterminated '{}'", close));
     if (c == '"') {
-      out += '"' + string_literal() + '"';
+      out += string_token();
       continue;
     }
     advance();

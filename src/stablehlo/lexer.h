@@ -46,7 +46,8 @@ class Lexer {
   int64_t integer();          // decimal or 0x hex, optionally negative
   bool is_number_next();
   std::string number_text();  // a numeric literal's text: -1, 2.5e-3, 0x7FC00000
-  std::string string_literal();
+  std::string string_literal();  // the string's value, escapes decoded
+  std::string string_token();    // the string as written, quotes and escapes included
   // Text up to and including the matching close bracket of the open bracket just consumed, for
   // attributes kept verbatim. Handles nesting of (), [], {}, <> and strings.
   std::string balanced_until(char close);

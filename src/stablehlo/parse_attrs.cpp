@@ -3,6 +3,7 @@
 
 #include <bit>
 #include <cctype>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 
@@ -54,7 +55,15 @@ bool is_hex(const std::string& t) {
   return t.compare(s, 2, "0x") == 0;
 }
 
-uint64_t parse_bits(const std::string& t) { return std::stoull(t.substr(t.find('x') + 1), nullptr, 16); }
+// The bit pattern of a hex element; it must fit in `bits` bits.
+uint64_t parse_bits(Lexer& lx, Location at, const std::string& t, int bits) {
+  std::string digits = t.substr(t.find('x') + 1);
+  while (digits.size() > 1 && digits[0] == '0') digits.erase(0, 1);
+  uint64_t v = digits.size() > 16 ? ~uint64_t{0} : std::stoull(digits, nullptr, 16);
+  if (digits.size() > 16 || (bits < 64 && v >> bits != 0))
+    lx.error_at(at, fmt::format("{} does not fit in {} bits", t, bits));
+  return v;
+}
 
 void set_bits(ir::Literal& lit, int64_t i, uint64_t bits) {
   int bytes = ir::info(lit.element()).bytes;
@@ -65,7 +74,7 @@ void set_bits(ir::Literal& lit, int64_t i, uint64_t bits) {
 // a hex bit pattern of `e` (the part type of a complex number).
 double to_double(Lexer& lx, const DenseNode& n, const std::string& t, ElementType e) {
   if (is_hex(t)) {
-    uint64_t bits = parse_bits(t);
+    uint64_t bits = parse_bits(lx, n.loc, t, ir::info(e).bits);
     if (e == ElementType::f32) return std::bit_cast<float>(static_cast<uint32_t>(bits));
     if (e == ElementType::f64) return std::bit_cast<double>(bits);
     return ir::minifloat_to_double(e, static_cast<uint32_t>(bits));
@@ -93,7 +102,7 @@ void set_element(Lexer& lx, ir::Literal& lit, int64_t i, const DenseNode& n) {
   }
   if (ir::is_float(e)) {
     if (is_hex(t)) {
-      set_bits(lit, i, parse_bits(t));
+      set_bits(lit, i, parse_bits(lx, n.loc, t, ir::info(e).bits));
     } else {
       lit.set_double(i, to_double(lx, n, t, e));
     }
@@ -105,7 +114,7 @@ void set_element(Lexer& lx, ir::Literal& lit, int64_t i, const DenseNode& n) {
   bool negative = t[0] == '-';
   uint64_t magnitude;
   try {
-    magnitude = is_hex(t) ? parse_bits(t) : std::stoull(negative ? t.substr(1) : t);
+    magnitude = is_hex(t) ? parse_bits(lx, n.loc, t, 64) : std::stoull(negative ? t.substr(1) : t);
   } catch (const std::exception&) {
     lx.error_at(n.loc, fmt::format("integer '{}' is out of range", t));
   }
@@ -192,7 +201,7 @@ std::string raw_value(Lexer& lx) {
       char close = c == '(' ? ')' : c == '[' ? ']' : c == '{' ? '}' : '>';
       out += c + lx.balanced_until(close);
     } else if (c == '"') {
-      out += '"' + lx.string_literal() + '"';
+      out += lx.string_token();
     } else {
       std::string_view r = lx.rest();
       size_t n = 0;
@@ -371,7 +380,12 @@ ir::Attribute parse_attribute(Lexer& lx, const std::string& name) {
     std::optional<ElementType> e;
     if (lx.try_consume(":")) e = parse_element_type(lx);
     bool is_float_text = t.find_first_of(".eE") != std::string::npos && t.find("0x") == std::string::npos;
-    if ((e && ir::is_float(*e)) || (!e && is_float_text)) return std::stod(t);
+    if ((e && ir::is_float(*e)) || (!e && is_float_text)) {
+      char* end = nullptr;
+      double v = std::strtod(t.c_str(), &end);
+      if (std::isinf(v)) lx.error_at(at, fmt::format("'{}' is out of range for f64", t));
+      return v;
+    }
     if (is_float_text) lx.error_at(at, fmt::format("'{}' is not an integer", t));
     Lexer again(t, lx.file());
     return again.integer();

@@ -7,6 +7,7 @@
 // a pretty form, and ops whose attributes a pretty form needs are missing, print in MLIR's generic
 // form, inherent attributes as properties: `"stablehlo.gather"(%0, %1) <{...}> ({regions}) {...}
 // : (...) -> ...`.
+#include <algorithm>
 #include <iterator>
 
 #include "stablehlo/print_internal.h"
@@ -359,6 +360,17 @@ void expect_const(Printer& p, const Op& op) {
   p << ", " << dense(*value) << except(op, {"value"});
 }
 
+// `check.expect_eq %a, %b{attrs} : t` (one type when both agree): checks have no results.
+void check_form(Printer& p, const Op& op) {
+  p << op.name() << " ";
+  p.values(op.operands());
+  p << except(op, {}) << " : ";
+  std::vector<ir::Type> types = op.operand_types();
+  bool same = std::all_of(types.begin(), types.end(), [&](const ir::Type& t) { return t == types[0]; });
+  if (same && !types.empty()) types.resize(1);
+  p.types(types);
+}
+
 // ---- The table ----
 
 namespace rules {
@@ -389,8 +401,8 @@ constexpr Rule ShardingConstraint = sharding_op, Reshard = sharding_op,
                ManualComputation = manual_computation;
 constexpr Rule Call = call_form<kCall, kCallee>, CustomCall = call_form<kCustomCall, kTarget>,
                RunParallel = generic, ExpectEqConst = expect_const,
-               ExpectAlmostEqConst = expect_const, ExpectEq = elementwise,
-               ExpectAlmostEq = elementwise, ExpectClose = elementwise;
+               ExpectAlmostEqConst = expect_const, ExpectEq = check_form,
+               ExpectAlmostEq = check_form, ExpectClose = check_form;
 }  // namespace rules
 
 constexpr Rule kRules[] = {
