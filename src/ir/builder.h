@@ -188,6 +188,8 @@ std::vector<Tensor> while_loop(const std::vector<Tensor>& init,
                                const std::function<Tensor(Builder&, const std::vector<Tensor>&)>& cond,
                                const std::function<std::vector<Tensor>(Builder&, const std::vector<Tensor>&)>& body);
 std::vector<Tensor> optimization_barrier(const std::vector<Tensor>& xs);
+// func.call of `callee` (a function of the same module).
+std::vector<Tensor> call(Builder& b, const Function& callee, const std::vector<Tensor>& args);
 
 // ---- Collectives and Shardy (builder_structure.cpp) ----
 using Groups = std::vector<std::vector<int64_t>>;

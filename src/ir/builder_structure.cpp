@@ -237,6 +237,19 @@ std::vector<Tensor> while_loop(
   });
 }
 
+std::vector<Tensor> call(Builder& b, const Function& callee, const std::vector<Tensor>& args) {
+  AttrMap a;
+  a.set("callee", callee.name());
+  if (args.size() != callee.num_parameters())
+    support::fail("@{} takes {} arguments, the call passes {}", callee.name(), callee.num_parameters(),
+                  args.size());
+  for (size_t i = 0; i < args.size(); ++i)
+    if (args[i].type() != callee.parameter(i)->type())
+      support::fail("argument {} of the call to @{} has type {}, the parameter {}", i, callee.name(),
+                    to_string(args[i].type()), to_string(callee.parameter(i)->type()));
+  return b.emit(OpKind::Call, args, std::move(a), callee.result_types);
+}
+
 std::vector<Tensor> optimization_barrier(const std::vector<Tensor>& xs) {
   if (xs.empty()) return {};
   return xs[0].builder().emit(OpKind::OptimizationBarrier, xs);

@@ -111,6 +111,10 @@ Function& Module::add_function(std::string n) {
   return *functions.back();
 }
 
+void Module::remove_function(const Function& fn) {
+  std::erase_if(functions, [&](const std::unique_ptr<Function>& f) { return f.get() == &fn; });
+}
+
 Function* Module::find_function(std::string_view n) const {
   for (const auto& f : functions)
     if (f->name() == n) return f.get();

@@ -147,6 +147,7 @@ class Module {
   const Mesh* find_mesh(std::string_view name) const;
   const Mesh& mesh(std::string_view name) const;  // UserError when missing
   Function& add_function(std::string name);
+  void remove_function(const Function& fn);
   Function* find_function(std::string_view name) const;
 };
 

@@ -1,0 +1,27 @@
+// Reverse-mode differentiation of whole programs: f -> f_grad.
+//
+// f_grad takes f's parameters (with their shardings), plus one cotangent per result of f unless f
+// returns a single float scalar (a loss, seeded with 1). It returns the gradient of every
+// parameter in `wrt`, each constrained to its parameter's sharding, after f's results when
+// `return_value` is set. Meshes are module-wide, so they carry over as they are. Collective
+// adjoints follow DESIGN.md §2: the loss is the sum of every replica's loss.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "ir/module.h"
+
+namespace tessera::autodiff {
+
+struct ReverseOptions {
+  std::vector<size_t> wrt;    // parameter indices; empty: every float parameter
+  bool return_value = false;  // also return f's results, before the gradients
+  std::string name;           // empty: f's name + "_grad"
+};
+
+// Builds the gradient function of `f` in `module` (where f lives) and returns it. A user error
+// names the op or parameter that cannot be differentiated.
+ir::Function& reverse(ir::Module& module, const ir::Function& f, const ReverseOptions& options = {});
+
+}  // namespace tessera::autodiff

@@ -1,0 +1,170 @@
+// VJP rules of the collectives and of the Shardy layout ops (DESIGN.md §2: the loss is the sum of
+// every process's loss, so each rule is the adjoint of the collective as a linear map on the
+// values of all processes together).
+//
+// An adjoint collective is the forward op's attributes with the dimensions or pairs it swaps and a
+// fresh channel id where the forward op has a channel: the same replica_groups, the same
+// use_global_device_ids and the same presence of a channel, hence the same grouping mode (the
+// StableHLO spec reads replica_groups through the mode). Its result type is written out (the
+// operand's), as a gathered size depends on the mode and the process grid.
+//   all_reduce(+)       <-> all_reduce(+)
+//   all_gather(d)       <-> reduce_scatter(d, +)
+//   all_to_all(s, c)    <-> all_to_all(c, s)
+//   collective_permute  <-> collective_permute with each (source, target) reversed
+//   collective_broadcast (from each group's first process) <-> collective_reduce(+) (to it)
+#include <algorithm>
+
+#include "autodiff/rules.h"
+
+namespace tessera::autodiff {
+
+namespace {
+
+using ir::OpKind;
+
+// The forward op's attributes for its adjoint, with a fresh channel id where it had one.
+ir::AttrMap adjoint_attrs(VjpContext& c) {
+  ir::AttrMap a = c.op.attrs();
+  if (const auto* ch = a.find<ir::ChannelHandle>("channel_handle"); ch != nullptr && ch->handle > 0)
+    a.set("channel_handle", ir::ChannelHandle{c.b.next_channel_id(), ch->type});
+  return a;
+}
+
+void rename(ir::AttrMap& a, const std::string& from, const std::string& to) {
+  ir::Attribute v = a.get<int64_t>(from);
+  a.erase(from);
+  a.set(to, std::move(v));
+}
+
+// Emits `kind` on t with attributes a, result type `type`, and (sum) a body adding two scalars.
+Tensor emit(VjpContext& c, OpKind kind, const Tensor& t, ir::AttrMap a, const ir::Type& type, bool sum) {
+  return c.b.emit_with_regions(kind, {t}, std::move(a), {type}, [&](ir::Op& op) {
+    if (!sum) return;
+    ir::Block& body = op.add_region();
+    ir::Builder rb(c.b.module(), body);
+    Tensor lhs = rb.wrap(body.add_argument(ir::Type(t.element(), {})));
+    Tensor rhs = rb.wrap(body.add_argument(ir::Type(t.element(), {})));
+    body.append(std::make_unique<ir::Op>(OpKind::Return, std::vector<ir::Value*>{(lhs + rhs).value()},
+                                         std::vector<ir::Type>{}));
+  })[0];
+}
+
+void require_sum(VjpContext& c) {
+  if (body_combiner(c.op.region(0)) != OpKind::Add)
+    c.fail("a reduction body of {} has no gradient rule; only add (a sum) does",
+           describe_body(c.op.region(0)));
+}
+
+// Every operand i with a cotangent gets adjoint(dy_i, i).
+template <typename F>
+void each_operand(VjpContext& c, F adjoint) {
+  for (size_t i = 0; i < c.num_operands(); ++i)
+    if (c.has_cotangent(i) && is_differentiable(c.x(i).type())) c.add(i, adjoint(c.dy(i), i));
+}
+
+bool has_channel(const ir::Op& op) {
+  const auto* ch = op.attrs().find<ir::ChannelHandle>("channel_handle");
+  return ch != nullptr && ch->handle > 0;
+}
+
+// collective_broadcast groups partitions when it has a channel; collective_reduce then groups
+// across replicas and partitions (or by flattened ids), so only the channel-less pair, both
+// cross_replica, are each other's adjoints.
+void require_cross_replica(VjpContext& c, std::string_view adjoint) {
+  if (has_channel(c.op))
+    c.fail("its adjoint {} would group processes differently when a channel_handle is set; only "
+           "the form without a channel (cross_replica) is differentiated", adjoint);
+}
+
+// The layout of v where the program states one: a function argument's sdy.sharding, the sharding
+// of a sharding_constraint or reshard, or an op's sdy.sharding per value.
+std::optional<ir::Sharding> stated_sharding(const ir::Module& m, const ir::Value* v) {
+  if (const ir::Op* def = v->defining_op()) {
+    if (def->kind() == OpKind::ShardingConstraint || def->kind() == OpKind::Reshard)
+      return def->attrs().get<ir::Sharding>("sharding");
+    if (const auto* list = def->attrs().find<ir::ShardingList>("sdy.sharding"))
+      if (static_cast<size_t>(v->index()) < list->size()) return (*list)[static_cast<size_t>(v->index())];
+    return std::nullopt;
+  }
+  for (const auto& f : m.functions)
+    if (&f->body() == v->owner_block()) return f->arg_sharding(static_cast<size_t>(v->index()));
+  return std::nullopt;
+}
+
+}  // namespace
+
+// all_reduce(x; +) over a group: dx = all_reduce(dy; +) over the same group
+void vjp_AllReduce(VjpContext& c) {
+  require_sum(c);
+  each_operand(c, [&](const Tensor& dy, size_t i) {
+    return emit(c, OpKind::AllReduce, dy, adjoint_attrs(c), c.x(i).type(), true);
+  });
+}
+
+// all_gather(x, d): dx = reduce_scatter(dy, d; +) over the same groups
+void vjp_AllGather(VjpContext& c) {
+  each_operand(c, [&](const Tensor& dy, size_t i) {
+    ir::AttrMap a = adjoint_attrs(c);
+    rename(a, "all_gather_dim", "scatter_dimension");
+    return emit(c, OpKind::ReduceScatter, dy, std::move(a), c.x(i).type(), true);
+  });
+}
+
+// reduce_scatter(x, d; +): dx = all_gather(dy, d) over the same groups
+void vjp_ReduceScatter(VjpContext& c) {
+  require_sum(c);
+  ir::AttrMap a = adjoint_attrs(c);
+  rename(a, "scatter_dimension", "all_gather_dim");
+  c.add(0, emit(c, OpKind::AllGather, c.dy(), std::move(a), c.x().type(), false));
+}
+
+// all_to_all(x, split s, concat c): dx = all_to_all(dy, split c, concat s) over the same groups
+void vjp_AllToAll(VjpContext& c) {
+  each_operand(c, [&](const Tensor& dy, size_t i) {
+    ir::AttrMap a = adjoint_attrs(c);
+    a.set("split_dimension", c.op.attrs().get<int64_t>("concat_dimension"));
+    a.set("concat_dimension", c.op.attrs().get<int64_t>("split_dimension"));
+    return emit(c, OpKind::AllToAll, dy, std::move(a), c.x(i).type(), false);
+  });
+}
+
+// collective_permute(x, pairs): dx = collective_permute(dy, each (source, target) as (target, source))
+void vjp_CollectivePermute(VjpContext& c) {
+  ir::AttrMap a = adjoint_attrs(c);
+  auto rows = c.op.attrs().get<ir::IntMatrix>("source_target_pairs").to_rows();
+  for (auto& r : rows) std::reverse(r.begin(), r.end());
+  a.set("source_target_pairs", ir::IntMatrix::from_rows(rows));
+  c.add(0, emit(c, OpKind::CollectivePermute, c.dy(), std::move(a), c.x().type(), false));
+}
+
+// collective_broadcast(x) from each group's first process: dx = collective_reduce(dy; +) to it
+void vjp_CollectiveBroadcast(VjpContext& c) {
+  if (c.op.attrs().get_or<bool>("has_dynamic_root", false))
+    c.fail("a root chosen at run time (has_dynamic_root) is not differentiated yet");
+  require_cross_replica(c, "stablehlo.collective_reduce");
+  each_operand(c, [&](const Tensor& dy, size_t i) {
+    return emit(c, OpKind::CollectiveReduce, dy, adjoint_attrs(c), c.x(i).type(), true);
+  });
+}
+
+// collective_reduce(x; +) to each group's first process: dx = collective_broadcast(dy) from it
+void vjp_CollectiveReduce(VjpContext& c) {
+  require_sum(c);
+  require_cross_replica(c, "stablehlo.collective_broadcast");
+  c.add(0, emit(c, OpKind::CollectiveBroadcast, c.dy(), adjoint_attrs(c), c.x().type(), false));
+}
+
+// sharding_constraint(x, s): dx = sharding_constraint(dy, s)
+void vjp_ShardingConstraint(VjpContext& c) {
+  c.add(0, c.b.emit1(OpKind::ShardingConstraint, {c.dy()}, c.op.attrs()));
+}
+
+// reshard(x, s): dx = dy moved back to x's layout where the program states it (the reverse of the
+// forward move), else reshard(dy, s), which leaves the layout of dx to propagation.
+void vjp_Reshard(VjpContext& c) {
+  ir::AttrMap a = c.op.attrs();
+  if (auto s = stated_sharding(c.b.module(), c.op.operand(0))) a.set("sharding", *s);
+  c.add(0, c.b.emit1(OpKind::Reshard, {c.dy()}, std::move(a)));
+}
+
+}  // namespace tessera::autodiff

@@ -1,0 +1,29 @@
+#include "ir/clone.h"
+
+namespace tessera::ir {
+
+namespace {
+
+Value* mapped(const ValueMap& map, Value* v) {
+  auto it = map.find(v);
+  return it == map.end() ? v : it->second;
+}
+
+}  // namespace
+
+Op* clone_op(Block& into, const Op& op, ValueMap& map) {
+  std::vector<Value*> operands;
+  for (Value* v : op.operands()) operands.push_back(mapped(map, v));
+  auto copy = std::make_unique<Op>(op.kind(), operands, op.result_types(), op.attrs());
+  copy->loc = op.loc;
+  for (const auto& region : op.regions()) {
+    Block& block = copy->add_region();
+    for (const auto& arg : region->arguments()) map[arg.get()] = block.add_argument(arg->type());
+    for (const auto& inner : region->ops()) clone_op(block, *inner, map);
+  }
+  Op* placed = into.append(std::move(copy));
+  for (size_t i = 0; i < op.num_results(); ++i) map[op.result(i)] = placed->result(i);
+  return placed;
+}
+
+}  // namespace tessera::ir

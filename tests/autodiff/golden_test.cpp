@@ -1,0 +1,46 @@
+// The gradient of the worked example, printed: the golden file pins the whole module. The
+// gradient keeps the mesh and x's sharding on its parameters, and constrains x's gradient to it.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+#include "autodiff/reverse.h"
+#include "ir/builder.h"
+#include "stablehlo/printer.h"
+
+namespace tessera::autodiff {
+namespace {
+
+using namespace tessera::ir;
+
+TEST(Golden, ShardedLossGrad) {
+  Module m("sharded_loss");
+  m.add_mesh(Mesh{"m", {{"data", 4}}, {}});
+  Function& loss = build_function(m, "sharded_loss", [](FunctionBuilder& f) {
+    Tensor x = f.param(f32({8, 4}), Sharding{"m", {{"data"}, {}}, {}, {}});
+    Tensor w = f.param(f32({4, 3}));
+    Tensor y = tanh(matmul(x, w));
+    return sum(y * y);
+  });
+  reverse(m, loss);
+  verify(m);
+  std::string text = stablehlo::print(m);
+  EXPECT_NE(text.find("func.func public @sharded_loss_grad(%arg0: tensor<8x4xf32> {sdy.sharding = "
+                      "#sdy.sharding<@m, [{\"data\"}, {}]>}, %arg1: tensor<4x3xf32>) -> "
+                      "(tensor<8x4xf32>, tensor<4x3xf32>)"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("sdy.sharding_constraint"), std::string::npos);
+
+  const std::string path = std::string(TESSERA_AUTODIFF_GOLDEN_DIR) + "/sharded_loss_grad.mlir";
+  if (std::getenv("TESSERA_UPDATE_GOLDEN")) std::ofstream(path) << text;
+  std::ifstream in(path);
+  std::stringstream golden;
+  golden << in.rdbuf();
+  EXPECT_EQ(text, golden.str()) << "regenerate with TESSERA_UPDATE_GOLDEN=1 if the change is intended";
+}
+
+}  // namespace
+}  // namespace tessera::autodiff
