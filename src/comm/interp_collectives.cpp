@@ -19,7 +19,17 @@ int64_t device_of(const interp::ProcessId& p, const interp::ProcessInfo& grid) {
 // This process's group, as device ids in group order; none when its groups leave it out.
 std::optional<Group> my_group(const ir::Op& op, const interp::ProcessInfo& process) {
   interp::ProcessId self{process.replica_id, process.partition_id};
-  for (const auto& g : interp::process_groups(op, process)) {
+  auto groups = interp::process_groups(op, process);
+  // Every id must name a process of this run's grid (a partition id of a replica-only run would
+  // otherwise wait for processes that do not exist).
+  for (const auto& g : groups)
+    for (const auto& p : g)
+      if (p.replica >= process.num_replicas || p.partition >= process.num_partitions)
+        support::fail("{}: its groups name process (replica {}, partition {}), but the program "
+                      "runs on {} replica(s) of {} partition(s)",
+                      op.name(), p.replica, p.partition, process.num_replicas,
+                      process.num_partitions);
+  for (const auto& g : groups) {
     if (std::find(g.begin(), g.end(), self) == g.end()) continue;
     Group out;
     for (const auto& p : g) out.push_back(device_of(p, process));

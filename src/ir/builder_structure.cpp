@@ -280,7 +280,8 @@ Tensor all_to_all(const Tensor& x, int64_t split_dim, int64_t concat_dim, const 
   a.set("split_dimension", split_dim);
   a.set("concat_dimension", concat_dim);
   a.set("split_count", groups.empty() ? int64_t{1} : static_cast<int64_t>(groups[0].size()));
-  set_channel(x.builder(), a);
+  // all_to_all has no use_global_device_ids: with a channel its groups are partition ids.
+  a.set("channel_handle", ChannelHandle{x.builder().next_channel_id(), 1});
   return x.builder().emit1(OpKind::AllToAll, {x}, std::move(a));
 }
 

@@ -32,8 +32,9 @@ double dot(const Literal& a, const Literal& b) {
   return s;
 }
 
+// One replica of 4 partitions: an SPMD program's devices are partitions, as in JAX.
 std::vector<Literal> on_4_devices(const Module& m, const std::string& fn, std::vector<Literal> inputs) {
-  return comm::run_parallel(m, {{fn}, {fn}, {fn}, {fn}}, std::move(inputs));
+  return comm::run_parallel(m, {{fn, fn, fn, fn}}, std::move(inputs));
 }
 
 using Collective = std::function<Tensor(const Tensor&)>;
@@ -86,11 +87,14 @@ TEST(MultiDevice, DataParallelGradientEqualsFullBatchGradient) {
     Tensor y = tanh(matmul(x, w));
     return sum(y * y);
   };
+  // Parameters in order: x, then w (function arguments would be evaluated in any order).
   Function& full = build_function(m, "full", [&](FunctionBuilder& b) {
-    return loss_of(b.param(f32({8, 4})), b.param(f32({4, 3})));
+    Tensor x = b.param(f32({8, 4}));
+    return loss_of(x, b.param(f32({4, 3})));
   });
   Function& local = build_function(m, "local", [&](FunctionBuilder& b) {
-    return loss_of(b.param(f32({2, 4})), b.param(f32({4, 3})));
+    Tensor x = b.param(f32({2, 4}));
+    return loss_of(x, b.param(f32({4, 3})));
   });
   ReverseOptions wrt_w;
   wrt_w.wrt = {1};
