@@ -7,6 +7,7 @@
 
 #include "autodiff/rules.h"
 #include "ir/clone.h"
+#include "transforms/simplify.h"
 
 namespace tessera::autodiff {
 
@@ -34,6 +35,14 @@ void VjpContext::add(size_t i, const Tensor& cotangent) {
   slot = slot ? *slot + cotangent : cotangent;
 }
 
+// The forward copy's collectives get channel ids of their own: ids are unique in a module.
+void renumber_channels(ir::Module& module, ir::Op& op) {
+  if (const auto* ch = op.attrs().find<ir::ChannelHandle>("channel_handle"); ch && ch->handle > 0)
+    op.attrs().set("channel_handle", ir::ChannelHandle{++module.channel_ids, ch->type});
+  for (const auto& r : op.regions())
+    for (const auto& inner : r->ops()) renumber_channels(module, *inner);
+}
+
 namespace {
 
 using Rule = void (*)(VjpContext&);
@@ -58,14 +67,6 @@ std::vector<size_t> parameters_to_differentiate(const ir::Function& f, const Rev
                     f.name(), ir::to_string(t));
   }
   return wrt;
-}
-
-// The forward copy's collectives get channel ids of their own: ids are unique in a module.
-void renumber_channels(ir::Module& module, ir::Op& op) {
-  if (const auto* ch = op.attrs().find<ir::ChannelHandle>("channel_handle"); ch && ch->handle > 0)
-    op.attrs().set("channel_handle", ir::ChannelHandle{++module.channel_ids, ch->type});
-  for (const auto& r : op.regions())
-    for (const auto& inner : r->ops()) renumber_channels(module, *inner);
 }
 
 ir::Function& build_reverse(ir::Module& module, ir::Function& g, const ir::Function& f,
@@ -155,6 +156,7 @@ ir::Function& build_reverse(ir::Module& module, ir::Function& g, const ir::Funct
   std::vector<Value*> values;
   for (const Tensor& t : outputs) values.push_back(t.value());
   g.set_results(values);
+  if (o.simplify) transforms::simplify(g);  // gradient programs print small: no dead or repeated work
   return g;
 }
 

@@ -18,6 +18,7 @@ struct ReverseOptions {
   std::vector<size_t> wrt;    // parameter indices; empty: every float parameter
   bool return_value = false;  // also return f's results, before the gradients
   std::string name;           // empty: f's name + "_grad"
+  bool simplify = true;       // run transforms::simplify on the result (off: the raw rule output)
 };
 
 // Builds the gradient function of `f` in `module` (where f lives) and returns it. A user error

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <optional>
+#include <string_view>
 #include <vector>
 
 #include "ir/builder.h"
@@ -13,6 +14,17 @@
 namespace tessera::autodiff {
 
 using ir::Tensor;
+
+// The refusals that reverse and forward mode share (refusals.cpp), so that both name an op and say
+// why in the same words: the user error "cannot differentiate <op>: <why>".
+[[noreturn]] void refuse(const ir::Op& op, std::string_view why);
+// while, func.call, custom_call and run_parallel have no rule in either mode.
+[[noreturn]] void refuse_outright(const ir::Op& op);
+// The combiner of a reduce (add, maximum, minimum), a scatter (add, replace) or a reducing
+// collective (add) whose inputs and body have a rule; refuses any other.
+ir::OpKind require_combiner(const ir::Op& op);
+// Refuses complex operands and results (their derivatives need conjugation).
+void require_real(const ir::Op& op);
 
 class VjpContext {
  public:
@@ -38,8 +50,7 @@ class VjpContext {
 
   template <typename... Args>
   [[noreturn]] void fail(fmt::format_string<Args...> format, Args&&... args) const {
-    support::fail("cannot differentiate {}: {}", op.name(),
-                  fmt::format(format, std::forward<Args>(args)...));
+    refuse(op, fmt::format(format, std::forward<Args>(args)...));
   }
 
  private:
@@ -62,5 +73,11 @@ bool is_differentiable(const ir::Type& t);  // float element types
 std::optional<ir::OpKind> body_combiner(const ir::Block& body);
 // How a message names a body: "stablehlo.multiply", "replace" or "a body of 3 ops".
 std::string describe_body(const ir::Block& body);
+// The dimensions of a rank-`rank` array that a reduction over `reduced` keeps, in order
+// (rules_reduce.cpp).
+std::vector<int64_t> kept_dims(int64_t rank, const std::vector<int64_t>& reduced);
+// Gives the collectives in `op` (regions included) channel ids of their own, as a copy of an op
+// needs: ids are unique in a module (reverse.cpp).
+void renumber_channels(ir::Module& module, ir::Op& op);
 
 }  // namespace tessera::autodiff

@@ -49,12 +49,6 @@ Tensor emit(VjpContext& c, OpKind kind, const Tensor& t, ir::AttrMap a, const ir
   })[0];
 }
 
-void require_sum(VjpContext& c) {
-  if (body_combiner(c.op.region(0)) != OpKind::Add)
-    c.fail("a reduction body of {} has no gradient rule; only add (a sum) does",
-           describe_body(c.op.region(0)));
-}
-
 // Every operand i with a cotangent gets adjoint(dy_i, i).
 template <typename F>
 void each_operand(VjpContext& c, F adjoint) {
@@ -95,7 +89,7 @@ std::optional<ir::Sharding> stated_sharding(const ir::Module& m, const ir::Value
 
 // all_reduce(x; +) over a group: dx = all_reduce(dy; +) over the same group
 void vjp_AllReduce(VjpContext& c) {
-  require_sum(c);
+  require_combiner(c.op);
   each_operand(c, [&](const Tensor& dy, size_t i) {
     return emit(c, OpKind::AllReduce, dy, adjoint_attrs(c), c.x(i).type(), true);
   });
@@ -112,7 +106,7 @@ void vjp_AllGather(VjpContext& c) {
 
 // reduce_scatter(x, d; +): dx = all_gather(dy, d) over the same groups
 void vjp_ReduceScatter(VjpContext& c) {
-  require_sum(c);
+  require_combiner(c.op);
   ir::AttrMap a = adjoint_attrs(c);
   rename(a, "scatter_dimension", "all_gather_dim");
   c.add(0, emit(c, OpKind::AllGather, c.dy(), std::move(a), c.x().type(), false));
@@ -149,7 +143,7 @@ void vjp_CollectiveBroadcast(VjpContext& c) {
 
 // collective_reduce(x; +) to each group's first process: dx = collective_broadcast(dy) from it
 void vjp_CollectiveReduce(VjpContext& c) {
-  require_sum(c);
+  require_combiner(c.op);
   require_cross_replica(c, "stablehlo.collective_broadcast");
   c.add(0, emit(c, OpKind::CollectiveBroadcast, c.dy(), adjoint_attrs(c), c.x().type(), false));
 }

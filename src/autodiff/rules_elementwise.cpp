@@ -30,7 +30,7 @@ void vjp_PartitionId(VjpContext& c) { none(c); }
 void vjp_Negate(VjpContext& c) { c.add(0, -c.dy()); }
 // d|x| = dy * sign(x)
 void vjp_Abs(VjpContext& c) {
-  if (ir::is_complex(c.x().element())) c.fail("complex values are not differentiated");
+  require_real(c.op);
   c.add(0, c.dy() * ir::sign(c.x()));
 }
 // sign, floor, ceil and rounding are flat almost everywhere: no gradient.
@@ -63,8 +63,7 @@ void vjp_Sine(VjpContext& c) { c.add(0, c.dy() * ir::cos(c.x())); }
 void vjp_Cosine(VjpContext& c) { c.add(0, -(c.dy() * ir::sin(c.x()))); }
 // d convert(x) = convert(dy) back to x's type, between float types
 void vjp_Convert(VjpContext& c) {
-  if (ir::is_complex(c.x().element()) || ir::is_complex(c.y().element()))
-    c.fail("complex values are not differentiated (their cotangents need conjugation)");
+  require_real(c.op);
   if (is_differentiable(c.x().type()) && is_differentiable(c.y().type()))
     c.add(0, ir::convert(c.dy(), c.x().element()));
 }

@@ -104,11 +104,7 @@ void vjp_Gather(VjpContext& c) {
 // scatter(x, i, u) with add:     dx = dy;  du = dy where each update element lands (0 if nowhere)
 // scatter(x, i, u) with replace: dx = dy where no update lands; du = dy where that element won
 void vjp_Scatter(VjpContext& c) {
-  if (c.num_operands() != 3) c.fail("a scatter of {} inputs is not differentiated yet", (c.num_operands() - 1) / 2);
-  std::optional<ir::OpKind> combiner = body_combiner(c.op.region(0));
-  if (combiner != ir::OpKind::Add && combiner != ir::OpKind::Return)
-    c.fail("a scatter whose update computation is {} has no gradient rule; only add and replace do",
-           describe_body(c.op.region(0)));
+  ir::OpKind combiner = require_combiner(c.op);
   const auto& s = c.op.attrs().get<ir::ScatterDims>("scatter_dimension_numbers");
   const Tensor &x = c.x(0), &idx = c.x(1), &u = c.x(2);
   Correspondence k = from_scatter(s, x.rank(), u.shape());

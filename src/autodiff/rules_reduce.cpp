@@ -40,14 +40,14 @@ std::string describe_body(const ir::Block& body) {
   return fmt::format("a body of {} ops", body.ops().size());
 }
 
-namespace {
-
 std::vector<int64_t> kept_dims(int64_t rank, const std::vector<int64_t>& reduced) {
   std::vector<int64_t> kept;
   for (int64_t d = 0; d < rank; ++d)
     if (std::find(reduced.begin(), reduced.end(), d) == reduced.end()) kept.push_back(d);
   return kept;
 }
+
+namespace {
 
 // The dimensions of t not in a or b, in order.
 std::vector<int64_t> free_dims(const Tensor& t, const std::vector<int64_t>& a, const std::vector<int64_t>& b) {
@@ -112,13 +112,8 @@ void reduce_chooser(VjpContext& c) {
 // reduce(x, init; +): dx = broadcast of dy over the reduced dims; dinit = sum(dy) (init counted once)
 // reduce(x, init; max or min): dx = dy / ties at the positions equal to the result; likewise init
 void vjp_Reduce(VjpContext& c) {
-  if (c.num_operands() != 2)
-    c.fail("a reduce of {} inputs at once (e.g. an argmax) is not differentiated yet", c.num_operands() / 2);
-  std::optional<OpKind> combiner = body_combiner(c.op.region(0));
+  OpKind combiner = require_combiner(c.op);
   if (combiner == OpKind::Maximum || combiner == OpKind::Minimum) return reduce_chooser(c);
-  if (combiner != OpKind::Add)
-    c.fail("a reduce whose body is {} has no gradient rule; only add, maximum and minimum do",
-           describe_body(c.op.region(0)));
   const auto& dims = c.op.attrs().get<std::vector<int64_t>>("dimensions");
   c.add(0, ir::broadcast_in_dim(c.dy(), c.x().shape(), kept_dims(c.x().rank(), dims)));
   c.add(1, ir::sum(c.dy()));
@@ -128,8 +123,7 @@ void vjp_Reduce(VjpContext& c) {
 // free dims, batched alike, each transposed back to its operand's order (computed in dy's type)
 void vjp_DotGeneral(VjpContext& c) {
   const Tensor &a = c.x(0), &b = c.x(1);
-  if (ir::is_complex(a.element()) || ir::is_complex(b.element()))
-    c.fail("complex operands are not differentiated (their cotangents need conjugation)");
+  require_real(c.op);
   const auto& d = c.op.attrs().get<ir::DotDims>("dot_dimension_numbers");
   Tensor dy = c.dy();
   auto in_dy_type = [&](const Tensor& t) { return t.element() == dy.element() ? t : ir::convert(t, dy.element()); };

@@ -142,10 +142,7 @@ void vjp_Pad(VjpContext& c) {
 void vjp_Reverse(VjpContext& c) { c.add(0, ir::reverse(c.dy(), ints(c, "dimensions"))); }
 
 // while: refused; a loop needs its iterations saved (or a known trip count) to run backwards.
-void vjp_While(VjpContext& c) {
-  c.fail("loops are not differentiated yet (the reverse pass would need every iteration's values); "
-         "unroll the loop, or keep its results out of the loss");
-}
+void vjp_While(VjpContext& c) { refuse_outright(c.op); }
 
 // optimization_barrier(x_0, ...): dx_i = dy_i
 void vjp_OptimizationBarrier(VjpContext& c) {
@@ -156,18 +153,10 @@ void vjp_OptimizationBarrier(VjpContext& c) {
 // The terminator is not an op of the forward program's dataflow: reverse never applies a rule to it.
 void vjp_Return(VjpContext&) {}
 
-// Calls are refused: their callee (or custom target) has no rule here.
-void vjp_Call(VjpContext& c) {
-  c.fail("calls are not differentiated yet; inline @{} into the caller first",
-         c.op.attrs().get_or<std::string>("callee", "?"));
-}
-void vjp_CustomCall(VjpContext& c) {
-  c.fail("the derivative of custom call target '{}' is unknown",
-         c.op.attrs().get_or<std::string>("call_target_name", "?"));
-}
-void vjp_RunParallel(VjpContext& c) {
-  c.fail("a parallel run of programs is a test harness op, not a differentiable computation");
-}
+// Calls are refused: their callee (or custom target) has no rule here (refusals.cpp).
+void vjp_Call(VjpContext& c) { refuse_outright(c.op); }
+void vjp_CustomCall(VjpContext& c) { refuse_outright(c.op); }
+void vjp_RunParallel(VjpContext& c) { refuse_outright(c.op); }
 
 // The check ops have no results, so nothing flows back through them.
 void vjp_ExpectEqConst(VjpContext&) {}

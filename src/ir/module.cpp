@@ -1,5 +1,7 @@
 #include "ir/module.h"
 
+#include <algorithm>
+
 #include "support/error.h"
 
 namespace tessera::ir {
@@ -16,6 +18,18 @@ Op* Block::append(std::unique_ptr<Op> op) {
   return ops_.back().get();
 }
 
+Op* Block::insert_before(const Op* before, std::unique_ptr<Op> op) {
+  auto it = std::find_if(ops_.begin(), ops_.end(),
+                         [&](const std::unique_ptr<Op>& o) { return o.get() == before; });
+  TESSERA_CHECK(it != ops_.end(), "insert_before: {} is not an op of this block", before->name());
+  op->parent = this;
+  return ops_.insert(it, std::move(op))->get();
+}
+
+void Block::erase_if(const std::function<bool(const Op&)>& pred) {
+  std::erase_if(ops_, [&](const std::unique_ptr<Op>& o) { return pred(*o); });
+}
+
 Op* Block::terminator() const { return ops_.empty() ? nullptr : ops_.back().get(); }
 
 Op::Op(OpKind kind, std::vector<Value*> operands, const std::vector<Type>& result_types,
@@ -23,6 +37,13 @@ Op::Op(OpKind kind, std::vector<Value*> operands, const std::vector<Type>& resul
     : kind_(kind), operands_(std::move(operands)), attrs_(std::move(attrs)) {
   for (size_t i = 0; i < result_types.size(); ++i)
     results_.push_back(std::make_unique<Value>(result_types[i], this, nullptr, static_cast<int>(i)));
+}
+
+void Op::set_operand(size_t i, Value* v) {
+  TESSERA_CHECK(i < operands_.size() && v != nullptr, "set_operand({}) of {}", i, name());
+  TESSERA_CHECK(v->type() == operands_[i]->type(), "set_operand({}) of {} changes its type", i,
+                name());
+  operands_[i] = v;
 }
 
 std::vector<Value*> Op::results() const {

@@ -7,6 +7,7 @@
 // results and of ops, the way Shardy writes them.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -46,6 +47,12 @@ class Block {
 
   Value* add_argument(Type type);
   Op* append(std::unique_ptr<Op> op);
+  // Inserts `op` just before `before`, an op of this block, and returns it (for transforms that
+  // put a new op where an old one stands).
+  Op* insert_before(const Op* before, std::unique_ptr<Op> op);
+  // Removes the ops for which `pred` holds, keeping the others in order. The caller makes sure no
+  // op that stays (nor one in its regions, nor the function's return) uses a removed op's results.
+  void erase_if(const std::function<bool(const Op&)>& pred);
 
   const std::vector<std::unique_ptr<Value>>& arguments() const { return args_; }
   Value* argument(size_t i) const { return args_.at(i).get(); }
@@ -76,6 +83,8 @@ class Op {
   std::string_view name() const { return spelling(kind_); }
   const std::vector<Value*>& operands() const { return operands_; }
   Value* operand(size_t i) const { return operands_.at(i); }
+  // Makes operand i `v`, for transforms that replace a value by an equal one (same type).
+  void set_operand(size_t i, Value* v);
   size_t num_results() const { return results_.size(); }
   Value* result(size_t i = 0) const { return results_.at(i).get(); }
   std::vector<Value*> results() const;

@@ -42,6 +42,22 @@ std::string message_of(const std::function<void()>& f) {
   return "(no error)";
 }
 
+double dot(const Literal& a, const Literal& b) {
+  double s = 0;
+  for (int64_t i = 0; i < a.num_elements(); ++i) s += a.get_double(i) * b.get_double(i);
+  return s;
+}
+
+std::vector<Tensor> tanh_loop(const Tensor& x) {
+  Tensor zero = x.builder().scalar(ir::ElementType::i32, 0);
+  return ir::while_loop(
+      {zero, x},
+      [](ir::Builder& b, const std::vector<Tensor>& v) {
+        return ir::compare(v[0], b.scalar(ir::ElementType::i32, 3), ir::ComparisonDirection::LT);
+      },
+      [](ir::Builder&, const std::vector<Tensor>& v) { return std::vector<Tensor>{v[0] + 1.0, ir::tanh(v[1])}; });
+}
+
 namespace {
 
 bool block_contains(const ir::Block& b, OpKind kind) {

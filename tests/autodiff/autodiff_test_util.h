@@ -1,4 +1,4 @@
-// Shared by the autodiff tests: the tolerance of the gradient checks (stated once, here),
+// Shared by the autodiff tests: the tolerances of the gradient checks (stated once, here),
 // deterministic pseudo-random f64 inputs, evaluation helpers, and the lists that together must
 // account for every row of ops.def (checked in vjp_fd_test.cpp): ops checked against finite
 // differences there, collectives checked by their adjoint identity, ops without a gradient and ops
@@ -27,6 +27,9 @@ using ir::Type;
 // accurate to about 1e-9 on these small, smooth problems.
 inline constexpr double kRelTolerance = 1e-6;
 inline constexpr double kAbsTolerance = 1e-6;
+// Forward and reverse mode agree when |<J v, u> - <v, J^T u>| <= kIdentityTolerance * (1 + |<J v, u>|):
+// the same math evaluated in a different order, in f64.
+inline constexpr double kIdentityTolerance = 1e-10;
 
 // Uniform values in [lo, hi] from a fixed seed; with lo < 0 < hi, none closer to 0 than 0.2 (away
 // from the kinks of abs, sign and division). `dyadic`: multiples of 2^-10 (exact in f32).
@@ -36,6 +39,12 @@ Literal ints(Type type, std::vector<int64_t> values);
 
 // The UserError message that f throws, or "(no error)".
 std::string message_of(const std::function<void()>& f);
+
+// <a, b> over every entry.
+double dot(const Literal& a, const Literal& b);
+
+// A loop of three iterations carrying (i32 counter, tanh of x).
+std::vector<Tensor> tanh_loop(const Tensor& x);
 
 // Ops that appear in the function (regions included).
 bool contains_op(const ir::Function& f, OpKind kind);

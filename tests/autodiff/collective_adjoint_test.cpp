@@ -67,12 +67,6 @@ std::vector<Row> rows() {
   };
 }
 
-double dot(const Literal& a, const Literal& b) {
-  double s = 0;
-  for (int64_t i = 0; i < a.num_elements(); ++i) s += a.get_double(i) * b.get_double(i);
-  return s;
-}
-
 void PrintTo(const Row& row, std::ostream* os) { *os << row.name; }
 
 class CollectiveAdjoint : public ::testing::TestWithParam<Row> {};
