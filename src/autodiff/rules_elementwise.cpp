@@ -105,24 +105,20 @@ void vjp_Power(VjpContext& c) {
   Tensor log_a = ir::select(is_zero, zero_like(c, a), ir::log(a));
   c.add(1, c.dy() * c.y() * log_a);
 }
-// d max(a, b): dy to the larger operand, half to each on a tie (as JAX)
-void vjp_Maximum(VjpContext& c) {
+// max and min send dy to the winning operand (`wins` compares it with the other), half to each on
+// a tie, as JAX does.
+static void chooser(VjpContext& c, ComparisonDirection wins) {
   Tensor half = c.dy() * 0.5, zero = zero_like(c, c.dy());
   Tensor tie = ir::compare(c.x(0), c.x(1), ComparisonDirection::EQ);
-  Tensor a_wins = ir::compare(c.x(0), c.x(1), ComparisonDirection::GT);
-  Tensor b_wins = ir::compare(c.x(1), c.x(0), ComparisonDirection::GT);
-  c.add(0, ir::select(a_wins, c.dy(), ir::select(tie, half, zero)));
-  c.add(1, ir::select(b_wins, c.dy(), ir::select(tie, half, zero)));
+  for (size_t i : {0, 1}) {
+    Tensor won = ir::compare(c.x(i), c.x(1 - i), wins);
+    c.add(i, ir::select(won, c.dy(), ir::select(tie, half, zero)));
+  }
 }
+// d max(a, b): dy to the larger operand, half to each on a tie
+void vjp_Maximum(VjpContext& c) { chooser(c, ComparisonDirection::GT); }
 // d min(a, b): dy to the smaller operand, half to each on a tie
-void vjp_Minimum(VjpContext& c) {
-  Tensor half = c.dy() * 0.5, zero = zero_like(c, c.dy());
-  Tensor tie = ir::compare(c.x(0), c.x(1), ComparisonDirection::EQ);
-  Tensor a_wins = ir::compare(c.x(0), c.x(1), ComparisonDirection::LT);
-  Tensor b_wins = ir::compare(c.x(1), c.x(0), ComparisonDirection::LT);
-  c.add(0, ir::select(a_wins, c.dy(), ir::select(tie, half, zero)));
-  c.add(1, ir::select(b_wins, c.dy(), ir::select(tie, half, zero)));
-}
+void vjp_Minimum(VjpContext& c) { chooser(c, ComparisonDirection::LT); }
 // d atan2(a, b) = (dy * b / (a^2 + b^2), -dy * a / (a^2 + b^2))
 void vjp_Atan2(VjpContext& c) {
   Tensor r2 = c.x(0) * c.x(0) + c.x(1) * c.x(1);
