@@ -1,6 +1,8 @@
 // Grad-sharding verification, on gradients reverse() makes and on hand-broken ones.
 #include <gtest/gtest.h>
 
+#include "common/error_of.h"
+
 #include "autodiff/reverse.h"
 #include "autodiff/verify_grad.h"
 #include "ir/builder.h"
@@ -10,15 +12,7 @@ namespace {
 
 using namespace tessera::ir;
 
-template <typename F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const support::UserError& e) {
-    return e.what();
-  }
-  return "<no error>";
-}
+using tessera::testing::error_of;
 
 Sharding rows() { return Sharding{"m", {{"data"}, {}}, {}, {}}; }
 

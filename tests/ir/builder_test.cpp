@@ -1,21 +1,15 @@
 // The C++ builder: the ops it emits, broadcasting, regions, manual computations, and its errors.
 #include <gtest/gtest.h>
 
+#include "common/error_of.h"
+
 #include "ir/builder.h"
 #include "support/error.h"
 
 namespace tessera::ir {
 namespace {
 
-template <typename F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const support::UserError& e) {
-    return e.what();
-  }
-  return "<no error>";
-}
+using tessera::testing::error_of;
 
 std::vector<OpKind> kinds(const Block& b) {
   std::vector<OpKind> out;

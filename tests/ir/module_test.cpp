@@ -1,21 +1,15 @@
 // Module structure and verify(): each verifier and module error, with its message.
 #include <gtest/gtest.h>
 
+#include "common/error_of.h"
+
 #include "ir/builder.h"
 #include "support/error.h"
 
 namespace tessera::ir {
 namespace {
 
-template <typename F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const support::UserError& e) {
-    return e.what();
-  }
-  return "<no error>";
-}
+using tessera::testing::error_of;
 
 std::unique_ptr<Op> make(OpKind k, std::vector<Value*> operands, std::vector<Type> results,
                          AttrMap attrs = {}) {

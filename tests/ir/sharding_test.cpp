@@ -1,21 +1,15 @@
 // Mesh and sharding validation: each failure's exact message, and the shardings that must pass.
 #include <gtest/gtest.h>
 
+#include "common/error_of.h"
+
 #include "ir/sharding.h"
 #include "support/error.h"
 
 namespace tessera::ir {
 namespace {
 
-template <typename F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const support::UserError& e) {
-    return e.what();
-  }
-  return "<no error>";
-}
+using tessera::testing::error_of;
 
 Mesh mesh_2x4() { return Mesh{"m", {{"data", 2}, {"model", 4}}, {}}; }
 
