@@ -1,4 +1,5 @@
 // Helpers shared by the autodiff tests (see autodiff_test_util.h).
+#include "common/error_of.h"
 #include "autodiff_test_util.h"
 
 #include <cmath>
@@ -33,14 +34,7 @@ Literal random_f64(const std::vector<int64_t>& shape, uint64_t seed, double lo, 
 
 Literal ints(Type type, std::vector<int64_t> values) { return Literal::from_ints(std::move(type), values); }
 
-std::string message_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const support::UserError& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
+std::string message_of(const std::function<void()>& f) { return tessera::testing::error_of(f); }
 
 double dot(const Literal& a, const Literal& b) {
   double s = 0;

@@ -37,7 +37,7 @@ Literal random_f64(const std::vector<int64_t>& shape, uint64_t seed, double lo =
                    bool dyadic = false);
 Literal ints(Type type, std::vector<int64_t> values);
 
-// The UserError message that f throws, or "(no error)".
+// The UserError message that f throws, or "<no error>" (tessera::testing::error_of).
 std::string message_of(const std::function<void()>& f);
 
 // <a, b> over every entry.

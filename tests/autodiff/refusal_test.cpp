@@ -45,7 +45,7 @@ TEST(Refusal, LoopOffTheLossPathIsNoError) {
               loop(x);
               return ir::sum(x * x);
             }),
-            "(no error)");
+            "<no error>");
 }
 
 TEST(Refusal, CustomCall) {
@@ -179,7 +179,7 @@ TEST(Refusal, HelperFunctionsLeaveTheModulesFunctionsAlone) {
     auto body = [](ir::Builder&, const std::vector<Tensor>& l) { return std::vector<Tensor>{ir::exp(l[0])}; };
     return ir::sum(ir::manual({b.param(ir::f32({4}))}, {split}, {split}, {"x"}, body)[0]);
   });
-  EXPECT_EQ(message_of([&] { reverse(m, f); }), "(no error)");
+  EXPECT_EQ(message_of([&] { reverse(m, f); }), "<no error>");
   EXPECT_EQ(m.functions.size(), 14u);
   EXPECT_NO_THROW(ir::verify(m));
 }

@@ -1,4 +1,5 @@
 // Test helpers: building and running one-function programs, literals, and comparisons.
+#include "common/error_of.h"
 #include "test_util.h"
 
 #include <cmath>
@@ -94,14 +95,7 @@ std::string describe(const Literal& x) {
   return to_string(x.type()) + " [" + support::join(items, ", ") + "]";
 }
 
-std::string message_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const support::UserError& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
+std::string message_of(const std::function<void()>& f) { return tessera::testing::error_of(f); }
 
 namespace {
 

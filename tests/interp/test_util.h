@@ -75,7 +75,7 @@ Literal random_literal(Type type, uint64_t seed, Domain domain = Domain::Any);
 
 std::string describe(const Literal& x);
 
-// The message of the UserError that f throws, or "(no error)".
+// The message of the UserError that f throws, or "<no error>" (tessera::testing::error_of).
 std::string message_of(const std::function<void()>& f);  // "tensor<3xf32> [1, 2, 3]"
 
 }  // namespace tessera::interp::testing
