@@ -128,7 +128,7 @@ ir::Block& Parser::parse_region(OpText& op, const std::vector<std::pair<std::str
   }
   if (args != nullptr)
     for (const auto& [name, type] : *args) bind(name, {block->add_argument(type)}, at);
-  parse_block_body(*block, op.kind);
+  parse_block_body(*block);
   lx.expect("}");
   scopes_.pop_back();
   op.regions.push_back(std::move(block));
@@ -219,7 +219,7 @@ void Parser::parse_op(ir::Block& block) {
   }
 }
 
-void Parser::parse_block_body(ir::Block& block, ir::OpKind parent) {
+void Parser::parse_block_body(ir::Block& block) {
   while (lx.peek() != '}') {
     if (lx.at_end()) lx.error("unterminated region: expected '}', but the input ends");
     parse_op(block);
@@ -230,7 +230,6 @@ void Parser::parse_block_body(ir::Block& block, ir::OpKind parent) {
   for (const auto& o : block.ops())
     if (o.get() != last && o->kind() == ir::OpKind::Return)
       lx.error("return before the end of a block");
-  (void)parent;
 }
 
 void Parser::parse_function() {
@@ -273,7 +272,7 @@ void Parser::parse_function() {
   }
   if (lx.try_consume("attributes")) parse_attr_dict(lx);  // function attributes are not kept
   lx.expect("{");
-  parse_block_body(fn.body(), ir::OpKind::Return);
+  parse_block_body(fn.body());
   lx.expect("}");
   const ir::Op* ret = fn.body().terminator();
   if (ret->operand_types() != fn.result_types)

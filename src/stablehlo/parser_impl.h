@@ -55,7 +55,7 @@ class Parser {
  private:
   void parse_module();
   void parse_function();
-  void parse_block_body(ir::Block& block, ir::OpKind parent);
+  void parse_block_body(ir::Block& block);
   void parse_op(ir::Block& block);
   void parse_generic(OpText& op);
   void bind(const std::string& name, std::vector<ir::Value*> values, Location at);

@@ -2,6 +2,8 @@
 // gradient keeps the mesh and x's sharding on its parameters, and constrains x's gradient to it.
 #include <gtest/gtest.h>
 
+#include "common/worked_example.h"
+
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
@@ -17,13 +19,7 @@ using namespace tessera::ir;
 
 TEST(Golden, ShardedLossGrad) {
   Module m("sharded_loss");
-  m.add_mesh(Mesh{"m", {{"data", 4}}, {}});
-  Function& loss = build_function(m, "sharded_loss", [](FunctionBuilder& f) {
-    Tensor x = f.param(f32({8, 4}), Sharding{"m", {{"data"}, {}}, {}, {}});
-    Tensor w = f.param(f32({4, 3}));
-    Tensor y = tanh(matmul(x, w));
-    return sum(y * y);
-  });
+  Function& loss = tessera::testing::build_sharded_loss(m);
   reverse(m, loss);
   verify(m);
   std::string text = stablehlo::print(m);

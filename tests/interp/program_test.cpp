@@ -3,6 +3,8 @@
 // tanh(x·w)² for x sharded by rows over a 4-device mesh — against NumPy.
 #include <gtest/gtest.h>
 
+#include "common/worked_example.h"
+
 #include <cmath>
 
 #include "numpy_oracle.h"
@@ -121,13 +123,7 @@ TEST(Shardy, ManualComputationNeedsTheModule) {
 // loss = sum(tanh(x·w)²); x = sin(0.1 (i+1)) and w = cos(0.2 (j+1)) over flat indices.
 TEST(WorkedExample, ShardedLossMatchesNumpy) {
   ir::Module m("sharded_loss");
-  m.add_mesh(ir::Mesh{"m", {{"data", 4}}, {}});
-  ir::Function& fn = ir::build_function(m, "sharded_loss", [](ir::FunctionBuilder& f) {
-    Tensor x = f.param(ir::f32({8, 4}), on_m({{"data"}, {}}));
-    Tensor w = f.param(ir::f32({4, 3}));
-    Tensor y = ir::tanh(ir::matmul(x, w));
-    return ir::sum(y * y);
-  });
+  ir::Function& fn = tessera::testing::build_sharded_loss(m);
   ir::verify(m);
   Literal x(ir::f32({8, 4})), w(ir::f32({4, 3}));
   for (int64_t i = 0; i < 32; ++i) x.set_double(i, std::sin(0.1 * static_cast<double>(i + 1)));

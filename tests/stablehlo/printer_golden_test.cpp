@@ -4,6 +4,8 @@
 // golden file with the current output instead of comparing.
 #include <gtest/gtest.h>
 
+#include "common/worked_example.h"
+
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
@@ -18,13 +20,7 @@ using namespace ir;
 
 std::string sharded_loss_text() {
   Module m("sharded_loss");
-  m.add_mesh({"m", {{"data", 4}}, {}});
-  build_function(m, "sharded_loss", [](FunctionBuilder& f) {
-    Tensor x = f.param(f32({8, 4}), Sharding{"m", {{"data"}, {}}, {}, {}});
-    Tensor w = f.param(f32({4, 3}));
-    Tensor y = tanh(matmul(x, w));
-    return sum(y * y);
-  });
+  tessera::testing::build_sharded_loss(m);
   verify(m);
   return print(m);
 }

@@ -5,6 +5,8 @@
 // pinned here), and programs with loops, reductions and integers.
 #include <gtest/gtest.h>
 
+#include "common/worked_example.h"
+
 #include <cmath>
 #include <fstream>
 #include <sstream>
@@ -24,13 +26,7 @@ using namespace tessera::ir;
 
 TEST(Semantics, ShardedLossKeepsItsShardingAndValue) {
   Module m("sharded_loss");
-  m.add_mesh(Mesh{"m", {{"data", 4}}, {}});
-  build_function(m, "sharded_loss", [](FunctionBuilder& f) {
-    Tensor x = f.param(f32({8, 4}), Sharding{"m", {{"data"}, {}}, {}, {}});
-    Tensor w = f.param(f32({4, 3}));
-    Tensor y = tanh(matmul(x, w));
-    return sum(y * y);
-  });
+  tessera::testing::build_sharded_loss(m);
   auto [before, after] = expect_same_results(m, "sharded_loss");
   EXPECT_EQ(before, after);  // nothing to simplify
   EXPECT_NE(stablehlo::print(m).find("@sharded_loss(%arg0: tensor<8x4xf32> {sdy.sharding = "
@@ -71,13 +67,7 @@ TEST(Semantics, GradientLikeProgramShrinksAndKeepsItsValue) {
 TEST(Semantics, GoldenGradientOfTheWorkedExample) {
   // The raw output of reverse(), before simplification, as text and back.
   Module built("sharded_loss");
-  built.add_mesh(Mesh{"m", {{"data", 4}}, {}});
-  Function& loss = build_function(built, "sharded_loss", [](FunctionBuilder& f) {
-    Tensor x = f.param(f32({8, 4}), Sharding{"m", {{"data"}, {}}, {}, {}});
-    Tensor w = f.param(f32({4, 3}));
-    Tensor y = tanh(matmul(x, w));
-    return sum(y * y);
-  });
+  Function& loss = tessera::testing::build_sharded_loss(built);
   autodiff::ReverseOptions raw;
   raw.simplify = false;
   autodiff::reverse(built, loss, raw);
