@@ -141,8 +141,10 @@ void jvp_Clamp(JvpContext& c) {
   auto where = [&](const Tensor& mask) { return [&, mask](T d) { return ir::broadcast_to(d, x.shape()) * indicator(mask, x.type()); }; };
   c.set(0, sum_of({c.term(0, where(below)), c.term(1, where(!(below | above))), c.term(2, where(above))}));
 }
-// select(p, a, b) = select(p, da, db)
+// select(p, a, b) = select(p, da, db); a branch without a tangent reads a broadcast scalar 0, and
+// with neither there is no term
 void jvp_Select(JvpContext& c) {
+  if (!c.has_tangent(1) && !c.has_tangent(2)) return;
   Tensor p = ir::broadcast_to(c.x(0), c.y().shape());
   c.set(0, ir::select(p, c.dx(1), c.dx(2)));
 }

@@ -19,12 +19,17 @@ void jvp_Transpose(JvpContext& c) { linear(c); }
 void jvp_Slice(JvpContext& c) { linear(c); }
 // dynamic_slice(x, s) -> dynamic_slice(dx, s), clamped alike
 void jvp_DynamicSlice(JvpContext& c) { linear(c); }
-// dynamic_update_slice(x, u, s) -> dynamic_update_slice(dx, du, s)
+// dynamic_update_slice(x, u, s) -> dynamic_update_slice(dx, du, s); an absent dx or du is a
+// broadcast scalar 0 (the piece it stands for), never a zero literal of the whole shape
 void jvp_DynamicUpdateSlice(JvpContext& c) { linear(c); }
-// concatenate(x_0, ..., x_n-1; d) -> concatenate(dx_0, ..., dx_n-1; d)
+// concatenate(x_0, ..., x_n-1; d) -> concatenate(dx_0, ..., dx_n-1; d), zeros (a broadcast scalar
+// 0) only for the pieces without a tangent, as XLA does
 void jvp_Concatenate(JvpContext& c) { linear(c); }
-// pad(x, v) -> pad(dx, dv), same edges and interior
-void jvp_Pad(JvpContext& c) { linear(c); }
+// pad(x, v) -> pad(dx, dv), same edges and interior; no dv: pad(dx, 0) with the scalar 0 itself
+void jvp_Pad(JvpContext& c) {
+  Tensor dv = c.has_tangent(1) ? *c.tangent(1) : c.b.scalar(c.x(1).element(), 0);
+  c.set(0, c.again({c.dx(0), dv})[0]);
+}
 // reverse(x, dims) -> reverse(dx, dims)
 void jvp_Reverse(JvpContext& c) { linear(c); }
 // gather(x, i) -> gather(dx, i), clamped alike

@@ -306,7 +306,7 @@ void Parser::parse_module() {
   }
 }
 
-void Parser::parse_top_level() {
+void Parser::parse_top_level(bool verify) {
   lx.skip_space();
   Location at = lx.location();
   while (lx.try_consume("#")) {  // location aliases may also precede the module
@@ -329,6 +329,7 @@ void Parser::parse_top_level() {
     parse_module();
     if (!lx.at_end()) lx.error("unexpected '}'");
   }
+  if (!verify) return;
   try {
     ir::verify(module);
   } catch (const ParseError&) {
@@ -338,11 +339,11 @@ void Parser::parse_top_level() {
   }
 }
 
-std::unique_ptr<ir::Module> parse(std::string_view text, const std::string& file, int first_line) {
+std::unique_ptr<ir::Module> parse(std::string_view text, const std::string& file, int first_line, bool verify) {
   auto module = std::make_unique<ir::Module>();
   Lexer lx(text, file, first_line);
   Parser p(lx, *module);
-  p.parse_top_level();
+  p.parse_top_level(verify);
   return module;
 }
 

@@ -18,9 +18,10 @@
 namespace tessera::stablehlo {
 
 // Parses one module (or a bare list of top-level items, wrapped in an unnamed module).
-// `first_line` numbers the text's first line, for pieces cut out of a larger file.
+// `first_line` numbers the text's first line, for pieces cut out of a larger file. Without
+// `verify`, the module is not checked (for callers that transform it first and verify after).
 std::unique_ptr<ir::Module> parse(std::string_view text, const std::string& file = "<input>",
-                                  int first_line = 1);
+                                  int first_line = 1, bool verify = true);
 
 // A file cut into the pieces a test runner reads separately: at `// -----` lines (the MLIR
 // split-input-file convention), or at `//--- name` lines (split-file). Without either, one piece.

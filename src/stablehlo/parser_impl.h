@@ -29,7 +29,7 @@ class Parser {
  public:
   Parser(Lexer& lx, ir::Module& module) : lx(lx), module(module) {}
 
-  void parse_top_level();
+  void parse_top_level(bool verify);
 
   // Used by the op rules.
   ir::Value* use_value();

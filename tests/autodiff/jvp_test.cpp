@@ -4,10 +4,11 @@
 //     tangents v and cotangents u (multiples of 2^-10, exact in f32), to kIdentityTolerance;
 //   - J v against the central difference (f(x + h v) - f(x - h v)) / 2h, entry by entry, to the
 //     finite-difference tolerances, and f_jvp's primal results against f's.
-// Then what the table does not reach: ties, the signature (tangent parameters laid out like their
-// primals, integer parameters and results without tangents), the tangent of a reduce_max tie, the
-// collectives (each tangent goes through the same collective, so f_jvp(x, v)'s tangent is f(v) on
-// every process), and the refusals, in reverse's words.
+// Then what the table does not reach: ties, partial tangents (one operand of concatenate, pad,
+// dynamic_update_slice or select without a tangent), the signature (tangent parameters laid out
+// like their primals, integer parameters and results without tangents), the tangent of a
+// reduce_max tie, the collectives (each tangent goes through the same collective, so f_jvp(x, v)'s
+// tangent is f(v) on every process), and the refusals, in reverse's words.
 #include "op_table.h"
 
 #include "autodiff/forward.h"
@@ -186,6 +187,53 @@ std::pair<std::string, std::string> messages(const std::function<Tensor(Function
     EXPECT_EQ(m.functions.size(), 1u) << "a half-built transform stayed behind";
   }
   return {both[0], both[1]};
+}
+
+// Ops linear in two float operands, one of which has no tangent (it goes through floor): the
+// tangent is the op on (the tangent, zeros in place of the other), whichever one is missing.
+TEST(JvpRules, PartialTangentsOfConcatenatePadDynamicUpdateSliceAndSelect) {
+  using T = const Tensor&;
+  struct Case {
+    std::string name;
+    std::vector<int64_t> a, b;
+    std::function<Tensor(T, T)> op;
+  };
+  std::vector<Case> cases{
+      {"concatenate", {2, 3}, {2, 2}, [](T a, T b) { return ir::concatenate({a, b}, 1); }},
+      {"pad", {3, 2}, {}, [](T a, T b) { return ir::pad(a, b, {1, 0}, {0, 2}, {1, 0}); }},
+      {"dynamic_update_slice", {4, 5}, {2, 2},
+       [](T a, T b) {
+         Tensor i = a.builder().scalar(ElementType::i32, 1);
+         return ir::dynamic_update_slice(a, b, {i, i});
+       }},
+      {"select", {2, 3}, {2, 3},
+       [](T a, T b) {
+         Tensor p = a.builder().constant(ints(Type(ElementType::i1, {2, 3}), {1, 0, 0, 1, 1, 0}));
+         return ir::select(p, a, b);
+       }},
+  };
+  for (const Case& k : cases)
+    for (int missing = 0; missing < 2; ++missing) {
+      std::string what = k.name + (missing == 0 ? ", no tangent for the first operand" : ", no tangent for the second");
+      ir::Module m("partial");
+      const ir::Function& f = ir::build_function(m, "f", [&](FunctionBuilder& b) {
+        Tensor x = b.param(ir::f64(k.a));
+        Tensor y = b.param(ir::f64(k.b));
+        return k.op(missing == 0 ? ir::floor(x) : x, missing == 1 ? ir::floor(y) : y);
+      });
+      ir::build_function(m, "op", [&](FunctionBuilder& b) {
+        Tensor x = b.param(ir::f64(k.a));
+        return k.op(x, b.param(ir::f64(k.b)));
+      });
+      forward(m, f);
+      ASSERT_NO_THROW(ir::verify(m)) << what;
+      Literal x = random_f64(k.a, 1), y = random_f64(k.b, 2), vx = random_f64(k.a, 3), vy = random_f64(k.b, 4);
+      std::vector<Literal> jvp = interp::evaluate(m, "f_jvp", {x, y, vx, vy});
+      Literal want = interp::evaluate(m, "op", {missing == 0 ? Literal(vx.type()) : vx, missing == 1 ? Literal(vy.type()) : vy})[0];
+      EXPECT_EQ(jvp[1], want) << what;
+      double norm = dot(want, want);
+      EXPECT_GT(norm, 0) << what;  // the present tangent reaches the result
+    }
 }
 
 TEST(JvpRefusal, WhileLoopInReversesWords) {

@@ -5,6 +5,7 @@
 
 #include "comm/parallel.h"
 #include "interp/interpreter.h"
+#include "spmd/partition.h"
 #include "stablehlo/parser.h"
 
 namespace tessera::tools {
@@ -32,6 +33,72 @@ interp::Options case_options(const ir::Module& m, interp::CheckLog& log, const C
   return options;
 }
 
+bool has_shardings(const ir::Block& b) {
+  for (const auto& op : b.ops()) {
+    if (ir::has_trait(op->kind(), ir::kShardy) || op->attrs().has("sdy.sharding")) return true;
+    for (const auto& r : op->regions())
+      if (has_shardings(*r)) return true;
+  }
+  return false;
+}
+
+// Whether `fn` says anything about layouts: then it is a global program to partition.
+bool has_shardings(const ir::Function& fn) {
+  for (size_t i = 0; i < fn.num_parameters(); ++i)
+    if (fn.arg_sharding(i)) return true;
+  for (size_t i = 0; i < fn.result_types.size(); ++i)
+    if (fn.result_sharding(i)) return true;
+  return has_shardings(fn.body());
+}
+
+// The function renamings of a test's RUN lines: each `sed 's/FROM/TO/g'` applied to a converted
+// part1 makes one more copy of its programs; without any, one copy keeps the names.
+std::vector<std::pair<std::string, std::string>> renamings(const std::string& text) {
+  std::vector<std::pair<std::string, std::string>> out;
+  std::istringstream lines(text);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.rfind("// RUN:", 0) != 0 || line.find("part1.mlir") == std::string::npos) continue;
+    size_t at = line.find("sed 's/");
+    if (at == std::string::npos) continue;
+    size_t from = at + 7, mid = line.find('/', from), end = mid == std::string::npos ? mid : line.find('/', mid + 1);
+    if (end == std::string::npos) continue;
+    out.push_back({line.substr(from, mid - from), line.substr(mid + 1, end - mid - 1)});
+  }
+  if (out.empty()) out.push_back({"", ""});
+  return out;
+}
+
+std::string renamed(const std::string& name, const std::pair<std::string, std::string>& r) {
+  if (r.first.empty()) return name;
+  std::string out = name;
+  for (size_t at = out.find(r.first); at != std::string::npos; at = out.find(r.first, at + r.second.size()))
+    out.replace(at, r.first.size(), r.second);
+  return out;
+}
+
+// Shardy's executable tests: part1 holds sharded programs, part2 runs them with
+// interpreter.run_parallel on each device's local pieces. Tessera partitions part1 itself and runs
+// part2 against the result.
+std::unique_ptr<ir::Module> assemble_executable(const std::string& text, const stablehlo::Piece& part1,
+                                                const stablehlo::Piece& part2, const std::string& path) {
+  (void)part2.first_line;
+  // Parsed together (part2 calls part1's sequential functions); the separator line becomes blank.
+  std::string both = std::string(part1.text) + "\n" + std::string(part2.text);
+  auto global = stablehlo::parse(both, path, part1.first_line, /*verify=*/false);
+  auto out = std::make_unique<ir::Module>();
+  for (const auto& r : renamings(text))
+    for (const auto& f : global->functions)
+      if (has_shardings(*f)) {
+        spmd::PartitionOptions o;
+        o.name = renamed(f->name(), r);
+        spmd::partition(*global, *f, *out, o);
+      }
+  for (auto& f : global->functions)
+    if (!has_shardings(*f) && !out->find_function(f->name())) out->functions.push_back(std::move(f));
+  ir::verify(*out);
+  return out;
+}
+
 }  // namespace
 
 CheckCounts check_file(const std::string& path, std::ostream& out, const CheckOptions& options) {
@@ -45,10 +112,19 @@ CheckCounts check_file(const std::string& path, std::ostream& out, const CheckOp
   std::stringstream buffer;
   buffer << in.rdbuf();
   std::string text = buffer.str();
-  for (const stablehlo::Piece& piece : stablehlo::split_pieces(text)) {
+  std::vector<stablehlo::Piece> pieces = stablehlo::split_pieces(text);
+  const stablehlo::Piece *part1 = nullptr, *part2 = nullptr;
+  for (const auto& p : pieces) {
+    if (p.name == "part1.mlir") part1 = &p;
+    if (p.name == "part2.mlir") part2 = &p;
+  }
+  bool executable = part1 && part2;
+  for (const stablehlo::Piece& piece : pieces) {
+    if (executable && &piece != part2) continue;  // one module: part1 partitioned, run by part2
     std::unique_ptr<ir::Module> module;
     try {
-      module = stablehlo::parse(piece.text, path, piece.first_line);
+      module = executable ? assemble_executable(text, *part1, *part2, path)
+                          : stablehlo::parse(piece.text, path, piece.first_line);
     } catch (const support::UserError& e) {
       out << "FAIL " << e.what() << "\n";
       ++counts.failed;

@@ -1,0 +1,97 @@
+// Splitting and assembling sharded arrays (see layout.h).
+#include "runtime/layout.h"
+
+#include <cstring>
+
+#include "spmd/mesh_math.h"
+#include "spmd/reshard.h"
+#include "support/error.h"
+
+namespace tessera::runtime {
+
+using ir::Literal;
+
+void copy_box(const Literal& from, const std::vector<int64_t>& start, Literal& to,
+              const std::vector<int64_t>& to_start, const std::vector<int64_t>& extent) {
+  size_t rank = extent.size();
+  for (int64_t e : extent)
+    if (e <= 0) return;
+  auto bytes = static_cast<size_t>(ir::info(from.element()).bytes);
+  auto fs = from.strides(), ts = to.strides();
+  if (rank == 0) {
+    std::memcpy(to.bytes().data(), from.bytes().data(), bytes);
+    return;
+  }
+  std::vector<int64_t> idx(rank, 0);
+  size_t row = static_cast<size_t>(extent[rank - 1]) * bytes;
+  while (true) {
+    int64_t fo = 0, to_off = 0;
+    for (size_t d = 0; d < rank; ++d) {
+      fo += (start[d] + idx[d]) * fs[d];
+      to_off += (to_start[d] + idx[d]) * ts[d];
+    }
+    std::memcpy(to.bytes().data() + static_cast<size_t>(to_off) * bytes,
+                from.bytes().data() + static_cast<size_t>(fo) * bytes, row);
+    size_t d = rank - 1;
+    while (d-- > 0) {
+      if (++idx[d] < extent[d]) break;
+      idx[d] = 0;
+    }
+    if (d == static_cast<size_t>(-1)) return;
+  }
+}
+
+namespace {
+
+struct Box {
+  std::vector<int64_t> start, extent, local;
+};
+
+// The part of the whole array that mesh position p holds.
+Box box_of(const ir::Type& global, const ir::Sharding& s, const ir::Mesh& mesh, int64_t p) {
+  Box b;
+  for (size_t d = 0; d < global.shape.size(); ++d) {
+    const auto& axes = d < s.dims.size() ? s.dims[d].axes : std::vector<ir::AxisRef>{};
+    int64_t n = spmd::shard_count(mesh, axes);
+    int64_t piece = spmd::piece_size(global.shape[d], n);
+    int64_t start = spmd::shard_index(mesh, p, axes) * piece;
+    b.start.push_back(start);
+    b.extent.push_back(std::max<int64_t>(0, std::min(piece, global.shape[d] - start)));
+    b.local.push_back(piece);
+  }
+  return b;
+}
+
+}  // namespace
+
+std::vector<Literal> split(const Literal& whole, const ir::Sharding& sharding, const ir::Mesh& mesh,
+                           int64_t num_devices) {
+  std::vector<Literal> out(static_cast<size_t>(num_devices));
+  if (spmd::is_maximal(mesh) || mesh.axes.empty()) {
+    for (auto& l : out) l = whole;
+    return out;
+  }
+  for (int64_t p = 0; p < mesh.num_devices(); ++p) {
+    Box b = box_of(whole.type(), sharding, mesh, p);
+    Literal piece(ir::Type(whole.element(), b.local));
+    copy_box(whole, b.start, piece, std::vector<int64_t>(b.start.size(), 0), b.extent);
+    out[static_cast<size_t>(spmd::device_at(mesh, p))] = std::move(piece);
+  }
+  return out;
+}
+
+Literal assemble(const std::vector<Literal>& pieces, const ir::Type& global, const ir::Sharding& sharding,
+                 const ir::Mesh& mesh) {
+  if (spmd::is_maximal(mesh)) return pieces.at(static_cast<size_t>(mesh.device_ids[0]));
+  if (mesh.axes.empty()) return pieces.at(0);
+  Literal whole(global);
+  // Later positions holding the same box write the same values; walk backwards so the first wins.
+  for (int64_t p = mesh.num_devices(); p-- > 0;) {
+    Box b = box_of(global, sharding, mesh, p);
+    const Literal& piece = pieces.at(static_cast<size_t>(spmd::device_at(mesh, p)));
+    copy_box(piece, std::vector<int64_t>(b.start.size(), 0), whole, b.start, b.extent);
+  }
+  return whole;
+}
+
+}  // namespace tessera::runtime

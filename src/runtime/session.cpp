@@ -1,0 +1,151 @@
+// Session (see session.h): host devices run the local program as threads that exchange data
+// through the in-process communicator (comm::run_parallel).
+#include "runtime/session.h"
+
+#include "comm/parallel.h"
+#include "runtime/layout.h"
+#include "spmd/reshard.h"
+#include "spmd/mesh_math.h"
+#include "support/error.h"
+#include "support/strings.h"
+
+namespace tessera::runtime {
+
+using ir::Literal;
+using support::fail;
+
+const ir::Function& CompiledProgram::local_function() const {
+  const ir::Function* f = module->find_function(info.function);
+  TESSERA_CHECK(f != nullptr, "compiled program without its function");
+  return *f;
+}
+
+Session Session::host(int64_t num_devices, SessionOptions options) {
+  if (num_devices < 1) fail("Session::host: {} devices; need at least 1", num_devices);
+  return Session(num_devices, options);
+}
+
+CompiledProgram Session::compile(const ir::Module& module, const std::string& fn) const {
+  const ir::Function* f = module.find_function(fn);
+  if (!f) fail("compile: no function @{}", fn);
+  CompiledProgram p;
+  p.module = std::make_shared<ir::Module>(module.name);
+  p.info = spmd::partition(module, *f, *p.module);
+  if (p.info.num_devices != num_devices_ && p.info.num_devices != 1)
+    fail("compile: @{} is sharded over mesh @{} of {} devices, but the session has {}", fn, p.info.mesh,
+         p.info.num_devices, num_devices_);
+  return p;
+}
+
+std::vector<std::vector<Literal>> Session::run_per_device(const CompiledProgram& p,
+                                                          std::vector<std::vector<Literal>> inputs) const {
+  const ir::Function& f = p.local_function();
+  if (static_cast<int64_t>(inputs.size()) != num_devices_)
+    fail("run_per_device: inputs for {} devices, the session has {}", inputs.size(), num_devices_);
+  std::vector<Literal> flat;
+  for (size_t d = 0; d < inputs.size(); ++d) {
+    if (inputs[d].size() != f.num_parameters())
+      fail("run_per_device: device {} got {} inputs, @{} takes {}", d, inputs[d].size(), f.name(), f.num_parameters());
+    for (size_t i = 0; i < inputs[d].size(); ++i) {
+      const ir::Type& want = f.parameter(i)->type();
+      if (inputs[d][i].type() != want)
+        fail("run_per_device: parameter {} of @{} on device {} is {}, got {}", i, f.name(), d, ir::to_string(want),
+             ir::to_string(inputs[d][i].type()));
+      flat.push_back(std::move(inputs[d][i]));
+    }
+  }
+  comm::ParallelOptions o;
+  o.timeout = options_.timeout;
+  std::vector<Literal> results = comm::run_parallel(
+      *p.module, {std::vector<std::string>(static_cast<size_t>(num_devices_), p.info.function)}, std::move(flat), o);
+  size_t per = f.result_types.size();
+  std::vector<std::vector<Literal>> out(static_cast<size_t>(num_devices_));
+  for (size_t d = 0; d < out.size(); ++d)
+    for (size_t r = 0; r < per; ++r) out[d].push_back(std::move(results[d * per + r]));
+  return out;
+}
+
+std::vector<Literal> Session::run_sharded(const CompiledProgram& p, const std::vector<Literal>& inputs) const {
+  ShardedProgram sp = sharded_program(p);
+  std::vector<ShardedBuffer> bufs;
+  for (size_t i = 0; i < inputs.size(); ++i) bufs.push_back(sp.stage(i, inputs[i]));
+  std::vector<ShardedBuffer> outs = sp.execute(bufs);
+  std::vector<Literal> whole;
+  for (const auto& b : outs) whole.push_back(sp.fetch(b));
+  return whole;
+}
+
+std::vector<std::vector<std::vector<int64_t>>> Session::shard_dims(const CompiledProgram& p) const {
+  std::vector<std::vector<std::vector<int64_t>>> out;
+  for (size_t i = 0; i < p.info.parameter_types.size(); ++i) {
+    const ir::Sharding& s = p.info.parameter_shardings[i];
+    const ir::Mesh& mesh = p.module->mesh(s.mesh);
+    Literal probe(p.info.parameter_types[i]);
+    std::vector<std::vector<int64_t>> per;
+    for (const Literal& piece : split(probe, s, mesh, num_devices_)) per.push_back(piece.shape());
+    out.push_back(std::move(per));
+  }
+  return out;
+}
+
+ShardedProgram Session::sharded_program(const CompiledProgram& p, std::vector<std::pair<size_t, size_t>> aliases) const {
+  return ShardedProgram(*this, p, std::move(aliases));
+}
+
+ShardedProgram::ShardedProgram(const Session& session, CompiledProgram program,
+                               std::vector<std::pair<size_t, size_t>> aliases)
+    : session_(&session), program_(std::move(program)), aliases_(std::move(aliases)) {
+  for (auto [in, out] : aliases_) {
+    if (in >= program_.info.parameter_types.size() || out >= program_.info.result_types.size())
+      fail("sharded_program: alias {{input {}, output {}}} is out of range ({} inputs, {} outputs)", in, out,
+           program_.info.parameter_types.size(), program_.info.result_types.size());
+    if (program_.info.parameter_types[in] != program_.info.result_types[out])
+      fail("sharded_program: input {} ({}) cannot alias output {} ({})", in,
+           ir::to_string(program_.info.parameter_types[in]), out, ir::to_string(program_.info.result_types[out]));
+  }
+}
+
+ShardedBuffer ShardedProgram::stage(size_t index, const Literal& host) const {
+  const auto& info = program_.info;
+  if (index >= info.parameter_types.size())
+    fail("stage: @{} has {} parameters, no parameter {}", info.function, info.parameter_types.size(), index);
+  if (host.type() != info.parameter_types[index])
+    fail("stage: parameter {} of @{} is {}, got {}", index, info.function, ir::to_string(info.parameter_types[index]),
+         ir::to_string(host.type()));
+  const ir::Sharding& s = info.parameter_shardings[index];
+  auto pieces = std::make_shared<std::vector<Literal>>(
+      split(host, s, program_.module->mesh(s.mesh), session_->num_devices()));
+  return {host.type(), s, std::move(pieces)};
+}
+
+std::vector<ShardedBuffer> ShardedProgram::execute(std::vector<ShardedBuffer>& inputs) const {
+  const auto& info = program_.info;
+  if (inputs.size() != info.parameter_types.size())
+    fail("execute: @{} takes {} inputs, got {}", info.function, info.parameter_types.size(), inputs.size());
+  size_t n = static_cast<size_t>(session_->num_devices());
+  std::vector<std::vector<Literal>> per(n);
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const ShardedBuffer& b = inputs[i];
+    if (b.donated()) fail("execute: input {} of @{} was donated to an earlier execution and cannot be used again", i, info.function);
+    if (b.type != info.parameter_types[i] || !spmd::same_layout(b.sharding, info.parameter_shardings[i], b.type.shape.size()))
+      fail("execute: input {} of @{} is {} laid out otherwise than the program expects", i, info.function,
+           ir::to_string(b.type));
+    for (size_t d = 0; d < n; ++d) per[d].push_back((*b.pieces)[d]);
+  }
+  for (auto [in, out] : aliases_) inputs[in].pieces.reset();  // donated
+  std::vector<std::vector<Literal>> results = session_->run_per_device(program_, std::move(per));
+  std::vector<ShardedBuffer> outs;
+  for (size_t r = 0; r < info.result_types.size(); ++r) {
+    auto pieces = std::make_shared<std::vector<Literal>>();
+    for (size_t d = 0; d < n; ++d) pieces->push_back(std::move(results[d][r]));
+    outs.push_back({info.result_types[r], info.result_shardings[r], std::move(pieces)});
+  }
+  return outs;
+}
+
+Literal ShardedProgram::fetch(const ShardedBuffer& b) const {
+  if (b.donated()) fail("fetch: the buffer was donated");
+  return assemble(*b.pieces, b.type, b.sharding, program_.module->mesh(b.sharding.mesh));
+}
+
+}  // namespace tessera::runtime

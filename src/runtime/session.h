@@ -1,0 +1,86 @@
+// The Session: a set of devices, and global programs compiled for them and run on them.
+//
+//   Session s = Session::host(4);                 // 4 host devices, one thread each
+//   CompiledProgram p = s.compile(module, "f");   // propagate + partition
+//   std::vector<Literal> out = s.run_sharded(p, {x, w});   // whole arrays in, whole arrays out
+//
+// run_per_device hands each device its own local inputs; run_sharded splits whole arrays by the
+// compiled parameter shardings and reassembles the results; sharded_program stages inputs once and
+// executes many times with results kept on the devices (ShardedBuffer), donated inputs aliasing
+// outputs. Inputs are checked (count, shape, element type) with messages naming the parameter.
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "ir/literal.h"
+#include "ir/module.h"
+#include "spmd/partition.h"
+
+namespace tessera::runtime {
+
+struct CompiledProgram {
+  std::shared_ptr<ir::Module> module;  // the local program and the meshes
+  spmd::Partitioned info;
+  const spmd::Report& report() const { return info.report; }
+  const ir::Function& local_function() const;
+};
+
+// A value kept on the devices: global type, sharding, one piece per device.
+struct ShardedBuffer {
+  ir::Type type;
+  ir::Sharding sharding;
+  std::shared_ptr<std::vector<ir::Literal>> pieces;  // null once donated
+  bool donated() const { return pieces == nullptr; }
+};
+
+class Session;
+
+// A compiled program bound to a session, with staged inputs and outputs kept on the devices.
+class ShardedProgram {
+ public:
+  ShardedProgram(const Session& session, CompiledProgram program, std::vector<std::pair<size_t, size_t>> aliases);
+  // Splits a whole host array for parameter `index`.
+  ShardedBuffer stage(size_t index, const ir::Literal& host) const;
+  // Runs on the buffers; inputs that alias an output (output_aliases: {input, output}) are donated:
+  // they may not be used again.
+  std::vector<ShardedBuffer> execute(std::vector<ShardedBuffer>& inputs) const;
+  ir::Literal fetch(const ShardedBuffer& b) const;  // the whole array
+  const CompiledProgram& program() const { return program_; }
+
+ private:
+  const Session* session_;
+  CompiledProgram program_;
+  std::vector<std::pair<size_t, size_t>> aliases_;
+};
+
+struct SessionOptions {
+  std::chrono::milliseconds timeout = std::chrono::seconds(60);  // per collective
+};
+
+class Session {
+ public:
+  static Session host(int64_t num_devices, SessionOptions options = {});
+  int64_t num_devices() const { return num_devices_; }
+
+  // Propagates shardings over @fn of `module` and partitions it for this session's devices; the
+  // program's mesh must have as many devices as the session.
+  CompiledProgram compile(const ir::Module& module, const std::string& fn) const;
+
+  std::vector<std::vector<ir::Literal>> run_per_device(const CompiledProgram& p,
+                                                       std::vector<std::vector<ir::Literal>> inputs) const;
+  std::vector<ir::Literal> run_sharded(const CompiledProgram& p, const std::vector<ir::Literal>& inputs) const;
+  // The shape of each device's piece of each parameter: [parameter][device].
+  std::vector<std::vector<std::vector<int64_t>>> shard_dims(const CompiledProgram& p) const;
+  ShardedProgram sharded_program(const CompiledProgram& p, std::vector<std::pair<size_t, size_t>> output_aliases = {}) const;
+
+ private:
+  Session(int64_t n, SessionOptions o) : num_devices_(n), options_(o) {}
+  int64_t num_devices_;
+  SessionOptions options_;
+};
+
+}  // namespace tessera::runtime

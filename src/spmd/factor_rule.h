@@ -1,0 +1,57 @@
+// Factor rules, Shardy's model of how an op's dimensions correspond.
+//
+// A rule names the op's factors (each with a size) and says, for every dimension of every operand
+// and result, which factors it is made of, major to minor. A factor shared by operands and results
+// is pass-through (sharding it splits the work); one that appears only in operands is a reduction
+// (sharding it leaves partial results to be summed); a dimension with no factor must be whole on
+// every device (the op reads or writes all of it: a sliced, padded or concatenated dimension). A
+// reshape splits and merges dimensions, so one dimension may be several factors; that is where
+// sub-axes come from. One rule per row of ops.def (rule_<Op>), so a missing rule does not link.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "ir/module.h"
+
+namespace tessera::spmd {
+
+enum class FactorKind : uint8_t { kPassThrough, kReduction };
+
+// The factors of each dimension of one tensor.
+using TensorFactors = std::vector<std::vector<int>>;
+
+struct FactorRule {
+  std::vector<int64_t> sizes;
+  std::vector<FactorKind> kinds;
+  std::vector<TensorFactors> operands, results;
+
+  // Appends a factor and returns its index.
+  int add(int64_t size, FactorKind kind = FactorKind::kPassThrough);
+  size_t num_factors() const { return sizes.size(); }
+};
+
+// The rule of `op`, with every dimension of its operands and results present (perhaps factorless).
+FactorRule factor_rule(const ir::Op& op);
+
+// Axes per factor. Projection reads a tensor's sharding as factor axes; composition writes factor
+// axes back as a dimension's axes.
+using FactorAxes = std::vector<std::vector<ir::AxisRef>>;
+
+// Each factor's axes as dimension `axes` split over `factors` (major to minor). Axes that do not
+// fit (they would split a factor unevenly where it is merged with others) end the projection.
+void project_dim(const std::vector<ir::AxisRef>& axes, const std::vector<int>& factors,
+                 const FactorRule& rule, const ir::Mesh& mesh, FactorAxes& out);
+// The axes of a dimension made of `factors`; a factor that is not fully split ends the list
+// (minor factors cannot be split below a partly split major one). `complete` reports whether
+// every factor with axes made it in.
+std::vector<ir::AxisRef> compose_dim(const std::vector<int>& factors, const FactorRule& rule,
+                                     const FactorAxes& axes, const ir::Mesh& mesh, bool* complete = nullptr);
+
+namespace factor_rules {
+#define OP(e, spelling, arity, traits) FactorRule rule_##e(const ir::Op& op);
+#include "ir/ops.def"
+#undef OP
+}  // namespace factor_rules
+
+}  // namespace tessera::spmd

@@ -1,0 +1,409 @@
+// The partitioner's driver and its per-op handlers (see partition.h).
+#include "spmd/partition.h"
+
+#include <algorithm>
+#include <functional>
+#include <unordered_map>
+
+#include "ir/builder.h"
+#include "ir/clone.h"
+#include "spmd/factor_rule.h"
+#include "spmd/mesh_math.h"
+#include "spmd/reshard.h"
+#include "support/error.h"
+
+namespace tessera::spmd {
+
+using ir::AxisRef;
+using ir::Builder;
+using ir::Mesh;
+using ir::Op;
+using ir::OpKind;
+using ir::Sharding;
+using ir::Tensor;
+using ir::Type;
+using ir::Value;
+
+namespace {
+
+std::string describe(const Op& op) {
+  return op.loc.line > 0 ? fmt::format("{} at {}:{}", op.name(), op.loc.line, op.loc.column)
+                         : std::string(op.name());
+}
+
+// The binary op a reduction body applies, when it is one plain op of its two arguments.
+std::optional<OpKind> combiner_of(const Op& op) {
+  if (op.regions().empty()) return std::nullopt;
+  const ir::Block& body = op.region(0);
+  if (body.ops().size() != 2 || body.arguments().size() != 2) return std::nullopt;
+  const Op& f = *body.ops()[0];
+  switch (f.kind()) {
+    case OpKind::Add: case OpKind::Multiply: case OpKind::Maximum: case OpKind::Minimum:
+    case OpKind::And: case OpKind::Or:
+      return f.kind();
+    default:
+      return std::nullopt;
+  }
+}
+
+bool contains_factor(const std::vector<int>& fs, int f) { return std::find(fs.begin(), fs.end(), f) != fs.end(); }
+
+class Partitioner {
+ public:
+  Partitioner(const ir::Module& gm, const ir::Function& gf, const ShardingMap& sm, ir::Module& out,
+              Partitioned& info)
+      : gm_(gm), gf_(gf), sm_(sm), out_(out), info_(info),
+        ctx_{gm, info.num_devices, info.report, "", {}} {}
+
+  void run() {
+    ir::Function& lf = out_.add_function(info_.function);
+    lf.is_public = gf_.is_public;
+    ir::FunctionBuilder fb(out_, lf);
+    for (size_t i = 0; i < gf_.num_parameters(); ++i) {
+      const Value* p = gf_.parameter(i);
+      const Sharding& s = sm_.at(p);
+      Type local(p->type().element, shape_of(p->type(), s));
+      local_.insert_or_assign(p, fb.param(local));
+      info_.parameter_types.push_back(p->type());
+      info_.parameter_shardings.push_back(s);
+      info_.report.parameters.push_back({p->type(), local.shape, byte_size(local), s});
+    }
+    block(gf_.body(), fb);
+    const Op* ret = gf_.body().terminator();
+    std::vector<Value*> results;
+    for (size_t i = 0; i < ret->operands().size(); ++i) {
+      const Value* v = ret->operand(i);
+      Sharding want = gf_.result_sharding(i).value_or(sm_.at(v));
+      ctx_.origin = fmt::format("result {} of @{}", i, gf_.name());
+      results.push_back(get(v, want).value());
+      info_.result_types.push_back(v->type());
+      info_.result_shardings.push_back(want);
+    }
+    lf.set_results(results);
+  }
+
+ private:
+  std::vector<int64_t> shape_of(const Type& t, const Sharding& s) const {
+    const Mesh& mesh = gm_.mesh(s.mesh);
+    if (is_maximal(mesh)) return t.shape;
+    return local_shape(t.shape, normalized(s, static_cast<size_t>(t.rank())), mesh);
+  }
+
+  // v's local piece in layout `want`.
+  Tensor get(const Value* v, const Sharding& want) {
+    return reshard(ctx_, local_.at(v), v->type(), sm_.at(v), want);
+  }
+
+  void block(const ir::Block& blk, Builder& b) {
+    for (const auto& op : blk.ops()) {
+      if (op.get() == blk.terminator()) break;
+      ctx_.origin = describe(*op);
+      switch (op->kind()) {
+        case OpKind::ShardingConstraint: case OpKind::Reshard: layout_op(*op); break;
+        case OpKind::Constant: constant(*op, b); break;
+        case OpKind::While: while_op(*op, b); break;
+        case OpKind::ManualComputation: manual(*op, b); break;
+        case OpKind::Call: support::fail("{}: calls are inlined before partitioning", describe(*op));
+        default: generic(*op, b); break;
+      }
+    }
+  }
+
+  void layout_op(const Op& op) {
+    const Value* x = op.operand(0);
+    Tensor t = get(x, op.attrs().get<Sharding>("sharding"));
+    local_.insert_or_assign(op.result(0), reshard(ctx_, t, x->type(), op.attrs().get<Sharding>("sharding"), sm_.at(op.result(0))));
+  }
+
+  // A constant is made whole on every device and sliced: no communication.
+  void constant(const Op& op, Builder& b) {
+    Tensor t = b.constant(op.attrs().get<ir::Literal>("value"));
+    const Sharding& s = sm_.at(op.result(0));
+    local_.insert_or_assign(op.result(0), reshard(ctx_, t, op.result(0)->type(), replicated(s.mesh, static_cast<size_t>(t.rank())), s));
+  }
+
+  // The mesh an op runs on: its first result's, else its first operand's.
+  std::string op_mesh(const Op& op) const {
+    for (Value* r : op.results()) return sm_.at(r).mesh;
+    for (Value* v : op.operands()) return sm_.at(v).mesh;
+    return function_mesh(gm_, gf_);
+  }
+
+  // The axes each factor is split by: results decide pass-through factors; the operands, the
+  // reductions (the longest split an operand already has, so splitting costs no communication).
+  FactorAxes assignment(const Op& op, const FactorRule& rule, const Mesh& mesh) const {
+    FactorAxes assign(rule.num_factors());
+    auto read = [&](const Value* v, const TensorFactors& tf) {
+      FactorAxes axes(rule.num_factors());
+      const Sharding& s = sm_.at(v);
+      if (s.mesh != mesh.name) return axes;
+      for (size_t d = 0; d < tf.size() && d < s.dims.size(); ++d) project_dim(s.dims[d].axes, tf[d], rule, mesh, axes);
+      return axes;
+    };
+    for (size_t i = 0; i < op.num_results(); ++i) {
+      FactorAxes a = read(op.result(i), rule.results[i]);
+      for (size_t f = 0; f < a.size(); ++f)
+        if (rule.kinds[f] == FactorKind::kPassThrough && assign[f].empty()) assign[f] = a[f];
+    }
+    for (size_t i = 0; i < op.operands().size(); ++i) {
+      FactorAxes a = read(op.operand(i), rule.operands[i]);
+      for (size_t f = 0; f < a.size(); ++f)
+        if (rule.kinds[f] == FactorKind::kReduction && a[f].size() > assign[f].size()) assign[f] = a[f];
+    }
+    // An axis serves one factor.
+    std::vector<AxisRef> used;
+    for (auto& fa : assign) {
+      size_t keep = 0;
+      while (keep < fa.size() &&
+             std::none_of(used.begin(), used.end(), [&](const AxisRef& u) { return overlaps(u, fa[keep], mesh); }))
+        ++keep;
+      fa.erase(fa.begin() + static_cast<ptrdiff_t>(keep), fa.end());
+      used.insert(used.end(), fa.begin(), fa.end());
+    }
+    // Every tensor must be able to hold its factors' axes: drop what a dimension cannot express.
+    for (bool changed = true; changed;) {
+      changed = false;
+      auto check = [&](const TensorFactors& tf) {
+        for (const auto& fs : tf) {
+          bool open = true;
+          for (int f : fs) {
+            auto& fa = assign[static_cast<size_t>(f)];
+            int64_t size = rule.sizes[static_cast<size_t>(f)];
+            if (!open && !fa.empty()) {
+              fa.clear();
+              changed = true;
+            }
+            int64_t n = shard_count(mesh, fa);
+            if (fs.size() > 1 && size % n != 0) {  // uneven inside a merged dimension
+              fa.clear();
+              changed = true;
+              n = 1;
+            }
+            if (n != size) open = false;
+          }
+        }
+      };
+      for (const auto& tf : rule.operands) check(tf);
+      for (const auto& tf : rule.results) check(tf);
+    }
+    return assign;
+  }
+
+  Sharding compose(const TensorFactors& tf, const FactorRule& rule, const FactorAxes& assign, const Mesh& mesh) const {
+    Sharding s = replicated(mesh.name, tf.size());
+    for (size_t d = 0; d < tf.size(); ++d) s.dims[d].axes = compose_dim(tf[d], rule, assign, mesh);
+    return s;
+  }
+
+  void generic(const Op& op, Builder& b) {
+    std::string mesh_name = op_mesh(op);
+    const Mesh& mesh = gm_.mesh(mesh_name);
+    FactorRule rule = factor_rule(op);
+    if (is_maximal(mesh)) {
+      // The whole op on every device; only the maximal mesh's device's result counts.
+      std::vector<Tensor> operands;
+      for (Value* v : op.operands()) operands.push_back(get(v, replicated(mesh_name, static_cast<size_t>(v->type().rank()))));
+      std::vector<Type> types = op.result_types();
+      std::vector<Tensor> results = emit(op, b, operands, types, nullptr);
+      for (size_t i = 0; i < results.size(); ++i) {
+        Sharding have = replicated(mesh_name, static_cast<size_t>(op.result(i)->type().rank()));
+        local_.insert_or_assign(op.result(i), reshard(ctx_, results[i], op.result(i)->type(), have, sm_.at(op.result(i))));
+      }
+      return;
+    }
+    FactorAxes assign = assignment(op, rule, mesh);
+    std::optional<OpKind> combiner = OpKind::Add;
+    if (op.kind() == OpKind::Reduce) combiner = op.num_results() == 1 ? combiner_of(op) : std::nullopt;
+    std::vector<AxisRef> partial;
+    bool uneven_reduction = false;
+    for (size_t f = 0; f < rule.num_factors(); ++f) {
+      if (rule.kinds[f] != FactorKind::kReduction || assign[f].empty()) continue;
+      if (!combiner) {
+        assign[f].clear();  // a reduction Tessera cannot combine across devices runs whole
+        continue;
+      }
+      partial.insert(partial.end(), assign[f].begin(), assign[f].end());
+      uneven_reduction |= rule.sizes[f] % shard_count(mesh, assign[f]) != 0;
+    }
+    std::vector<Tensor> operands;
+    for (size_t i = 0; i < op.operands().size(); ++i) {
+      Value* v = op.operand(i);
+      Sharding want = compose(rule.operands[i], rule, assign, mesh);
+      Tensor t = get(v, want);
+      if (uneven_reduction) t = mask_padding(op, i, t, v->type(), want, b);
+      operands.push_back(t);
+    }
+    std::vector<Type> types;
+    std::vector<Sharding> have;
+    for (size_t i = 0; i < op.num_results(); ++i) {
+      Sharding s = compose(rule.results[i], rule, assign, mesh);
+      s.unreduced = partial;
+      types.emplace_back(op.result(i)->type().element, local_shape(op.result(i)->type().shape, s, mesh));
+      have.push_back(std::move(s));
+    }
+    std::vector<Tensor> results = emit(op, b, operands, types, &assign);
+    fix_iota(op, results, rule, assign, mesh, b);
+    for (size_t i = 0; i < results.size(); ++i)
+      local_.insert_or_assign(op.result(i), reshard(ctx_, results[i], op.result(i)->type(), have[i], sm_.at(op.result(i)),
+                                     combiner.value_or(OpKind::Add)));
+  }
+
+  // Padding of an uneven split read by a reduction is set to the reduction's identity.
+  Tensor mask_padding(const Op& op, size_t i, Tensor t, const Type& global, const Sharding& s, Builder& b) {
+    bool is_reduce_input = op.kind() == OpKind::Reduce && i < op.num_results();
+    if (op.kind() != OpKind::DotGeneral && !is_reduce_input) return t;
+    auto mask = valid_mask(ctx_, b, global, s);
+    if (!mask) return t;
+    Tensor fill = is_reduce_input ? local_.at(op.operand(op.num_results() + i)) : b.scalar(t.element(), 0);
+    return ir::select(*mask, t, ir::broadcast_to(fill, t.shape()));
+  }
+
+  // iota along a split dimension counts from this device's offset.
+  void fix_iota(const Op& op, std::vector<Tensor>& results, const FactorRule& rule, const FactorAxes& assign,
+                const Mesh& mesh, Builder& b) {
+    if (op.kind() != OpKind::Iota) return;
+    int64_t d = op.attrs().get<int64_t>("iota_dimension");
+    const auto& fs = rule.results[0][static_cast<size_t>(d)];
+    if (fs.empty() || assign[static_cast<size_t>(fs[0])].empty()) return;
+    Tensor& r = results[0];
+    Tensor off = piece_offset(ctx_, b, mesh, assign[static_cast<size_t>(fs[0])], r.shape()[static_cast<size_t>(d)]);
+    r = r + ir::broadcast_to(ir::convert(off, r.element()), r.shape());
+  }
+
+  // The op again on local operands with local result types; attributes that hold sizes of split
+  // dimensions are rewritten to the local sizes.
+  std::vector<Tensor> emit(const Op& op, Builder& b, const std::vector<Tensor>& operands,
+                           const std::vector<Type>& types, const FactorAxes* assign) {
+    ir::AttrMap attrs = op.attrs();
+    attrs.erase("sdy.sharding");
+    if (assign) {
+      const auto& in = operands.empty() ? std::vector<int64_t>{} : operands[0].shape();
+      auto localize = [&](const std::string& name) {
+        if (const auto* v = attrs.find<std::vector<int64_t>>(name)) {
+          std::vector<int64_t> w = *v;
+          for (size_t d = 0; d < w.size() && d < in.size(); ++d)
+            if (w[d] == op.operand(0)->type().shape[d]) w[d] = in[d];
+          attrs.set(name, w);
+        }
+      };
+      if (op.kind() == OpKind::Slice) localize("limit_indices");
+      if (op.kind() == OpKind::DynamicSlice || op.kind() == OpKind::Gather) localize("slice_sizes");
+    }
+    auto fill = [&](Op& copy) {
+      ir::ValueMap map;
+      for (const auto& region : op.regions()) {
+        ir::Block& blk = copy.add_region();
+        for (const auto& arg : region->arguments()) map[arg.get()] = blk.add_argument(arg->type());
+        for (const auto& inner : region->ops()) ir::clone_op(blk, *inner, map);
+      }
+    };
+    return b.emit_with_regions(op.kind(), operands, std::move(attrs), types, fill);
+  }
+
+  // while: every loop-carried value keeps its propagated layout through the loop.
+  void while_op(const Op& op, Builder& b) {
+    std::vector<Tensor> init;
+    std::vector<Type> types;
+    for (size_t i = 0; i < op.num_results(); ++i) {
+      const Sharding& s = sm_.at(op.result(i));
+      init.push_back(get(op.operand(i), s));
+      types.push_back(init.back().type());
+    }
+    std::vector<Tensor> results = b.emit_with_regions(OpKind::While, init, {}, types, [&](Op& copy) {
+      for (size_t r = 0; r < 2; ++r) {
+        const ir::Block& from = op.region(r);
+        ir::Block& into = copy.add_region();
+        Builder rb(out_, into);
+        for (size_t i = 0; i < from.arguments().size(); ++i) {
+          Value* a = into.add_argument(types[i]);
+          local_.insert_or_assign(from.argument(i), rb.wrap(a));
+          const_cast<ShardingMap&>(sm_).values[from.argument(i)] = sm_.at(op.result(i));
+        }
+        block(from, rb);
+        const Op* ret = from.terminator();
+        std::vector<Value*> vals;
+        for (size_t i = 0; i < ret->operands().size(); ++i) {
+          const Value* v = ret->operand(i);
+          Sharding want = r == 0 ? replicated(sm_.at(v).mesh, 0) : sm_.at(op.result(i));
+          vals.push_back(get(v, want).value());
+        }
+        into.append(std::make_unique<Op>(OpKind::Return, vals, std::vector<Type>{}));
+      }
+    });
+    for (size_t i = 0; i < results.size(); ++i) local_.insert_or_assign(op.result(i), results[i]);
+  }
+
+  // manual_computation: inputs are brought to in_shardings; the body, already local, is copied.
+  void manual(const Op& op, Builder& b) {
+    const auto& in = op.attrs().get<ir::ShardingList>("in_shardings");
+    const auto& out = op.attrs().get<ir::ShardingList>("out_shardings");
+    const auto& axes = op.attrs().get<ir::AxisNames>("manual_axes");
+    auto check_manual = [&](const Sharding& s) {
+      for (const auto& d : s.dims)
+        for (const AxisRef& a : d.axes)
+          if (std::find(axes.begin(), axes.end(), a.name) == axes.end())
+            support::fail("{}: axis \"{}\" is free (not manual) and splits an input or output; Tessera runs "
+                          "manual_computation bodies only on pieces split by manual axes",
+                          describe(op), a.name);
+    };
+    std::vector<Tensor> operands;
+    for (size_t i = 0; i < op.operands().size(); ++i) {
+      check_manual(in.at(i));
+      operands.push_back(get(op.operand(i), in[i]));
+    }
+    const ir::Block& body = op.region(0);
+    ir::ValueMap map;
+    for (size_t i = 0; i < body.arguments().size(); ++i) map[body.argument(i)] = operands[i].value();
+    for (const auto& inner : body.ops()) {
+      if (inner.get() == body.terminator()) break;
+      ir::clone_op(b.block(), *inner, map);
+    }
+    const Op* ret = body.terminator();
+    for (size_t i = 0; i < op.num_results(); ++i) {
+      check_manual(out.at(i));
+      auto it = map.find(ret->operand(i));
+      Tensor t = b.wrap(it == map.end() ? ret->operand(i) : it->second);
+      local_.insert_or_assign(op.result(i), reshard(ctx_, t, op.result(i)->type(), out[i], sm_.at(op.result(i))));
+    }
+  }
+
+  const ir::Module& gm_;
+  const ir::Function& gf_;
+  const ShardingMap& sm_;
+  ir::Module& out_;
+  Partitioned& info_;
+  LocalContext ctx_;
+  std::unordered_map<const Value*, Tensor> local_;
+};
+
+void copy_meshes(const ir::Module& from, ir::Module& into) {
+  for (const auto& m : from.meshes)
+    if (!into.find_mesh(m.name)) into.add_mesh(m);
+}
+
+}  // namespace
+
+Partitioned partition(const ir::Module& module, const ir::Function& fn, ir::Module& into,
+                      const PartitionOptions& options) {
+  Partitioned info;
+  info.function = options.name.empty() ? fn.name() : options.name;
+  // A scratch module holds the inlined copy that propagation annotates.
+  ir::Module scratch;
+  copy_meshes(module, scratch);
+  const ir::Function& flat = inline_calls(module, fn, scratch, fn.name());
+  info.mesh = function_mesh(scratch, flat);
+  if (info.mesh.empty()) {
+    info.num_devices = 1;
+    ir::Mesh one{"__tessera_single", {}, {}};
+    scratch.add_mesh(one);
+    info.mesh = one.name;
+  }
+  for (const auto& m : scratch.meshes)
+    if (!is_maximal(m)) info.num_devices = std::max(info.num_devices, m.num_devices());
+  ShardingMap sm = propagate(scratch, flat);
+  copy_meshes(scratch, into);
+  Partitioner(scratch, flat, sm, into, info).run();
+  return info;
+}
+
+}  // namespace tessera::spmd

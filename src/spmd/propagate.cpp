@@ -1,0 +1,316 @@
+// Sharding propagation (see propagate.h).
+#include "spmd/propagate.h"
+
+#include <algorithm>
+#include <functional>
+#include <set>
+
+#include "spmd/factor_rule.h"
+#include "spmd/mesh_math.h"
+#include "support/error.h"
+
+namespace tessera::spmd {
+
+using ir::AxisRef;
+using ir::Op;
+using ir::OpKind;
+using ir::Sharding;
+using ir::Value;
+
+const Sharding& ShardingMap::at(const Value* v) const {
+  auto it = values.find(v);
+  TESSERA_CHECK(it != values.end(), "value without a sharding");
+  return it->second;
+}
+
+namespace {
+
+void walk(const ir::Block& b, const std::function<void(const Op&)>& f) {
+  for (const auto& op : b.ops()) {
+    f(*op);
+    if (op->kind() == OpKind::ManualComputation) continue;  // its body is local
+    for (const auto& r : op->regions()) walk(*r, f);
+  }
+}
+
+void find_meshes(const ir::Sharding& s, const ir::Module& m, std::string& out) {
+  if (!out.empty() || s.mesh.empty()) return;
+  const ir::Mesh* mesh = m.find_mesh(s.mesh);
+  if (mesh && !is_maximal(*mesh)) out = s.mesh;
+}
+
+Sharding open_sharding(size_t rank) {
+  Sharding s;
+  s.dims.resize(rank);
+  for (auto& d : s.dims) d.open = true;
+  return s;
+}
+
+// Round of an op by op priority: 0 element-wise and layout, 1 contractions and reductions, 2 rest.
+int op_round(const Op& op) {
+  if (ir::has_trait(op.kind(), ir::kElementwise)) return 0;
+  switch (op.kind()) {
+    case OpKind::ShardingConstraint: case OpKind::BroadcastInDim: case OpKind::Transpose:
+    case OpKind::Convert: case OpKind::OptimizationBarrier: case OpKind::While:
+      return 0;
+    case OpKind::DotGeneral: case OpKind::Reduce:
+      return 1;
+    default:
+      return 2;
+  }
+}
+
+class Propagator {
+ public:
+  Propagator(const ir::Module& m, const ir::Function& fn) : m_(m), fn_(fn) {}
+
+  ShardingMap run() {
+    mesh_ = function_mesh(m_, fn_);
+    seed();
+    std::vector<const Op*> ops;
+    walk(fn_.body(), [&](const Op& op) { ops.push_back(&op); });
+    for (int64_t level : priority_levels()) {
+      level_ = level;
+      for (int round = 0; round <= 2; ++round) {
+        for (int sweep = 0; sweep < 64; ++sweep) {
+          bool changed = false;
+          for (const Op* op : ops)
+            if (op_round(*op) <= round) changed |= step(*op);
+          for (auto it = ops.rbegin(); it != ops.rend(); ++it)
+            if (op_round(**it) <= round) changed |= step(**it);
+          if (!changed) break;
+        }
+      }
+    }
+    // Close everything; unreached values are replicated on the function's mesh.
+    for (auto& [v, s] : map_.values) {
+      if (s.mesh.empty()) s.mesh = mesh_;
+      for (auto& d : s.dims) {
+        d.open = false;
+        d.priority.reset();
+      }
+    }
+    return std::move(map_);
+  }
+
+ private:
+  std::vector<int64_t> priority_levels() const {
+    std::set<int64_t> levels;
+    for (const auto& [v, s] : map_.values)
+      for (const auto& d : s.dims)
+        if (d.priority) levels.insert(*d.priority);
+    std::vector<int64_t> out(levels.begin(), levels.end());
+    out.push_back(INT64_MAX);  // dimensions without priority come last
+    return out;
+  }
+
+  void set(const Value* v, std::optional<Sharding> s, const std::string& what) {
+    size_t rank = static_cast<size_t>(v->type().rank());
+    if (!s) {
+      map_.values.emplace(v, open_sharding(rank));
+      return;
+    }
+    const ir::Mesh& mesh = m_.mesh(s->mesh);
+    if (!is_maximal(mesh)) ir::validate(*s, mesh, v->type(), what);
+    map_.values[v] = *s;
+  }
+
+  void seed() {
+    for (size_t i = 0; i < fn_.num_parameters(); ++i)
+      set(fn_.parameter(i), fn_.arg_sharding(i), fmt::format("argument {} of @{}", i, fn_.name()));
+    walk(fn_.body(), [&](const Op& op) {
+      for (const auto& r : op.regions())
+        for (const auto& a : r->arguments()) set(a.get(), std::nullopt, "");
+      const auto* list = op.attrs().find<ir::ShardingList>("sdy.sharding");
+      const auto* one = op.attrs().find<Sharding>("sharding");
+      const auto* outs = op.attrs().find<ir::ShardingList>("out_shardings");
+      for (size_t i = 0; i < op.num_results(); ++i) {
+        std::optional<Sharding> s;
+        if (list && i < list->size()) s = (*list)[i];
+        if (one && (op.kind() == OpKind::ShardingConstraint || op.kind() == OpKind::Reshard)) s = *one;
+        if (outs && op.kind() == OpKind::ManualComputation && i < outs->size()) s = (*outs)[i];
+        set(op.result(i), s, fmt::format("result {} of {} at {}", i, op.name(), where(op)));
+      }
+    });
+    // A declared function result seeds the value returned, where nothing else was written.
+    const Op* ret = fn_.body().terminator();
+    for (size_t i = 0; ret && i < ret->operands().size(); ++i) {
+      auto declared = fn_.result_sharding(i);
+      Sharding& s = map_.values.at(ret->operand(i));
+      bool unwritten = s.mesh.empty();
+      if (declared && unwritten && !is_maximal(m_.mesh(declared->mesh))) s = *declared;
+    }
+  }
+
+  static std::string where(const Op& op) {
+    return op.loc.line > 0 ? fmt::format("{}:{}", op.loc.line, op.loc.column) : std::string("(built)");
+  }
+
+  // The axes a dimension offers at the current priority level.
+  const std::vector<AxisRef>* offered(const ir::DimSharding& d) const {
+    static const std::vector<AxisRef> none;
+    if (d.priority && *d.priority > level_) return &none;
+    if (!d.priority && level_ != INT64_MAX) return &none;
+    return &d.axes;
+  }
+
+  // One op: merge each factor's candidates and extend the open dimensions. Returns whether
+  // anything changed.
+  bool step(const Op& op) {
+    FactorRule rule = factor_rule(op);
+    if (rule.num_factors() == 0) return false;
+    std::vector<std::pair<const Value*, const TensorFactors*>> tensors;
+    for (size_t i = 0; i < op.operands().size(); ++i) tensors.push_back({op.operand(i), &rule.operands[i]});
+    for (size_t i = 0; i < op.num_results(); ++i) tensors.push_back({op.result(i), &rule.results[i]});
+    if (op.kind() == OpKind::While) {
+      // Region arguments and the body's returned values are laid out like the loop's values.
+      for (const auto& r : op.regions())
+        for (size_t i = 0; i < r->arguments().size(); ++i) tensors.push_back({r->argument(i), &rule.results[i]});
+      const Op* ret = op.region(1).terminator();
+      for (size_t i = 0; ret && i < ret->operands().size(); ++i) tensors.push_back({ret->operand(i), &rule.results[i]});
+    }
+    // The op's mesh: the first one a tensor names.
+    std::string mesh_name;
+    for (auto& [v, tf] : tensors)
+      if (!map_.values.at(v).mesh.empty()) {
+        mesh_name = map_.values.at(v).mesh;
+        break;
+      }
+    if (mesh_name.empty()) return false;
+    const ir::Mesh& mesh = m_.mesh(mesh_name);
+    if (is_maximal(mesh)) return false;
+
+    // Candidates per factor, merged as they come.
+    std::vector<std::optional<std::vector<AxisRef>>> merged(rule.num_factors());
+    for (auto& [v, tf] : tensors) {
+      const Sharding& s = map_.values.at(v);
+      if (s.mesh != mesh_name || s.dims.size() != tf->size()) continue;
+      FactorAxes axes(rule.num_factors());
+      for (size_t d = 0; d < tf->size(); ++d) project_dim(*offered(s.dims[d]), (*tf)[d], rule, mesh, axes);
+      for (size_t f = 0; f < rule.num_factors(); ++f) {
+        bool present = false;
+        for (size_t d = 0; d < tf->size(); ++d)
+          present |= std::find((*tf)[d].begin(), (*tf)[d].end(), static_cast<int>(f)) != (*tf)[d].end();
+        if (!present) continue;
+        if (!merged[f]) {
+          merged[f] = axes[f];
+          continue;
+        }
+        merged[f] = merge(*merged[f], axes[f]);
+      }
+    }
+    FactorAxes result(rule.num_factors());
+    for (size_t f = 0; f < rule.num_factors(); ++f)
+      if (merged[f]) result[f] = *merged[f];
+    drop_reused_axes(result, mesh);
+
+    bool changed = false;
+    for (auto& [v, tf] : tensors) {
+      Sharding& s = map_.values.at(v);
+      if (!s.mesh.empty() && s.mesh != mesh_name) continue;
+      for (size_t d = 0; d < tf->size(); ++d) {
+        if (!s.dims[d].open) continue;
+        std::vector<AxisRef> axes = compose_dim((*tf)[d], rule, result, mesh);
+        const auto& cur = s.dims[d].axes;
+        if (axes.size() <= cur.size() || !std::equal(cur.begin(), cur.end(), axes.begin())) continue;
+        if (uses_any(s, d, axes, mesh)) continue;
+        // Only even splits propagate: an uneven layout is kept only where a user wrote it.
+        if (v->type().shape[d] % shard_count(mesh, axes) != 0) continue;
+        s.mesh = mesh_name;
+        s.dims[d].axes = axes;
+        changed = true;
+      }
+    }
+    return changed;
+  }
+
+  // Agreeing candidates: the longer; disagreeing: the longest common prefix.
+  static std::vector<AxisRef> merge(const std::vector<AxisRef>& a, const std::vector<AxisRef>& b) {
+    size_t n = 0;
+    while (n < a.size() && n < b.size() && a[n] == b[n]) ++n;
+    if (n == a.size()) return b;
+    if (n == b.size()) return a;
+    return {a.begin(), a.begin() + static_cast<ptrdiff_t>(n)};
+  }
+
+  // An axis serves one factor of an op: a later factor that names it again loses it.
+  static void drop_reused_axes(FactorAxes& axes, const ir::Mesh& mesh) {
+    std::vector<AxisRef> used;
+    for (auto& fa : axes) {
+      size_t keep = 0;
+      while (keep < fa.size() && std::none_of(used.begin(), used.end(), [&](const AxisRef& u) {
+               return overlaps(u, fa[keep], mesh);
+             }))
+        ++keep;
+      fa.erase(fa.begin() + static_cast<ptrdiff_t>(keep), fa.end());
+      used.insert(used.end(), fa.begin(), fa.end());
+    }
+  }
+
+  // Whether another dimension of s already uses one of `axes`.
+  static bool uses_any(const Sharding& s, size_t dim, const std::vector<AxisRef>& axes, const ir::Mesh& mesh) {
+    for (size_t d = 0; d < s.dims.size(); ++d) {
+      if (d == dim) continue;
+      for (const AxisRef& a : s.dims[d].axes)
+        for (const AxisRef& b : axes)
+          if (overlaps(a, b, mesh)) return true;
+    }
+    for (const AxisRef& a : s.replicated)
+      for (const AxisRef& b : axes)
+        if (overlaps(a, b, mesh)) return true;
+    return false;
+  }
+
+  const ir::Module& m_;
+  const ir::Function& fn_;
+  ShardingMap map_;
+  std::string mesh_;
+  int64_t level_ = INT64_MAX;
+};
+
+}  // namespace
+
+std::string function_mesh(const ir::Module& module, const ir::Function& fn) {
+  std::string out;
+  for (size_t i = 0; i < fn.num_parameters(); ++i)
+    if (auto s = fn.arg_sharding(i)) find_meshes(*s, module, out);
+  for (size_t i = 0; i < fn.result_types.size(); ++i)
+    if (auto s = fn.result_sharding(i)) find_meshes(*s, module, out);
+  walk(fn.body(), [&](const Op& op) {
+    if (const auto* list = op.attrs().find<ir::ShardingList>("sdy.sharding"))
+      for (const auto& s : *list) find_meshes(s, module, out);
+    if (const auto* s = op.attrs().find<Sharding>("sharding")) find_meshes(*s, module, out);
+    if (const auto* list = op.attrs().find<ir::ShardingList>("in_shardings"))
+      for (const auto& s : *list) find_meshes(s, module, out);
+  });
+  if (out.empty())
+    for (const auto& m : module.meshes)
+      if (!is_maximal(m)) return m.name;
+  return out;
+}
+
+ShardingMap propagate(const ir::Module& module, const ir::Function& fn) {
+  return Propagator(module, fn).run();
+}
+
+void annotate(ir::Function& fn, const ShardingMap& map) {
+  for (size_t i = 0; i < fn.num_parameters(); ++i) fn.arg_attrs[i].set("sdy.sharding", map.at(fn.parameter(i)));
+  std::function<void(ir::Block&)> visit = [&](ir::Block& b) {
+    for (const auto& op : b.ops()) {
+      if (op->num_results() > 0 && op->kind() != OpKind::ShardingConstraint && op->kind() != OpKind::Reshard &&
+          op->kind() != OpKind::ManualComputation) {
+        ir::ShardingList list;
+        for (Value* r : op->results()) list.push_back(map.at(r));
+        op->attrs().set("sdy.sharding", list);
+      }
+      if (op->kind() == OpKind::ManualComputation) continue;
+      for (const auto& r : op->regions()) visit(*r);
+    }
+  };
+  visit(fn.body());
+  const Op* ret = fn.body().terminator();
+  for (size_t i = 0; ret && i < ret->operands().size(); ++i)
+    if (!fn.result_sharding(i)) fn.set_result_sharding(i, map.at(ret->operand(i)));
+}
+
+}  // namespace tessera::spmd

@@ -1,0 +1,37 @@
+// Sharding propagation: from the shardings a user wrote (on parameters, results, sharding
+// constraints and ops) to one for every value of a function, in Shardy's model.
+//
+// Each op's factor rule reads the shardings of its operands and results as axes per factor; for
+// each factor the candidates are merged (the longest when they agree as prefixes; on a conflict,
+// their longest common prefix: the documented rule, so propagation never invents a layout nobody
+// asked for) and written back to every open dimension that the merged axes extend. Closed
+// dimensions never change. Passes go forward and backward over the ops until nothing changes,
+// first with the shardings of user priority p0 only, then p1, ..., then those without priority;
+// within a pass, ops propagate in rounds by op priority: element-wise and layout ops first, then
+// contractions and reductions, then everything else. The result is deterministic: it depends only
+// on the program.
+#pragma once
+
+#include <unordered_map>
+
+#include "ir/module.h"
+
+namespace tessera::spmd {
+
+struct ShardingMap {
+  std::unordered_map<const ir::Value*, ir::Sharding> values;
+  const ir::Sharding& at(const ir::Value* v) const;
+};
+
+// Propagates over `fn` (calls must be inlined first). Values nothing reaches are replicated, on
+// the function's mesh. A user error names the value whose written sharding is impossible.
+ShardingMap propagate(const ir::Module& module, const ir::Function& fn);
+
+// Writes `map` into `fn` as Shardy annotations (parameters, op results, function results), so the
+// propagated program prints the way Shardy's would.
+void annotate(ir::Function& fn, const ShardingMap& map);
+
+// The mesh `fn`'s shardings use (the first non-maximal one); empty when it names none.
+std::string function_mesh(const ir::Module& module, const ir::Function& fn);
+
+}  // namespace tessera::spmd

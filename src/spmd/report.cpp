@@ -1,0 +1,46 @@
+// The partitioning report (see report.h).
+#include "spmd/report.h"
+
+#include <fmt/format.h>
+
+#include "support/strings.h"
+
+namespace tessera::spmd {
+
+int64_t byte_size(const ir::Type& t) { return t.num_elements() * ir::info(t.element).bytes; }
+
+std::map<std::string, int64_t> Report::counts() const {
+  std::map<std::string, int64_t> out;
+  for (const auto& c : collectives) ++out[c.kind];
+  return out;
+}
+
+int64_t Report::count(const std::string& kind) const {
+  auto c = counts();
+  auto it = c.find(kind);
+  return it == c.end() ? 0 : it->second;
+}
+
+int64_t Report::bytes_per_device() const {
+  int64_t n = 0;
+  for (const auto& c : collectives) n += c.bytes_per_device;
+  return n;
+}
+
+std::string Report::to_string() const {
+  std::string out = "parameters:\n";
+  for (size_t i = 0; i < parameters.size(); ++i) {
+    const auto& p = parameters[i];
+    out += fmt::format("  %arg{}: {} -> piece {} ({} bytes per device)\n", i, ir::to_string(p.global),
+                       support::shape_string(p.local_shape), p.bytes_per_device);
+  }
+  out += fmt::format("collectives: {}\n", collectives.size());
+  for (const auto& c : collectives)
+    out += fmt::format("  {:<20} group {:<3} {:>10} bytes per device  for {}\n", c.kind, c.group_size,
+                       c.bytes_per_device, c.origin);
+  for (const auto& [kind, n] : counts()) out += fmt::format("  {} x {}\n", n, kind);
+  out += fmt::format("total bytes moved per device: {}\n", bytes_per_device());
+  return out;
+}
+
+}  // namespace tessera::spmd

@@ -1,0 +1,43 @@
+// What partitioning did: the pieces of each parameter and every collective it inserted, with the
+// bytes each device moves (nccl-tests' accounting: all-gather and reduce-scatter move (n-1)/n of
+// the whole, all-reduce twice that, all-to-all (n-1)/n of its operand, a permute or broadcast its
+// operand).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "ir/sharding.h"
+#include "ir/type.h"
+
+namespace tessera::spmd {
+
+struct ParameterPiece {
+  ir::Type global;
+  std::vector<int64_t> local_shape;
+  int64_t bytes_per_device = 0;
+  ir::Sharding sharding;
+};
+
+struct CollectiveRecord {
+  std::string kind;      // "all_gather", "reduce_scatter", ...
+  std::string origin;    // the op of the global program it serves
+  int64_t group_size = 1;
+  int64_t bytes_per_device = 0;
+};
+
+struct Report {
+  std::vector<ParameterPiece> parameters;
+  std::vector<CollectiveRecord> collectives;
+
+  std::map<std::string, int64_t> counts() const;  // collectives by kind
+  int64_t count(const std::string& kind) const;
+  int64_t bytes_per_device() const;  // over every collective
+  std::string to_string() const;     // a table for people
+};
+
+int64_t byte_size(const ir::Type& t);
+
+}  // namespace tessera::spmd

@@ -1,0 +1,260 @@
+// reshard (see reshard.h).
+#include "spmd/reshard.h"
+
+#include <algorithm>
+
+#include "spmd/mesh_math.h"
+#include "support/error.h"
+
+namespace tessera::spmd {
+
+using ir::AxisRef;
+using ir::Mesh;
+using ir::OpKind;
+using ir::Sharding;
+using ir::Tensor;
+using Axes = std::vector<AxisRef>;
+
+Sharding normalized(const Sharding& s, size_t rank) {
+  Sharding out;
+  out.mesh = s.mesh;
+  out.dims.resize(rank);
+  for (size_t d = 0; d < rank && d < s.dims.size(); ++d) out.dims[d].axes = s.dims[d].axes;
+  out.unreduced = s.unreduced;
+  return out;
+}
+
+bool same_layout(const Sharding& a, const Sharding& b, size_t rank) {
+  return normalized(a, rank) == normalized(b, rank);
+}
+
+namespace {
+
+int64_t elements_bytes(const Tensor& t) { return byte_size(t.type()); }
+
+void record(LocalContext& ctx, std::string kind, int64_t group, int64_t bytes) {
+  ctx.report.collectives.push_back({std::move(kind), ctx.origin, group, bytes});
+}
+
+bool starts_with(const Axes& a, const Axes& prefix) {
+  return a.size() >= prefix.size() && std::equal(prefix.begin(), prefix.end(), a.begin());
+}
+
+size_t common_prefix(const Axes& a, const Axes& b) {
+  size_t n = 0;
+  while (n < a.size() && n < b.size() && a[n] == b[n]) ++n;
+  return n;
+}
+
+Tensor gather(LocalContext& ctx, Tensor x, int64_t dim, const Mesh& mesh, const Axes& axes) {
+  Groups g = groups_over(mesh, axes);
+  Tensor y = ir::all_gather(x, dim, g);
+  int64_t n = static_cast<int64_t>(g[0].size());
+  record(ctx, "all_gather", n, elements_bytes(y) * (n - 1) / n);
+  return y;
+}
+
+Tensor sum_over(LocalContext& ctx, Tensor x, const Mesh& mesh, const Axes& axes, OpKind combiner) {
+  Groups g = groups_over(mesh, axes);
+  Tensor y = ir::all_reduce(x, g, combiner);
+  int64_t n = static_cast<int64_t>(g[0].size());
+  record(ctx, "all_reduce", n, 2 * elements_bytes(x) * (n - 1) / n);
+  return y;
+}
+
+// Trims (or pads with zeros) dimension d of x to `size`.
+Tensor resize_dim(Tensor x, int64_t d, int64_t size) {
+  auto shape = x.shape();
+  int64_t have = shape[static_cast<size_t>(d)];
+  if (have == size) return x;
+  size_t rank = shape.size();
+  if (have > size) {
+    std::vector<int64_t> start(rank, 0), limit = shape;
+    limit[static_cast<size_t>(d)] = size;
+    return ir::slice(x, start, limit);
+  }
+  std::vector<int64_t> lo(rank, 0), hi(rank, 0);
+  hi[static_cast<size_t>(d)] = size - have;
+  return ir::pad(x, x.builder().scalar(x.element(), 0), lo, hi);
+}
+
+}  // namespace
+
+Tensor partition_id_i32(LocalContext& ctx, ir::Builder& b) {
+  auto it = ctx.partition_ids.find(&b.block());
+  if (it != ctx.partition_ids.end()) return b.wrap(it->second);
+  Tensor pid = ir::convert(b.partition_id(), ir::ElementType::i32);
+  ctx.partition_ids[&b.block()] = pid.value();
+  return pid;
+}
+
+Tensor piece_offset(LocalContext& ctx, ir::Builder& b, const Mesh& mesh, const Axes& axes, int64_t piece) {
+  std::vector<int64_t> table(static_cast<size_t>(ctx.num_devices), 0);
+  for (int64_t p = 0; p < mesh.num_devices(); ++p) {
+    int64_t dev = device_at(mesh, p);
+    TESSERA_CHECK(dev < ctx.num_devices, "device {} of mesh @{} beyond {}", dev, mesh.name, ctx.num_devices);
+    table[static_cast<size_t>(dev)] = shard_index(mesh, p, axes) * piece;
+  }
+  // The same offset on every device needs no table.
+  if (std::all_of(table.begin(), table.end(), [&](int64_t v) { return v == table[0]; }))
+    return b.constant(ir::Literal::scalar(ir::ElementType::i32, static_cast<double>(table[0])));
+  Tensor t = b.constant(ir::Literal::from_ints(ir::i32({ctx.num_devices}), table));
+  Tensor one = ir::dynamic_slice(t, {partition_id_i32(ctx, b)}, {1});
+  return ir::reshape(one, {});
+}
+
+std::optional<Tensor> valid_mask(LocalContext& ctx, ir::Builder& b, const ir::Type& global, const Sharding& s) {
+  if (s.dims.empty()) return std::nullopt;
+  const Mesh& mesh = ctx.mesh(s.mesh);
+  if (!is_uneven(global.shape, s, mesh)) return std::nullopt;
+  std::vector<int64_t> local = local_shape(global.shape, s, mesh);
+  std::optional<Tensor> mask;
+  for (size_t d = 0; d < local.size(); ++d) {
+    int64_t n = shard_count(mesh, s.dims[d].axes);
+    if (global.shape[d] % n == 0) continue;
+    Tensor pos = b.iota(ir::i32(local), static_cast<int64_t>(d)) +
+                 ir::broadcast_to(piece_offset(ctx, b, mesh, s.dims[d].axes, local[d]), local);
+    Tensor ok = ir::compare(pos, ir::broadcast_to(b.constant(ir::Literal::scalar(ir::ElementType::i32,
+                                                                                  static_cast<double>(global.shape[d]))),
+                                                   local),
+                            ir::ComparisonDirection::LT);
+    mask = mask ? (*mask & ok) : ok;
+  }
+  return mask;
+}
+
+Tensor reshard(LocalContext& ctx, Tensor x, const ir::Type& global, const Sharding& from_in,
+               const Sharding& to_in, OpKind combiner) {
+  size_t rank = static_cast<size_t>(global.rank());
+  Sharding from = normalized(from_in, rank), to = normalized(to_in, rank);
+  if (from == to) return x;
+  ir::Builder& b = x.builder();
+  const Mesh& fm = ctx.mesh(from.mesh);
+  const Mesh& tm = ctx.mesh(to.mesh);
+
+  // A value on one device: broadcast it from there, then treat it as replicated.
+  if (is_maximal(fm)) {
+    TESSERA_CHECK(from.unreduced.empty(), "partial value on a maximal mesh");
+    int64_t src = fm.device_ids[0];
+    std::vector<int64_t> group = {src};
+    for (int64_t d = 0; d < ctx.num_devices; ++d)
+      if (d != src) group.push_back(d);
+    x = ir::collective_broadcast(x, {group});
+    record(ctx, "collective_broadcast", ctx.num_devices, elements_bytes(x));
+    if (is_maximal(tm)) return x;
+    return reshard(ctx, x, global, replicated(to.mesh, rank), to);
+  }
+  if (is_maximal(tm)) return reshard(ctx, x, global, from, replicated(from.mesh, rank), combiner);
+  if (from.mesh != to.mesh && !(fm.axes == tm.axes && fm.device_ids == tm.device_ids)) {
+    x = reshard(ctx, x, global, from, replicated(from.mesh, rank), combiner);
+    return reshard(ctx, x, global, replicated(to.mesh, rank), to);
+  }
+  const Mesh& mesh = tm;
+  auto shape_even = [&](size_t d, const Axes& axes) { return global.shape[d] % shard_count(mesh, axes) == 0; };
+
+  // 1. Partial sums: reduce_scatter where the target splits a dimension by exactly the summed
+  //    axes next, otherwise all_reduce.
+  Axes pending;
+  for (const AxisRef& a : from.unreduced)
+    if (std::find(to.unreduced.begin(), to.unreduced.end(), a) == to.unreduced.end()) pending.push_back(a);
+  if (!pending.empty()) {
+    bool done = false;
+    if (combiner == OpKind::Add || combiner == OpKind::Maximum || combiner == OpKind::Minimum) {
+      for (size_t d = 0; d < rank && !done; ++d) {
+        Axes want = from.dims[d].axes;
+        want.insert(want.end(), pending.begin(), pending.end());
+        if (!starts_with(to.dims[d].axes, want) || !shape_even(d, want)) continue;
+        Groups g = groups_over(mesh, pending);
+        int64_t n = static_cast<int64_t>(g[0].size());
+        int64_t bytes = elements_bytes(x) * (n - 1) / n;
+        x = ir::reduce_scatter(x, static_cast<int64_t>(d), g, combiner);
+        record(ctx, "reduce_scatter", n, bytes);
+        from.dims[d].axes = want;
+        done = true;
+      }
+    }
+    if (!done) x = sum_over(ctx, x, mesh, pending, combiner);
+    from.unreduced = to.unreduced;
+  }
+
+  // 2. An axis leaving dimension i for dimension j: all_to_all.
+  for (bool moved = true; moved;) {
+    moved = false;
+    for (size_t i = 0; i < rank && !moved; ++i) {
+      const Axes& fi = from.dims[i].axes;
+      if (fi.empty() || starts_with(to.dims[i].axes, fi)) continue;
+      Axes rest(fi.begin(), fi.end() - 1);
+      if (!starts_with(to.dims[i].axes, rest) || !shape_even(i, fi)) continue;
+      const AxisRef a = fi.back();
+      for (size_t j = 0; j < rank && !moved; ++j) {
+        const Axes& fj = from.dims[j].axes;
+        const Axes& tj = to.dims[j].axes;
+        if (j == i || !starts_with(tj, fj) || tj.size() <= fj.size() || !(tj[fj.size()] == a)) continue;
+        Axes grown = fj;
+        grown.push_back(a);
+        if (!shape_even(j, grown)) continue;
+        Groups g = groups_over(mesh, {a});
+        int64_t n = static_cast<int64_t>(g[0].size());
+        x = ir::all_to_all(x, static_cast<int64_t>(j), static_cast<int64_t>(i), g);
+        record(ctx, "all_to_all", n, elements_bytes(x) * (n - 1) / n);
+        from.dims[i].axes = rest;
+        from.dims[j].axes = grown;
+        moved = true;
+      }
+    }
+  }
+
+  // 3. Gather the axes each dimension loses.
+  for (size_t d = 0; d < rank; ++d) {
+    Axes& fd = from.dims[d].axes;
+    size_t k = common_prefix(fd, to.dims[d].axes);
+    // An axis that another dimension of the target needs must leave even a common prefix.
+    if (k == fd.size()) continue;
+    if (shape_even(d, fd)) {
+      x = gather(ctx, x, static_cast<int64_t>(d), mesh, Axes(fd.begin() + static_cast<ptrdiff_t>(k), fd.end()));
+      fd.erase(fd.begin() + static_cast<ptrdiff_t>(k), fd.end());
+    } else {
+      x = gather(ctx, x, static_cast<int64_t>(d), mesh, fd);
+      x = resize_dim(x, static_cast<int64_t>(d), global.shape[d]);
+      fd.clear();
+    }
+  }
+
+  // 4. Slice the axes each dimension gains: one dynamic_slice for all of them.
+  std::vector<Tensor> starts;
+  std::vector<int64_t> pieces(rank, -1);
+  bool any = false;
+  for (size_t d = 0; d < rank; ++d) {
+    Axes& fd = from.dims[d].axes;
+    const Axes& td = to.dims[d].axes;
+    if (td.size() == fd.size()) {
+      starts.push_back(b.scalar(ir::ElementType::i32, 0));
+      continue;
+    }
+    if (!fd.empty() && !shape_even(d, td)) {  // an uneven target is cut from the whole dimension
+      x = gather(ctx, x, static_cast<int64_t>(d), mesh, fd);
+      x = resize_dim(x, static_cast<int64_t>(d), global.shape[d]);
+      fd.clear();
+    }
+    Axes suffix(td.begin() + static_cast<ptrdiff_t>(fd.size()), td.end());
+    int64_t cur = x.shape()[d];
+    int64_t count = shard_count(mesh, suffix);
+    int64_t piece = piece_size(cur, count);
+    x = resize_dim(x, static_cast<int64_t>(d), piece * count);
+    // The offset within the current piece: this device's index along the new axes.
+    starts.push_back(piece_offset(ctx, b, mesh, suffix, piece));
+    pieces[d] = piece;
+    any = true;
+    fd = td;
+  }
+  if (any) {
+    std::vector<int64_t> sizes = x.shape();
+    for (size_t d = 0; d < rank; ++d)
+      if (pieces[d] >= 0) sizes[d] = pieces[d];
+    x = ir::dynamic_slice(x, starts, sizes);
+  }
+  TESSERA_CHECK(from == to, "reshard did not reach its target");
+  return x;
+}
+
+}  // namespace tessera::spmd

@@ -1,0 +1,49 @@
+// The one place layouts change: reshard(x, from, to) emits the collectives and local slices that
+// turn a local piece laid out as `from` into one laid out as `to`.
+//
+// Order of work, each step only where needed: sum partial values (all_reduce, or reduce_scatter
+// when the target splits a dimension by exactly the summed axes); move an axis from one dimension
+// to another (all_to_all); gather the axes a dimension loses (all_gather; an uneven dimension is
+// gathered whole and trimmed); slice the axes a dimension gains (dynamic_slice at this device's
+// offset, read from a table indexed by partition id, which also covers meshes with explicit device
+// ids). A value on a maximal mesh is broadcast from its device; between two meshes the value goes
+// through the replicated layout.
+#pragma once
+
+#include <string>
+#include <unordered_map>
+
+#include "ir/builder.h"
+#include "spmd/report.h"
+
+namespace tessera::spmd {
+
+struct LocalContext {
+  const ir::Module& global;  // for its meshes
+  int64_t num_devices = 1;
+  Report& report;
+  std::string origin;  // the global op being partitioned, for the report
+  std::unordered_map<const ir::Block*, ir::Value*> partition_ids;  // one per block
+
+  const ir::Mesh& mesh(const std::string& name) const { return global.mesh(name); }
+};
+
+// A sharding of rank `rank` with open flags and priorities dropped, dimensions filled in.
+ir::Sharding normalized(const ir::Sharding& s, size_t rank);
+bool same_layout(const ir::Sharding& a, const ir::Sharding& b, size_t rank);
+
+// `from.unreduced` lists axes along which x holds partial results of `combiner`.
+ir::Tensor reshard(LocalContext& ctx, ir::Tensor x, const ir::Type& global, const ir::Sharding& from,
+                   const ir::Sharding& to, ir::OpKind combiner = ir::OpKind::Add);
+
+// This device's partition id as an i32 scalar (one per block).
+ir::Tensor partition_id_i32(LocalContext& ctx, ir::Builder& b);
+// This device's start along a dimension split by `axes` into pieces of length `piece`.
+ir::Tensor piece_offset(LocalContext& ctx, ir::Builder& b, const ir::Mesh& mesh,
+                        const std::vector<ir::AxisRef>& axes, int64_t piece);
+// True where the local piece of a value of `global` shape laid out as `s` holds real elements
+// (false on the padding of uneven dimensions); nullopt when nothing is padded.
+std::optional<ir::Tensor> valid_mask(LocalContext& ctx, ir::Builder& b, const ir::Type& global,
+                                     const ir::Sharding& s);
+
+}  // namespace tessera::spmd
