@@ -85,6 +85,15 @@ Literal contract(const EvalContext& ctx, const ir::DotDims& dn) {
   for (int64_t d : dn.lhs_contracting) contracting_shape.push_back(lhs.shape()[static_cast<size_t>(d)]);
   Literal out(ctx.result_type());
   bool is_bool = ir::is_bool(out.element());
+  Literal cell(ir::Type(out.element(), {}));
+  auto rounding = [&](double v) {
+    switch (out.element()) {
+      case ir::ElementType::f64: return v;
+      case ir::ElementType::f32: return static_cast<double>(static_cast<float>(v));
+      default: cell.set_double(0, v); return cell.get_double(0);
+    }
+  };
+  (void)rounding;
   int64_t flat = 0;
   // Result dimensions: batch, then lhs free, then rhs free.
   for_each_index(out.shape(), [&](const std::vector<int64_t>& index) {
@@ -103,7 +112,13 @@ Literal contract(const EvalContext& ctx, const ir::DotDims& dn) {
         li += k[i] * ls[static_cast<size_t>(dn.lhs_contracting[i])];
         ri += k[i] * rs[static_cast<size_t>(dn.rhs_contracting[i])];
       }
-      sum += a[static_cast<size_t>(li)] * b[static_cast<size_t>(ri)];  // uint64_t wraps
+      if constexpr (std::is_same_v<Acc, double>) {
+        // Each product and partial sum is rounded to the element type, as the reference
+        // interpreter computes: a contraction split across devices then sums the same way.
+        sum = rounding(sum + rounding(a[static_cast<size_t>(li)] * b[static_cast<size_t>(ri)]));
+      } else {
+        sum += a[static_cast<size_t>(li)] * b[static_cast<size_t>(ri)];  // uint64_t wraps
+      }
     });
     if constexpr (std::is_same_v<Acc, uint64_t>)
       if (is_bool) sum = sum != 0;  // or of ands

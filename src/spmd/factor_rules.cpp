@@ -28,17 +28,22 @@ FactorRule blank(const Op& op) {
   return r;
 }
 
-// One factor per dimension of result 0, shared by every operand and result of the same shape.
+// One factor per dimension of result 0, shared by the dimensions of the same size of every operand
+// and result of the same rank (scalar operands have none).
 FactorRule same_shape(const Op& op) {
   FactorRule r = blank(op);
   const auto& shape = op.result(0)->type().shape;
+  auto shares = [&](const ir::Value* v, size_t d) {
+    const auto& s = v->type().shape;
+    return s.size() == shape.size() && s[d] == shape[d];
+  };
   for (size_t d = 0; d < shape.size(); ++d) {
     if (shape[d] == 1) continue;
     int f = r.add(shape[d]);
     for (size_t i = 0; i < op.operands().size(); ++i)
-      if (op.operand(i)->type().shape == shape) r.operands[i][d] = {f};
+      if (shares(op.operand(i), d)) r.operands[i][d] = {f};
     for (size_t i = 0; i < op.num_results(); ++i)
-      if (op.result(i)->type().shape == shape) r.results[i][d] = {f};
+      if (shares(op.result(i), d)) r.results[i][d] = {f};
   }
   return r;
 }
@@ -389,6 +394,14 @@ FactorRule rule_CollectiveReduce(const Op& op) { return none(op); }
 FactorRule rule_ShardingConstraint(const Op& op) { return same_shape(op); }
 FactorRule rule_Reshard(const Op& op) { return none(op); }
 FactorRule rule_ManualComputation(const Op& op) { return none(op); }
+// Shardy's explicit collectives are layout boundaries (as reshard is); sdy.constant is a constant.
+FactorRule rule_SdyAllGather(const Op& op) { return none(op); }
+FactorRule rule_SdyAllSlice(const Op& op) { return none(op); }
+FactorRule rule_SdyAllReduce(const Op& op) { return none(op); }
+FactorRule rule_SdyReduceScatter(const Op& op) { return none(op); }
+FactorRule rule_SdyAllToAll(const Op& op) { return none(op); }
+FactorRule rule_SdyCollectivePermute(const Op& op) { return none(op); }
+FactorRule rule_SdyConstant(const Op& op) { return same_shape(op); }
 
 FactorRule rule_Call(const Op& op) { return none(op); }
 FactorRule rule_CustomCall(const Op& op) { return none(op); }

@@ -9,6 +9,7 @@
 #include "ir/clone.h"
 #include "spmd/factor_rule.h"
 #include "spmd/mesh_math.h"
+#include "spmd/propagate.h"
 #include "spmd/reshard.h"
 #include "support/error.h"
 
@@ -51,9 +52,9 @@ bool contains_factor(const std::vector<int>& fs, int f) { return std::find(fs.be
 class Partitioner {
  public:
   Partitioner(const ir::Module& gm, const ir::Function& gf, const ShardingMap& sm, ir::Module& out,
-              Partitioned& info)
+              Partitioned& info, bool replicas)
       : gm_(gm), gf_(gf), sm_(sm), out_(out), info_(info),
-        ctx_{gm, info.num_devices, info.report, "", {}} {}
+        ctx_{gm, info.num_devices, info.report, "", {}, replicas} {}
 
   void run() {
     ir::Function& lf = out_.add_function(info_.function);
@@ -100,7 +101,11 @@ class Partitioner {
       ctx_.origin = describe(*op);
       switch (op->kind()) {
         case OpKind::ShardingConstraint: case OpKind::Reshard: layout_op(*op); break;
-        case OpKind::Constant: constant(*op, b); break;
+        case OpKind::Constant: case OpKind::SdyConstant: constant(*op, b); break;
+        case OpKind::SdyAllGather: case OpKind::SdyAllSlice: case OpKind::SdyAllToAll:
+        case OpKind::SdyCollectivePermute: case OpKind::SdyAllReduce: case OpKind::SdyReduceScatter:
+          explicit_collective(*op);
+          break;
         case OpKind::While: while_op(*op, b); break;
         case OpKind::ManualComputation: manual(*op, b); break;
         case OpKind::Call: support::fail("{}: calls are inlined before partitioning", describe(*op));
@@ -113,6 +118,32 @@ class Partitioner {
     const Value* x = op.operand(0);
     Tensor t = get(x, op.attrs().get<Sharding>("sharding"));
     local_.insert_or_assign(op.result(0), reshard(ctx_, t, x->type(), op.attrs().get<Sharding>("sharding"), sm_.at(op.result(0))));
+  }
+
+  // Shardy's explicit collectives: the operand goes to the output's layout. The operand of
+  // all_reduce and reduce_scatter is read as partial along the reduced axes, whatever it was
+  // annotated (their local meaning: sum the devices' values).
+  void explicit_collective(const Op& op) {
+    const Value* x = op.operand(0);
+    Sharding from = sm_.at(x);
+    if (op.kind() == OpKind::SdyAllReduce || op.kind() == OpKind::SdyReduceScatter) {
+      Sharding partial = partial_operand(op);
+      Tensor t = reshard(ctx_, local_.at(x), x->type(), from, replicated_like(partial, from));
+      from = partial;
+      local_.insert_or_assign(x, t);  // the operand's pieces as the op reads them
+      const_cast<ShardingMap&>(sm_).values[x] = from;
+    }
+    const Sharding& out = op.attrs().get<Sharding>("out_sharding");
+    Tensor t = reshard(ctx_, local_.at(x), x->type(), from, out);
+    local_.insert_or_assign(op.result(0), reshard(ctx_, t, x->type(), out, sm_.at(op.result(0))));
+  }
+
+  // `partial`'s dimension layout with `from`'s unreduced axes: what a value laid out as `from` must
+  // become before it is read as partial (its dimensions brought to partial's, nothing summed).
+  static Sharding replicated_like(const Sharding& partial, const Sharding& from) {
+    Sharding s = partial;
+    s.unreduced = from.unreduced;
+    return s;
   }
 
   // A constant is made whole on every device and sliced: no communication.
@@ -242,6 +273,9 @@ class Partitioner {
       have.push_back(std::move(s));
     }
     std::vector<Tensor> results = emit(op, b, operands, types, &assign);
+    for (size_t i = 0; i < results.size(); ++i)
+      TESSERA_CHECK(results[i].type() == types[i], "{}: local result {} is {}, expected {}", describe(op), i,
+                    ir::to_string(results[i].type()), ir::to_string(types[i]));
     fix_iota(op, results, rule, assign, mesh, b);
     for (size_t i = 0; i < results.size(); ++i)
       local_.insert_or_assign(op.result(i), reshard(ctx_, results[i], op.result(i)->type(), have[i], sm_.at(op.result(i)),
@@ -402,7 +436,7 @@ Partitioned partition(const ir::Module& module, const ir::Function& fn, ir::Modu
     if (!is_maximal(m)) info.num_devices = std::max(info.num_devices, m.num_devices());
   ShardingMap sm = propagate(scratch, flat);
   copy_meshes(scratch, into);
-  Partitioner(scratch, flat, sm, into, info).run();
+  Partitioner(scratch, flat, sm, into, info, options.devices_are_replicas).run();
   return info;
 }
 

@@ -20,6 +20,9 @@ namespace tessera::spmd {
 
 struct PartitionOptions {
   std::string name;  // of the local function; empty: the global one's
+  // Which process-grid coordinate numbers the devices: partitions (1 x N grid, as JAX runs SPMD
+  // programs) or replicas (N x 1, for programs run as replicas).
+  bool devices_are_replicas = false;
 };
 
 struct Partitioned {

@@ -124,13 +124,24 @@ class Propagator {
       const auto* list = op.attrs().find<ir::ShardingList>("sdy.sharding");
       const auto* one = op.attrs().find<Sharding>("sharding");
       const auto* outs = op.attrs().find<ir::ShardingList>("out_shardings");
+      const auto* explicit_out = op.attrs().find<Sharding>("out_sharding");
       for (size_t i = 0; i < op.num_results(); ++i) {
         std::optional<Sharding> s;
         if (list && i < list->size()) s = (*list)[i];
         if (one && (op.kind() == OpKind::ShardingConstraint || op.kind() == OpKind::Reshard)) s = *one;
         if (outs && op.kind() == OpKind::ManualComputation && i < outs->size()) s = (*outs)[i];
+        if (explicit_out) s = *explicit_out;  // Shardy's explicit collectives
         set(op.result(i), s, fmt::format("result {} of {} at {}", i, op.name(), where(op)));
       }
+    });
+    // The operand of sdy.all_reduce / sdy.reduce_scatter, when an op computes it, is a partial
+    // result: laid out like the output (less the scattered axes), unreduced along the summed axes.
+    walk(fn_.body(), [&](const Op& op) {
+      if (op.kind() != OpKind::SdyAllReduce && op.kind() != OpKind::SdyReduceScatter) return;
+      const Value* x = op.operand(0);
+      const Op* def = x->defining_op();
+      if (!def || def->attrs().has("sdy.sharding") || ir::has_trait(def->kind(), ir::kShardy)) return;
+      map_.values[x] = partial_operand(op);
     });
     // A declared function result seeds the value returned, where nothing else was written.
     const Op* ret = fn_.body().terminator();
@@ -168,6 +179,11 @@ class Propagator {
         for (size_t i = 0; i < r->arguments().size(); ++i) tensors.push_back({r->argument(i), &rule.results[i]});
       const Op* ret = op.region(1).terminator();
       for (size_t i = 0; ret && i < ret->operands().size(); ++i) tensors.push_back({ret->operand(i), &rule.results[i]});
+    }
+    // An op placed on one device (a maximal mesh) is a barrier: layouts do not flow through it.
+    for (auto& [v, tf] : tensors) {
+      const Sharding& s = map_.values.at(v);
+      if (!s.mesh.empty() && is_maximal(m_.mesh(s.mesh))) return false;
     }
     // The op's mesh: the first one a tensor names.
     std::string mesh_name;
@@ -269,6 +285,21 @@ class Propagator {
 };
 
 }  // namespace
+
+Sharding partial_operand(const Op& op) {
+  Sharding s = op.attrs().get<Sharding>("out_sharding");
+  const Sharding& axes = op.attrs().get<Sharding>("reduction_axes");
+  for (size_t d = 0; d < axes.dims.size(); ++d)
+    for (const AxisRef& a : axes.dims[d].axes) {
+      if (op.kind() == OpKind::SdyReduceScatter && d < s.dims.size()) {
+        auto& dims = s.dims[d].axes;
+        dims.erase(std::remove(dims.begin(), dims.end(), a), dims.end());
+      }
+      s.unreduced.push_back(a);
+    }
+  for (auto& d : s.dims) d.open = false;
+  return s;
+}
 
 std::string function_mesh(const ir::Module& module, const ir::Function& fn) {
   std::string out;

@@ -31,6 +31,10 @@ ShardingMap propagate(const ir::Module& module, const ir::Function& fn);
 // propagated program prints the way Shardy's would.
 void annotate(ir::Function& fn, const ShardingMap& map);
 
+// What the operand of sdy.all_reduce or sdy.reduce_scatter holds: the output's layout without the
+// scattered axes, unreduced (partial) along the reduced axes.
+ir::Sharding partial_operand(const ir::Op& op);
+
 // The mesh `fn`'s shardings use (the first non-maximal one); empty when it names none.
 std::string function_mesh(const ir::Module& module, const ir::Function& fn);
 

@@ -2,6 +2,7 @@
 #include "spmd/reshard.h"
 
 #include <algorithm>
+#include <map>
 
 #include "spmd/mesh_math.h"
 #include "support/error.h"
@@ -29,6 +30,12 @@ bool same_layout(const Sharding& a, const Sharding& b, size_t rank) {
 }
 
 namespace {
+
+// On an N x 1 grid, collectives without global device ids must group replicas: no channel.
+Tensor across_devices(LocalContext& ctx, Tensor t) {
+  if (ctx.devices_are_replicas) t.value()->defining_op()->attrs().erase("channel_handle");
+  return t;
+}
 
 int64_t elements_bytes(const Tensor& t) { return byte_size(t.type()); }
 
@@ -83,7 +90,7 @@ Tensor resize_dim(Tensor x, int64_t d, int64_t size) {
 Tensor partition_id_i32(LocalContext& ctx, ir::Builder& b) {
   auto it = ctx.partition_ids.find(&b.block());
   if (it != ctx.partition_ids.end()) return b.wrap(it->second);
-  Tensor pid = ir::convert(b.partition_id(), ir::ElementType::i32);
+  Tensor pid = ir::convert(ctx.devices_are_replicas ? b.replica_id() : b.partition_id(), ir::ElementType::i32);
   ctx.partition_ids[&b.block()] = pid.value();
   return pid;
 }
@@ -123,6 +130,56 @@ std::optional<Tensor> valid_mask(LocalContext& ctx, ir::Builder& b, const ir::Ty
   return mask;
 }
 
+namespace {
+
+// collective_permute between two layouts that cut every dimension into the same number of pieces:
+// each device receives the piece it needs from a device that holds it (itself when it can).
+std::optional<Tensor> permute(LocalContext& ctx, Tensor x, const ir::Type& global, const Sharding& from,
+                              const Sharding& to, const Mesh& fm, const Mesh& tm) {
+  size_t rank = from.dims.size();
+  if (fm.num_devices() != tm.num_devices() || !from.unreduced.empty()) return std::nullopt;
+  for (size_t d = 0; d < rank; ++d)
+    if (shard_count(fm, from.dims[d].axes) != shard_count(tm, to.dims[d].axes)) return std::nullopt;
+  auto piece = [&](const Mesh& mesh, const Sharding& s, int64_t p) {
+    std::vector<int64_t> key;
+    for (const auto& d : s.dims) key.push_back(shard_index(mesh, p, d.axes));
+    return key;
+  };
+  std::map<std::vector<int64_t>, std::vector<int64_t>> holders;  // piece -> devices holding it
+  for (int64_t p = 0; p < fm.num_devices(); ++p) holders[piece(fm, from, p)].push_back(device_at(fm, p));
+  std::vector<std::pair<int64_t, int64_t>> pairs;
+  std::vector<std::pair<int64_t, std::vector<int64_t>>> dsts;
+  for (int64_t q = 0; q < tm.num_devices(); ++q) dsts.push_back({device_at(tm, q), piece(tm, to, q)});
+  bool moves = false;
+  // Devices that already hold their piece keep it; the others take the next free holder.
+  std::map<std::vector<int64_t>, std::vector<int64_t>> free = holders;
+  std::vector<bool> done(dsts.size());
+  for (size_t i = 0; i < dsts.size(); ++i) {
+    auto& f = free[dsts[i].second];
+    auto it = std::find(f.begin(), f.end(), dsts[i].first);
+    if (it == f.end()) continue;
+    pairs.push_back({dsts[i].first, dsts[i].first});
+    f.erase(it);
+    done[i] = true;
+  }
+  for (size_t i = 0; i < dsts.size(); ++i) {
+    if (done[i]) continue;
+    auto& f = free[dsts[i].second];
+    TESSERA_CHECK(!f.empty(), "no holder left for a piece");
+    pairs.push_back({f.front(), dsts[i].first});
+    f.erase(f.begin());
+    moves = true;
+  }
+  (void)global;
+  if (!moves) return x;
+  std::sort(pairs.begin(), pairs.end());
+  Tensor y = across_devices(ctx, ir::collective_permute(x, pairs));
+  record(ctx, "collective_permute", 2, elements_bytes(x));
+  return y;
+}
+
+}  // namespace
+
 Tensor reshard(LocalContext& ctx, Tensor x, const ir::Type& global, const Sharding& from_in,
                const Sharding& to_in, OpKind combiner) {
   size_t rank = static_cast<size_t>(global.rank());
@@ -139,43 +196,65 @@ Tensor reshard(LocalContext& ctx, Tensor x, const ir::Type& global, const Shardi
     std::vector<int64_t> group = {src};
     for (int64_t d = 0; d < ctx.num_devices; ++d)
       if (d != src) group.push_back(d);
-    x = ir::collective_broadcast(x, {group});
+    x = across_devices(ctx, ir::collective_broadcast(x, {group}));
     record(ctx, "collective_broadcast", ctx.num_devices, elements_bytes(x));
     if (is_maximal(tm)) return x;
     return reshard(ctx, x, global, replicated(to.mesh, rank), to);
   }
   if (is_maximal(tm)) return reshard(ctx, x, global, from, replicated(from.mesh, rank), combiner);
   if (from.mesh != to.mesh && !(fm.axes == tm.axes && fm.device_ids == tm.device_ids)) {
+    if (std::optional<Tensor> p = permute(ctx, x, global, from, to, fm, tm)) return *p;
     x = reshard(ctx, x, global, from, replicated(from.mesh, rank), combiner);
     return reshard(ctx, x, global, replicated(to.mesh, rank), to);
   }
   const Mesh& mesh = tm;
   auto shape_even = [&](size_t d, const Axes& axes) { return global.shape[d] % shard_count(mesh, axes) == 0; };
 
-  // 1. Partial sums: reduce_scatter where the target splits a dimension by exactly the summed
-  //    axes next, otherwise all_reduce.
+  // 1. Partial sums: reduce_scatter along each dimension the target splits next by summed axes,
+  //    all_reduce over the rest. Axes the target wants partial that are not: keep the value on
+  //    the first device along them and zeros elsewhere, so the sum is unchanged.
   Axes pending;
   for (const AxisRef& a : from.unreduced)
     if (std::find(to.unreduced.begin(), to.unreduced.end(), a) == to.unreduced.end()) pending.push_back(a);
   if (!pending.empty()) {
-    bool done = false;
-    if (combiner == OpKind::Add || combiner == OpKind::Maximum || combiner == OpKind::Minimum) {
-      for (size_t d = 0; d < rank && !done; ++d) {
-        Axes want = from.dims[d].axes;
-        want.insert(want.end(), pending.begin(), pending.end());
-        if (!starts_with(to.dims[d].axes, want) || !shape_even(d, want)) continue;
-        Groups g = groups_over(mesh, pending);
-        int64_t n = static_cast<int64_t>(g[0].size());
-        int64_t bytes = elements_bytes(x) * (n - 1) / n;
-        x = ir::reduce_scatter(x, static_cast<int64_t>(d), g, combiner);
-        record(ctx, "reduce_scatter", n, bytes);
-        from.dims[d].axes = want;
-        done = true;
+    bool scatters = combiner == OpKind::Add || combiner == OpKind::Maximum || combiner == OpKind::Minimum ||
+                    combiner == OpKind::Multiply;
+    for (size_t d = 0; d < rank && scatters && !pending.empty(); ++d) {
+      const Axes& fd = from.dims[d].axes;
+      const Axes& td = to.dims[d].axes;
+      if (!starts_with(td, fd)) continue;
+      Axes take;
+      for (size_t k = fd.size(); k < td.size(); ++k) {
+        if (std::find(pending.begin(), pending.end(), td[k]) == pending.end()) break;
+        take.push_back(td[k]);
       }
+      Axes want = fd;
+      want.insert(want.end(), take.begin(), take.end());
+      if (take.empty() || !shape_even(d, want)) continue;
+      Groups g = groups_over(mesh, take);
+      int64_t n = static_cast<int64_t>(g[0].size());
+      int64_t bytes = elements_bytes(x) * (n - 1) / n;
+      x = ir::reduce_scatter(x, static_cast<int64_t>(d), g, combiner);
+      record(ctx, "reduce_scatter", n, bytes);
+      from.dims[d].axes = want;
+      for (const AxisRef& a : take) pending.erase(std::find(pending.begin(), pending.end(), a));
     }
-    if (!done) x = sum_over(ctx, x, mesh, pending, combiner);
-    from.unreduced = to.unreduced;
+    if (!pending.empty()) x = sum_over(ctx, x, mesh, pending, combiner);
   }
+  Axes added;
+  for (const AxisRef& a : to.unreduced)
+    if (std::find(from.unreduced.begin(), from.unreduced.end(), a) == from.unreduced.end()) added.push_back(a);
+  if (!added.empty()) {
+    Tensor index = piece_offset(ctx, b, mesh, added, 1);
+    Tensor first = ir::compare(index, b.scalar(ir::ElementType::i32, 0), ir::ComparisonDirection::EQ);
+    x = ir::select(ir::broadcast_to(first, x.shape()), x, ir::broadcast_to(b.scalar(x.element(), 0), x.shape()));
+  }
+  from.unreduced = to.unreduced;
+
+  // A layout with the same number of pieces along every dimension, other devices holding them:
+  // collective_permute.
+  if (from == to) return x;
+  if (std::optional<Tensor> p = permute(ctx, x, global, from, to, fm, tm)) return *p;
 
   // 2. An axis leaving dimension i for dimension j: all_to_all.
   for (bool moved = true; moved;) {
@@ -195,7 +274,7 @@ Tensor reshard(LocalContext& ctx, Tensor x, const ir::Type& global, const Shardi
         if (!shape_even(j, grown)) continue;
         Groups g = groups_over(mesh, {a});
         int64_t n = static_cast<int64_t>(g[0].size());
-        x = ir::all_to_all(x, static_cast<int64_t>(j), static_cast<int64_t>(i), g);
+        x = across_devices(ctx, ir::all_to_all(x, static_cast<int64_t>(j), static_cast<int64_t>(i), g));
         record(ctx, "all_to_all", n, elements_bytes(x) * (n - 1) / n);
         from.dims[i].axes = rest;
         from.dims[j].axes = grown;
@@ -221,16 +300,13 @@ Tensor reshard(LocalContext& ctx, Tensor x, const ir::Type& global, const Shardi
   }
 
   // 4. Slice the axes each dimension gains: one dynamic_slice for all of them.
-  std::vector<Tensor> starts;
+  std::vector<std::optional<Tensor>> starts(rank);
   std::vector<int64_t> pieces(rank, -1);
   bool any = false;
   for (size_t d = 0; d < rank; ++d) {
     Axes& fd = from.dims[d].axes;
     const Axes& td = to.dims[d].axes;
-    if (td.size() == fd.size()) {
-      starts.push_back(b.scalar(ir::ElementType::i32, 0));
-      continue;
-    }
+    if (td.size() == fd.size()) continue;
     if (!fd.empty() && !shape_even(d, td)) {  // an uneven target is cut from the whole dimension
       x = gather(ctx, x, static_cast<int64_t>(d), mesh, fd);
       x = resize_dim(x, static_cast<int64_t>(d), global.shape[d]);
@@ -242,16 +318,21 @@ Tensor reshard(LocalContext& ctx, Tensor x, const ir::Type& global, const Shardi
     int64_t piece = piece_size(cur, count);
     x = resize_dim(x, static_cast<int64_t>(d), piece * count);
     // The offset within the current piece: this device's index along the new axes.
-    starts.push_back(piece_offset(ctx, b, mesh, suffix, piece));
+    starts[d] = piece_offset(ctx, b, mesh, suffix, piece);
     pieces[d] = piece;
     any = true;
     fd = td;
   }
   if (any) {
     std::vector<int64_t> sizes = x.shape();
-    for (size_t d = 0; d < rank; ++d)
+    std::vector<Tensor> at;
+    std::optional<Tensor> zero;
+    for (size_t d = 0; d < rank; ++d) {
       if (pieces[d] >= 0) sizes[d] = pieces[d];
-    x = ir::dynamic_slice(x, starts, sizes);
+      if (!starts[d] && !zero) zero = b.scalar(ir::ElementType::i32, 0);
+      at.push_back(starts[d] ? *starts[d] : *zero);
+    }
+    x = ir::dynamic_slice(x, at, sizes);
   }
   TESSERA_CHECK(from == to, "reshard did not reach its target");
   return x;

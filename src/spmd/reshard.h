@@ -24,6 +24,7 @@ struct LocalContext {
   Report& report;
   std::string origin;  // the global op being partitioned, for the report
   std::unordered_map<const ir::Block*, ir::Value*> partition_ids;  // one per block
+  bool devices_are_replicas = false;  // see PartitionOptions
 
   const ir::Mesh& mesh(const std::string& name) const { return global.mesh(name); }
 };
@@ -36,7 +37,7 @@ bool same_layout(const ir::Sharding& a, const ir::Sharding& b, size_t rank);
 ir::Tensor reshard(LocalContext& ctx, ir::Tensor x, const ir::Type& global, const ir::Sharding& from,
                    const ir::Sharding& to, ir::OpKind combiner = ir::OpKind::Add);
 
-// This device's partition id as an i32 scalar (one per block).
+// This device's id (its partition id, or replica id on an N x 1 grid) as an i32 scalar.
 ir::Tensor partition_id_i32(LocalContext& ctx, ir::Builder& b);
 // This device's start along a dimension split by `axes` into pieces of length `piece`.
 ir::Tensor piece_offset(LocalContext& ctx, ir::Builder& b, const ir::Mesh& mesh,

@@ -54,15 +54,30 @@ bool has_shardings(const ir::Function& fn) {
 // The function renamings of a test's RUN lines: each `sed 's/FROM/TO/g'` applied to a converted
 // part1 makes one more copy of its programs; without any, one copy keeps the names.
 std::vector<std::pair<std::string, std::string>> renamings(const std::string& text) {
-  std::vector<std::pair<std::string, std::string>> out;
+  // RUN commands, with `\` continuations joined.
+  std::vector<std::string> commands;
+  bool continued = false;
   std::istringstream lines(text);
   for (std::string line; std::getline(lines, line);) {
-    if (line.rfind("// RUN:", 0) != 0 || line.find("part1.mlir") == std::string::npos) continue;
-    size_t at = line.find("sed 's/");
+    if (line.rfind("// RUN:", 0) != 0) {
+      continued = false;
+      continue;
+    }
+    std::string body = line.substr(7);
+    bool next = !body.empty() && body.back() == '\\';
+    if (next) body.pop_back();
+    if (continued) commands.back() += body;
+    else commands.push_back(body);
+    continued = next;
+  }
+  std::vector<std::pair<std::string, std::string>> out;
+  for (const std::string& cmd : commands) {
+    if (cmd.find("part1.mlir") == std::string::npos) continue;
+    size_t at = cmd.find("sed 's/");
     if (at == std::string::npos) continue;
-    size_t from = at + 7, mid = line.find('/', from), end = mid == std::string::npos ? mid : line.find('/', mid + 1);
+    size_t from = at + 7, mid = cmd.find('/', from), end = mid == std::string::npos ? mid : cmd.find('/', mid + 1);
     if (end == std::string::npos) continue;
-    out.push_back({line.substr(from, mid - from), line.substr(mid + 1, end - mid - 1)});
+    out.push_back({cmd.substr(from, mid - from), cmd.substr(mid + 1, end - mid - 1)});
   }
   if (out.empty()) out.push_back({"", ""});
   return out;
@@ -91,6 +106,10 @@ std::unique_ptr<ir::Module> assemble_executable(const std::string& text, const s
       if (has_shardings(*f)) {
         spmd::PartitionOptions o;
         o.name = renamed(f->name(), r);
+        // A test run as replicas (RUN: ... --replica_count=N --partition_count=1) numbers devices by replica.
+        o.devices_are_replicas = text.find("--partition_count=1") != std::string::npos &&
+                                 text.find("--replica_count=1 ") == std::string::npos &&
+                                 text.find("--replica_count=") != std::string::npos;
         spmd::partition(*global, *f, *out, o);
       }
   for (auto& f : global->functions)

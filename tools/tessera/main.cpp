@@ -8,6 +8,7 @@
 #include "ir/op_kind.h"
 #include "support/error.h"
 #include "tools/tessera/check.h"
+#include "tools/tessera/partition_cmd.h"
 
 namespace {
 
@@ -41,9 +42,24 @@ int main(int argc, char** argv) {
   check->add_option("files", files, "Test files (.mlir)")->required()->check(CLI::ExistingFile);
   check->add_option("--timeout", timeout_s, "Seconds a collective waits for its peers")
       ->check(CLI::PositiveNumber);
+  auto* part = app.add_subcommand("partition", "Print a module's per-device program and what it communicates");
+  tessera::tools::PartitionCommand pc;
+  part->add_option("file", pc.file, "StableHLO module (.mlir)")->required()->check(CLI::ExistingFile);
+  part->add_option("--function", pc.function, "Function to partition (default @main or the first public one)");
+  part->add_option("--mesh", pc.mesh, "Axes of the module's mesh, e.g. data=4,model=2");
+  auto* run = app.add_subcommand("run", "Run a StableHLO module on host devices");
+  tessera::tools::RunCommand rc;
+  run->add_option("file", rc.file, "StableHLO module (.mlir)")->required()->check(CLI::ExistingFile);
+  run->add_option("--devices", rc.devices, "Number of host devices")->check(CLI::PositiveNumber);
+  run->add_option("--input", rc.inputs, "argN=file.npy, one per parameter");
+  run->add_option("--output-dir", rc.output_dir, "Where result<i>.npy are written");
+  run->add_option("--function", rc.function, "Function to run (default @main or the first public one)");
+  run->add_option("--mesh", rc.mesh, "Axes of the module's mesh, e.g. data=4");
   CLI11_PARSE(app, argc, argv);
   try {
     if (ops->parsed()) return list_ops();
+    if (part->parsed()) return tessera::tools::partition_command(pc, std::cout);
+    if (run->parsed()) return tessera::tools::run_command(rc, std::cout);
     if (check->parsed()) {
       tessera::tools::CheckOptions options;
       options.timeout = std::chrono::milliseconds(static_cast<int64_t>(timeout_s * 1000));

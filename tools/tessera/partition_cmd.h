@@ -1,0 +1,33 @@
+// `tessera partition FILE` and `tessera run FILE`: a StableHLO module (for example one exported
+// from JAX, with sdy shardings) partitioned by Tessera, printed with its report, or run on host
+// devices with inputs and outputs as .npy files.
+#pragma once
+
+#include <ostream>
+#include <string>
+#include <vector>
+
+namespace tessera::tools {
+
+struct PartitionCommand {
+  std::string file;
+  std::string function;  // empty: @main, else the first public function
+  std::string mesh;      // "data=4,model=2": the axes of the module's mesh (added as @mesh if none)
+};
+
+// Prints the local program, then the report. Returns the exit status.
+int partition_command(const PartitionCommand& c, std::ostream& out);
+
+struct RunCommand {
+  std::string file;
+  std::string function;
+  std::string mesh;
+  int64_t devices = 1;
+  std::vector<std::string> inputs;  // "argN=path.npy" or "N=path.npy"
+  std::string output_dir = ".";
+};
+
+// Runs on `devices` host devices and writes result i to output_dir/result<i>.npy.
+int run_command(const RunCommand& c, std::ostream& out);
+
+}  // namespace tessera::tools
