@@ -47,6 +47,15 @@ std::optional<OpKind> combiner_of(const Op& op) {
   }
 }
 
+bool is_splat(const ir::Literal& l) {
+  size_t n = static_cast<size_t>(ir::info(l.element()).bytes);
+  auto bytes = l.bytes();
+  for (size_t at = n; at + n <= bytes.size(); at += n)
+    if (!std::equal(bytes.begin(), bytes.begin() + static_cast<ptrdiff_t>(n), bytes.begin() + static_cast<ptrdiff_t>(at)))
+      return false;
+  return true;
+}
+
 bool contains_factor(const std::vector<int>& fs, int f) { return std::find(fs.begin(), fs.end(), f) != fs.end(); }
 
 class Partitioner {
@@ -90,9 +99,16 @@ class Partitioner {
     return local_shape(t.shape, normalized(s, static_cast<size_t>(t.rank())), mesh);
   }
 
-  // v's local piece in layout `want`.
+  // v's local piece in layout `want`; each layout of a value is made once and reused (it is made
+  // in v's own block, so it is in scope wherever v is).
   Tensor get(const Value* v, const Sharding& want) {
-    return reshard(ctx_, local_.at(v), v->type(), sm_.at(v), want);
+    Sharding key = normalized(want, static_cast<size_t>(v->type().rank()));
+    if (key == normalized(sm_.at(v), key.dims.size())) return local_.at(v);
+    for (auto& [s, t] : made_[v])
+      if (s == key) return t;
+    Tensor t = reshard(ctx_, local_.at(v), v->type(), sm_.at(v), want);
+    made_[v].push_back({key, t});
+    return t;
   }
 
   void block(const ir::Block& blk, Builder& b) {
@@ -148,8 +164,18 @@ class Partitioner {
 
   // A constant is made whole on every device and sliced: no communication.
   void constant(const Op& op, Builder& b) {
-    Tensor t = b.constant(op.attrs().get<ir::Literal>("value"));
+    const ir::Literal& value = op.attrs().get<ir::Literal>("value");
     const Sharding& s = sm_.at(op.result(0));
+    if (is_splat(value) && value.num_elements() > 0) {  // every piece is the same: make it locally
+      Type local(value.element(), shape_of(value.type(), s));
+      ir::Literal piece(local);
+      size_t n = static_cast<size_t>(ir::info(value.element()).bytes);
+      for (int64_t i = 0; i < piece.num_elements(); ++i)
+        std::copy_n(value.bytes().data(), n, piece.bytes().data() + static_cast<size_t>(i) * n);
+      local_.insert_or_assign(op.result(0), b.constant(std::move(piece)));
+      return;
+    }
+    Tensor t = b.constant(value);
     local_.insert_or_assign(op.result(0), reshard(ctx_, t, op.result(0)->type(), replicated(s.mesh, static_cast<size_t>(t.rank())), s));
   }
 
@@ -171,15 +197,50 @@ class Partitioner {
       for (size_t d = 0; d < tf.size() && d < s.dims.size(); ++d) project_dim(s.dims[d].axes, tf[d], rule, mesh, axes);
       return axes;
     };
+    // A reduction every operand already splits the same way is kept: the op runs on the pieces it
+    // has and its partial results are reduce-scattered or summed, instead of gathering operands.
+    std::vector<std::optional<std::vector<AxisRef>>> agreed(rule.num_factors());
+    std::vector<bool> conflict(rule.num_factors());
+    for (size_t i = 0; i < op.operands().size(); ++i) {
+      FactorAxes a = read(op.operand(i), rule.operands[i]);
+      for (size_t f = 0; f < a.size(); ++f) {
+        if (rule.kinds[f] != FactorKind::kReduction) continue;
+        bool present = false;
+        for (const auto& fs : rule.operands[i]) present |= contains_factor(fs, static_cast<int>(f));
+        if (!present) continue;
+        if (!agreed[f]) agreed[f] = a[f];
+        else if (*agreed[f] != a[f]) conflict[f] = true;
+      }
+    }
+    for (size_t f = 0; f < rule.num_factors(); ++f)
+      if (agreed[f] && !conflict[f]) assign[f] = *agreed[f];
+    auto taken = [&](const AxisRef& a) {
+      for (const auto& fa : assign)
+        for (const AxisRef& u : fa)
+          if (overlaps(u, a, mesh)) return true;
+      return false;
+    };
     for (size_t i = 0; i < op.num_results(); ++i) {
       FactorAxes a = read(op.result(i), rule.results[i]);
-      for (size_t f = 0; f < a.size(); ++f)
-        if (rule.kinds[f] == FactorKind::kPassThrough && assign[f].empty()) assign[f] = a[f];
+      for (size_t f = 0; f < a.size(); ++f) {
+        if (rule.kinds[f] != FactorKind::kPassThrough || !assign[f].empty()) continue;
+        for (const AxisRef& ax : a[f]) {
+          if (taken(ax)) break;
+          assign[f].push_back(ax);
+        }
+      }
     }
     for (size_t i = 0; i < op.operands().size(); ++i) {
       FactorAxes a = read(op.operand(i), rule.operands[i]);
       for (size_t f = 0; f < a.size(); ++f)
-        if (rule.kinds[f] == FactorKind::kReduction && a[f].size() > assign[f].size()) assign[f] = a[f];
+        if (rule.kinds[f] == FactorKind::kReduction && a[f].size() > assign[f].size() && assign[f].empty()) {
+          std::vector<AxisRef> keep;
+          for (const AxisRef& ax : a[f]) {
+            if (taken(ax)) break;
+            keep.push_back(ax);
+          }
+          assign[f] = keep;
+        }
     }
     // An axis serves one factor.
     std::vector<AxisRef> used;
@@ -408,6 +469,7 @@ class Partitioner {
   Partitioned& info_;
   LocalContext ctx_;
   std::unordered_map<const Value*, Tensor> local_;
+  std::unordered_map<const Value*, std::vector<std::pair<Sharding, Tensor>>> made_;
 };
 
 void copy_meshes(const ir::Module& from, ir::Module& into) {

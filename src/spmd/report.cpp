@@ -3,11 +3,44 @@
 
 #include <fmt/format.h>
 
+#include <functional>
+#include <unordered_map>
+
 #include "support/strings.h"
 
 namespace tessera::spmd {
 
 int64_t byte_size(const ir::Type& t) { return t.num_elements() * ir::info(t.element).bytes; }
+
+int64_t peak_live_bytes(const ir::Function& fn) {
+  const auto& ops = fn.body().ops();
+  std::unordered_map<const ir::Value*, size_t> last;  // value -> index of its last reader
+  std::function<void(const ir::Block&, size_t)> reads = [&](const ir::Block& b, size_t at) {
+    for (const auto& op : b.ops()) {
+      for (const ir::Value* v : op->operands()) last[v] = std::max(last[v], at);
+      for (const auto& r : op->regions()) reads(*r, at);
+    }
+  };
+  for (size_t i = 0; i < ops.size(); ++i) {
+    for (const ir::Value* v : ops[i]->operands()) last[v] = i;
+    for (const auto& r : ops[i]->regions()) reads(*r, i);
+  }
+  int64_t live = 0, peak = 0;
+  for (const auto& a : fn.body().arguments()) live += byte_size(a->type());
+  peak = live;
+  std::vector<std::vector<const ir::Value*>> dies(ops.size());
+  for (const auto& [v, i] : last) dies[i].push_back(v);
+  for (const auto& a : fn.body().arguments())
+    if (!last.count(a.get())) live -= byte_size(a->type());
+  for (size_t i = 0; i < ops.size(); ++i) {
+    for (const ir::Value* r : ops[i]->results()) live += byte_size(r->type());
+    peak = std::max(peak, live);
+    for (const ir::Value* v : dies[i]) live -= byte_size(v->type());
+    for (const ir::Value* r : ops[i]->results())
+      if (!last.count(r)) live -= byte_size(r->type());
+  }
+  return peak;
+}
 
 std::map<std::string, int64_t> Report::counts() const {
   std::map<std::string, int64_t> out;

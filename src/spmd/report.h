@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "ir/module.h"
 #include "ir/sharding.h"
 #include "ir/type.h"
 
@@ -39,5 +40,9 @@ struct Report {
 };
 
 int64_t byte_size(const ir::Type& t);
+
+// The most bytes live at once while `fn` runs op by op in order: parameters until their last use,
+// each result from its op to its last use (regions count with the op that holds them).
+int64_t peak_live_bytes(const ir::Function& fn);
 
 }  // namespace tessera::spmd
