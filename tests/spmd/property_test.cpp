@@ -4,6 +4,7 @@
 // has its own seed; a failure prints the seed and the program.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <random>
 
 #include "interp/interpreter.h"
@@ -18,7 +19,17 @@ namespace {
 using namespace tessera::ir;
 
 constexpr double kTolerance = 1e-5;  // relative, sharded vs unsharded (DESIGN.md §2)
-constexpr int kCases = 300;
+constexpr int kDefaultCases = 300;
+
+// TESSERA_PROPERTY_CASES and TESSERA_PROPERTY_SEED widen a run by hand (e.g. 5000 cases).
+int cases() {
+  const char* n = std::getenv("TESSERA_PROPERTY_CASES");
+  return n ? std::atoi(n) : kDefaultCases;
+}
+uint32_t first_seed() {
+  const char* s = std::getenv("TESSERA_PROPERTY_SEED");
+  return s ? static_cast<uint32_t>(std::atol(s)) : 1000;
+}
 
 struct Gen {
   std::mt19937 rng;
@@ -79,7 +90,7 @@ void build_case(Module& m, Gen& g, int length) {
     for (int step = 0; step < length; ++step) {
       const auto shape = x.shape();
       size_t rank = shape.size();
-      switch (g.pick(13)) {
+      switch (g.pick(18)) {
         case 0: x = tanh(x); break;
         case 1: x = x * param(shape) + 0.5; break;
         case 2: x = maximum(x, param(shape)) - x; break;
@@ -148,6 +159,32 @@ void build_case(Module& m, Gen& g, int length) {
         case 10: x = concatenate({x, negate(x)}, g.pick(static_cast<int>(rank))); break;
         case 11: x = reverse(x, {g.pick(static_cast<int>(rank))}); break;
         case 12: x = constrain(x, g.random_sharding(rank)); break;
+        case 13:
+          x = x + convert(x.builder().iota(i32(shape), g.pick(static_cast<int>(rank))), ElementType::f32) * 0.125;
+          break;
+        case 14: x = select(compare(x, x.builder().scalar(ElementType::f32, 0) + x * 0.0, ComparisonDirection::GT), x, x * 0.5); break;
+        case 15:
+          if (rank >= 2) x = reduce_max(x, {g.pick(static_cast<int>(rank))});
+          break;
+        case 16:
+          if (rank >= 2) {  // batched contraction over the first dimension
+            int64_t n = 1 + g.pick(4);
+            Tensor w = param({shape[0], shape[rank - 1], n});
+            DotDims dd{{0}, {0}, {static_cast<int64_t>(rank) - 1}, {1}};
+            x = dot_general(x, w, dd);
+          }
+          break;
+        case 17: {  // dynamic_slice from a constant start
+          size_t d = static_cast<size_t>(g.pick(static_cast<int>(rank)));
+          if (shape[d] < 2) break;
+          std::vector<Tensor> start;
+          for (size_t i = 0; i < rank; ++i)
+            start.push_back(x.builder().scalar(ElementType::i32, i == d ? 1 : 0));
+          std::vector<int64_t> sizes = shape;
+          sizes[d] = shape[d] - 1;
+          x = dynamic_slice(x, start, sizes);
+          break;
+        }
       }
       if (x.type().num_elements() > 4096) x = reduce_sum(x, {0});
       if (g.coin(0.1)) outs.push_back(x);
@@ -168,8 +205,9 @@ TEST(Property, RandomProgramsShardedEqualUnsharded) {
   const std::vector<std::vector<MeshAxis>> meshes = {
       {{"a", 2}}, {{"a", 4}}, {{"a", 8}}, {{"a", 2}, {"b", 2}}, {{"a", 2}, {"b", 4}}, {{"a", 4}, {"b", 2}}};
   int failures = 0, communicating = 0, uneven = 0;
+  const int kCases = cases();
   for (int c = 0; c < kCases && failures < 5; ++c) {
-    uint32_t seed = 1000 + static_cast<uint32_t>(c);
+    uint32_t seed = first_seed() + static_cast<uint32_t>(c);
     Gen g{std::mt19937(seed), {}};
     g.mesh = Mesh{"m", meshes[static_cast<size_t>(c) % meshes.size()], {}};
     Module m("case");
