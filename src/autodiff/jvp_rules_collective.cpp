@@ -43,6 +43,14 @@ void jvp_CollectiveReduce(JvpContext& c) {
 void jvp_ShardingConstraint(JvpContext& c) { linear(c); }
 // reshard(x, s) -> reshard(dx, s)
 void jvp_Reshard(JvpContext& c) { linear(c); }
+// Shardy's explicit collectives (identities on the global value): op(x) -> op(dx), the tangent
+// moved to the primal's layout the same way
+void jvp_SdyAllGather(JvpContext& c) { linear(c); }
+void jvp_SdyAllSlice(JvpContext& c) { linear(c); }
+void jvp_SdyAllReduce(JvpContext& c) { linear(c); }
+void jvp_SdyReduceScatter(JvpContext& c) { linear(c); }
+void jvp_SdyAllToAll(JvpContext& c) { linear(c); }
+void jvp_SdyCollectivePermute(JvpContext& c) { linear(c); }
 
 // manual_computation(xs) { body } -> manual_computation(xs, dxs) { JVP of body on local pieces }
 void jvp_ManualComputation(JvpContext& c) {

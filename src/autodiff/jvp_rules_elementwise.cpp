@@ -38,6 +38,7 @@ void chooser(JvpContext& c, ComparisonDirection wins) {
 
 // Leaves carry no tangent.
 void jvp_Constant(JvpContext& c) { none(c); }
+void jvp_SdyConstant(JvpContext& c) { none(c); }
 void jvp_Iota(JvpContext& c) { none(c); }
 void jvp_ReplicaId(JvpContext& c) { none(c); }
 void jvp_PartitionId(JvpContext& c) { none(c); }

@@ -71,11 +71,14 @@ void require_cross_replica(VjpContext& c, std::string_view adjoint) {
 }
 
 // The layout of v where the program states one: a function argument's sdy.sharding, the sharding
-// of a sharding_constraint or reshard, or an op's sdy.sharding per value.
+// of a sharding_constraint or reshard, the out_sharding of an explicit collective, or an op's
+// sdy.sharding per value.
 std::optional<ir::Sharding> stated_sharding(const ir::Module& m, const ir::Value* v) {
   if (const ir::Op* def = v->defining_op()) {
     if (def->kind() == OpKind::ShardingConstraint || def->kind() == OpKind::Reshard)
       return def->attrs().get<ir::Sharding>("sharding");
+    if (ir::has_trait(def->kind(), ir::kShardy))  // an explicit collective's result
+      if (const auto* out = def->attrs().find<ir::Sharding>("out_sharding")) return *out;
     if (const auto* list = def->attrs().find<ir::ShardingList>("sdy.sharding"))
       if (static_cast<size_t>(v->index()) < list->size()) return (*list)[static_cast<size_t>(v->index())];
     return std::nullopt;
@@ -159,6 +162,108 @@ void vjp_Reshard(VjpContext& c) {
   ir::AttrMap a = c.op.attrs();
   if (auto s = stated_sharding(c.b.module(), c.op.operand(0))) a.set("sharding", *s);
   c.add(0, c.b.emit1(OpKind::Reshard, {c.dy()}, std::move(a)));
+}
+
+// ---- Shardy's explicit collectives ----
+//
+// On the global value each is the identity (it only moves the layout from the operand's to
+// out_sharding), so dx = dy; each adjoint moves dy back to the operand's layout, which the op
+// determines (Shardy's rules: all_gather drops its axes from the end of each dimension's list,
+// all_slice appends them, all_to_all moves them from the source to the target dimension):
+//   all_gather(axes) -> all_slice(axes) back to the operand's layout, and the reverse
+//   reduce_scatter(axes) -> all_gather(axes): the cotangent of each device's partial value is the
+//                           whole cotangent, so it is gathered (not reduced) along the axes
+//   all_reduce(axes) -> dy as it is (already whole on every device of the axes)
+//   all_to_all(axes: s->t) -> all_to_all(axes: t->s) back to the operand's layout
+//   collective_permute -> collective_permute back to the operand's layout where the program states
+//                         it, else dy as it is (its layout left to propagation)
+// sdy.constant carries no gradient.
+namespace {
+
+using Axes = std::vector<ir::AxisRef>;
+
+// `list` without `suffix` at its end, or nullopt when it does not end so.
+std::optional<Axes> without_suffix(const Axes& list, const Axes& suffix) {
+  if (suffix.size() > list.size() || !std::equal(suffix.begin(), suffix.end(), list.end() - static_cast<long>(suffix.size())))
+    return std::nullopt;
+  return Axes(list.begin(), list.end() - static_cast<long>(suffix.size()));
+}
+
+// out with each dimension's axes[d] appended (append) or removed from its end.
+std::optional<ir::Sharding> moved(ir::Sharding out, const ir::Sharding& axes, bool append) {
+  if (axes.dims.size() != out.dims.size()) return std::nullopt;
+  for (size_t d = 0; d < out.dims.size(); ++d) {
+    Axes& list = out.dims[d].axes;
+    const Axes& a = axes.dims[d].axes;
+    if (append) {
+      list.insert(list.end(), a.begin(), a.end());
+    } else if (auto rest = without_suffix(list, a)) {
+      list = *rest;
+    } else {
+      return std::nullopt;
+    }
+  }
+  return out;
+}
+
+// The adjoint `kind` with its axes under `axes_name` and out_sharding `layout`, or dy itself when
+// the operand's layout is unknown.
+void move_back(VjpContext& c, OpKind kind, const char* axes_name, const ir::Sharding& axes,
+               const std::optional<ir::Sharding>& layout) {
+  if (!layout) return c.add(0, c.dy());
+  ir::AttrMap a;
+  a.set(axes_name, axes);
+  a.set("out_sharding", *layout);
+  c.add(0, c.b.emit1(kind, {c.dy()}, std::move(a)));
+}
+
+const ir::Sharding& out_sharding(const VjpContext& c) { return c.op.attrs().get<ir::Sharding>("out_sharding"); }
+
+}  // namespace
+
+void vjp_SdyAllGather(VjpContext& c) {
+  const auto& axes = c.op.attrs().get<ir::Sharding>("gathering_axes");
+  move_back(c, OpKind::SdyAllSlice, "slicing_axes", axes, moved(out_sharding(c), axes, true));
+}
+void vjp_SdyAllSlice(VjpContext& c) {
+  const auto& axes = c.op.attrs().get<ir::Sharding>("slicing_axes");
+  move_back(c, OpKind::SdyAllGather, "gathering_axes", axes, moved(out_sharding(c), axes, false));
+}
+void vjp_SdyReduceScatter(VjpContext& c) {
+  const auto& axes = c.op.attrs().get<ir::Sharding>("reduction_axes");
+  move_back(c, OpKind::SdyAllGather, "gathering_axes", axes, moved(out_sharding(c), axes, false));
+}
+void vjp_SdyAllReduce(VjpContext& c) { c.add(0, c.dy()); }
+void vjp_SdyAllToAll(VjpContext& c) {
+  const auto& params = c.op.attrs().get<ir::Sharding>("params");
+  auto rows = c.op.attrs().get<ir::IntMatrix>("param_dims").to_rows();
+  // The operand's layout: each parameter's axes back from the target's end to the source's.
+  std::optional<ir::Sharding> layout = out_sharding(c);
+  for (size_t i = 0; i < rows.size() && layout; ++i) {
+    auto src = static_cast<size_t>(rows[i][0]), tgt = static_cast<size_t>(rows[i][1]);
+    const Axes& a = params.dims[i].axes;
+    auto rest = without_suffix(layout->dims[tgt].axes, a);
+    if (!rest) {
+      layout.reset();
+      break;
+    }
+    layout->dims[tgt].axes = *rest;
+    layout->dims[src].axes.insert(layout->dims[src].axes.end(), a.begin(), a.end());
+  }
+  if (!layout) return c.add(0, c.dy());
+  for (auto& r : rows) std::swap(r[0], r[1]);
+  ir::AttrMap a;
+  a.set("params", params);
+  a.set("param_dims", ir::IntMatrix::from_rows(rows));
+  a.set("out_sharding", *layout);
+  c.add(0, c.b.emit1(OpKind::SdyAllToAll, {c.dy()}, std::move(a)));
+}
+void vjp_SdyCollectivePermute(VjpContext& c) {
+  auto layout = stated_sharding(c.b.module(), c.op.operand(0));
+  if (!layout || layout->dims.size() != out_sharding(c).dims.size()) return c.add(0, c.dy());
+  ir::AttrMap a;
+  a.set("out_sharding", *layout);
+  c.add(0, c.b.emit1(OpKind::SdyCollectivePermute, {c.dy()}, std::move(a)));
 }
 
 }  // namespace tessera::autodiff

@@ -22,6 +22,7 @@ void none(VjpContext&) {}
 
 // Leaves carry no gradient.
 void vjp_Constant(VjpContext& c) { none(c); }
+void vjp_SdyConstant(VjpContext& c) { none(c); }
 void vjp_Iota(VjpContext& c) { none(c); }
 void vjp_ReplicaId(VjpContext& c) { none(c); }
 void vjp_PartitionId(VjpContext& c) { none(c); }

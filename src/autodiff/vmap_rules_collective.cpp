@@ -169,6 +169,29 @@ void vmap_Reshard(VmapContext& c) {
   a.set("sharding", with_batch_dim(c.op.attrs().get<ir::Sharding>("sharding"), 0, true));
   c.set(0, c.again({c.x()}, a)[0]);
 }
+// Shardy's explicit collectives: op(x; axes, out)[b] = op(x[b]; axes with an empty list for the
+// batch dimension in front, out with an unsplit dimension 0); all_reduce's axes are not per
+// dimension and stay; all_to_all's parameter dimensions d -> d + 1
+namespace {
+void batched_collective(VmapContext& c, std::initializer_list<const char*> per_dim) {
+  ir::AttrMap a = c.op.attrs();
+  a.set("out_sharding", with_batch_dim(c.op.attrs().get<ir::Sharding>("out_sharding"), 0, false));
+  for (const char* name : per_dim) a.set(name, with_batch_dim(c.op.attrs().get<ir::Sharding>(name), 0, false));
+  if (const auto* dims = c.op.attrs().find<ir::IntMatrix>("param_dims")) {
+    ir::IntMatrix m = *dims;
+    for (int64_t& d : m.values) ++d;
+    a.set("param_dims", m);
+  }
+  c.set(0, c.again({c.bx()}, a)[0]);
+}
+}  // namespace
+void vmap_SdyAllGather(VmapContext& c) { batched_collective(c, {"gathering_axes"}); }
+void vmap_SdyAllSlice(VmapContext& c) { batched_collective(c, {"slicing_axes"}); }
+void vmap_SdyAllReduce(VmapContext& c) { batched_collective(c, {}); }
+void vmap_SdyReduceScatter(VmapContext& c) { batched_collective(c, {"reduction_axes"}); }
+void vmap_SdyAllToAll(VmapContext& c) { batched_collective(c, {}); }
+void vmap_SdyCollectivePermute(VmapContext& c) { batched_collective(c, {}); }
+
 // manual_computation(xs){body}[b] = manual_computation(xs[b]){body batched}: batched inputs and
 // every result gain an unsplit dimension 0 in their shardings
 void vmap_ManualComputation(VmapContext& c) {

@@ -19,8 +19,9 @@ void leaf(VmapContext& c) {
 
 }  // namespace
 
-// constant, iota, replica_id, partition_id: y[b] = y, shared (never batched).
+// constant (stablehlo and sdy), iota, replica_id, partition_id: y[b] = y, shared (never batched).
 void vmap_Constant(VmapContext& c) { leaf(c); }
+void vmap_SdyConstant(VmapContext& c) { leaf(c); }
 void vmap_Iota(VmapContext& c) { leaf(c); }
 void vmap_ReplicaId(VmapContext& c) { leaf(c); }
 void vmap_PartitionId(VmapContext& c) { leaf(c); }

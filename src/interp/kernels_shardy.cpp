@@ -1,5 +1,9 @@
 // Kernels of the Shardy ops. sharding_constraint and reshard only say how a value is laid out, so
-// they are identities on whole arrays.
+// they are identities on whole arrays. So are Shardy's explicit collectives (all_gather, all_slice,
+// all_reduce, reduce_scatter, all_to_all, collective_permute): on the global value they only move
+// the layout from the operand's to out_sharding (all_reduce and reduce_scatter sum partial values
+// that exist only per device); the partitioner gives them their local, per-device meaning.
+// sdy.constant is its value, like stablehlo.constant.
 //
 // manual_computation runs its body once per device of the manual axes (the sub-mesh they span, in
 // mesh order, last axis fastest). Each run gets that device's local pieces of the inputs (split by
@@ -20,6 +24,13 @@ using ir::Literal;
 
 Results eval_ShardingConstraint(const EvalContext& ctx) { return one(ctx.operand(0)); }
 Results eval_Reshard(const EvalContext& ctx) { return one(ctx.operand(0)); }
+Results eval_SdyAllGather(const EvalContext& ctx) { return one(ctx.operand(0)); }
+Results eval_SdyAllSlice(const EvalContext& ctx) { return one(ctx.operand(0)); }
+Results eval_SdyAllReduce(const EvalContext& ctx) { return one(ctx.operand(0)); }
+Results eval_SdyReduceScatter(const EvalContext& ctx) { return one(ctx.operand(0)); }
+Results eval_SdyAllToAll(const EvalContext& ctx) { return one(ctx.operand(0)); }
+Results eval_SdyCollectivePermute(const EvalContext& ctx) { return one(ctx.operand(0)); }
+Results eval_SdyConstant(const EvalContext& ctx) { return one(ctx.op.attrs().get<Literal>("value")); }
 
 namespace {
 

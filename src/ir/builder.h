@@ -204,6 +204,23 @@ Tensor collective_reduce(const Tensor& x, const Groups& groups, OpKind combiner 
 
 Tensor constrain(const Tensor& x, Sharding sharding);  // sdy.sharding_constraint
 Tensor reshard(const Tensor& x, Sharding sharding);    // sdy.reshard
+// Shardy's explicit collectives: identities on the global value that move x to the layout
+// `out` (checked against its mesh and x's type). The axes are per dimension (all_gather,
+// all_slice, reduce_scatter), one list (all_reduce), or per all_to_all parameter with the
+// dimensions it moves them between; they are kept as an ir::Sharding on out's mesh.
+using AxisLists = std::vector<std::vector<AxisRef>>;
+struct AllToAllParam {
+  std::vector<AxisRef> axes;
+  int64_t src_dim = 0, tgt_dim = 0;
+};
+Tensor sdy_all_gather(const Tensor& x, const AxisLists& gathering_axes, Sharding out);
+Tensor sdy_all_slice(const Tensor& x, const AxisLists& slicing_axes, Sharding out);
+Tensor sdy_all_reduce(const Tensor& x, const std::vector<AxisRef>& reduction_axes, Sharding out);
+Tensor sdy_reduce_scatter(const Tensor& x, const AxisLists& reduction_axes, Sharding out);
+Tensor sdy_all_to_all(const Tensor& x, const std::vector<AllToAllParam>& params, Sharding out);
+Tensor sdy_collective_permute(const Tensor& x, Sharding out);
+// sdy.constant (optionally with its result's sdy.sharding).
+Tensor sdy_constant(Builder& b, Literal value, std::optional<Sharding> sharding = std::nullopt);
 // sdy.manual_computation: the body sees each device's local pieces (split along `manual_axes`
 // by in_shardings) and returns local results, which out_shardings put back together.
 std::vector<Tensor> manual(const std::vector<Tensor>& inputs, std::vector<Sharding> in_shardings,

@@ -320,6 +320,73 @@ Tensor reshard(const Tensor& x, Sharding sharding) {
   return x.builder().emit1(OpKind::Reshard, {x}, std::move(a));
 }
 
+namespace {
+
+Sharding axis_lists(const std::string& mesh, const AxisLists& lists) {
+  Sharding s;
+  s.mesh = mesh;
+  for (const auto& l : lists) {
+    DimSharding d;
+    d.axes = l;
+    s.dims.push_back(std::move(d));
+  }
+  return s;
+}
+
+Tensor explicit_collective(OpKind kind, const Tensor& x, AttrMap a, Sharding out) {
+  validate(out, x.builder().module().mesh(out.mesh), x.type(),
+           fmt::format("the out_sharding of {}", spelling(kind)));
+  a.set("out_sharding", std::move(out));
+  return x.builder().emit1(kind, {x}, std::move(a));
+}
+
+Tensor per_dim_collective(OpKind kind, const char* name, const Tensor& x, const AxisLists& axes, Sharding out) {
+  AttrMap a;
+  a.set(name, axis_lists(out.mesh, axes));
+  return explicit_collective(kind, x, std::move(a), std::move(out));
+}
+
+}  // namespace
+
+Tensor sdy_all_gather(const Tensor& x, const AxisLists& gathering_axes, Sharding out) {
+  return per_dim_collective(OpKind::SdyAllGather, "gathering_axes", x, gathering_axes, std::move(out));
+}
+Tensor sdy_all_slice(const Tensor& x, const AxisLists& slicing_axes, Sharding out) {
+  return per_dim_collective(OpKind::SdyAllSlice, "slicing_axes", x, slicing_axes, std::move(out));
+}
+Tensor sdy_reduce_scatter(const Tensor& x, const AxisLists& reduction_axes, Sharding out) {
+  return per_dim_collective(OpKind::SdyReduceScatter, "reduction_axes", x, reduction_axes, std::move(out));
+}
+Tensor sdy_all_reduce(const Tensor& x, const std::vector<AxisRef>& reduction_axes, Sharding out) {
+  AttrMap a;
+  a.set("reduction_axes", axis_lists(out.mesh, {reduction_axes}));
+  return explicit_collective(OpKind::SdyAllReduce, x, std::move(a), std::move(out));
+}
+Tensor sdy_all_to_all(const Tensor& x, const std::vector<AllToAllParam>& params, Sharding out) {
+  AxisLists axes;
+  std::vector<std::vector<int64_t>> dims;
+  for (const AllToAllParam& p : params) {
+    axes.push_back(p.axes);
+    dims.push_back({p.src_dim, p.tgt_dim});
+  }
+  AttrMap a;
+  a.set("params", axis_lists(out.mesh, axes));
+  a.set("param_dims", IntMatrix::from_rows(dims));
+  return explicit_collective(OpKind::SdyAllToAll, x, std::move(a), std::move(out));
+}
+Tensor sdy_collective_permute(const Tensor& x, Sharding out) {
+  return explicit_collective(OpKind::SdyCollectivePermute, x, {}, std::move(out));
+}
+Tensor sdy_constant(Builder& b, Literal value, std::optional<Sharding> sharding) {
+  AttrMap a;
+  if (sharding) {
+    validate(*sharding, b.module().mesh(sharding->mesh), value.type(), "the sharding of sdy.constant");
+    a.set("sdy.sharding", ShardingList{*sharding});
+  }
+  a.set("value", std::move(value));
+  return b.emit1(OpKind::SdyConstant, {}, std::move(a));
+}
+
 std::vector<Tensor> manual(
     const std::vector<Tensor>& inputs, std::vector<Sharding> in_shardings,
     std::vector<Sharding> out_shardings, std::vector<std::string> manual_axes,

@@ -207,4 +207,63 @@ Types infer_ManualComputation(const ShapeQuery& q) {
   return {q.declared.begin(), q.declared.end()};
 }
 
+
+// Shardy's explicit collectives: on the global value each is the identity (it moves the layout from
+// the operand's to out_sharding). Which axes the mesh has is the verifier's to check (it sees the
+// module); here the ranks: out_sharding and the per-dimension axis lists have one entry per
+// dimension, and all_to_all's dimensions are in range.
+namespace {
+
+const Sharding& sharding_attr(const ShapeQuery& q, const std::string& name) {
+  const Sharding* s = q.attrs.find<Sharding>(name);
+  if (s == nullptr) reject(q, "has no '{}' attribute", name);
+  return *s;
+}
+
+Types layout_change(const ShapeQuery& q, std::initializer_list<const char*> per_dim) {
+  const Type& t = q.operands[0];
+  const Sharding& out = sharding_attr(q, "out_sharding");
+  if (static_cast<int64_t>(out.dims.size()) != t.rank())
+    reject(q, "out_sharding has {} dimensions for {}", out.dims.size(), to_string(t));
+  for (const char* name : per_dim) {
+    const Sharding& axes = sharding_attr(q, name);
+    if (static_cast<int64_t>(axes.dims.size()) != t.rank())
+      reject(q, "{} has {} entries for {}", name, axes.dims.size(), to_string(t));
+  }
+  return {t};
+}
+
+}  // namespace
+
+Types infer_SdyAllGather(const ShapeQuery& q) { return layout_change(q, {"gathering_axes"}); }
+Types infer_SdyAllSlice(const ShapeQuery& q) { return layout_change(q, {"slicing_axes"}); }
+Types infer_SdyAllReduce(const ShapeQuery& q) {
+  const Sharding& axes = sharding_attr(q, "reduction_axes");
+  if (axes.dims.size() != 1) reject(q, "reduction_axes must be one list of axes");
+  return layout_change(q, {});
+}
+Types infer_SdyReduceScatter(const ShapeQuery& q) { return layout_change(q, {"reduction_axes"}); }
+Types infer_SdyAllToAll(const ShapeQuery& q) {
+  Types out = layout_change(q, {});
+  const Sharding& params = sharding_attr(q, "params");
+  const IntMatrix* dims = q.attrs.find<IntMatrix>("param_dims");
+  if (dims == nullptr || (dims->rows > 0 && dims->cols != 2))
+    reject(q, "needs param_dims of shape Nx2 (source and target dimension of each parameter)");
+  if (params.dims.empty() || static_cast<int64_t>(params.dims.size()) != dims->rows)
+    reject(q, "has {} parameter axis lists and {} parameter dimension pairs", params.dims.size(),
+           dims->rows);
+  for (const auto& row : dims->to_rows()) {
+    check_dimension(q, "param_dims", row[0], q.operands[0].rank());
+    check_dimension(q, "param_dims", row[1], q.operands[0].rank());
+    if (row[0] == row[1]) reject(q, "a parameter moves axes from dimension {} to itself", row[0]);
+  }
+  return out;
+}
+Types infer_SdyCollectivePermute(const ShapeQuery& q) { return layout_change(q, {}); }
+Types infer_SdyConstant(const ShapeQuery& q) {
+  const Literal* v = q.attrs.find<Literal>("value");
+  if (v == nullptr) reject(q, "has no 'value' attribute");
+  return {v->type()};
+}
+
 }  // namespace tessera::ir::shape_rules

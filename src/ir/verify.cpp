@@ -20,6 +20,26 @@ struct Verifier {
     validate(s, module.mesh(s.mesh), t, what);
   }
 
+  // Shardy's explicit collectives: out_sharding fits the result, and the axes they move are axes
+  // of its mesh (per dimension, where they are given per dimension).
+  void check_explicit_collective(const Op& o, const Sharding& out, const std::string& what) {
+    const Type& t = o.result(0)->type();
+    check_sharding(out, t, what + ": out_sharding");
+    const Mesh& mesh = module.mesh(out.mesh);
+    for (const char* name : {"gathering_axes", "slicing_axes", "reduction_axes", "params"}) {
+      const Sharding* axes = o.attrs().find<Sharding>(name);
+      if (axes == nullptr) continue;
+      for (const DimSharding& d : axes->dims)
+        for (const AxisRef& a : d.axes)
+          if (mesh.find_axis(a.name) == nullptr)
+            fail("{}: {} names axis '{}', which mesh @{} does not have", what, name, a.name, mesh.name);
+      bool per_dim = o.kind() == OpKind::SdyAllGather || o.kind() == OpKind::SdyAllSlice ||
+                     o.kind() == OpKind::SdyReduceScatter;
+      if (per_dim && axes->dims.size() == t.shape.size())
+        check_sharding(*axes, t, what + ": " + name);
+    }
+  }
+
   void block(const Block& b, bool is_body) {
     for (const auto& a : b.arguments()) visible.insert(a.get());
     for (size_t i = 0; i < b.ops().size(); ++i) {
@@ -90,6 +110,9 @@ struct Verifier {
     if (o.kind() == OpKind::RunParallel) check_run_parallel(o, index);
     if (const Sharding* s = o.attrs().find<Sharding>("sharding"))
       check_sharding(*s, operands.at(0), fmt::format("op {} ({}) in @{}", index, o.name(), fn.name()));
+    if (const Sharding* s = o.attrs().find<Sharding>("out_sharding");
+        s && has_trait(o.kind(), kShardy) && o.num_results() == 1)
+      check_explicit_collective(o, *s, fmt::format("op {} ({}) in @{}", index, o.name(), fn.name()));
     for (const auto& r : o.regions()) block(*r, false);
     for (Value* r : o.results()) visible.insert(r);
   }

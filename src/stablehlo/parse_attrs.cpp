@@ -343,7 +343,8 @@ ir::Attribute parse_attribute(Lexer& lx, const std::string& name) {
   Location at = lx.location();
   if (lx.try_consume("dense")) {
     ir::Literal lit = parse_dense(lx);
-    if (name == "replica_groups" || name == "source_target_pairs") return to_matrix(lx, at, lit);
+    if (name == "replica_groups" || name == "source_target_pairs" || name == "param_dims")
+      return to_matrix(lx, at, lit);
     return lit;
   }
   if (name == "programs" && lx.peek() == '[') {  // [[@f, @g], [@f, @g]]
@@ -548,6 +549,8 @@ ir::AxisNames parse_axis_names(Lexer& lx) {
   lx.expect("}");
   return out;
 }
+
+std::vector<ir::AxisRef> parse_axis_ref_list(Lexer& lx) { return parse_axis_refs(lx); }
 
 ir::Mesh parse_mesh_body(Lexer& lx, std::string name) {
   ir::Mesh m{std::move(name), {}, {}};

@@ -37,5 +37,7 @@ ir::Mesh parse_mesh_body(Lexer& lx, std::string name);
 ir::ShardingList parse_sharding_list(Lexer& lx);
 // {"a", "b"}: axis names of manual_axes.
 ir::AxisNames parse_axis_names(Lexer& lx);
+// {"a", "b":(1)2}: axis references, sub-axes included (Shardy's explicit collectives).
+std::vector<ir::AxisRef> parse_axis_ref_list(Lexer& lx);
 
 }  // namespace tessera::stablehlo

@@ -3,6 +3,7 @@
 // ranges, reduce's `applies`, while's cond/do, Shardy's sharding literals) and fill in the same
 // attributes the generic form would carry.
 #include <array>
+#include <optional>
 
 #include "stablehlo/parser_impl.h"
 
@@ -252,6 +253,71 @@ void sharded_value(Parser& p, OpText& op) {
   finish(p, op);
 }
 
+// Shardy's explicit collectives: `[axes per dimension] %x out_sharding=<@m, [...]> {attrs} : t`
+// (all_reduce: `{axes}`; all_to_all: `[{axes}: src->tgt, ...]`; collective_permute: no axes). The
+// axes are kept as an ir::Sharding on out_sharding's mesh: one dimension per tensor dimension, or
+// (all_reduce, all_to_all) one per list.
+void out_sharding(Parser& p, OpText& op, const char* axes_attr = nullptr,
+                  std::optional<ir::Sharding> axes = std::nullopt) {
+  op.operands = {p.use_value()};
+  p.lx.expect("out_sharding");
+  p.lx.expect("=");
+  p.lx.expect("<");
+  ir::Sharding out = parse_sharding_body(p.lx);
+  if (axes) {
+    axes->mesh = out.mesh;
+    op.attrs.set(axes_attr, std::move(*axes));
+  }
+  op.attrs.set("out_sharding", std::move(out));
+  finish(p, op);
+}
+
+ir::DimSharding axis_list(Parser& p) {
+  ir::DimSharding d;
+  d.axes = parse_axis_ref_list(p.lx);
+  return d;
+}
+
+template <const char* Attribute>
+void per_dim_collective(Parser& p, OpText& op) {
+  ir::Sharding axes;
+  p.lx.expect("[");
+  if (!p.lx.try_consume("]")) {
+    do axes.dims.push_back(axis_list(p));
+    while (p.lx.try_consume(","));
+    p.lx.expect("]");
+  }
+  out_sharding(p, op, Attribute, std::move(axes));
+}
+constexpr char kGatheringAxes[] = "gathering_axes", kSlicingAxes[] = "slicing_axes",
+               kReductionAxes[] = "reduction_axes";
+
+void sdy_all_reduce(Parser& p, OpText& op) {
+  ir::Sharding axes;
+  axes.dims.push_back(axis_list(p));
+  out_sharding(p, op, kReductionAxes, std::move(axes));
+}
+
+void sdy_all_to_all(Parser& p, OpText& op) {
+  ir::Sharding params;
+  std::vector<std::vector<int64_t>> dims;
+  p.lx.expect("[");
+  do {
+    params.dims.push_back(axis_list(p));
+    p.lx.expect(":");
+    int64_t src = p.lx.integer();
+    p.lx.expect("->");
+    dims.push_back({src, p.lx.integer()});
+  } while (p.lx.try_consume(","));
+  p.lx.expect("]");
+  ir::IntMatrix m = ir::IntMatrix::from_rows(dims);
+  m.cols = 2;
+  op.attrs.set("param_dims", m);
+  out_sharding(p, op, "params", std::move(params));
+}
+
+void sdy_collective_permute(Parser& p, OpText& op) { out_sharding(p, op); }
+
 // sdy.manual_computation(%a) in_shardings=[...] out_shardings=[...] manual_axes={...}
 //     (%arg: local type) { ... sdy.return ... } : (global types) -> (global types)
 void manual_computation(Parser& p, OpText& op) {
@@ -314,6 +380,13 @@ constexpr Rule rule_for(OpKind k) {
     case OpKind::ShardingConstraint:
     case OpKind::Reshard: return sharded_value;
     case OpKind::ManualComputation: return manual_computation;
+    case OpKind::SdyAllGather: return per_dim_collective<kGatheringAxes>;
+    case OpKind::SdyAllSlice: return per_dim_collective<kSlicingAxes>;
+    case OpKind::SdyReduceScatter: return per_dim_collective<kReductionAxes>;
+    case OpKind::SdyAllReduce: return sdy_all_reduce;
+    case OpKind::SdyAllToAll: return sdy_all_to_all;
+    case OpKind::SdyCollectivePermute: return sdy_collective_permute;
+    case OpKind::SdyConstant: return constant;
     case OpKind::Call: return call_form<kCallee>;
     case OpKind::CustomCall: return call_form<kTarget>;
     case OpKind::ExpectEqConst:

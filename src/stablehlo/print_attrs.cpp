@@ -128,6 +128,8 @@ std::string axis_names(const ir::AxisNames& names) {
   return "{" + out + "}";
 }
 
+std::string axis_ref_list(const std::vector<ir::AxisRef>& refs) { return "{" + axis_refs(refs) + "}"; }
+
 std::string named_attribute(const std::string& name, const ir::Attribute& value) {
   if (const bool* b = std::get_if<bool>(&value); b && listed(kUnitAttributes, name))
     return *b ? keyword_or_string(name) : "";

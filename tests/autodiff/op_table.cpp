@@ -141,6 +141,32 @@ std::vector<Row> movement_rows() {
       // One reshard from a stated layout (dx goes back to it), one from an unknown one.
       {"reshard", {OpKind::Reshard}, {{{4, 4}}},
        [](FunctionBuilder&, P p) { return ir::reshard(ir::constrain(ir::tanh(p[0]), kRows), kCols) * ir::reshard(p[0], kBoth); }},
+      // Shardy's explicit collectives, each moving the layout on from the last (identities on the
+      // global value; their adjoints move the cotangent back, their batched forms gain dimension 0).
+      {"sdy_explicit_collectives",
+       {OpKind::SdyAllGather, OpKind::SdyAllSlice, OpKind::SdyAllToAll, OpKind::SdyCollectivePermute,
+        OpKind::SdyAllReduce, OpKind::SdyReduceScatter},
+       {{{4, 4}}},
+       [](FunctionBuilder&, P p) {
+         Tensor a = ir::constrain(ir::tanh(p[0]), kBoth);
+         Tensor g = ir::sdy_all_gather(a, {{"x"}, {}}, kCols);
+         Tensor s = ir::sdy_all_slice(g, {{"x"}, {}}, kBoth);
+         Tensor t = ir::sdy_all_to_all(s, {{{"x"}, 0, 1}}, ir::Sharding{"m", {{}, {"y", "x"}}, {}, {}});
+         Tensor q = ir::sdy_collective_permute(t, ir::Sharding{"m", {{}, {"x", "y"}}, {}, {}});
+         Tensor u = ir::sdy_all_gather(q, {{}, {"y"}}, ir::Sharding{"m", {{}, {"x"}}, {}, {}});
+         Tensor r = ir::sdy_all_reduce(u * p[0], {"y"}, ir::Sharding{"m", {{}, {"x"}}, {}, {}});
+         return ir::sdy_reduce_scatter(r, {{"y"}, {}}, ir::Sharding{"m", {{"y"}, {"x"}}, {}, {}});
+       }},
+      // all_to_all with two parameters (as in Shardy's sdy_all_to_all.mlir), times an sdy.constant.
+      {"sdy_all_to_all_two_params", {OpKind::SdyAllToAll}, {{{2, 2, 2, 2}}},
+       [](FunctionBuilder& b, P p) {
+         Tensor a = ir::constrain(p[0], ir::Sharding{"m", {{"x"}, {}, {"y"}, {}}, {}, {}});
+         Tensor t = ir::sdy_all_to_all(a, {{{"x"}, 0, 1}, {{"y"}, 2, 3}},
+                                       ir::Sharding{"m", {{}, {"x"}, {}, {"y"}}, {}, {}});
+         Tensor c = ir::sdy_constant(b, random_f64({2, 2, 2, 2}, 7, -1, 1),
+                                     ir::Sharding{"m", {{"x"}, {}, {}, {}}, {}, {}});
+         return ir::sin(t) * c;
+       }},
       {"manual_computation", {OpKind::ManualComputation}, {{{4, 4}}, {{4, 4}}},
        [](FunctionBuilder&, P p) {
          auto body = [](ir::Builder&, const std::vector<Tensor>& l) { return std::vector<Tensor>{ir::tanh(l[0]) * l[1]}; };

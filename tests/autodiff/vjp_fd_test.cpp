@@ -16,13 +16,14 @@ namespace {
 using ir::ElementType;
 using ir::FunctionBuilder;
 
-// Ops without a gradient: leaves, integer and boolean ops, bit reinterpretation, the terminator
+// Ops without a gradient: leaves (stablehlo and sdy constants), integer and boolean ops, bit reinterpretation, the terminator
 // and the check ops (which have no results).
 const std::vector<OpKind> kNoGradient = {
     OpKind::Constant, OpKind::Iota, OpKind::ReplicaId, OpKind::PartitionId, OpKind::Not,
     OpKind::BitcastConvert, OpKind::And, OpKind::Or, OpKind::Xor, OpKind::ShiftLeft,
     OpKind::ShiftRightLogical, OpKind::ShiftRightArithmetic, OpKind::Return, OpKind::ExpectEqConst,
     OpKind::ExpectAlmostEqConst, OpKind::ExpectEq, OpKind::ExpectAlmostEq, OpKind::ExpectClose,
+    OpKind::SdyConstant,
 };
 
 class VjpFd : public ::testing::TestWithParam<Row> {};
@@ -88,6 +89,44 @@ TEST(VjpRules, ReduceMaxSplitsTiesEvenly) {
   Literal x = Literal::from_doubles(ir::f64({4}), std::vector<double>{1, 3, 3, 2});
   Literal g = interp::evaluate(m, "f_grad", {x})[0];
   EXPECT_EQ(g, Literal::from_doubles(ir::f64({4}), std::vector<double>{0, 0.5, 0.5, 0}));
+}
+
+// Shardy's explicit collectives are identities on the global value, so their cotangents pass
+// through; each adjoint moves the cotangent back to the operand's layout: all_gather <-> all_slice
+// with the same axes, all_to_all with its dimensions swapped, reduce_scatter -> all_gather,
+// all_reduce -> the cotangent as it is.
+TEST(VjpRules, ShardyExplicitCollectivesMoveTheCotangentBackToTheOperandsLayout) {
+  ir::Module m = row_module("sdy");
+  auto on_m = [](std::vector<ir::DimSharding> dims) { return ir::Sharding{"m", std::move(dims), {}, {}}; };
+  const ir::Function& f = ir::build_function(m, "f", [&](FunctionBuilder& b) {
+    Tensor x = b.param(ir::f64({4, 4}), on_m({{"x"}, {"y"}}));
+    Tensor g = ir::sdy_all_gather(x, {{"x"}, {}}, on_m({{}, {"y"}}));            // -> all_slice
+    Tensor t = ir::sdy_all_to_all(g, {{{"y"}, 1, 0}}, on_m({{"y"}, {}}));         // -> all_to_all 0->1
+    Tensor r = ir::sdy_all_reduce(t, {"x"}, on_m({{"y"}, {}}));                   // -> as it is
+    return ir::sum(ir::sdy_reduce_scatter(r, {{}, {"x"}}, on_m({{"y"}, {"x"}})));  // -> all_gather
+  });
+  reverse(m, f);
+  ASSERT_NO_THROW(ir::verify(m));
+  std::vector<const ir::Op*> moves;
+  for (const auto& op : m.find_function("f_grad")->body().ops())
+    if (ir::has_trait(op->kind(), ir::kShardy) && ir::spelling(op->kind()) != "sdy.sharding_constraint")
+      moves.push_back(op.get());
+  ASSERT_EQ(moves.size(), 7u);  // the four forward ops and three adjoints (all_reduce has none)
+  // The forward ops are rebuilt first; the adjoints follow in reverse order.
+  const ir::Op& rs = *moves[4];
+  EXPECT_EQ(rs.kind(), OpKind::SdyAllGather);
+  EXPECT_EQ(rs.attrs().get<ir::Sharding>("gathering_axes"), on_m({{}, {"x"}}));
+  EXPECT_EQ(rs.attrs().get<ir::Sharding>("out_sharding"), on_m({{"y"}, {}}));
+  const ir::Op& a2a = *moves[5];
+  EXPECT_EQ(a2a.kind(), OpKind::SdyAllToAll);
+  EXPECT_EQ(a2a.attrs().get<ir::IntMatrix>("param_dims"), ir::IntMatrix::from_rows({{0, 1}}));
+  EXPECT_EQ(a2a.attrs().get<ir::Sharding>("out_sharding"), on_m({{}, {"y"}}));
+  const ir::Op& ag = *moves[6];
+  EXPECT_EQ(ag.kind(), OpKind::SdyAllSlice);
+  EXPECT_EQ(ag.attrs().get<ir::Sharding>("slicing_axes"), on_m({{"x"}, {}}));
+  EXPECT_EQ(ag.attrs().get<ir::Sharding>("out_sharding"), on_m({{"x"}, {"y"}}));
+  Literal x = random_f64({4, 4}, 5);
+  EXPECT_EQ(interp::evaluate(m, "f_grad", {x})[0], Literal::splat(ir::f64({4, 4}), 1));
 }
 
 }  // namespace

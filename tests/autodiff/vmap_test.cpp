@@ -469,6 +469,37 @@ TEST(VmapSignature, ShardingsGainAReplicatedBatchDimensionAtTheirAxis) {
   EXPECT_EQ(g.result_sharding(0), (ir::Sharding{"m", {{"x"}, {}, {}}, {}, {}}));
 }
 
+// The batched forms of Shardy's explicit collectives: per-dimension axes and out_sharding gain an
+// empty (replicated) dimension 0, all_reduce's axes stay, all_to_all's dimensions shift by one.
+// (Their numbers cannot tell: each is the identity on the global value.)
+TEST(VmapSignature, ShardyExplicitCollectivesGainABatchDimensionInFront) {
+  ir::Module m = row_module("sdy");
+  auto on_m = [](std::vector<ir::DimSharding> dims) { return ir::Sharding{"m", std::move(dims), {}, {}}; };
+  ir::Function& f = ir::build_function(m, "f", [&](FunctionBuilder& b) {
+    Tensor x = ir::constrain(b.param(ir::f32({4, 2})), on_m({{"x"}, {"y"}}));
+    Tensor g = ir::sdy_all_gather(x, {{"x"}, {}}, on_m({{}, {"y"}}));
+    Tensor t = ir::sdy_all_to_all(g, {{{"y"}, 1, 0}}, on_m({{"y"}, {}}));
+    return ir::sdy_all_reduce(t, {"x"}, on_m({{"y"}, {}}));
+  });
+  VmapOptions o;
+  o.batch_size = 3;
+  const ir::Function& v = vmap(m, f, o);
+  ASSERT_NO_THROW(ir::verify(m));
+  std::map<OpKind, const ir::Op*> ops;
+  for (const auto& op : v.body().ops()) ops[op->kind()] = op.get();
+  ASSERT_TRUE(ops.count(OpKind::SdyAllGather) && ops.count(OpKind::SdyAllToAll) && ops.count(OpKind::SdyAllReduce));
+  const ir::AttrMap& g = ops[OpKind::SdyAllGather]->attrs();
+  EXPECT_EQ(g.get<ir::Sharding>("gathering_axes"), on_m({{}, {"x"}, {}}));
+  EXPECT_EQ(g.get<ir::Sharding>("out_sharding"), on_m({{}, {}, {"y"}}));
+  const ir::AttrMap& t = ops[OpKind::SdyAllToAll]->attrs();
+  EXPECT_EQ(t.get<ir::Sharding>("params"), on_m({{"y"}}));
+  EXPECT_EQ(t.get<ir::IntMatrix>("param_dims"), ir::IntMatrix::from_rows({{2, 1}}));
+  EXPECT_EQ(t.get<ir::Sharding>("out_sharding"), on_m({{}, {"y"}, {}}));
+  const ir::AttrMap& r = ops[OpKind::SdyAllReduce]->attrs();
+  EXPECT_EQ(r.get<ir::Sharding>("reduction_axes"), on_m({{"x"}}));
+  EXPECT_EQ(r.get<ir::Sharding>("out_sharding"), on_m({{}, {"y"}, {}}));
+}
+
 TEST(VmapErrors, UnsupportedOpsAreNamed) {
   ir::Module m("errors");
   const ir::Function& f = ir::build_function(m, "f", [](FunctionBuilder& b) {

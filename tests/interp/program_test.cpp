@@ -48,6 +48,28 @@ TEST(Shardy, ConstraintsAndReshardsAreIdentities) {
   EXPECT_TRUE(same(got[1], x));
 }
 
+// Shardy's explicit collectives only move the layout: on the whole array each is the identity.
+// sdy.constant is its value.
+TEST(Shardy, ExplicitCollectivesAreIdentitiesOnTheGlobalValue) {
+  ir::Module m("m");
+  m.add_mesh(ir::Mesh{"m", {{"data", 2}, {"model", 2}}, {}});
+  Literal x = random_literal(Type(E::f32, {4, 4, 2}), 3);
+  Literal c = random_literal(Type(E::f32, {4, 4, 2}), 4);
+  std::vector<Literal> got = run_in(m, {x}, [&](ir::FunctionBuilder& b, const std::vector<Tensor>& p) {
+    Tensor a = ir::constrain(p[0], on_m({{"data"}, {"model"}, {}}));
+    Tensor g = ir::sdy_all_gather(a, {{"data"}, {}, {}}, on_m({{}, {"model"}, {}}));
+    Tensor s = ir::sdy_all_slice(g, {{}, {}, {"data"}}, on_m({{}, {"model"}, {"data"}}));
+    Tensor r = ir::sdy_all_reduce(s, {"data"}, on_m({{}, {"model"}, {"data"}}));
+    Tensor rs = ir::sdy_reduce_scatter(r, {{}, {}, {}}, on_m({{}, {"model"}, {"data"}}));
+    Tensor t = ir::sdy_all_to_all(rs, {{{"model"}, 1, 0}}, on_m({{"model"}, {}, {"data"}}));
+    Tensor q = ir::sdy_collective_permute(t, on_m({{"data"}, {}, {"model"}}));
+    return std::vector<Tensor>{g, s, r, rs, t, q, ir::sdy_constant(b, c, on_m({{"data"}, {}, {}}))};
+  });
+  ASSERT_EQ(got.size(), 7u);
+  for (size_t i = 0; i + 1 < got.size(); ++i) EXPECT_TRUE(same(got[i], x)) << i;
+  EXPECT_TRUE(same(got[6], c));
+}
+
 using ManualBody = std::function<std::vector<Tensor>(ir::Builder&, const std::vector<Tensor>&)>;
 
 Literal manual_on(ir::Module& m, Literal x, Sharding in, Sharding out, std::vector<std::string> axes,

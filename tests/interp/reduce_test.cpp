@@ -121,10 +121,16 @@ TEST(DotGeneral, MatchesNumpyWithBatchAndContractingDimensions) {
   for (size_t i = 0; i < got.size(); ++i) EXPECT_TRUE(close(got[i], want[i])) << "case " << i;
 }
 
-TEST(DotGeneral, AccumulatesInDoubleAndRoundsOnce) {
+// Like StableHLO's reference interpreter, products and partial sums are rounded to the element
+// type in contraction order: (1e8 + 1) is 1e8 in f32, so the sum is 0, not 1. A contraction split
+// across devices then sums its pieces the same way.
+TEST(DotGeneral, AccumulatesInTheElementTypeInOrder) {
   Literal a = lit(Type(E::f32, {1, 3}), {1e8, 1, -1e8});
   Literal b = lit(Type(E::f32, {3, 1}), {1, 1, 1});
-  EXPECT_TRUE(same(run1({a, b}, [](auto& p) { return ir::matmul(p[0], p[1]); }), lit(Type(E::f32, {1, 1}), {1})));
+  EXPECT_TRUE(same(run1({a, b}, [](auto& p) { return ir::matmul(p[0], p[1]); }), lit(Type(E::f32, {1, 1}), {0})));
+  Literal c = lit(Type(E::f64, {1, 3}), {1e8, 1, -1e8});
+  Literal d = lit(Type(E::f64, {3, 1}), {1, 1, 1});
+  EXPECT_TRUE(same(run1({c, d}, [](auto& p) { return ir::matmul(p[0], p[1]); }), lit(Type(E::f64, {1, 1}), {1})));
 }
 
 TEST(DotGeneral, WiderDeclaredResultsAndBools) {

@@ -288,6 +288,36 @@ const std::vector<Case>& cases() {
       {"constraint_sharding", OpKind::ShardingConstraint, {f32({2})}, {}, {},
        "sdy.sharding_constraint: has no sharding"},
       {"reshard_sharding", OpKind::Reshard, {f32({2})}, {}, {}, "sdy.reshard: has no sharding"},
+      // Shardy's explicit collectives: ranks of out_sharding and of the per-dimension axes.
+      {"sdy_all_gather_out", OpKind::SdyAllGather, {f32({2, 2})},
+       attrs({{"gathering_axes", rows()}}), {}, "sdy.all_gather: has no 'out_sharding' attribute"},
+      {"sdy_all_gather_axes", OpKind::SdyAllGather, {f32({2, 2})},
+       attrs({{"out_sharding", rows()}}), {}, "sdy.all_gather: has no 'gathering_axes' attribute"},
+      {"sdy_all_slice_rank", OpKind::SdyAllSlice, {f32({2, 2})},
+       attrs({{"out_sharding", rows()}, {"slicing_axes", Sharding{"m", {{"x"}}, {}, {}}}}), {},
+       "sdy.all_slice: slicing_axes has 1 entries for tensor<2x2xf32>"},
+      {"sdy_reduce_scatter_out_rank", OpKind::SdyReduceScatter, {f32({2})},
+       attrs({{"out_sharding", rows()}, {"reduction_axes", rows()}}), {},
+       "sdy.reduce_scatter: out_sharding has 2 dimensions for tensor<2xf32>"},
+      {"sdy_all_reduce_one_list", OpKind::SdyAllReduce, {f32({2, 2})},
+       attrs({{"out_sharding", rows()}, {"reduction_axes", rows()}}), {},
+       "sdy.all_reduce: reduction_axes must be one list of axes"},
+      {"sdy_all_to_all_dims", OpKind::SdyAllToAll, {f32({2, 2})},
+       attrs({{"out_sharding", rows()}, {"params", Sharding{"m", {{"x"}}, {}, {}}},
+              {"param_dims", IntMatrix{1, 2, {0, 2}}}}), {},
+       "sdy.all_to_all: param_dims = 2 is out of range for rank 2"},
+      {"sdy_all_to_all_same_dim", OpKind::SdyAllToAll, {f32({2, 2})},
+       attrs({{"out_sharding", rows()}, {"params", Sharding{"m", {{"x"}}, {}, {}}},
+              {"param_dims", IntMatrix{1, 2, {1, 1}}}}), {},
+       "sdy.all_to_all: a parameter moves axes from dimension 1 to itself"},
+      {"sdy_all_to_all_count", OpKind::SdyAllToAll, {f32({2, 2})},
+       attrs({{"out_sharding", rows()}, {"params", rows()}, {"param_dims", IntMatrix{1, 2, {0, 1}}}}), {},
+       "sdy.all_to_all: has 2 parameter axis lists and 1 parameter dimension pairs"},
+      {"sdy_collective_permute_out", OpKind::SdyCollectivePermute, {f32({2, 2})}, {}, {},
+       "sdy.collective_permute: has no 'out_sharding' attribute"},
+      {"sdy_collective_permute_arity", OpKind::SdyCollectivePermute, {f32({2}), f32({2})}, {}, {},
+       "sdy.collective_permute: expects 1 operands, got 2"},
+      {"sdy_constant_value", OpKind::SdyConstant, {}, {}, {}, "sdy.constant: has no 'value' attribute"},
       {"manual_shardings", OpKind::ManualComputation, {f32({2})}, {}, {f32({2})},
        "sdy.manual_computation: needs in_shardings and out_shardings"},
       {"manual_in", OpKind::ManualComputation, {f32({2})},
@@ -353,6 +383,21 @@ TEST(ShapeRules, ResultsOfWellFormedOps) {
                          {"split_count", int64_t{2}}})),
             std::vector{f32({2, 4})});
   EXPECT_EQ(infer(OpKind::ReplicaId, {}), std::vector{Type(ElementType::ui32, {})});
+  // Shardy's explicit collectives keep the operand's type; sdy.constant has its value's.
+  EXPECT_EQ(infer(OpKind::SdyAllGather, {i32({4, 4})},
+                  attrs({{"gathering_axes", rows()}, {"out_sharding", Sharding{"m", {{}, {}}, {}, {}}}})),
+            std::vector{i32({4, 4})});
+  EXPECT_EQ(infer(OpKind::SdyAllReduce, {f32({3})},
+                  attrs({{"reduction_axes", Sharding{"m", {{"x", "y"}}, {}, {}}},
+                         {"out_sharding", Sharding{"m", {{}}, {}, {}}}})),
+            std::vector{f32({3})});
+  EXPECT_EQ(infer(OpKind::SdyAllToAll, {f32({2, 2, 2})},
+                  attrs({{"params", Sharding{"m", {{"x"}, {"y"}}, {}, {}}},
+                         {"param_dims", IntMatrix{2, 2, {0, 1, 2, 1}}},
+                         {"out_sharding", Sharding{"m", {{}, {"x", "y"}, {}}, {}, {}}}})),
+            std::vector{f32({2, 2, 2})});
+  EXPECT_EQ(infer(OpKind::SdyConstant, {}, attrs({{"value", Literal(i32({2, 3}))}})),
+            std::vector{i32({2, 3})});
 }
 
 }  // namespace
