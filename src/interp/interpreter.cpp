@@ -68,7 +68,9 @@ Results run_block(const ir::Block& block, std::vector<Literal> args, const Scope
   }
   for (const auto& op : block.ops()) {
     EvalContext ctx(*op, scope, state);
-    Results results = kKernels[static_cast<size_t>(op->kind())](ctx);
+    Results results;
+    auto fast = state.options ? state.options->accelerate : nullptr;
+    if (!fast || !fast(*op, ctx.operands(), results)) results = kKernels[static_cast<size_t>(op->kind())](ctx);
     if (op->kind() == ir::OpKind::Return) return results;
     check_results(*op, results);
     for (size_t i = 0; i < results.size(); ++i) scope.values.emplace(op->result(i), std::move(results[i]));

@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <span>
 #include <mutex>
 #include <string_view>
 #include <vector>
@@ -116,6 +117,10 @@ struct Options {
       run_parallel;
   // The module of the function; only sdy.manual_computation needs it (for its mesh).
   const ir::Module* module = nullptr;
+  // Faster kernels to try before the reference one (exec::accelerate provides them): computes the
+  // op into `results` and returns true, or returns false to leave it to the reference kernel.
+  bool (*accelerate)(const ir::Op& op, std::span<const ir::Literal* const> operands,
+                     std::vector<ir::Literal>& results) = nullptr;
 };
 
 // Evaluates `fn` on `args`; checks their number and types against its parameters first (a

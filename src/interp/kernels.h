@@ -46,6 +46,7 @@ class EvalContext {
 
   size_t num_operands() const { return operands_.size(); }
   const ir::Literal& operand(size_t i) const { return *operands_.at(i); }
+  std::span<const ir::Literal* const> operands() const { return operands_; }
   const ir::Type& result_type(size_t i = 0) const { return op.result(i)->type(); }
   // Runs region `i` of the op on `args`; the region sees the values around the op.
   std::vector<ir::Literal> run_region(size_t i, std::vector<ir::Literal> args) const;

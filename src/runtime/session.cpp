@@ -3,6 +3,7 @@
 #include "runtime/session.h"
 
 #include "comm/parallel.h"
+#include "exec/accelerate.h"
 #include "runtime/layout.h"
 #include "spmd/reshard.h"
 #include "spmd/mesh_math.h"
@@ -56,6 +57,7 @@ std::vector<std::vector<Literal>> Session::run_per_device(const CompiledProgram&
   }
   comm::ParallelOptions o;
   o.timeout = options_.timeout;
+  if (options_.fast_kernels) o.base.accelerate = exec::accelerate;
   std::vector<Literal> results = comm::run_parallel(
       *p.module, {std::vector<std::string>(static_cast<size_t>(num_devices_), p.info.function)}, std::move(flat), o);
   size_t per = f.result_types.size();

@@ -59,6 +59,9 @@ class ShardedProgram {
 
 struct SessionOptions {
   std::chrono::milliseconds timeout = std::chrono::seconds(60);  // per collective
+  // Run hot ops with exec's fast kernels (BLAS contractions, strided loops); off: the reference
+  // interpreter's kernels only.
+  bool fast_kernels = true;
 };
 
 class Session {

@@ -1,0 +1,421 @@
+// The fast kernels and the dispatch that picks them (see accelerate.h).
+#include "exec/accelerate.h"
+
+#include <cblas.h>
+
+#include <algorithm>
+#include <cstring>
+#include <mutex>
+#include <numeric>
+
+#include "exec/strided.h"
+#include "interp/scalar_ops.h"
+
+namespace tessera::exec {
+
+namespace {
+
+using ir::ElementType;
+using ir::Literal;
+using ir::Op;
+using ir::OpKind;
+using Ints = std::vector<int64_t>;
+using Operands = std::span<const Literal* const>;
+
+const Ints& ints(const Op& op, const char* name) {
+  static const Ints none;
+  const Ints* v = op.attrs().find<Ints>(name);
+  return v ? *v : none;
+}
+
+bool is_f(ElementType e) { return e == ElementType::f32 || e == ElementType::f64; }
+
+// Runs fn<T>() with T the unsigned type of the element's storage size (copies need only bytes).
+template <typename F>
+bool by_bytes(ElementType e, F&& fn) {
+  switch (ir::info(e).bytes) {
+    case 1: fn.template operator()<uint8_t>(); return true;
+    case 2: fn.template operator()<uint16_t>(); return true;
+    case 4: fn.template operator()<uint32_t>(); return true;
+    case 8: fn.template operator()<uint64_t>(); return true;
+    default: return false;
+  }
+}
+
+template <typename T>
+const T* data(const Literal& l) { return reinterpret_cast<const T*>(l.bytes().data()); }
+template <typename T>
+T* data(Literal& l) { return reinterpret_cast<T*>(l.bytes().data()); }
+
+// ---- Contractions ----
+
+void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* b,
+          int64_t ldb, float* c) {
+  cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, int(m), int(n), int(k),
+              1.0f, a, int(lda), b, int(ldb), 0.0f, c, int(n));
+}
+void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const double* a, int64_t lda, const double* b,
+          int64_t ldb, double* c) {
+  cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, int(m), int(n), int(k),
+              1.0, a, int(lda), b, int(ldb), 0.0, c, int(n));
+}
+
+bool is_identity(const Ints& p) {
+  for (size_t i = 0; i < p.size(); ++i)
+    if (p[i] != static_cast<int64_t>(i)) return false;
+  return true;
+}
+
+Ints concat(std::initializer_list<const Ints*> parts) {
+  Ints out;
+  for (const Ints* p : parts) out.insert(out.end(), p->begin(), p->end());
+  return out;
+}
+
+// `x` with its dimensions in order `perm` (a copy unless perm is the identity).
+template <typename T>
+const T* permuted(const Literal& x, const Ints& perm, std::vector<T>& scratch) {
+  if (is_identity(perm)) return data<T>(x);
+  Ints in = x.strides(), shape, strides;
+  for (int64_t d : perm) {
+    shape.push_back(x.shape()[static_cast<size_t>(d)]);
+    strides.push_back(in[static_cast<size_t>(d)]);
+  }
+  scratch.resize(static_cast<size_t>(x.num_elements()));
+  strided_copy(data<T>(x), 0, shape, strides, scratch.data());
+  return scratch.data();
+}
+
+template <typename T>
+void contract(const Op& op, const Literal& lhs, const Literal& rhs, Literal& out) {
+  const auto& dd = op.attrs().get<ir::DotDims>("dot_dimension_numbers");
+  auto free_of = [](const Literal& x, const Ints& batch, const Ints& contracting) {
+    Ints f;
+    for (int64_t d = 0; d < static_cast<int64_t>(x.shape().size()); ++d)
+      if (std::find(batch.begin(), batch.end(), d) == batch.end() &&
+          std::find(contracting.begin(), contracting.end(), d) == contracting.end())
+        f.push_back(d);
+    return f;
+  };
+  Ints lf = free_of(lhs, dd.lhs_batch, dd.lhs_contracting), rf = free_of(rhs, dd.rhs_batch, dd.rhs_contracting);
+  auto size = [](const Literal& x, const Ints& dims) {
+    int64_t n = 1;
+    for (int64_t d : dims) n *= x.shape()[static_cast<size_t>(d)];
+    return n;
+  };
+  int64_t b = size(lhs, dd.lhs_batch), m = size(lhs, lf), k = size(lhs, dd.lhs_contracting), n = size(rhs, rf);
+  std::vector<T> sa, sb;
+  // lhs as [B, M, K] (or [B, K, M] transposed), rhs as [B, K, N] (or [B, N, K] transposed).
+  bool ta = false, tb = false;
+  const T* a;
+  const T* bb;
+  if (is_identity(concat({&dd.lhs_batch, &dd.lhs_contracting, &lf})) && !is_identity(concat({&dd.lhs_batch, &lf, &dd.lhs_contracting}))) {
+    a = data<T>(lhs);
+    ta = true;
+  } else {
+    a = permuted<T>(lhs, concat({&dd.lhs_batch, &lf, &dd.lhs_contracting}), sa);
+  }
+  if (is_identity(concat({&dd.rhs_batch, &rf, &dd.rhs_contracting})) && !is_identity(concat({&dd.rhs_batch, &dd.rhs_contracting, &rf}))) {
+    bb = data<T>(rhs);
+    tb = true;
+  } else {
+    bb = permuted<T>(rhs, concat({&dd.rhs_batch, &dd.rhs_contracting, &rf}), sb);
+  }
+  T* c = data<T>(out);
+  if (k == 0) {
+    std::fill(c, c + b * m * n, T(0));
+    return;
+  }
+  if (m == 0 || n == 0) return;
+  for (int64_t i = 0; i < b; ++i)
+    gemm(ta, tb, m, n, k, a + i * m * k, ta ? m : k, bb + i * k * n, tb ? k : n, c + i * m * n);
+}
+
+bool dot_general(const Op& op, Operands in, std::vector<Literal>& out) {
+  ElementType e = op.result(0)->type().element;
+  if (!is_f(e) || in[0]->element() != e || in[1]->element() != e) return false;
+  Literal r(op.result(0)->type());
+  if (e == ElementType::f32) contract<float>(op, *in[0], *in[1], r);
+  else contract<double>(op, *in[0], *in[1], r);
+  out.push_back(std::move(r));
+  return true;
+}
+
+// ---- Reductions ----
+
+// The binary op of a reduction body return(op(a0, a1)) (either order), if it is a plain one.
+std::optional<OpKind> combiner(const Op& op) {
+  const ir::Block& body = op.region(0);
+  if (body.arguments().size() != 2 || body.ops().size() != 2) return std::nullopt;
+  const Op& f = *body.ops()[0];
+  const Op& ret = *body.ops()[1];
+  if (f.operands().size() != 2 || ret.operands().size() != 1 || ret.operand(0) != f.result(0)) return std::nullopt;
+  bool args = (f.operand(0) == body.argument(0) && f.operand(1) == body.argument(1)) ||
+              (f.operand(0) == body.argument(1) && f.operand(1) == body.argument(0));
+  if (!args) return std::nullopt;
+  switch (f.kind()) {
+    case OpKind::Add: case OpKind::Multiply: case OpKind::Maximum: case OpKind::Minimum: return f.kind();
+    default: return std::nullopt;
+  }
+}
+
+template <typename E, typename Fn>
+void reduce_loop(const Literal& x, const Literal& init, const Ints& dims, Literal& out) {
+  using T = typename E::storage;
+  const T* src = data<T>(x);
+  T* dst = data<T>(out);
+  std::fill(dst, dst + out.num_elements(), data<T>(init)[0]);
+  size_t rank = x.shape().size();
+  if (x.num_elements() == 0) return;
+  // The output offset each input dimension moves by: 0 along reduced dimensions.
+  Ints os(rank, 0), ostr = row_major(out.shape());
+  for (size_t d = 0, o = 0; d < rank; ++d)
+    if (std::find(dims.begin(), dims.end(), static_cast<int64_t>(d)) == dims.end()) os[d] = ostr[o++];
+  if (rank == 0) {
+    dst[0] = Fn::template apply<E>(dst[0], src[0]);
+    return;
+  }
+  const int64_t n = x.shape()[rank - 1], step = os[rank - 1];
+  Ints index(rank, 0);
+  int64_t in = 0, o = 0;
+  while (true) {
+    // Input in row-major order, as the reference kernel folds it.
+    if (step == 0) {
+      T acc = dst[o];
+      for (int64_t i = 0; i < n; ++i) acc = Fn::template apply<E>(acc, src[in + i]);
+      dst[o] = acc;
+    } else {
+      for (int64_t i = 0; i < n; ++i) dst[o + i] = Fn::template apply<E>(dst[o + i], src[in + i]);
+    }
+    in += n;
+    size_t d = rank - 1;
+    while (d-- > 0) {
+      o += os[d];
+      if (++index[d] < x.shape()[d]) break;
+      o -= os[d] * x.shape()[d];
+      index[d] = 0;
+    }
+    if (d == static_cast<size_t>(-1)) return;
+  }
+}
+
+template <typename E>
+bool reduce_typed(OpKind kind, const Literal& x, const Literal& init, const Ints& dims, Literal& out) {
+  namespace s = interp::scalar;
+  switch (kind) {
+    case OpKind::Add: reduce_loop<E, s::Add>(x, init, dims, out); return true;
+    case OpKind::Multiply: reduce_loop<E, s::Multiply>(x, init, dims, out); return true;
+    case OpKind::Maximum: reduce_loop<E, s::Maximum>(x, init, dims, out); return true;
+    case OpKind::Minimum: reduce_loop<E, s::Minimum>(x, init, dims, out); return true;
+    default: return false;
+  }
+}
+
+bool reduce(const Op& op, Operands in, std::vector<Literal>& out) {
+  if (in.size() != 2) return false;
+  ElementType e = in[0]->element();
+  if (!is_f(e) || in[1]->element() != e || op.result(0)->type().element != e) return false;
+  auto kind = combiner(op);
+  if (!kind || op.region(0).argument(0)->type().element != e) return false;
+  Literal r(op.result(0)->type());
+  bool ok = e == ElementType::f32 ? reduce_typed<ir::Elem<ElementType::f32>>(*kind, *in[0], *in[1], ints(op, "dimensions"), r)
+                                  : reduce_typed<ir::Elem<ElementType::f64>>(*kind, *in[0], *in[1], ints(op, "dimensions"), r);
+  if (ok) out.push_back(std::move(r));
+  return ok;
+}
+
+// ---- Layout ops: strided copies ----
+
+bool copy_op(const Op& op, Operands in, std::vector<Literal>& out) {
+  const Literal& x = *in[0];
+  Literal r(op.result(0)->type());
+  const auto& rs = r.shape();
+  Ints xs = x.strides();
+  Ints strides(rs.size(), 0);
+  int64_t base = 0;
+  switch (op.kind()) {
+    case OpKind::Reshape:
+      std::memcpy(r.bytes().data(), x.bytes().data(), x.bytes().size());
+      out.push_back(std::move(r));
+      return true;
+    case OpKind::Transpose: {
+      const Ints& perm = ints(op, "permutation");
+      for (size_t d = 0; d < rs.size(); ++d) strides[d] = xs[static_cast<size_t>(perm[d])];
+      break;
+    }
+    case OpKind::BroadcastInDim: {
+      const Ints& dims = ints(op, "broadcast_dimensions");
+      for (size_t k = 0; k < dims.size(); ++k)
+        if (x.shape()[k] == rs[static_cast<size_t>(dims[k])]) strides[static_cast<size_t>(dims[k])] = xs[k];
+      break;
+    }
+    case OpKind::Slice: {
+      const Ints& start = ints(op, "start_indices");
+      const Ints& step = ints(op, "strides");
+      for (size_t d = 0; d < rs.size(); ++d) {
+        base += start[d] * xs[d];
+        strides[d] = (step.empty() ? 1 : step[d]) * xs[d];
+      }
+      break;
+    }
+    default: return false;
+  }
+  bool ok = by_bytes(x.element(), [&]<typename T>() { strided_copy(data<T>(x), base, rs, strides, data<T>(r)); });
+  if (ok) out.push_back(std::move(r));
+  return ok;
+}
+
+bool concatenate(const Op& op, Operands in, std::vector<Literal>& out) {
+  Literal r(op.result(0)->type());
+  size_t dim = static_cast<size_t>(op.attrs().get<int64_t>("dimension"));
+  Ints rs = r.strides();
+  int64_t offset = 0;
+  bool ok = by_bytes(r.element(), [&]<typename T>() {
+    for (const Literal* x : in) {
+      strided_copy(data<T>(*x), 0, x->shape(), x->strides(), data<T>(r) + offset * rs[dim], rs);
+      offset += x->shape()[dim];
+    }
+  });
+  if (ok) out.push_back(std::move(r));
+  return ok;
+}
+
+bool pad(const Op& op, Operands in, std::vector<Literal>& out) {
+  const Ints& lo = ints(op, "edge_padding_low");
+  const Ints& hi = ints(op, "edge_padding_high");
+  const Ints& interior = ints(op, "interior_padding");
+  for (size_t d = 0; d < lo.size(); ++d)
+    if (lo[d] < 0 || hi[d] < 0 || interior[d] < 0) return false;  // cropping: the reference kernel
+  const Literal& x = *in[0];
+  Literal r(op.result(0)->type());
+  Ints rs = r.strides(), ds(rs.size());
+  int64_t base = 0;
+  for (size_t d = 0; d < rs.size(); ++d) {
+    base += lo[d] * rs[d];
+    ds[d] = rs[d] * (interior[d] + 1);
+  }
+  bool ok = by_bytes(r.element(), [&]<typename T>() {
+    T* dst = data<T>(r);
+    std::fill(dst, dst + r.num_elements(), data<T>(*in[1])[0]);
+    strided_copy(data<T>(x), 0, x.shape(), x.strides(), dst + base, ds);
+  });
+  if (ok) out.push_back(std::move(r));
+  return ok;
+}
+
+// ---- Embedding-style gather and scatter-add: whole rows of a [V, D] table ----
+
+// The row index of each of `count` indices (i32 or i64), or nothing for other index types.
+std::optional<std::vector<int64_t>> row_indices(const Literal& idx) {
+  std::vector<int64_t> rows(static_cast<size_t>(idx.num_elements()));
+  if (idx.element() == ElementType::i32) {
+    const int32_t* p = data<int32_t>(idx);
+    for (size_t i = 0; i < rows.size(); ++i) rows[i] = p[i];
+  } else if (idx.element() == ElementType::i64) {
+    const int64_t* p = data<int64_t>(idx);
+    for (size_t i = 0; i < rows.size(); ++i) rows[i] = p[i];
+  } else {
+    return std::nullopt;
+  }
+  return rows;
+}
+
+// Whether the indices hold one row number per batch position (index_vector_dim is the indices'
+// rank, or a trailing dimension of size 1).
+bool one_index_per_row(const Literal& idx, int64_t index_vector_dim) {
+  int64_t rank = static_cast<int64_t>(idx.shape().size());
+  return index_vector_dim == rank || (index_vector_dim == rank - 1 && idx.shape().back() == 1);
+}
+
+bool gather(const Op& op, Operands in, std::vector<Literal>& out) {
+  const Literal& table = *in[0];
+  const auto& dn = op.attrs().get<ir::GatherDims>("dimension_numbers");
+  const Ints& sizes = ints(op, "slice_sizes");
+  const auto& res = op.result(0)->type();
+  if (table.shape().size() != 2 || dn.collapsed_slice_dims != Ints{0} || dn.start_index_map != Ints{0} ||
+      !dn.operand_batching_dims.empty() || dn.offset_dims != Ints{res.rank() - 1} ||
+      sizes != Ints{1, table.shape()[1]} || !one_index_per_row(*in[1], dn.index_vector_dim))
+    return false;
+  auto rows = row_indices(*in[1]);
+  if (!rows) return false;
+  Literal r(res);
+  size_t row_bytes = static_cast<size_t>(table.shape()[1] * ir::info(table.element()).bytes);
+  int64_t v = table.shape()[0];
+  for (size_t i = 0; i < rows->size(); ++i) {
+    int64_t row = std::clamp<int64_t>((*rows)[i], 0, v - 1);  // gather clamps its start indices
+    std::memcpy(r.bytes().data() + i * row_bytes, table.bytes().data() + static_cast<size_t>(row) * row_bytes, row_bytes);
+  }
+  out.push_back(std::move(r));
+  return true;
+}
+
+template <typename T>
+void add_rows(Literal& r, const Literal& updates, const std::vector<int64_t>& rows, int64_t v, int64_t d) {
+  T* dst = data<T>(r);
+  const T* src = data<T>(updates);
+  for (size_t i = 0; i < rows.size(); ++i) {
+    int64_t row = rows[i];
+    if (row < 0 || row >= v) continue;  // scatter skips updates out of bounds
+    for (int64_t j = 0; j < d; ++j) dst[row * d + j] += src[static_cast<int64_t>(i) * d + j];
+  }
+}
+
+bool scatter(const Op& op, Operands in, std::vector<Literal>& out) {
+  if (in.size() != 3) return false;
+  const Literal& table = *in[0];
+  const Literal& updates = *in[2];
+  const auto& dn = op.attrs().get<ir::ScatterDims>("scatter_dimension_numbers");
+  int64_t urank = static_cast<int64_t>(updates.shape().size());
+  if (!is_f(table.element()) || updates.element() != table.element() || table.shape().size() != 2 ||
+      dn.inserted_window_dims != Ints{0} || dn.scatter_dims_to_operand_dims != Ints{0} ||
+      !dn.input_batching_dims.empty() || dn.update_window_dims != Ints{urank - 1} ||
+      updates.shape().back() != table.shape()[1] || !one_index_per_row(*in[1], dn.index_vector_dim) ||
+      combiner(op) != OpKind::Add)
+    return false;
+  auto rows = row_indices(*in[1]);
+  if (!rows || static_cast<int64_t>(rows->size()) * table.shape()[1] != updates.num_elements()) return false;
+  Literal r = table;
+  if (table.element() == ElementType::f32) add_rows<float>(r, updates, *rows, table.shape()[0], table.shape()[1]);
+  else add_rows<double>(r, updates, *rows, table.shape()[0], table.shape()[1]);
+  out.push_back(std::move(r));
+  return true;
+}
+
+bool convert(const Op& op, Operands in, std::vector<Literal>& out) {
+  ElementType from = in[0]->element(), to = op.result(0)->type().element;
+  Literal r(op.result(0)->type());
+  size_t n = static_cast<size_t>(r.num_elements());
+  auto run = [&]<typename S, typename D>() {
+    const S* s = data<S>(*in[0]);
+    D* d = data<D>(r);
+    for (size_t i = 0; i < n; ++i) d[i] = static_cast<D>(s[i]);
+  };
+  if (from == ElementType::f32 && to == ElementType::f64) run.template operator()<float, double>();
+  else if (from == ElementType::f64 && to == ElementType::f32) run.template operator()<double, float>();
+  else if (from == ElementType::i32 && to == ElementType::f32) run.template operator()<int32_t, float>();
+  else if (from == ElementType::i32 && to == ElementType::f64) run.template operator()<int32_t, double>();
+  else return false;
+  out.push_back(std::move(r));
+  return true;
+}
+
+}  // namespace
+
+bool accelerate(const ir::Op& op, std::span<const ir::Literal* const> operands, std::vector<ir::Literal>& results) {
+  static std::once_flag once;
+  std::call_once(once, [] { openblas_set_num_threads(1); });  // one core per host device
+  switch (op.kind()) {
+    case OpKind::DotGeneral: return dot_general(op, operands, results);
+    case OpKind::Reduce: return reduce(op, operands, results);
+    case OpKind::Reshape: case OpKind::Transpose: case OpKind::BroadcastInDim: case OpKind::Slice:
+      return copy_op(op, operands, results);
+    case OpKind::Concatenate: return concatenate(op, operands, results);
+    case OpKind::Pad: return pad(op, operands, results);
+    case OpKind::Gather: return gather(op, operands, results);
+    case OpKind::Scatter: return scatter(op, operands, results);
+    case OpKind::Convert: return convert(op, operands, results);
+    default: return false;
+  }
+}
+
+}  // namespace tessera::exec

@@ -1,0 +1,25 @@
+// Faster kernels for the ops that dominate training steps, behind the reference interpreter.
+//
+// The reference kernels (src/interp) are plain and per-element; these run the same math on typed
+// buffers: contractions through OpenBLAS (single-threaded: one host device per core, DESIGN.md
+// §6), reductions, transposes, broadcasts, slices, concatenations and pads as strided loops, and
+// the embedding-style gather and scatter-add as row copies. Each kernel takes the op only in the
+// cases it handles (f32 and f64, the common layouts) and leaves every other case to the reference
+// kernel, so the semantics stay the interpreter's; tests/exec checks each against it. Reductions
+// and element-wise math give the reference's bits exactly (same order, same rounding);
+// contractions differ by BLAS's summation order (within 1e-6 relative in f32).
+#pragma once
+
+#include <span>
+#include <vector>
+
+#include "ir/literal.h"
+#include "ir/module.h"
+
+namespace tessera::exec {
+
+// Computes `op` on `operands` into `results` and returns true, or returns false (results
+// untouched) when the op or case is not one of the fast ones.
+bool accelerate(const ir::Op& op, std::span<const ir::Literal* const> operands, std::vector<ir::Literal>& results);
+
+}  // namespace tessera::exec

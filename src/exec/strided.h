@@ -1,0 +1,65 @@
+// Strided copies, the one loop behind transpose, broadcast_in_dim, slice, concatenate and pad:
+// dst (row-major over `shape`) takes src[base + sum_d index_d * strides[d]].
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+#include <span>
+#include <vector>
+
+namespace tessera::exec {
+
+template <typename T>
+void strided_copy(const T* src, int64_t base, std::span<const int64_t> shape, std::span<const int64_t> strides, T* dst,
+                  std::span<const int64_t> dst_strides = {}) {
+  size_t rank = shape.size();
+  for (int64_t d : shape)
+    if (d == 0) return;
+  if (rank == 0) {
+    dst[0] = src[base];
+    return;
+  }
+  // Row-major destination unless strides are given (for writing into part of a larger buffer).
+  std::vector<int64_t> ds(rank);
+  if (dst_strides.empty()) {
+    int64_t s = 1;
+    for (size_t d = rank; d-- > 0;) {
+      ds[d] = s;
+      s *= shape[d];
+    }
+  } else {
+    ds.assign(dst_strides.begin(), dst_strides.end());
+  }
+  const int64_t n = shape[rank - 1], step = strides[rank - 1], dstep = ds[rank - 1];
+  std::vector<int64_t> index(rank, 0);
+  int64_t in = base, out = 0;
+  while (true) {
+    if (step == 1 && dstep == 1) {
+      std::memcpy(dst + out, src + in, static_cast<size_t>(n) * sizeof(T));
+    } else {
+      for (int64_t i = 0; i < n; ++i) dst[out + i * dstep] = src[in + i * step];
+    }
+    size_t d = rank - 1;
+    while (d-- > 0) {
+      in += strides[d];
+      out += ds[d];
+      if (++index[d] < shape[d]) break;
+      in -= strides[d] * shape[d];
+      out -= ds[d] * shape[d];
+      index[d] = 0;
+    }
+    if (d == static_cast<size_t>(-1)) return;
+  }
+}
+
+inline std::vector<int64_t> row_major(std::span<const int64_t> shape) {
+  std::vector<int64_t> s(shape.size());
+  int64_t n = 1;
+  for (size_t d = shape.size(); d-- > 0;) {
+    s[d] = n;
+    n *= shape[d];
+  }
+  return s;
+}
+
+}  // namespace tessera::exec

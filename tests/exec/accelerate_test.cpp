@@ -1,0 +1,160 @@
+// Each fast kernel against the reference interpreter, on random programs of the shapes and
+// layouts it handles (and some it declines): copies, reductions, gathers and scatter-adds must give
+// the reference's bits; contractions agree within BLAS's summation order.
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "exec/accelerate.h"
+#include "interp/interpreter.h"
+#include "ir/builder.h"
+
+namespace tessera::exec {
+namespace {
+
+using namespace tessera::ir;
+
+constexpr double kContractionTolerance = 1e-6;  // relative, f32 BLAS vs in-order f32 sums
+
+struct Case {
+  std::string name;
+  std::vector<Type> params;
+  std::function<Tensor(FunctionBuilder&, const std::vector<Tensor>&)> body;
+  bool exact = true;
+  bool taken = true;  // whether the fast path takes the program's last op
+};
+
+// Counts the ops of kind `watched` that the fast path took.
+OpKind watched;
+int taken_count = 0;
+bool counting(const Op& op, std::span<const Literal* const> in, std::vector<Literal>& out) {
+  bool took = accelerate(op, in, out);
+  if (took && op.kind() == watched) ++taken_count;
+  return took;
+}
+
+Literal random_literal(const Type& t, std::mt19937& rng) {
+  std::uniform_real_distribution<double> u(-2, 2);
+  std::vector<double> v(static_cast<size_t>(t.num_elements()));
+  for (double& x : v) x = is_integer(t.element) ? std::floor(u(rng) * 3) : u(rng);
+  return Literal::from_doubles(t, v);
+}
+
+// Runs `c` with and without the fast kernels; returns how many ops the fast path took.
+void check(const Case& c) {
+  Module m;
+  build_function(m, "f", [&](FunctionBuilder& f) {
+    std::vector<Tensor> ps;
+    for (const Type& t : c.params) ps.push_back(f.param(t));
+    return c.body(f, ps);
+  });
+  std::mt19937 rng(7);
+  std::vector<Literal> in;
+  for (const Type& t : c.params) in.push_back(random_literal(t, rng));
+  std::vector<Literal> want = interp::evaluate(m, "f", in);
+  interp::Options o;
+  o.accelerate = counting;
+  watched = m.find_function("f")->body().ops().end()[-2]->kind();
+  taken_count = 0;
+  std::vector<Literal> got = interp::evaluate(m, "f", in, o);
+  EXPECT_EQ(taken_count > 0, c.taken) << c.name << ": the fast path " << (c.taken ? "did not take" : "took") << " it";
+  ASSERT_EQ(got[0].type(), want[0].type()) << c.name;
+  for (int64_t i = 0; i < got[0].num_elements(); ++i) {
+    double a = got[0].get_double(i), b = want[0].get_double(i);
+    if (c.exact) {
+      ASSERT_EQ(a, b) << c.name << " element " << i;
+    } else {
+      ASSERT_NEAR(a, b, kContractionTolerance * (1 + std::abs(b))) << c.name << " element " << i;
+    }
+  }
+}
+
+TEST(Accelerate, ContractionsMatchTheReference) {
+  auto dot = [](DotDims dd) {
+    return [dd](FunctionBuilder&, const std::vector<Tensor>& p) { return dot_general(p[0], p[1], dd); };
+  };
+  std::vector<Case> cases = {
+      {"matmul", {f32({5, 7}), f32({7, 3})}, dot({{}, {}, {1}, {0}}), false},
+      {"lhs transposed", {f32({7, 5}), f32({7, 3})}, dot({{}, {}, {0}, {0}}), false},
+      {"rhs transposed", {f32({5, 7}), f32({3, 7})}, dot({{}, {}, {1}, {1}}), false},
+      {"both transposed", {f32({7, 5}), f32({3, 7})}, dot({{}, {}, {0}, {1}}), false},
+      {"batched", {f32({2, 5, 7}), f32({2, 7, 3})}, dot({{0}, {0}, {2}, {1}}), false},
+      {"batch in the middle", {f32({5, 2, 7}), f32({7, 2, 3})}, dot({{1}, {1}, {2}, {0}}), false},
+      {"two contracting", {f32({4, 3, 5}), f32({3, 5, 6})}, dot({{}, {}, {1, 2}, {0, 1}}), false},
+      {"vector", {f32({7}), f32({7, 3})}, dot({{}, {}, {0}, {0}}), false},
+      {"f64", {f64({6, 4}), f64({4, 2})}, dot({{}, {}, {1}, {0}}), false},
+      {"empty contraction", {f32({3, 0}), f32({0, 2})}, dot({{}, {}, {1}, {0}}), true},
+  };
+  for (const Case& c : cases) check(c);
+}
+
+TEST(Accelerate, ReductionsGiveTheReferenceBits) {
+  auto red = [](std::vector<int64_t> dims, int kind) {
+    return [dims, kind](FunctionBuilder&, const std::vector<Tensor>& p) {
+      switch (kind) {
+        case 0: return reduce_sum(p[0], dims);
+        case 1: return reduce_max(p[0], dims);
+        default: return reduce_min(p[0], dims);
+      }
+    };
+  };
+  for (int kind = 0; kind < 3; ++kind)
+    for (std::vector<int64_t> dims : std::vector<std::vector<int64_t>>{{0}, {1}, {2}, {0, 2}, {0, 1, 2}, {1, 2}})
+      check({"reduce", {f32({3, 4, 5})}, red(dims, kind)});
+  check({"reduce f64", {f64({6, 7})}, red({1}, 0)});
+}
+
+TEST(Accelerate, LayoutOpsCopyExactly) {
+  std::vector<Case> cases = {
+      {"transpose", {f32({2, 3, 4})}, [](FunctionBuilder&, const std::vector<Tensor>& p) { return transpose(p[0], {2, 0, 1}); }},
+      {"transpose i32", {i32({3, 4})}, [](FunctionBuilder&, const std::vector<Tensor>& p) { return transpose(p[0], {1, 0}); }},
+      {"broadcast", {f32({3, 1})}, [](FunctionBuilder&, const std::vector<Tensor>& p) { return broadcast_in_dim(p[0], {2, 3, 4}, {1, 2}); }},
+      {"broadcast scalar", {f64({})}, [](FunctionBuilder&, const std::vector<Tensor>& p) { return broadcast_in_dim(p[0], {3, 2}, {}); }},
+      {"slice", {f32({6, 7})}, [](FunctionBuilder&, const std::vector<Tensor>& p) { return slice(p[0], {1, 2}, {6, 7}, {2, 3}); }},
+      {"reshape", {f32({6, 4})}, [](FunctionBuilder&, const std::vector<Tensor>& p) { return reshape(p[0], {3, 8}); }},
+      {"concatenate", {f32({2, 3}), f32({2, 5})}, [](FunctionBuilder&, const std::vector<Tensor>& p) { return concatenate({p[0], p[1], p[0]}, 1); }},
+      {"pad", {f32({3, 4})}, [](FunctionBuilder& f, const std::vector<Tensor>& p) { return pad(p[0], f.scalar(ElementType::f32, 0.5), {1, 0}, {2, 3}, {1, 2}); }},
+      {"pad cropping", {f32({3, 4})}, [](FunctionBuilder& f, const std::vector<Tensor>& p) { return pad(p[0], f.scalar(ElementType::f32, 0.5), {-1, 0}, {2, -1}); }, true, false},
+      {"convert", {i32({4, 5})}, [](FunctionBuilder&, const std::vector<Tensor>& p) { return convert(p[0], ElementType::f32); }},
+      {"convert f64", {f32({4, 5})}, [](FunctionBuilder&, const std::vector<Tensor>& p) { return convert(p[0], ElementType::f64); }},
+  };
+  for (const Case& c : cases) check(c);
+}
+
+TEST(Accelerate, EmbeddingGatherAndScatterAdd) {
+  GatherDims g{{2}, {0}, {}, {}, {0}, 2};
+  check({"gather", {f32({10, 4}), i32({3, 5})}, [g](FunctionBuilder& f, const std::vector<Tensor>& p) {
+           Tensor idx = clamp(f.scalar(ElementType::i32, -1), p[1] + 4, f.scalar(ElementType::i32, 12));
+           return gather(p[0], idx, g, {1, 4});
+         }});
+  ScatterDims s{{2}, {0}, {}, {}, {0}, 2};
+  check({"scatter-add", {f32({10, 4}), i32({3, 5}), f32({3, 5, 4})}, [s](FunctionBuilder& f, const std::vector<Tensor>& p) {
+           Tensor idx = clamp(f.scalar(ElementType::i32, -1), p[1] + 4, f.scalar(ElementType::i32, 12));
+           return scatter(p[0], idx, p[2], s, OpKind::Add);
+         }});
+}
+
+// The kernels take what they claim: a call on a case they handle returns true.
+TEST(Accelerate, TakesTheCasesItHandlesAndDeclinesOthers) {
+  Module m;
+  Function& f = build_function(m, "f", [](FunctionBuilder& b) {
+    Tensor x = b.param(f32({4, 3}));
+    Tensor y = b.param(Type(ElementType::bf16, {3, 2}));
+    return std::vector<Tensor>{matmul(x, x.builder().constant(Literal(f32({3, 2})))), transpose(x, {1, 0}),
+                               matmul(convert(x, ElementType::bf16), y)};
+  });
+  Literal x(f32({4, 3})), w(f32({3, 2})), t(f32({3, 4}));
+  std::vector<Literal> out;
+  const Literal* dot_in[] = {&x, &w};
+  EXPECT_TRUE(accelerate(*f.body().ops()[1], dot_in, out));
+  Literal xb(Type(ElementType::bf16, {4, 3})), yb(Type(ElementType::bf16, {3, 2}));
+  const Literal* bf[] = {&xb, &yb};
+  std::vector<Literal> none;
+  const Op& bf_dot = *f.body().ops()[4];
+  ASSERT_EQ(bf_dot.kind(), OpKind::DotGeneral);
+  EXPECT_FALSE(accelerate(bf_dot, bf, none));
+  EXPECT_TRUE(none.empty());
+}
+
+}  // namespace
+}  // namespace tessera::exec
