@@ -1,5 +1,7 @@
 #include "ir/module.h"
 
+#include <utility>
+
 #include <algorithm>
 
 #include "support/error.h"
@@ -29,6 +31,8 @@ Op* Block::insert_before(const Op* before, std::unique_ptr<Op> op) {
 void Block::erase_if(const std::function<bool(const Op&)>& pred) {
   std::erase_if(ops_, [&](const std::unique_ptr<Op>& o) { return pred(*o); });
 }
+
+std::vector<std::unique_ptr<Op>> Block::take_ops() { return std::exchange(ops_, {}); }
 
 Op* Block::terminator() const { return ops_.empty() ? nullptr : ops_.back().get(); }
 

@@ -53,6 +53,9 @@ class Block {
   // Removes the ops for which `pred` holds, keeping the others in order. The caller makes sure no
   // op that stays (nor one in its regions, nor the function's return) uses a removed op's results.
   void erase_if(const std::function<bool(const Op&)>& pred);
+  // Removes and returns every op (for transforms that build ops with a Builder in a scratch block
+  // and move them into place with insert_before).
+  std::vector<std::unique_ptr<Op>> take_ops();
 
   const std::vector<std::unique_ptr<Value>>& arguments() const { return args_; }
   Value* argument(size_t i) const { return args_.at(i).get(); }

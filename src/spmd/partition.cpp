@@ -7,6 +7,7 @@
 
 #include "ir/builder.h"
 #include "ir/clone.h"
+#include "spmd/combine.h"
 #include "spmd/factor_rule.h"
 #include "spmd/mesh_math.h"
 #include "spmd/propagate.h"
@@ -499,6 +500,7 @@ Partitioned partition(const ir::Module& module, const ir::Function& fn, ir::Modu
   ShardingMap sm = propagate(scratch, flat);
   copy_meshes(scratch, into);
   Partitioner(scratch, flat, sm, into, info, options.devices_are_replicas).run();
+  if (options.combine_all_reduces) combine_all_reduces(into, *into.find_function(info.function), info.report);
   return info;
 }
 

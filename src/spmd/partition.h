@@ -23,6 +23,8 @@ struct PartitionOptions {
   // Which process-grid coordinate numbers the devices: partitions (1 x N grid, as JAX runs SPMD
   // programs) or replicas (N x 1, for programs run as replicas).
   bool devices_are_replicas = false;
+  // Merge the gradient-style all_reduces of the local program into few large ones (combine.h).
+  bool combine_all_reduces = true;
 };
 
 struct Partitioned {

@@ -27,6 +27,7 @@ struct CollectiveRecord {
   std::string origin;    // the op of the global program it serves
   int64_t group_size = 1;
   int64_t bytes_per_device = 0;
+  const ir::Op* op = nullptr;  // the collective in the local program
 };
 
 struct Report {

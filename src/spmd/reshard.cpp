@@ -39,8 +39,8 @@ Tensor across_devices(LocalContext& ctx, Tensor t) {
 
 int64_t elements_bytes(const Tensor& t) { return byte_size(t.type()); }
 
-void record(LocalContext& ctx, std::string kind, int64_t group, int64_t bytes) {
-  ctx.report.collectives.push_back({std::move(kind), ctx.origin, group, bytes});
+void record(LocalContext& ctx, std::string kind, int64_t group, int64_t bytes, const Tensor& result) {
+  ctx.report.collectives.push_back({std::move(kind), ctx.origin, group, bytes, result.value()->defining_op()});
 }
 
 bool starts_with(const Axes& a, const Axes& prefix) {
@@ -57,7 +57,7 @@ Tensor gather(LocalContext& ctx, Tensor x, int64_t dim, const Mesh& mesh, const 
   Groups g = groups_over(mesh, axes);
   Tensor y = ir::all_gather(x, dim, g);
   int64_t n = static_cast<int64_t>(g[0].size());
-  record(ctx, "all_gather", n, elements_bytes(y) * (n - 1) / n);
+  record(ctx, "all_gather", n, elements_bytes(y) * (n - 1) / n, y);
   return y;
 }
 
@@ -65,7 +65,7 @@ Tensor sum_over(LocalContext& ctx, Tensor x, const Mesh& mesh, const Axes& axes,
   Groups g = groups_over(mesh, axes);
   Tensor y = ir::all_reduce(x, g, combiner);
   int64_t n = static_cast<int64_t>(g[0].size());
-  record(ctx, "all_reduce", n, 2 * elements_bytes(x) * (n - 1) / n);
+  record(ctx, "all_reduce", n, 2 * elements_bytes(x) * (n - 1) / n, y);
   return y;
 }
 
@@ -174,7 +174,7 @@ std::optional<Tensor> permute(LocalContext& ctx, Tensor x, const ir::Type& globa
   if (!moves) return x;
   std::sort(pairs.begin(), pairs.end());
   Tensor y = across_devices(ctx, ir::collective_permute(x, pairs));
-  record(ctx, "collective_permute", 2, elements_bytes(x));
+  record(ctx, "collective_permute", 2, elements_bytes(x), y);
   return y;
 }
 
@@ -197,7 +197,7 @@ Tensor reshard(LocalContext& ctx, Tensor x, const ir::Type& global, const Shardi
     for (int64_t d = 0; d < ctx.num_devices; ++d)
       if (d != src) group.push_back(d);
     x = across_devices(ctx, ir::collective_broadcast(x, {group}));
-    record(ctx, "collective_broadcast", ctx.num_devices, elements_bytes(x));
+    record(ctx, "collective_broadcast", ctx.num_devices, elements_bytes(x), x);
     if (is_maximal(tm)) return x;
     return reshard(ctx, x, global, replicated(to.mesh, rank), to);
   }
@@ -235,7 +235,7 @@ Tensor reshard(LocalContext& ctx, Tensor x, const ir::Type& global, const Shardi
       int64_t n = static_cast<int64_t>(g[0].size());
       int64_t bytes = elements_bytes(x) * (n - 1) / n;
       x = ir::reduce_scatter(x, static_cast<int64_t>(d), g, combiner);
-      record(ctx, "reduce_scatter", n, bytes);
+      record(ctx, "reduce_scatter", n, bytes, x);
       from.dims[d].axes = want;
       for (const AxisRef& a : take) pending.erase(std::find(pending.begin(), pending.end(), a));
     }
@@ -275,7 +275,7 @@ Tensor reshard(LocalContext& ctx, Tensor x, const ir::Type& global, const Shardi
         Groups g = groups_over(mesh, {a});
         int64_t n = static_cast<int64_t>(g[0].size());
         x = across_devices(ctx, ir::all_to_all(x, static_cast<int64_t>(j), static_cast<int64_t>(i), g));
-        record(ctx, "all_to_all", n, elements_bytes(x) * (n - 1) / n);
+        record(ctx, "all_to_all", n, elements_bytes(x) * (n - 1) / n, x);
         from.dims[i].axes = rest;
         from.dims[j].axes = grown;
         moved = true;

@@ -1,0 +1,173 @@
+// The all-reduce combining pass (see combine.h).
+#include "spmd/combine.h"
+
+#include <functional>
+#include <map>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "ir/builder.h"
+#include "ir/clone.h"
+#include "support/error.h"
+
+namespace tessera::spmd {
+
+using ir::Op;
+using ir::OpKind;
+using ir::Value;
+
+namespace {
+
+// What must agree for two all_reduces to merge.
+struct Key {
+  ir::AttrMap attrs;  // groups, global ids (the channel handle is left out)
+  ir::ElementType element;
+  OpKind combiner;
+  bool operator<(const Key& o) const {
+    if (element != o.element) return element < o.element;
+    if (combiner != o.combiner) return combiner < o.combiner;
+    // AttrMap has ==, not <: compare the groups' printed values through their matrices.
+    const auto* a = attrs.find<ir::IntMatrix>("replica_groups");
+    const auto* b = o.attrs.find<ir::IntMatrix>("replica_groups");
+    if ((a == nullptr) != (b == nullptr)) return a == nullptr;
+    if (a && a->values != b->values) return a->values < b->values;
+    if (a && a->cols != b->cols) return a->cols < b->cols;
+    return attrs.has("use_global_device_ids") < o.attrs.has("use_global_device_ids");
+  }
+};
+
+std::optional<Key> key_of(const Op& op) {
+  if (op.kind() != OpKind::AllReduce || op.operands().size() != 1 || op.regions().size() != 1) return std::nullopt;
+  const ir::Block& body = op.region(0);
+  if (body.ops().size() != 2) return std::nullopt;
+  ir::ElementType e = op.operand(0)->type().element;
+  if (!ir::is_float(e)) return std::nullopt;
+  Key k{{}, e, body.ops()[0]->kind()};
+  if (const auto* g = op.attrs().find<ir::IntMatrix>("replica_groups")) k.attrs.set("replica_groups", *g);
+  if (op.attrs().has("use_global_device_ids")) k.attrs.set("use_global_device_ids", true);
+  if (!op.attrs().has("channel_handle")) return std::nullopt;  // cross-replica all_reduces stay as they are
+  return k;
+}
+
+// Whether `op` reads (directly or inside its regions) any value in `set`.
+bool reads_any(const Op& op, const std::unordered_set<const Value*>& set) {
+  for (const Value* v : op.operands())
+    if (set.count(v)) return true;
+  for (const auto& r : op.regions())
+    for (const auto& inner : r->ops())
+      if (reads_any(*inner, set)) return true;
+  return false;
+}
+
+void replace_uses(ir::Block& b, const Value* from, Value* to) {
+  for (const auto& op : b.ops()) {
+    for (size_t i = 0; i < op->operands().size(); ++i)
+      if (op->operand(i) == from) op->set_operand(i, to);
+    for (const auto& r : op->regions()) replace_uses(*r, from, to);
+  }
+}
+
+}  // namespace
+
+int combine_all_reduces(ir::Module& module, ir::Function& fn, Report& report) {
+  ir::Block& block = fn.body();
+  // Groups, greedily in program order: an all_reduce joins the open group of its key unless its
+  // operand depends on a member's result (then the group closes and a new one starts).
+  struct Open {
+    std::vector<Op*> members;
+    std::unordered_set<const Value*> tainted;  // values computed from the members' results
+  };
+  std::vector<std::vector<Op*>> groups;
+  std::map<Key, Open> open;
+  auto close = [&](Open& g) {
+    if (g.members.size() > 1) groups.push_back(g.members);
+    g = Open{};
+  };
+  for (const auto& owned : block.ops()) {
+    Op* op = owned.get();
+    auto k = key_of(*op);
+    for (auto& [key, g] : open)
+      if (!(k && !(key < *k) && !(*k < key)) && reads_any(*op, g.tainted))
+        for (Value* r : op->results()) g.tainted.insert(r);
+    if (!k) continue;
+    Open& g = open[*k];
+    if (reads_any(*op, g.tainted)) close(g);
+    g.members.push_back(op);
+    g.tainted.insert(op->result(0));
+  }
+  for (auto& [k, g] : open) close(g);
+
+  int removed = 0;
+  for (const auto& g : groups) {
+    Op* last = g.back();
+    // Ops between the members that read a member's result move after the last member.
+    {
+      std::vector<std::unique_ptr<Op>> ops = block.take_ops();
+      std::unordered_set<const Value*> tainted;
+      std::vector<std::unique_ptr<Op>> early, delayed, late;
+      bool started = false, passed = false;
+      for (auto& op : ops) {
+        bool member = std::find(g.begin(), g.end(), op.get()) != g.end();
+        if (passed) {
+          late.push_back(std::move(op));
+          continue;
+        }
+        started |= member;
+        if (member) {
+          tainted.insert(op->result(0));
+          passed = op.get() == last;
+          early.push_back(std::move(op));
+        } else if (started && reads_any(*op, tainted)) {
+          for (Value* r : op->results()) tainted.insert(r);
+          delayed.push_back(std::move(op));
+        } else {
+          early.push_back(std::move(op));
+        }
+      }
+      for (auto* part : {&early, &delayed, &late})
+        for (auto& op : *part) block.append(std::move(op));
+    }
+    ir::Block scratch;
+    ir::Builder b(module, scratch);
+    std::vector<ir::Tensor> flat;
+    std::vector<int64_t> sizes;
+    for (const Op* m : g) {
+      ir::Tensor x = b.wrap(m->operand(0));
+      sizes.push_back(x.type().num_elements());
+      flat.push_back(ir::reshape(x, {sizes.back()}));
+    }
+    ir::Tensor cat = ir::concatenate(flat, 0);
+    ir::AttrMap attrs = last->attrs();
+    attrs.set("channel_handle", ir::ChannelHandle{b.next_channel_id(), 1});
+    ir::Tensor sum = b.emit_with_regions(OpKind::AllReduce, {cat}, attrs, {cat.type()}, [&](Op& copy) {
+      ir::ValueMap map;
+      ir::Block& body = copy.add_region();
+      for (const auto& a : last->region(0).arguments()) map[a.get()] = body.add_argument(a->type());
+      for (const auto& inner : last->region(0).ops()) ir::clone_op(body, *inner, map);
+    })[0];
+    std::vector<Value*> pieces;
+    int64_t offset = 0;
+    for (size_t j = 0; j < g.size(); ++j) {
+      ir::Tensor piece = ir::slice(sum, {offset}, {offset + sizes[j]});
+      pieces.push_back(ir::reshape(piece, g[j]->result(0)->type().shape).value());
+      offset += sizes[j];
+    }
+    for (auto& op : scratch.take_ops()) block.insert_before(last, std::move(op));
+    for (size_t j = 0; j < g.size(); ++j) replace_uses(block, g[j]->result(0), pieces[j]);
+    // The report: one record for the merged all_reduce.
+    CollectiveRecord merged{"all_reduce", "combined:", 1, 0, sum.value()->defining_op()};
+    std::erase_if(report.collectives, [&](const CollectiveRecord& r) {
+      if (std::find(g.begin(), g.end(), r.op) == g.end()) return false;
+      merged.origin += " " + r.origin + ";";
+      merged.group_size = r.group_size;
+      merged.bytes_per_device += r.bytes_per_device;
+      return true;
+    });
+    report.collectives.push_back(merged);
+    block.erase_if([&](const Op& op) { return std::find(g.begin(), g.end(), &op) != g.end(); });
+    removed += static_cast<int>(g.size()) - 1;
+  }
+  return removed;
+}
+
+}  // namespace tessera::spmd
