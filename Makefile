@@ -12,9 +12,11 @@ CTEST_ARGS ?=
 export CCACHE_BASEDIR := $(CURDIR)
 export CCACHE_NOHASHDIR := true
 
-# Debian packages the build and the tests need (NumPy is a test oracle).
+# Debian packages the build and the tests need (NumPy is a test oracle; OpenMPI runs the MPI
+# backend and its tests, label `mpi`).
 APT_PACKAGES := cmake g++ make ccache libopenblas-dev libfmt-dev nlohmann-json3-dev libcli11-dev \
-                libgtest-dev libgmock-dev libbenchmark-dev python3 python3-numpy
+                libgtest-dev libgmock-dev libbenchmark-dev python3 python3-numpy \
+                libopenmpi-dev openmpi-bin python3-torch
 
 .PHONY: deps build run test test-asan clean
 

@@ -1,8 +1,12 @@
 // Session (see session.h): host devices run the local program as threads that exchange data
-// through the in-process communicator (comm::run_parallel).
+// through the in-process communicator (comm::run_parallel); over MPI, each rank runs its own
+// devices and every rank gets every device's results (comm::run_on_ranks).
 #include "runtime/session.h"
 
 #include "comm/parallel.h"
+#ifdef TESSERA_HAVE_MPI
+#include "comm/mpi_communicator.h"
+#endif
 #include "exec/accelerate.h"
 #include "runtime/layout.h"
 #include "spmd/reshard.h"
@@ -26,12 +30,27 @@ Session Session::host(int64_t num_devices, SessionOptions options) {
   return Session(num_devices, options);
 }
 
-CompiledProgram Session::compile(const ir::Module& module, const std::string& fn) const {
+Session Session::mpi(int64_t local_devices, SessionOptions options) {
+#ifdef TESSERA_HAVE_MPI
+  if (local_devices < 1) fail("Session::mpi: {} local devices per rank; need at least 1", local_devices);
+  comm::MpiProcess& mpi = comm::MpiProcess::get();
+  Session s(local_devices * mpi.size(), options);
+  s.local_devices_ = local_devices;
+  s.rank_ = mpi.rank();
+  return s;
+#else
+  fail("Session::mpi: this Tessera was built without its MPI backend (install libopenmpi-dev and configure "
+       "again with TESSERA_MPI=ON); {} local devices asked for", local_devices);
+#endif
+}
+
+CompiledProgram Session::compile(const ir::Module& module, const std::string& fn,
+                                 const spmd::PartitionOptions& options) const {
   const ir::Function* f = module.find_function(fn);
   if (!f) fail("compile: no function @{}", fn);
   CompiledProgram p;
   p.module = std::make_shared<ir::Module>(module.name);
-  p.info = spmd::partition(module, *f, *p.module);
+  p.info = spmd::partition(module, *f, *p.module, options);
   if (p.info.num_devices != num_devices_ && p.info.num_devices != 1)
     fail("compile: @{} is sharded over mesh @{} of {} devices, but the session has {}", fn, p.info.mesh,
          p.info.num_devices, num_devices_);
@@ -43,7 +62,6 @@ std::vector<std::vector<Literal>> Session::run_per_device(const CompiledProgram&
   const ir::Function& f = p.local_function();
   if (static_cast<int64_t>(inputs.size()) != num_devices_)
     fail("run_per_device: inputs for {} devices, the session has {}", inputs.size(), num_devices_);
-  std::vector<Literal> flat;
   for (size_t d = 0; d < inputs.size(); ++d) {
     if (inputs[d].size() != f.num_parameters())
       fail("run_per_device: device {} got {} inputs, @{} takes {}", d, inputs[d].size(), f.name(), f.num_parameters());
@@ -52,12 +70,20 @@ std::vector<std::vector<Literal>> Session::run_per_device(const CompiledProgram&
       if (inputs[d][i].type() != want)
         fail("run_per_device: parameter {} of @{} on device {} is {}, got {}", i, f.name(), d, ir::to_string(want),
              ir::to_string(inputs[d][i].type()));
-      flat.push_back(std::move(inputs[d][i]));
     }
   }
   comm::ParallelOptions o;
   o.timeout = options_.timeout;
   if (options_.fast_kernels) o.base.accelerate = exec::accelerate;
+#ifdef TESSERA_HAVE_MPI
+  if (over_mpi()) {  // this rank's devices run; every rank gets every device's results
+    comm::MpiWorld world(local_devices_, options_.timeout);
+    return comm::run_on_ranks(world, *p.module, p.info.function, std::move(inputs), o.base);
+  }
+#endif
+  std::vector<Literal> flat;
+  for (auto& device_inputs : inputs)
+    for (Literal& in : device_inputs) flat.push_back(std::move(in));
   std::vector<Literal> results = comm::run_parallel(
       *p.module, {std::vector<std::string>(static_cast<size_t>(num_devices_), p.info.function)}, std::move(flat), o);
   size_t per = f.result_types.size();

@@ -67,11 +67,19 @@ struct SessionOptions {
 class Session {
  public:
   static Session host(int64_t num_devices, SessionOptions options = {});
+  // This process's part of a session over MPI ranks (under mpirun; comm/mpi_communicator.h): each
+  // rank runs `local_devices` devices, rank r owning global devices r*local_devices ..
+  // (r+1)*local_devices-1. Every rank must make the same calls in the same order; every rank gets
+  // the whole results. A UserError when Tessera was built without MPI.
+  static Session mpi(int64_t local_devices, SessionOptions options = {});
   int64_t num_devices() const { return num_devices_; }
+  int64_t rank() const { return rank_; }  // this process's MPI rank; 0 for host devices
+  bool over_mpi() const { return local_devices_ > 0; }
 
   // Propagates shardings over @fn of `module` and partitions it for this session's devices; the
   // program's mesh must have as many devices as the session.
-  CompiledProgram compile(const ir::Module& module, const std::string& fn) const;
+  CompiledProgram compile(const ir::Module& module, const std::string& fn,
+                          const spmd::PartitionOptions& options = {}) const;
 
   std::vector<std::vector<ir::Literal>> run_per_device(const CompiledProgram& p,
                                                        std::vector<std::vector<ir::Literal>> inputs) const;
@@ -84,6 +92,8 @@ class Session {
   Session(int64_t n, SessionOptions o) : num_devices_(n), options_(o) {}
   int64_t num_devices_;
   SessionOptions options_;
+  int64_t local_devices_ = 0;  // over MPI: devices per rank; 0: host devices
+  int64_t rank_ = 0;
 };
 
 }  // namespace tessera::runtime

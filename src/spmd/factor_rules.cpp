@@ -10,6 +10,7 @@ namespace tessera::spmd::factor_rules {
 namespace {
 
 using ir::Op;
+using ir::OpKind;
 using Ints = std::vector<int64_t>;
 
 const Ints& ints(const Op& op, const std::string& name) {
@@ -275,12 +276,16 @@ FactorRule rule_Gather(const Op& op) {
 }
 
 // scatter: operand and result share the dimensions the update windows cover entirely; the
-// scattered-into dimensions and the indices are whole.
+// scattered-into dimensions are whole. When updates are added (the body is an add), the scatter
+// dimensions of the updates and the batch dimensions of the indices are a reduction: each device
+// adds its own updates and the partial results are summed (the partitioner counts the operand
+// once).
 FactorRule rule_Scatter(const Op& op) {
   FactorRule r = blank(op);
   size_t n = op.num_results();
   const auto& dn = op.attrs().get<ir::ScatterDims>("scatter_dimension_numbers");
   const auto& operand = op.operand(0)->type().shape;
+  const auto& indices = op.operand(n)->type().shape;
   const auto& update = op.operand(n + 1)->type().shape;
   size_t next_window = 0;
   for (size_t d = 0; d < operand.size(); ++d) {
@@ -297,6 +302,21 @@ FactorRule rule_Scatter(const Op& op) {
       r.results[k][d] = {f};
       r.operands[n + 1 + k][ud] = {f};
     }
+  }
+  const ir::Block& body = op.region(0);
+  bool adds = n == 1 && body.ops().size() == 2 && body.ops()[0]->kind() == OpKind::Add &&
+              dn.input_batching_dims.empty();
+  if (!adds) return r;
+  size_t id = 0;
+  for (size_t ud = 0; ud < update.size(); ++ud) {
+    if (contains(dn.update_window_dims, static_cast<int64_t>(ud))) continue;
+    if (static_cast<int64_t>(id) == dn.index_vector_dim) ++id;
+    if (id < indices.size() && indices[id] == update[ud] && update[ud] != 1) {
+      int f = r.add(update[ud], FactorKind::kReduction);
+      r.operands[n][id] = {f};
+      r.operands[n + 1][ud] = {f};
+    }
+    ++id;
   }
   return r;
 }

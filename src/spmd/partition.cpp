@@ -322,6 +322,9 @@ class Partitioner {
     for (size_t i = 0; i < op.operands().size(); ++i) {
       Value* v = op.operand(i);
       Sharding want = compose(rule.operands[i], rule, assign, mesh);
+      // A scatter whose updates are split adds into the operand on every device: it must count
+      // once in the sum, so it is made partial (whole on the first device, zeros elsewhere).
+      if (op.kind() == OpKind::Scatter && i < op.num_results()) want.unreduced = partial;
       Tensor t = get(v, want);
       if (uneven_reduction) t = mask_padding(op, i, t, v->type(), want, b);
       operands.push_back(t);

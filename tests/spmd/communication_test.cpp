@@ -81,12 +81,22 @@ TEST(Communication, DataParallelGradientAllReducesEachGradientOnce) {
   Function& loss = mlp_loss(m, std::nullopt, std::nullopt);
   autodiff::reverse(m, loss, {.wrt = {1, 2}});
   Session s = Session::host(4);
-  CompiledProgram p = s.compile(m, "loss_grad");
+  PartitionOptions separate;
+  separate.combine_all_reduces = false;
+  CompiledProgram p = s.compile(m, "loss_grad", separate);
   const Report& r = p.report();
   EXPECT_EQ(r.collectives.size(), 2u) << r.to_string();
   EXPECT_EQ(r.count("all_reduce"), 2) << r.to_string();
-  EXPECT_EQ(r.bytes_per_device(), all_reduce_bytes(8 * 8 * 4, 4) + all_reduce_bytes(8 * 4 * 4, 4));
+  int64_t bytes = all_reduce_bytes(8 * 8 * 4, 4) + all_reduce_bytes(8 * 4 * 4, 4);
+  EXPECT_EQ(r.bytes_per_device(), bytes);
   expect_same_numbers(m, "loss_grad", s, p);
+
+  // Combined (the default): one all_reduce of both gradients, the same bytes, the same numbers.
+  CompiledProgram c = s.compile(m, "loss_grad");
+  EXPECT_EQ(c.report().collectives.size(), 1u) << c.report().to_string();
+  EXPECT_EQ(c.report().count("all_reduce"), 1);
+  EXPECT_EQ(c.report().bytes_per_device(), bytes);
+  expect_same_numbers(m, "loss_grad", s, c);
 
   // Its forward moves only the scalar loss.
   CompiledProgram fwd = s.compile(m, "loss");

@@ -9,6 +9,8 @@
 #include "support/error.h"
 #include "tools/tessera/check.h"
 #include "tools/tessera/partition_cmd.h"
+#include "tools/tessera/train_cmd.h"
+#include "tools/tessera/schedule_cmd.h"
 
 namespace {
 
@@ -47,19 +49,54 @@ int main(int argc, char** argv) {
   part->add_option("file", pc.file, "StableHLO module (.mlir)")->required()->check(CLI::ExistingFile);
   part->add_option("--function", pc.function, "Function to partition (default @main or the first public one)");
   part->add_option("--mesh", pc.mesh, "Axes of the module's mesh, e.g. data=4,model=2");
-  auto* run = app.add_subcommand("run", "Run a StableHLO module on host devices");
+  auto* run = app.add_subcommand("run", "Run a StableHLO module on host devices or MPI ranks");
   tessera::tools::RunCommand rc;
   run->add_option("file", rc.file, "StableHLO module (.mlir)")->required()->check(CLI::ExistingFile);
-  run->add_option("--devices", rc.devices, "Number of host devices")->check(CLI::PositiveNumber);
+  run->add_option("--devices", rc.devices, "Number of host devices (with --backend mpi: devices per rank)")
+      ->check(CLI::PositiveNumber);
+  run->add_option("--backend", rc.backend, "host (threads of this process) or mpi (under mpirun; rank 0 prints)")
+      ->check(CLI::IsMember({"host", "mpi"}));
   run->add_option("--input", rc.inputs, "argN=file.npy, one per parameter");
   run->add_option("--output-dir", rc.output_dir, "Where result<i>.npy are written");
   run->add_option("--function", rc.function, "Function to run (default @main or the first public one)");
   run->add_option("--mesh", rc.mesh, "Axes of the module's mesh, e.g. data=4");
+  auto* sched = app.add_subcommand("schedule", "Simulate a pipeline schedule; print its timeline and bubble");
+  tessera::tools::ScheduleCommand sc;
+  auto* sched_kind = sched->add_option("--kind", sc.kind, "gpipe, 1f1b, interleaved or zb-h1")->capture_default_str();
+  auto* sched_p = sched->add_option("--stages", sc.stages, "Pipeline stages P")->capture_default_str();
+  auto* sched_m = sched->add_option("--microbatches", sc.microbatches, "Microbatches M")->capture_default_str();
+  auto* sched_v = sched->add_option("--virtual", sc.virtual_per_stage, "Virtual stages per stage (interleaved)");
+  sched->add_option("--costs", sc.costs, "f,b[,w[,transfer]]: F costs f, BI b, W w, B b+w")->capture_default_str();
+  sched->add_option("--input", sc.input, "Simulate this schedule CSV instead of a built-in one")
+      ->check(CLI::ExistingFile)->excludes(sched_kind)->excludes(sched_p)->excludes(sched_m)->excludes(sched_v);
+  sched->add_option("--csv", sc.csv, "Write the schedule as CSV");
+  sched->add_option("--svg", sc.svg, "Write the timeline as SVG");
+  auto* train = app.add_subcommand("train", "Train a byte-level CausalLM on a text corpus over host devices");
+  tessera::tools::TrainCommand tc;
+  train->add_option("--plan", tc.plan, "Sharding plan: dp, fsdp, tp or dp,tp")->capture_default_str();
+  train->add_option("--devices", tc.devices, "Host devices")->capture_default_str()->check(CLI::PositiveNumber);
+  train->add_option("--steps", tc.steps, "Training steps")->capture_default_str()->check(CLI::PositiveNumber);
+  train->add_option("--batch", tc.batch, "Sequences per step")->capture_default_str()->check(CLI::PositiveNumber);
+  train->add_option("--seq", tc.seq, "Bytes per sequence")->capture_default_str()->check(CLI::PositiveNumber);
+  train->add_option("--lr", tc.lr, "AdamW learning rate")->capture_default_str();
+  train->add_option("--d-model", tc.d_model, "Model width")->capture_default_str();
+  train->add_option("--layers", tc.layers, "Transformer blocks")->capture_default_str();
+  train->add_option("--heads", tc.heads, "Query heads")->capture_default_str();
+  train->add_option("--kv-heads", tc.kv_heads, "Key/value heads")->capture_default_str();
+  train->add_option("--ffn", tc.ffn, "SwiGLU hidden width")->capture_default_str();
+  train->add_option("--seed", tc.seed, "Initialisation and data seed")->capture_default_str();
+  train->add_option("--corpus", tc.corpus, "Text file or directory (default: Debian's fortunes)");
+  train->add_option("--save", tc.save, "Directory to write a sharded checkpoint to");
+  train->add_option("--resume", tc.resume, "Sharded checkpoint to start from (any plan or device count)");
+  train->add_option("--sample", tc.sample, "Bytes of text to generate at the end")->capture_default_str();
+  train->add_flag("!--no-progress-bar", tc.progress_bar, "Print a line per tenth of the run instead of a bar");
   CLI11_PARSE(app, argc, argv);
   try {
     if (ops->parsed()) return list_ops();
+    if (train->parsed()) return tessera::tools::train_command(tc, std::cout);
     if (part->parsed()) return tessera::tools::partition_command(pc, std::cout);
     if (run->parsed()) return tessera::tools::run_command(rc, std::cout);
+    if (sched->parsed()) return tessera::tools::schedule_command(sc, std::cout);
     if (check->parsed()) {
       tessera::tools::CheckOptions options;
       options.timeout = std::chrono::milliseconds(static_cast<int64_t>(timeout_s * 1000));

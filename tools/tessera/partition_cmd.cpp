@@ -112,17 +112,23 @@ int run_command(const RunCommand& c, std::ostream& out) {
     if (!given[i]) fail("parameter {} of @{} ({}) has no --input", i, f.name(), ir::to_string(f.parameter(i)->type()));
     inputs.push_back(std::move(*given[i]));
   }
-  runtime::Session session = runtime::Session::host(c.devices);
+  if (c.backend != "host" && c.backend != "mpi") fail("--backend: '{}' is neither host nor mpi", c.backend);
+  runtime::Session session =
+      c.backend == "mpi" ? runtime::Session::mpi(c.devices) : runtime::Session::host(c.devices);
   runtime::CompiledProgram p = session.compile(*m, f.name());
   std::vector<ir::Literal> results = session.run_sharded(p, inputs);
+  if (session.rank() != 0) return 0;  // every rank has the results; rank 0 writes and prints them
   std::filesystem::create_directories(c.output_dir);
   for (size_t i = 0; i < results.size(); ++i) {
     std::string path = (std::filesystem::path(c.output_dir) / fmt::format("result{}.npy", i)).string();
     interp::save_npy(results[i], path);
     out << fmt::format("result {}: {} -> {}\n", i, ir::to_string(results[i].type()), path);
   }
-  out << fmt::format("ran @{} on {} host devices; {} collectives, {} bytes moved per device\n", f.name(),
-                     c.devices, p.report().collectives.size(), p.report().bytes_per_device());
+  std::string where = session.over_mpi() ? fmt::format("{} devices ({} MPI ranks of {})", session.num_devices(),
+                                                       session.num_devices() / c.devices, c.devices)
+                                          : fmt::format("{} host devices", c.devices);
+  out << fmt::format("ran @{} on {}; {} collectives, {} bytes moved per device\n", f.name(), where,
+                     p.report().collectives.size(), p.report().bytes_per_device());
   return 0;
 }
 

@@ -1,6 +1,6 @@
 // `tessera partition FILE` and `tessera run FILE`: a StableHLO module (for example one exported
 // from JAX, with sdy shardings) partitioned by Tessera, printed with its report, or run on host
-// devices with inputs and outputs as .npy files.
+// devices or MPI ranks with inputs and outputs as .npy files.
 #pragma once
 
 #include <ostream>
@@ -22,12 +22,13 @@ struct RunCommand {
   std::string file;
   std::string function;
   std::string mesh;
-  int64_t devices = 1;
+  int64_t devices = 1;              // host: the devices; mpi: devices per rank
+  std::string backend = "host";     // "host" or "mpi" (under mpirun: every rank runs, rank 0 writes and prints)
   std::vector<std::string> inputs;  // "argN=path.npy" or "N=path.npy"
   std::string output_dir = ".";
 };
 
-// Runs on `devices` host devices and writes result i to output_dir/result<i>.npy.
+// Runs on `devices` host devices (or over MPI ranks) and writes result i to output_dir/result<i>.npy.
 int run_command(const RunCommand& c, std::ostream& out);
 
 }  // namespace tessera::tools

@@ -1,0 +1,103 @@
+// Devices across MPI ranks: the Communicator over MPI, and a run of a program on every rank.
+//
+// Ids. Each rank owns `local_devices` devices: rank r owns global ids r*k .. r*k+k-1 (k =
+// local_devices), so N ranks make N*k devices. Every rank must create its worlds and issue its
+// collectives in the same order (the program is the same on every rank).
+//
+// A collective. The rank's local members of the group (threads of this process) first meet
+// through an in-process HostWorld (host_communicator.h), exactly as host devices do. Then the
+// group's first local member — the rank's leader for that group — sends the local members' inputs
+// to every other rank of the group and receives theirs, through the rank's MPI thread
+// (mpi_process.h), and hands them to its local peers in a second local meeting. Every device then
+// holds every member's input and computes its result itself, folding in group order exactly as on
+// host devices, so results are bitwise those of Session::host. (This moves each input to every
+// rank of the group, like an all-gather, whatever the collective: simple and exact, not the least
+// traffic; the in-process host devices are the fast path.)
+//
+// Waits have a deadline: a rank that does not send in time is a TimeoutError naming the op, this
+// rank and its devices, and the missing ranks and their devices; a rank that failed (FAIL notice)
+// or exited (BYE) ends the wait at once with a UserError naming it.
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "comm/communicator.h"
+#include "comm/host_communicator.h"
+#include "comm/mpi_process.h"
+#include "interp/interpreter.h"
+
+namespace tessera::comm {
+
+// One run's communication over every rank: created by every rank, in the same order.
+class MpiWorld {
+ public:
+  MpiWorld(int64_t local_devices, std::chrono::milliseconds timeout = std::chrono::seconds(30));
+
+  int rank() const { return rank_; }
+  int num_ranks() const { return num_ranks_; }
+  int64_t local_devices() const { return local_devices_; }
+  int64_t num_devices() const { return local_devices_ * num_ranks_; }
+  int64_t first_local_device() const { return rank_ * local_devices_; }
+  int owner(int64_t device) const { return static_cast<int>(device / local_devices_); }
+  std::chrono::milliseconds timeout() const { return timeout_; }
+
+  // Every rank's `payload`, in rank order (this rank's own included): the step of a run outside
+  // any device program (handing every rank the results). `what` names it in errors.
+  std::vector<std::vector<std::byte>> exchange_ranks(const std::string& what, std::span<const std::byte> payload);
+
+  // Tells every other rank that this rank's part of the run failed, so that their waits on this
+  // rank end now with `reason` instead of at their deadline.
+  void report_failure(const std::string& reason);
+
+ private:
+  friend class MpiCommunicator;
+  // The leader's part of a collective: sends `payload` (the local members' inputs) to `ranks` and
+  // returns what they sent, in their order, or a failure (status != 0) with its message.
+  struct Received {
+    uint8_t status = 0;  // 0 ok, 1 timeout, 2 another failure
+    std::string error;
+    std::vector<std::vector<std::byte>> payloads;
+  };
+  Received transfer(std::string_view op, const Group& group, const std::string& who, const std::vector<int>& ranks,
+                    std::vector<std::byte> payload);
+  std::string devices_of(const std::vector<int>& ranks, const Group& group) const;
+
+  MpiProcess* process_;
+  int rank_, num_ranks_;
+  int64_t local_devices_;
+  std::chrono::milliseconds timeout_;
+  uint64_t id_;
+  HostWorld local_;  // this rank's devices, ids 0..k-1 (global id minus first_local_device())
+  std::mutex mu_;
+  std::map<Group, int64_t> sequence_;  // collectives this rank has led per group
+};
+
+class MpiCommunicator : public Communicator {
+ public:
+  // `device` is a global id owned by this rank.
+  MpiCommunicator(MpiWorld& world, int64_t device);
+  int64_t device() const override { return device_; }
+  int64_t num_devices() const override { return world_->num_devices(); }
+  std::unique_ptr<Exchange> exchange(std::string_view op, const Group& group,
+                                     std::span<const std::byte> input) override;
+
+ private:
+  MpiWorld* world_;
+  int64_t device_;
+  HostCommunicator local_;
+};
+
+// Runs @function of `module` on this rank's devices, device d as partition d of a 1 x N process
+// grid with `inputs[d]` (inputs has one entry per global device; only this rank's are used), and
+// returns every device's results on every rank: results[d]. A device that fails makes the run
+// fail on every rank, with a message naming the rank and the device.
+std::vector<std::vector<ir::Literal>> run_on_ranks(MpiWorld& world, const ir::Module& module,
+                                                   const std::string& function,
+                                                   std::vector<std::vector<ir::Literal>> inputs,
+                                                   const interp::Options& base = {});
+
+}  // namespace tessera::comm

@@ -1,0 +1,206 @@
+// The built-in schedule generators (see generate.h for what each schedule is).
+#include "mpmd/generate.h"
+
+#include <algorithm>
+
+#include "support/error.h"
+
+namespace tessera::mpmd {
+
+using support::fail;
+
+namespace {
+
+Action compute(ActionKind kind, int64_t mb, int64_t vs) {
+  Action a;
+  a.kind = kind;
+  a.microbatch = mb;
+  a.virtual_stage = vs;
+  return a;
+}
+
+void check_sizes(std::string_view kind, int64_t stages, int64_t microbatches, int64_t virtual_per_stage) {
+  if (stages < 1) fail("{} schedule: the stage count must be at least 1, got {}", kind, stages);
+  if (microbatches < 1) fail("{} schedule: the microbatch count must be at least 1, got {}", kind, microbatches);
+  if (virtual_per_stage < 1)
+    fail("{} schedule: the virtual stage count per stage must be at least 1, got {}", kind, virtual_per_stage);
+  // Each (microbatch, virtual stage) pair becomes a few actions; refuse sizes that would exhaust memory.
+  constexpr int64_t kMaxPairs = 10'000'000;
+  if (stages > kMaxPairs || microbatches > kMaxPairs || virtual_per_stage > kMaxPairs ||
+      stages * microbatches > kMaxPairs || stages * microbatches * virtual_per_stage > kMaxPairs)
+    fail("{} schedule: {} stages x {} microbatches x {} virtual stages is more than the {} (microbatch, virtual "
+         "stage) pairs a generated schedule may have",
+         kind, stages, microbatches, virtual_per_stage, kMaxPairs);
+}
+
+Schedule empty(std::string name, int64_t stages, int64_t microbatches, int64_t virtual_per_stage) {
+  Schedule s;
+  s.name = std::move(name);
+  s.stages = stages;
+  s.microbatches = microbatches;
+  s.virtual_per_stage = virtual_per_stage;
+  s.actions.resize(static_cast<size_t>(stages));
+  return s;
+}
+
+// 1F1B's order on one stage with the given backward kind (B, or BI for zero bubble).
+std::vector<Action> one_f_one_b_order(int64_t stage, int64_t stages, int64_t microbatches, ActionKind backward) {
+  std::vector<Action> order;
+  int64_t warmup = std::min(stages - 1 - stage, microbatches);
+  for (int64_t m = 0; m < warmup; ++m) order.push_back(compute(ActionKind::kForward, m, stage));
+  for (int64_t i = 0; i + warmup < microbatches; ++i) {
+    order.push_back(compute(ActionKind::kForward, warmup + i, stage));
+    order.push_back(compute(backward, i, stage));
+  }
+  for (int64_t m = std::max<int64_t>(microbatches - warmup, 0); m < microbatches; ++m)
+    order.push_back(compute(backward, m, stage));
+  return order;
+}
+
+}  // namespace
+
+std::string_view schedule_kind_name(ScheduleKind kind) {
+  switch (kind) {
+    case ScheduleKind::kGPipe: return "gpipe";
+    case ScheduleKind::kOneFOneB: return "1f1b";
+    case ScheduleKind::kInterleaved: return "interleaved";
+    case ScheduleKind::kZeroBubbleH1: return "zb-h1";
+  }
+  return "?";
+}
+
+ScheduleKind parse_schedule_kind(std::string_view name) {
+  for (ScheduleKind k : {ScheduleKind::kGPipe, ScheduleKind::kOneFOneB, ScheduleKind::kInterleaved,
+                         ScheduleKind::kZeroBubbleH1})
+    if (name == schedule_kind_name(k)) return k;
+  fail("unknown schedule kind '{}' (expected gpipe, 1f1b, interleaved or zb-h1)", name);
+}
+
+void insert_transfers(Schedule& s) {
+  const int64_t last = s.virtual_stages() - 1;
+  for (int64_t stage = 0; stage < s.stages; ++stage) {
+    std::vector<Action> out;
+    for (const Action& a : s.actions[static_cast<size_t>(stage)]) {
+      auto transfer = [&](ActionKind kind, Payload payload, int64_t producer, int64_t peer) {
+        Action t = compute(kind, a.microbatch, producer);
+        t.payload = payload;
+        t.peer = peer;
+        out.push_back(t);
+      };
+      const int64_t vs = a.virtual_stage;
+      const bool forward = a.kind == ActionKind::kForward;
+      const bool input_grad = a.kind == ActionKind::kBackward || a.kind == ActionKind::kBackwardInput;
+      // The value this action needs from another stage: the previous virtual stage's activation,
+      // or the next virtual stage's gradient.
+      if (forward && vs > 0 && s.stage_of(vs - 1) != stage)
+        transfer(ActionKind::kRecv, Payload::kActivation, vs - 1, s.stage_of(vs - 1));
+      if (input_grad && vs < last && s.stage_of(vs + 1) != stage)
+        transfer(ActionKind::kRecv, Payload::kGradient, vs + 1, s.stage_of(vs + 1));
+      out.push_back(a);
+      if (forward && vs < last && s.stage_of(vs + 1) != stage)
+        transfer(ActionKind::kSend, Payload::kActivation, vs, s.stage_of(vs + 1));
+      if (input_grad && vs > 0 && s.stage_of(vs - 1) != stage)
+        transfer(ActionKind::kSend, Payload::kGradient, vs, s.stage_of(vs - 1));
+    }
+    s.actions[static_cast<size_t>(stage)] = std::move(out);
+  }
+}
+
+Schedule gpipe(int64_t stages, int64_t microbatches) {
+  check_sizes("gpipe", stages, microbatches, 1);
+  Schedule s = empty("gpipe", stages, microbatches, 1);
+  for (int64_t stage = 0; stage < stages; ++stage) {
+    auto& order = s.actions[static_cast<size_t>(stage)];
+    for (int64_t m = 0; m < microbatches; ++m) order.push_back(compute(ActionKind::kForward, m, stage));
+    for (int64_t m = 0; m < microbatches; ++m) order.push_back(compute(ActionKind::kBackward, m, stage));
+  }
+  insert_transfers(s);
+  return s;
+}
+
+Schedule one_f_one_b(int64_t stages, int64_t microbatches) {
+  check_sizes("1f1b", stages, microbatches, 1);
+  Schedule s = empty("1f1b", stages, microbatches, 1);
+  for (int64_t stage = 0; stage < stages; ++stage)
+    s.actions[static_cast<size_t>(stage)] = one_f_one_b_order(stage, stages, microbatches, ActionKind::kBackward);
+  insert_transfers(s);
+  return s;
+}
+
+Schedule interleaved(int64_t stages, int64_t microbatches, int64_t virtual_per_stage) {
+  check_sizes("interleaved", stages, microbatches, virtual_per_stage);
+  const int64_t P = stages, M = microbatches, V = virtual_per_stage;
+  if (V > 1 && M % P != 0)
+    fail("interleaved schedule with {} virtual stages per stage: the microbatch count ({}) must be a "
+         "multiple of the stage count ({})",
+         V, M, P);
+  Schedule s = empty("interleaved", P, M, V);
+  if (V == 1) {
+    for (int64_t stage = 0; stage < P; ++stage)
+      s.actions[static_cast<size_t>(stage)] = one_f_one_b_order(stage, P, M, ActionKind::kBackward);
+    insert_transfers(s);
+    return s;
+  }
+  // The k-th forward of a stage: microbatches advance in groups of P, and each group passes through
+  // every chunk of the stage before the next group starts; backwards visit the chunks in reverse.
+  const int64_t total = V * M;
+  auto microbatch_of = [&](int64_t k) { return (k / (P * V)) * P + k % P; };
+  auto chunk_of = [&](int64_t k, bool forward) {
+    int64_t c = (k % (P * V)) / P;
+    return forward ? c : V - 1 - c;
+  };
+  for (int64_t stage = 0; stage < P; ++stage) {
+    auto& order = s.actions[static_cast<size_t>(stage)];
+    auto fwd = [&](int64_t k) { order.push_back(compute(ActionKind::kForward, microbatch_of(k), stage + chunk_of(k, true) * P)); };
+    auto bwd = [&](int64_t k) { order.push_back(compute(ActionKind::kBackward, microbatch_of(k), stage + chunk_of(k, false) * P)); };
+    // Enough forwards that the first backward chunk of the stage has its gradient by the time the
+    // warm-up ends: two per later stage (there and back) plus one group for every extra chunk.
+    int64_t warmup = std::min((P - 1 - stage) * 2 + (V - 1) * P, total);
+    for (int64_t k = 0; k < warmup; ++k) fwd(k);
+    for (int64_t i = 0; i + warmup < total; ++i) {
+      fwd(warmup + i);
+      bwd(i);
+    }
+    for (int64_t k = total - warmup; k < total; ++k) bwd(k);
+  }
+  insert_transfers(s);
+  return s;
+}
+
+Schedule zero_bubble_h1(int64_t stages, int64_t microbatches) {
+  check_sizes("zb-h1", stages, microbatches, 1);
+  Schedule s = empty("zb-h1", stages, microbatches, 1);
+  for (int64_t stage = 0; stage < stages; ++stage) {
+    std::vector<Action> base = one_f_one_b_order(stage, stages, microbatches, ActionKind::kBackwardInput);
+    auto& order = s.actions[static_cast<size_t>(stage)];
+    // 1F1B keeps P−s microbatches in flight on stage s; deferring the W's by s input-gradient
+    // passes raises that to P and no further, and leaves the later stages (whose drain bubble is
+    // longest) with W's to run while the gradients travel back to the earlier stages.
+    const int64_t defer = stage;
+    int64_t backwards = 0, weights = 0;
+    for (const Action& a : base) {
+      order.push_back(a);
+      if (a.kind != ActionKind::kBackwardInput) continue;
+      ++backwards;
+      if (backwards > defer) order.push_back(compute(ActionKind::kBackwardWeight, weights++, stage));
+    }
+    while (weights < microbatches) order.push_back(compute(ActionKind::kBackwardWeight, weights++, stage));
+  }
+  insert_transfers(s);
+  return s;
+}
+
+Schedule generate(ScheduleKind kind, int64_t stages, int64_t microbatches, int64_t virtual_per_stage) {
+  if (kind != ScheduleKind::kInterleaved && virtual_per_stage != 1)
+    fail("{} schedule: {} virtual stages per stage apply only to the interleaved schedule",
+         schedule_kind_name(kind), virtual_per_stage);
+  switch (kind) {
+    case ScheduleKind::kGPipe: return gpipe(stages, microbatches);
+    case ScheduleKind::kOneFOneB: return one_f_one_b(stages, microbatches);
+    case ScheduleKind::kInterleaved: return interleaved(stages, microbatches, virtual_per_stage);
+    case ScheduleKind::kZeroBubbleH1: return zero_bubble_h1(stages, microbatches);
+  }
+  fail("unknown schedule kind");
+}
+
+}  // namespace tessera::mpmd

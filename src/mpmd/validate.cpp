@@ -1,0 +1,240 @@
+// The schedule validator (see validate.h for the checks and their order). Checks run from the
+// cheapest and most local to the global progress check, so each defect is reported by the check
+// that names it most precisely.
+#include "mpmd/validate.h"
+
+#include <fmt/format.h>
+
+#include <map>
+#include <tuple>
+
+#include "support/error.h"
+
+namespace tessera::mpmd {
+
+using support::fail;
+
+namespace {
+
+struct Place {
+  int64_t stage = -1;
+  int64_t step = -1;
+};
+
+// An action's identity: kind, payload, microbatch, virtual stage. Two actions with the same key are
+// duplicates; a SEND and its RECV differ only in the kind.
+using Key = std::tuple<ActionKind, Payload, int64_t, int64_t>;
+
+Key key_of(const Action& a) { return {a.kind, a.payload, a.microbatch, a.virtual_stage}; }
+Key compute_key(ActionKind kind, int64_t mb, int64_t vs) { return {kind, Payload::kNone, mb, vs}; }
+
+class Validator {
+ public:
+  explicit Validator(const Schedule& s) : s_(s) {}
+
+  void run() {
+    check_sizes();
+    for_each([&](int64_t stage, int64_t step, const Action& a) { check_range(stage, step, a); });
+    for_each([&](int64_t stage, int64_t step, const Action& a) { index(stage, step, a); });
+    check_complete();
+    check_pairs();
+    for_each([&](int64_t stage, int64_t step, const Action& a) { check_order(stage, step, a); });
+    check_progress();
+  }
+
+ private:
+  template <typename F>
+  void for_each(F f) {
+    for (int64_t stage = 0; stage < s_.stages; ++stage) {
+      const auto& list = s_.actions[static_cast<size_t>(stage)];
+      for (size_t step = 0; step < list.size(); ++step) f(stage, static_cast<int64_t>(step), list[step]);
+    }
+  }
+
+  std::string at(int64_t stage, int64_t step, const Action& a) const { return describe_at(stage, step, a); }
+  std::string at(const Place& p) const { return at(p.stage, p.step, action(p)); }
+  const Action& action(const Place& p) const {
+    return s_.actions[static_cast<size_t>(p.stage)][static_cast<size_t>(p.step)];
+  }
+  const Place* find(const Key& k) const {
+    auto it = places_.find(k);
+    return it == places_.end() ? nullptr : &it->second;
+  }
+
+  void check_sizes() const {
+    if (s_.stages < 1) fail("schedule '{}': the stage count must be at least 1, got {}", s_.name, s_.stages);
+    if (s_.microbatches < 1)
+      fail("schedule '{}': the microbatch count must be at least 1, got {}", s_.name, s_.microbatches);
+    if (s_.virtual_per_stage < 1)
+      fail("schedule '{}': the virtual stage count per stage must be at least 1, got {}", s_.name,
+           s_.virtual_per_stage);
+    if (static_cast<int64_t>(s_.actions.size()) != s_.stages)
+      fail("schedule '{}': has action lists for {} stages but declares {}", s_.name, s_.actions.size(), s_.stages);
+  }
+
+  void check_range(int64_t stage, int64_t step, const Action& a) const {
+    const int64_t vs = a.virtual_stage, last = s_.virtual_stages() - 1;
+    if (a.microbatch < 0 || a.microbatch >= s_.microbatches)
+      fail("{}: microbatch {} is out of range (the schedule has {} microbatches)", at(stage, step, a),
+           a.microbatch, s_.microbatches);
+    if (vs < 0 || vs > last)
+      fail("{}: virtual stage {} is out of range (the schedule has {} virtual stages)", at(stage, step, a), vs,
+           last + 1);
+    if (a.is_compute()) {
+      if (a.payload != Payload::kNone || a.peer != -1)
+        fail("{}: a compute action has no payload or peer", at(stage, step, a));
+      if (s_.stage_of(vs) != stage)
+        fail("{}: virtual stage {} is held by stage {}, not stage {}", at(stage, step, a), vs, s_.stage_of(vs), stage);
+      return;
+    }
+    if (a.payload == Payload::kNone) fail("{}: a transfer needs a payload (act or grad)", at(stage, step, a));
+    const bool act = a.payload == Payload::kActivation;
+    if ((act && vs == last) || (!act && vs == 0))
+      fail("{}: no virtual stage consumes it ({} is the {} virtual stage)", at(stage, step, a), vs,
+           act ? "last" : "first");
+    const int64_t consumer = act ? vs + 1 : vs - 1;
+    const int64_t from = s_.stage_of(vs), to = s_.stage_of(consumer);
+    if (from == to)
+      fail("{}: virtual stages {} and {} are both on stage {}; no transfer is needed", at(stage, step, a), vs,
+           consumer, from);
+    const bool send = a.kind == ActionKind::kSend;
+    if (stage != (send ? from : to))
+      fail("{}: the value is {} by virtual stage {} on stage {}, not on stage {}", at(stage, step, a),
+           send ? "produced" : "consumed", send ? vs : consumer, send ? from : to, stage);
+    if (a.peer != (send ? to : from))
+      fail("{}: the value is {} by virtual stage {} on stage {}, not on stage {}", at(stage, step, a),
+           send ? "consumed" : "produced", send ? consumer : vs, send ? to : from, a.peer);
+  }
+
+  void index(int64_t stage, int64_t step, const Action& a) {
+    auto [it, inserted] = places_.emplace(key_of(a), Place{stage, step});
+    if (!inserted) fail("{}: duplicates {}", at(stage, step, a), at(it->second));
+    if (a.kind == ActionKind::kBackward || a.kind == ActionKind::kBackwardInput) {
+      ActionKind other = a.kind == ActionKind::kBackward ? ActionKind::kBackwardInput : ActionKind::kBackward;
+      if (const Place* p = find(compute_key(other, a.microbatch, a.virtual_stage)))
+        fail("{}: the backward is given both whole and split: {}", at(stage, step, a), at(*p));
+    }
+  }
+
+  void check_complete() const {
+    for (int64_t vs = 0; vs < s_.virtual_stages(); ++vs)
+      for (int64_t m = 0; m < s_.microbatches; ++m) {
+        const int64_t stage = s_.stage_of(vs);
+        if (!find(compute_key(ActionKind::kForward, m, vs)))
+          fail("schedule '{}': microbatch {} is missing F(mb {}, vs {}) on stage {}", s_.name, m, m, vs, stage);
+        const Place* b = find(compute_key(ActionKind::kBackward, m, vs));
+        const Place* bi = find(compute_key(ActionKind::kBackwardInput, m, vs));
+        const Place* w = find(compute_key(ActionKind::kBackwardWeight, m, vs));
+        if (bi && !w) fail("{}: has no matching W(mb {}, vs {})", at(*bi), m, vs);
+        if (w && !bi) fail("{}: has no matching BI(mb {}, vs {})", at(*w), m, vs);
+        if (!b && !bi)
+          fail("schedule '{}': microbatch {} is missing its backward on virtual stage {} (stage {}): "
+               "no B(mb {}, vs {}), nor BI and W",
+               s_.name, m, vs, stage, m, vs);
+      }
+  }
+
+  void check_pairs() const {
+    for (const auto& [key, place] : places_) {
+      const Action& a = action(place);
+      if (a.is_compute()) continue;
+      ActionKind other = a.kind == ActionKind::kSend ? ActionKind::kRecv : ActionKind::kSend;
+      if (!find({other, a.payload, a.microbatch, a.virtual_stage}))
+        fail("{}: has no matching {} {}(mb {}, vs {}) on stage {}", at(place), kind_name(other),
+             payload_name(a.payload), a.microbatch, a.virtual_stage, a.peer);
+    }
+  }
+
+  // `what` must come before (stage, step): it is either on this stage at an earlier step, or it is
+  // the value of `producer_key` on another stage and must be received before.
+  void need_before(int64_t stage, int64_t step, const Action& a, const std::string& what, int64_t producer_stage,
+                   const std::vector<Key>& producers, Payload payload, int64_t producer_vs) const {
+    if (producer_stage == stage) {
+      for (const Key& k : producers)
+        if (const Place* p = find(k); p && p->step < step) return;
+      fail("{}: runs before {} on the same stage", at(stage, step, a), what);
+    }
+    const Place* r = find({ActionKind::kRecv, payload, a.microbatch, producer_vs});
+    if (r && r->stage == stage && r->step < step) return;
+    fail("{}: runs before its input arrives: no earlier RECV {}(mb {}, vs {}) from stage {} (the value of {})",
+         at(stage, step, a), payload_name(payload), a.microbatch, producer_vs, producer_stage, what);
+  }
+
+  void check_order(int64_t stage, int64_t step, const Action& a) const {
+    const int64_t m = a.microbatch, vs = a.virtual_stage, last = s_.virtual_stages() - 1;
+    auto describe_key = [](ActionKind k, int64_t mb, int64_t v) { return fmt::format("{}(mb {}, vs {})", kind_name(k), mb, v); };
+    auto earlier_here = [&](ActionKind k, int64_t v, const char* why) {
+      const Place* p = find(compute_key(k, m, v));
+      if (!p || p->stage != stage || p->step >= step)
+        fail("{}: {} {}", at(stage, step, a), why, describe_key(k, m, v));
+    };
+    switch (a.kind) {
+      case ActionKind::kForward:
+        if (vs > 0)
+          need_before(stage, step, a, describe_key(ActionKind::kForward, m, vs - 1), s_.stage_of(vs - 1),
+                      {compute_key(ActionKind::kForward, m, vs - 1)}, Payload::kActivation, vs - 1);
+        return;
+      case ActionKind::kBackward:
+      case ActionKind::kBackwardInput:
+        earlier_here(ActionKind::kForward, vs, "backward before its forward");
+        if (vs < last)
+          need_before(stage, step, a, fmt::format("the backward of (mb {}, vs {})", m, vs + 1), s_.stage_of(vs + 1),
+                      {compute_key(ActionKind::kBackward, m, vs + 1), compute_key(ActionKind::kBackwardInput, m, vs + 1)},
+                      Payload::kGradient, vs + 1);
+        return;
+      case ActionKind::kBackwardWeight:
+        earlier_here(ActionKind::kBackwardInput, vs, "weight gradient before its input gradient");
+        return;
+      case ActionKind::kSend:
+        if (a.payload == Payload::kActivation) {
+          earlier_here(ActionKind::kForward, vs, "sends a value before it is computed by");
+        } else {
+          const Place* b = find(compute_key(ActionKind::kBackward, m, vs));
+          if (!b) b = find(compute_key(ActionKind::kBackwardInput, m, vs));
+          if (b->step >= step)
+            fail("{}: sends a value before it is computed by {}", at(stage, step, a), describe(action(*b)));
+        }
+        return;
+      case ActionKind::kRecv:
+        return;
+    }
+  }
+
+  // Runs the stages in order, a RECV waiting until its SEND has run; sends never wait.
+  void check_progress() const {
+    std::vector<size_t> next(static_cast<size_t>(s_.stages), 0);
+    std::map<Key, bool> sent;
+    for (bool progress = true; progress;) {
+      progress = false;
+      for (int64_t stage = 0; stage < s_.stages; ++stage) {
+        const auto& list = s_.actions[static_cast<size_t>(stage)];
+        size_t& i = next[static_cast<size_t>(stage)];
+        for (; i < list.size(); ++i, progress = true) {
+          const Action& a = list[i];
+          if (a.kind == ActionKind::kSend) sent[key_of(a)] = true;
+          if (a.kind == ActionKind::kRecv && !sent.count({ActionKind::kSend, a.payload, a.microbatch, a.virtual_stage}))
+            break;
+        }
+      }
+    }
+    for (int64_t stage = 0; stage < s_.stages; ++stage) {
+      size_t i = next[static_cast<size_t>(stage)];
+      const auto& list = s_.actions[static_cast<size_t>(stage)];
+      if (i == list.size()) continue;
+      const Action& r = list[i];
+      const Place& send = *find({ActionKind::kSend, r.payload, r.microbatch, r.virtual_stage});
+      const Place blocker{send.stage, static_cast<int64_t>(next[static_cast<size_t>(send.stage)])};
+      fail("{}: receive before its matching send {}: that stage waits first at {} (the schedule deadlocks)",
+           at(stage, static_cast<int64_t>(i), r), at(send), at(blocker));
+    }
+  }
+
+  const Schedule& s_;
+  std::map<Key, Place> places_;
+};
+
+}  // namespace
+
+void validate(const Schedule& s) { Validator(s).run(); }
+
+}  // namespace tessera::mpmd

@@ -1,0 +1,142 @@
+// capture (capture.h): @loss from the model, @step from autodiff::reverse, @train_step calling
+// @step and then the optimizer's update on every parameter.
+#include "nn/capture.h"
+
+#include "autodiff/reverse.h"
+#include "ir/builder.h"
+#include "support/error.h"
+
+namespace tessera::nn {
+
+using ir::FunctionBuilder;
+using ir::Tensor;
+
+TrainingStep TrainingStep::with(Optimizer o) const {
+  TrainingStep s = *this;
+  s.optimizer = std::move(o);
+  return s;
+}
+
+TrainingStep TrainingStep::sharded(ShardingPlan p) const {
+  TrainingStep s = *this;
+  s.plan = std::move(p);
+  return s;
+}
+
+namespace {
+
+std::optional<ir::Sharding> parameter_sharding(const TrainingStep& s, const ParamSpec& p) {
+  if (!s.plan) return std::nullopt;
+  return s.plan->parameter(p);
+}
+
+std::optional<ir::Sharding> input_sharding(const TrainingStep& s, const std::string& name, const ir::Type& t) {
+  if (!s.plan) return std::nullopt;
+  return s.plan->input(DataInput{name, t});
+}
+
+ir::Type batch_type(const Config& c) { return ir::i32({c.batch, c.seq}); }
+
+// The residual stream [b, s, d] laid out like the tokens along batch and sequence, features whole.
+std::optional<ir::Sharding> residual_sharding(const TrainingStep& s) {
+  std::optional<ir::Sharding> tokens = input_sharding(s, "tokens", batch_type(s.model.config()));
+  if (tokens) tokens->dims.emplace_back();
+  return tokens;
+}
+
+}  // namespace
+
+Programs capture(ir::Module& module, const TrainingStep& s) {
+  Programs out;
+  out.parameters = s.model.parameters();
+  const Config& c = s.model.config();
+  const auto& specs = out.parameters;
+  size_t n = specs.size();
+  for (const std::string& name : {std::string("loss"), std::string("step"), std::string("train_step")})
+    if (module.find_function(name) != nullptr)
+      support::fail("nn::capture: module '{}' already has a function @{}", module.name, name);
+  if (s.plan) {
+    const ir::Mesh* existing = module.find_mesh(s.plan->mesh.name);
+    if (existing == nullptr) module.add_mesh(s.plan->mesh);
+    else if (!(*existing == s.plan->mesh))
+      support::fail("nn::capture: module '{}' has another mesh named '{}'", module.name, s.plan->mesh.name);
+  }
+
+  // @loss(params..., tokens, targets)
+  ir::Function& loss = ir::build_function(module, out.loss, [&](FunctionBuilder& f) {
+    std::vector<Tensor> params;
+    for (const ParamSpec& p : specs) params.push_back(f.param(ir::Type(c.dtype, p.shape), parameter_sharding(s, p)));
+    Tensor tokens = f.param(batch_type(c), input_sharding(s, "tokens", batch_type(c)));
+    Tensor targets = f.param(batch_type(c), input_sharding(s, "targets", batch_type(c)));
+    return s.model.loss(Weights(specs, params), tokens, targets, residual_sharding(s));
+  });
+
+  // @step: the loss and the gradient of every parameter (not of the integer inputs).
+  autodiff::ReverseOptions ro;
+  for (size_t i = 0; i < n; ++i) ro.wrt.push_back(i);
+  ro.return_value = true;
+  ro.name = out.step;
+  ir::Function& step = autodiff::reverse(module, loss, ro);
+  if (!s.optimizer) return out;
+
+  // @train_step: @step, then the optimizer on each parameter.
+  out.train_step = "train_step";
+  out.state_per_parameter = state_per_parameter(*s.optimizer);
+  const auto* adamw = std::get_if<AdamW>(&*s.optimizer);
+  ir::Function& train = ir::build_function(module, out.train_step, [&](FunctionBuilder& f) {
+    std::vector<Tensor> params, m, v;
+    for (const ParamSpec& p : specs) params.push_back(f.param(ir::Type(c.dtype, p.shape), parameter_sharding(s, p)));
+    for (auto* moments : {&m, &v}) {
+      if (!adamw) break;
+      for (const ParamSpec& p : specs) moments->push_back(f.param(ir::Type(c.dtype, p.shape), parameter_sharding(s, p)));
+    }
+    std::optional<Tensor> t;
+    if (adamw) t = ir::convert(f.param(ir::i32()), c.dtype);
+    Tensor tokens = f.param(batch_type(c), input_sharding(s, "tokens", batch_type(c)));
+    Tensor targets = f.param(batch_type(c), input_sharding(s, "targets", batch_type(c)));
+
+    std::vector<Tensor> args = params;
+    args.push_back(tokens);
+    args.push_back(targets);
+    std::vector<Tensor> loss_and_grads = ir::call(f, step, args);
+    std::vector<Tensor> results = {loss_and_grads[0]}, new_m, new_v;
+    for (size_t i = 0; i < n; ++i) {
+      const Tensor& g = loss_and_grads[1 + i];
+      if (!adamw) {
+        results.push_back(sgd_update(std::get<Sgd>(*s.optimizer), params[i], g));
+        continue;
+      }
+      AdamWState next = adamw_update(*adamw, {params[i], m[i], v[i]}, g, *t);
+      results.push_back(next.p);
+      new_m.push_back(next.m);
+      new_v.push_back(next.v);
+    }
+    results.insert(results.end(), new_m.begin(), new_m.end());
+    results.insert(results.end(), new_v.begin(), new_v.end());
+    return results;
+  });
+
+  // Parameter (and moment) j of each group is input g*n + j and output 1 + g*n + j.
+  for (size_t g = 0; g < 1 + out.state_per_parameter; ++g)
+    for (size_t i = 0; i < n; ++i) {
+      out.output_aliases.emplace_back(g * n + i, 1 + g * n + i);
+      if (auto sh = parameter_sharding(s, specs[i])) train.set_result_sharding(1 + g * n + i, *sh);
+    }
+  return out;
+}
+
+std::vector<ir::Literal> train_step_inputs(const Programs& p, const std::vector<ir::Literal>& params,
+                                           int64_t step, const ir::Literal& tokens, const ir::Literal& targets) {
+  if (p.train_step.empty()) support::fail("nn::train_step_inputs: the programs were captured without an optimizer");
+  if (params.size() != p.num_parameters())
+    support::fail("nn::train_step_inputs: {} parameters given, the model has {}", params.size(), p.num_parameters());
+  std::vector<ir::Literal> in = params;
+  for (size_t k = 0; k < p.state_per_parameter; ++k)
+    for (const ir::Literal& x : params) in.emplace_back(x.type());  // zeros
+  if (p.state_per_parameter > 0) in.push_back(ir::Literal::scalar(ir::ElementType::i32, double(step)));
+  in.push_back(tokens);
+  in.push_back(targets);
+  return in;
+}
+
+}  // namespace tessera::nn

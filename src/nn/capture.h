@@ -1,0 +1,65 @@
+// capture: a CausalLM and its loss made into the programs of one training step.
+//
+//   nn::CausalLM model(config);
+//   ir::Module m("train");
+//   nn::Programs p = nn::capture(m, nn::TrainingStep{model}.with(nn::AdamW{}).sharded(plan));
+//   runtime::CompiledProgram c = session.compile(m, p.train_step);
+//   runtime::ShardedProgram sp = session.sharded_program(c, p.output_aliases);
+//
+// builds in the module (P = the model's parameters, in parameter_specs order):
+//   @loss(params[P], tokens i32[b, s], targets i32[b, s]) -> f32[]            the mean cross-entropy
+//   @step(same) -> (loss, grad[P])                   autodiff::reverse of @loss with return_value
+//   @train_step, with an optimizer:
+//     AdamW: (params[P], m[P], v[P], step i32[], tokens, targets) -> (loss, params'[P], m'[P], v'[P])
+//     SGD:   (params[P], tokens, targets) -> (loss, params'[P])
+//   with output_aliases donating each parameter and moment to its update.
+// A sharding plan puts its shardings on the parameters, moments (like their parameter), tokens and
+// targets of every program, and on the updated parameters and moments that @train_step returns, so
+// that one step's outputs are the next step's inputs without moving.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "ir/module.h"
+#include "nn/model.h"
+#include "nn/optimizer.h"
+#include "nn/plan.h"
+
+namespace tessera::nn {
+
+// What to build: the model, and optionally an optimizer and a sharding plan.
+struct TrainingStep {
+  CausalLM model;
+  std::optional<Optimizer> optimizer;
+  std::optional<ShardingPlan> plan;
+
+  TrainingStep with(Optimizer o) const;
+  TrainingStep sharded(ShardingPlan p) const;
+};
+
+// What was built: the functions' names and the layout of @train_step's inputs and outputs.
+struct Programs {
+  std::string loss = "loss", step = "step", train_step;  // train_step empty without an optimizer
+  std::vector<ParamSpec> parameters;
+  size_t state_per_parameter = 0;  // moments per parameter in @train_step (AdamW: m and v)
+  std::vector<std::pair<size_t, size_t>> output_aliases;  // of @train_step: {input, output}
+
+  size_t num_parameters() const { return parameters.size(); }
+  // The index of @train_step's `step` input (AdamW only) and of its tokens.
+  size_t step_input() const { return num_parameters() * (1 + state_per_parameter); }
+  size_t tokens_input() const { return step_input() + (state_per_parameter > 0 ? 1 : 0); }
+};
+
+// Builds @loss, @step and (with an optimizer) @train_step in `module`, adding the plan's mesh when
+// the module has none of its name. A UserError when a function of those names exists already.
+Programs capture(ir::Module& module, const TrainingStep& step);
+
+// The inputs of @train_step for parameters `params`: the moments start at zero, and `step` is the
+// number of the step about to be taken (1 first).
+std::vector<ir::Literal> train_step_inputs(const Programs& p, const std::vector<ir::Literal>& params,
+                                           int64_t step, const ir::Literal& tokens, const ir::Literal& targets);
+
+}  // namespace tessera::nn

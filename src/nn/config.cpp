@@ -1,0 +1,113 @@
+// Config validation, the parameter list of the Llama layout, and the counter-based initializer.
+#include "nn/config.h"
+
+#include <cmath>
+#include <numbers>
+
+#include "support/error.h"
+
+namespace tessera::nn {
+
+void Config::validate() const {
+  auto positive = [](int64_t v, const char* field) {
+    if (v <= 0) support::fail("nn::Config: {} must be positive, got {}", field, v);
+  };
+  positive(vocab, "vocab");
+  positive(d_model, "d_model");
+  positive(layers, "layers");
+  positive(heads, "heads");
+  positive(kv_heads, "kv_heads");
+  positive(ffn, "ffn");
+  positive(seq, "seq");
+  positive(batch, "batch");
+  if (d_model % heads != 0)
+    support::fail("nn::Config: heads ({}) must divide d_model ({})", heads, d_model);
+  if (heads % kv_heads != 0)
+    support::fail("nn::Config: kv_heads ({}) must divide heads ({})", kv_heads, heads);
+  if (head_dim() % 2 != 0)
+    support::fail("nn::Config: RoPE needs an even head dimension, d_model / heads = {}", head_dim());
+  if (!ir::is_float(dtype)) support::fail("nn::Config: dtype must be a float type");
+}
+
+int64_t ParamSpec::num_elements() const {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  return n;
+}
+
+std::vector<ParamSpec> parameter_specs(const Config& c) {
+  c.validate();
+  using Init = ParamSpec::Init;
+  int64_t d = c.d_model, hd = c.head_dim();
+  std::vector<ParamSpec> specs = {{"embed", {c.vocab, d}, Init::Normal}};
+  for (int64_t i = 0; i < c.layers; ++i) {
+    std::string p = "layers." + std::to_string(i) + ".";
+    specs.push_back({p + "attn_norm", {d}, Init::Ones});
+    specs.push_back({p + "attn.q", {d, c.heads * hd}, Init::Normal});
+    specs.push_back({p + "attn.k", {d, c.kv_heads * hd}, Init::Normal});
+    specs.push_back({p + "attn.v", {d, c.kv_heads * hd}, Init::Normal});
+    specs.push_back({p + "attn.o", {c.heads * hd, d}, Init::Normal});
+    specs.push_back({p + "mlp_norm", {d}, Init::Ones});
+    specs.push_back({p + "mlp.gate", {d, c.ffn}, Init::Normal});
+    specs.push_back({p + "mlp.up", {d, c.ffn}, Init::Normal});
+    specs.push_back({p + "mlp.down", {c.ffn, d}, Init::Normal});
+  }
+  specs.push_back({"norm", {d}, Init::Ones});
+  specs.push_back({"head", {d, c.vocab}, Init::Normal});
+  return specs;
+}
+
+int64_t parameter_count(const Config& config) {
+  int64_t n = 0;
+  for (const ParamSpec& s : parameter_specs(config)) n += s.num_elements();
+  return n;
+}
+
+namespace {
+
+uint64_t splitmix64(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
+uint64_t fnv1a(const std::string& s) {
+  uint64_t h = 0xcbf29ce484222325ULL;
+  for (unsigned char ch : s) h = (h ^ ch) * 0x100000001b3ULL;
+  return h;
+}
+
+// A uniform in (0, 1]: the top 53 bits, shifted off zero so that log() below is finite.
+double uniform(uint64_t bits) { return (static_cast<double>(bits >> 11) + 1) * 0x1.0p-53; }
+
+}  // namespace
+
+ir::Literal init_parameter(const ParamSpec& spec, const Config& config, uint64_t seed) {
+  ir::Literal out(ir::Type(config.dtype, spec.shape));
+  uint64_t key = splitmix64(seed ^ fnv1a(spec.name));
+  for (int64_t i = 0; i < out.num_elements(); ++i) {
+    double v = 1;
+    if (spec.init == ParamSpec::Init::Normal) {
+      auto n = static_cast<uint64_t>(i);
+      double u1 = uniform(splitmix64(key + 2 * n)), u2 = uniform(splitmix64(key + 2 * n + 1));
+      v = config.init_std * std::sqrt(-2 * std::log(u1)) * std::cos(2 * std::numbers::pi * u2);
+    }
+    out.set_double(i, v);
+  }
+  return out;
+}
+
+std::vector<ir::Literal> init_parameters(const Config& config, uint64_t seed) {
+  std::vector<ir::Literal> out;
+  for (const ParamSpec& s : parameter_specs(config)) out.push_back(init_parameter(s, config, seed));
+  return out;
+}
+
+size_t parameter_index(const std::vector<ParamSpec>& specs, const std::string& name) {
+  for (size_t i = 0; i < specs.size(); ++i)
+    if (specs[i].name == name) return i;
+  support::fail("nn: no parameter named '{}'", name);
+}
+
+}  // namespace tessera::nn

@@ -1,0 +1,56 @@
+// The model's shape (Config) and its parameters: their names, shapes, order and initial values.
+//
+// Parameters are named by path, in the order every program takes them:
+//   embed [vocab, d_model]
+//   layers.i.attn_norm [d_model], layers.i.attn.{q [d, heads*hd], k, v [d, kv_heads*hd], o [heads*hd, d]}
+//   layers.i.mlp_norm [d_model], layers.i.mlp.{gate, up [d, ffn], down [ffn, d]}
+//   norm [d_model], head [d_model, vocab]
+// Weights are [in, out] (x @ w), without biases, as in the Llama layout.
+//
+// The initializer is counter-based, so a parameter's values depend only on the seed, its name and
+// the element's index (not on the order parameters are made in, nor on threads): element i of
+// parameter `name` is init_std * z, where z is a standard normal drawn by Box–Muller from the two
+// uniforms splitmix64(key + 2i) and splitmix64(key + 2i + 1), key = splitmix64(seed ^ fnv1a(name)).
+// Norm gains start at one.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "ir/literal.h"
+
+namespace tessera::nn {
+
+struct Config {
+  int64_t vocab = 32, d_model = 64, layers = 2, heads = 8, kv_heads = 4, ffn = 128, seq = 16, batch = 8;
+  double rope_theta = 10000;  // RoPE base frequency
+  double norm_eps = 1e-5;     // RMSNorm's epsilon
+  double init_std = 0.02;     // of the normal initializer
+  ir::ElementType dtype = ir::ElementType::f32;  // of parameters and activations (f64 for gradient checks)
+
+  int64_t head_dim() const { return d_model / heads; }
+  // UserError naming the field when the shape is inconsistent (heads not dividing d_model, ...).
+  void validate() const;
+};
+
+struct ParamSpec {
+  enum class Init { Normal, Ones };
+  std::string name;  // "layers.0.attn.q"
+  std::vector<int64_t> shape;
+  Init init = Init::Normal;
+  int64_t num_elements() const;
+};
+
+// Every parameter of the CausalLM of `config`, in program order.
+std::vector<ParamSpec> parameter_specs(const Config& config);
+int64_t parameter_count(const Config& config);
+
+// The initial value of one parameter (see the header comment), in config.dtype.
+ir::Literal init_parameter(const ParamSpec& spec, const Config& config, uint64_t seed);
+std::vector<ir::Literal> init_parameters(const Config& config, uint64_t seed);
+
+// The index of parameter `name` in parameter_specs order; UserError naming it when absent.
+size_t parameter_index(const std::vector<ParamSpec>& specs, const std::string& name);
+
+}  // namespace tessera::nn

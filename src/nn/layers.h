@@ -1,0 +1,49 @@
+// The layers of a Llama-style transformer, each a few lines of builder calls that append IR.
+//
+// Activations are [batch, seq, features]; weights are [in, out] and applied as x @ w. Every layer
+// is made of primitives only (DESIGN.md §1 "Few primitives"), so autodiff differentiates it through
+// their rules and the SPMD partitioner splits it through their factor rules: the embedding is a
+// gather (its gradient a scatter-add), softmaxes subtract their row maximum before exp, and the
+// causal mask is a select against a constant.
+#pragma once
+
+#include "ir/builder.h"
+
+namespace tessera::nn {
+
+using ir::Tensor;
+
+// table [vocab, d], tokens i32 [b, s] -> [b, s, d]: row tokens[b, s] of the table.
+Tensor embedding(const Tensor& table, const Tensor& tokens);
+
+// x [..., d] * rsqrt(mean(x², last dim) + eps) * gain [d].
+Tensor rms_norm(const Tensor& x, const Tensor& gain, double eps);
+
+// Rotary position embedding of x [b, s, ..., head_dim] (position = index along dim 1), in the
+// "rotate half" form of GPT-NeoX and Hugging Face's Llama: feature i pairs with i + head_dim/2, and
+// the pair at position p turns by p * theta^(-2j/head_dim), j = i mod head_dim/2.
+Tensor rope(const Tensor& x, double theta);
+
+// Softmax along the last dimension, stable (the row maximum subtracted first).
+Tensor softmax_last(const Tensor& x);
+// log(softmax) along the last dimension, stable: x - max - log(sum(exp(x - max))).
+Tensor log_softmax_last(const Tensor& x);
+
+struct AttentionWeights {
+  Tensor q, k, v, o;  // [d, heads*hd], [d, kv_heads*hd] twice, [heads*hd, d]
+};
+
+// Causal grouped-query self-attention of x [b, s, d] with RoPE on queries and keys. Query head h
+// reads key/value head h / (heads / kv_heads), as Llama's repeat_kv does; the groups are a
+// dimension of their own, so no key or value is copied.
+Tensor attention(const Tensor& x, const AttentionWeights& w, int64_t heads, int64_t kv_heads, double rope_theta);
+
+// SwiGLU feed-forward: (silu(x @ gate) * (x @ up)) @ down, silu(h) = h * logistic(h).
+Tensor swiglu(const Tensor& x, const Tensor& gate, const Tensor& up, const Tensor& down);
+
+// Mean over tokens of -log softmax(logits)[target]: logits [b, s, vocab], targets i32 [b, s].
+// The target's log-probability is picked with a one-hot mask (iota == target), which stays a
+// product and a sum when the vocabulary is split over devices.
+Tensor cross_entropy(const Tensor& logits, const Tensor& targets);
+
+}  // namespace tessera::nn

@@ -1,0 +1,52 @@
+// CausalLM: the Llama layout assembled from layers.h.
+//
+//   x = embed[tokens]
+//   for each layer:  x = x + attention(rms_norm(x, attn_norm))
+//                    x = x + swiglu(rms_norm(x, mlp_norm))
+//   logits = rms_norm(x, norm) @ head          (untied from embed)
+//
+// The model is its Config; its weights are program parameters, handed to it as a Weights map
+// from parameter name (config.h) to Tensor.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "nn/config.h"
+#include "nn/layers.h"
+
+namespace tessera::nn {
+
+// Parameter name -> the Tensor standing for it in the program being built.
+class Weights {
+ public:
+  Weights(const std::vector<ParamSpec>& specs, const std::vector<Tensor>& values);
+  const Tensor& operator[](const std::string& name) const;  // UserError naming a missing one
+
+ private:
+  std::map<std::string, Tensor> by_name_;
+};
+
+class CausalLM {
+ public:
+  explicit CausalLM(Config config);
+  const Config& config() const { return config_; }
+  const std::vector<ParamSpec>& parameters() const { return specs_; }
+
+  // logits [b, s, vocab] of tokens i32 [b, s]. `residual`, when given, is the layout of the
+  // residual stream [b, s, d]: it is constrained so after the embedding and after every block, so
+  // that the partitioner moves weights to the activations (FSDP's all-gathers) rather than
+  // re-laying the activations out like a weight.
+  Tensor logits(const Weights& w, const Tensor& tokens, const std::optional<ir::Sharding>& residual = std::nullopt) const;
+  // cross_entropy(logits(tokens), targets): the mean next-token loss.
+  Tensor loss(const Weights& w, const Tensor& tokens, const Tensor& targets,
+              const std::optional<ir::Sharding>& residual = std::nullopt) const;
+
+ private:
+  Config config_;
+  std::vector<ParamSpec> specs_;
+};
+
+}  // namespace tessera::nn

@@ -1,0 +1,53 @@
+// ShardingPlan: how a training step is laid out over a mesh, as two functions, one giving the
+// sharding of each data input (tokens, targets) and one the sharding of each parameter. Optimizer
+// moments are held like their parameter, and each gradient is constrained to its parameter's
+// sharding (autodiff::reverse does that), so the plan says everything the partitioner needs.
+//
+// Presets (DESIGN.md §2 "Sharding plans"):
+//   data_parallel(mesh, axis)   inputs split along the batch; parameters whole on every device
+//   fsdp(mesh, axis)            inputs split along the batch; each parameter split along its largest
+//                               dimension divisible by the axis size (whole if none is)
+//   tensor_parallel(mesh, model_axis, data_axis)
+//                               attn.q/k/v, mlp.gate/up and head split by column (output features,
+//                               the head by vocabulary); attn.o and mlp.down by row; embed and norms
+//                               whole; inputs split along the batch over data_axis when given
+#pragma once
+
+#include <functional>
+#include <optional>
+#include <string>
+
+#include "ir/sharding.h"
+#include "nn/config.h"
+
+namespace tessera::nn {
+
+// A data input of the training step ("tokens" or "targets") and its global type.
+struct DataInput {
+  std::string name;
+  ir::Type type;
+};
+
+struct ShardingPlan {
+  std::string name;  // "dp", "fsdp", "tp", "dp,tp"
+  ir::Mesh mesh;
+  std::function<ir::Sharding(const DataInput&)> input;
+  std::function<ir::Sharding(const ParamSpec&)> parameter;
+};
+
+ShardingPlan data_parallel(ir::Mesh mesh, std::string axis);
+ShardingPlan fsdp(ir::Mesh mesh, std::string axis);
+ShardingPlan tensor_parallel(ir::Mesh mesh, std::string model_axis,
+                             std::optional<std::string> data_axis = std::nullopt);
+
+// A closed sharding of a rank-`rank` tensor on `mesh` with dimension `dim` split over `axis` (no
+// dimension split when axis is empty).
+ir::Sharding split_dim(const ir::Mesh& mesh, int64_t rank, int64_t dim, const std::string& axis);
+
+// The elements of `spec` each device holds under `plan` (the plan's splits are even: a split that
+// does not divide is refused with the parameter, dimension and axis named).
+int64_t elements_per_device(const ShardingPlan& plan, const ParamSpec& spec);
+// The fraction of the model's parameters each device holds: sum of elements_per_device / count.
+double parameter_share(const ShardingPlan& plan, const Config& config);
+
+}  // namespace tessera::nn

@@ -1,0 +1,68 @@
+// Helpers of nn_test_util.h.
+#include "nn_test_util.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+
+namespace tessera::nn::testing {
+
+Config acceptance_config() {
+  Config c;
+  c.vocab = 32, c.d_model = 64, c.layers = 2, c.heads = 8, c.kv_heads = 4, c.ffn = 128, c.seq = 16, c.batch = 8;
+  return c;
+}
+
+Config tiny_config() {
+  Config c;
+  c.vocab = 7, c.d_model = 8, c.layers = 1, c.heads = 2, c.kv_heads = 1, c.ffn = 6, c.seq = 4, c.batch = 2;
+  c.init_std = 0.5;  // large enough that every nonlinearity is exercised
+  c.dtype = ir::ElementType::f64;
+  return c;
+}
+
+namespace {
+uint64_t next(uint64_t& state) {
+  uint64_t z = (state += 0x9e3779b97f4a7c15ULL);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return z ^ (z >> 31);
+}
+}  // namespace
+
+Batch make_batch(const Config& c, uint64_t seed) {
+  uint64_t state = seed;
+  Batch b{ir::Literal(ir::i32({c.batch, c.seq})), ir::Literal(ir::i32({c.batch, c.seq}))};
+  for (int64_t r = 0; r < c.batch; ++r) {
+    std::vector<int64_t> stream;
+    for (int64_t i = 0; i <= c.seq; ++i) stream.push_back(static_cast<int64_t>(next(state) % uint64_t(c.vocab)));
+    for (int64_t i = 0; i < c.seq; ++i) {
+      b.tokens.set_int(r * c.seq + i, stream[size_t(i)]);
+      b.targets.set_int(r * c.seq + i, stream[size_t(i) + 1]);
+    }
+  }
+  return b;
+}
+
+ir::Literal random_literal(const ir::Type& t, uint64_t seed, double lo, double hi) {
+  uint64_t state = seed * 7919 + 1;
+  ir::Literal out(t);
+  for (int64_t i = 0; i < out.num_elements(); ++i)
+    out.set_double(i, lo + (hi - lo) * double(next(state) >> 11) * 0x1.0p-53);
+  return out;
+}
+
+double relative_error(const ir::Literal& got, const ir::Literal& want) {
+  EXPECT_EQ(got.type(), want.type());
+  if (got.type() != want.type()) return INFINITY;
+  double diff = 0, scale = 0;
+  for (int64_t i = 0; i < want.num_elements(); ++i) {
+    diff = std::max(diff, std::abs(got.get_double(i) - want.get_double(i)));
+    scale = std::max(scale, std::abs(want.get_double(i)));
+    if (std::isnan(got.get_double(i)) != std::isnan(want.get_double(i))) return INFINITY;
+  }
+  return diff == 0 ? 0 : diff / scale;
+}
+
+}  // namespace tessera::nn::testing

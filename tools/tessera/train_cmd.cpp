@@ -1,0 +1,265 @@
+// `tessera train` (see train_cmd.h).
+#include "tools/tessera/train_cmd.h"
+
+#include <fmt/format.h>
+
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <random>
+
+#include "exec/accelerate.h"
+#include "interp/interpreter.h"
+#include "ir/builder.h"
+#include "nn/capture.h"
+#include "nn/model.h"
+#include "nn/plan.h"
+#include "runtime/checkpoint.h"
+#include "runtime/session.h"
+#include "spmd/mesh_math.h"
+#include "support/error.h"
+
+namespace tessera::tools {
+
+namespace {
+
+namespace fs = std::filesystem;
+using ir::Literal;
+using support::fail;
+
+constexpr const char* kDefaultCorpus = "/usr/share/games/fortunes";  // Debian's `fortunes` (BSD)
+constexpr size_t kMinDefaultCorpus = 500 * 1024;
+
+// The corpus as bytes: a file, or every plain file of a directory (sorted by name; fortune's
+// .dat indexes and .u8 copies skipped).
+std::string load_corpus(const std::string& path) {
+  std::string text;
+  auto add = [&](const fs::path& p) {
+    std::ifstream in(p, std::ios::binary);
+    text.append(std::istreambuf_iterator<char>(in), {});
+  };
+  if (fs::is_directory(path)) {
+    std::vector<fs::path> files;
+    for (const auto& e : fs::directory_iterator(path))
+      if (e.is_regular_file() && !e.is_symlink() && e.path().extension().empty()) files.push_back(e.path());
+    std::sort(files.begin(), files.end());
+    for (const auto& f : files) add(f);
+  } else if (fs::is_regular_file(path)) {
+    add(path);
+  } else {
+    fail("--corpus {}: no such file or directory{}", path,
+         path == kDefaultCorpus ? " (install Debian's `fortunes` package, or give --corpus)" : "");
+  }
+  return text;
+}
+
+nn::ShardingPlan make_plan(const std::string& name, int64_t devices) {
+  auto mesh = [](std::vector<ir::MeshAxis> axes) { return ir::Mesh{"mesh", std::move(axes), {}}; };
+  if (name == "dp") return nn::data_parallel(mesh({{"data", devices}}), "data");
+  if (name == "fsdp") return nn::fsdp(mesh({{"data", devices}}), "data");
+  if (name == "tp") return nn::tensor_parallel(mesh({{"model", devices}}), "model");
+  if (name == "dp,tp" || name == "tp,dp") {
+    if (devices % 2 != 0) fail("--plan dp,tp needs an even number of devices, not {}", devices);
+    return nn::tensor_parallel(mesh({{"data", devices / 2}, {"model", 2}}), "model", "data");
+  }
+  fail("--plan {}: expected dp, fsdp, tp or dp,tp", name);
+}
+
+// Random windows of the corpus: tokens and the next bytes as targets.
+struct Batches {
+  const std::string& text;
+  int64_t batch, seq;
+  std::mt19937_64 rng;
+
+  std::pair<Literal, Literal> next() {
+    std::uniform_int_distribution<size_t> pick(0, text.size() - static_cast<size_t>(seq) - 2);
+    std::vector<int64_t> x, y;
+    for (int64_t b = 0; b < batch; ++b) {
+      size_t at = pick(rng);
+      for (int64_t s = 0; s < seq; ++s) {
+        x.push_back(static_cast<unsigned char>(text[at + static_cast<size_t>(s)]));
+        y.push_back(static_cast<unsigned char>(text[at + static_cast<size_t>(s) + 1]));
+      }
+    }
+    return {Literal::from_ints(ir::i32({batch, seq}), x), Literal::from_ints(ir::i32({batch, seq}), y)};
+  }
+};
+
+std::string duration(double seconds) {
+  int s = static_cast<int>(seconds + 0.5);
+  return s >= 60 ? fmt::format("{}m{:02}s", s / 60, s % 60) : fmt::format("{}s", s);
+}
+
+std::string bytes(int64_t n) {
+  if (n >= 1 << 20) return fmt::format("{:.2f} MiB", double(n) / (1 << 20));
+  if (n >= 1 << 10) return fmt::format("{:.1f} KiB", double(n) / (1 << 10));
+  return fmt::format("{} B", n);
+}
+
+// Greedy-ish sampling (temperature 0.8) of `count` bytes after `prompt`, one forward per byte on
+// the whole parameters.
+std::string generate(const nn::CausalLM& model, const std::vector<Literal>& params, const std::string& prompt,
+                     int64_t count, uint64_t seed) {
+  const nn::Config& cfg = model.config();
+  ir::Module m("sample");
+  nn::Config one = cfg;
+  one.batch = 1;
+  nn::CausalLM small(one);
+  ir::build_function(m, "logits", [&](ir::FunctionBuilder& f) {
+    std::vector<ir::Tensor> ps;
+    for (const auto& spec : small.parameters()) ps.push_back(f.param(ir::Type(cfg.dtype, spec.shape)));
+    ir::Tensor tokens = f.param(ir::i32({1, cfg.seq}));
+    return small.logits(nn::Weights(small.parameters(), ps), tokens);
+  });
+  interp::Options o;
+  o.accelerate = exec::accelerate;
+  std::mt19937_64 rng(seed);
+  std::string text = prompt;
+  for (int64_t i = 0; i < count; ++i) {
+    std::vector<int64_t> window(static_cast<size_t>(cfg.seq), ' ');
+    size_t n = std::min(text.size(), static_cast<size_t>(cfg.seq));
+    for (size_t k = 0; k < n; ++k) window[window.size() - n + k] = static_cast<unsigned char>(text[text.size() - n + k]);
+    std::vector<Literal> args = params;
+    args.push_back(Literal::from_ints(ir::i32({1, cfg.seq}), window));
+    Literal logits = interp::evaluate(m, "logits", std::move(args), o)[0];
+    std::vector<double> p(static_cast<size_t>(cfg.vocab));
+    int64_t last = (cfg.seq - 1) * cfg.vocab;
+    double top = -1e300;
+    for (int64_t v = 0; v < cfg.vocab; ++v) top = std::max(top, logits.get_double(last + v));
+    for (int64_t v = 0; v < cfg.vocab; ++v) p[static_cast<size_t>(v)] = std::exp((logits.get_double(last + v) - top) / 0.8);
+    std::discrete_distribution<int> pick(p.begin(), p.end());
+    text.push_back(static_cast<char>(pick(rng)));
+  }
+  return text;
+}
+
+}  // namespace
+
+int train_command(const TrainCommand& c, std::ostream& out) {
+  std::string corpus_path = c.corpus.empty() ? kDefaultCorpus : c.corpus;
+  std::string text = load_corpus(corpus_path);
+  if (c.corpus.empty() && text.size() < kMinDefaultCorpus)
+    fail("the default corpus {} holds {} bytes, fewer than {}", corpus_path, text.size(), kMinDefaultCorpus);
+  if (static_cast<int64_t>(text.size()) < c.seq + 2) fail("--corpus {}: {} bytes is shorter than a sequence", corpus_path, text.size());
+
+  nn::Config cfg;
+  cfg.vocab = 256;
+  cfg.d_model = c.d_model;
+  cfg.layers = c.layers;
+  cfg.heads = c.heads;
+  cfg.kv_heads = c.kv_heads;
+  cfg.ffn = c.ffn;
+  cfg.seq = c.seq;
+  cfg.batch = c.batch;
+  cfg.validate();
+  nn::CausalLM model(cfg);
+  nn::ShardingPlan plan = make_plan(c.plan, c.devices);
+  nn::AdamW adam;
+  adam.lr = c.lr;
+  adam.weight_decay = 0.0;
+  ir::Module m("train");
+  nn::Programs programs = nn::capture(m, nn::TrainingStep{model}.with(adam).sharded(plan));
+  runtime::Session session = runtime::Session::host(c.devices);
+  runtime::CompiledProgram compiled = session.compile(m, programs.train_step);
+  runtime::ShardedProgram step = session.sharded_program(compiled, programs.output_aliases);
+
+  // Parameters: initialised from the seed, or the checkpoint (whatever plan wrote it).
+  std::vector<Literal> params = nn::init_parameters(cfg, c.seed);
+  size_t np = programs.num_parameters();
+  std::vector<Literal> moments;
+  int64_t first_step = 1;
+  if (!c.resume.empty()) {
+    runtime::NamedArrays saved = runtime::load_sharded(c.resume);
+    auto find = [&](const std::string& name) -> const Literal& {
+      for (const auto& [n, l] : saved)
+        if (n == name) return l;
+      fail("--resume {}: the checkpoint has no \"{}\"", c.resume, name);
+    };
+    for (size_t i = 0; i < np; ++i) params[i] = find(programs.parameters[i].name);
+    for (const char* kind : {"m.", "v."})
+      for (size_t i = 0; i < np; ++i) moments.push_back(find(kind + programs.parameters[i].name));
+    first_step = find("step").get_int(0) + 1;
+  }
+  Batches data{text, c.batch, c.seq, std::mt19937_64(c.seed * 7919 + static_cast<uint64_t>(first_step))};
+  auto [tokens0, targets0] = data.next();
+  std::vector<Literal> inputs = nn::train_step_inputs(programs, params, first_step, tokens0, targets0);
+  for (size_t i = 0; i < moments.size(); ++i) inputs[np + i] = moments[i];
+  std::vector<runtime::ShardedBuffer> state;
+  for (size_t i = 0; i < inputs.size(); ++i) state.push_back(step.stage(i, inputs[i]));
+
+  out << fmt::format("tessera train: {} parameters, plan {} on {} host devices, batch {}x{}, {} steps, corpus {} ({})\n",
+                     nn::parameter_count(cfg), plan.name, c.devices, c.batch, c.seq, c.steps, corpus_path,
+                     bytes(static_cast<int64_t>(text.size())));
+  auto start = std::chrono::steady_clock::now();
+  double loss = 0, first_loss = 0;
+  size_t ti = programs.tokens_input(), si = programs.step_input();
+  int64_t last_step = first_step + c.steps - 1;
+  for (int64_t t = first_step; t <= last_step; ++t) {
+    if (t != first_step) {
+      auto [x, y] = data.next();
+      state[ti] = step.stage(ti, x);
+      state[ti + 1] = step.stage(ti + 1, y);
+      state[si] = step.stage(si, Literal::scalar(ir::ElementType::i32, static_cast<double>(t)));
+    }
+    std::vector<runtime::ShardedBuffer> outs = step.execute(state);
+    loss = step.fetch(outs[0]).get_double(0);
+    if (!std::isfinite(loss)) fail("step {}: the loss is {}; lower --lr", t, loss);
+    if (t == first_step) first_loss = loss;
+    for (size_t i = 0; i + 1 < outs.size(); ++i) state[i] = outs[i + 1];  // params and moments, donated
+    int64_t done = t - first_step + 1;
+    double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    double tps = double(done * c.batch * c.seq) / elapsed;
+    double eta = elapsed / double(done) * double(c.steps - done);
+    if (c.progress_bar) {
+      int width = 30, fill = static_cast<int>(width * done / c.steps);
+      out << fmt::format("\r[{}{}] step {}/{}  loss {:.4f}  {:.0f} tok/s  ETA {}   ", std::string(size_t(fill), '#'),
+                         std::string(size_t(width - fill), '.'), t, last_step, loss, tps, duration(eta))
+          << std::flush;
+    } else if (done == 1 || done % std::max<int64_t>(1, c.steps / 10) == 0 || t == last_step) {
+      out << fmt::format("step {}/{}  loss {:.4f}  {:.0f} tok/s  ETA {}\n", t, last_step, loss, tps, duration(eta));
+    }
+  }
+  double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (c.progress_bar) out << "\n";
+  out << fmt::format("loss {:.4f} -> {:.4f} nats per byte in {} ({:.0f} tokens/s)\n", first_loss, loss, duration(elapsed),
+                     double(c.steps * c.batch * c.seq) / elapsed);
+
+  // The per-device table.
+  const spmd::Report& r = compiled.report();
+  int64_t param_bytes = 0, state_bytes = 0;
+  for (size_t i = 0; i < np; ++i) param_bytes += r.parameters[i].bytes_per_device;
+  for (size_t i = np; i < np * (1 + programs.state_per_parameter); ++i) state_bytes += r.parameters[i].bytes_per_device;
+  int64_t whole = 0;
+  for (const auto& spec : programs.parameters) whole += spec.num_elements() * 4;
+  out << fmt::format("\nper device ({} devices, plan {}):\n", c.devices, plan.name);
+  out << fmt::format("  parameters        {:>12}  ({:.2f} % of {})\n", bytes(param_bytes), 100.0 * double(param_bytes) / double(whole), bytes(whole));
+  out << fmt::format("  optimizer state   {:>12}\n", bytes(state_bytes));
+  out << "  collectives per step:\n";
+  std::map<std::string, int64_t> moved;
+  for (const auto& col : r.collectives) moved[col.kind] += col.bytes_per_device;
+  for (const auto& [kind, n] : r.counts()) out << fmt::format("    {:<20} {:>4} x  {:>12} per device\n", kind, n, bytes(moved[kind]));
+  if (r.collectives.empty()) out << "    (none)\n";
+
+  std::vector<Literal> trained;
+  for (size_t i = 0; i < np; ++i) trained.push_back(step.fetch(state[i]));
+  if (!c.save.empty()) {
+    std::vector<std::string> names;
+    std::vector<runtime::ShardedBuffer> bufs;
+    for (size_t i = 0; i < np; ++i) names.push_back(programs.parameters[i].name);
+    for (const char* kind : {"m.", "v."})
+      for (size_t i = 0; i < np; ++i) names.push_back(kind + programs.parameters[i].name);
+    for (size_t i = 0; i < np * 3; ++i) bufs.push_back(state[i]);
+    names.push_back("step");
+    bufs.push_back(step.stage(si, Literal::scalar(ir::ElementType::i32, static_cast<double>(last_step))));
+    runtime::save_sharded(c.save, names, bufs, plan.mesh);
+    out << fmt::format("saved to {} (step {})\n", c.save, last_step);
+  }
+  if (c.sample > 0) {
+    std::string prompt = "The ";
+    out << "\nsample:\n" << generate(model, trained, prompt, c.sample, c.seed) << "\n";
+  }
+  return 0;
+}
+
+}  // namespace tessera::tools

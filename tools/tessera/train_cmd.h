@@ -1,0 +1,29 @@
+// `tessera train`: the main job. Trains a byte-level CausalLM (vocab 256) on a text corpus over
+// host devices under a sharding plan, with a progress bar (loss, tokens/s, ETA), then prints the
+// per-device table (parameter and optimizer-state bytes, collectives per step by kind and bytes)
+// and a short generated sample. Checkpoints save and resume as sharded safetensors, under any plan.
+#pragma once
+
+#include <cstdint>
+#include <ostream>
+#include <string>
+
+namespace tessera::tools {
+
+struct TrainCommand {
+  std::string plan = "dp";  // dp | fsdp | tp | dp,tp
+  int64_t devices = 4;
+  int64_t steps = 300;
+  int64_t batch = 16, seq = 64;
+  double lr = 3e-3;
+  int64_t d_model = 64, layers = 2, heads = 4, kv_heads = 2, ffn = 172;
+  uint64_t seed = 1;
+  std::string corpus;  // a file, or a directory of text files; empty: Debian's fortunes
+  std::string save, resume;
+  int64_t sample = 200;  // bytes of generated text at the end (0: none)
+  bool progress_bar = true;  // false: one line per tenth of the run (logs, ctest)
+};
+
+int train_command(const TrainCommand& c, std::ostream& out);
+
+}  // namespace tessera::tools
