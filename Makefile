@@ -16,7 +16,7 @@ export CCACHE_NOHASHDIR := true
 # backend and its tests, label `mpi`).
 APT_PACKAGES := cmake g++ make ccache libopenblas-dev libfmt-dev nlohmann-json3-dev libcli11-dev \
                 libgtest-dev libgmock-dev libbenchmark-dev python3 python3-numpy \
-                libopenmpi-dev openmpi-bin python3-torch
+                libopenmpi-dev openmpi-bin python3-torch fortunes
 
 .PHONY: deps build run test test-asan clean
 
@@ -37,8 +37,9 @@ build:
 	cmake -S . -B $(BUILD) $(CMAKE_ARGS)
 	cmake --build $(BUILD) -j $(JOBS)
 
+# The main job: a byte-level CausalLM trained on Debian's fortunes, data parallel over 4 host devices.
 run: deps build
-	./$(BUILD)/bin/01_sharded_loss
+	./$(BUILD)/bin/tessera train --plan dp --devices 4
 
 test: deps build
 	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS) $(CTEST_ARGS)

@@ -66,13 +66,15 @@ nn::ShardingPlan make_plan(const std::string& name, int64_t devices) {
   fail("--plan {}: expected dp, fsdp, tp or dp,tp", name);
 }
 
-// Random windows of the corpus: tokens and the next bytes as targets.
+// Random windows of the corpus: tokens and the next bytes as targets. Step t's batch depends only
+// on the seed and t, so a run resumed from a checkpoint sees the batches the unbroken run would.
 struct Batches {
   const std::string& text;
   int64_t batch, seq;
-  std::mt19937_64 rng;
+  uint64_t seed;
 
-  std::pair<Literal, Literal> next() {
+  std::pair<Literal, Literal> at(int64_t step) const {
+    std::mt19937_64 rng(seed * 1000003u + static_cast<uint64_t>(step));
     std::uniform_int_distribution<size_t> pick(0, text.size() - static_cast<size_t>(seq) - 2);
     std::vector<int64_t> x, y;
     for (int64_t b = 0; b < batch; ++b) {
@@ -181,8 +183,8 @@ int train_command(const TrainCommand& c, std::ostream& out) {
       for (size_t i = 0; i < np; ++i) moments.push_back(find(kind + programs.parameters[i].name));
     first_step = find("step").get_int(0) + 1;
   }
-  Batches data{text, c.batch, c.seq, std::mt19937_64(c.seed * 7919 + static_cast<uint64_t>(first_step))};
-  auto [tokens0, targets0] = data.next();
+  Batches data{text, c.batch, c.seq, c.seed};
+  auto [tokens0, targets0] = data.at(first_step);
   std::vector<Literal> inputs = nn::train_step_inputs(programs, params, first_step, tokens0, targets0);
   for (size_t i = 0; i < moments.size(); ++i) inputs[np + i] = moments[i];
   std::vector<runtime::ShardedBuffer> state;
@@ -193,11 +195,12 @@ int train_command(const TrainCommand& c, std::ostream& out) {
                      bytes(static_cast<int64_t>(text.size())));
   auto start = std::chrono::steady_clock::now();
   double loss = 0, first_loss = 0;
+  std::vector<double> recent;  // the last 10 losses: one batch's loss is noisy
   size_t ti = programs.tokens_input(), si = programs.step_input();
   int64_t last_step = first_step + c.steps - 1;
   for (int64_t t = first_step; t <= last_step; ++t) {
     if (t != first_step) {
-      auto [x, y] = data.next();
+      auto [x, y] = data.at(t);
       state[ti] = step.stage(ti, x);
       state[ti + 1] = step.stage(ti + 1, y);
       state[si] = step.stage(si, Literal::scalar(ir::ElementType::i32, static_cast<double>(t)));
@@ -206,6 +209,8 @@ int train_command(const TrainCommand& c, std::ostream& out) {
     loss = step.fetch(outs[0]).get_double(0);
     if (!std::isfinite(loss)) fail("step {}: the loss is {}; lower --lr", t, loss);
     if (t == first_step) first_loss = loss;
+    recent.push_back(loss);
+    if (recent.size() > 10) recent.erase(recent.begin());
     for (size_t i = 0; i + 1 < outs.size(); ++i) state[i] = outs[i + 1];  // params and moments, donated
     int64_t done = t - first_step + 1;
     double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -222,8 +227,10 @@ int train_command(const TrainCommand& c, std::ostream& out) {
   }
   double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   if (c.progress_bar) out << "\n";
-  out << fmt::format("loss {:.4f} -> {:.4f} nats per byte in {} ({:.0f} tokens/s)\n", first_loss, loss, duration(elapsed),
-                     double(c.steps * c.batch * c.seq) / elapsed);
+  double mean = 0;
+  for (double l : recent) mean += l / double(recent.size());
+  out << fmt::format("loss {:.4f} -> {:.4f} nats per byte (mean of the last {} steps {:.4f}) in {} ({:.0f} tokens/s)\n",
+                     first_loss, loss, recent.size(), mean, duration(elapsed), double(c.steps * c.batch * c.seq) / elapsed);
 
   // The per-device table.
   const spmd::Report& r = compiled.report();

@@ -13,7 +13,7 @@ namespace tessera::tools {
 struct TrainCommand {
   std::string plan = "dp";  // dp | fsdp | tp | dp,tp
   int64_t devices = 4;
-  int64_t steps = 300;
+  int64_t steps = 400;
   int64_t batch = 16, seq = 64;
   double lr = 3e-3;
   int64_t d_model = 64, layers = 2, heads = 4, kv_heads = 2, ffn = 172;
