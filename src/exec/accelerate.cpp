@@ -381,6 +381,87 @@ bool scatter(const Op& op, Operands in, std::vector<Literal>& out) {
   return true;
 }
 
+// ---- Element-wise: the reference's functors on typed arrays (same bits, vectorizable loops) ----
+
+template <typename E, typename Fn>
+void binary_loop(const Literal& a, const Literal& b, Literal& r) {
+  using T = typename E::storage;
+  const T* x = data<T>(a);
+  const T* y = data<T>(b);
+  T* z = data<T>(r);
+  int64_t n = r.num_elements();
+  for (int64_t i = 0; i < n; ++i) z[i] = Fn::template apply<E>(x[i], y[i]);
+}
+
+template <typename E>
+bool binary_typed(OpKind kind, const Literal& a, const Literal& b, Literal& r) {
+  namespace s = interp::scalar;
+  switch (kind) {
+    case OpKind::Add: binary_loop<E, s::Add>(a, b, r); return true;
+    case OpKind::Subtract: binary_loop<E, s::Subtract>(a, b, r); return true;
+    case OpKind::Multiply: binary_loop<E, s::Multiply>(a, b, r); return true;
+    case OpKind::Divide: binary_loop<E, s::Divide>(a, b, r); return true;
+    case OpKind::Maximum: binary_loop<E, s::Maximum>(a, b, r); return true;
+    case OpKind::Minimum: binary_loop<E, s::Minimum>(a, b, r); return true;
+    default: return false;
+  }
+}
+
+bool binary(const Op& op, Operands in, std::vector<Literal>& out) {
+  ElementType e = in[0]->element();
+  if (!is_f(e) || in[1]->type() != in[0]->type() || op.result(0)->type() != in[0]->type()) return false;
+  Literal r(op.result(0)->type());
+  bool ok = e == ElementType::f32 ? binary_typed<ir::Elem<ElementType::f32>>(op.kind(), *in[0], *in[1], r)
+                                  : binary_typed<ir::Elem<ElementType::f64>>(op.kind(), *in[0], *in[1], r);
+  if (ok) out.push_back(std::move(r));
+  return ok;
+}
+
+// select(pred, a, b): a predicate of a's shape, or a scalar choosing a whole operand.
+bool select(const Op& op, Operands in, std::vector<Literal>& out) {
+  const Literal& pred = *in[0];
+  if (in[1]->type() != in[2]->type() || (pred.num_elements() != 1 && pred.shape() != in[1]->shape())) return false;
+  if (pred.num_elements() == 1 && !pred.shape().empty()) return false;
+  Literal r(op.result(0)->type());
+  const uint8_t* p = data<uint8_t>(pred);
+  bool ok = by_bytes(r.element(), [&]<typename T>() {
+    const T* a = data<T>(*in[1]);
+    const T* b = data<T>(*in[2]);
+    T* z = data<T>(r);
+    int64_t n = r.num_elements();
+    if (pred.shape().empty()) {
+      std::memcpy(z, p[0] ? a : b, static_cast<size_t>(n) * sizeof(T));
+      return;
+    }
+    for (int64_t i = 0; i < n; ++i) z[i] = p[i] ? a[i] : b[i];
+  });
+  if (ok) out.push_back(std::move(r));
+  return ok;
+}
+
+// iota of an integer or float type: the index along one dimension.
+bool iota(const Op& op, std::vector<Literal>& out) {
+  const ir::Type& t = op.result(0)->type();
+  if (t.element != ElementType::i32 && t.element != ElementType::i64 && !is_f(t.element)) return false;
+  int64_t d = op.attrs().get<int64_t>("iota_dimension");
+  Literal r(t);
+  Ints stride = row_major(t.shape);
+  int64_t n = r.num_elements(), size = t.shape.empty() ? 1 : t.shape[static_cast<size_t>(d)],
+          step = t.shape.empty() ? 1 : stride[static_cast<size_t>(d)];
+  auto fill = [&]<typename T>() {
+    T* z = data<T>(r);
+    for (int64_t i = 0; i < n; ++i) z[i] = static_cast<T>((i / step) % size);
+  };
+  switch (t.element) {
+    case ElementType::i32: fill.template operator()<int32_t>(); break;
+    case ElementType::i64: fill.template operator()<int64_t>(); break;
+    case ElementType::f32: fill.template operator()<float>(); break;
+    default: fill.template operator()<double>(); break;
+  }
+  out.push_back(std::move(r));
+  return true;
+}
+
 bool convert(const Op& op, Operands in, std::vector<Literal>& out) {
   ElementType from = in[0]->element(), to = op.result(0)->type().element;
   Literal r(op.result(0)->type());
@@ -394,6 +475,8 @@ bool convert(const Op& op, Operands in, std::vector<Literal>& out) {
   else if (from == ElementType::f64 && to == ElementType::f32) run.template operator()<double, float>();
   else if (from == ElementType::i32 && to == ElementType::f32) run.template operator()<int32_t, float>();
   else if (from == ElementType::i32 && to == ElementType::f64) run.template operator()<int32_t, double>();
+  else if (from == ElementType::i1 && to == ElementType::f32) run.template operator()<uint8_t, float>();
+  else if (from == ElementType::i1 && to == ElementType::f64) run.template operator()<uint8_t, double>();
   else return false;
   out.push_back(std::move(r));
   return true;
@@ -414,6 +497,11 @@ bool accelerate(const ir::Op& op, std::span<const ir::Literal* const> operands, 
     case OpKind::Gather: return gather(op, operands, results);
     case OpKind::Scatter: return scatter(op, operands, results);
     case OpKind::Convert: return convert(op, operands, results);
+    case OpKind::Add: case OpKind::Subtract: case OpKind::Multiply: case OpKind::Divide:
+    case OpKind::Maximum: case OpKind::Minimum:
+      return binary(op, operands, results);
+    case OpKind::Select: return select(op, operands, results);
+    case OpKind::Iota: return iota(op, results);
     default: return false;
   }
 }

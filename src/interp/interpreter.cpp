@@ -4,7 +4,9 @@
 // Values live in a Scope per block, so a region sees its own values and those around its op. Each
 // op's kernel is looked up in a table expanded from ops.def; its results are checked against the
 // op's declared types, so a kernel bug surfaces where it happens instead of three ops later.
+#include <algorithm>
 #include <array>
+#include <chrono>
 
 #include "interp/kernels.h"
 #include "support/strings.h"
@@ -70,7 +72,16 @@ Results run_block(const ir::Block& block, std::vector<Literal> args, const Scope
     EvalContext ctx(*op, scope, state);
     Results results;
     auto fast = state.options ? state.options->accelerate : nullptr;
+    Profile* profile = state.options ? state.options->profile : nullptr;
+    auto start = profile ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
     if (!fast || !fast(*op, ctx.operands(), results)) results = kKernels[static_cast<size_t>(op->kind())](ctx);
+    if (profile && op->kind() != ir::OpKind::While && op->kind() != ir::OpKind::Call) {
+      double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      std::lock_guard<std::mutex> lock(profile->mutex);
+      auto& entry = profile->by_op[std::string(op->name())];
+      ++entry.first;
+      entry.second += s;
+    }
     if (op->kind() == ir::OpKind::Return) return results;
     check_results(*op, results);
     for (size_t i = 0; i < results.size(); ++i) scope.values.emplace(op->result(i), std::move(results[i]));
@@ -143,6 +154,20 @@ Literal ScalarBody::combine(const Literal& lhs, const Literal& rhs) const {
   Literal out = lhs;
   const Literal* xs[] = {&rhs};
   for (int64_t i = 0; i < out.num_elements(); ++i) apply({&out, 1}, i, xs, i);
+  return out;
+}
+
+std::string Profile::to_string() const {
+  std::vector<std::pair<double, std::string>> rows;
+  double total = 0;
+  for (const auto& [name, e] : by_op) {
+    rows.push_back({e.second, name});
+    total += e.second;
+  }
+  std::sort(rows.rbegin(), rows.rend());
+  std::string out = fmt::format("{:<34} {:>8} {:>10} {:>6}\n", "op", "count", "ms", "%");
+  for (const auto& [sec, name] : rows)
+    out += fmt::format("{:<34} {:>8} {:>10.2f} {:>5.1f}%\n", name, by_op.at(name).first, sec * 1e3, 100 * sec / total);
   return out;
 }
 

@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <span>
 #include <mutex>
 #include <string_view>
@@ -106,6 +107,13 @@ class CheckLog {
 
 // ---- Evaluation ----
 
+// Time spent per op kind (for finding what to speed up); filled when Options.profile is set.
+struct Profile {
+  std::mutex mutex;
+  std::map<std::string, std::pair<int64_t, double>> by_op;  // spelling -> (count, seconds)
+  std::string to_string() const;  // a table, slowest first
+};
+
 struct Options {
   ProcessInfo process;
   Collectives* collectives = nullptr;  // null: SingleProcessCollectives
@@ -121,6 +129,7 @@ struct Options {
   // op into `results` and returns true, or returns false to leave it to the reference kernel.
   bool (*accelerate)(const ir::Op& op, std::span<const ir::Literal* const> operands,
                      std::vector<ir::Literal>& results) = nullptr;
+  Profile* profile = nullptr;
 };
 
 // Evaluates `fn` on `args`; checks their number and types against its parameters first (a

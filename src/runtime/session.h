@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "interp/interpreter.h"
 #include "ir/literal.h"
 #include "ir/module.h"
 #include "spmd/partition.h"
@@ -62,6 +63,7 @@ struct SessionOptions {
   // Run hot ops with exec's fast kernels (BLAS contractions, strided loops); off: the reference
   // interpreter's kernels only.
   bool fast_kernels = true;
+  interp::Profile* profile = nullptr;  // time per op kind, summed over devices
 };
 
 class Session {

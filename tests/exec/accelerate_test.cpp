@@ -121,6 +121,29 @@ TEST(Accelerate, LayoutOpsCopyExactly) {
   for (const Case& c : cases) check(c);
 }
 
+TEST(Accelerate, ElementwiseGivesTheReferenceBits) {
+  auto bin = [](auto f) { return [f](FunctionBuilder&, const std::vector<Tensor>& p) { return f(p[0], p[1]); }; };
+  std::vector<Case> cases = {
+      {"add", {f32({4, 5}), f32({4, 5})}, bin([](Tensor a, Tensor b) { return a + b; })},
+      {"subtract", {f64({7}), f64({7})}, bin([](Tensor a, Tensor b) { return a - b; })},
+      {"multiply", {f32({3, 3}), f32({3, 3})}, bin([](Tensor a, Tensor b) { return a * b; })},
+      {"divide", {f32({9}), f32({9})}, bin([](Tensor a, Tensor b) { return a / b; })},
+      {"maximum", {f32({9}), f32({9})}, bin([](Tensor a, Tensor b) { return maximum(a, b); })},
+      {"minimum", {f64({9}), f64({9})}, bin([](Tensor a, Tensor b) { return minimum(a, b); })},
+      {"select", {f32({4, 6}), f32({4, 6})},
+       bin([](Tensor a, Tensor b) { return select(compare(a, b, ComparisonDirection::LT), a, b); })},
+      {"select scalar", {f32({}), f32({5})},
+       bin([](Tensor a, Tensor b) { return select(compare(a, a, ComparisonDirection::EQ), b, b * 2.0); })},
+      {"iota", {f32({3, 4}), f32({3, 4})},
+       bin([](Tensor a, Tensor) { return a.builder().iota(f32({3, 4}), 1); })},
+      {"iota i32", {f32({3, 4}), f32({3, 4})},
+       bin([](Tensor a, Tensor) { return a.builder().iota(i32({3, 4, 2}), 1); })},
+      {"convert i1", {f32({3, 4}), f32({3, 4})},
+       bin([](Tensor a, Tensor b) { return convert(compare(a, b, ComparisonDirection::GT), ElementType::f32); })},
+  };
+  for (const Case& c : cases) check(c);
+}
+
 TEST(Accelerate, EmbeddingGatherAndScatterAdd) {
   GatherDims g{{2}, {0}, {}, {}, {0}, 2};
   check({"gather", {f32({10, 4}), i32({3, 5})}, [g](FunctionBuilder& f, const std::vector<Tensor>& p) {

@@ -162,7 +162,10 @@ int train_command(const TrainCommand& c, std::ostream& out) {
   adam.weight_decay = 0.0;
   ir::Module m("train");
   nn::Programs programs = nn::capture(m, nn::TrainingStep{model}.with(adam).sharded(plan));
-  runtime::Session session = runtime::Session::host(c.devices);
+  interp::Profile profile;
+  runtime::SessionOptions session_options;
+  if (c.profile) session_options.profile = &profile;
+  runtime::Session session = runtime::Session::host(c.devices, session_options);
   runtime::CompiledProgram compiled = session.compile(m, programs.train_step);
   runtime::ShardedProgram step = session.sharded_program(compiled, programs.output_aliases);
 
@@ -247,6 +250,8 @@ int train_command(const TrainCommand& c, std::ostream& out) {
   for (const auto& col : r.collectives) moved[col.kind] += col.bytes_per_device;
   for (const auto& [kind, n] : r.counts()) out << fmt::format("    {:<20} {:>4} x  {:>12} per device\n", kind, n, bytes(moved[kind]));
   if (r.collectives.empty()) out << "    (none)\n";
+
+  if (c.profile) out << "\ntime per op kind, all devices:\n" << profile.to_string();
 
   std::vector<Literal> trained;
   for (size_t i = 0; i < np; ++i) trained.push_back(step.fetch(state[i]));

@@ -21,7 +21,8 @@ struct TrainCommand {
   std::string corpus;  // a file, or a directory of text files; empty: Debian's fortunes
   std::string save, resume;
   int64_t sample = 200;  // bytes of generated text at the end (0: none)
-  bool progress_bar = true;  // false: one line per tenth of the run (logs, ctest)
+  bool progress_bar = true;
+  bool profile = false;  // print the time per op kind at the end  // false: one line per tenth of the run (logs, ctest)
 };
 
 int train_command(const TrainCommand& c, std::ostream& out);
