@@ -48,6 +48,8 @@ MpiWorld::MpiWorld(int64_t local_devices, std::chrono::milliseconds timeout)
   process_->extend_exit_timeout(timeout);
 }
 
+MpiWorld::~MpiWorld() { process_->forget(id_); }
+
 void MpiWorld::report_failure(const std::string& reason) { process_->notify_failure(id_, reason); }
 
 std::string MpiWorld::devices_of(const std::vector<int>& ranks, const Group& group) const {

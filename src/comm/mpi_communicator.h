@@ -36,6 +36,9 @@ namespace tessera::comm {
 class MpiWorld {
  public:
   MpiWorld(int64_t local_devices, std::chrono::milliseconds timeout = std::chrono::seconds(30));
+  ~MpiWorld();  // drops the world's leftovers (what peers sent to collectives that failed)
+  MpiWorld(const MpiWorld&) = delete;
+  MpiWorld& operator=(const MpiWorld&) = delete;
 
   int rank() const { return rank_; }
   int num_ranks() const { return num_ranks_; }

@@ -246,8 +246,10 @@ MpiProcess::Outcome MpiProcess::receive(const Key& key, std::string_view op, con
       }
     }
     if (o.missing.empty()) {
-      for (int r : ranks) o.payloads.push_back(std::move(box->second.at(r).payload));
-      mailbox_.erase(box);
+      if (box != mailbox_.end()) {  // (none when there is no other rank to hear from)
+        for (int r : ranks) o.payloads.push_back(std::move(box->second.at(r).payload));
+        mailbox_.erase(box);
+      }
       return finish(std::move(o));
     }
     for (int r : o.missing) {
@@ -284,6 +286,12 @@ void MpiProcess::notify_failure(uint64_t world, const std::string& reason) {
       if (r != rank_) outbox_.push_back({r, kFail, data});
   }
   wake_.notify_one();
+}
+
+void MpiProcess::forget(uint64_t world) {
+  std::lock_guard lock(mu_);
+  std::erase_if(mailbox_, [&](const auto& entry) { return entry.first.world == world; });
+  failed_.erase(world);
 }
 
 void MpiProcess::call(std::function<void()> fn) {
@@ -323,8 +331,10 @@ void MpiProcess::leave() {
       std::lock_guard lock(mu_);
       for (int r = 0; r < size_; ++r)
         if (r != rank_ && !departed_.count(r)) absent.push_back(r);
-      set_waiting(fmt::format("tessera: rank {} stopped by SIGTERM while leaving, waiting for rank{} {} to leave",
-                              rank_, absent.size() == 1 ? "" : "s", support::join(absent, ", ")));
+      set_waiting(absent.empty()
+                      ? fmt::format("tessera: rank {} stopped by SIGTERM while leaving, finishing its sends", rank_)
+                      : fmt::format("tessera: rank {} stopped by SIGTERM while leaving, waiting for rank{} {} to leave",
+                                    rank_, absent.size() == 1 ? "" : "s", support::join(absent, ", ")));
     }
     if (absent.empty() && in_flight_.empty()) break;
     if (std::chrono::steady_clock::now() > deadline) {

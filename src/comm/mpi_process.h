@@ -80,6 +80,8 @@ class MpiProcess {
 
   // A fresh id for a world; every rank creates its worlds in the same order, so ids agree.
   uint64_t next_world_id() { return next_world_++; }
+  // Drops what is left of a world that ended (messages of collectives that failed, notices).
+  void forget(uint64_t world);
   // Leaving waits at most this long for the other ranks (at least every world's timeout).
   void extend_exit_timeout(std::chrono::milliseconds t);
 

@@ -15,7 +15,10 @@
 //   with output_aliases donating each parameter and moment to its update.
 // A sharding plan puts its shardings on the parameters, moments (like their parameter), tokens and
 // targets of every program, and on the updated parameters and moments that @train_step returns, so
-// that one step's outputs are the next step's inputs without moving.
+// that one step's outputs are the next step's inputs without moving. The residual stream and the
+// normed inputs of each block are constrained to the tokens' layout (batch split, features whole):
+// under FSDP that makes the partitioner gather each weight for its use instead of splitting the
+// activations like the weight.
 #pragma once
 
 #include <optional>
@@ -32,6 +35,7 @@ namespace tessera::nn {
 
 // What to build: the model, and optionally an optimizer and a sharding plan.
 struct TrainingStep {
+  explicit TrainingStep(CausalLM m) : model(std::move(m)) {}
   CausalLM model;
   std::optional<Optimizer> optimizer;
   std::optional<ShardingPlan> plan;

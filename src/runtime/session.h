@@ -71,8 +71,9 @@ class Session {
   static Session host(int64_t num_devices, SessionOptions options = {});
   // This process's part of a session over MPI ranks (under mpirun; comm/mpi_communicator.h): each
   // rank runs `local_devices` devices, rank r owning global devices r*local_devices ..
-  // (r+1)*local_devices-1. Every rank must make the same calls in the same order; every rank gets
-  // the whole results. A UserError when Tessera was built without MPI.
+  // (r+1)*local_devices-1. Every rank must make the same calls in the same order, with the same
+  // inputs (each rank uses its own devices' part); every rank gets the whole results. A UserError
+  // when Tessera was built without MPI.
   static Session mpi(int64_t local_devices, SessionOptions options = {});
   int64_t num_devices() const { return num_devices_; }
   int64_t rank() const { return rank_; }  // this process's MPI rank; 0 for host devices

@@ -432,6 +432,23 @@ class Partitioner {
     for (size_t i = 0; i < results.size(); ++i) local_.insert_or_assign(op.result(i), results[i]);
   }
 
+  // A collective the user wrote (in a manual body) goes in the report like the inserted ones.
+  void record_written_collective(const Op& op) {
+    if (!ir::has_trait(op.kind(), ir::kCollective) || op.num_results() == 0) return;
+    int64_t n = 1;
+    if (const auto* g = op.attrs().find<ir::IntMatrix>("replica_groups")) n = std::max<int64_t>(1, g->cols);
+    int64_t in = byte_size(op.operand(0)->type()), out = byte_size(op.result(0)->type());
+    std::string kind(op.name().substr(op.name().find('.') + 1));
+    int64_t bytes = 0;
+    switch (op.kind()) {
+      case OpKind::AllReduce: bytes = 2 * in * (n - 1) / n; break;
+      case OpKind::AllGather: bytes = out * (n - 1) / n; break;
+      case OpKind::ReduceScatter: case OpKind::AllToAll: bytes = in * (n - 1) / n; break;
+      default: bytes = in; break;
+    }
+    info_.report.collectives.push_back({kind, ctx_.origin + " (written)", n, bytes, &op});
+  }
+
   // manual_computation: inputs are brought to in_shardings; the body, already local, is copied.
   void manual(const Op& op, Builder& b) {
     const auto& in = op.attrs().get<ir::ShardingList>("in_shardings");
@@ -455,7 +472,8 @@ class Partitioner {
     for (size_t i = 0; i < body.arguments().size(); ++i) map[body.argument(i)] = operands[i].value();
     for (const auto& inner : body.ops()) {
       if (inner.get() == body.terminator()) break;
-      ir::clone_op(b.block(), *inner, map);
+      const Op* copy = ir::clone_op(b.block(), *inner, map);
+      record_written_collective(*copy);
     }
     const Op* ret = body.terminator();
     for (size_t i = 0; i < op.num_results(); ++i) {

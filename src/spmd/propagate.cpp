@@ -143,13 +143,17 @@ class Propagator {
       if (!def || def->attrs().has("sdy.sharding") || ir::has_trait(def->kind(), ir::kShardy)) return;
       map_.values[x] = partial_operand(op);
     });
-    // A declared function result seeds the value returned, where nothing else was written.
+    // A declared function result seeds the value returned, where nothing else was written, as
+    // open dimensions: the value may still be computed on finer pieces than the result declares
+    // (then the return gathers it once, instead of every operand being gathered for it).
     const Op* ret = fn_.body().terminator();
     for (size_t i = 0; ret && i < ret->operands().size(); ++i) {
       auto declared = fn_.result_sharding(i);
       Sharding& s = map_.values.at(ret->operand(i));
       bool unwritten = s.mesh.empty();
-      if (declared && unwritten && !is_maximal(m_.mesh(declared->mesh))) s = *declared;
+      if (!declared || !unwritten || is_maximal(m_.mesh(declared->mesh))) continue;
+      s = *declared;
+      for (auto& d : s.dims) d.open = true;
     }
   }
 
@@ -196,9 +200,14 @@ class Propagator {
     const ir::Mesh& mesh = m_.mesh(mesh_name);
     if (is_maximal(mesh)) return false;
 
-    // Candidates per factor, merged as they come.
+    // Candidates per factor, merged as they come. A broadcast's operand does not lay out its much
+    // larger result: the result takes its users' layout, and the operand is gathered (it is small)
+    // rather than the result being re-laid out.
+    bool expands = op.kind() == OpKind::BroadcastInDim &&
+                   op.result(0)->type().num_elements() >= 2 * op.operand(0)->type().num_elements();
     std::vector<std::optional<std::vector<AxisRef>>> merged(rule.num_factors());
     for (auto& [v, tf] : tensors) {
+      if (expands && v == op.operand(0)) continue;
       const Sharding& s = map_.values.at(v);
       if (s.mesh != mesh_name || s.dims.size() != tf->size()) continue;
       FactorAxes axes(rule.num_factors());

@@ -124,8 +124,9 @@ int run_command(const RunCommand& c, std::ostream& out) {
     interp::save_npy(results[i], path);
     out << fmt::format("result {}: {} -> {}\n", i, ir::to_string(results[i].type()), path);
   }
-  std::string where = session.over_mpi() ? fmt::format("{} devices ({} MPI ranks of {})", session.num_devices(),
-                                                       session.num_devices() / c.devices, c.devices)
+  int64_t ranks = session.num_devices() / c.devices;
+  std::string where = session.over_mpi() ? fmt::format("{} devices ({} MPI rank{} of {})", session.num_devices(),
+                                                       ranks, ranks == 1 ? "" : "s", c.devices)
                                           : fmt::format("{} host devices", c.devices);
   out << fmt::format("ran @{} on {}; {} collectives, {} bytes moved per device\n", f.name(), where,
                      p.report().collectives.size(), p.report().bytes_per_device());

@@ -62,7 +62,8 @@ with tempfile.TemporaryDirectory() as tmp:
             problems.append("result0 is not tanh(x @ w)")
         if mpi.stdout.count("result 0:") != 1:
             problems.append(f"'result 0:' printed {mpi.stdout.count('result 0:')} times; only rank 0 prints")
-        want_line = f"ran @main on 4 devices ({args.np} MPI ranks of {args.devices_per_rank}); 1 collectives"
+        ranks = "1 MPI rank" if args.np == 1 else f"{args.np} MPI ranks"
+        want_line = f"ran @main on 4 devices ({ranks} of {args.devices_per_rank}); 1 collectives"
         if want_line not in mpi.stdout:
             problems.append(f"no line '{want_line}'")
 
