@@ -17,6 +17,14 @@ TrainingStep TrainingStep::with(Optimizer o) const {
   return s;
 }
 
+TrainingStep TrainingStep::accumulate(int64_t k) const {
+  if (k < 1 || model.config().batch % k != 0)
+    support::fail("nn::TrainingStep::accumulate: {} microbatches do not divide the batch of {}", k, model.config().batch);
+  TrainingStep s = *this;
+  s.microbatches = k;
+  return s;
+}
+
 TrainingStep TrainingStep::sharded(ShardingPlan p) const {
   TrainingStep s = *this;
   s.plan = std::move(p);
@@ -76,7 +84,51 @@ Programs capture(ir::Module& module, const TrainingStep& s) {
   for (size_t i = 0; i < n; ++i) ro.wrt.push_back(i);
   ro.return_value = true;
   ro.name = out.step;
-  ir::Function& step = autodiff::reverse(module, loss, ro);
+  ir::Function* step_fn = nullptr;
+  int64_t k = s.microbatches;
+  if (k == 1) {
+    step_fn = &autodiff::reverse(module, loss, ro);
+  } else {
+    // @loss_micro and its gradient @step_micro on b/k rows; @step averages them over the batch.
+    Config mc = c;
+    mc.batch = c.batch / k;
+    CausalLM micro(mc);
+    TrainingStep ms = s;
+    ms.model = micro;
+    ir::Function& loss_micro = ir::build_function(module, "loss_micro", [&](FunctionBuilder& f) {
+      std::vector<Tensor> params;
+      for (const ParamSpec& p : specs) params.push_back(f.param(ir::Type(c.dtype, p.shape), parameter_sharding(s, p)));
+      Tensor tokens = f.param(batch_type(mc), input_sharding(s, "tokens", batch_type(mc)));
+      Tensor targets = f.param(batch_type(mc), input_sharding(s, "targets", batch_type(mc)));
+      return micro.loss(Weights(specs, params), tokens, targets, residual_sharding(ms));
+    });
+    autodiff::ReverseOptions mo = ro;
+    mo.name = "step_micro";
+    ir::Function& step_micro = autodiff::reverse(module, loss_micro, mo);
+    step_fn = &ir::build_function(module, out.step, [&](FunctionBuilder& f) {
+      std::vector<Tensor> params;
+      for (const ParamSpec& p : specs) params.push_back(f.param(ir::Type(c.dtype, p.shape), parameter_sharding(s, p)));
+      Tensor tokens = f.param(batch_type(c), input_sharding(s, "tokens", batch_type(c)));
+      Tensor targets = f.param(batch_type(c), input_sharding(s, "targets", batch_type(c)));
+      auto part = [&](const Tensor& x, int64_t i) {  // rows i, i+k, ...
+        Tensor grouped = ir::reshape(x, {mc.batch, k, c.seq});
+        return ir::reshape(ir::slice(grouped, {0, i, 0}, {mc.batch, i + 1, c.seq}), {mc.batch, c.seq});
+      };
+      std::vector<Tensor> sum;
+      for (int64_t i = 0; i < k; ++i) {
+        std::vector<Tensor> args = params;
+        args.push_back(part(tokens, i));
+        args.push_back(part(targets, i));
+        std::vector<Tensor> r = ir::call(f, step_micro, args);
+        if (sum.empty()) sum = r;
+        else
+          for (size_t j = 0; j < r.size(); ++j) sum[j] = sum[j] + r[j];
+      }
+      for (Tensor& x : sum) x = x * (1.0 / double(k));
+      return sum;
+    });
+  }
+  ir::Function& step = *step_fn;
   if (!s.optimizer) return out;
 
   // @train_step: @step, then the optimizer on each parameter.

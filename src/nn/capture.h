@@ -40,8 +40,14 @@ struct TrainingStep {
   std::optional<Optimizer> optimizer;
   std::optional<ShardingPlan> plan;
 
+  int64_t microbatches = 1;  // gradient accumulation: the batch in this many parts, one at a time
+
   TrainingStep with(Optimizer o) const;
   TrainingStep sharded(ShardingPlan p) const;
+  // Gradient accumulation: @step runs the batch as k microbatches (rows i, i+k, i+2k, ... form
+  // microbatch i, so a batch split over devices keeps each microbatch split the same way) and
+  // averages their losses and gradients: the full batch's step, with 1/k of the activations live.
+  TrainingStep accumulate(int64_t k) const;
 };
 
 // What was built: the functions' names and the layout of @train_step's inputs and outputs.

@@ -79,6 +79,8 @@ int main(int argc, char** argv) {
   train->add_option("--batch", tc.batch, "Sequences per step")->capture_default_str()->check(CLI::PositiveNumber);
   train->add_option("--seq", tc.seq, "Bytes per sequence")->capture_default_str()->check(CLI::PositiveNumber);
   train->add_option("--lr", tc.lr, "AdamW learning rate")->capture_default_str();
+  train->add_option("--accumulate", tc.accumulate, "Microbatches per step (gradient accumulation)")
+      ->capture_default_str()->check(CLI::PositiveNumber);
   train->add_option("--d-model", tc.d_model, "Model width")->capture_default_str();
   train->add_option("--layers", tc.layers, "Transformer blocks")->capture_default_str();
   train->add_option("--heads", tc.heads, "Query heads")->capture_default_str();

@@ -161,7 +161,7 @@ int train_command(const TrainCommand& c, std::ostream& out) {
   adam.lr = c.lr;
   adam.weight_decay = 0.0;
   ir::Module m("train");
-  nn::Programs programs = nn::capture(m, nn::TrainingStep{model}.with(adam).sharded(plan));
+  nn::Programs programs = nn::capture(m, nn::TrainingStep{model}.accumulate(c.accumulate).with(adam).sharded(plan));
   interp::Profile profile;
   runtime::SessionOptions session_options;
   if (c.profile) session_options.profile = &profile;
