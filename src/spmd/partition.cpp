@@ -107,9 +107,45 @@ class Partitioner {
     if (key == normalized(sm_.at(v), key.dims.size())) return local_.at(v);
     for (auto& [s, t] : made_[v])
       if (s == key) return t;
+    if (std::optional<Tensor> t = remake(v, key)) {
+      made_[v].push_back({key, *t});
+      return *t;
+    }
     Tensor t = reshard(ctx_, local_.at(v), v->type(), sm_.at(v), want);
     made_[v].push_back({key, t});
     return t;
+  }
+
+  // A value every piece of which is known without its neighbours (a splat constant, a broadcast
+  // of a scalar) is made again in the wanted layout instead of moved: constants never travel.
+  std::optional<Tensor> remake(const Value* v, const Sharding& want) {
+    const Op* def = v->defining_op();
+    if (!def || def->parent != &gf_.body() || is_maximal(gm_.mesh(want.mesh))) return std::nullopt;
+    std::vector<int64_t> shape = shape_of(v->type(), want);
+    Tensor anchor = local_.at(v);
+    if (def->kind() == OpKind::Constant) {
+      const ir::Literal& value = def->attrs().get<ir::Literal>("value");
+      if (!is_splat(value) || value.num_elements() == 0) return std::nullopt;
+      bool zero = std::all_of(value.bytes().begin(), value.bytes().end(), [](std::byte x) { return x == std::byte{0}; });
+      if (!want.unreduced.empty() && !zero) return std::nullopt;  // a partial copy must sum to the value
+      ir::Literal piece(Type(value.element(), shape));
+      size_t n = static_cast<size_t>(ir::info(value.element()).bytes);
+      for (int64_t i = 0; i < piece.num_elements(); ++i)
+        std::copy_n(value.bytes().data(), n, piece.bytes().data() + static_cast<size_t>(i) * n);
+      return anchor.builder().constant(std::move(piece));
+    }
+    auto zero_constant = [](const Value* x) {
+      const Op* d = x->defining_op();
+      if (!d || d->kind() != OpKind::Constant) return false;
+      auto b = d->attrs().get<ir::Literal>("value").bytes();
+      return std::all_of(b.begin(), b.end(), [](std::byte c) { return c == std::byte{0}; });
+    };
+    if (def->kind() == OpKind::BroadcastInDim && def->operand(0)->type().rank() == 0 &&
+        (want.unreduced.empty() || zero_constant(def->operand(0)))) {
+      Tensor scalar = local_.at(def->operand(0));
+      return ir::broadcast_in_dim(scalar, shape, {});
+    }
+    return std::nullopt;
   }
 
   void block(const ir::Block& blk, Builder& b) {

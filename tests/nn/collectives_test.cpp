@@ -1,0 +1,61 @@
+// Collectives per training step for the four plans of issue #6's configuration on 4 host devices,
+// as the partitioner reports them, pinned (docs/TRAINING.md compares them with XLA's counts):
+// data parallel moves only gradients, combined into one all-reduce with the loss; FSDP gathers
+// each parameter once for use and reduce-scatters its gradient, never an activation; tensor
+// parallel stays within Megatron's two all-reduces per layer each way, plus embedding and head.
+#include <gtest/gtest.h>
+
+#include <fmt/format.h>
+
+#include "nn/capture.h"
+#include "nn/plan.h"
+#include "nn_test_util.h"
+#include "runtime/session.h"
+
+namespace tessera::nn {
+namespace {
+
+struct Expected {
+  std::string plan;
+  std::map<std::string, int64_t> counts;
+};
+
+spmd::Report report_of(const ShardingPlan& plan) {
+  CausalLM model(testing::acceptance_config());
+  ir::Module m("step");
+  Programs p = capture(m, TrainingStep{model}.sharded(plan));
+  return runtime::Session::host(4).compile(m, p.step).report();
+}
+
+std::string counts_string(const spmd::Report& r) {
+  std::string s;
+  for (const auto& [k, n] : r.counts()) s += fmt::format("{} {}; ", k, n);
+  return s;
+}
+
+TEST(Collectives, PerPlanArePinned) {
+  ir::Mesh line{"mesh", {{"data", 4}}, {}}, model{"mesh", {{"model", 4}}, {}},
+      square{"mesh", {{"data", 2}, {"model", 2}}, {}};
+  struct Case {
+    ShardingPlan plan;
+    std::map<std::string, int64_t> counts;
+  };
+  std::vector<Case> cases = {
+      {data_parallel(line, "data"), {{"all_reduce", 1}}},
+      {fsdp(line, "data"), {{"all_gather", 21}, {"reduce_scatter", 21}, {"all_reduce", 1}}},
+      // 2 layers x (2 forward + 2 backward) all-reduces, plus 5 for the vocabulary-split head and
+      // its cross-entropy (row max, sum of exponentials, target logit; their backward).
+      {tensor_parallel(model, "model"), {{"all_reduce", 13}}},
+      // The same on the 2-way model axis, and the gradients of the whole (norm, embedding) weights
+      // over the 2-way data axis, combined into one.
+      {tensor_parallel(square, "model", "data"), {{"all_reduce", 14}}},
+  };
+  for (const Case& c : cases) {
+    spmd::Report r = report_of(c.plan);
+    fmt::print("{}: {}({} bytes per device)\n", c.plan.name, counts_string(r), r.bytes_per_device());
+    EXPECT_EQ(r.counts(), c.counts) << c.plan.name << "\n" << r.to_string();
+  }
+}
+
+}  // namespace
+}  // namespace tessera::nn
