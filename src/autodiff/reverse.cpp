@@ -2,8 +2,11 @@
 // op's VJP rule (rules.h), summing cotangents where a value is used more than once.
 #include "autodiff/reverse.h"
 
+#include <functional>
+
 #include <array>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "autodiff/rules.h"
 #include "ir/clone.h"
@@ -112,6 +115,30 @@ ir::Function& build_reverse(ir::Module& module, ir::Function& g, const ir::Funct
   for (const auto& op : f.body().ops())
     if (op.get() != ret) renumber_channels(module, *ir::clone_op(g.body(), *op, map));
   auto primal = [&](const Value* v) { return b.wrap(map.count(v) ? map.at(v) : const_cast<Value*>(v)); };
+  // Rematerialized forward values for the backward: computed again at their first backward use
+  // (clones are marked so CSE does not merge them back into the forward's values).
+  ir::ValueMap again;
+  std::unordered_set<const Value*> saved;  // contraction operands and results
+  if (o.remat == Remat::kSaveDots)
+    for (const auto& op : f.body().ops())
+      if (op->kind() == ir::OpKind::DotGeneral) {
+        for (const Value* x : op->operands()) saved.insert(x);
+        saved.insert(op->result(0));
+      }
+  std::function<Value*(const Value*)> recompute = [&](const Value* v) -> Value* {
+    const Op* def = v->defining_op();
+    bool keep = o.remat == Remat::kNone || def == nullptr || def->parent != &f.body() ||
+                !ir::has_trait(def->kind(), ir::kPure) || def->kind() == ir::OpKind::Constant || saved.count(v);
+    if (keep) return primal(v).value();
+    if (auto it = again.find(v); it != again.end()) return it->second;
+    ir::ValueMap operands;
+    for (const Value* x : def->operands()) operands[x] = recompute(x);
+    Op* copy = ir::clone_op(g.body(), *def, operands);
+    copy->attrs().set("tessera.remat", true);
+    for (size_t i = 0; i < def->num_results(); ++i) again[def->result(i)] = copy->result(i);
+    return again.at(v);
+  };
+  auto backward_primal = [&](const Value* v) { return b.wrap(recompute(v)); };
 
   if (loss) {
     accumulate(ret->operand(0), b.scalar(f.result_types[0].element, 1));
@@ -133,8 +160,8 @@ ir::Function& build_reverse(ir::Module& module, ir::Function& g, const ir::Funct
     }
     if (!any) continue;
     std::vector<Tensor> operands, results;
-    for (Value* v : op.operands()) operands.push_back(primal(v));
-    for (Value* v : op.results()) results.push_back(primal(v));
+    for (Value* v : op.operands()) operands.push_back(backward_primal(v));
+    for (Value* v : op.results()) results.push_back(backward_primal(v));
     std::vector<std::optional<Tensor>> operand_cots(op.operands().size());
     VjpContext ctx(b, op, operands, results, result_cots, operand_cots);
     kRules[static_cast<size_t>(op.kind())](ctx);

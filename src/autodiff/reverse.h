@@ -14,11 +14,19 @@
 
 namespace tessera::autodiff {
 
+// Rematerialization: which forward values the backward pass reads as computed in the forward (kept
+// alive until then) and which it computes again where it needs them (so they die in the forward).
+enum class Remat {
+  kNone,      // keep every forward value the backward reads
+  kSaveDots,  // keep the operands and results of contractions; recompute the element-wise work between
+};
+
 struct ReverseOptions {
   std::vector<size_t> wrt;    // parameter indices; empty: every float parameter
   bool return_value = false;  // also return f's results, before the gradients
   std::string name;           // empty: f's name + "_grad"
   bool simplify = true;       // run transforms::simplify on the result (off: the raw rule output)
+  Remat remat = Remat::kNone;
 };
 
 // Builds the gradient function of `f` in `module` (where f lives) and returns it. A user error

@@ -25,6 +25,12 @@ TrainingStep TrainingStep::accumulate(int64_t k) const {
   return s;
 }
 
+TrainingStep TrainingStep::with_remat(autodiff::Remat policy) const {
+  TrainingStep s = *this;
+  s.remat = policy;
+  return s;
+}
+
 TrainingStep TrainingStep::sharded(ShardingPlan p) const {
   TrainingStep s = *this;
   s.plan = std::move(p);
@@ -84,6 +90,7 @@ Programs capture(ir::Module& module, const TrainingStep& s) {
   for (size_t i = 0; i < n; ++i) ro.wrt.push_back(i);
   ro.return_value = true;
   ro.name = out.step;
+  ro.remat = s.remat;
   ir::Function* step_fn = nullptr;
   int64_t k = s.microbatches;
   if (k == 1) {

@@ -21,6 +21,8 @@
 // activations like the weight.
 #pragma once
 
+#include "autodiff/reverse.h"
+
 #include <optional>
 #include <string>
 #include <utility>
@@ -41,6 +43,7 @@ struct TrainingStep {
   std::optional<ShardingPlan> plan;
 
   int64_t microbatches = 1;  // gradient accumulation: the batch in this many parts, one at a time
+  autodiff::Remat remat = autodiff::Remat::kNone;  // what the backward recomputes
 
   TrainingStep with(Optimizer o) const;
   TrainingStep sharded(ShardingPlan p) const;
@@ -48,6 +51,8 @@ struct TrainingStep {
   // microbatch i, so a batch split over devices keeps each microbatch split the same way) and
   // averages their losses and gradients: the full batch's step, with 1/k of the activations live.
   TrainingStep accumulate(int64_t k) const;
+  // Rematerialization (autodiff/reverse.h): fewer activation bytes live, the same gradients.
+  TrainingStep with_remat(autodiff::Remat policy) const;
 };
 
 // What was built: the functions' names and the layout of @train_step's inputs and outputs.

@@ -56,6 +56,20 @@ TEST(Accumulate, DataParallelMicrobatchesStaySplit) {
   EXPECT_EQ(p.report().count("all_gather"), 0) << p.report().to_string();
 }
 
+TEST(Remat, SameStepFewerLiveActivationBytes) {
+  Config c = testing::acceptance_config();
+  CausalLM model(c);
+  ir::Module keep("keep"), remat("remat");
+  Programs pk = capture(keep, TrainingStep{model});
+  Programs pr = capture(remat, TrainingStep{model}.with_remat(autodiff::Remat::kSaveDots));
+  std::vector<ir::Literal> in = step_inputs(c, pk);
+  std::vector<ir::Literal> want = interp::evaluate(keep, pk.step, in), got = interp::evaluate(remat, pr.step, in);
+  for (size_t i = 0; i < got.size(); ++i) EXPECT_EQ(got[i], want[i]) << "result " << i;
+  int64_t k = spmd::peak_live_bytes(*keep.find_function("step")), r = spmd::peak_live_bytes(*remat.find_function("step"));
+  std::printf("peak live bytes of the step: %ld kept, %ld with remat\n", long(k), long(r));
+  EXPECT_LT(r, k);
+}
+
 TEST(Accumulate, RefusesAPartThatDoesNotDivideTheBatch) {
   CausalLM model(testing::acceptance_config());
   EXPECT_THROW(TrainingStep{model}.accumulate(3), support::UserError);

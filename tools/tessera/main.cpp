@@ -93,6 +93,7 @@ int main(int argc, char** argv) {
   train->add_option("--sample", tc.sample, "Bytes of text to generate at the end")->capture_default_str();
   train->add_flag("!--no-progress-bar", tc.progress_bar, "Print a line per tenth of the run instead of a bar");
   train->add_flag("--profile", tc.profile, "Print the time spent per op kind");
+  train->add_flag("--remat", tc.remat, "Recompute element-wise activations in the backward pass");
   CLI11_PARSE(app, argc, argv);
   try {
     if (ops->parsed()) return list_ops();

@@ -18,6 +18,7 @@
 #include "runtime/checkpoint.h"
 #include "runtime/session.h"
 #include "spmd/mesh_math.h"
+#include "spmd/report.h"
 #include "support/error.h"
 
 namespace tessera::tools {
@@ -161,7 +162,11 @@ int train_command(const TrainCommand& c, std::ostream& out) {
   adam.lr = c.lr;
   adam.weight_decay = 0.0;
   ir::Module m("train");
-  nn::Programs programs = nn::capture(m, nn::TrainingStep{model}.accumulate(c.accumulate).with(adam).sharded(plan));
+  nn::Programs programs = nn::capture(m, nn::TrainingStep{model}
+                                                .accumulate(c.accumulate)
+                                                .with_remat(c.remat ? autodiff::Remat::kSaveDots : autodiff::Remat::kNone)
+                                                .with(adam)
+                                                .sharded(plan));
   interp::Profile profile;
   runtime::SessionOptions session_options;
   if (c.profile) session_options.profile = &profile;
@@ -245,6 +250,8 @@ int train_command(const TrainCommand& c, std::ostream& out) {
   out << fmt::format("\nper device ({} devices, plan {}):\n", c.devices, plan.name);
   out << fmt::format("  parameters        {:>12}  ({:.2f} % of {})\n", bytes(param_bytes), 100.0 * double(param_bytes) / double(whole), bytes(whole));
   out << fmt::format("  optimizer state   {:>12}\n", bytes(state_bytes));
+  out << fmt::format("  peak live bytes   {:>12}  (the step program's values at once{})\n",
+                     bytes(spmd::peak_live_bytes(compiled.local_function())), c.remat ? ", with remat" : "");
   out << "  collectives per step:\n";
   std::map<std::string, int64_t> moved;
   for (const auto& col : r.collectives) moved[col.kind] += col.bytes_per_device;

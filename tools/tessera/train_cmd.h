@@ -16,6 +16,7 @@ struct TrainCommand {
   int64_t steps = 400;
   int64_t batch = 16, seq = 64;
   int64_t accumulate = 1;  // microbatches per step (gradient accumulation)
+  bool remat = false;      // recompute element-wise activations in the backward
   double lr = 3e-3;
   int64_t d_model = 64, layers = 2, heads = 4, kv_heads = 2, ffn = 172;
   uint64_t seed = 1;
