@@ -7,6 +7,7 @@
 #include <random>
 
 #include "autodiff/reverse.h"
+#include "common/random_literal.h"
 #include "interp/interpreter.h"
 #include "ir/builder.h"
 #include "spmd/report.h"
@@ -30,17 +31,7 @@ Function& deep_mlp(Module& m) {
   });
 }
 
-std::vector<Literal> inputs(const Function& f) {
-  std::mt19937 rng(5);
-  std::uniform_real_distribution<double> u(-0.5, 0.5);
-  std::vector<Literal> in;
-  for (size_t i = 0; i < f.num_parameters(); ++i) {
-    std::vector<double> v(static_cast<size_t>(f.parameter(i)->type().num_elements()));
-    for (double& x : v) x = u(rng);
-    in.push_back(Literal::from_doubles(f.parameter(i)->type(), v));
-  }
-  return in;
-}
+std::vector<Literal> inputs(const Function& f) { return testing::random_inputs(f, 5, -0.5, 0.5); }
 
 TEST(Remat, SameGradientsFewerLiveBytes) {
   Module m;

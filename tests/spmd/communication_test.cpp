@@ -8,6 +8,7 @@
 #include <random>
 
 #include "autodiff/reverse.h"
+#include "common/random_literal.h"
 #include "interp/interpreter.h"
 #include "ir/builder.h"
 #include "runtime/session.h"
@@ -22,15 +23,7 @@ using runtime::Session;
 constexpr double kTolerance = 1e-5;
 
 void expect_same_numbers(const Module& m, const std::string& fn, const Session& s, const CompiledProgram& p) {
-  const Function& f = *m.find_function(fn);
-  std::mt19937 rng(11);
-  std::uniform_real_distribution<double> u(-1, 1);
-  std::vector<Literal> in;
-  for (size_t i = 0; i < f.num_parameters(); ++i) {
-    std::vector<double> v(static_cast<size_t>(f.parameter(i)->type().num_elements()));
-    for (double& x : v) x = u(rng);
-    in.push_back(Literal::from_doubles(f.parameter(i)->type(), v));
-  }
+  std::vector<Literal> in = testing::random_inputs(*m.find_function(fn), 11);
   std::vector<Literal> want = interp::evaluate(m, fn, in), got = s.run_sharded(p, in);
   ASSERT_EQ(got.size(), want.size());
   for (size_t r = 0; r < got.size(); ++r)

@@ -6,6 +6,7 @@
 
 #include "autodiff/reverse.h"
 #include "common/error_of.h"
+#include "common/random_literal.h"
 #include "common/worked_example.h"
 #include "interp/interpreter.h"
 #include "runtime/session.h"
@@ -18,13 +19,7 @@ using namespace tessera::ir;
 
 constexpr double kTolerance = 1e-5;  // relative, sharded vs unsharded (DESIGN.md §2)
 
-Literal random_literal(const Type& t, uint32_t seed) {
-  std::mt19937 gen(seed);
-  std::uniform_real_distribution<double> u(-1, 1);
-  std::vector<double> v(static_cast<size_t>(t.num_elements()));
-  for (double& x : v) x = u(gen);
-  return Literal::from_doubles(t, v);
-}
+using testing::random_literal;
 
 void expect_close(const Literal& a, const Literal& b) {
   ASSERT_EQ(to_string(a.type()), to_string(b.type()));
@@ -32,11 +27,7 @@ void expect_close(const Literal& a, const Literal& b) {
     EXPECT_NEAR(a.get_double(i), b.get_double(i), kTolerance * (1 + std::abs(b.get_double(i)))) << "element " << i;
 }
 
-std::vector<Literal> inputs_for(const Function& f) {
-  std::vector<Literal> in;
-  for (size_t i = 0; i < f.num_parameters(); ++i) in.push_back(random_literal(f.parameter(i)->type(), 7 + i));
-  return in;
-}
+std::vector<Literal> inputs_for(const Function& f) { return testing::random_inputs(f, 7); }
 
 void expect_sharded_equals_unsharded(const Module& m, const std::string& fn, const CompiledProgram& p, const Session& s) {
   std::vector<Literal> in = inputs_for(*m.find_function(fn));
