@@ -10,6 +10,7 @@
 #include <climits>
 #include <csignal>
 #include <cstring>
+#include <ctime>
 
 #include "comm/mpi_wire.h"
 #include "support/strings.h"
@@ -34,6 +35,10 @@ std::atomic<int> g_report_index{0};
 extern "C" void on_sigterm(int sig) {
   int i = g_report_index.load();
   [[maybe_unused]] ssize_t ignored = write(STDERR_FILENO, g_report[i], g_report_size[i]);
+  // mpirun's daemon forwards our stderr only while we live: give it time to read the line (it
+  // sends SIGKILL 1 s after SIGTERM anyway).
+  struct timespec pause {0, 300'000'000};
+  nanosleep(&pause, nullptr);
   std::signal(sig, SIG_DFL);
   std::raise(sig);
 }

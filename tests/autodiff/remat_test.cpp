@@ -36,8 +36,12 @@ std::vector<Literal> inputs(const Function& f) { return testing::random_inputs(f
 TEST(Remat, SameGradientsFewerLiveBytes) {
   Module m;
   Function& loss = deep_mlp(m);
-  Function& keep = reverse(m, loss, {.name = "keep"});
-  Function& dots = reverse(m, loss, {.name = "dots", .remat = Remat::kSaveDots});
+  ReverseOptions keep_options, dots_options;
+  keep_options.name = "keep";
+  dots_options.name = "dots";
+  dots_options.remat = Remat::kSaveDots;
+  Function& keep = reverse(m, loss, keep_options);
+  Function& dots = reverse(m, loss, dots_options);
   std::vector<Literal> in = inputs(loss);
   std::vector<Literal> want = interp::evaluate(m, "keep", in);
   for (const char* name : {"dots"}) {

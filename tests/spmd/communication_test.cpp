@@ -72,7 +72,9 @@ TEST(Communication, DataParallelGradientAllReducesEachGradientOnce) {
   Module m;
   m.add_mesh(Mesh{"m", {{"data", 4}}, {}});
   Function& loss = mlp_loss(m, std::nullopt, std::nullopt);
-  autodiff::reverse(m, loss, {.wrt = {1, 2}});
+  autodiff::ReverseOptions weights;
+  weights.wrt = {1, 2};
+  autodiff::reverse(m, loss, weights);
   Session s = Session::host(4);
   PartitionOptions separate;
   separate.combine_all_reduces = false;
@@ -102,7 +104,9 @@ TEST(Communication, FsdpLayerGathersWeightsAndReduceScattersGradients) {
   m.add_mesh(Mesh{"m", {{"data", 4}}, {}});
   // FSDP: each weight split along its first dimension over the data axis.
   Function& loss = mlp_loss(m, rows(2), rows(2));
-  autodiff::reverse(m, loss, {.wrt = {1, 2}});
+  autodiff::ReverseOptions weights;
+  weights.wrt = {1, 2};
+  autodiff::reverse(m, loss, weights);
   Session s = Session::host(4);
   CompiledProgram p = s.compile(m, "loss_grad");
   const Report& r = p.report();
