@@ -31,8 +31,8 @@ def rms_norm(x, gain, eps):
 def rope(x, theta):
     """x [b, s, heads, hd]: feature i pairs with i + hd/2 (rotate_half)."""
     s, hd = x.shape[1], x.shape[-1]
-    inv_freq = theta ** (-torch.arange(0, hd // 2, dtype=torch.float64) * 2 / hd)
-    angle = torch.arange(s, dtype=torch.float64)[:, None] * inv_freq[None, :]
+    inv_freq = theta ** (-torch.arange(0, hd // 2, dtype=x.dtype) * 2 / hd)
+    angle = torch.arange(s, dtype=x.dtype)[:, None] * inv_freq[None, :]
     angle = torch.cat([angle, angle], dim=-1)[None, :, None, :]
     x1, x2 = x[..., : hd // 2], x[..., hd // 2 :]
     return x * angle.cos() + torch.cat([-x2, x1], dim=-1) * angle.sin()
