@@ -71,10 +71,13 @@ int main(int argc, char** argv) {
       ->check(CLI::ExistingFile)->excludes(sched_kind)->excludes(sched_p)->excludes(sched_m)->excludes(sched_v);
   sched->add_option("--csv", sc.csv, "Write the schedule as CSV");
   sched->add_option("--svg", sc.svg, "Write the timeline as SVG");
-  auto* train = app.add_subcommand("train", "Train a byte-level CausalLM on a text corpus over host devices");
+  auto* train = app.add_subcommand("train", "Train a byte-level CausalLM on a text corpus over host devices or MPI ranks");
   tessera::tools::TrainCommand tc;
   train->add_option("--plan", tc.plan, "Sharding plan: dp, fsdp, tp or dp,tp")->capture_default_str();
-  train->add_option("--devices", tc.devices, "Host devices")->capture_default_str()->check(CLI::PositiveNumber);
+  train->add_option("--devices", tc.devices, "Host devices (default 4); with --backend mpi, devices per rank (default 1)")
+      ->check(CLI::PositiveNumber);
+  train->add_option("--backend", tc.backend, "host (threads of this process) or mpi (under mpirun; rank 0 prints)")
+      ->capture_default_str()->check(CLI::IsMember({"host", "mpi"}));
   train->add_option("--steps", tc.steps, "Training steps")->capture_default_str()->check(CLI::PositiveNumber);
   train->add_option("--batch", tc.batch, "Sequences per step")->capture_default_str()->check(CLI::PositiveNumber);
   train->add_option("--seq", tc.seq, "Bytes per sequence")->capture_default_str()->check(CLI::PositiveNumber);
@@ -90,6 +93,7 @@ int main(int argc, char** argv) {
   train->add_option("--corpus", tc.corpus, "Text file or directory (default: Debian's fortunes)");
   train->add_option("--save", tc.save, "Directory to write a sharded checkpoint to");
   train->add_option("--resume", tc.resume, "Sharded checkpoint to start from (any plan or device count)");
+  train->add_option("--losses", tc.losses, "File to write each step's loss to (step, %.9g, hex float)");
   train->add_option("--sample", tc.sample, "Bytes of text to generate at the end")->capture_default_str();
   train->add_flag("!--no-progress-bar", tc.progress_bar, "Print a line per tenth of the run instead of a bar");
   train->add_flag("--profile", tc.profile, "Print the time spent per op kind");

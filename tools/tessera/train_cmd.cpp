@@ -139,7 +139,9 @@ std::string generate(const nn::CausalLM& model, const std::vector<Literal>& para
 
 }  // namespace
 
-int train_command(const TrainCommand& c, std::ostream& out) {
+int train_command(const TrainCommand& c, std::ostream& out_stream) {
+  if (c.backend != "host" && c.backend != "mpi") fail("--backend {}: expected host or mpi", c.backend);
+  if (c.devices < 0) fail("--devices {}: expected a positive number", c.devices);
   std::string corpus_path = c.corpus.empty() ? kDefaultCorpus : c.corpus;
   std::string text = load_corpus(corpus_path);
   if (c.corpus.empty() && text.size() < kMinDefaultCorpus)
@@ -157,7 +159,21 @@ int train_command(const TrainCommand& c, std::ostream& out) {
   cfg.batch = c.batch;
   cfg.validate();
   nn::CausalLM model(cfg);
-  nn::ShardingPlan plan = make_plan(c.plan, c.devices);
+
+  // Over MPI every rank reads the same options and files, so a user error up to the first execute
+  // (a bad --plan, corpus, shape or checkpoint) is raised alike on every rank, before any collective.
+  interp::Profile profile;
+  runtime::SessionOptions session_options;
+  if (c.profile) session_options.profile = &profile;
+  bool over_mpi = c.backend == "mpi";
+  int64_t local_devices = c.devices > 0 ? c.devices : over_mpi ? 1 : 4;
+  runtime::Session session = over_mpi ? runtime::Session::mpi(local_devices, session_options)
+                                      : runtime::Session::host(local_devices, session_options);
+  int64_t devices = session.num_devices();
+  bool rank0 = session.rank() == 0;  // the one that prints and writes files
+  std::ostream silent(nullptr);      // the other ranks' output goes nowhere
+  std::ostream& out = rank0 ? out_stream : silent;
+  nn::ShardingPlan plan = make_plan(c.plan, devices);
   nn::AdamW adam;
   adam.lr = c.lr;
   adam.weight_decay = 0.0;
@@ -167,10 +183,6 @@ int train_command(const TrainCommand& c, std::ostream& out) {
                                                 .with_remat(c.remat ? autodiff::Remat::kSaveDots : autodiff::Remat::kNone)
                                                 .with(adam)
                                                 .sharded(plan));
-  interp::Profile profile;
-  runtime::SessionOptions session_options;
-  if (c.profile) session_options.profile = &profile;
-  runtime::Session session = runtime::Session::host(c.devices, session_options);
   runtime::CompiledProgram compiled = session.compile(m, programs.train_step);
   runtime::ShardedProgram step = session.sharded_program(compiled, programs.output_aliases);
 
@@ -198,8 +210,17 @@ int train_command(const TrainCommand& c, std::ostream& out) {
   std::vector<runtime::ShardedBuffer> state;
   for (size_t i = 0; i < inputs.size(); ++i) state.push_back(step.stage(i, inputs[i]));
 
-  out << fmt::format("tessera train: {} parameters, plan {} on {} host devices, batch {}x{}, {} steps, corpus {} ({})\n",
-                     nn::parameter_count(cfg), plan.name, c.devices, c.batch, c.seq, c.steps, corpus_path,
+  std::ofstream losses;
+  if (rank0 && !c.losses.empty()) {
+    losses.open(c.losses);
+    if (!losses) fail("--losses {}: cannot write the file", c.losses);
+  }
+  int64_t ranks = devices / local_devices;
+  std::string where = over_mpi ? fmt::format("{} devices ({} MPI rank{} of {})", devices, ranks, ranks == 1 ? "" : "s",
+                                             local_devices)
+                               : fmt::format("{} host devices", devices);
+  out << fmt::format("tessera train: {} parameters, plan {} on {}, batch {}x{}, {} steps, corpus {} ({})\n",
+                     nn::parameter_count(cfg), plan.name, where, c.batch, c.seq, c.steps, corpus_path,
                      bytes(static_cast<int64_t>(text.size())));
   auto start = std::chrono::steady_clock::now();
   double loss = 0, first_loss = 0;
@@ -216,6 +237,7 @@ int train_command(const TrainCommand& c, std::ostream& out) {
     std::vector<runtime::ShardedBuffer> outs = step.execute(state);
     loss = step.fetch(outs[0]).get_double(0);
     if (!std::isfinite(loss)) fail("step {}: the loss is {}; lower --lr", t, loss);
+    if (losses.is_open()) losses << fmt::format("{} {:.9g} {:a}\n", t, loss, loss);  // f32 loss: both exact
     if (t == first_step) first_loss = loss;
     recent.push_back(loss);
     if (recent.size() > 10) recent.erase(recent.begin());
@@ -235,6 +257,10 @@ int train_command(const TrainCommand& c, std::ostream& out) {
   }
   double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   if (c.progress_bar) out << "\n";
+  if (losses.is_open()) {
+    losses.close();
+    if (!losses) fail("--losses {}: writing the file failed", c.losses);
+  }
   double mean = 0;
   for (double l : recent) mean += l / double(recent.size());
   out << fmt::format("loss {:.4f} -> {:.4f} nats per byte (mean of the last {} steps {:.4f}) in {} ({:.0f} tokens/s)\n",
@@ -247,7 +273,7 @@ int train_command(const TrainCommand& c, std::ostream& out) {
   for (size_t i = np; i < np * (1 + programs.state_per_parameter); ++i) state_bytes += r.parameters[i].bytes_per_device;
   int64_t whole = 0;
   for (const auto& spec : programs.parameters) whole += spec.num_elements() * 4;
-  out << fmt::format("\nper device ({} devices, plan {}):\n", c.devices, plan.name);
+  out << fmt::format("\nper device ({} devices, plan {}):\n", devices, plan.name);
   out << fmt::format("  parameters        {:>12}  ({:.2f} % of {})\n", bytes(param_bytes), 100.0 * double(param_bytes) / double(whole), bytes(whole));
   out << fmt::format("  optimizer state   {:>12}\n", bytes(state_bytes));
   out << fmt::format("  peak live bytes   {:>12}  (the step program's values at once{})\n",
@@ -258,11 +284,11 @@ int train_command(const TrainCommand& c, std::ostream& out) {
   for (const auto& [kind, n] : r.counts()) out << fmt::format("    {:<20} {:>4} x  {:>12} per device\n", kind, n, bytes(moved[kind]));
   if (r.collectives.empty()) out << "    (none)\n";
 
-  if (c.profile) out << "\ntime per op kind, all devices:\n" << profile.to_string();
+  if (c.profile) out << fmt::format("\ntime per op kind, {}:\n", over_mpi ? "rank 0's devices" : "all devices") << profile.to_string();
 
   std::vector<Literal> trained;
   for (size_t i = 0; i < np; ++i) trained.push_back(step.fetch(state[i]));
-  if (!c.save.empty()) {
+  if (!c.save.empty()) {  // every rank stages alike and holds every piece; rank 0 writes them
     std::vector<std::string> names;
     std::vector<runtime::ShardedBuffer> bufs;
     for (size_t i = 0; i < np; ++i) names.push_back(programs.parameters[i].name);
@@ -271,10 +297,10 @@ int train_command(const TrainCommand& c, std::ostream& out) {
     for (size_t i = 0; i < np * 3; ++i) bufs.push_back(state[i]);
     names.push_back("step");
     bufs.push_back(step.stage(si, Literal::scalar(ir::ElementType::i32, static_cast<double>(last_step))));
-    runtime::save_sharded(c.save, names, bufs, plan.mesh);
+    if (rank0) runtime::save_sharded(c.save, names, bufs, plan.mesh);
     out << fmt::format("saved to {} (step {})\n", c.save, last_step);
   }
-  if (c.sample > 0) {
+  if (c.sample > 0 && rank0) {
     std::string prompt = "The ";
     out << "\nsample:\n" << generate(model, trained, prompt, c.sample, c.seed) << "\n";
   }

@@ -2,6 +2,10 @@
 // host devices under a sharding plan, with a progress bar (loss, tokens/s, ETA), then prints the
 // per-device table (parameter and optimizer-state bytes, collectives per step by kind and bytes)
 // and a short generated sample. Checkpoints save and resume as sharded safetensors, under any plan.
+// With backend "mpi" (under `mpirun -np N`), each rank runs `devices` local devices and the plan's
+// mesh has N x devices; every rank makes the same Session calls in the same order, and only rank 0
+// prints, writes --losses and writes checkpoints. The losses are bitwise those of as many host
+// devices (the MPI communicator folds in group order, as host devices do).
 #pragma once
 
 #include <cstdint>
@@ -11,8 +15,9 @@
 namespace tessera::tools {
 
 struct TrainCommand {
-  std::string plan = "dp";  // dp | fsdp | tp | dp,tp
-  int64_t devices = 4;
+  std::string plan = "dp";       // dp | fsdp | tp | dp,tp
+  std::string backend = "host";  // host | mpi
+  int64_t devices = 0;           // host devices (0: 4), or with backend mpi devices per rank (0: 1)
   int64_t steps = 400;
   int64_t batch = 16, seq = 64;
   int64_t accumulate = 1;  // microbatches per step (gradient accumulation)
@@ -22,9 +27,10 @@ struct TrainCommand {
   uint64_t seed = 1;
   std::string corpus;  // a file, or a directory of text files; empty: Debian's fortunes
   std::string save, resume;
+  std::string losses;    // a file to write each step's loss to, exactly: "<step> <%.9g> <hex float>"
   int64_t sample = 200;  // bytes of generated text at the end (0: none)
-  bool progress_bar = true;
-  bool profile = false;  // print the time per op kind at the end  // false: one line per tenth of the run (logs, ctest)
+  bool progress_bar = true;  // false: one line per tenth of the run (logs, ctest)
+  bool profile = false;      // print the time per op kind at the end
 };
 
 int train_command(const TrainCommand& c, std::ostream& out);

@@ -1,0 +1,117 @@
+#!/usr/bin/env python3
+"""`tessera train --backend mpi` under mpirun against `tessera train` on 4 host devices: every step's
+loss (written exactly by --losses) and the checkpoint files are bitwise the same, and only rank 0
+prints and writes. With --bad-plan instead: a user error (an unknown --plan) makes every rank fail
+alike before any collective, and the job exits non-zero at once."""
+import argparse
+import filecmp
+import math
+import os
+import re
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--mpirun", required=True)
+parser.add_argument("--tessera", required=True)
+parser.add_argument("--np", type=int, required=True)
+parser.add_argument("--devices-per-rank", type=int, required=True)
+parser.add_argument("--plan", default="dp")
+parser.add_argument("--bad-plan", action="store_true")
+args = parser.parse_args()
+
+STEPS = 5
+MODEL = ["--d-model", "32", "--layers", "1", "--heads", "4", "--kv-heads", "2", "--ffn", "64", "--batch", "8",
+         "--seq", "16", "--steps", str(STEPS), "--lr", "1e-2", "--no-progress-bar", "--sample", "0"]
+MPIRUN = ["timeout", "-k", "5", "50", args.mpirun, "--allow-run-as-root", "--oversubscribe", "-np", str(args.np)]
+
+
+def run(cmd):
+    start = time.monotonic()
+    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    print("$", " ".join(cmd))
+    print(p.stdout)
+    return p, time.monotonic() - start
+
+
+def as_f32(x):
+    return struct.unpack("f", struct.pack("f", x))[0]
+
+
+def read_losses(path, problems, who):
+    """{step: loss} from a --losses file, checking each line's decimal and hex forms agree."""
+    losses = {}
+    with open(path) as f:
+        for line in f:
+            step, dec, hexf = line.split()
+            if as_f32(float(dec)) != float.fromhex(hexf):  # %.9g names an f32 exactly
+                problems.append(f"{who}: step {step}: {dec} and {hexf} differ")
+            losses[int(step)] = float.fromhex(hexf)
+    return losses
+
+
+def printed_losses(out):
+    return re.findall(r"^step ([0-9]+)/[0-9]+  loss ([0-9.]+)", out, re.M)
+
+
+problems = []
+with tempfile.TemporaryDirectory() as tmp:
+    corpus = os.path.join(tmp, "corpus.txt")
+    with open(corpus, "w") as f:
+        f.write("the quick brown fox jumps over the lazy dog. " * 400)
+    common = ["train", *MODEL, "--corpus", corpus, "--plan", "pp" if args.bad_plan else args.plan]
+    mpi_args = [*MPIRUN, args.tessera, *common, "--backend", "mpi", "--devices", str(args.devices_per_rank)]
+
+    if args.bad_plan:
+        mpi, elapsed = run(mpi_args)
+        if mpi.returncode == 0:
+            problems.append("mpirun exited 0 with --plan pp")
+        if mpi.returncode == 124 or elapsed >= 30:
+            problems.append(f"the job took {elapsed:.1f} s (exit {mpi.returncode}); a user error must end it at once")
+        if "error: --plan pp: expected dp, fsdp, tp or dp,tp" not in mpi.stdout:
+            problems.append("no rank printed the --plan error")
+        # Had one rank gone on, it would have waited in the step's first collective for the others.
+        if re.search(r"stablehlo\.|exited without joining|waiting for rank", mpi.stdout):
+            problems.append("a rank reached a collective: the error was not raised alike on every rank")
+    else:
+        host, _ = run([args.tessera, *common, "--backend", "host", "--devices", "4",
+                       "--losses", os.path.join(tmp, "host.txt"), "--save", os.path.join(tmp, "host_ckpt")])
+        mpi, _ = run([*mpi_args, "--losses", os.path.join(tmp, "mpi.txt"), "--save", os.path.join(tmp, "mpi_ckpt")])
+        if host.returncode != 0 or mpi.returncode != 0:
+            problems.append(f"exit status: host {host.returncode}, mpi {mpi.returncode}")
+        else:
+            want = read_losses(os.path.join(tmp, "host.txt"), problems, "host")
+            got = read_losses(os.path.join(tmp, "mpi.txt"), problems, "mpi")
+            # The host run trains (so equal losses mean equal training, not equal constants).
+            if sorted(want) != list(range(1, STEPS + 1)) or not all(math.isfinite(l) for l in want.values()):
+                problems.append(f"host losses are not {STEPS} finite steps: {want}")
+            elif not want[STEPS] < want[1] - 0.2:
+                problems.append(f"the host run's loss does not fall: {want[1]} -> {want[STEPS]}")
+            for step in sorted(set(want) | set(got)):
+                if want.get(step) != got.get(step):
+                    problems.append(f"step {step}: loss {got.get(step)!r} over MPI, {want.get(step)!r} on host devices")
+            if printed_losses(mpi.stdout) != printed_losses(host.stdout) or not printed_losses(host.stdout):
+                problems.append("the printed losses differ from the host run's")
+            for line in ("tessera train:", f"step {STEPS}/{STEPS}", "per device (4 devices", "saved to"):
+                if mpi.stdout.count(line) != 1:
+                    problems.append(f"'{line}' printed {mpi.stdout.count(line)} times; only rank 0 prints")
+            ranks = "1 MPI rank" if args.np == 1 else f"{args.np} MPI ranks"
+            where = f"plan {args.plan} on 4 devices ({ranks} of {args.devices_per_rank})"
+            if where not in mpi.stdout:
+                problems.append(f"no '{where}' in the header")
+            # The checkpoint rank 0 wrote is the host run's, file for file and byte for byte.
+            files = sorted(os.listdir(os.path.join(tmp, "host_ckpt")))
+            if sorted(os.listdir(os.path.join(tmp, "mpi_ckpt"))) != files or "index.json" not in files:
+                problems.append(f"checkpoint files differ: {files} on host")
+            else:
+                _, mismatch, errors = filecmp.cmpfiles(os.path.join(tmp, "host_ckpt"), os.path.join(tmp, "mpi_ckpt"),
+                                                       files, shallow=False)
+                if mismatch or errors:
+                    problems.append(f"checkpoint files differ from the host run's: {mismatch + errors}")
+
+for p in problems:
+    print("FAIL:", p)
+sys.exit(1 if problems else 0)
