@@ -1,0 +1,397 @@
+// The pipeline runtime (runtime.h). One StageWorker per stage runs on its own thread; the workers
+// share only the Mailbox, the read-only programs and inputs, and each other's progress counters
+// (read to explain a timeout). A stage that fails in a computation aborts the Mailbox so that every
+// other stage stops at its next receive instead of waiting out its own timeout. A stage whose
+// receive times out does not: the other stuck stages then time out too, each naming its own wait,
+// and the run reports the cause among them (see run_pipeline), not whichever clock fired first.
+#include "mpmd/runtime.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <atomic>
+#include <exception>
+#include <map>
+#include <optional>
+#include <thread>
+#include <tuple>
+
+#include "exec/accelerate.h"
+#include "interp/interpreter.h"
+#include "mpmd/transfer.h"
+#include "mpmd/validate.h"
+#include "support/error.h"
+
+namespace tessera::mpmd {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using Key = std::tuple<Payload, int64_t, int64_t>;  // (payload, microbatch, producing virtual stage)
+using Slot = std::pair<int64_t, int64_t>;           // (microbatch, virtual stage)
+
+// acc += x, element by element (typed loops for f32 and f64, the training dtypes).
+void add_into(ir::Literal& acc, const ir::Literal& x) {
+  TESSERA_CHECK(acc.type() == x.type(), "adding {} to {}", ir::to_string(x.type()), ir::to_string(acc.type()));
+  auto add = [&]<ir::ElementType E>() {
+    auto a = acc.data<ir::Elem<E>>();
+    auto b = x.data<ir::Elem<E>>();
+    for (size_t i = 0; i < a.size(); ++i) a[i] += b[i];
+  };
+  if (acc.element() == ir::ElementType::f32) add.template operator()<ir::ElementType::f32>();
+  else if (acc.element() == ir::ElementType::f64) add.template operator()<ir::ElementType::f64>();
+  else
+    for (int64_t i = 0; i < acc.num_elements(); ++i) acc.set_double(i, acc.get_double(i) + x.get_double(i));
+}
+
+// x *= factor in x's precision, as the accumulated step's `sum * (1/k)` rounds it.
+void scale(ir::Literal& x, double factor) {
+  if (x.element() == ir::ElementType::f32) {
+    for (float& v : x.data<ir::Elem<ir::ElementType::f32>>()) v *= static_cast<float>(factor);
+    return;
+  }
+  for (int64_t i = 0; i < x.num_elements(); ++i) x.set_double(i, x.get_double(i) * factor);
+}
+
+int64_t byte_size(const ir::Literal& x) { return static_cast<int64_t>(x.bytes().size()); }
+
+// Shared by all workers of one run.
+struct Run {
+  const StagedModel& model;
+  const Schedule& schedule;
+  const RunOptions& options;
+  std::vector<std::vector<ir::Literal>> stage_params;  // per virtual stage, in its parameters order
+  std::vector<ir::Literal> tokens, targets;            // per microbatch
+  interp::Options eval;
+  Mailbox mailbox;
+  Clock::time_point start;
+  // Per stage: the step it is at (its list's size once done). Read only to explain a timeout.
+  std::vector<std::atomic<int64_t>> step;
+  std::vector<std::atomic<bool>> stopped;  // failed or aborted, so its step will not advance
+
+  double now_ms() const { return std::chrono::duration<double, std::milli>(Clock::now() - start).count(); }
+};
+
+class StageWorker {
+ public:
+  StageWorker(Run& run, int64_t stage) : run_(run), stage_(stage) {}
+
+  void execute() {
+    const auto& list = run_.schedule.actions[static_cast<size_t>(stage_)];
+    out_.times.assign(list.size(), Interval{});
+    for (size_t i = 0; i < list.size(); ++i) {
+      run_.step[static_cast<size_t>(stage_)] = static_cast<int64_t>(i);
+      step_ = static_cast<int64_t>(i);
+      began_ = run_.now_ms();
+      perform(list[i]);
+      out_.times[i] = {began_, run_.now_ms()};
+    }
+    run_.step[static_cast<size_t>(stage_)] = static_cast<int64_t>(list.size());
+    finish();
+  }
+
+  StageMeasurements& measurements() { return out_; }
+  std::map<size_t, ir::Literal>& gradients() { return gradients_; }
+  std::optional<ir::Literal>& loss() { return loss_; }
+  double action_started() const { return began_; }  // of the action running or last run
+  bool timed_out() const { return timed_out_; }
+  bool missing_send() const { return missing_send_; }  // the timed-out RECV's SEND is in no list
+
+ private:
+  const Action& current() const { return run_.schedule.actions[static_cast<size_t>(stage_)][static_cast<size_t>(step_)]; }
+  std::string here() const { return describe_at(stage_, step_, current()); }
+
+  void perform(const Action& a) {
+    switch (a.kind) {
+      case ActionKind::kForward: return forward(a);
+      case ActionKind::kBackward: return backward(a, /*input=*/true, /*weight=*/true);
+      case ActionKind::kBackwardInput: return backward(a, true, false);
+      case ActionKind::kBackwardWeight: return backward(a, false, true);
+      case ActionKind::kSend: return send(a);
+      case ActionKind::kRecv: return receive(a);
+    }
+  }
+
+  std::vector<ir::Literal> evaluate(const ir::Function* fn, const Action& a, std::vector<ir::Literal> tail) {
+    std::vector<ir::Literal> args = run_.stage_params[static_cast<size_t>(a.virtual_stage)];
+    for (ir::Literal& x : tail) args.push_back(std::move(x));
+    try {
+      return interp::evaluate(*fn, std::move(args), run_.eval);
+    } catch (const support::UserError& e) {
+      support::fail("{}: {}", here(), e.what());
+    }
+  }
+
+  ir::Literal take_local(const Key& key, std::string_view what) {
+    auto it = local_.find(key);
+    if (it == local_.end()) support::fail("{}: {} is not on this stage (no action before it produced or received it)", here(), what);
+    ir::Literal x = std::move(it->second);
+    local_.erase(it);
+    return x;
+  }
+
+  void forward(const Action& a) {
+    const StageProgram& sp = run_.model.stage(a.virtual_stage);
+    const Slot slot{a.microbatch, a.virtual_stage};
+    if (saved_.count(slot)) support::fail("{}: this forward already ran", here());
+    ir::Literal input = sp.embeds ? run_.tokens[static_cast<size_t>(a.microbatch)]
+                                  : take_local({Payload::kActivation, a.microbatch, a.virtual_stage - 1},
+                                               fmt::format("the activation of F(mb {}, vs {})", a.microbatch,
+                                                           a.virtual_stage - 1));
+    saved_bytes_ += byte_size(input);
+    saved_.emplace(slot, input);
+    note_peak();
+    std::vector<ir::Literal> tail = {std::move(input)};
+    if (sp.has_loss) tail.push_back(run_.targets[static_cast<size_t>(a.microbatch)]);
+    std::vector<ir::Literal> r = evaluate(sp.forward, a, std::move(tail));
+    if (!sp.has_loss) {
+      local_[{Payload::kActivation, a.microbatch, a.virtual_stage}] = std::move(r[0]);
+      return;
+    }
+    if (loss_) add_into(*loss_, r[0]);
+    else loss_ = std::move(r[0]);
+  }
+
+  // B (input and weight), BI (input only) or W (weight only) of one microbatch on one piece.
+  void backward(const Action& a, bool input, bool weight) {
+    const StageProgram& sp = run_.model.stage(a.virtual_stage);
+    const Slot slot{a.microbatch, a.virtual_stage};
+    auto saved = saved_.find(slot);
+    if (saved == saved_.end()) support::fail("{}: no saved input (its forward has not run here)", here());
+    // The output cotangent: received (or computed here) for B and BI; kept from BI for W.
+    std::optional<ir::Literal> cotangent;
+    if (!sp.has_loss) {
+      if (input) {
+        cotangent = take_local({Payload::kGradient, a.microbatch, a.virtual_stage + 1},
+                               fmt::format("the gradient of B(mb {}, vs {})", a.microbatch, a.virtual_stage + 1));
+      } else {
+        auto kept = kept_cotangents_.find(slot);
+        if (kept == kept_cotangents_.end()) support::fail("{}: its BI has not run", here());
+        cotangent = std::move(kept->second);
+        saved_bytes_ -= byte_size(*cotangent);
+        kept_cotangents_.erase(kept);
+      }
+    }
+    std::vector<ir::Literal> tail = {saved->second};
+    if (sp.has_loss) tail.push_back(run_.targets[static_cast<size_t>(a.microbatch)]);
+    if (cotangent) tail.push_back(*cotangent);
+
+    const size_t n = sp.parameters.size();
+    if (input && weight) {
+      std::vector<ir::Literal> r = evaluate(sp.backward, a, std::move(tail));
+      accumulate(sp, r);
+      if (!sp.embeds) local_[{Payload::kGradient, a.microbatch, a.virtual_stage}] = std::move(r[n]);
+    } else if (input) {
+      if (sp.backward_input != nullptr)
+        local_[{Payload::kGradient, a.microbatch, a.virtual_stage}] =
+            std::move(evaluate(sp.backward_input, a, std::move(tail))[0]);
+      // W still needs the cotangent; it and the input stay saved until then.
+      if (cotangent) {
+        saved_bytes_ += byte_size(*cotangent);
+        kept_cotangents_.emplace(slot, std::move(*cotangent));
+        note_peak();
+      }
+      return;
+    } else {
+      accumulate(sp, evaluate(sp.backward_weight, a, std::move(tail)));
+    }
+    saved_bytes_ -= byte_size(saved->second);
+    saved_.erase(saved);
+  }
+
+  void accumulate(const StageProgram& sp, const std::vector<ir::Literal>& r) {
+    for (size_t i = 0; i < sp.parameters.size(); ++i) {
+      auto [it, fresh] = gradients_.try_emplace(sp.parameters[i], r[i]);
+      if (!fresh) add_into(it->second, r[i]);
+    }
+  }
+
+  void note_peak() {
+    out_.peak_saved = std::max(out_.peak_saved, static_cast<int64_t>(saved_.size()));
+    out_.peak_saved_bytes = std::max(out_.peak_saved_bytes, saved_bytes_);
+  }
+
+  void send(const Action& a) {
+    ir::Literal value = take_local({a.payload, a.microbatch, a.virtual_stage}, "the value to send");
+    run_.mailbox.send({stage_, a.peer, a.payload, a.microbatch, a.virtual_stage}, std::move(value));
+  }
+
+  void receive(const Action& a) {
+    ir::Literal value;
+    switch (run_.mailbox.receive({a.peer, stage_, a.payload, a.microbatch, a.virtual_stage},
+                                 run_.options.transfer_timeout, value)) {
+      case ReceiveStatus::kReceived: local_[{a.payload, a.microbatch, a.virtual_stage}] = std::move(value); return;
+      case ReceiveStatus::kAborted: throw Aborted{};
+      case ReceiveStatus::kTimedOut:
+        missing_send_ = sender_state(a).find("no matching SEND") != std::string::npos;
+        timed_out_ = true;
+        support::fail("{}: no value arrived within {} ms; {}", here(), run_.options.transfer_timeout.count(),
+                      sender_state(a));
+    }
+  }
+
+  // Where the sender of `a`'s value stands, to tell a missing SEND from a slow or stuck one.
+  std::string sender_state(const Action& a) const {
+    const auto& list = run_.schedule.actions.at(static_cast<size_t>(a.peer));
+    int64_t send_step = -1;
+    for (size_t j = 0; j < list.size(); ++j) {
+      const Action& s = list[j];
+      if (s.kind == ActionKind::kSend && s.payload == a.payload && s.microbatch == a.microbatch &&
+          s.virtual_stage == a.virtual_stage && s.peer == stage_)
+        send_step = static_cast<int64_t>(j);
+    }
+    if (send_step < 0) return fmt::format("stage {} has no matching SEND in its list", a.peer);
+    const int64_t at = run_.step[static_cast<size_t>(a.peer)];
+    if (at >= static_cast<int64_t>(list.size())) return fmt::format("stage {} has finished", a.peer);
+    return fmt::format("stage {} is {} step {} {}, before its SEND at step {}", a.peer,
+                       run_.stopped[static_cast<size_t>(a.peer)] ? "stopped at" : "at", at,
+                       describe(list[static_cast<size_t>(at)]), send_step);
+  }
+
+  // A stage must end holding nothing: a value left over means the schedule forgot an action.
+  void finish() {
+    if (!saved_.empty()) {
+      auto [mb, vs] = saved_.begin()->first;
+      support::fail("stage {} ends holding the saved input of F(mb {}, vs {}): its backward never ran", stage_, mb, vs);
+    }
+    if (!local_.empty()) {
+      auto [payload, mb, vs] = local_.begin()->first;
+      support::fail("stage {} ends holding the {} of (mb {}, vs {}), which no action used", stage_,
+                    payload_name(payload), mb, vs);
+    }
+  }
+
+ public:
+  struct Aborted {};  // another stage failed first
+
+ private:
+  Run& run_;
+  int64_t stage_;
+  int64_t step_ = 0;
+  double began_ = 0;
+  bool timed_out_ = false, missing_send_ = false;
+  std::map<Key, ir::Literal> local_;             // produced or received, waiting for their user
+  std::map<Slot, ir::Literal> saved_;            // inputs of forwards whose backward is pending
+  std::map<Slot, ir::Literal> kept_cotangents_;  // from BI, for W
+  int64_t saved_bytes_ = 0;
+  std::map<size_t, ir::Literal> gradients_;  // parameter index -> sum over microbatches
+  std::optional<ir::Literal> loss_;
+  StageMeasurements out_;
+};
+
+void check_inputs(const StagedModel& model, const Schedule& schedule, const std::vector<ir::Literal>& parameters,
+                  const ir::Literal& tokens, const ir::Literal& targets) {
+  if (schedule.virtual_stages() != model.virtual_stages())
+    support::fail("mpmd::run_pipeline: schedule '{}' has {} stages x {} virtual = {} pieces, the model is cut into {}",
+                  schedule.name, schedule.stages, schedule.virtual_per_stage, schedule.virtual_stages(),
+                  model.virtual_stages());
+  if (schedule.microbatches != model.microbatches())
+    support::fail("mpmd::run_pipeline: schedule '{}' has {} microbatches, the stage programs were built for {}",
+                  schedule.name, schedule.microbatches, model.microbatches());
+  if (static_cast<int64_t>(schedule.actions.size()) != schedule.stages)
+    support::fail("mpmd::run_pipeline: schedule '{}' has {} action lists for {} stages", schedule.name,
+                  schedule.actions.size(), schedule.stages);
+  const auto& specs = model.parameters();
+  if (parameters.size() != specs.size())
+    support::fail("mpmd::run_pipeline: {} parameters given, the model has {}", parameters.size(), specs.size());
+  for (size_t i = 0; i < specs.size(); ++i)
+    if (parameters[i].type() != ir::Type(model.config().dtype, specs[i].shape))
+      support::fail("mpmd::run_pipeline: parameter '{}' is {}, the model needs {}", specs[i].name,
+                    ir::to_string(parameters[i].type()), ir::to_string(ir::Type(model.config().dtype, specs[i].shape)));
+  const ir::Type batch = ir::i32({model.config().batch, model.config().seq});
+  for (const auto& [name, x] : {std::pair{"tokens", &tokens}, std::pair{"targets", &targets}})
+    if (x->type() != batch)
+      support::fail("mpmd::run_pipeline: {} are {}, the model needs {}", name, ir::to_string(x->type()),
+                    ir::to_string(batch));
+}
+
+}  // namespace
+
+PipelineResult run_pipeline(const StagedModel& model, const Schedule& schedule,
+                            const std::vector<ir::Literal>& parameters, const ir::Literal& tokens,
+                            const ir::Literal& targets, const RunOptions& options) {
+  check_inputs(model, schedule, parameters, tokens, targets);
+  if (options.validate) validate(schedule);
+  const auto P = static_cast<size_t>(schedule.stages);
+  const int64_t M = schedule.microbatches;
+
+  Run run{model, schedule, options, {}, {}, {}, {}, {}, {}, std::vector<std::atomic<int64_t>>(P),
+          std::vector<std::atomic<bool>>(P)};
+  for (int64_t v = 0; v < model.virtual_stages(); ++v) {
+    std::vector<ir::Literal> own;
+    for (size_t i : model.stage(v).parameters) own.push_back(parameters[i]);
+    run.stage_params.push_back(std::move(own));
+  }
+  for (int64_t i = 0; i < M; ++i) {
+    run.tokens.push_back(microbatch_rows(tokens, i, M));
+    run.targets.push_back(microbatch_rows(targets, i, M));
+  }
+  run.eval.module = &model.module();
+  if (options.accelerate) run.eval.accelerate = exec::accelerate;
+
+  std::vector<StageWorker> workers;
+  workers.reserve(P);
+  for (size_t s = 0; s < P; ++s) workers.emplace_back(run, static_cast<int64_t>(s));
+  // Per stage: the failure (aborted stages record none) and how likely it is the cause: a failed
+  // computation first, then a receive whose SEND is in no list, then the receive that started
+  // waiting earliest (it heads the chain of waits); ties by the failing action's start.
+  std::vector<std::exception_ptr> errors(P);
+  std::vector<std::pair<int, double>> rank(P);
+  std::vector<std::thread> threads;
+  run.start = Clock::now();
+  for (size_t s = 0; s < P; ++s)
+    threads.emplace_back([&, s] {
+      try {
+        workers[s].execute();
+      } catch (const StageWorker::Aborted&) {
+        run.stopped[s] = true;
+      } catch (...) {
+        run.stopped[s] = true;
+        errors[s] = std::current_exception();
+        const StageWorker& w = workers[s];
+        rank[s] = {w.timed_out() ? (w.missing_send() ? 1 : 2) : 0, w.action_started()};
+        if (!w.timed_out()) run.mailbox.abort();
+      }
+    });
+  for (std::thread& t : threads) t.join();
+
+  std::optional<size_t> first;
+  for (size_t s = 0; s < P; ++s)
+    if (errors[s] && (!first || rank[s] < rank[*first])) first = s;
+  if (first) std::rethrow_exception(errors[*first]);
+  if (size_t n = run.mailbox.undelivered(); n > 0)
+    support::fail("mpmd::run_pipeline: schedule '{}' sent {} value(s) that no RECV took", schedule.name, n);
+
+  PipelineResult result;
+  result.gradients.resize(parameters.size());
+  for (size_t s = 0; s < P; ++s) {
+    for (auto& [i, g] : workers[s].gradients()) result.gradients[i] = std::move(g);
+    if (workers[s].loss()) result.loss = std::move(*workers[s].loss());
+    result.stages.push_back(std::move(workers[s].measurements()));
+  }
+  // The accumulated step's mean: the sums over microbatches times 1/M.
+  scale(result.loss, 1.0 / static_cast<double>(M));
+  for (ir::Literal& g : result.gradients) scale(g, 1.0 / static_cast<double>(M));
+  return result;
+}
+
+Simulation measured_simulation(const Schedule& schedule, const PipelineResult& result) {
+  Simulation sim;
+  for (size_t s = 0; s < result.stages.size(); ++s) {
+    const StageMeasurements& m = result.stages[s];
+    sim.times.push_back(m.times);
+    double busy = 0;
+    for (size_t i = 0; i < m.times.size(); ++i) {
+      sim.makespan = std::max(sim.makespan, m.times[i].end);
+      if (schedule.actions[s][i].is_compute()) busy += m.times[i].end - m.times[i].start;
+    }
+    sim.busy.push_back(busy);
+    sim.peak_in_flight.push_back(m.peak_saved);
+  }
+  double total = sim.makespan * static_cast<double>(result.stages.size()), busy = 0;
+  for (double b : sim.busy) busy += b;
+  sim.bubble = total > 0 ? (total - busy) / total : 0.0;
+  return sim;
+}
+
+}  // namespace tessera::mpmd

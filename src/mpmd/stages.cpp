@@ -1,0 +1,134 @@
+// The stage programs of a CausalLM (stages.h). A piece's forward repeats the CausalLM's block
+// formula (nn/model.cpp) over its own layers, on the microbatch's shapes; its backward programs are
+// autodiff::reverse of that forward with different `wrt` sets.
+#include "mpmd/stages.h"
+
+#include <fmt/format.h>
+
+#include <cstring>
+#include <string>
+
+#include "autodiff/reverse.h"
+#include "ir/builder.h"
+#include "nn/layers.h"
+#include "support/error.h"
+
+namespace tessera::mpmd {
+
+using ir::Tensor;
+
+namespace {
+
+bool in_piece(const std::string& name, int64_t first, int64_t end, bool embeds, bool has_loss) {
+  if (name == "embed") return embeds;
+  if (name == "norm" || name == "head") return has_loss;
+  // "layers.<i>.<rest>"
+  size_t dot = name.find('.', 7);
+  int64_t layer = std::stoll(name.substr(7, dot - 7));
+  return layer >= first && layer < end;
+}
+
+// x + attention(rms_norm(x)) then x + swiglu(rms_norm(x)): one block, as nn::CausalLM::logits.
+Tensor block(const nn::Config& c, const nn::Weights& w, int64_t i, Tensor x) {
+  std::string p = "layers." + std::to_string(i) + ".";
+  nn::AttentionWeights aw{w[p + "attn.q"], w[p + "attn.k"], w[p + "attn.v"], w[p + "attn.o"]};
+  x = x + nn::attention(nn::rms_norm(x, w[p + "attn_norm"], c.norm_eps), aw, c.heads, c.kv_heads, c.rope_theta);
+  return x + nn::swiglu(nn::rms_norm(x, w[p + "mlp_norm"], c.norm_eps), w[p + "mlp.gate"], w[p + "mlp.up"],
+                        w[p + "mlp.down"]);
+}
+
+}  // namespace
+
+StagedModel::StagedModel(const nn::CausalLM& model, int64_t virtual_stages, int64_t microbatches)
+    : module_(std::make_unique<ir::Module>("pipeline")),
+      config_(model.config()),
+      micro_config_(model.config()),
+      microbatches_(microbatches),
+      specs_(model.parameters()) {
+  const nn::Config& c = config_;
+  c.validate();
+  if (virtual_stages < 1 || c.layers % virtual_stages != 0)
+    support::fail("mpmd::StagedModel: {} layers do not split into {} pipeline stages of whole layers", c.layers,
+                  virtual_stages);
+  if (microbatches < 1 || c.batch % microbatches != 0)
+    support::fail("mpmd::StagedModel: {} microbatches do not divide the batch of {}", microbatches, c.batch);
+  micro_config_.batch = c.batch / microbatches;
+  const nn::Config& mc = micro_config_;
+  const int64_t per_piece = c.layers / virtual_stages;
+  const ir::Type tokens_type = ir::i32({mc.batch, mc.seq});
+  const ir::Type activation_type(c.dtype, {mc.batch, mc.seq, c.d_model});
+
+  for (int64_t v = 0; v < virtual_stages; ++v) {
+    StageProgram sp;
+    sp.virtual_stage = v;
+    sp.first_layer = v * per_piece;
+    sp.end_layer = (v + 1) * per_piece;
+    sp.embeds = v == 0;
+    sp.has_loss = v == virtual_stages - 1;
+    std::vector<nn::ParamSpec> own;
+    for (size_t i = 0; i < specs_.size(); ++i)
+      if (in_piece(specs_[i].name, sp.first_layer, sp.end_layer, sp.embeds, sp.has_loss)) {
+        sp.parameters.push_back(i);
+        own.push_back(specs_[i]);
+      }
+    const size_t n = own.size();
+
+    ir::Function& fwd = ir::build_function(*module_, fmt::format("fwd_{}", v), [&](ir::FunctionBuilder& f) {
+      std::vector<Tensor> params;
+      for (const nn::ParamSpec& p : own) params.push_back(f.param(ir::Type(c.dtype, p.shape)));
+      nn::Weights w(own, params);
+      Tensor input = f.param(sp.embeds ? tokens_type : activation_type);
+      Tensor x = sp.embeds ? nn::embedding(w["embed"], input) : input;
+      for (int64_t i = sp.first_layer; i < sp.end_layer; ++i) x = block(mc, w, i, x);
+      if (!sp.has_loss) return x;
+      Tensor targets = f.param(tokens_type);
+      return nn::cross_entropy(ir::matmul(nn::rms_norm(x, w["norm"], c.norm_eps), w["head"]), targets);
+    });
+    sp.forward = &fwd;
+
+    // The parameters are inputs 0..n-1 and the activation input is input n (tokens on piece 0 have
+    // no gradient), so every backward returns parameter gradients first, in `parameters` order.
+    std::vector<size_t> weights;
+    for (size_t i = 0; i < n; ++i) weights.push_back(i);
+    autodiff::ReverseOptions whole;
+    whole.wrt = weights;
+    if (!sp.embeds) whole.wrt.push_back(n);
+    whole.name = fmt::format("bwd_{}", v);
+    sp.backward = &autodiff::reverse(*module_, fwd, whole);
+    autodiff::ReverseOptions weight;
+    weight.wrt = weights;
+    weight.name = fmt::format("bwd_weight_{}", v);
+    sp.backward_weight = &autodiff::reverse(*module_, fwd, weight);
+    if (!sp.embeds) {
+      autodiff::ReverseOptions input;
+      input.wrt = {n};
+      input.name = fmt::format("bwd_input_{}", v);
+      sp.backward_input = &autodiff::reverse(*module_, fwd, input);
+    }
+    stages_.push_back(std::move(sp));
+  }
+}
+
+const StageProgram& StagedModel::stage(int64_t virtual_stage) const {
+  if (virtual_stage < 0 || virtual_stage >= virtual_stages())
+    support::fail("mpmd::StagedModel: no virtual stage {} (the model is cut into {})", virtual_stage,
+                  virtual_stages());
+  return stages_[static_cast<size_t>(virtual_stage)];
+}
+
+ir::Literal microbatch_rows(const ir::Literal& batch, int64_t i, int64_t microbatches) {
+  const std::vector<int64_t>& shape = batch.shape();
+  if (shape.empty() || microbatches < 1 || shape[0] % microbatches != 0 || i < 0 || i >= microbatches)
+    support::fail("mpmd::microbatch_rows: cannot take microbatch {} of {} from an array of type {}", i, microbatches,
+                  ir::to_string(batch.type()));
+  std::vector<int64_t> part_shape = shape;
+  part_shape[0] = shape[0] / microbatches;
+  ir::Literal part(ir::Type(batch.element(), part_shape));
+  const size_t row = batch.bytes().size() / static_cast<size_t>(shape[0]);
+  for (int64_t r = 0; r < part_shape[0]; ++r)
+    std::memcpy(part.bytes().data() + static_cast<size_t>(r) * row,
+                batch.bytes().data() + static_cast<size_t>(i + r * microbatches) * row, row);
+  return part;
+}
+
+}  // namespace tessera::mpmd
