@@ -6,6 +6,11 @@
 // group's values in group order, so results are the same bit for bit run to run. Every wait has a
 // timeout: a device that does not arrive is an error naming the op, the group and the missing
 // devices, never a hang.
+//
+// The typed collectives are virtual: the base class builds each from one Exchange (every member
+// reads every input), which any backend can provide; a backend overrides them with faster
+// algorithms that give the same bits (host_communicator.h). Each counts the bytes it moves in the
+// DeviceTraffic given to set_traffic (accounting.h).
 #pragma once
 
 #include <chrono>
@@ -17,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "comm/accounting.h"
 #include "ir/element_type.h"
 #include "support/error.h"
 
@@ -60,24 +66,46 @@ class Communicator {
                                              std::span<const std::byte> input) = 0;
 
   // Typed collectives over `group` (which must contain device()); sizes in bytes are checked.
-  void all_reduce(std::string_view op, const Group& group, ir::ElementType type, ReduceOp reduce,
-                  std::span<const std::byte> in, std::span<std::byte> out);
-  void all_gather(std::string_view op, const Group& group, std::span<const std::byte> in,
-                  std::span<std::byte> out);
-  void reduce_scatter(std::string_view op, const Group& group, ir::ElementType type,
-                      ReduceOp reduce, std::span<const std::byte> in, std::span<std::byte> out);
+  virtual void all_reduce(std::string_view op, const Group& group, ir::ElementType type, ReduceOp reduce,
+                          std::span<const std::byte> in, std::span<std::byte> out);
+  virtual void all_gather(std::string_view op, const Group& group, std::span<const std::byte> in,
+                          std::span<std::byte> out);
+  virtual void reduce_scatter(std::string_view op, const Group& group, ir::ElementType type,
+                              ReduceOp reduce, std::span<const std::byte> in, std::span<std::byte> out);
   // Chunk i of `in` goes to member i; chunk j of `out` comes from member j.
-  void all_to_all(std::string_view op, const Group& group, std::span<const std::byte> in,
-                  std::span<std::byte> out);
+  virtual void all_to_all(std::string_view op, const Group& group, std::span<const std::byte> in,
+                          std::span<std::byte> out);
   // Member 0's `in` to every member's `out`.
-  void broadcast(std::string_view op, const Group& group, std::span<const std::byte> in,
-                 std::span<std::byte> out);
+  virtual void broadcast(std::string_view op, const Group& group, std::span<const std::byte> in,
+                         std::span<std::byte> out);
   // Every device of `group` takes part; `out` receives the input of `source` (a group member), or
   // zeros when there is none.
-  void permute(std::string_view op, const Group& group, std::optional<int64_t> source,
-               std::span<const std::byte> in, std::span<std::byte> out);
-  void barrier(std::string_view op, const Group& group);
+  virtual void permute(std::string_view op, const Group& group, std::optional<int64_t> source,
+                       std::span<const std::byte> in, std::span<std::byte> out);
+  virtual void barrier(std::string_view op, const Group& group);
+
+  // Where this device's collectives count their bytes (null: not counted). The counter must
+  // outlive the communicator's collectives.
+  void set_traffic(DeviceTraffic* traffic) { traffic_ = traffic; }
+  DeviceTraffic* traffic() const { return traffic_; }
+
+ protected:
+  // Adds one collective to the traffic counter, if any.
+  void count(std::string_view op, size_t n, size_t operand_bytes, size_t sent, size_t received) {
+    if (traffic_)
+      traffic_->add(op, static_cast<int64_t>(n), static_cast<int64_t>(operand_bytes), static_cast<int64_t>(sent),
+                    static_cast<int64_t>(received));
+  }
+  // What one Exchange moved: this device's input to each peer, each peer's input to this device.
+  void count_exchange(std::string_view op, const Exchange& ex, size_t operand_bytes);
+
+ private:
+  DeviceTraffic* traffic_ = nullptr;
 };
+
+// Checks that `reduce` is defined on `type` (max and min of complex numbers are not), so that a
+// collective fails before it starts rather than halfway, with peers reading its buffers.
+void check_reducible(std::string_view op, ir::ElementType type, ReduceOp reduce);
 
 // Folds `value` into `acc` elementwise: acc = acc (op) value, for `count` elements of `type`.
 void reduce_into(ir::ElementType type, ReduceOp op, std::span<std::byte> acc,

@@ -40,6 +40,9 @@ std::vector<ir::Literal> run_parallel(const ir::Module& module,
   if (next != inputs.size())
     support::fail("run_parallel: {} inputs for programs that take {}", inputs.size(), next);
 
+  if (options.traffic && options.traffic->num_devices() != static_cast<int64_t>(procs.size()))
+    support::fail("run_parallel: byte accounting for {} devices, but {} processes run", options.traffic->num_devices(),
+                  procs.size());
   HostWorld world(static_cast<int64_t>(procs.size()), options.timeout);
   std::vector<std::thread> threads;
   for (size_t i = 0; i < procs.size(); ++i)
@@ -47,6 +50,7 @@ std::vector<ir::Literal> run_parallel(const ir::Module& module,
       Process& proc = procs[i];
       try {
         HostCommunicator comm(world, static_cast<int64_t>(i));
+        if (options.traffic) comm.set_traffic(&options.traffic->device(static_cast<int64_t>(i)));
         CommCollectives collectives(comm);
         interp::Options o = options.base;
         o.module = &module;

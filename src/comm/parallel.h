@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "comm/accounting.h"
 #include "interp/interpreter.h"
 
 namespace tessera::comm {
@@ -15,6 +16,7 @@ namespace tessera::comm {
 struct ParallelOptions {
   std::chrono::milliseconds timeout = std::chrono::seconds(30);
   interp::Options base;  // hooks shared by every process (checks, nested run_parallel)
+  Traffic* traffic = nullptr;  // when set: process i's collectives count their bytes in device(i)
 };
 
 // Runs programs[r][p] (function names of `module`) as process (replica r, partition p). `inputs`

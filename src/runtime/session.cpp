@@ -76,6 +76,7 @@ std::vector<std::vector<Literal>> Session::run_per_device(const CompiledProgram&
   o.timeout = options_.timeout;
   if (options_.fast_kernels) o.base.accelerate = exec::accelerate;
   o.base.profile = options_.profile;
+  o.traffic = options_.traffic;
 #ifdef TESSERA_HAVE_MPI
   if (over_mpi()) {  // this rank's devices run; every rank gets every device's results
     comm::MpiWorld world(local_devices_, options_.timeout);

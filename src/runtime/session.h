@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "comm/accounting.h"
 #include "interp/interpreter.h"
 #include "ir/literal.h"
 #include "ir/module.h"
@@ -64,6 +65,10 @@ struct SessionOptions {
   // interpreter's kernels only.
   bool fast_kernels = true;
   interp::Profile* profile = nullptr;  // time per op kind, summed over devices
+  // Bytes each device sent and received in its collectives, added up over every run, next to the
+  // ring model (comm/accounting.h; Traffic::table prints them); one counter per session device.
+  // Host devices only for now.
+  comm::Traffic* traffic = nullptr;
 };
 
 class Session {

@@ -7,6 +7,7 @@
 
 #include "ir/op_kind.h"
 #include "support/error.h"
+#include "tools/tessera/bench_cmd.h"
 #include "tools/tessera/check.h"
 #include "tools/tessera/partition_cmd.h"
 #include "tools/tessera/train_cmd.h"
@@ -98,6 +99,18 @@ int main(int argc, char** argv) {
   train->add_flag("!--no-progress-bar", tc.progress_bar, "Print a line per tenth of the run instead of a bar");
   train->add_flag("--profile", tc.profile, "Print the time spent per op kind");
   train->add_flag("--remat", tc.remat, "Recompute element-wise activations in the backward pass");
+  auto* bench = app.add_subcommand("bench", "Time collectives against OpenMPI's and memcpy (nccl-tests' bandwidths)");
+  tessera::tools::BenchCommand bc;
+  bench->add_option("what", bc.what, "What to time: collectives")->required()->check(CLI::IsMember({"collectives"}));
+  bench->add_option("--devices", bc.devices, "Host devices (and OpenMPI ranks)")->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  bench->add_option("--backend", bc.backend, "host (threads of this process) or mpi (Tessera's MPI communicator)")
+      ->capture_default_str()->check(CLI::IsMember({"host", "mpi"}));
+  bench->add_option("--json", bc.json, "Write the records as JSON");
+  bench->add_option("--sizes", bc.sizes, "Message sizes, e.g. 8,4K,64M (default 8 B x 4^k up to 64 MiB)");
+  bench->add_flag("!--no-openmpi", bc.openmpi, "Skip OpenMPI's collectives (no mpirun)");
+  bench->add_option("--mpirun", bc.mpirun, "The mpirun to start the MPI half with")->capture_default_str();
+  bench->add_option("--mpi-bench", bc.mpi_bench, "The MPI half (default: tessera_mpi_collectives_bench beside tessera)");
   CLI11_PARSE(app, argc, argv);
   try {
     if (ops->parsed()) return list_ops();
@@ -105,6 +118,7 @@ int main(int argc, char** argv) {
     if (part->parsed()) return tessera::tools::partition_command(pc, std::cout);
     if (run->parsed()) return tessera::tools::run_command(rc, std::cout);
     if (sched->parsed()) return tessera::tools::schedule_command(sc, std::cout);
+    if (bench->parsed()) return tessera::tools::bench_command(bc, std::cout);
     if (check->parsed()) {
       tessera::tools::CheckOptions options;
       options.timeout = std::chrono::milliseconds(static_cast<int64_t>(timeout_s * 1000));

@@ -1,0 +1,68 @@
+"""`tessera bench collectives` end to end on a tiny plan (2 devices, 2 sizes): runs the command and
+checks its JSON records: every field and its type, every op on host devices, OpenMPI's three and a
+memcpy line, and the bandwidths as nccl-tests defines them (algbw = bytes / time; busbw = algbw x
+2(n-1)/n for all_reduce, (n-1)/n for all_gather, reduce_scatter and all_to_all, x1 otherwise)."""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--tessera", required=True)
+parser.add_argument("--openmpi", action="store_true", help="the MPI half is built: expect OpenMPI's records")
+args = parser.parse_args()
+
+failures = []
+
+
+def check(cond, what):
+    if not cond:
+        failures.append(what)
+
+
+with tempfile.TemporaryDirectory() as tmp:
+    out = os.path.join(tmp, "bench.json")
+    cmd = [args.tessera, "bench", "collectives", "--devices", "2", "--sizes", "64,16K", "--json", out]
+    if not args.openmpi:
+        cmd.append("--no-openmpi")
+    run = subprocess.run(cmd, capture_output=True, text=True, timeout=240)
+    print(run.stdout)
+    if run.returncode != 0:
+        sys.exit(f"{' '.join(cmd)} failed ({run.returncode}):\n{run.stderr}")
+    with open(out) as f:
+        records = json.load(f)
+
+check(isinstance(records, list) and records, "the JSON is a non-empty list")
+fields = {"op": str, "backend": str, "devices": int, "bytes": int, "median_us": (int, float),
+          "algbw_gbs": (int, float), "busbw_gbs": (int, float)}
+factors = {"all_reduce": 2 * (2 - 1) / 2, "all_gather": 0.5, "reduce_scatter": 0.5, "all_to_all": 0.5}
+seen = set()
+for r in records:
+    check(set(r) == set(fields), f"fields of {r}")
+    for k, t in fields.items():
+        check(isinstance(r.get(k), t), f"{k} of {r} is a {t}")
+    check(r["backend"] in ("host", "mpi", "openmpi", "memcpy"), f"backend of {r}")
+    check(r["median_us"] > 0, f"a positive time in {r}")
+    check(r["bytes"] in (64, 16384), f"the sizes asked for in {r}")
+    algbw = r["bytes"] / (r["median_us"] * 1e3)
+    check(abs(r["algbw_gbs"] - algbw) <= 1e-9 + 1e-6 * algbw, f"algbw = bytes / time in {r}")
+    factor = factors.get(r["op"], 1.0) if r["backend"] != "memcpy" else 1.0
+    check(abs(r["busbw_gbs"] - r["algbw_gbs"] * factor) <= 1e-9 + 1e-6 * algbw, f"busbw of {r}")
+    check(r["devices"] == (1 if r["backend"] == "memcpy" else 2), f"devices of {r}")
+    seen.add((r["op"], r["backend"], r["bytes"]))
+
+for op in ("all_reduce", "reduce_scatter", "all_gather", "all_to_all", "collective_permute"):
+    for size in (64, 16384):
+        check((op, "host", size) in seen, f"host {op} of {size} bytes")
+for size in (64, 16384):
+    check(("memcpy", "memcpy", size) in seen, f"memcpy of {size} bytes")
+    if args.openmpi:
+        for op in ("all_reduce", "reduce_scatter", "all_gather"):
+            check((op, "openmpi", size) in seen, f"openmpi {op} of {size} bytes")
+
+if failures:
+    print("\n".join("FAILED: " + f for f in failures))
+    sys.exit(1)
+print(f"{len(records)} records checked")
