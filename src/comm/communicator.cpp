@@ -42,6 +42,13 @@ void fold_loop(std::span<std::byte> acc, std::span<const std::byte> value) {
   auto* a = reinterpret_cast<S*>(acc.data());
   const auto* v = reinterpret_cast<const S*>(value.data());
   size_t n = acc.size() / sizeof(S);
+  // Inputs from the MPI wire may sit at any byte offset: read those through an aligned copy.
+  std::vector<S> aligned;
+  if (reinterpret_cast<uintptr_t>(value.data()) % alignof(S) != 0) {
+    aligned.resize(n);
+    std::memcpy(aligned.data(), value.data(), n * sizeof(S));
+    v = aligned.data();
+  }
   for (size_t i = 0; i < n; ++i) {
     C x = E::load(a[i]), y = E::load(v[i]);
     C r;
