@@ -3,6 +3,10 @@
 // devices and every rank gets every device's results (comm::run_on_ranks).
 #include "runtime/session.h"
 
+#include <malloc.h>
+
+#include <mutex>
+
 #include "comm/parallel.h"
 #ifdef TESSERA_HAVE_MPI
 #include "comm/mpi_communicator.h"
@@ -25,8 +29,24 @@ const ir::Function& CompiledProgram::local_function() const {
   return *f;
 }
 
+namespace {
+
+// Device buffers are allocated afresh for every op; glibc would hand large ones back to the kernel
+// on free and fault every page in again on the next step (about 11 us per 4 KiB page here,
+// DESIGN.md §6). Keeping freed memory in the process makes a step's buffers reuse the last step's.
+void keep_freed_memory() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    mallopt(M_MMAP_THRESHOLD, 512 << 20);
+    mallopt(M_TRIM_THRESHOLD, 1 << 30);
+  });
+}
+
+}  // namespace
+
 Session Session::host(int64_t num_devices, SessionOptions options) {
   if (num_devices < 1) fail("Session::host: {} devices; need at least 1", num_devices);
+  keep_freed_memory();
   return Session(num_devices, options);
 }
 
