@@ -16,7 +16,9 @@
 #include <chrono>
 #include <cmath>
 #include <fstream>
+#include <functional>
 
+#include "comm/accounting.h"
 #include "ir/builder.h"
 #include "runtime/session.h"
 #include "stablehlo/printer.h"
@@ -158,14 +160,26 @@ int main() {
   Literal x = Literal::from_doubles(f32({16, 8}), xh), y = Literal::from_doubles(f32({16}), yh),
           w = Literal::from_doubles(f32({8}), wh);
 
-  runtime::Session s = runtime::Session::host(4);
+  comm::Traffic traffic(4);  // what each device actually sends and receives
+  runtime::SessionOptions options;
+  options.traffic = &traffic;
+  runtime::Session s = runtime::Session::host(4, options);
   runtime::CompiledProgram all = s.compile(m, "all_gradient"), shard = s.compile(m, "shard_gradient"),
                            gather = s.compile(m, "gather"), momentum = s.compile(m, "momentum");
   runtime::ShardedProgram pa = s.sharded_program(all), ps = s.sharded_program(shard), pg = s.sharded_program(gather);
   std::vector<runtime::ShardedBuffer> in = {pa.stage(0, x), pa.stage(1, y), pa.stage(2, w)};
-  runtime::ShardedBuffer ga = pa.execute(in)[0], gs = ps.execute(in)[0];
+  // One run of each program, its traffic read after it.
+  auto measured = [&](const std::function<runtime::ShardedBuffer()>& run, int64_t& received) {
+    for (int64_t d = 0; d < 4; ++d) traffic.device(d).clear();
+    runtime::ShardedBuffer b = run();
+    received = traffic.device(0).total().received;
+    return b;
+  };
+  int64_t all_bytes = 0, shard_bytes = 0, gather_bytes = 0;
+  runtime::ShardedBuffer ga = measured([&] { return pa.execute(in)[0]; }, all_bytes);
+  runtime::ShardedBuffer gs = measured([&] { return ps.execute(in)[0]; }, shard_bytes);
   std::vector<runtime::ShardedBuffer> gin = {gs};
-  runtime::ShardedBuffer gg = pg.execute(gin)[0];
+  runtime::ShardedBuffer gg = measured([&] { return pg.execute(gin)[0]; }, gather_bytes);
 
   bool ok = true;
   double err = 0;
@@ -190,6 +204,8 @@ int main() {
   fmt::print("Idealized ring bytes per rank: all_reduce {} reduce_scatter {}\n", ring_all, ring_scatter);
   fmt::print("Report's bytes per device: all_reduce {} reduce_scatter {} all_gather {}\n",
              all.report().bytes_per_device(), shard.report().bytes_per_device(), gather.report().bytes_per_device());
+  fmt::print("Measured bytes received by device 0: all_reduce {} reduce_scatter {} all_gather {}\n", all_bytes,
+             shard_bytes, gather_bytes);
   fmt::print("Completed CPU median microseconds: all_reduce {:.0f} reduce_scatter {:.0f} all_gather_only {:.0f}\n",
              all_us, shard_us, gather_us);
 
