@@ -143,18 +143,12 @@ bool dot_general(const Op& op, Operands in, std::vector<Literal>& out) {
 
 // ---- Reductions ----
 
-// The binary op of a reduction body return(op(a0, a1)) (either order), if it is a plain one.
+// The binary op of a reduction body, if it is one the fast loops know.
 std::optional<OpKind> combiner(const Op& op) {
-  const ir::Block& body = op.region(0);
-  if (body.arguments().size() != 2 || body.ops().size() != 2) return std::nullopt;
-  const Op& f = *body.ops()[0];
-  const Op& ret = *body.ops()[1];
-  if (f.operands().size() != 2 || ret.operands().size() != 1 || ret.operand(0) != f.result(0)) return std::nullopt;
-  bool args = (f.operand(0) == body.argument(0) && f.operand(1) == body.argument(1)) ||
-              (f.operand(0) == body.argument(1) && f.operand(1) == body.argument(0));
-  if (!args) return std::nullopt;
-  switch (f.kind()) {
-    case OpKind::Add: case OpKind::Multiply: case OpKind::Maximum: case OpKind::Minimum: return f.kind();
+  auto kind = ir::region_combiner(op);
+  if (!kind) return std::nullopt;
+  switch (*kind) {
+    case OpKind::Add: case OpKind::Multiply: case OpKind::Maximum: case OpKind::Minimum: return kind;
     default: return std::nullopt;
   }
 }

@@ -1,5 +1,7 @@
 #include "ir/literal.h"
 
+#include <cstring>
+
 namespace tessera::ir {
 
 Literal::Literal(Type type) : type_(std::move(type)) {
@@ -107,6 +109,14 @@ Literal Literal::from_doubles(Type type, std::span<const double> values) {
 
 Literal Literal::from_ints(Type type, std::span<const int64_t> values) {
   return from_values(std::move(type), values, &Literal::set_int);
+}
+
+bool Literal::is_splat() const {
+  if (num_elements() == 0) return false;
+  size_t width = static_cast<size_t>(info(type_.element).bytes);
+  for (size_t off = width; off < bytes_.size(); off += width)
+    if (std::memcmp(bytes_.data(), bytes_.data() + off, width) != 0) return false;
+  return true;
 }
 
 }  // namespace tessera::ir

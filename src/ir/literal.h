@@ -70,6 +70,9 @@ class Literal {
   }
 
   // Bitwise equality of type and storage (NaNs with the same bits are equal).
+  // Whether every element has the same bits (false without elements).
+  bool is_splat() const;
+
   bool operator==(const Literal& other) const {
     return type_ == other.type_ && bytes_ == other.bytes_;
   }

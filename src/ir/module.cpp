@@ -146,4 +146,18 @@ Function* Module::find_function(std::string_view n) const {
   return nullptr;
 }
 
+std::optional<OpKind> region_combiner(const Op& op, size_t region) {
+  if (region >= op.regions().size()) return std::nullopt;
+  const Block& body = op.region(region);
+  if (body.ops().size() != 2 || body.arguments().size() != 2) return std::nullopt;
+  const Op& combine = *body.ops()[0];
+  const Op& ret = *body.ops()[1];
+  if (combine.operands().size() != 2 || ret.operands().size() != 1 || ret.operand(0) != combine.result())
+    return std::nullopt;
+  const Value* a = combine.operand(0);
+  const Value* b = combine.operand(1);
+  bool args = (a == body.argument(0) && b == body.argument(1)) || (a == body.argument(1) && b == body.argument(0));
+  return args ? std::optional<OpKind>(combine.kind()) : std::nullopt;
+}
+
 }  // namespace tessera::ir

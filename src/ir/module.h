@@ -163,6 +163,11 @@ class Module {
   Function* find_function(std::string_view name) const;
 };
 
+// The binary op a region applies to its two arguments when that is all it does
+// (return(op(arg0, arg1)), either order): the combiner of reduce, scatter and the reducing
+// collectives. Nothing for any other body.
+std::optional<OpKind> region_combiner(const Op& op, size_t region = 0);
+
 // Checks the whole module: every op's result types match its shape rule, operands are defined
 // before use, blocks end in returns whose types match, and every sharding validates against its
 // mesh. Throws UserError naming the function and op.

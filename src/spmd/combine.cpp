@@ -37,12 +37,11 @@ struct Key {
 };
 
 std::optional<Key> key_of(const Op& op) {
-  if (op.kind() != OpKind::AllReduce || op.operands().size() != 1 || op.regions().size() != 1) return std::nullopt;
-  const ir::Block& body = op.region(0);
-  if (body.ops().size() != 2) return std::nullopt;
+  if (op.kind() != OpKind::AllReduce || op.operands().size() != 1) return std::nullopt;
+  auto combiner = ir::region_combiner(op);
   ir::ElementType e = op.operand(0)->type().element;
-  if (!ir::is_float(e)) return std::nullopt;
-  Key k{{}, e, body.ops()[0]->kind()};
+  if (!combiner || !ir::is_float(e)) return std::nullopt;
+  Key k{{}, e, *combiner};
   if (const auto* g = op.attrs().find<ir::IntMatrix>("replica_groups")) k.attrs.set("replica_groups", *g);
   if (op.attrs().has("use_global_device_ids")) k.attrs.set("use_global_device_ids", true);
   if (!op.attrs().has("channel_handle")) return std::nullopt;  // cross-replica all_reduces stay as they are

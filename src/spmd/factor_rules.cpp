@@ -303,9 +303,7 @@ FactorRule rule_Scatter(const Op& op) {
       r.operands[n + 1 + k][ud] = {f};
     }
   }
-  const ir::Block& body = op.region(0);
-  bool adds = n == 1 && body.ops().size() == 2 && body.ops()[0]->kind() == OpKind::Add &&
-              dn.input_batching_dims.empty();
+  bool adds = n == 1 && ir::region_combiner(op) == OpKind::Add && dn.input_batching_dims.empty();
   if (!adds) return r;
   size_t id = 0;
   for (size_t ud = 0; ud < update.size(); ++ud) {

@@ -34,28 +34,17 @@ std::string describe(const Op& op) {
                          : std::string(op.name());
 }
 
-// The binary op a reduction body applies, when it is one plain op of its two arguments.
+// The reduction a body applies, when all_reduce can combine it across devices.
 std::optional<OpKind> combiner_of(const Op& op) {
-  if (op.regions().empty()) return std::nullopt;
-  const ir::Block& body = op.region(0);
-  if (body.ops().size() != 2 || body.arguments().size() != 2) return std::nullopt;
-  const Op& f = *body.ops()[0];
-  switch (f.kind()) {
+  auto kind = ir::region_combiner(op);
+  if (!kind) return std::nullopt;
+  switch (*kind) {
     case OpKind::Add: case OpKind::Multiply: case OpKind::Maximum: case OpKind::Minimum:
     case OpKind::And: case OpKind::Or:
-      return f.kind();
+      return kind;
     default:
       return std::nullopt;
   }
-}
-
-bool is_splat(const ir::Literal& l) {
-  size_t n = static_cast<size_t>(ir::info(l.element()).bytes);
-  auto bytes = l.bytes();
-  for (size_t at = n; at + n <= bytes.size(); at += n)
-    if (!std::equal(bytes.begin(), bytes.begin() + static_cast<ptrdiff_t>(n), bytes.begin() + static_cast<ptrdiff_t>(at)))
-      return false;
-  return true;
 }
 
 class Partitioner {
@@ -124,7 +113,7 @@ class Partitioner {
     Tensor anchor = local_.at(v);
     if (def->kind() == OpKind::Constant) {
       const ir::Literal& value = def->attrs().get<ir::Literal>("value");
-      if (!is_splat(value) || value.num_elements() == 0) return std::nullopt;
+      if (!value.is_splat()) return std::nullopt;
       bool zero = std::all_of(value.bytes().begin(), value.bytes().end(), [](std::byte x) { return x == std::byte{0}; });
       if (!want.unreduced.empty() && !zero) return std::nullopt;  // a partial copy must sum to the value
       ir::Literal piece(Type(value.element(), shape));
@@ -202,7 +191,7 @@ class Partitioner {
   void constant(const Op& op, Builder& b) {
     const ir::Literal& value = op.attrs().get<ir::Literal>("value");
     const Sharding& s = sm_.at(op.result(0));
-    if (is_splat(value) && value.num_elements() > 0) {  // every piece is the same: make it locally
+    if (value.is_splat()) {  // every piece is the same: make it locally
       Type local(value.element(), shape_of(value.type(), s));
       ir::Literal piece(local);
       size_t n = static_cast<size_t>(ir::info(value.element()).bytes);

@@ -29,15 +29,6 @@ uint64_t element_bits(const ir::Literal& l, int64_t i, int part = 0) {
   return bits;
 }
 
-bool is_splat(const ir::Literal& l) {
-  if (l.num_elements() == 0) return false;
-  auto bytes = l.bytes();
-  size_t width = static_cast<size_t>(ir::info(l.element()).bytes);
-  for (size_t off = width; off < bytes.size(); off += width)
-    if (std::memcmp(bytes.data(), bytes.data() + off, width) != 0) return false;
-  return true;
-}
-
 std::string element_text(const ir::Literal& l, int64_t i) {
   ir::ElementType t = l.element();
   switch (ir::info(t).kind) {
@@ -93,7 +84,7 @@ std::string hex_data(const ir::Literal& l) {
 
 std::string dense(const ir::Literal& l) {
   std::string body;
-  if (is_splat(l))
+  if (l.is_splat())
     body = element_text(l, 0);
   else if (l.num_elements() > kHexThreshold)
     body = hex_data(l);

@@ -84,21 +84,6 @@ Value* rebuilt(Op& op, Value* x, const std::string& name, Dims dims) {
   return insert_op(op, op.kind(), {x}, op.result()->type(), std::move(attrs));
 }
 
-// The binary op a reduce body applies to its two arguments, when that is all it does.
-std::optional<OpKind> reduce_combiner(const Op& reduce) {
-  const ir::Block& body = reduce.region(0);
-  if (body.ops().size() != 2 || body.arguments().size() != 2) return std::nullopt;
-  const Op& combine = *body.ops()[0];
-  const Op& ret = *body.ops()[1];
-  if (combine.operands().size() != 2 || ret.operands().size() != 1 ||
-      ret.operand(0) != combine.result())
-    return std::nullopt;
-  auto a = combine.operand(0), b = combine.operand(1);
-  bool args = (a == body.argument(0) && b == body.argument(1)) ||
-              (a == body.argument(1) && b == body.argument(0));
-  return args ? std::optional<OpKind>(combine.kind()) : std::nullopt;
-}
-
 Value* movement(Op& op) {
   Value* x = op.operand(0);
   const ir::Type& type = op.result()->type();
@@ -130,7 +115,7 @@ Value* movement(Op& op) {
       return x->type() == type ? x : nullptr;
     case OpKind::Reduce: {
       if (op.operands().size() != 2 || !op.attrs().get<Dims>("dimensions").empty()) return nullptr;
-      std::optional<OpKind> combiner = reduce_combiner(op);
+      std::optional<OpKind> combiner = ir::region_combiner(op);
       return combiner && is_identity_of(*combiner, op.operand(1)) ? x : nullptr;
     }
     default:
