@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <optional>
 
 #include "interp/kernels.h"
 #include "support/strings.h"
@@ -66,6 +67,108 @@ Literal concat(const std::vector<Literal>& values, int64_t dim) {
   return interp::concatenate_literals(ptrs, dim);
 }
 
+// The reduction a collective's body computes, when the communicator's typed collectives fold it
+// exactly as the body would (in group order, one rounding per step): an add or a multiply, on
+// float or integer values. Max and min stay with the body, whose IEEE maximum orders -0 below +0.
+std::optional<ReduceOp> typed_reduction(const ir::Op& op, ir::ElementType type) {
+  if (!ir::is_float(type) && !ir::is_integer(type)) return std::nullopt;
+  std::optional<OpKind> kind = ir::region_combiner(op);
+  if (kind == OpKind::Add) return ReduceOp::Sum;
+  if (kind == OpKind::Multiply) return ReduceOp::Product;
+  return std::nullopt;
+}
+
+// Whether the n blocks of `t` along `dim` are already consecutive in memory (every dimension
+// before it has size 1), so the communicator's flat chunks are those blocks.
+bool blocks_are_chunks(const ir::Type& t, int64_t dim) {
+  for (int64_t i = 0; i < dim; ++i)
+    if (t.shape[static_cast<size_t>(i)] != 1) return false;
+  return true;
+}
+
+// x's bytes with its n blocks along `dim` laid one after another: the communicator's chunks.
+std::vector<std::byte> blocks_as_chunks(const Literal& x, int64_t dim, int64_t n) {
+  std::vector<std::byte> out;
+  out.reserve(x.bytes().size());
+  for (int64_t j = 0; j < n; ++j) {
+    Literal block = interp::block_of(x, dim, j, n);
+    out.insert(out.end(), block.bytes().begin(), block.bytes().end());
+  }
+  return out;
+}
+
+// The typed collectives of the communicator, which move what the ring model charges (and, on host
+// devices, read peers' buffers in place), for the ops whose meaning they express; nullopt sends
+// the op through the general exchange. Results are bit for bit the exchange's.
+std::optional<Literal> typed_collective(Communicator& comm, const ir::Op& op, const Group& group,
+                                        const Literal& x, const ir::Type& result_type) {
+  const ir::AttrMap& a = op.attrs();
+  auto n = static_cast<int64_t>(group.size());
+  ir::ElementType type = x.type().element;
+  switch (op.kind()) {
+    case OpKind::AllReduce: {
+      std::optional<ReduceOp> reduce = typed_reduction(op, type);
+      if (!reduce) return std::nullopt;
+      Literal out(result_type);
+      comm.all_reduce(op.name(), group, type, *reduce, x.bytes(), out.bytes());
+      return out;
+    }
+    case OpKind::ReduceScatter: {
+      std::optional<ReduceOp> reduce = typed_reduction(op, type);
+      if (!reduce) return std::nullopt;
+      int64_t dim = a.get<int64_t>("scatter_dimension");
+      if (x.type().shape[static_cast<size_t>(dim)] % n != 0) return std::nullopt;
+      Literal out(result_type);
+      if (blocks_are_chunks(x.type(), dim)) {
+        comm.reduce_scatter(op.name(), group, type, *reduce, x.bytes(), out.bytes());
+      } else {
+        std::vector<std::byte> chunks = blocks_as_chunks(x, dim, n);
+        comm.reduce_scatter(op.name(), group, type, *reduce, chunks, out.bytes());
+      }
+      return out;
+    }
+    case OpKind::AllGather: {
+      int64_t dim = a.get<int64_t>("all_gather_dim");
+      Literal out(result_type);
+      if (blocks_are_chunks(x.type(), dim)) {
+        comm.all_gather(op.name(), group, x.bytes(), out.bytes());
+        return out;
+      }
+      std::vector<std::byte> gathered(out.bytes().size());
+      comm.all_gather(op.name(), group, x.bytes(), gathered);
+      std::vector<Literal> pieces;
+      for (int64_t m = 0; m < n; ++m)
+        pieces.push_back(literal_from(x.type(), std::span<const std::byte>(gathered).subspan(
+                                                    static_cast<size_t>(m) * x.bytes().size())));
+      return concat(pieces, dim);
+    }
+    case OpKind::AllToAll: {
+      int64_t split = a.get<int64_t>("split_dimension");
+      int64_t concat_dim = a.get<int64_t>("concat_dimension");
+      if (a.get<int64_t>("split_count") != n || x.type().shape[static_cast<size_t>(split)] % n != 0)
+        return std::nullopt;  // the exchange path names the error
+      ir::Type chunk_type = x.type();
+      chunk_type.shape[static_cast<size_t>(split)] /= n;
+      std::vector<std::byte> received(x.bytes().size());
+      if (blocks_are_chunks(x.type(), split)) {
+        comm.all_to_all(op.name(), group, x.bytes(), received);
+      } else {
+        std::vector<std::byte> chunks = blocks_as_chunks(x, split, n);
+        comm.all_to_all(op.name(), group, chunks, received);
+      }
+      if (blocks_are_chunks(result_type, concat_dim)) return literal_from(result_type, received);
+      std::vector<Literal> pieces;
+      size_t chunk_bytes = received.size() / static_cast<size_t>(n);
+      for (int64_t m = 0; m < n; ++m)
+        pieces.push_back(literal_from(
+            chunk_type, std::span<const std::byte>(received).subspan(static_cast<size_t>(m) * chunk_bytes)));
+      return concat(pieces, concat_dim);
+    }
+    default:
+      return std::nullopt;
+  }
+}
+
 }  // namespace
 
 std::vector<Literal> CommCollectives::run(const ir::Op& op, std::vector<Literal> operands,
@@ -112,6 +215,10 @@ std::vector<Literal> CommCollectives::run(const ir::Op& op, std::vector<Literal>
   auto position = static_cast<int64_t>(index_in_group(op.name(), group, comm_.device()));
   for (size_t k = 0; k < operands.size(); ++k) {
     const Literal& x = operands[k];
+    if (std::optional<Literal> fast = typed_collective(comm_, op, group, x, op.result(k)->type())) {
+      out.push_back(std::move(*fast));
+      continue;
+    }
     std::vector<Literal> values = gather_values(comm_, op, group, x);
     switch (op.kind()) {
       case OpKind::AllReduce:
