@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <memory>
 #include <thread>
 
 #include "comm/host_communicator.h"
@@ -193,6 +194,29 @@ std::vector<BenchRecord> bench_memcpy(const std::vector<int64_t>& sizes) {
     out.push_back(bench_record("memcpy", "memcpy", 1, bytes, median(samples)));
   }
   return out;
+}
+
+BenchRecord bench_memcpy_threads(int64_t bytes, int64_t threads) {
+  auto b = static_cast<size_t>(bytes);
+  std::vector<std::unique_ptr<BenchBuffers>> buffers;
+  for (int64_t t = 0; t < threads; ++t) buffers.push_back(std::make_unique<BenchBuffers>(b));
+  int calls = bench_calls(bytes), batches = bench_batches(bytes);
+  std::vector<double> samples;
+  for (int k = 0; k <= batches; ++k) {  // batch 0 warms up
+    auto start = Clock::now();
+    std::vector<std::thread> workers;
+    for (int64_t t = 0; t < threads; ++t)
+      workers.emplace_back([&, t] {
+        const BenchBuffers& buf = *buffers[static_cast<size_t>(t)];
+        for (int i = 0; i < calls; ++i) {
+          std::memcpy(buf.out(b).data(), buf.in(b).data(), b);
+          asm volatile("" : : "r"(buf.out(b).data()) : "memory");
+        }
+      });
+    for (auto& w : workers) w.join();
+    if (k > 0) samples.push_back(seconds_since(start) * 1e6 / calls);
+  }
+  return bench_record("memcpy", "memcpy", threads, bytes * threads, median(samples));
 }
 
 }  // namespace tessera::comm

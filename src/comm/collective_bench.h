@@ -74,4 +74,9 @@ std::vector<BenchRecord> bench_host(int64_t n, const std::vector<int64_t>& sizes
 // One thread's memcpy of each size: the physical bound of a host collective.
 std::vector<BenchRecord> bench_memcpy(const std::vector<int64_t>& sizes);
 
+// `threads` threads each copying `bytes` between buffers of their own, at once: the machine's
+// memory bandwidth, which bounds a large host collective (a 64 MiB all_reduce on n devices must
+// read n inputs and write n outputs). The record has devices = threads, bytes = threads x bytes.
+BenchRecord bench_memcpy_threads(int64_t bytes, int64_t threads);
+
 }  // namespace tessera::comm

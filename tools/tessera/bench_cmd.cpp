@@ -149,6 +149,19 @@ int bench_command(const BenchCommand& c, std::ostream& out) {
     if (r.backend == "memcpy") shown.push_back(r);
   print_tables(shown, c.backend, out);
 
+  // The memory bound of the largest all_reduce: it reads n inputs and writes n outputs, 2·n·S bytes
+  // of memory traffic per call at the least; a memcpy moves 2 bytes per byte copied.
+  int64_t threads = std::max<int64_t>(1, std::thread::hardware_concurrency());
+  BenchRecord copy = comm::bench_memcpy_threads(sizes.back(), threads);
+  records.push_back(copy);
+  for (const BenchRecord& r : records)
+    if (r.op == "all_reduce" && r.backend == c.backend && r.bytes == sizes.back() && r.median_us > 0)
+      out << fmt::format(
+          "memory traffic at {}: all_reduce {:.1f} GB/s (2 x {} x {} bytes per call); memcpy on {} "
+          "threads {:.1f} GB/s (2 bytes per byte copied)\n\n",
+          human_bytes(r.bytes), 2.0 * static_cast<double>(c.devices * r.bytes) / (r.median_us * 1e3),
+          c.devices, r.bytes, threads, 2 * copy.algbw_gbs);
+
   if (!c.json.empty()) {
     nlohmann::json list = nlohmann::json::array();
     for (const BenchRecord& r : records)
