@@ -60,6 +60,45 @@ std::string MpiWorld::devices_of(const std::vector<int>& ranks, const Group& gro
   return fmt::format("{} {}", plural("device", devices.size()), support::join(devices, ", "));
 }
 
+namespace {
+
+// The key group of the messages from rank `from` to rank `to`: -1 marks it as no device group.
+Group point_to_point(int from, int to) { return {-1, from, to}; }
+
+}  // namespace
+
+void MpiWorld::send_to(int rank, const std::string& what, int64_t tag, std::vector<std::byte> payload) {
+  if (rank < 0 || rank >= num_ranks_ || rank == rank_)
+    support::fail("{}: rank {} cannot send to rank {} of {}", what, rank_, rank, num_ranks_);
+  process_->send(MpiProcess::Key{id_, point_to_point(rank_, rank), tag}, what, {rank}, std::move(payload));
+}
+
+std::vector<std::byte> MpiWorld::receive_from(int rank, const std::string& what, int64_t tag,
+                                              std::chrono::milliseconds timeout) {
+  if (rank < 0 || rank >= num_ranks_ || rank == rank_)
+    support::fail("{}: rank {} cannot receive from rank {} of {}", what, rank_, rank, num_ranks_);
+  auto waiting = [&](const std::vector<int>&) {
+    return fmt::format("tessera: rank {} stopped by SIGTERM while in {}, waiting for rank {}", rank_, what, rank);
+  };
+  MpiProcess::Outcome o = process_->receive(MpiProcess::Key{id_, point_to_point(rank, rank_), tag}, what, {rank},
+                                            std::chrono::steady_clock::now() + timeout, waiting);
+  switch (o.kind) {
+    case MpiProcess::Outcome::Ok:
+      return std::move(o.payloads.at(0));
+    case MpiProcess::Outcome::Timeout:
+      throw TimeoutError(fmt::format("{} on rank {} timed out after {} ms waiting for rank {} (message {})", what,
+                                     rank_, timeout.count(), rank, tag));
+    case MpiProcess::Outcome::PeerFailed:
+      support::fail("{} on rank {}: rank {} failed: {}", what, rank_, o.peer, o.detail);
+    case MpiProcess::Outcome::PeerLeft:
+      support::fail("{} on rank {}: rank {} exited before sending it", what, rank_, o.peer);
+    case MpiProcess::Outcome::Mismatch:
+      support::fail("{} on rank {} meets {} of rank {}: the ranks run different programs", what, rank_, o.detail,
+                    o.peer);
+  }
+  support::fail("{}: unknown outcome of a receive", what);
+}
+
 MpiWorld::Received MpiWorld::transfer(std::string_view op, const Group& group, const std::string& who,
                                       const std::vector<int>& ranks, std::vector<std::byte> payload) {
   // exchange_ranks uses the empty group: "all ranks", with a sequence of its own.

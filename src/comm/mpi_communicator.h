@@ -56,6 +56,15 @@ class MpiWorld {
   // rank end now with `reason` instead of at their deadline.
   void report_failure(const std::string& reason);
 
+  // Point to point, outside any device program (the transfers between pipeline stages on
+  // different ranks). `tag` tells apart the messages of one rank to another: a receive takes the
+  // message with its tag whatever the order they arrive in. Sends never wait. A receive waits up to
+  // `timeout`: then a TimeoutError naming `what`, both ranks and the tag; a UserError at once when
+  // the peer failed or exited.
+  void send_to(int rank, const std::string& what, int64_t tag, std::vector<std::byte> payload);
+  std::vector<std::byte> receive_from(int rank, const std::string& what, int64_t tag,
+                                      std::chrono::milliseconds timeout);
+
  private:
   friend class MpiCommunicator;
   // The leader's part of a collective: sends `payload` (the local members' inputs) to `ranks` and

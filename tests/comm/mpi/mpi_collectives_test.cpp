@@ -274,6 +274,46 @@ TEST(MpiWorld, ExchangeRanksHandsEveryoneEverything) {
   }
 }
 
+std::vector<std::byte> text_bytes(const std::string& s) {
+  auto b = std::as_bytes(std::span(s.data(), s.size()));
+  return {b.begin(), b.end()};
+}
+std::string bytes_text(const std::vector<std::byte>& b) { return {reinterpret_cast<const char*>(b.data()), b.size()}; }
+
+// Point to point around the ring of ranks: each rank sends two tagged messages to the next rank
+// and takes them from the previous one in the other order, so a receive must find its own tag.
+TEST(MpiWorld, PointToPointFindsItsTag) {
+  MpiWorld world(k());
+  int n = world.num_ranks(), me = world.rank();
+  if (n == 1) GTEST_SKIP() << "one rank has no peer";
+  int next = (me + 1) % n, previous = (me + n - 1) % n;
+  world.send_to(next, "transfer", 7, text_bytes(fmt::format("7 from {}", me)));
+  world.send_to(next, "transfer", 3, text_bytes(fmt::format("3 from {} {}", me, std::string(me * 1000, 'y'))));
+  EXPECT_EQ(bytes_text(world.receive_from(previous, "transfer", 3, std::chrono::seconds(10))),
+            fmt::format("3 from {} {}", previous, std::string(previous * 1000, 'y')));
+  EXPECT_EQ(bytes_text(world.receive_from(previous, "transfer", 7, std::chrono::seconds(10))),
+            fmt::format("7 from {}", previous));
+  EXPECT_THROW(world.send_to(me, "transfer", 1, {}), support::UserError);
+  world.exchange_ranks("done", {});  // nobody leaves before every receive is served
+}
+
+// A message that never comes: the receive ends at its timeout naming the peer and the tag.
+TEST(MpiWorld, PointToPointTimesOutNamingThePeer) {
+  MpiWorld world(k());
+  int n = world.num_ranks(), me = world.rank();
+  if (n == 1) GTEST_SKIP() << "one rank has no peer";
+  int previous = (me + n - 1) % n;
+  try {
+    world.receive_from(previous, "stage 1 RECV act(mb 0)", 5, std::chrono::milliseconds(200));
+    FAIL() << "received a message nobody sent";
+  } catch (const TimeoutError& e) {
+    EXPECT_EQ(std::string(e.what()), fmt::format("stage 1 RECV act(mb 0) on rank {} timed out after 200 ms waiting "
+                                                 "for rank {} (message 5)",
+                                                 me, previous));
+  }
+  world.exchange_ranks("done", {});
+}
+
 // Other code reaches MPI through the MPI thread: MPI's own all-reduce agrees with ours.
 TEST(MpiProcess, CallRunsMpiOnItsThread) {
   MpiProcess& p = MpiProcess::get();
