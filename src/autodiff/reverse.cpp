@@ -90,6 +90,20 @@ ir::Function& reverse(ir::Module& module, const ir::Function& f, const ReverseOp
 
 namespace {
 
+// Marks the ops from index `from` of `body` on (what op's VJP rule and the cotangent sums just
+// emitted) with ReverseOptions::inherit_attrs copied from `op` and the backward mark.
+void inherit(ir::Block& body, size_t from, const Op& op, const ReverseOptions& o) {
+  if (o.inherit_attrs.empty() && o.backward_mark.empty()) return;
+  const auto& ops = body.ops();
+  for (size_t i = from; i < ops.size(); ++i) {
+    ir::AttrMap& attrs = ops[i]->attrs();
+    for (const std::string& name : o.inherit_attrs)
+      for (const auto& [key, value] : op.attrs())
+        if (key == name) attrs.set(key, value);
+    if (!o.backward_mark.empty()) attrs.set(o.backward_mark, true);
+  }
+}
+
 ir::Function& build_reverse(ir::Module& module, ir::Function& g, const ir::Function& f,
                             const std::vector<size_t>& wrt, const ReverseOptions& o) {
   const Op* ret = f.body().terminator();
@@ -163,10 +177,12 @@ ir::Function& build_reverse(ir::Module& module, ir::Function& g, const ir::Funct
     for (Value* v : op.operands()) operands.push_back(backward_primal(v));
     for (Value* v : op.results()) results.push_back(backward_primal(v));
     std::vector<std::optional<Tensor>> operand_cots(op.operands().size());
+    size_t emitted_from = g.body().ops().size();
     VjpContext ctx(b, op, operands, results, result_cots, operand_cots);
     kRules[static_cast<size_t>(op.kind())](ctx);
     for (size_t j = 0; j < operand_cots.size(); ++j)
       if (operand_cots[j]) accumulate(op.operand(j), *operand_cots[j]);
+    inherit(g.body(), emitted_from, op, o);
   }
 
   std::vector<Tensor> outputs;

@@ -27,6 +27,13 @@ struct ReverseOptions {
   std::string name;           // empty: f's name + "_grad"
   bool simplify = true;       // run transforms::simplify on the result (off: the raw rule output)
   Remat remat = Remat::kNone;
+  // Attributes that the ops a VJP rule emits (and the cotangent sums it causes) copy from the
+  // forward op they differentiate, e.g. mpmd.name: the backward of a named computation then stays
+  // with its computation when the program is cut into per-mesh fragments (mpmd/fragments.h).
+  std::vector<std::string> inherit_attrs;
+  // Non-empty: those ops also get this attribute set to true, so a later pass can tell the
+  // transpose from the forward copy.
+  std::string backward_mark;
 };
 
 // Builds the gradient function of `f` in `module` (where f lives) and returns it. A user error

@@ -1,6 +1,7 @@
 // The pipeline runtime (runtime.h). One StageWorker per stage runs on its own thread; the workers
 // share only the Mailbox, the read-only programs and inputs, and each other's progress counters
-// (read to explain a timeout). A stage that fails in a computation aborts the Mailbox so that every
+// (read to explain a timeout). A worker evaluates its programs through its stage's StageState
+// (sharded_stage.h): the interpreter for a one-device stage, the stage's Session for a group. A stage that fails in a computation aborts the Mailbox so that every
 // other stage stops at its next receive instead of waiting out its own timeout. A stage whose
 // receive times out does not: the other stuck stages then time out too, each naming its own wait,
 // and the run reports the cause among them (see run_pipeline), not whichever clock fired first.
@@ -10,14 +11,14 @@
 
 #include <algorithm>
 #include <atomic>
+#include <ctime>
 #include <exception>
 #include <map>
 #include <optional>
 #include <thread>
 #include <tuple>
 
-#include "exec/accelerate.h"
-#include "interp/interpreter.h"
+#include "mpmd/sharded_stage.h"
 #include "mpmd/transfer.h"
 #include "mpmd/validate.h"
 #include "support/error.h"
@@ -53,6 +54,14 @@ void scale(ir::Literal& x, double factor) {
   for (int64_t i = 0; i < x.num_elements(); ++i) x.set_double(i, x.get_double(i) * factor);
 }
 
+// CPU time of the calling thread: with more stage threads than cores, an action's wall time
+// includes the time its thread waited for a core; this does not.
+double thread_cpu_ms() {
+  timespec t{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  return static_cast<double>(t.tv_sec) * 1e3 + static_cast<double>(t.tv_nsec) * 1e-6;
+}
+
 int64_t byte_size(const ir::Literal& x) { return static_cast<int64_t>(x.bytes().size()); }
 
 // Shared by all workers of one run.
@@ -60,9 +69,8 @@ struct Run {
   const StagedModel& model;
   const Schedule& schedule;
   const RunOptions& options;
-  std::vector<std::vector<ir::Literal>> stage_params;  // per virtual stage, in its parameters order
-  std::vector<ir::Literal> tokens, targets;            // per microbatch
-  interp::Options eval;
+  std::vector<StageState>& stage_states;  // per stage: its parameters and devices
+  std::vector<ir::Literal> tokens, targets;  // per microbatch
   Mailbox mailbox;
   Clock::time_point start;
   // Per stage: the step it is at (its list's size once done). Read only to explain a timeout.
@@ -79,12 +87,15 @@ class StageWorker {
   void execute() {
     const auto& list = run_.schedule.actions[static_cast<size_t>(stage_)];
     out_.times.assign(list.size(), Interval{});
+    out_.cpu_ms.assign(list.size(), 0.0);
     for (size_t i = 0; i < list.size(); ++i) {
       run_.step[static_cast<size_t>(stage_)] = static_cast<int64_t>(i);
       step_ = static_cast<int64_t>(i);
       began_ = run_.now_ms();
+      const double cpu = thread_cpu_ms();
       perform(list[i]);
       out_.times[i] = {began_, run_.now_ms()};
+      out_.cpu_ms[i] = thread_cpu_ms() - cpu;
     }
     run_.step[static_cast<size_t>(stage_)] = static_cast<int64_t>(list.size());
     finish();
@@ -113,10 +124,8 @@ class StageWorker {
   }
 
   std::vector<ir::Literal> evaluate(const ir::Function* fn, const Action& a, std::vector<ir::Literal> tail) {
-    std::vector<ir::Literal> args = run_.stage_params[static_cast<size_t>(a.virtual_stage)];
-    for (ir::Literal& x : tail) args.push_back(std::move(x));
     try {
-      return interp::evaluate(*fn, std::move(args), run_.eval);
+      return run_.stage_states[static_cast<size_t>(stage_)].evaluate(*fn, a.virtual_stage, std::move(tail));
     } catch (const support::UserError& e) {
       support::fail("{}: {}", here(), e.what());
     }
@@ -279,8 +288,7 @@ class StageWorker {
   StageMeasurements out_;
 };
 
-void check_inputs(const StagedModel& model, const Schedule& schedule, const std::vector<ir::Literal>& parameters,
-                  const ir::Literal& tokens, const ir::Literal& targets) {
+void check_schedule(const StagedModel& model, const Schedule& schedule) {
   if (schedule.virtual_stages() != model.virtual_stages())
     support::fail("mpmd::run_pipeline: schedule '{}' has {} stages x {} virtual = {} pieces, the model is cut into {}",
                   schedule.name, schedule.stages, schedule.virtual_per_stage, schedule.virtual_stages(),
@@ -291,6 +299,19 @@ void check_inputs(const StagedModel& model, const Schedule& schedule, const std:
   if (static_cast<int64_t>(schedule.actions.size()) != schedule.stages)
     support::fail("mpmd::run_pipeline: schedule '{}' has {} action lists for {} stages", schedule.name,
                   schedule.actions.size(), schedule.stages);
+}
+
+void check_batch(const StagedModel& model, const ir::Literal& tokens, const ir::Literal& targets) {
+  const ir::Type batch = ir::i32({model.config().batch, model.config().seq});
+  for (const auto& [name, x] : {std::pair{"tokens", &tokens}, std::pair{"targets", &targets}})
+    if (x->type() != batch)
+      support::fail("mpmd::run_pipeline: {} are {}, the model needs {}", name, ir::to_string(x->type()),
+                    ir::to_string(batch));
+}
+
+void check_inputs(const StagedModel& model, const Schedule& schedule, const std::vector<ir::Literal>& parameters,
+                  const ir::Literal& tokens, const ir::Literal& targets) {
+  check_schedule(model, schedule);
   const auto& specs = model.parameters();
   if (parameters.size() != specs.size())
     support::fail("mpmd::run_pipeline: {} parameters given, the model has {}", parameters.size(), specs.size());
@@ -298,11 +319,7 @@ void check_inputs(const StagedModel& model, const Schedule& schedule, const std:
     if (parameters[i].type() != ir::Type(model.config().dtype, specs[i].shape))
       support::fail("mpmd::run_pipeline: parameter '{}' is {}, the model needs {}", specs[i].name,
                     ir::to_string(parameters[i].type()), ir::to_string(ir::Type(model.config().dtype, specs[i].shape)));
-  const ir::Type batch = ir::i32({model.config().batch, model.config().seq});
-  for (const auto& [name, x] : {std::pair{"tokens", &tokens}, std::pair{"targets", &targets}})
-    if (x->type() != batch)
-      support::fail("mpmd::run_pipeline: {} are {}, the model needs {}", name, ir::to_string(x->type()),
-                    ir::to_string(batch));
+  check_batch(model, tokens, targets);
 }
 
 }  // namespace
@@ -311,23 +328,34 @@ PipelineResult run_pipeline(const StagedModel& model, const Schedule& schedule,
                             const std::vector<ir::Literal>& parameters, const ir::Literal& tokens,
                             const ir::Literal& targets, const RunOptions& options) {
   check_inputs(model, schedule, parameters, tokens, targets);
+  std::vector<StageState> stages = stage_states(model, schedule.stages, parameters);
+  return run_pipeline(model, schedule, stages, tokens, targets, options);
+}
+
+PipelineResult run_pipeline(const StagedModel& model, const Schedule& schedule, std::vector<StageState>& stages,
+                            const ir::Literal& tokens, const ir::Literal& targets, const RunOptions& options) {
+  check_schedule(model, schedule);
+  check_batch(model, tokens, targets);
+  if (static_cast<int64_t>(stages.size()) != schedule.stages)
+    support::fail("mpmd::run_pipeline: {} stage states for schedule '{}' of {} stages", stages.size(), schedule.name,
+                  schedule.stages);
+  for (size_t s = 0; s < stages.size(); ++s)
+    if (stages[s].stage() != static_cast<int64_t>(s) ||
+        static_cast<int64_t>(stages[s].virtual_stages().size()) != schedule.virtual_per_stage)
+      support::fail("mpmd::run_pipeline: stage state {} holds {} virtual stages as stage {}; schedule '{}' needs {} on "
+                    "stage {}",
+                    s, stages[s].virtual_stages().size(), stages[s].stage(), schedule.name,
+                    schedule.virtual_per_stage, s);
   if (options.validate) validate(schedule);
   const auto P = static_cast<size_t>(schedule.stages);
   const int64_t M = schedule.microbatches;
 
-  Run run{model, schedule, options, {}, {}, {}, {}, {}, {}, std::vector<std::atomic<int64_t>>(P),
+  Run run{model, schedule, options, stages, {}, {}, {}, {}, std::vector<std::atomic<int64_t>>(P),
           std::vector<std::atomic<bool>>(P)};
-  for (int64_t v = 0; v < model.virtual_stages(); ++v) {
-    std::vector<ir::Literal> own;
-    for (size_t i : model.stage(v).parameters) own.push_back(parameters[i]);
-    run.stage_params.push_back(std::move(own));
-  }
   for (int64_t i = 0; i < M; ++i) {
     run.tokens.push_back(microbatch_rows(tokens, i, M));
     run.targets.push_back(microbatch_rows(targets, i, M));
   }
-  run.eval.module = &model.module();
-  if (options.accelerate) run.eval.accelerate = exec::accelerate;
 
   std::vector<StageWorker> workers;
   workers.reserve(P);
@@ -363,7 +391,7 @@ PipelineResult run_pipeline(const StagedModel& model, const Schedule& schedule,
     support::fail("mpmd::run_pipeline: schedule '{}' sent {} value(s) that no RECV took", schedule.name, n);
 
   PipelineResult result;
-  result.gradients.resize(parameters.size());
+  result.gradients.resize(model.parameters().size());
   for (size_t s = 0; s < P; ++s) {
     for (auto& [i, g] : workers[s].gradients()) result.gradients[i] = std::move(g);
     if (workers[s].loss()) result.loss = std::move(*workers[s].loss());

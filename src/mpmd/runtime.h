@@ -21,6 +21,8 @@
 
 namespace tessera::mpmd {
 
+class StageState;  // sharded_stage.h
+
 struct RunOptions {
   // How long a RECV waits for its value before the run fails naming it. It bounds the longest
   // chain of compute a stage may wait behind, so it is generous by default. Stuck stages each wait
@@ -30,7 +32,6 @@ struct RunOptions {
   // validate() the schedule first. Off only to exercise the runtime's own guards (a schedule the
   // validator would refuse must still fail with a message, not hang or crash).
   bool validate = true;
-  bool accelerate = true;  // the fast kernels of exec/accelerate.h behind the interpreter
 };
 
 // What one stage did.
@@ -41,6 +42,10 @@ struct StageMeasurements {
   int64_t peak_saved = 0;
   int64_t peak_saved_bytes = 0;
   std::vector<Interval> times;  // per action of the stage's list: ms since the run started
+  // Per action, the CPU time of the stage's thread (ms). Equal to the wall time when the thread had
+  // a core to itself; less when stage threads outnumber cores. For a stage on a device group the
+  // devices' threads compute, so this is only the stage thread's share (staging and gathering).
+  std::vector<double> cpu_ms;
 };
 
 struct PipelineResult {
@@ -54,9 +59,16 @@ struct PipelineResult {
 // have stages · virtual_per_stage == model.virtual_stages() and model.microbatches() microbatches.
 // Fails with a UserError naming the action: a RECV whose value does not come within the timeout
 // (with where its sender stands), an action whose input is not there, values left over at the end.
+// Each stage runs on one device (the plain interpreter with the fast kernels), or on its group of
+// devices when the model has a stage plan.
 PipelineResult run_pipeline(const StagedModel& model, const Schedule& schedule,
                             const std::vector<ir::Literal>& parameters, const ir::Literal& tokens,
                             const ir::Literal& targets, const RunOptions& options = {});
+
+// The same on parameters the stages already hold (sharded_stage.h): stages[s] is stage s, holding
+// the schedule's virtual stages s, s + P, ...; it keeps them across runs (PipelineTrainer).
+PipelineResult run_pipeline(const StagedModel& model, const Schedule& schedule, std::vector<StageState>& stages,
+                            const ir::Literal& tokens, const ir::Literal& targets, const RunOptions& options = {});
 
 // The measured run as a Simulation (times in ms; busy, makespan, bubble from them; peak_in_flight
 // the measured peak_saved), so timeline_svg (svg.h) draws the real run like a simulated one.

@@ -28,23 +28,32 @@ bool in_piece(const std::string& name, int64_t first, int64_t end, bool embeds, 
   return layer >= first && layer < end;
 }
 
-// x + attention(rms_norm(x)) then x + swiglu(rms_norm(x)): one block, as nn::CausalLM::logits.
-Tensor block(const nn::Config& c, const nn::Weights& w, int64_t i, Tensor x) {
+// x + attention(rms_norm(x)) then x + swiglu(rms_norm(x)): one block, as nn::CausalLM::logits,
+// with the same layout constraints on the normed inputs and the residual when a plan gives one.
+Tensor block(const nn::Config& c, const nn::Weights& w, int64_t i, Tensor x, const std::optional<ir::Sharding>& residual) {
+  auto laid_out = [&](const Tensor& t) { return residual ? ir::constrain(t, *residual) : t; };
   std::string p = "layers." + std::to_string(i) + ".";
   nn::AttentionWeights aw{w[p + "attn.q"], w[p + "attn.k"], w[p + "attn.v"], w[p + "attn.o"]};
-  x = x + nn::attention(nn::rms_norm(x, w[p + "attn_norm"], c.norm_eps), aw, c.heads, c.kv_heads, c.rope_theta);
-  return x + nn::swiglu(nn::rms_norm(x, w[p + "mlp_norm"], c.norm_eps), w[p + "mlp.gate"], w[p + "mlp.up"],
-                        w[p + "mlp.down"]);
+  x = x + nn::attention(laid_out(nn::rms_norm(x, w[p + "attn_norm"], c.norm_eps)), aw, c.heads, c.kv_heads,
+                        c.rope_theta);
+  x = x + nn::swiglu(laid_out(nn::rms_norm(x, w[p + "mlp_norm"], c.norm_eps)), w[p + "mlp.gate"], w[p + "mlp.up"],
+                     w[p + "mlp.down"]);
+  return laid_out(x);
 }
+
+// The product of the mesh axes that split dimension 0 of `s`.
+int64_t rows_split(const ir::Sharding& s, const ir::Mesh& mesh) { return s.dims.empty() ? 1 : ir::dim_shards(s, 0, mesh); }
 
 }  // namespace
 
-StagedModel::StagedModel(const nn::CausalLM& model, int64_t virtual_stages, int64_t microbatches)
+StagedModel::StagedModel(const nn::CausalLM& model, int64_t virtual_stages, int64_t microbatches,
+                         std::optional<nn::ShardingPlan> stage_plan)
     : module_(std::make_unique<ir::Module>("pipeline")),
       config_(model.config()),
       micro_config_(model.config()),
       microbatches_(microbatches),
-      specs_(model.parameters()) {
+      specs_(model.parameters()),
+      plan_(std::move(stage_plan)) {
   const nn::Config& c = config_;
   c.validate();
   if (virtual_stages < 1 || c.layers % virtual_stages != 0)
@@ -57,6 +66,26 @@ StagedModel::StagedModel(const nn::CausalLM& model, int64_t virtual_stages, int6
   const int64_t per_piece = c.layers / virtual_stages;
   const ir::Type tokens_type = ir::i32({mc.batch, mc.seq});
   const ir::Type activation_type(c.dtype, {mc.batch, mc.seq, c.d_model});
+
+  // The plan's layouts: none without a plan (plain single-device programs).
+  std::optional<ir::Sharding> tokens_sharding, targets_sharding, residual;
+  auto param_sharding = [&](const nn::ParamSpec& p) -> std::optional<ir::Sharding> {
+    if (!plan_) return std::nullopt;
+    return plan_->parameter(p);
+  };
+  if (plan_) {
+    module_->add_mesh(plan_->mesh);
+    tokens_sharding = plan_->input({"tokens", tokens_type});
+    targets_sharding = plan_->input({"targets", tokens_type});
+    residual = tokens_sharding;
+    residual->dims.emplace_back();  // features whole
+    const int64_t split = rows_split(*tokens_sharding, plan_->mesh);
+    if (mc.batch % split != 0)
+      support::fail("mpmd::StagedModel: a microbatch of {} rows ({} / {} microbatches) does not split over the {} "
+                    "devices that share the batch in stage plan '{}'",
+                    mc.batch, c.batch, microbatches, split, plan_->name);
+  }
+  auto laid_out = [&](const Tensor& t) { return residual ? ir::constrain(t, *residual) : t; };
 
   for (int64_t v = 0; v < virtual_stages; ++v) {
     StageProgram sp;
@@ -75,15 +104,16 @@ StagedModel::StagedModel(const nn::CausalLM& model, int64_t virtual_stages, int6
 
     ir::Function& fwd = ir::build_function(*module_, fmt::format("fwd_{}", v), [&](ir::FunctionBuilder& f) {
       std::vector<Tensor> params;
-      for (const nn::ParamSpec& p : own) params.push_back(f.param(ir::Type(c.dtype, p.shape)));
+      for (const nn::ParamSpec& p : own) params.push_back(f.param(ir::Type(c.dtype, p.shape), param_sharding(p)));
       nn::Weights w(own, params);
-      Tensor input = f.param(sp.embeds ? tokens_type : activation_type);
-      Tensor x = sp.embeds ? nn::embedding(w["embed"], input) : input;
-      for (int64_t i = sp.first_layer; i < sp.end_layer; ++i) x = block(mc, w, i, x);
+      Tensor input = sp.embeds ? f.param(tokens_type, tokens_sharding) : f.param(activation_type, residual);
+      Tensor x = sp.embeds ? laid_out(nn::embedding(w["embed"], input)) : input;
+      for (int64_t i = sp.first_layer; i < sp.end_layer; ++i) x = block(mc, w, i, x, residual);
       if (!sp.has_loss) return x;
-      Tensor targets = f.param(tokens_type);
+      Tensor targets = f.param(tokens_type, targets_sharding);
       return nn::cross_entropy(ir::matmul(nn::rms_norm(x, w["norm"], c.norm_eps), w["head"]), targets);
     });
+    if (residual && !sp.has_loss) fwd.set_result_sharding(0, *residual);
     sp.forward = &fwd;
 
     // The parameters are inputs 0..n-1 and the activation input is input n (tokens on piece 0 have
@@ -94,16 +124,30 @@ StagedModel::StagedModel(const nn::CausalLM& model, int64_t virtual_stages, int6
     whole.wrt = weights;
     if (!sp.embeds) whole.wrt.push_back(n);
     whole.name = fmt::format("bwd_{}", v);
-    sp.backward = &autodiff::reverse(*module_, fwd, whole);
+    ir::Function& bwd = autodiff::reverse(*module_, fwd, whole);
+    sp.backward = &bwd;
     autodiff::ReverseOptions weight;
     weight.wrt = weights;
     weight.name = fmt::format("bwd_weight_{}", v);
-    sp.backward_weight = &autodiff::reverse(*module_, fwd, weight);
+    ir::Function& bwd_weight = autodiff::reverse(*module_, fwd, weight);
+    sp.backward_weight = &bwd_weight;
+    ir::Function* bwd_input = nullptr;
     if (!sp.embeds) {
       autodiff::ReverseOptions input;
       input.wrt = {n};
       input.name = fmt::format("bwd_input_{}", v);
-      sp.backward_input = &autodiff::reverse(*module_, fwd, input);
+      bwd_input = &autodiff::reverse(*module_, fwd, input);
+      sp.backward_input = bwd_input;
+    }
+    // The received cotangent (the last input of a backward that takes one) and the input cotangent
+    // it returns are activations: laid out like the residual stream, so that every stage's group
+    // splits and joins them the same way.
+    if (residual) {
+      for (ir::Function* g : {&bwd, bwd_input, &bwd_weight}) {
+        if (g == nullptr) continue;
+        if (!sp.has_loss) g->arg_attrs.back().set("sdy.sharding", *residual);
+        if (!sp.embeds && g != &bwd_weight) g->set_result_sharding(g == &bwd ? n : 0, *residual);
+      }
     }
     stages_.push_back(std::move(sp));
   }

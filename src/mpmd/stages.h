@@ -16,15 +16,24 @@
 // the last piece takes the targets and no cotangent (its loss is seeded with 1; the runtime scales
 // by 1/M). A backward recomputes its piece's forward from the saved input: a stage keeps one array
 // per microbatch in flight, not every intermediate. Parameters never leave their piece.
+//
+// With a stage plan (an nn::ShardingPlan over the mesh of one stage's device group: dp, tp or
+// dp,tp), every program carries the plan's shardings: parameters as the plan lays them out, tokens
+// and targets by its input rule, and the activation, its cotangent and the input cotangent like the
+// residual stream (the tokens' layout, features whole), as nn::capture constrains it. Each stage's
+// group then compiles the same programs through spmd (sharded_stage.h); without a plan they are
+// plain single-device programs.
 #pragma once
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "ir/literal.h"
 #include "ir/module.h"
 #include "nn/model.h"
+#include "nn/plan.h"
 
 namespace tessera::mpmd {
 
@@ -44,8 +53,9 @@ struct StageProgram {
 class StagedModel {
  public:
   // UserError when the layers do not divide into `virtual_stages` pieces or the microbatches do
-  // not divide the batch.
-  StagedModel(const nn::CausalLM& model, int64_t virtual_stages, int64_t microbatches);
+  // not divide the batch, or (with a stage plan) a microbatch does not split over its data axis.
+  StagedModel(const nn::CausalLM& model, int64_t virtual_stages, int64_t microbatches,
+              std::optional<nn::ShardingPlan> stage_plan = std::nullopt);
 
   const ir::Module& module() const { return *module_; }
   const nn::Config& config() const { return config_; }              // the whole batch
@@ -54,6 +64,9 @@ class StagedModel {
   int64_t virtual_stages() const { return static_cast<int64_t>(stages_.size()); }
   const StageProgram& stage(int64_t virtual_stage) const;
   const std::vector<nn::ParamSpec>& parameters() const { return specs_; }
+  // The layout of every stage's programs over its own device group; none: one device per stage.
+  const std::optional<nn::ShardingPlan>& stage_plan() const { return plan_; }
+  int64_t devices_per_stage() const { return plan_ ? plan_->mesh.num_devices() : 1; }
 
  private:
   std::unique_ptr<ir::Module> module_;  // behind a pointer: StageProgram points into it
@@ -61,6 +74,7 @@ class StagedModel {
   int64_t microbatches_;
   std::vector<nn::ParamSpec> specs_;
   std::vector<StageProgram> stages_;
+  std::optional<nn::ShardingPlan> plan_;
 };
 
 // Microbatch i of M of a batch-major array [batch, ...]: rows i, i+M, i+2M, ... — the split of

@@ -1,12 +1,16 @@
 // `tessera train` end to end on a small model and corpus: the loss falls, the per-device table is
 // printed, and a checkpoint written under FSDP on 4 devices resumes under tensor parallel on 2
-// with the same next-step loss as the unbroken run.
+// with the same next-step loss as the unbroken run. Pipeline plans (pp=P[,dp=D][,tp=T]) train with
+// the losses of the accumulated step on one device, print the per-stage table and the bubble, and
+// draw the measured timeline.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <filesystem>
 #include <fstream>
 #include <regex>
 #include <sstream>
+#include <vector>
 
 #include "common/error_of.h"
 #include "tools/tessera/train_cmd.h"
@@ -100,6 +104,125 @@ TEST(TrainCommand, ErrorsNameTheOption) {
   c.plan = "pp";
   e = testing::error_of([&] { train_command(c, out); });
   EXPECT_NE(e.find("--plan pp"), std::string::npos) << e;
+}
+
+// The losses a --losses file holds, by step.
+std::vector<double> read_losses(const fs::path& file) {
+  std::ifstream in(file);
+  std::vector<double> out;
+  int64_t step = 0;
+  double loss = 0;
+  std::string hex;
+  while (in >> step >> loss >> hex) out.push_back(loss);
+  return out;
+}
+
+TEST(TrainCommand, PipelineGivesTheLossesOfTheAccumulatedStep) {
+  // A pipeline of 2 one-device stages over 4 microbatches computes what one device computes with
+  // gradient accumulation over the same 4 microbatches: the same losses, step after step.
+  TempDir dir;
+  std::ofstream(dir.path / "corpus.txt") << corpus_text();
+  TrainCommand pipeline = small(dir.path / "corpus.txt");
+  pipeline.layers = 2;
+  pipeline.plan = "pp=2";
+  pipeline.microbatches = 4;
+  pipeline.steps = 4;
+  pipeline.losses = (dir.path / "pp.txt").string();
+  std::ostringstream a;
+  ASSERT_EQ(train_command(pipeline, a), 0);
+  TrainCommand accumulated = small(dir.path / "corpus.txt");
+  accumulated.layers = 2;
+  accumulated.devices = 1;
+  accumulated.accumulate = 4;
+  accumulated.steps = 4;
+  accumulated.losses = (dir.path / "acc.txt").string();
+  std::ostringstream b;
+  ASSERT_EQ(train_command(accumulated, b), 0);
+  std::vector<double> got = read_losses(dir.path / "pp.txt"), want = read_losses(dir.path / "acc.txt");
+  ASSERT_EQ(got.size(), 4u) << a.str();
+  ASSERT_EQ(want.size(), 4u) << b.str();
+  for (size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got[i], want[i], 1e-5 * want[i]) << "step " << i + 1;
+  EXPECT_LT(got[3], got[0]);
+}
+
+TEST(TrainCommand, PipelineTimesDataParallelTrainsAndDrawsItsTimeline) {
+  TempDir dir;
+  std::ofstream(dir.path / "corpus.txt") << corpus_text();
+  TrainCommand c = small(dir.path / "corpus.txt");
+  c.layers = 2;
+  c.plan = "pp=2,dp=2";
+  c.microbatches = 4;
+  c.steps = 20;
+  c.schedule_svg = (dir.path / "timeline.svg").string();
+  std::ostringstream out;
+  ASSERT_EQ(train_command(c, out), 0);
+  std::string s = out.str();
+  EXPECT_LT(loss_at(s, 20), loss_at(s, 1) - 1.0) << s;
+  EXPECT_NE(s.find("plan pp=2,dp=2 on 4 host devices (2 stages x 2), schedule 1f1b, 4 microbatches"), std::string::npos) << s;
+  EXPECT_NE(s.find("per stage (2 stages x 2 host devices, plan pp=2,dp=2, schedule 1f1b, 4 microbatches)"),
+            std::string::npos) << s;
+  EXPECT_TRUE(std::regex_search(s, std::regex("\\n +0  0-1 +embed 0 "))) << s;
+  EXPECT_TRUE(std::regex_search(s, std::regex("\\n +1  2-3 +1 head "))) << s;
+  EXPECT_TRUE(std::regex_search(s, std::regex("pipeline bubble over steps 2-20: measured 0\\.\\d+, simulator with "
+                                              "the measured median fragment times 0\\.\\d+")))
+      << s;
+  // The measured timeline: a background and one box per compute action (2 stages x 4 F and 4 B).
+  std::ifstream in(c.schedule_svg);
+  std::string svg((std::istreambuf_iterator<char>(in)), {});
+  size_t rects = 0;
+  for (size_t at = svg.find("<rect"); at != std::string::npos; at = svg.find("<rect", at + 1)) ++rects;
+  EXPECT_EQ(rects, 1u + 16u) << svg.substr(0, 400);
+}
+
+TEST(TrainCommand, EveryPipelinePlanRuns) {
+  TempDir dir;
+  std::ofstream(dir.path / "corpus.txt") << corpus_text();
+  struct Run {
+    std::string plan, schedule;
+    int64_t virtual_stages, devices;
+  };
+  for (const Run& r : {Run{"pp=4", "gpipe", 1, 4}, Run{"pp=2,tp=2", "zb-h1", 1, 4}, Run{"pp=2", "interleaved", 2, 2}}) {
+    TrainCommand c = small(dir.path / "corpus.txt");
+    c.layers = 4;
+    c.plan = r.plan;
+    c.schedule = r.schedule;
+    c.virtual_stages = r.virtual_stages;
+    c.microbatches = 4;
+    c.steps = 3;
+    std::ostringstream out;
+    ASSERT_EQ(train_command(c, out), 0) << r.plan;
+    std::string s = out.str();
+    EXPECT_NE(s.find(fmt::format("plan {} on {} host devices", r.plan, r.devices)), std::string::npos) << s;
+    EXPECT_NE(s.find("schedule " + std::string(r.schedule == "interleaved" ? "interleaved" : r.schedule)),
+              std::string::npos) << s;
+    EXPECT_GT(loss_at(s, 3), 0) << s;
+  }
+}
+
+TEST(TrainCommand, PipelineErrorsNameTheOption) {
+  TempDir dir;
+  std::ofstream(dir.path / "corpus.txt") << corpus_text();
+  std::ostringstream out;
+  auto error = [&](auto change) {
+    TrainCommand c = small(dir.path / "corpus.txt");
+    c.layers = 2;
+    c.plan = "pp=2";
+    c.microbatches = 4;
+    change(c);
+    return testing::error_of([&] { train_command(c, out); });
+  };
+  EXPECT_EQ(error([](TrainCommand& c) { c.plan = "pp=2,xp=2"; }),
+            "--plan pp=2,xp=2: unknown axis 'xp' (expected pp, dp or tp)");
+  EXPECT_EQ(error([](TrainCommand& c) { c.plan = "pp=0"; }),
+            "--plan pp=0: 'pp=0' is not axis=N with N >= 1 (expected pp=P[,dp=D][,tp=T])");
+  EXPECT_EQ(error([](TrainCommand& c) { c.plan = "pp=2,dp=2", c.devices = 2; }),
+            "--devices 2: --plan pp=2,dp=2 runs on 4 host devices (2 stages x 2)");
+  EXPECT_EQ(error([](TrainCommand& c) { c.plan = "pp=4"; }),
+            "--plan pp=4 --microbatches 4: mpmd::StagedModel: 2 layers do not split into 4 pipeline stages of whole "
+            "layers");
+  EXPECT_NE(error([](TrainCommand& c) { c.schedule = "2f2b"; }).find("--schedule 2f2b"), std::string::npos);
+  EXPECT_EQ(error([](TrainCommand& c) { c.plan = "dp", c.schedule_svg = "x.svg"; }),
+            "--schedule-svg x.svg: needs a pipeline plan (--plan pp=P...)");
 }
 
 }  // namespace

@@ -74,7 +74,8 @@ int main(int argc, char** argv) {
   sched->add_option("--svg", sc.svg, "Write the timeline as SVG");
   auto* train = app.add_subcommand("train", "Train a byte-level CausalLM on a text corpus over host devices or MPI ranks");
   tessera::tools::TrainCommand tc;
-  train->add_option("--plan", tc.plan, "Sharding plan: dp, fsdp, tp or dp,tp")->capture_default_str();
+  train->add_option("--plan", tc.plan, "Sharding plan: dp, fsdp, tp, dp,tp, or a pipeline pp=P[,dp=D][,tp=T]")
+      ->capture_default_str();
   train->add_option("--devices", tc.devices, "Host devices (default 4); with --backend mpi, devices per rank (default 1)")
       ->check(CLI::PositiveNumber);
   train->add_option("--backend", tc.backend, "host (threads of this process) or mpi (under mpirun; rank 0 prints)")
@@ -99,6 +100,13 @@ int main(int argc, char** argv) {
   train->add_flag("!--no-progress-bar", tc.progress_bar, "Print a line per tenth of the run instead of a bar");
   train->add_flag("--profile", tc.profile, "Print the time spent per op kind");
   train->add_flag("--remat", tc.remat, "Recompute element-wise activations in the backward pass");
+  train->add_option("--schedule", tc.schedule, "Pipeline schedule (pp plans): gpipe, 1f1b, interleaved or zb-h1")
+      ->capture_default_str();
+  train->add_option("--microbatches", tc.microbatches, "Microbatches per step (pp plans)")
+      ->capture_default_str()->check(CLI::PositiveNumber);
+  train->add_option("--virtual", tc.virtual_stages, "Virtual stages per stage (pp plans, interleaved)")
+      ->capture_default_str()->check(CLI::PositiveNumber);
+  train->add_option("--schedule-svg", tc.schedule_svg, "Write the last step's measured pipeline timeline as SVG");
   auto* bench = app.add_subcommand("bench", "Time collectives against OpenMPI's and memcpy (nccl-tests' bandwidths)");
   tessera::tools::BenchCommand bc;
   bench->add_option("what", bc.what, "What to time: collectives")->required()->check(CLI::IsMember({"collectives"}));

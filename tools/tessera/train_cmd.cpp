@@ -8,10 +8,16 @@
 #include <filesystem>
 #include <fstream>
 #include <random>
+#include <set>
 
 #include "exec/accelerate.h"
 #include "interp/interpreter.h"
 #include "ir/builder.h"
+#include "mpmd/bubble.h"
+#include "mpmd/generate.h"
+#include "mpmd/stages.h"
+#include "mpmd/svg.h"
+#include "mpmd/trainer.h"
 #include "nn/capture.h"
 #include "nn/model.h"
 #include "nn/plan.h"
@@ -64,7 +70,7 @@ nn::ShardingPlan make_plan(const std::string& name, int64_t devices) {
     if (devices % 2 != 0) fail("--plan dp,tp needs an even number of devices, not {}", devices);
     return nn::tensor_parallel(mesh({{"data", devices / 2}, {"model", 2}}), "model", "data");
   }
-  fail("--plan {}: expected dp, fsdp, tp or dp,tp", name);
+  fail("--plan {}: expected dp, fsdp, tp, dp,tp or a pipeline plan pp=P[,dp=D][,tp=T]", name);
 }
 
 // Random windows of the corpus: tokens and the next bytes as targets. Step t's batch depends only
@@ -98,6 +104,23 @@ std::string bytes(int64_t n) {
   if (n >= 1 << 20) return fmt::format("{:.2f} MiB", double(n) / (1 << 20));
   if (n >= 1 << 10) return fmt::format("{:.1f} KiB", double(n) / (1 << 10));
   return fmt::format("{} B", n);
+}
+
+// The progress bar (or, without one, a line per tenth of the run) after step t.
+void progress(std::ostream& out, const TrainCommand& c, int64_t t, int64_t first_step, double loss,
+              std::chrono::steady_clock::time_point start) {
+  int64_t done = t - first_step + 1, last_step = first_step + c.steps - 1;
+  double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  double tps = double(done * c.batch * c.seq) / elapsed;
+  double eta = elapsed / double(done) * double(c.steps - done);
+  if (c.progress_bar) {
+    int width = 30, fill = static_cast<int>(width * done / c.steps);
+    out << fmt::format("\r[{}{}] step {}/{}  loss {:.4f}  {:.0f} tok/s  ETA {}   ", std::string(size_t(fill), '#'),
+                       std::string(size_t(width - fill), '.'), t, last_step, loss, tps, duration(eta))
+        << std::flush;
+  } else if (done == 1 || done % std::max<int64_t>(1, c.steps / 10) == 0 || t == last_step) {
+    out << fmt::format("step {}/{}  loss {:.4f}  {:.0f} tok/s  ETA {}\n", t, last_step, loss, tps, duration(eta));
+  }
 }
 
 // Greedy-ish sampling (temperature 0.8) of `count` bytes after `prompt`, one forward per byte on
@@ -137,6 +160,198 @@ std::string generate(const nn::CausalLM& model, const std::vector<Literal>& para
   return text;
 }
 
+
+// --plan pp=P[,dp=D][,tp=T]: P stages, each a group of D x T host devices.
+struct PipelinePlan {
+  int64_t pp = 0, dp = 1, tp = 1;
+};
+
+PipelinePlan parse_pipeline_plan(const std::string& name) {
+  PipelinePlan p;
+  std::set<std::string> seen;
+  size_t start = 0;
+  while (true) {
+    size_t comma = name.find(',', start);
+    std::string item = name.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    size_t eq = item.find('=');
+    std::string key = item.substr(0, eq), value = eq == std::string::npos ? "" : item.substr(eq + 1);
+    char* end = nullptr;
+    long long n = value.empty() ? 0 : std::strtoll(value.c_str(), &end, 10);
+    if (value.empty() || *end != '\0' || n < 1)
+      fail("--plan {}: '{}' is not axis=N with N >= 1 (expected pp=P[,dp=D][,tp=T])", name, item);
+    if (!seen.insert(key).second) fail("--plan {}: {} is given twice", name, key);
+    if (key == "pp") p.pp = n;
+    else if (key == "dp") p.dp = n;
+    else if (key == "tp") p.tp = n;
+    else fail("--plan {}: unknown axis '{}' (expected pp, dp or tp)", name, key);
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  if (p.pp == 0) fail("--plan {}: a pipeline plan needs pp=P", name);
+  return p;
+}
+
+// How each stage's group lays out its programs: none for one device per stage.
+std::optional<nn::ShardingPlan> stage_plan(const PipelinePlan& p) {
+  if (p.dp > 1 && p.tp > 1)
+    return nn::tensor_parallel(ir::Mesh{"stage", {{"data", p.dp}, {"model", p.tp}}, {}}, "model", "data");
+  if (p.dp > 1) return nn::data_parallel(ir::Mesh{"stage", {{"data", p.dp}}, {}}, "data");
+  if (p.tp > 1) return nn::tensor_parallel(ir::Mesh{"stage", {{"model", p.tp}}, {}}, "model");
+  return std::nullopt;
+}
+
+// "embed, 0-1" / "2-3, head": what a stage's virtual stages hold.
+std::string stage_layers(const mpmd::StagedModel& staged, const mpmd::StageState& stage) {
+  std::string out;
+  for (int64_t vs : stage.virtual_stages()) {
+    const mpmd::StageProgram& sp = staged.stage(vs);
+    std::string piece = sp.embeds ? "embed " : "";
+    piece += sp.end_layer - sp.first_layer == 1 ? fmt::format("{}", sp.first_layer)
+                                                : fmt::format("{}-{}", sp.first_layer, sp.end_layer - 1);
+    if (sp.has_loss) piece += " head";
+    out += (out.empty() ? "" : ", ") + piece;
+  }
+  return out;
+}
+
+// `tessera train --plan pp=...`: the pipeline trainer on host devices (see train_cmd.h).
+int train_pipeline(const TrainCommand& c, std::ostream& out, const std::string& text, const std::string& corpus_path,
+                   const nn::CausalLM& model) {
+  const PipelinePlan pp = parse_pipeline_plan(c.plan);
+  if (c.backend != "host") fail("--plan {}: pipeline plans run on host devices only, not yet with --backend {}", c.plan, c.backend);
+  const int64_t group = pp.dp * pp.tp, devices = pp.pp * group;
+  if (c.devices != 0 && c.devices != devices)
+    fail("--devices {}: --plan {} runs on {} host devices ({} stages x {})", c.devices, c.plan, devices, pp.pp, group);
+  if (c.accumulate != 1)
+    fail("--accumulate {}: a pipeline plan splits the batch into --microbatches instead", c.accumulate);
+  if (c.remat) fail("--remat: a pipeline stage's backward already recomputes its forward from the saved input");
+  if (!c.save.empty() || !c.resume.empty()) fail("--save and --resume are not available with pipeline plans yet");
+  if (c.profile) fail("--profile is not available with pipeline plans yet");
+  mpmd::Schedule schedule;
+  try {
+    schedule = mpmd::generate(mpmd::parse_schedule_kind(c.schedule), pp.pp, c.microbatches, c.virtual_stages);
+  } catch (const support::UserError& e) {
+    fail("--schedule {} --microbatches {} --virtual {}: {}", c.schedule, c.microbatches, c.virtual_stages, e.what());
+  }
+  std::optional<mpmd::StagedModel> staged;
+  try {
+    staged.emplace(model, schedule.virtual_stages(), c.microbatches, stage_plan(pp));
+  } catch (const support::UserError& e) {
+    fail("--plan {} --microbatches {}: {}", c.plan, c.microbatches, e.what());
+  }
+  nn::AdamW adam;  // as the other plans: no weight decay
+  adam.lr = c.lr;
+  adam.weight_decay = 0.0;
+  mpmd::PipelineTrainer trainer(*staged, schedule, nn::init_parameters(model.config(), c.seed), adam);
+
+  std::ofstream losses;
+  if (!c.losses.empty()) {
+    losses.open(c.losses);
+    if (!losses) fail("--losses {}: cannot write the file", c.losses);
+  }
+  out << fmt::format("tessera train: {} parameters, plan {} on {} host devices ({} stages x {}), schedule {}, {} "
+                     "microbatches, batch {}x{}, {} steps, corpus {} ({})\n",
+                     nn::parameter_count(model.config()), c.plan, devices, pp.pp, group, schedule.name, c.microbatches,
+                     c.batch, c.seq, c.steps, corpus_path, bytes(static_cast<int64_t>(text.size())));
+  Batches data{text, c.batch, c.seq, c.seed};
+  auto start = std::chrono::steady_clock::now();
+  double loss = 0, first_loss = 0;
+  std::vector<double> recent;
+  std::vector<mpmd::PipelineResult> measured;  // the stages' measurements of steps 2.. (step 1 compiles)
+  for (int64_t t = 1; t <= c.steps; ++t) {
+    auto [x, y] = data.at(t);
+    const mpmd::PipelineResult& r = trainer.step(x, y);
+    loss = r.loss.get_double(0);
+    if (!std::isfinite(loss)) fail("step {}: the loss is {}; lower --lr", t, loss);
+    if (losses.is_open()) losses << fmt::format("{} {:.9g} {:a}\n", t, loss, loss);
+    if (t == 1) first_loss = loss;
+    recent.push_back(loss);
+    if (recent.size() > 10) recent.erase(recent.begin());
+    if (t > 1 || c.steps == 1) {
+      mpmd::PipelineResult m;
+      m.stages = r.stages;
+      measured.push_back(std::move(m));
+    }
+    progress(out, c, t, 1, loss, start);
+  }
+  double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (c.progress_bar) out << "\n";
+  if (losses.is_open()) {
+    losses.close();
+    if (!losses) fail("--losses {}: writing the file failed", c.losses);
+  }
+  double mean = 0;
+  for (double l : recent) mean += l / double(recent.size());
+  out << fmt::format("loss {:.4f} -> {:.4f} nats per byte (mean of the last {} steps {:.4f}) in {} ({:.0f} tokens/s)\n",
+                     first_loss, loss, recent.size(), mean, duration(elapsed), double(c.steps * c.batch * c.seq) / elapsed);
+
+  // The per-stage table: what each device of a stage's group holds, and what the stage did.
+  out << fmt::format("\nper stage ({} stages x {} host device{}, plan {}, schedule {}, {} microbatches):\n", pp.pp,
+                     group, group == 1 ? "" : "s", c.plan, schedule.name, c.microbatches);
+  out << fmt::format("  {:>5}  {:<8}  {:<16}  {:>12}  {:>15}  {:>22}  {:>6}\n", "stage", "devices", "layers",
+                     "params/dev", "optimizer/dev", "peak saved activations", "busy");
+  for (const mpmd::StageState& st : trainer.stages()) {
+    const auto s = static_cast<size_t>(st.stage());
+    int64_t peak = 0, peak_bytes = 0;
+    double busy = 0;
+    for (const mpmd::PipelineResult& m : measured) {
+      peak = std::max(peak, m.stages[s].peak_saved);
+      peak_bytes = std::max(peak_bytes, m.stages[s].peak_saved_bytes);
+      mpmd::Simulation sim = mpmd::measured_simulation(schedule, m);
+      busy += sim.busy[s] / sim.makespan / double(measured.size());
+    }
+    int64_t first = st.stage() * group, last = first + group - 1;
+    out << fmt::format("  {:>5}  {:<8}  {:<16}  {:>12}  {:>15}  {:>22}  {:>5.1f}%\n", st.stage(),
+                       group == 1 ? fmt::format("{}", first) : fmt::format("{}-{}", first, last),
+                       stage_layers(*staged, st), bytes(st.parameter_bytes_per_device()),
+                       bytes(st.optimizer_bytes_per_device()),
+                       fmt::format("{} ({} {})", bytes(peak_bytes), peak,
+                                   schedule.virtual_per_stage > 1 ? "chunks" : "microbatches"),
+                       100 * busy);
+  }
+  const nn::Config& mc = staged->micro_config();
+  const int64_t hops = c.microbatches * (schedule.virtual_stages() - 1);
+  out << fmt::format("  transfers per step: {} activations and {} gradients of {} each (whole arrays, stage to stage)\n",
+                     hops, hops, bytes(mc.batch * mc.seq * mc.d_model * 4));
+
+  // The bubble: measured, and the simulator replaying the schedule with the measured medians.
+  std::vector<mpmd::FragmentTimes> medians = mpmd::median_fragment_times(schedule, measured);
+  double measured_bubble = mpmd::mean_measured_bubble(schedule, measured);
+  double simulated = mpmd::simulate_with_stage_times(schedule, medians).bubble;
+  out << fmt::format("pipeline bubble over {}: measured {:.4f}, simulator with the measured median fragment times "
+                     "{:.4f} (measured / simulated {:.3f})\n",
+                     measured.size() == 1 && c.steps == 1 ? "step 1" : fmt::format("steps 2-{}", c.steps),
+                     measured_bubble, simulated, simulated > 0 ? measured_bubble / simulated : 0.0);
+  double replayed = mpmd::mean_replayed_bubble(schedule, measured);
+  out << fmt::format("  simulator fed fragment by fragment (each action its own measured time): {:.4f} (measured / "
+                     "simulated {:.3f})\n",
+                     replayed, replayed > 0 ? measured_bubble / replayed : 0.0);
+  std::string fragments;
+  for (size_t s = 0; s < medians.size(); ++s)
+    fragments += fmt::format("{}stage {}: {:.2f} {:.2f} {:.2f}", s == 0 ? "" : "; ", s, medians[s].forward,
+                             medians[s].backward, medians[s].weight);
+  out << "  median ms of F, B (or BI), W: " << fragments << "\n";
+  if (group == 1) {  // the stage threads compute themselves: their CPU time says whether they had a core
+    std::string shares;
+    for (double x : mpmd::compute_cpu_share(schedule, measured)) shares += fmt::format(" {:.2f}", x);
+    double dedicated = mpmd::simulate_with_stage_times(schedule, mpmd::median_fragment_times(schedule, measured, true)).bubble;
+    out << fmt::format("  stage threads' CPU / wall time in F and B:{} (below 1: a stage waited for a core); the "
+                       "simulator with median CPU times, a core per stage: {:.4f}\n",
+                       shares, dedicated);
+  }
+  if (!c.schedule_svg.empty()) {
+    const mpmd::PipelineResult& last = measured.back();
+    std::ofstream svg(c.schedule_svg);
+    svg << mpmd::timeline_svg(schedule, mpmd::measured_simulation(schedule, last),
+                              fmt::format("{} P={} M={}: measured, step {} (ms)", schedule.name, pp.pp,
+                                          c.microbatches, c.steps));
+    if (!svg) fail("--schedule-svg {}: cannot write the file", c.schedule_svg);
+    out << fmt::format("measured timeline of step {} written to {}\n", c.steps, c.schedule_svg);
+  }
+  if (c.sample > 0) out << "\nsample:\n" << generate(model, trainer.parameters(), "The ", c.sample, c.seed) << "\n";
+  return 0;
+}
+
 }  // namespace
 
 int train_command(const TrainCommand& c, std::ostream& out_stream) {
@@ -159,6 +374,9 @@ int train_command(const TrainCommand& c, std::ostream& out_stream) {
   cfg.batch = c.batch;
   cfg.validate();
   nn::CausalLM model(cfg);
+  if (c.plan.find("pp=") != std::string::npos)
+    return train_pipeline(c, out_stream, text, corpus_path, model);
+  if (!c.schedule_svg.empty()) fail("--schedule-svg {}: needs a pipeline plan (--plan pp=P...)", c.schedule_svg);
 
   // Over MPI every rank reads the same options and files, so a user error up to the first execute
   // (a bad --plan, corpus, shape or checkpoint) is raised alike on every rank, before any collective.
@@ -242,18 +460,7 @@ int train_command(const TrainCommand& c, std::ostream& out_stream) {
     recent.push_back(loss);
     if (recent.size() > 10) recent.erase(recent.begin());
     for (size_t i = 0; i + 1 < outs.size(); ++i) state[i] = outs[i + 1];  // params and moments, donated
-    int64_t done = t - first_step + 1;
-    double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    double tps = double(done * c.batch * c.seq) / elapsed;
-    double eta = elapsed / double(done) * double(c.steps - done);
-    if (c.progress_bar) {
-      int width = 30, fill = static_cast<int>(width * done / c.steps);
-      out << fmt::format("\r[{}{}] step {}/{}  loss {:.4f}  {:.0f} tok/s  ETA {}   ", std::string(size_t(fill), '#'),
-                         std::string(size_t(width - fill), '.'), t, last_step, loss, tps, duration(eta))
-          << std::flush;
-    } else if (done == 1 || done % std::max<int64_t>(1, c.steps / 10) == 0 || t == last_step) {
-      out << fmt::format("step {}/{}  loss {:.4f}  {:.0f} tok/s  ETA {}\n", t, last_step, loss, tps, duration(eta));
-    }
+    progress(out, c, t, first_step, loss, start);
   }
   double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   if (c.progress_bar) out << "\n";

@@ -6,6 +6,13 @@
 // mesh has N x devices; every rank makes the same Session calls in the same order, and only rank 0
 // prints, writes --losses and writes checkpoints. The losses are bitwise those of as many host
 // devices (the MPI communicator folds in group order, as host devices do).
+//
+// A pipeline plan, --plan pp=P[,dp=D][,tp=T], cuts the model by layers into P stages on host
+// devices, each stage a group of D x T devices laid out data- and/or tensor-parallel, and trains
+// with a pipeline schedule over --microbatches (mpmd::PipelineTrainer: AdamW on every stage after
+// the schedule's backward). It prints the same progress and a per-stage table, the measured bubble
+// next to the simulator fed with the measured per-fragment times, and can draw the measured
+// timeline (--schedule-svg).
 #pragma once
 
 #include <cstdint>
@@ -15,7 +22,7 @@
 namespace tessera::tools {
 
 struct TrainCommand {
-  std::string plan = "dp";       // dp | fsdp | tp | dp,tp
+  std::string plan = "dp";       // dp | fsdp | tp | dp,tp | pp=P[,dp=D][,tp=T]
   std::string backend = "host";  // host | mpi
   int64_t devices = 0;           // host devices (0: 4), or with backend mpi devices per rank (0: 1)
   int64_t steps = 400;
@@ -31,6 +38,11 @@ struct TrainCommand {
   int64_t sample = 200;  // bytes of generated text at the end (0: none)
   bool progress_bar = true;  // false: one line per tenth of the run (logs, ctest)
   bool profile = false;      // print the time per op kind at the end
+  // Pipeline plans only.
+  std::string schedule = "1f1b";  // gpipe | 1f1b | interleaved | zb-h1
+  int64_t microbatches = 8;
+  int64_t virtual_stages = 1;  // --virtual: virtual stages per stage (interleaved)
+  std::string schedule_svg;    // write the last step's measured timeline as SVG
 };
 
 int train_command(const TrainCommand& c, std::ostream& out);

@@ -1,0 +1,165 @@
+// Per-stage fragment times and the replay that turns them into a simulated timeline (bubble.h).
+#include "mpmd/bubble.h"
+
+#include <algorithm>
+#include <functional>
+#include <string_view>
+#include <map>
+#include <tuple>
+
+#include "support/error.h"
+
+namespace tessera::mpmd {
+
+namespace {
+
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  size_t n = v.size();
+  return n % 2 == 1 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+}  // namespace
+
+std::vector<FragmentTimes> median_fragment_times(const Schedule& schedule, const std::vector<PipelineResult>& runs,
+                                                 bool cpu) {
+  std::vector<FragmentTimes> out;
+  for (size_t s = 0; s < schedule.actions.size(); ++s) {
+    std::vector<double> f, b, w;
+    for (const PipelineResult& r : runs) {
+      if (r.stages.size() != schedule.actions.size() || r.stages[s].times.size() != schedule.actions[s].size())
+        support::fail("mpmd::median_fragment_times: a run does not match schedule '{}' (stage {})", schedule.name, s);
+      for (size_t i = 0; i < schedule.actions[s].size(); ++i) {
+        const Interval& t = r.stages[s].times[i];
+        const double d = cpu ? r.stages[s].cpu_ms.at(i) : t.end - t.start;
+        switch (schedule.actions[s][i].kind) {
+          case ActionKind::kForward: f.push_back(d); break;
+          case ActionKind::kBackward:
+          case ActionKind::kBackwardInput: b.push_back(d); break;
+          case ActionKind::kBackwardWeight: w.push_back(d); break;
+          default: break;
+        }
+      }
+    }
+    out.push_back({median(f), median(b), median(w)});
+  }
+  return out;
+}
+
+std::vector<double> compute_cpu_share(const Schedule& schedule, const std::vector<PipelineResult>& runs) {
+  std::vector<double> out;
+  for (size_t s = 0; s < schedule.actions.size(); ++s) {
+    double cpu = 0, wall = 0;
+    for (const PipelineResult& r : runs)
+      for (size_t i = 0; i < schedule.actions[s].size(); ++i)
+        if (schedule.actions[s][i].is_compute()) {
+          cpu += r.stages.at(s).cpu_ms.at(i);
+          wall += r.stages[s].times.at(i).end - r.stages[s].times[i].start;
+        }
+    out.push_back(wall > 0 ? cpu / wall : 0.0);
+  }
+  return out;
+}
+
+namespace {
+
+// The simulator's rules with `duration(stage, index, action)` for each compute action.
+Simulation replay(const Schedule& schedule, const std::function<double(size_t, size_t, const Action&)>& duration,
+                  double transfer, std::string_view who) {
+  const size_t P = schedule.actions.size();
+  Simulation sim;
+  sim.times.resize(P);
+  sim.busy.assign(P, 0);
+  sim.peak_in_flight.assign(P, 0);
+  std::vector<size_t> next(P, 0);
+  std::vector<double> clock(P, 0);
+  std::vector<int64_t> in_flight(P, 0);
+  // (to, payload, microbatch, producing virtual stage) -> arrival time
+  std::map<std::tuple<int64_t, Payload, int64_t, int64_t>, double> arrived;
+  for (size_t s = 0; s < P; ++s) sim.times[s].resize(schedule.actions[s].size());
+  bool progress = true;
+  while (progress) {
+    progress = false;
+    for (size_t s = 0; s < P; ++s) {
+      const auto& list = schedule.actions[s];
+      while (next[s] < list.size()) {
+        const Action& a = list[next[s]];
+        double start = clock[s], end = start;
+        if (a.kind == ActionKind::kRecv) {
+          auto it = arrived.find({static_cast<int64_t>(s), a.payload, a.microbatch, a.virtual_stage});
+          if (it == arrived.end()) break;  // its SEND has not run yet: come back later
+          end = std::max(start, it->second);
+        } else if (a.kind == ActionKind::kSend) {
+          arrived[{a.peer, a.payload, a.microbatch, a.virtual_stage}] = start + transfer;
+        } else {
+          double d = duration(s, next[s], a);
+          end = start + d;
+          sim.busy[s] += d;
+          // In flight from F until B, or until W when the backward is split.
+          if (a.kind == ActionKind::kForward)
+            sim.peak_in_flight[s] = std::max(sim.peak_in_flight[s], ++in_flight[s]);
+          if (a.kind == ActionKind::kBackward || a.kind == ActionKind::kBackwardWeight) --in_flight[s];
+        }
+        sim.times[s][next[s]] = {start, end};
+        clock[s] = end;
+        sim.makespan = std::max(sim.makespan, end);
+        ++next[s];
+        progress = true;
+      }
+    }
+  }
+  for (size_t s = 0; s < P; ++s)
+    if (next[s] < schedule.actions[s].size())
+      support::fail("mpmd::{}: schedule '{}' deadlocks at {}", who, schedule.name,
+                    describe_at(static_cast<int64_t>(s), static_cast<int64_t>(next[s]), schedule.actions[s][next[s]]));
+  double total = sim.makespan * static_cast<double>(P), busy = 0;
+  for (double b : sim.busy) busy += b;
+  sim.bubble = total > 0 ? (total - busy) / total : 0.0;
+  return sim;
+}
+
+}  // namespace
+
+Simulation simulate_with_stage_times(const Schedule& schedule, const std::vector<FragmentTimes>& times,
+                                     double transfer) {
+  if (times.size() != schedule.actions.size())
+    support::fail("mpmd::simulate_with_stage_times: {} stage times for schedule '{}' of {} stages", times.size(),
+                  schedule.name, schedule.actions.size());
+  auto duration = [&](size_t s, size_t, const Action& a) {
+    const FragmentTimes& c = times[s];
+    return a.kind == ActionKind::kForward ? c.forward : a.kind == ActionKind::kBackwardWeight ? c.weight : c.backward;
+  };
+  return replay(schedule, duration, transfer, "simulate_with_stage_times");
+}
+
+Simulation simulate_with_action_times(const Schedule& schedule, const PipelineResult& run, double transfer) {
+  if (run.stages.size() != schedule.actions.size())
+    support::fail("mpmd::simulate_with_action_times: a run of {} stages for schedule '{}' of {} stages",
+                  run.stages.size(), schedule.name, schedule.actions.size());
+  for (size_t s = 0; s < run.stages.size(); ++s)
+    if (run.stages[s].times.size() != schedule.actions[s].size())
+      support::fail("mpmd::simulate_with_action_times: the run's stage {} has {} actions; schedule '{}' has {}", s,
+                    run.stages[s].times.size(), schedule.name, schedule.actions[s].size());
+  auto duration = [&](size_t s, size_t i, const Action&) {
+    const Interval& t = run.stages[s].times[i];
+    return t.end - t.start;
+  };
+  return replay(schedule, duration, transfer, "simulate_with_action_times");
+}
+
+double mean_replayed_bubble(const Schedule& schedule, const std::vector<PipelineResult>& runs) {
+  if (runs.empty()) return 0;
+  double sum = 0;
+  for (const PipelineResult& r : runs) sum += simulate_with_action_times(schedule, r).bubble;
+  return sum / static_cast<double>(runs.size());
+}
+
+double mean_measured_bubble(const Schedule& schedule, const std::vector<PipelineResult>& runs) {
+  if (runs.empty()) return 0;
+  double sum = 0;
+  for (const PipelineResult& r : runs) sum += measured_simulation(schedule, r).bubble;
+  return sum / static_cast<double>(runs.size());
+}
+
+}  // namespace tessera::mpmd
