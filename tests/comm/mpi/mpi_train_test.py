@@ -62,16 +62,16 @@ with tempfile.TemporaryDirectory() as tmp:
     corpus = os.path.join(tmp, "corpus.txt")
     with open(corpus, "w") as f:
         f.write("the quick brown fox jumps over the lazy dog. " * 400)
-    common = ["train", *MODEL, "--corpus", corpus, "--plan", "pp" if args.bad_plan else args.plan]
+    common = ["train", *MODEL, "--corpus", corpus, "--plan", "bogus" if args.bad_plan else args.plan]
     mpi_args = [*MPIRUN, args.tessera, *common, "--backend", "mpi", "--devices", str(args.devices_per_rank)]
 
     if args.bad_plan:
         mpi, elapsed = run(mpi_args)
         if mpi.returncode == 0:
-            problems.append("mpirun exited 0 with --plan pp")
+            problems.append("mpirun exited 0 with --plan bogus")
         if mpi.returncode == 124 or elapsed >= 30:
             problems.append(f"the job took {elapsed:.1f} s (exit {mpi.returncode}); a user error must end it at once")
-        if "error: --plan pp: expected dp, fsdp, tp or dp,tp" not in mpi.stdout:
+        if "error: --plan bogus: expected dp, fsdp, tp, dp,tp or a pipeline plan" not in mpi.stdout:
             problems.append("no rank printed the --plan error")
         # Had one rank gone on, it would have waited in the step's first collective for the others.
         if re.search(r"stablehlo\.|exited without joining|waiting for rank", mpi.stdout):
