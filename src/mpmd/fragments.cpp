@@ -54,8 +54,8 @@ std::vector<const Value*> outer_uses(const Op& op) {
 class Cutter {
  public:
   Cutter(const ir::Module& module, const ir::Function& whole, const std::vector<MeshSpec>& meshes,
-         const Assignment& assignment)
-      : module_(module), whole_(whole), assignment_(assignment) {
+         const Assignment& assignment, const FragmentOptions& options)
+      : module_(module), whole_(whole), assignment_(assignment), options_(options) {
     plan_.meshes = meshes;
   }
 
@@ -73,6 +73,7 @@ class Cutter {
   const ir::Module& module_;
   const ir::Function& whole_;
   const Assignment& assignment_;
+  FragmentOptions options_;
   FragmentPlan plan_;
 
   std::vector<const Op*> ops_;  // top level, program order, the return left out
@@ -239,7 +240,9 @@ class Cutter {
       if (cheap_.count(ops_[pos])) continue;
       auto o = origin_of(*ops_[pos]);
       size_t m = *mesh_[pos];
-      bool joins = cur && cur->mesh == m && (!o || !cur->origin || *cur->origin == *o);
+      bool joins = cur && cur->mesh == m &&
+                   (options_.glue_joins ? (!o || !cur->origin || *cur->origin == *o)
+                                        : (o && cur->origin && *cur->origin == *o));
       if (!joins) {
         plan_.fragments.emplace_back();
         cur = &plan_.fragments.back();
@@ -417,8 +420,8 @@ class Cutter {
 }  // namespace
 
 FragmentPlan fragment(const ir::Module& module, const ir::Function& whole, const std::vector<MeshSpec>& meshes,
-                      const Assignment& assignment) {
-  return Cutter(module, whole, meshes, assignment).run();
+                      const Assignment& assignment, const FragmentOptions& options) {
+  return Cutter(module, whole, meshes, assignment, options).run();
 }
 
 std::string FragmentPlan::summary() const {

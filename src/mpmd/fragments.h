@@ -20,7 +20,8 @@
 //      the first mesh. A parameter read only by unnamed ops takes the mesh of its last reader.
 //   5. A fragment is a maximal run of consecutive ops (program order, cheap ops left out) on one mesh
 //      from one named computation call (name, call counter, forward or transpose); an unnamed op joins
-//      the fragment before it when that is on its mesh.
+//      the fragment before it when that is on its mesh (unless FragmentOptions::glue_joins is off:
+//      then each unnamed op is a glue fragment of its own).
 //   6. Every other value used in a fragment it was not computed in is a fragment input: a parameter,
 //      a value from an earlier fragment on the same mesh (kept in that mesh's store), or a value from
 //      another mesh, moved by a transfer — one per (value, destination mesh), however many fragments
@@ -92,10 +93,19 @@ struct FragmentPlan {
   size_t count(size_t mesh, ir::OpKind kind) const;
 };
 
+struct FragmentOptions {
+  // Rule 5's joining of unnamed ops to the fragment before them (and of a named op to an unnamed
+  // fragment before it). Off, every unnamed op is a fragment of its own, a *glue* fragment: a
+  // pipeline schedule (fragment_pipeline.h) runs named fragments as its actions, in its own order,
+  // and each glue op as soon as its own inputs exist (a gradient's sum over microbatches adds each
+  // term when it arrives), so glue must not be tied to an action nor wait for unrelated glue.
+  bool glue_joins = true;
+};
+
 // Cuts @whole (of `module`, e.g. from whole_step) by the rules above. `meshes` are the program's
 // meshes; a MeshSpec with spmd_mesh names an ir::Mesh of `module` with `devices` devices, copied into
 // the fragments' modules.
 FragmentPlan fragment(const ir::Module& module, const ir::Function& whole, const std::vector<MeshSpec>& meshes,
-                      const Assignment& assignment);
+                      const Assignment& assignment, const FragmentOptions& options = {});
 
 }  // namespace tessera::mpmd

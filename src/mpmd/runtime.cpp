@@ -1,10 +1,16 @@
 // The pipeline runtime (runtime.h). One StageWorker per stage runs on its own thread; the workers
-// share only the Mailbox, the read-only programs and inputs, and each other's progress counters
+// share only the transport (transfer.h), the read-only programs and inputs, and each other's progress counters
 // (read to explain a timeout). A worker evaluates its programs through its stage's StageState
-// (sharded_stage.h): the interpreter for a one-device stage, the stage's Session for a group. A stage that fails in a computation aborts the Mailbox so that every
-// other stage stops at its next receive instead of waiting out its own timeout. A stage whose
-// receive times out does not: the other stuck stages then time out too, each naming its own wait,
-// and the run reports the cause among them (see run_pipeline), not whichever clock fired first.
+// (sharded_stage.h): the interpreter for a one-device stage, the stage's Session for a group. A
+// stage that fails in a computation aborts the transport so that every other stage stops at its
+// next receive instead of waiting out its own timeout. A stage whose receive times out does not:
+// the other stuck stages then time out too, each naming its own wait, and the run reports the
+// cause among them (see run_pipeline), not whichever clock fired first.
+//
+// Over ranks (RunOptions::ranks) the same workers run, only this rank's, on a RoutedTransport:
+// a failure of this rank's run is reported to the others (their waits on it end at once, naming
+// it), and a successful run ends with one exchange among all ranks that hands every rank the loss
+// and every stage's measurements and checks that every value sent between ranks was received.
 #include "mpmd/runtime.h"
 
 #include <fmt/format.h>
@@ -14,10 +20,12 @@
 #include <ctime>
 #include <exception>
 #include <map>
+#include <memory>
 #include <optional>
 #include <thread>
 #include <tuple>
 
+#include "comm/mpi_wire.h"
 #include "mpmd/sharded_stage.h"
 #include "mpmd/transfer.h"
 #include "mpmd/validate.h"
@@ -69,15 +77,21 @@ struct Run {
   const StagedModel& model;
   const Schedule& schedule;
   const RunOptions& options;
-  std::vector<StageState>& stage_states;  // per stage: its parameters and devices
+  std::vector<StageState*> stage_states;  // per stage: its parameters and devices (null: another rank's)
   std::vector<ir::Literal> tokens, targets;  // per microbatch
-  Mailbox mailbox;
+  Transport& transport;
   Clock::time_point start;
   // Per stage: the step it is at (its list's size once done). Read only to explain a timeout.
   std::vector<std::atomic<int64_t>> step;
   std::vector<std::atomic<bool>> stopped;  // failed or aborted, so its step will not advance
 
   double now_ms() const { return std::chrono::duration<double, std::milli>(Clock::now() - start).count(); }
+  bool local(int64_t stage) const { return stage_states[static_cast<size_t>(stage)] != nullptr; }
+  // " (on rank r)" for a stage of another rank, else nothing.
+  std::string on_rank(int64_t stage) const {
+    if (local(stage)) return "";
+    return fmt::format(" (on rank {})", owner_rank(stage, schedule.stages, options.ranks->size()));
+  }
 };
 
 class StageWorker {
@@ -125,7 +139,7 @@ class StageWorker {
 
   std::vector<ir::Literal> evaluate(const ir::Function* fn, const Action& a, std::vector<ir::Literal> tail) {
     try {
-      return run_.stage_states[static_cast<size_t>(stage_)].evaluate(*fn, a.virtual_stage, std::move(tail));
+      return run_.stage_states[static_cast<size_t>(stage_)]->evaluate(*fn, a.virtual_stage, std::move(tail));
     } catch (const support::UserError& e) {
       support::fail("{}: {}", here(), e.what());
     }
@@ -222,20 +236,26 @@ class StageWorker {
 
   void send(const Action& a) {
     ir::Literal value = take_local({a.payload, a.microbatch, a.virtual_stage}, "the value to send");
-    run_.mailbox.send({stage_, a.peer, a.payload, a.microbatch, a.virtual_stage}, std::move(value));
+    run_.transport.send({stage_, a.peer, a.payload, a.microbatch, a.virtual_stage}, std::move(value));
   }
 
   void receive(const Action& a) {
     ir::Literal value;
-    switch (run_.mailbox.receive({a.peer, stage_, a.payload, a.microbatch, a.virtual_stage},
-                                 run_.options.transfer_timeout, value)) {
+    ReceiveStatus status;
+    try {
+      status = run_.transport.receive({a.peer, stage_, a.payload, a.microbatch, a.virtual_stage},
+                                      run_.options.transfer_timeout, value);
+    } catch (const support::UserError& e) {  // the sender's rank failed or left: it is named
+      support::fail("{}{}: {}", here(), run_.on_rank(a.peer), e.what());
+    }
+    switch (status) {
       case ReceiveStatus::kReceived: local_[{a.payload, a.microbatch, a.virtual_stage}] = std::move(value); return;
       case ReceiveStatus::kAborted: throw Aborted{};
       case ReceiveStatus::kTimedOut:
         missing_send_ = sender_state(a).find("no matching SEND") != std::string::npos;
         timed_out_ = true;
-        support::fail("{}: no value arrived within {} ms; {}", here(), run_.options.transfer_timeout.count(),
-                      sender_state(a));
+        support::fail("{}{}: no value arrived within {} ms; {}", here(), run_.on_rank(a.peer),
+                      run_.options.transfer_timeout.count(), sender_state(a));
     }
   }
 
@@ -250,6 +270,9 @@ class StageWorker {
         send_step = static_cast<int64_t>(j);
     }
     if (send_step < 0) return fmt::format("stage {} has no matching SEND in its list", a.peer);
+    if (!run_.local(a.peer))  // where another rank's stage stands is not known here
+      return fmt::format("stage {} runs on rank {} and has not sent it (its SEND is at step {})", a.peer,
+                         owner_rank(a.peer, run_.schedule.stages, run_.options.ranks->size()), send_step);
     const int64_t at = run_.step[static_cast<size_t>(a.peer)];
     if (at >= static_cast<int64_t>(list.size())) return fmt::format("stage {} has finished", a.peer);
     return fmt::format("stage {} is {} step {} {}, before its SEND at step {}", a.peer,
@@ -322,36 +345,114 @@ void check_inputs(const StagedModel& model, const Schedule& schedule, const std:
   check_batch(model, tokens, targets);
 }
 
-}  // namespace
-
-PipelineResult run_pipeline(const StagedModel& model, const Schedule& schedule,
-                            const std::vector<ir::Literal>& parameters, const ir::Literal& tokens,
-                            const ir::Literal& targets, const RunOptions& options) {
-  check_inputs(model, schedule, parameters, tokens, targets);
-  std::vector<StageState> stages = stage_states(model, schedule.stages, parameters);
-  return run_pipeline(model, schedule, stages, tokens, targets, options);
+// What a rank hands every other rank at the end of a run over ranks: how many values sent to it
+// nobody took, the loss when it holds the last stage, its stages' measurements, and how many
+// values it sent to and received from each rank.
+void encode_measurements(std::vector<std::byte>& out, const StageMeasurements& m) {
+  namespace wire = comm::wire;
+  wire::put<int64_t>(out, m.peak_saved);
+  wire::put<int64_t>(out, m.peak_saved_bytes);
+  wire::put<uint64_t>(out, m.times.size());
+  for (size_t i = 0; i < m.times.size(); ++i) {
+    wire::put<double>(out, m.times[i].start);
+    wire::put<double>(out, m.times[i].end);
+    wire::put<double>(out, m.cpu_ms[i]);
+  }
 }
 
-PipelineResult run_pipeline(const StagedModel& model, const Schedule& schedule, std::vector<StageState>& stages,
-                            const ir::Literal& tokens, const ir::Literal& targets, const RunOptions& options) {
+StageMeasurements decode_measurements(comm::wire::Reader& in) {
+  StageMeasurements m;
+  m.peak_saved = in.get<int64_t>();
+  m.peak_saved_bytes = in.get<int64_t>();
+  const auto n = in.get<uint64_t>();
+  for (uint64_t i = 0; i < n; ++i) {
+    Interval t;
+    t.start = in.get<double>();
+    t.end = in.get<double>();
+    m.times.push_back(t);
+    m.cpu_ms.push_back(in.get<double>());
+  }
+  return m;
+}
+
+// The end of a run over ranks, on every rank alike: fills in the loss (from the rank that holds
+// the last stage) and the other ranks' stages' measurements, and fails on every rank when some
+// value was never received, here or between ranks.
+void exchange_results(Ranks& ranks, const Schedule& schedule, const std::vector<int64_t>& mine, size_t undelivered,
+                      const RoutedTransport& transport, PipelineResult& result) {
+  namespace wire = comm::wire;
+  std::vector<std::byte> payload;
+  wire::put<uint64_t>(payload, undelivered);
+  const bool has_loss = !result.loss.bytes().empty();
+  wire::put<uint8_t>(payload, has_loss ? 1 : 0);
+  if (has_loss) {
+    std::vector<std::byte> loss;
+    encode_literal(loss, result.loss);
+    wire::put_bytes(payload, loss);
+  }
+  for (int64_t s : mine) encode_measurements(payload, result.stages[static_cast<size_t>(s)]);
+  for (int64_t n : transport.sent()) wire::put<int64_t>(payload, n);
+  for (int64_t n : transport.received()) wire::put<int64_t>(payload, n);
+  const std::vector<std::vector<std::byte>> all =
+      ranks.exchange(fmt::format("the end of pipeline run '{}'", schedule.name), payload);
+
+  const auto R = static_cast<size_t>(ranks.size());
+  std::vector<std::vector<int64_t>> sent(R, std::vector<int64_t>(R)), received = sent;
+  uint64_t left_over = 0;
+  for (size_t r = 0; r < R; ++r) {
+    wire::Reader in(all[r]);
+    left_over += in.get<uint64_t>();
+    if (in.get<uint8_t>() != 0) {
+      ir::Literal loss = decode_literal(in.get_bytes());
+      if (r != static_cast<size_t>(ranks.rank())) result.loss = std::move(loss);
+    }
+    for (int64_t s = 0; s < schedule.stages; ++s)
+      if (owner_rank(s, schedule.stages, ranks.size()) == static_cast<int>(r)) {
+        StageMeasurements m = decode_measurements(in);
+        if (r != static_cast<size_t>(ranks.rank())) result.stages[static_cast<size_t>(s)] = std::move(m);
+      }
+    for (int64_t& n : sent[r]) n = in.get<int64_t>();
+    for (int64_t& n : received[r]) n = in.get<int64_t>();
+  }
+  for (size_t a = 0; a < R; ++a)
+    for (size_t b = 0; b < R; ++b) left_over += static_cast<uint64_t>(sent[a][b] - received[b][a]);
+  if (left_over > 0)
+    support::fail("mpmd::run_pipeline: schedule '{}' sent {} value(s) that no RECV took", schedule.name, left_over);
+}
+
+// run_pipeline on this process's stages (all of them without ranks).
+PipelineResult run_stages(const StagedModel& model, const Schedule& schedule, std::vector<StageState>& stages,
+                          const ir::Literal& tokens, const ir::Literal& targets, const RunOptions& options) {
   check_schedule(model, schedule);
   check_batch(model, tokens, targets);
-  if (static_cast<int64_t>(stages.size()) != schedule.stages)
-    support::fail("mpmd::run_pipeline: {} stage states for schedule '{}' of {} stages", stages.size(), schedule.name,
-                  schedule.stages);
-  for (size_t s = 0; s < stages.size(); ++s)
-    if (stages[s].stage() != static_cast<int64_t>(s) ||
-        static_cast<int64_t>(stages[s].virtual_stages().size()) != schedule.virtual_per_stage)
-      support::fail("mpmd::run_pipeline: stage state {} holds {} virtual stages as stage {}; schedule '{}' needs {} on "
-                    "stage {}",
-                    s, stages[s].virtual_stages().size(), stages[s].stage(), schedule.name,
-                    schedule.virtual_per_stage, s);
+  const std::vector<int64_t> mine = local_stages(schedule.stages, options.ranks);
+  const std::string where = options.ranks ? fmt::format(" on rank {}", options.ranks->rank()) : "";
+  if (stages.size() != mine.size())
+    support::fail("mpmd::run_pipeline: {} stage states{} for schedule '{}', which has {} stages there", stages.size(),
+                  where, schedule.name, mine.size());
+  for (size_t i = 0; i < stages.size(); ++i)
+    if (stages[i].stage() != mine[i] ||
+        static_cast<int64_t>(stages[i].virtual_stages().size()) != schedule.virtual_per_stage)
+      support::fail("mpmd::run_pipeline: stage state {}{} holds {} virtual stages as stage {}; schedule '{}' needs {} "
+                    "on stage {}",
+                    i, where, stages[i].virtual_stages().size(), stages[i].stage(), schedule.name,
+                    schedule.virtual_per_stage, mine[i]);
   if (options.validate) validate(schedule);
   const auto P = static_cast<size_t>(schedule.stages);
   const int64_t M = schedule.microbatches;
 
-  Run run{model, schedule, options, stages, {}, {}, {}, {}, std::vector<std::atomic<int64_t>>(P),
-          std::vector<std::atomic<bool>>(P)};
+  std::unique_ptr<Transport> transport;
+  RoutedTransport* routed = nullptr;
+  if (options.ranks) {
+    auto r = std::make_unique<RoutedTransport>(*options.ranks, schedule.stages, options.ranks->next_run());
+    routed = r.get();
+    transport = std::move(r);
+  } else {
+    transport = std::make_unique<Mailbox>();
+  }
+  Run run{model, schedule, options, std::vector<StageState*>(P, nullptr), {}, {}, *transport, {},
+          std::vector<std::atomic<int64_t>>(P), std::vector<std::atomic<bool>>(P)};
+  for (size_t i = 0; i < stages.size(); ++i) run.stage_states[static_cast<size_t>(mine[i])] = &stages[i];
   for (int64_t i = 0; i < M; ++i) {
     run.tokens.push_back(microbatch_rows(tokens, i, M));
     run.targets.push_back(microbatch_rows(targets, i, M));
@@ -367,8 +468,8 @@ PipelineResult run_pipeline(const StagedModel& model, const Schedule& schedule, 
   std::vector<std::pair<int, double>> rank(P);
   std::vector<std::thread> threads;
   run.start = Clock::now();
-  for (size_t s = 0; s < P; ++s)
-    threads.emplace_back([&, s] {
+  for (int64_t stage : mine)
+    threads.emplace_back([&, s = static_cast<size_t>(stage)] {
       try {
         workers[s].execute();
       } catch (const StageWorker::Aborted&) {
@@ -378,7 +479,7 @@ PipelineResult run_pipeline(const StagedModel& model, const Schedule& schedule, 
         errors[s] = std::current_exception();
         const StageWorker& w = workers[s];
         rank[s] = {w.timed_out() ? (w.missing_send() ? 1 : 2) : 0, w.action_started()};
-        if (!w.timed_out()) run.mailbox.abort();
+        if (!w.timed_out()) run.transport.abort();
       }
     });
   for (std::thread& t : threads) t.join();
@@ -387,20 +488,56 @@ PipelineResult run_pipeline(const StagedModel& model, const Schedule& schedule, 
   for (size_t s = 0; s < P; ++s)
     if (errors[s] && (!first || rank[s] < rank[*first])) first = s;
   if (first) std::rethrow_exception(errors[*first]);
-  if (size_t n = run.mailbox.undelivered(); n > 0)
-    support::fail("mpmd::run_pipeline: schedule '{}' sent {} value(s) that no RECV took", schedule.name, n);
+  const size_t undelivered = run.transport.undelivered();
+  if (!options.ranks && undelivered > 0)
+    support::fail("mpmd::run_pipeline: schedule '{}' sent {} value(s) that no RECV took", schedule.name, undelivered);
 
   PipelineResult result;
   result.gradients.resize(model.parameters().size());
-  for (size_t s = 0; s < P; ++s) {
-    for (auto& [i, g] : workers[s].gradients()) result.gradients[i] = std::move(g);
+  result.stages.resize(P);
+  std::vector<size_t> held;  // the parameters whose gradients are here
+  for (int64_t stage : mine) {
+    const auto s = static_cast<size_t>(stage);
+    for (auto& [i, g] : workers[s].gradients()) {
+      result.gradients[i] = std::move(g);
+      held.push_back(i);
+    }
     if (workers[s].loss()) result.loss = std::move(*workers[s].loss());
-    result.stages.push_back(std::move(workers[s].measurements()));
+    result.stages[s] = std::move(workers[s].measurements());
   }
   // The accumulated step's mean: the sums over microbatches times 1/M.
-  scale(result.loss, 1.0 / static_cast<double>(M));
-  for (ir::Literal& g : result.gradients) scale(g, 1.0 / static_cast<double>(M));
+  if (!result.loss.bytes().empty()) scale(result.loss, 1.0 / static_cast<double>(M));
+  for (size_t i : held) scale(result.gradients[i], 1.0 / static_cast<double>(M));
+  if (options.ranks) exchange_results(*options.ranks, schedule, mine, undelivered, *routed, result);
   return result;
+}
+
+}  // namespace
+
+PipelineResult run_pipeline(const StagedModel& model, const Schedule& schedule,
+                            const std::vector<ir::Literal>& parameters, const ir::Literal& tokens,
+                            const ir::Literal& targets, const RunOptions& options) {
+  try {
+    check_inputs(model, schedule, parameters, tokens, targets);
+  } catch (const support::UserError& e) {
+    if (options.ranks) options.ranks->report_failure(e.what());
+    throw;
+  }
+  std::vector<StageState> stages = stage_states(model, schedule.stages, parameters, std::nullopt, options.ranks);
+  return run_pipeline(model, schedule, stages, tokens, targets, options);
+}
+
+PipelineResult run_pipeline(const StagedModel& model, const Schedule& schedule, std::vector<StageState>& stages,
+                            const ir::Literal& tokens, const ir::Literal& targets, const RunOptions& options) {
+  if (!options.ranks) return run_stages(model, schedule, stages, tokens, targets, options);
+  // Over ranks, the others may be waiting for this rank's values: tell them it failed, so that
+  // they stop now, naming this rank, rather than at their timeouts.
+  try {
+    return run_stages(model, schedule, stages, tokens, targets, options);
+  } catch (const std::exception& e) {
+    options.ranks->report_failure(e.what());  // their messages name this rank
+    throw;
+  }
 }
 
 Simulation measured_simulation(const Schedule& schedule, const PipelineResult& result) {

@@ -18,6 +18,7 @@
 #include "mpmd/schedule.h"
 #include "mpmd/simulate.h"
 #include "mpmd/stages.h"
+#include "mpmd/transfer.h"
 
 namespace tessera::mpmd {
 
@@ -32,6 +33,12 @@ struct RunOptions {
   // validate() the schedule first. Off only to exercise the runtime's own guards (a schedule the
   // validator would refuse must still fail with a message, not hang or crash).
   bool validate = true;
+  // The processes the stages are spread over (transfer.h; MpiRanks of mpi_transfer.h for MPI
+  // ranks), or null for every stage on a thread of this process. With ranks, every rank makes
+  // the same run_pipeline calls; each runs only the stages owner_rank gives it (stage s of P on
+  // rank s·R/P), values between ranks go through `ranks`, and a rank that fails tells the others,
+  // whose waits on it then end at once naming it. Not owned; must outlive the run.
+  Ranks* ranks = nullptr;
 };
 
 // What one stage did.
@@ -48,6 +55,9 @@ struct StageMeasurements {
   std::vector<double> cpu_ms;
 };
 
+// Over ranks (RunOptions::ranks) every rank gets the loss and every stage's measurements, but
+// only the gradients of its own stages' parameters (the others are left empty, Literal()):
+// gradients stay where their parameters are.
 struct PipelineResult {
   ir::Literal loss;                      // mean over microbatches of the microbatch losses
   std::vector<ir::Literal> gradients;    // d loss / d parameter, in parameter_specs order
@@ -66,7 +76,8 @@ PipelineResult run_pipeline(const StagedModel& model, const Schedule& schedule,
                             const ir::Literal& targets, const RunOptions& options = {});
 
 // The same on parameters the stages already hold (sharded_stage.h): stages[s] is stage s, holding
-// the schedule's virtual stages s, s + P, ...; it keeps them across runs (PipelineTrainer).
+// the schedule's virtual stages s, s + P, ...; it keeps them across runs (PipelineTrainer). Over
+// ranks, `stages` holds only this rank's stages, ascending (local_stages of transfer.h).
 PipelineResult run_pipeline(const StagedModel& model, const Schedule& schedule, std::vector<StageState>& stages,
                             const ir::Literal& tokens, const ir::Literal& targets, const RunOptions& options = {});
 

@@ -211,9 +211,9 @@ int64_t StageState::optimizer_bytes_per_device() const {
 }
 
 std::vector<StageState> stage_states(const StagedModel& model, int64_t stages, const std::vector<Literal>& parameters,
-                                     std::optional<nn::AdamW> adamw) {
+                                     std::optional<nn::AdamW> adamw, const Ranks* ranks) {
   std::vector<StageState> out;
-  for (int64_t s = 0; s < stages; ++s) out.emplace_back(model, s, stages, parameters, adamw);
+  for (int64_t s : local_stages(stages, ranks)) out.emplace_back(model, s, stages, parameters, adamw);
   return out;
 }
 

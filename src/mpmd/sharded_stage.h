@@ -21,6 +21,7 @@
 
 #include "ir/literal.h"
 #include "mpmd/stages.h"
+#include "mpmd/transfer.h"
 #include "nn/optimizer.h"
 #include "runtime/session.h"
 
@@ -70,8 +71,9 @@ class StageState {
   std::vector<std::unique_ptr<Piece>> state_;
 };
 
-// One StageState per stage of a `stages`-stage pipeline over `model`.
+// One StageState per stage of a `stages`-stage pipeline over `model`; with `ranks`, only for the
+// stages this rank runs (local_stages of transfer.h), ascending.
 std::vector<StageState> stage_states(const StagedModel& model, int64_t stages, const std::vector<ir::Literal>& parameters,
-                                     std::optional<nn::AdamW> adamw = std::nullopt);
+                                     std::optional<nn::AdamW> adamw = std::nullopt, const Ranks* ranks = nullptr);
 
 }  // namespace tessera::mpmd

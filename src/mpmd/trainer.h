@@ -7,6 +7,10 @@
 // nn's AdamW update (the program nn::capture's @train_step uses) to its own parameters, all stages
 // at once. Nothing of a stage's optimizer state ever moves to another stage. Step t of the
 // trainer equals step t of nn::TrainingStep{model}.accumulate(M).with(adamw) on the whole model.
+//
+// Over ranks (RunOptions::ranks, e.g. MpiRanks of mpi_transfer.h) every rank makes the same
+// trainer and the same calls; each holds and updates only its own stages (owner_rank), every rank
+// gets every step's loss, and parameters() gathers the whole parameters to every rank.
 #pragma once
 
 #include <cstdint>
@@ -21,6 +25,14 @@
 
 namespace tessera::mpmd {
 
+// What one stage holds, for reports (the same on every rank).
+struct StageSummary {
+  int64_t stage = 0;
+  int rank = 0;                         // the rank that runs it (0 without ranks)
+  std::vector<int64_t> virtual_stages;  // stage, stage + P, ...
+  int64_t parameter_bytes_per_device = 0, optimizer_bytes_per_device = 0;
+};
+
 class PipelineTrainer {
  public:
   // `parameters` in parameter_specs order (the step-0 values); the schedule must fit the model's
@@ -34,9 +46,13 @@ class PipelineTrainer {
 
   int64_t steps_taken() const { return steps_; }
   const Schedule& schedule() const { return schedule_; }
+  // The stages this process runs (all of them without ranks).
   const std::vector<StageState>& stages() const { return stages_; }
-  // The current parameters, whole, in parameter_specs order (gathered from the stages).
+  // The current parameters, whole, in parameter_specs order (gathered from the stages; over ranks
+  // from every rank, so every rank must call it).
   std::vector<ir::Literal> parameters() const;
+  // Every stage's summary in stage order (over ranks gathered from every rank, like parameters()).
+  std::vector<StageSummary> stage_summaries() const;
   // Wall time of the last step's optimizer updates (all stages at once), in ms.
   double last_update_ms() const { return update_ms_; }
 

@@ -13,6 +13,10 @@
 #include "exec/accelerate.h"
 #include "interp/interpreter.h"
 #include "ir/builder.h"
+#ifdef TESSERA_HAVE_MPI
+#include "comm/mpi_communicator.h"
+#include "mpmd/mpi_transfer.h"
+#endif
 #include "mpmd/bubble.h"
 #include "mpmd/generate.h"
 #include "mpmd/stages.h"
@@ -201,9 +205,9 @@ std::optional<nn::ShardingPlan> stage_plan(const PipelinePlan& p) {
 }
 
 // "embed, 0-1" / "2-3, head": what a stage's virtual stages hold.
-std::string stage_layers(const mpmd::StagedModel& staged, const mpmd::StageState& stage) {
+std::string stage_layers(const mpmd::StagedModel& staged, const std::vector<int64_t>& virtual_stages) {
   std::string out;
-  for (int64_t vs : stage.virtual_stages()) {
+  for (int64_t vs : virtual_stages) {
     const mpmd::StageProgram& sp = staged.stage(vs);
     std::string piece = sp.embeds ? "embed " : "";
     piece += sp.end_layer - sp.first_layer == 1 ? fmt::format("{}", sp.first_layer)
@@ -214,14 +218,43 @@ std::string stage_layers(const mpmd::StagedModel& staged, const mpmd::StageState
   return out;
 }
 
-// `tessera train --plan pp=...`: the pipeline trainer on host devices (see train_cmd.h).
-int train_pipeline(const TrainCommand& c, std::ostream& out, const std::string& text, const std::string& corpus_path,
-                   const nn::CausalLM& model) {
+// `tessera train --plan pp=...`: the pipeline trainer on host devices, or with its stages spread
+// over MPI ranks (see train_cmd.h). Over MPI every rank reads the same options and files and makes
+// the same trainer calls; each runs its own stages (stage s of P on rank s·R/P), every rank gets
+// every loss and measurement, and only rank 0 prints and writes files.
+int train_pipeline(const TrainCommand& c, std::ostream& out_stream, const std::string& text,
+                   const std::string& corpus_path, const nn::CausalLM& model) {
   const PipelinePlan pp = parse_pipeline_plan(c.plan);
-  if (c.backend != "host") fail("--plan {}: pipeline plans run on host devices only, not yet with --backend {}", c.plan, c.backend);
   const int64_t group = pp.dp * pp.tp, devices = pp.pp * group;
-  if (c.devices != 0 && c.devices != devices)
-    fail("--devices {}: --plan {} runs on {} host devices ({} stages x {})", c.devices, c.plan, devices, pp.pp, group);
+  mpmd::RunOptions run_options;
+#ifdef TESSERA_HAVE_MPI
+  std::unique_ptr<comm::MpiWorld> world;
+  std::unique_ptr<mpmd::MpiRanks> mpi_ranks;
+  if (c.backend == "mpi") {
+    // Its timeout bounds the exchange that ends each step, which waits for the slowest rank's last
+    // backward: as long as a transfer may take.
+    world = std::make_unique<comm::MpiWorld>(1, run_options.transfer_timeout);
+    mpi_ranks = std::make_unique<mpmd::MpiRanks>(*world);
+    run_options.ranks = mpi_ranks.get();
+  }
+#else
+  if (c.backend == "mpi")
+    fail("--backend mpi: this Tessera was built without its MPI backend (install libopenmpi-dev and configure again)");
+#endif
+  const int ranks = run_options.ranks ? run_options.ranks->size() : 1;
+  const bool rank0 = !run_options.ranks || run_options.ranks->rank() == 0;  // the one that prints and writes
+  std::ostream silent(nullptr);
+  std::ostream& out = rank0 ? out_stream : silent;
+  if (pp.pp % ranks != 0)
+    fail("--plan {}: {} stages do not split evenly over {} MPI ranks (run a number of ranks that divides {})", c.plan,
+         pp.pp, ranks, pp.pp);
+  const int64_t per_rank = devices / ranks;  // host devices each rank runs
+  if (c.devices != 0 && c.devices != per_rank) {
+    if (!run_options.ranks)
+      fail("--devices {}: --plan {} runs on {} host devices ({} stages x {})", c.devices, c.plan, devices, pp.pp, group);
+    fail("--devices {}: --plan {} on {} MPI ranks runs {} host devices on each ({} stages x {})", c.devices, c.plan,
+         ranks, per_rank, pp.pp, group);
+  }
   if (c.accumulate != 1)
     fail("--accumulate {}: a pipeline plan splits the batch into --microbatches instead", c.accumulate);
   if (c.remat) fail("--remat: a pipeline stage's backward already recomputes its forward from the saved input");
@@ -242,17 +275,22 @@ int train_pipeline(const TrainCommand& c, std::ostream& out, const std::string& 
   nn::AdamW adam;  // as the other plans: no weight decay
   adam.lr = c.lr;
   adam.weight_decay = 0.0;
-  mpmd::PipelineTrainer trainer(*staged, schedule, nn::init_parameters(model.config(), c.seed), adam);
+  mpmd::PipelineTrainer trainer(*staged, schedule, nn::init_parameters(model.config(), c.seed), adam, run_options);
 
   std::ofstream losses;
-  if (!c.losses.empty()) {
+  if (rank0 && !c.losses.empty()) {
     losses.open(c.losses);
     if (!losses) fail("--losses {}: cannot write the file", c.losses);
   }
-  out << fmt::format("tessera train: {} parameters, plan {} on {} host devices ({} stages x {}), schedule {}, {} "
-                     "microbatches, batch {}x{}, {} steps, corpus {} ({})\n",
-                     nn::parameter_count(model.config()), c.plan, devices, pp.pp, group, schedule.name, c.microbatches,
-                     c.batch, c.seq, c.steps, corpus_path, bytes(static_cast<int64_t>(text.size())));
+  const std::string where =
+      run_options.ranks ? fmt::format("{} MPI rank{} ({} stages x {} host device{}, {} stage{} per rank)", ranks,
+                                      ranks == 1 ? "" : "s", pp.pp, group, group == 1 ? "" : "s", pp.pp / ranks,
+                                      pp.pp / ranks == 1 ? "" : "s")
+                        : fmt::format("{} host devices ({} stages x {})", devices, pp.pp, group);
+  out << fmt::format("tessera train: {} parameters, plan {} on {}, schedule {}, {} microbatches, batch {}x{}, {} steps, "
+                     "corpus {} ({})\n",
+                     nn::parameter_count(model.config()), c.plan, where, schedule.name, c.microbatches, c.batch, c.seq,
+                     c.steps, corpus_path, bytes(static_cast<int64_t>(text.size())));
   Batches data{text, c.batch, c.seq, c.seed};
   auto start = std::chrono::steady_clock::now();
   double loss = 0, first_loss = 0;
@@ -286,12 +324,13 @@ int train_pipeline(const TrainCommand& c, std::ostream& out, const std::string& 
                      first_loss, loss, recent.size(), mean, duration(elapsed), double(c.steps * c.batch * c.seq) / elapsed);
 
   // The per-stage table: what each device of a stage's group holds, and what the stage did.
-  out << fmt::format("\nper stage ({} stages x {} host device{}, plan {}, schedule {}, {} microbatches):\n", pp.pp,
-                     group, group == 1 ? "" : "s", c.plan, schedule.name, c.microbatches);
+  out << fmt::format("\nper stage ({} stages x {} host device{}{}, plan {}, schedule {}, {} microbatches):\n", pp.pp,
+                     group, group == 1 ? "" : "s", run_options.ranks ? fmt::format(" on {} MPI ranks", ranks) : "",
+                     c.plan, schedule.name, c.microbatches);
   out << fmt::format("  {:>5}  {:<8}  {:<16}  {:>12}  {:>15}  {:>22}  {:>6}\n", "stage", "devices", "layers",
                      "params/dev", "optimizer/dev", "peak saved activations", "busy");
-  for (const mpmd::StageState& st : trainer.stages()) {
-    const auto s = static_cast<size_t>(st.stage());
+  for (const mpmd::StageSummary& st : trainer.stage_summaries()) {  // over MPI, from every rank
+    const auto s = static_cast<size_t>(st.stage);
     int64_t peak = 0, peak_bytes = 0;
     double busy = 0;
     for (const mpmd::PipelineResult& m : measured) {
@@ -300,11 +339,13 @@ int train_pipeline(const TrainCommand& c, std::ostream& out, const std::string& 
       mpmd::Simulation sim = mpmd::measured_simulation(schedule, m);
       busy += sim.busy[s] / sim.makespan / double(measured.size());
     }
-    int64_t first = st.stage() * group, last = first + group - 1;
-    out << fmt::format("  {:>5}  {:<8}  {:<16}  {:>12}  {:>15}  {:>22}  {:>5.1f}%\n", st.stage(),
-                       group == 1 ? fmt::format("{}", first) : fmt::format("{}-{}", first, last),
-                       stage_layers(*staged, st), bytes(st.parameter_bytes_per_device()),
-                       bytes(st.optimizer_bytes_per_device()),
+    // Over MPI a rank numbers its host devices from 0: the stage's rank, then its devices there.
+    int64_t first = (st.stage % (pp.pp / ranks)) * group, last = first + group - 1;
+    std::string where_stage = group == 1 ? fmt::format("{}", first) : fmt::format("{}-{}", first, last);
+    if (run_options.ranks) where_stage = fmt::format("r{}:{}", st.rank, where_stage);
+    out << fmt::format("  {:>5}  {:<8}  {:<16}  {:>12}  {:>15}  {:>22}  {:>5.1f}%\n", st.stage, where_stage,
+                       stage_layers(*staged, st.virtual_stages), bytes(st.parameter_bytes_per_device),
+                       bytes(st.optimizer_bytes_per_device),
                        fmt::format("{} ({} {})", bytes(peak_bytes), peak,
                                    schedule.virtual_per_stage > 1 ? "chunks" : "microbatches"),
                        100 * busy);
@@ -339,7 +380,7 @@ int train_pipeline(const TrainCommand& c, std::ostream& out, const std::string& 
                        "simulator with median CPU times, a core per stage: {:.4f}\n",
                        shares, dedicated);
   }
-  if (!c.schedule_svg.empty()) {
+  if (rank0 && !c.schedule_svg.empty()) {
     const mpmd::PipelineResult& last = measured.back();
     std::ofstream svg(c.schedule_svg);
     svg << mpmd::timeline_svg(schedule, mpmd::measured_simulation(schedule, last),
@@ -348,7 +389,10 @@ int train_pipeline(const TrainCommand& c, std::ostream& out, const std::string& 
     if (!svg) fail("--schedule-svg {}: cannot write the file", c.schedule_svg);
     out << fmt::format("measured timeline of step {} written to {}\n", c.steps, c.schedule_svg);
   }
-  if (c.sample > 0) out << "\nsample:\n" << generate(model, trainer.parameters(), "The ", c.sample, c.seed) << "\n";
+  if (c.sample > 0) {
+    std::vector<Literal> trained = trainer.parameters();  // over MPI, gathered from every rank
+    if (rank0) out << "\nsample:\n" << generate(model, trained, "The ", c.sample, c.seed) << "\n";
+  }
   return 0;
 }
 

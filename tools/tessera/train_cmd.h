@@ -12,7 +12,10 @@
 // with a pipeline schedule over --microbatches (mpmd::PipelineTrainer: AdamW on every stage after
 // the schedule's backward). It prints the same progress and a per-stage table, the measured bubble
 // next to the simulator fed with the measured per-fragment times, and can draw the measured
-// timeline (--schedule-svg).
+// timeline (--schedule-svg). With backend "mpi" the stages are spread over the N ranks (N divides
+// P; stage s on rank s·N/P, each rank running its stages' D x T host devices): activations and
+// gradients cross between ranks as point-to-point messages, every rank gets every loss, and the
+// losses are bitwise those of the same pipeline on host devices.
 #pragma once
 
 #include <cstdint>

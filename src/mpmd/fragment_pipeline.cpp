@@ -1,0 +1,439 @@
+// FragmentPipeline (fragment_pipeline.h): building the plan from the step, the fragment -> action
+// map, and `compile`, which executes a schedule abstractly against the plan and records what each
+// stage does as an instruction list. The run of those lists is in fragment_pipeline_run.cpp.
+#include "mpmd/fragment_pipeline.h"
+
+#include <algorithm>
+#include <functional>
+#include <map>
+#include <set>
+#include <tuple>
+#include <unordered_set>
+
+#include <fmt/ranges.h>
+
+#include "mpmd/validate.h"
+#include "support/error.h"
+
+namespace tessera::mpmd {
+
+using support::fail;
+
+std::string FragmentRole::to_string() const {
+  switch (kind) {
+    case Kind::kGlue: return "glue";
+    case Kind::kForward: return fmt::format("F(mb {}, vs {})", microbatch, virtual_stage);
+    case Kind::kBackward: return fmt::format("B(mb {}, vs {})", microbatch, virtual_stage);
+  }
+  return "?";
+}
+
+size_t separate_microbatch_sums(ir::Function& whole) {
+  std::unordered_set<const ir::Op*> unmarked;
+  auto counter = [](const ir::Op& op) { return op.attrs().get_or<int64_t>(kCallCounterAttr, -1); };
+  for (const auto& op : whole.body().ops()) {
+    if (op->kind() != ir::OpKind::Add || !op->attrs().get_or<bool>(kTransposeAttr, false)) continue;
+    int64_t c = counter(*op);
+    if (c < 0) continue;
+    bool across = false;
+    for (const ir::Value* v : op->operands()) {
+      const ir::Op* def = v->defining_op();
+      if (def == nullptr) continue;
+      if (unmarked.count(def)) across = true;
+      else if (def->attrs().get_or<bool>(kTransposeAttr, false) && counter(*def) >= 0 && counter(*def) != c)
+        across = true;
+    }
+    if (!across) continue;
+    op->attrs().erase(kNameAttr);
+    op->attrs().erase(kCallCounterAttr);
+    op->attrs().erase(kTransposeAttr);
+    unmarked.insert(op.get());
+  }
+  // The sums that only feed each other and the results (a gradient's sum over microbatches) are
+  // rebuilt at the end of the function as one chain per result in microbatch order, ((g0 + g1) + g2)
+  // + …: every built-in schedule runs the backwards of a virtual stage in that order, so each term
+  // is added as soon as it exists and a stage holds one partial sum instead of M terms; the order
+  // is also nn::TrainingStep::accumulate's. (autodiff sums in reverse program order, g3 + g2 first,
+  // which would keep every term until the last microbatch's backward.) At the end they also do not
+  // cut a transpose into pieces. A sum that some other op reads stays where it is.
+  ir::Op* ret = whole.body().terminator();
+  std::unordered_set<const ir::Op*> moved = unmarked;
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (const auto& op : whole.body().ops()) {
+      if (op.get() == ret || moved.count(op.get())) continue;
+      std::function<void(const ir::Op&)> keep_read = [&](const ir::Op& o) {  // operands and region captures
+        for (const ir::Value* v : o.operands())
+          if (v->defining_op() && moved.erase(v->defining_op())) changed = true;
+        for (const auto& region : o.regions())
+          for (const auto& inner : region->ops()) keep_read(*inner);
+      };
+      keep_read(*op);
+    }
+  }
+  std::unordered_set<const ir::Op*> inner;  // moved sums read by another moved sum
+  for (const ir::Op* op : moved)
+    for (const ir::Value* v : op->operands())
+      if (moved.count(v->defining_op())) inner.insert(v->defining_op());
+  std::vector<std::unique_ptr<ir::Op>> ops = whole.body().take_ops();
+  std::vector<std::unique_ptr<ir::Op>> old;  // the moved sums, dropped once the chains are built
+  for (auto& op : ops) {
+    if (op.get() == ret) continue;
+    if (moved.count(op.get())) old.push_back(std::move(op));
+    else whole.body().append(std::move(op));
+  }
+  for (const auto& root : old) {
+    if (inner.count(root.get())) continue;
+    std::vector<std::pair<int64_t, ir::Value*>> terms;  // (microbatch, value), in the sum's order
+    std::function<void(ir::Value*)> collect = [&](ir::Value* v) {
+      const ir::Op* def = v->defining_op();
+      if (def && moved.count(def)) {
+        for (ir::Value* x : def->operands()) collect(x);
+        return;
+      }
+      terms.emplace_back(def ? counter(*def) : -1, v);
+    };
+    collect(root->result(0));
+    std::stable_sort(terms.begin(), terms.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+    ir::Value* acc = terms[0].second;
+    for (size_t i = 1; i < terms.size(); ++i)
+      acc = whole.body()
+                .append(std::make_unique<ir::Op>(ir::OpKind::Add, std::vector<ir::Value*>{acc, terms[i].second},
+                                                 std::vector<ir::Type>{root->result(0)->type()}))
+                ->result(0);
+    for (size_t i = 0; i < ret->operands().size(); ++i)
+      if (ret->operand(i) == root->result(0)) ret->set_operand(i, acc);
+  }
+  for (auto& op : ops)
+    if (op) whole.body().append(std::move(op));  // the return
+  return unmarked.size();
+}
+
+FragmentPipeline::FragmentPipeline(ir::Module& module, const ir::Function& step,
+                                   std::vector<std::string> virtual_stages, int64_t stages,
+                                   FragmentPipelineOptions options)
+    : options_(std::move(options)), names_(std::move(virtual_stages)), stages_(stages) {
+  const auto n = static_cast<int64_t>(names_.size());
+  if (stages < 1) fail("pipeline of @{}: {} stages; a pipeline needs at least one", step.name(), stages);
+  if (n == 0 || n % stages != 0)
+    fail("pipeline of @{}: {} virtual stages ({}) cannot be spread evenly over {} stages", step.name(), n,
+         fmt::join(names_, ", "), stages);
+  ir::Function& whole =
+      whole_step(module, step, options_.wrt, options_.name.empty() ? step.name() + "_pipeline" : options_.name);
+  whole_ = &whole;
+  try {  // a refused program leaves the module as it was
+    separate_microbatch_sums(whole);
+
+    // Every named computation is a virtual stage, called with counters 0 … M−1.
+    std::map<std::string, std::set<int64_t>> counters;
+    for (const auto& op : whole.body().ops()) {
+      auto o = origin_of(*op);
+      if (!o || o->transpose) continue;
+      if (std::find(names_.begin(), names_.end(), o->name) == names_.end())
+        fail("pipeline of @{}: named computation '{}' is not one of the virtual stages ({}); every named computation "
+             "of a pipelined step is a virtual stage",
+             step.name(), o->name, fmt::join(names_, ", "));
+      if (o->call_counter < 0)
+        fail("pipeline of @{}: virtual stage '{}' is called without a call counter; a stage is called once per "
+             "microbatch with call_counter = microbatch (scan_calls or named_call with a counter)",
+             step.name(), o->name);
+      counters[o->name].insert(o->call_counter);
+    }
+    for (const std::string& name : names_) {
+      auto it = counters.find(name);
+      if (it == counters.end()) fail("pipeline of @{}: virtual stage '{}' is never called", step.name(), name);
+      const std::set<int64_t>& got = it->second;
+      if (microbatches_ == 0) microbatches_ = static_cast<int64_t>(got.size());
+      auto m = static_cast<int64_t>(got.size());
+      if (m != microbatches_ || *got.rbegin() != m - 1)
+        fail("pipeline of @{}: virtual stage '{}' is called with counters {}, but '{}' with 0 … {}; every virtual "
+             "stage is called once per microbatch",
+             step.name(), name, fmt::join(got, ", "), names_[0], microbatches_ - 1);
+    }
+
+    std::vector<MeshSpec> meshes;
+    for (int64_t s = 0; s < stages; ++s) meshes.push_back({fmt::format("pp{}", s), 1, ""});
+    Assignment assignment;
+    for (int64_t v = 0; v < n; ++v) assignment[names_[v]] = fmt::format("pp{}", v % stages);
+    FragmentOptions fo;
+    fo.glue_joins = false;
+    plan_ = fragment(module, whole, meshes, assignment, fo);
+
+    for (const Fragment& f : plan_.fragments) {
+      FragmentRole r;
+      if (f.origin) {
+        r.kind = f.origin->transpose ? FragmentRole::Kind::kBackward : FragmentRole::Kind::kForward;
+        r.microbatch = f.origin->call_counter;
+        r.virtual_stage = std::find(names_.begin(), names_.end(), f.origin->name) - names_.begin();
+      }
+      roles_.push_back(r);
+    }
+  } catch (...) {
+    module.remove_function(whole);
+    throw;
+  }
+}
+
+FragmentPipeline::~FragmentPipeline() = default;
+
+std::string FragmentPipeline::summary() const {
+  std::string out;
+  std::string plan = plan_.summary();
+  size_t f = 0, start = 0;
+  while (start < plan.size()) {
+    size_t end = plan.find('\n', start);
+    std::string line = plan.substr(start, end - start);
+    if (line.rfind("fragment ", 0) == 0 && f < roles_.size()) line += fmt::format("  [{}]", roles_[f++].to_string());
+    out += line + "\n";
+    start = end + 1;
+  }
+  return out;
+}
+
+namespace {
+
+// What a SEND or RECV carries in the plan: (payload, microbatch, virtual stage, from mesh, to mesh).
+using Key = std::tuple<Payload, int64_t, int64_t, int64_t, int64_t>;
+
+// The abstract execution behind compile().
+class Compiler {
+ public:
+  Compiler(const FragmentPlan& plan, const std::vector<FragmentRole>& roles, const Schedule& s)
+      : plan_(plan), roles_(roles), s_(s) {}
+
+  CompiledSchedule run() {
+    index();
+    CompiledSchedule out;
+    out.stages.resize(static_cast<size_t>(s_.stages));
+    out_ = &out;
+    pos_.assign(out.stages.size(), 0);
+    sub_.assign(out.stages.size(), 0);
+    blocked_.assign(out.stages.size(), "");
+    // Copies of parameters for another mesh (fragments.h rule 3's exception) go when the run starts.
+    for (size_t t = 0; t < plan_.transfers.size(); ++t)
+      if (plan_.values[plan_.transfers[t].value].parameter) post(plan_.transfers[t].from, t, -1);
+    for (;;) {
+      bool progress = false, done = true;
+      for (size_t st = 0; st < out.stages.size(); ++st) {
+        progress |= run_glue(st);
+        while (pos_[st] < s_.actions[st].size() && advance(st)) {
+          progress = true;
+          run_glue(st);
+        }
+        if (pos_[st] < s_.actions[st].size() || glue_left(st)) done = false;
+      }
+      if (done) break;
+      if (!progress) deadlock();
+    }
+    for (size_t f = 0; f < plan_.fragments.size(); ++f)
+      TESSERA_CHECK(ran_[f], "fragment {} ({}) was never run by schedule '{}'", f, label(f), s_.name);
+    return out;
+  }
+
+ private:
+  const FragmentPlan& plan_;
+  const std::vector<FragmentRole>& roles_;
+  const Schedule& s_;
+  CompiledSchedule* out_ = nullptr;
+
+  std::map<std::tuple<bool, int64_t, int64_t>, std::vector<size_t>> by_action_;  // (backward, mb, vs)
+  std::vector<std::vector<size_t>> glue_;                                        // per mesh, program order
+  std::map<std::pair<size_t, size_t>, size_t> transfer_;                         // (value, to) -> transfer
+  std::vector<std::optional<Key>> cover_;  // per transfer: the SEND/RECV pair that carries it
+  std::vector<bool> ran_, posted_;
+  std::set<std::pair<size_t, size_t>> here_;  // (value, mesh): received there
+  std::vector<size_t> pos_, sub_;
+  std::vector<std::string> blocked_;  // per stage: what it waits for, for the deadlock message
+
+  std::string label(size_t f) const {
+    const Fragment& fr = plan_.fragments[f];
+    return fmt::format("fragment {} ({})", f, fr.origin ? fr.origin->to_string() : std::string("glue"));
+  }
+  std::string where(size_t st, int64_t step) const {
+    if (step < 0) return fmt::format("stage {} (glue)", st);
+    return describe_at(static_cast<int64_t>(st), step, s_.actions[st][static_cast<size_t>(step)]);
+  }
+  size_t mesh_of(size_t value) const {
+    const PlanValue& v = plan_.values[value];
+    return v.parameter ? *plan_.parameter_mesh[*v.parameter] : plan_.fragments[v.producer].mesh;
+  }
+
+  void index() {
+    glue_.resize(plan_.meshes.size());
+    for (size_t f = 0; f < plan_.fragments.size(); ++f) {
+      const FragmentRole& r = roles_[f];
+      if (r.kind == FragmentRole::Kind::kGlue) glue_[plan_.fragments[f].mesh].push_back(f);
+      else by_action_[{r.kind == FragmentRole::Kind::kBackward, r.microbatch, r.virtual_stage}].push_back(f);
+    }
+    std::set<Key> sends;
+    for (size_t st = 0; st < s_.actions.size(); ++st)
+      for (const Action& a : s_.actions[st])
+        if (a.kind == ActionKind::kSend)
+          sends.insert({a.payload, a.microbatch, a.virtual_stage, static_cast<int64_t>(st), a.peer});
+    for (size_t t = 0; t < plan_.transfers.size(); ++t) {
+      const Transfer& tr = plan_.transfers[t];
+      transfer_[{tr.value, tr.to}] = t;
+      std::optional<Key> key;
+      if (!plan_.values[tr.value].parameter) {
+        const FragmentRole& r = roles_[plan_.values[tr.value].producer];
+        if (r.kind != FragmentRole::Kind::kGlue) {
+          Key k{r.kind == FragmentRole::Kind::kForward ? Payload::kActivation : Payload::kGradient, r.microbatch,
+                r.virtual_stage, static_cast<int64_t>(tr.from), static_cast<int64_t>(tr.to)};
+          if (sends.count(k)) key = k;
+        }
+      }
+      cover_.push_back(key);
+    }
+    ran_.assign(plan_.fragments.size(), false);
+    posted_.assign(plan_.transfers.size(), false);
+  }
+  void post(size_t st, size_t t, int64_t step) {
+    posted_[t] = true;
+    const Transfer& tr = plan_.transfers[t];
+    out_->stages[st].push_back({Instruction::Kind::kPost, 0, tr.value, tr.to, step});
+    (cover_[t] ? out_->scheduled_transfers : out_->direct_transfers)++;
+  }
+
+  // Whether fragment f can run on stage st now. A value the stage could only get later in its own
+  // list is a UserError when `strict` (an action); otherwise (glue) it just waits.
+  bool ready(size_t st, size_t f, int64_t step, bool strict) {
+    for (const Binding& b : plan_.fragments[f].inputs) {
+      if (b.kind != Binding::Kind::kValue) continue;
+      const PlanValue& v = plan_.values[b.index];
+      size_t from = mesh_of(b.index);
+      if (from == st) {
+        if (ran_[v.producer]) continue;
+        if (roles_[v.producer].kind == FragmentRole::Kind::kGlue || !strict) {
+          blocked_[st] = fmt::format("{}: {} waits for {} from {} on this stage", where(st, step), label(f), v.name,
+                                     label(v.producer));
+          return false;
+        }
+        fail("schedule '{}': {}: {} needs {} ({}), computed by {} = {} on this stage, which has not run yet: the "
+             "schedule orders them against the program's dependencies",
+             s_.name, where(st, step), label(f), v.name, ir::to_string(v.type), label(v.producer),
+             roles_[v.producer].to_string());
+      }
+      if (here_.count({b.index, st})) continue;
+      size_t t = transfer_.at({b.index, st});
+      if (cover_[t] && strict)
+        fail("schedule '{}': {}: {} needs {} from stage {} ({} = {}), and no earlier RECV on this stage brought it",
+             s_.name, where(st, step), label(f), v.name, from, label(v.producer), roles_[v.producer].to_string());
+      if (!posted_[t]) {
+        blocked_[st] = fmt::format("{}: {} waits for {} from stage {}", where(st, step), label(f), v.name, from);
+        return false;
+      }
+    }
+    return true;
+  }
+
+  void execute(size_t st, size_t f, int64_t step) {
+    for (const Binding& b : plan_.fragments[f].inputs) {
+      if (b.kind != Binding::Kind::kValue || mesh_of(b.index) == st || here_.count({b.index, st})) continue;
+      here_.insert({b.index, st});
+      out_->stages[st].push_back({Instruction::Kind::kWait, 0, b.index, mesh_of(b.index), step});
+    }
+    out_->stages[st].push_back({Instruction::Kind::kRun, f, 0, 0, step});
+    ran_[f] = true;
+    for (size_t id : plan_.fragments[f].outputs)
+      for (size_t t = 0; t < plan_.transfers.size(); ++t)
+        if (plan_.transfers[t].value == id && !cover_[t]) post(st, t, step);
+  }
+
+  bool glue_left(size_t st) const {
+    for (size_t g : glue_[st])
+      if (!ran_[g]) return true;
+    return false;
+  }
+
+  bool run_glue(size_t st) {
+    bool any = false;
+    for (bool again = true; again;) {
+      again = false;
+      for (size_t g : glue_[st])
+        if (!ran_[g] && ready(st, g, -1, false)) {
+          execute(st, g, -1);
+          any = again = true;
+        }
+    }
+    return any;
+  }
+
+  // Runs stage st's next action (or what is left of it); false when it has to wait.
+  bool advance(size_t st) {
+    const auto step = static_cast<int64_t>(pos_[st]);
+    const Action& a = s_.actions[st][pos_[st]];
+    if (a.kind == ActionKind::kSend || a.kind == ActionKind::kRecv) {
+      bool send = a.kind == ActionKind::kSend;
+      Key key = send ? Key{a.payload, a.microbatch, a.virtual_stage, static_cast<int64_t>(st), a.peer}
+                     : Key{a.payload, a.microbatch, a.virtual_stage, a.peer, static_cast<int64_t>(st)};
+      std::vector<size_t> carried;
+      for (size_t t = 0; t < plan_.transfers.size(); ++t)
+        if (cover_[t] == key) carried.push_back(t);
+      if (!send)
+        for (size_t t : carried)
+          if (!posted_[t]) {
+            blocked_[st] = fmt::format("{} waits for {}", where(st, step), plan_.values[plan_.transfers[t].value].name);
+            return false;
+          }
+      for (size_t t : carried) {
+        const Transfer& tr = plan_.transfers[t];
+        if (send) {
+          if (!ran_[tr.producer])
+            fail("schedule '{}': {} sends {}, but {} that computes it has not run on this stage", s_.name,
+                 where(st, step), plan_.values[tr.value].name, label(tr.producer));
+          post(st, t, step);
+        } else if (here_.insert({tr.value, st}).second) {  // glue may have taken it already
+          out_->stages[st].push_back({Instruction::Kind::kWait, 0, tr.value, tr.from, step});
+        }
+      }
+      pos_[st]++;
+      return true;
+    }
+    std::vector<size_t> none;
+    const std::vector<size_t>* frags = &none;
+    if (a.kind != ActionKind::kBackwardWeight) {
+      auto it = by_action_.find({a.kind != ActionKind::kForward, a.microbatch, a.virtual_stage});
+      if (it != by_action_.end()) frags = &it->second;
+    }
+    for (; sub_[st] < frags->size(); sub_[st]++) {
+      size_t f = (*frags)[sub_[st]];
+      if (!ready(st, f, step, true)) return false;
+      execute(st, f, step);
+    }
+    sub_[st] = 0;
+    pos_[st]++;
+    return true;
+  }
+
+  [[noreturn]] void deadlock() {
+    std::vector<std::string> stuck;
+    for (size_t st = 0; st < pos_.size(); ++st)
+      if (pos_[st] < s_.actions[st].size() || glue_left(st)) stuck.push_back(blocked_[st]);
+    fail("schedule '{}' cannot finish on this program: {}", s_.name, fmt::join(stuck, "; "));
+  }
+};
+
+}  // namespace
+
+CompiledSchedule FragmentPipeline::compile(const Schedule& s) const {
+  const auto n = static_cast<int64_t>(names_.size());
+  if (s.stages != stages_ || s.virtual_per_stage * stages_ != n)
+    fail("schedule '{}' has {} stages x {} virtual stages, but the program's {} virtual stages ({}) are cut for {} "
+         "stages x {}",
+         s.name, s.stages, s.virtual_per_stage, n, fmt::join(names_, ", "), stages_, n / stages_);
+  if (s.microbatches != microbatches_)
+    fail("schedule '{}' has {} microbatches, but the program calls each virtual stage {} times (call counters 0 … {})",
+         s.name, s.microbatches, microbatches_, microbatches_ - 1);
+  if (!options_.merge_split_backward)
+    for (size_t st = 0; st < s.actions.size(); ++st)
+      for (size_t k = 0; k < s.actions[st].size(); ++k)
+        if (s.actions[st][k].kind == ActionKind::kBackwardInput || s.actions[st][k].kind == ActionKind::kBackwardWeight)
+          fail("schedule '{}': {}: the transpose fragments of the whole step are not split into input- and "
+               "weight-gradient parts yet; use a schedule with whole backwards (gpipe, 1f1b, interleaved) or "
+               "merge_split_backward (BI runs the whole backward, W nothing)",
+               s.name, describe_at(static_cast<int64_t>(st), static_cast<int64_t>(k), s.actions[st][k]));
+  validate(s);
+  return Compiler(plan_, roles_, s).run();
+}
+
+}  // namespace tessera::mpmd

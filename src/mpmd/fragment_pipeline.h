@@ -1,0 +1,135 @@
+// Pipeline schedules over fragments cut from the whole step: the program form (program.h,
+// fragments.h) joined to the schedules as data (schedule.h, generate.h).
+//
+// The step is written with named computations that are the *virtual stages* of a pipeline (e.g.
+// stage0 … stage{N−1}), each called once per microbatch with call_counter = microbatch (scan_calls
+// or named_call); virtual stage v goes to stage v mod P (the circular assignment, so N = P·V).
+// FragmentPipeline differentiates the whole step (whole_step), cuts it into fragments (fragment(),
+// with unnamed glue kept in fragments of its own) and maps every fragment to a schedule action:
+//
+//   forward fragment of (stage v, counter mb)   -> F(mb, v)
+//   transpose fragment of (stage v, counter mb) -> B(mb, v)   (several fragments: all of them, in
+//                                                               program order)
+//   unnamed fragment (glue: the loss over microbatches, sums of gradients over microbatches) ->
+//       no action; it runs on the mesh the program-form rules gave it, as soon as its inputs exist.
+//
+// Autodiff sums a parameter's gradient over the microbatches inside the transposes, in reverse
+// program order (the sum of microbatch 2's contribution is an op of stage0#2ᵀ and reads the partial
+// sum of stage0#3ᵀ), which would tie B(2, v) to B(3, v). Those cross-microbatch sums are made glue
+// (their marks removed) before cutting, and rebuilt in microbatch order, ((g0 + g1) + g2) + … (see
+// separate_microbatch_sums): every backward then depends only on its own microbatch, and a stage
+// adds each term as soon as its backward has run. whole() is the step so rewritten: runs are bit
+// for bit its results; against autodiff's own association they differ by rounding only.
+//
+// A schedule is run in two parts. `compile` executes it abstractly against the plan: each stage
+// walks its action list; a compute action runs its fragments, whose inputs must already be on the
+// stage — a value of the same stage produced by an action later in its list, or from another stage
+// before the RECV that brings it, is a UserError naming the action and the value; SEND posts the
+// values the plan moves from the action named by the SEND to its peer, RECV waits for them;
+// transfers the schedule does not name (glue, skips over stages) are posted right after their
+// producer and awaited at first use; a schedule that cannot finish is refused naming each stuck
+// stage. The result is an instruction list per stage (run fragment, post value, wait for value),
+// which `run` executes with one thread per stage, so a run does exactly what was checked.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "ir/literal.h"
+#include "ir/module.h"
+#include "mpmd/fragments.h"
+#include "mpmd/schedule.h"
+
+namespace tessera::mpmd {
+
+struct FragmentPipelineOptions {
+  std::vector<size_t> wrt;  // parameters to differentiate (whole_step's wrt; empty: every float one)
+  std::string name;         // of the whole-step function added to the module (default @<step>_pipeline)
+  std::chrono::milliseconds transfer_timeout = std::chrono::seconds(60);
+  bool fast_kernels = true;
+  // Fragments of a transpose are not split into input- and weight-gradient parts yet, so a schedule
+  // with BI and W (zero-bubble H1) is refused; with this set it runs, BI doing the whole backward
+  // and W nothing — the order of a split schedule without its benefit.
+  bool merge_split_backward = false;
+};
+
+// What a fragment is to a schedule.
+struct FragmentRole {
+  enum class Kind { kGlue, kForward, kBackward };
+  Kind kind = Kind::kGlue;
+  int64_t microbatch = -1, virtual_stage = -1;  // F and B only
+  std::string to_string() const;               // "F(mb 2, vs 1)", "B(mb 0, vs 3)", "glue"
+};
+
+// One step of a stage's compiled list.
+struct Instruction {
+  enum class Kind { kRun, kPost, kWait };
+  Kind kind = Kind::kRun;
+  size_t fragment = 0;  // kRun
+  size_t value = 0;     // kPost, kWait: FragmentPlan::values
+  size_t mesh = 0;      // kPost: destination; kWait: source
+  int64_t step = -1;    // the schedule action it belongs to (−1: glue or the start)
+};
+
+struct CompiledSchedule {
+  std::vector<std::vector<Instruction>> stages;
+  int64_t scheduled_transfers = 0;  // posted at a SEND of the schedule
+  int64_t direct_transfers = 0;     // posted right after their producer (not named by the schedule)
+};
+
+struct FragmentPipelineRun {
+  std::vector<ir::Literal> results;  // the whole step's: its results, then the gradients
+  // Per stage, the most bytes held at once of values produced by forwards and kept for a backward
+  // on that stage (activations saved for the transpose), and of everything the stage kept.
+  std::vector<int64_t> peak_saved_bytes, peak_store_bytes;
+  int64_t transferred_bytes = 0;
+};
+
+class FragmentPipeline {
+ public:
+  // `virtual_stages` are the named computations in model order; `stages` is P (N must be a multiple
+  // of it). Adds the whole-step function to `module`. UserErrors name a named computation that is
+  // not a virtual stage (or the reverse), a stage called without counters, or counters other than
+  // 0 … M−1 for some virtual stage.
+  FragmentPipeline(ir::Module& module, const ir::Function& step, std::vector<std::string> virtual_stages,
+                   int64_t stages, FragmentPipelineOptions options = {});
+  ~FragmentPipeline();
+  FragmentPipeline(const FragmentPipeline&) = delete;
+  FragmentPipeline& operator=(const FragmentPipeline&) = delete;
+
+  const FragmentPlan& plan() const { return plan_; }
+  const ir::Function& whole() const { return *whole_; }
+  int64_t stages() const { return stages_; }
+  int64_t microbatches() const { return microbatches_; }
+  int64_t virtual_per_stage() const { return static_cast<int64_t>(names_.size()) / stages_; }
+  const FragmentRole& role(size_t fragment) const { return roles_.at(fragment); }
+  // plan().summary() with each fragment's role.
+  std::string summary() const;
+
+  // Checks `schedule` against the program and turns it into per-stage instruction lists (see
+  // above). UserError: sizes that differ from the program's, BI/W without merge_split_backward, a
+  // value needed before it exists on the stage, a stage that cannot finish.
+  CompiledSchedule compile(const Schedule& schedule) const;
+  // Compiles and runs `schedule`; `parameters` are the step's.
+  FragmentPipelineRun run(const Schedule& schedule, const std::vector<ir::Literal>& parameters) const;
+
+ private:
+  FragmentPipelineOptions options_;
+  std::vector<std::string> names_;
+  int64_t stages_ = 1, microbatches_ = 0;
+  const ir::Function* whole_ = nullptr;
+  FragmentPlan plan_;
+  std::vector<FragmentRole> roles_;
+};
+
+// Strips the mpmd marks from the ops of `whole` that sum cotangents of different microbatches
+// (an add marked transpose with counter c reading a transpose value of another counter, or such a
+// sum), so they become glue; those that only feed each other and the results (a gradient's sum over
+// microbatches) are rebuilt at the end of the function as one chain in microbatch order,
+// ((g0 + g1) + g2) + …, instead of autodiff's reverse order. Returns how many ops it unmarked.
+size_t separate_microbatch_sums(ir::Function& whole);
+
+}  // namespace tessera::mpmd

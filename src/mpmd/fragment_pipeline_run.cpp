@@ -1,0 +1,215 @@
+// FragmentPipeline::run: one thread per stage executes the instruction list compile() made for it
+// (fragment_pipeline.h). A stage keeps each value it computed or received in its store only while
+// some later instruction of its list still reads it (a fragment input or a post), so what a stage
+// holds follows the schedule's order, not the program's: that is what makes 1F1B hold less than GPipe.
+#include <condition_variable>
+#include <exception>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <thread>
+#include <unordered_map>
+
+#include "exec/accelerate.h"
+#include "interp/interpreter.h"
+#include "mpmd/fragment_pipeline.h"
+#include "support/error.h"
+
+namespace tessera::mpmd {
+
+using ir::Literal;
+using support::fail;
+
+namespace {
+
+int64_t bytes_of(const Literal& l) { return static_cast<int64_t>(l.bytes().size()); }
+
+// Values in flight between stages: one slot per (value, destination mesh). A failure aborts every wait.
+class Slots {
+ public:
+  void post(size_t value, size_t to, Literal v) {
+    {
+      std::lock_guard lock(mu_);
+      slots_.insert_or_assign({value, to}, std::move(v));
+    }
+    cv_.notify_all();
+  }
+  std::optional<Literal> take(size_t value, size_t to, std::chrono::milliseconds timeout) {
+    std::unique_lock lock(mu_);
+    auto key = std::make_pair(value, to);
+    if (!cv_.wait_for(lock, timeout, [&] { return aborted_ || slots_.count(key); }) || !slots_.count(key))
+      return std::nullopt;
+    Literal v = std::move(slots_.at(key));
+    slots_.erase(key);
+    return v;
+  }
+  void abort() {
+    {
+      std::lock_guard lock(mu_);
+      aborted_ = true;
+    }
+    cv_.notify_all();
+  }
+  bool aborted() {
+    std::lock_guard lock(mu_);
+    return aborted_;
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::map<std::pair<size_t, size_t>, Literal> slots_;
+  bool aborted_ = false;
+};
+
+}  // namespace
+
+FragmentPipelineRun FragmentPipeline::run(const Schedule& schedule, const std::vector<Literal>& parameters) const {
+  const FragmentPlan& plan = plan_;
+  CompiledSchedule compiled = compile(schedule);
+  if (parameters.size() != plan.parameter_types.size())
+    fail("pipeline run: the step takes {} parameters, got {}", plan.parameter_types.size(), parameters.size());
+  for (size_t i = 0; i < parameters.size(); ++i)
+    if (parameters[i].type() != plan.parameter_types[i])
+      fail("pipeline run: parameter {} is {}, the step's parameter %arg{} is {}", i,
+           ir::to_string(parameters[i].type()), i, ir::to_string(plan.parameter_types[i]));
+
+  const size_t stages = compiled.stages.size();
+  FragmentPipelineRun out;
+  out.peak_saved_bytes.assign(stages, 0);
+  out.peak_store_bytes.assign(stages, 0);
+  std::vector<std::optional<Literal>> results(plan.results.size());
+  std::multimap<size_t, size_t> result_of;  // value -> result index
+  for (size_t r = 0; r < plan.results.size(); ++r) {
+    const Binding& b = plan.results[r];
+    if (b.kind == Binding::Kind::kParameter) results[r] = parameters[b.index];
+    else if (b.kind == Binding::Kind::kConstant) results[r] = b.constant;
+    else result_of.insert({b.index, r});
+  }
+  Slots slots;
+  std::mutex mu;  // guards results, out.transferred_bytes and the first error
+  std::exception_ptr error;
+
+  auto where = [&](size_t st, int64_t step) {
+    if (step < 0) return fmt::format("stage {} (glue)", st);
+    return describe_at(static_cast<int64_t>(st), step, schedule.actions[st][static_cast<size_t>(step)]);
+  };
+  auto label = [&](size_t f) {
+    const Fragment& fr = plan.fragments[f];
+    return fmt::format("fragment {} ({})", f, fr.origin ? fr.origin->to_string() : std::string("glue"));
+  };
+
+  auto run_stage = [&](size_t st) {
+    const std::vector<Instruction>& list = compiled.stages[st];
+    // Readers left per value on this stage, and which values are activations kept for a backward.
+    std::unordered_map<size_t, int64_t> readers;
+    std::set<size_t> saved;
+    for (const Instruction& in : list) {
+      if (in.kind == Instruction::Kind::kPost && !plan.values[in.value].parameter) readers[in.value]++;
+      if (in.kind != Instruction::Kind::kRun) continue;
+      bool backward = role(in.fragment).kind == FragmentRole::Kind::kBackward;
+      for (const Binding& b : plan.fragments[in.fragment].inputs) {
+        if (b.kind != Binding::Kind::kValue) continue;
+        readers[b.index]++;
+        const PlanValue& v = plan.values[b.index];
+        if (backward && !v.parameter && role(v.producer).kind == FragmentRole::Kind::kForward) saved.insert(b.index);
+      }
+    }
+    std::unordered_map<size_t, Literal> store;
+    int64_t held = 0, held_saved = 0;
+    auto keep = [&](size_t id, Literal v) {
+      held += bytes_of(v);
+      if (saved.count(id)) held_saved += bytes_of(v);
+      out.peak_store_bytes[st] = std::max(out.peak_store_bytes[st], held);
+      out.peak_saved_bytes[st] = std::max(out.peak_saved_bytes[st], held_saved);
+      store.emplace(id, std::move(v));
+    };
+    auto read_done = [&](size_t id) {
+      if (--readers[id] > 0) return;
+      auto it = store.find(id);
+      TESSERA_CHECK(it != store.end(), "stage {} dropped {} before its last reader", st, plan.values[id].name);
+      held -= bytes_of(it->second);
+      if (saved.count(id)) held_saved -= bytes_of(it->second);
+      store.erase(it);
+    };
+    for (const Instruction& in : list) {
+      if (slots.aborted()) return;
+      switch (in.kind) {
+        case Instruction::Kind::kWait: {
+          std::optional<Literal> v = slots.take(in.value, st, options_.transfer_timeout);
+          if (!v) {
+            if (slots.aborted()) return;
+            const PlanValue& pv = plan.values[in.value];
+            fail("{}: waits for {} from stage {} ({}): nothing arrived within {} ms", where(st, in.step), pv.name,
+                 in.mesh, pv.parameter ? std::string("a parameter") : label(pv.producer),
+                 options_.transfer_timeout.count());
+          }
+          keep(in.value, std::move(*v));
+          break;
+        }
+        case Instruction::Kind::kPost: {
+          const PlanValue& pv = plan.values[in.value];
+          Literal v = pv.parameter ? parameters[*pv.parameter] : store.at(in.value);  // a copy: it may be read again
+          {
+            std::lock_guard lock(mu);
+            out.transferred_bytes += bytes_of(v);
+          }
+          slots.post(in.value, in.mesh, std::move(v));
+          if (!pv.parameter) read_done(in.value);
+          break;
+        }
+        case Instruction::Kind::kRun: {
+          const Fragment& f = plan.fragments[in.fragment];
+          std::vector<Literal> inputs;
+          for (const Binding& b : f.inputs)
+            inputs.push_back(b.kind == Binding::Kind::kParameter ? parameters[b.index] : store.at(b.index));
+          std::vector<Literal> outputs;
+          try {
+            interp::Options o;
+            if (options_.fast_kernels) o.accelerate = exec::accelerate;
+            outputs = interp::evaluate(*f.module, f.function, std::move(inputs), o);
+          } catch (const support::UserError& e) {
+            fail("{}: {}: {}", where(st, in.step), label(in.fragment), e.what());
+          }
+          for (const Binding& b : f.inputs)
+            if (b.kind == Binding::Kind::kValue) read_done(b.index);
+          for (size_t k = 0; k < f.outputs.size(); ++k) {
+            size_t id = f.outputs[k];
+            {
+              std::lock_guard lock(mu);
+              auto [lo, hi] = result_of.equal_range(id);
+              for (auto r = lo; r != hi; ++r) results[r->second] = outputs[k];
+            }
+            if (readers.count(id) && readers[id] > 0) keep(id, std::move(outputs[k]));
+          }
+          break;
+        }
+      }
+    }
+    TESSERA_CHECK(store.empty(), "stage {} ends holding {} values", st, store.size());
+  };
+
+  std::vector<std::thread> threads;
+  for (size_t st = 0; st < stages; ++st)
+    threads.emplace_back([&, st] {
+      try {
+        run_stage(st);
+      } catch (...) {
+        {
+          std::lock_guard lock(mu);
+          if (!error) error = std::current_exception();
+        }
+        slots.abort();
+      }
+    });
+  for (auto& t : threads) t.join();
+  if (error) std::rethrow_exception(error);
+  for (size_t r = 0; r < results.size(); ++r) {
+    TESSERA_CHECK(results[r].has_value(), "result {} of the step was never computed", r);
+    out.results.push_back(std::move(*results[r]));
+  }
+  return out;
+}
+
+}  // namespace tessera::mpmd

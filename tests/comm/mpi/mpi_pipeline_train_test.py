@@ -1,0 +1,100 @@
+#!/usr/bin/env python3
+"""`tessera train --backend mpi --plan pp=...` under mpirun: the pipeline's stages on MPI ranks
+against the same pipeline on host devices. Every step's loss (written exactly by --losses) is
+bitwise the same, and only rank 0 prints. With --fault instead: rank 0 cannot write --losses and
+leaves; the rank waiting for its activations stops at once naming rank 0, and the job exits
+non-zero well within the timeout."""
+import argparse
+import math
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--mpirun", required=True)
+parser.add_argument("--tessera", required=True)
+parser.add_argument("--np", type=int, required=True)
+parser.add_argument("--plan", default="pp=2")
+parser.add_argument("--schedule", default="1f1b")
+parser.add_argument("--fault", action="store_true")
+args = parser.parse_args()
+
+STEPS = 5
+MODEL = ["--d-model", "32", "--layers", "4", "--heads", "4", "--kv-heads", "2", "--ffn", "64", "--batch", "8",
+         "--seq", "16", "--steps", str(STEPS), "--lr", "1e-2", "--no-progress-bar", "--sample", "0",
+         "--microbatches", "4"]
+MPIRUN = ["timeout", "-k", "5", "50", args.mpirun, "--allow-run-as-root", "--oversubscribe", "-np", str(args.np)]
+
+
+def run(cmd):
+    start = time.monotonic()
+    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    print("$", " ".join(cmd))
+    print(p.stdout)
+    return p, time.monotonic() - start
+
+
+def read_losses(path):
+    with open(path) as f:
+        return {int(step): float.fromhex(hexf) for step, _, hexf in (line.split() for line in f)}
+
+
+def printed_losses(out):
+    return re.findall(r"^step ([0-9]+)/[0-9]+  loss ([0-9.]+)", out, re.M)
+
+
+problems = []
+with tempfile.TemporaryDirectory() as tmp:
+    corpus = os.path.join(tmp, "corpus.txt")
+    with open(corpus, "w") as f:
+        f.write("the quick brown fox jumps over the lazy dog. " * 400)
+    common = ["train", *MODEL, "--corpus", corpus, "--plan", args.plan, "--schedule", args.schedule]
+    mpi_args = [*MPIRUN, args.tessera, *common, "--backend", "mpi"]
+
+    if args.fault:
+        mpi, elapsed = run([*mpi_args, "--losses", os.path.join(tmp, "missing", "losses.txt")])
+        if mpi.returncode == 0:
+            problems.append("mpirun exited 0 though rank 0 failed")
+        if mpi.returncode == 124 or elapsed >= 30:
+            problems.append(f"the job took {elapsed:.1f} s (exit {mpi.returncode}); a failed rank must end it at once")
+        if "cannot write the file" not in mpi.stdout:
+            problems.append("rank 0 did not print its error")
+        if not re.search(r"from stage 0 \(on rank 0\): .*rank 0 exited before sending it", mpi.stdout):
+            problems.append("no rank named rank 0 as the one that left")
+        if printed_losses(mpi.stdout):
+            problems.append("a step was printed though rank 0 failed before the first")
+    else:
+        host, _ = run([args.tessera, *common, "--losses", os.path.join(tmp, "host.txt")])
+        mpi, _ = run([*mpi_args, "--losses", os.path.join(tmp, "mpi.txt")])
+        if host.returncode != 0 or mpi.returncode != 0:
+            problems.append(f"exit status: host {host.returncode}, mpi {mpi.returncode}")
+        else:
+            want = read_losses(os.path.join(tmp, "host.txt"))
+            got = read_losses(os.path.join(tmp, "mpi.txt"))
+            if sorted(want) != list(range(1, STEPS + 1)) or not all(math.isfinite(l) for l in want.values()):
+                problems.append(f"host losses are not {STEPS} finite steps: {want}")
+            elif not want[STEPS] < want[1] - 0.2:  # equal losses must mean equal training
+                problems.append(f"the host run's loss does not fall: {want[1]} -> {want[STEPS]}")
+            for step in sorted(set(want) | set(got)):
+                if want.get(step) != got.get(step):
+                    problems.append(f"step {step}: loss {got.get(step)!r} over MPI, {want.get(step)!r} on host devices")
+            if printed_losses(mpi.stdout) != printed_losses(host.stdout) or not printed_losses(host.stdout):
+                problems.append("the printed losses differ from the host run's")
+            for line in ("tessera train:", f"step {STEPS}/{STEPS}", "per stage (", "pipeline bubble over"):
+                if mpi.stdout.count(line) != 1:
+                    problems.append(f"'{line}' printed {mpi.stdout.count(line)} times; only rank 0 prints")
+            stages = int(re.match(r"pp=([0-9]+)", args.plan).group(1))
+            where = f"plan {args.plan} on {args.np} MPI ranks ("
+            if where not in mpi.stdout or f"{stages // args.np} stage" not in mpi.stdout:
+                problems.append(f"no '{where}... {stages // args.np} stage(s) per rank' in the header")
+            # The table names each stage's rank: stage s on rank s * np / P.
+            for s in range(stages):
+                if not re.search(rf"^ +{s}  r{s * args.np // stages}:", mpi.stdout, re.M):
+                    problems.append(f"the per-stage table does not put stage {s} on rank {s * args.np // stages}")
+
+for p in problems:
+    print("FAIL:", p)
+sys.exit(1 if problems else 0)
