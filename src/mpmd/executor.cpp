@@ -12,6 +12,7 @@
 #include "exec/accelerate.h"
 #include "interp/interpreter.h"
 #include "runtime/session.h"
+#include "mpmd/value_slots.h"
 #include "support/error.h"
 
 namespace tessera::mpmd {
@@ -22,45 +23,6 @@ using support::fail;
 namespace {
 
 int64_t bytes_of(const Literal& l) { return static_cast<int64_t>(l.bytes().size()); }
-
-// Transfers in flight: one slot per (value, destination mesh). A failure anywhere aborts every wait.
-class Mailboxes {
- public:
-  void post(size_t value, size_t to, Literal v) {
-    {
-      std::lock_guard lock(mu_);
-      slots_[{value, to}] = std::move(v);
-    }
-    cv_.notify_all();
-  }
-  // The value, or nothing when the run was aborted or `timeout` passed.
-  std::optional<Literal> receive(size_t value, size_t to, std::chrono::milliseconds timeout) {
-    std::unique_lock lock(mu_);
-    auto key = std::make_pair(value, to);
-    if (!cv_.wait_for(lock, timeout, [&] { return aborted_ || slots_.count(key); })) return std::nullopt;
-    if (aborted_ && !slots_.count(key)) return std::nullopt;
-    Literal v = std::move(slots_.at(key));
-    slots_.erase(key);
-    return v;
-  }
-  void abort() {
-    {
-      std::lock_guard lock(mu_);
-      aborted_ = true;
-    }
-    cv_.notify_all();
-  }
-  bool aborted() {
-    std::lock_guard lock(mu_);
-    return aborted_;
-  }
-
- private:
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::map<std::pair<size_t, size_t>, Literal> slots_;
-  bool aborted_ = false;
-};
 
 }  // namespace
 
@@ -117,7 +79,7 @@ std::vector<Literal> Executor::run(const std::vector<Literal>& parameters) {
       fail("mpmd run: parameter {} is {}, the step's parameter %arg{} is {}", i, ir::to_string(parameters[i].type()), i,
            ir::to_string(plan.parameter_types[i]));
 
-  Mailboxes mail;
+  ValueSlots mail;
   std::mutex mu;  // guards results, stats and the first error
   std::vector<std::optional<Literal>> results(plan.results.size());
   std::exception_ptr error;
@@ -158,7 +120,7 @@ std::vector<Literal> Executor::run(const std::vector<Literal>& parameters) {
         auto it = store.find(b.index);
         if (it == store.end()) {  // a transfer from another mesh: wait for it, keep it for later readers
           const PlanValue& v = plan.values[b.index];
-          std::optional<Literal> got = mail.receive(b.index, m, options_.transfer_timeout);
+          std::optional<Literal> got = mail.take(b.index, m, options_.transfer_timeout);
           if (!got) {
             if (mail.aborted()) return;
             fail("fragment {} on mesh '{}' waits for {} from {}: nothing arrived within {} ms", fi, plan.meshes[m].name,

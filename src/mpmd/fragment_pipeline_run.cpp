@@ -14,6 +14,7 @@
 #include "exec/accelerate.h"
 #include "interp/interpreter.h"
 #include "mpmd/fragment_pipeline.h"
+#include "mpmd/value_slots.h"
 #include "support/error.h"
 
 namespace tessera::mpmd {
@@ -24,44 +25,6 @@ using support::fail;
 namespace {
 
 int64_t bytes_of(const Literal& l) { return static_cast<int64_t>(l.bytes().size()); }
-
-// Values in flight between stages: one slot per (value, destination mesh). A failure aborts every wait.
-class Slots {
- public:
-  void post(size_t value, size_t to, Literal v) {
-    {
-      std::lock_guard lock(mu_);
-      slots_.insert_or_assign({value, to}, std::move(v));
-    }
-    cv_.notify_all();
-  }
-  std::optional<Literal> take(size_t value, size_t to, std::chrono::milliseconds timeout) {
-    std::unique_lock lock(mu_);
-    auto key = std::make_pair(value, to);
-    if (!cv_.wait_for(lock, timeout, [&] { return aborted_ || slots_.count(key); }) || !slots_.count(key))
-      return std::nullopt;
-    Literal v = std::move(slots_.at(key));
-    slots_.erase(key);
-    return v;
-  }
-  void abort() {
-    {
-      std::lock_guard lock(mu_);
-      aborted_ = true;
-    }
-    cv_.notify_all();
-  }
-  bool aborted() {
-    std::lock_guard lock(mu_);
-    return aborted_;
-  }
-
- private:
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::map<std::pair<size_t, size_t>, Literal> slots_;
-  bool aborted_ = false;
-};
 
 }  // namespace
 
@@ -87,7 +50,7 @@ FragmentPipelineRun FragmentPipeline::run(const Schedule& schedule, const std::v
     else if (b.kind == Binding::Kind::kConstant) results[r] = b.constant;
     else result_of.insert({b.index, r});
   }
-  Slots slots;
+  ValueSlots slots;
   std::mutex mu;  // guards results, out.transferred_bytes and the first error
   std::exception_ptr error;
 

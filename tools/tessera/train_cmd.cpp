@@ -127,6 +127,50 @@ void progress(std::ostream& out, const TrainCommand& c, int64_t t, int64_t first
   }
 }
 
+// The losses of a run: checked, written to --losses (rank 0), the progress line after each step
+// and the summary line at the end.
+class LossLog {
+ public:
+  LossLog(const TrainCommand& c, bool rank0, int64_t first_step) : c_(c), first_step_(first_step) {
+    if (rank0 && !c.losses.empty()) {
+      file_.open(c.losses);
+      if (!file_) fail("--losses {}: cannot write the file", c.losses);
+    }
+    start_ = std::chrono::steady_clock::now();
+  }
+  void step(std::ostream& out, int64_t t, double loss) {
+    if (!std::isfinite(loss)) fail("step {}: the loss is {}; lower --lr", t, loss);
+    if (file_.is_open()) file_ << fmt::format("{} {:.9g} {:a}\n", t, loss, loss);  // f32 loss: both exact
+    if (t == first_step_) first_ = loss;
+    last_ = loss;
+    recent_.push_back(loss);  // the last 10 losses: one batch's loss is noisy
+    if (recent_.size() > 10) recent_.erase(recent_.begin());
+    progress(out, c_, t, first_step_, loss, start_);
+  }
+  void finish(std::ostream& out) {
+    double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+    if (c_.progress_bar) out << "\n";
+    if (file_.is_open()) {
+      file_.close();
+      if (!file_) fail("--losses {}: writing the file failed", c_.losses);
+    }
+    double mean = 0;
+    for (double l : recent_) mean += l / double(recent_.size());
+    out << fmt::format("loss {:.4f} -> {:.4f} nats per byte (mean of the last {} steps {:.4f}) in {} ({:.0f} "
+                       "tokens/s)\n",
+                       first_, last_, recent_.size(), mean, duration(elapsed),
+                       double(c_.steps * c_.batch * c_.seq) / elapsed);
+  }
+
+ private:
+  const TrainCommand& c_;
+  int64_t first_step_;
+  std::ofstream file_;
+  std::chrono::steady_clock::time_point start_;
+  double first_ = 0, last_ = 0;
+  std::vector<double> recent_;
+};
+
 // Greedy-ish sampling (temperature 0.8) of `count` bytes after `prompt`, one forward per byte on
 // the whole parameters.
 std::string generate(const nn::CausalLM& model, const std::vector<Literal>& params, const std::string& prompt,
@@ -277,11 +321,6 @@ int train_pipeline(const TrainCommand& c, std::ostream& out_stream, const std::s
   adam.weight_decay = 0.0;
   mpmd::PipelineTrainer trainer(*staged, schedule, nn::init_parameters(model.config(), c.seed), adam, run_options);
 
-  std::ofstream losses;
-  if (rank0 && !c.losses.empty()) {
-    losses.open(c.losses);
-    if (!losses) fail("--losses {}: cannot write the file", c.losses);
-  }
   const std::string where =
       run_options.ranks ? fmt::format("{} MPI rank{} ({} stages x {} host device{}, {} stage{} per rank)", ranks,
                                       ranks == 1 ? "" : "s", pp.pp, group, group == 1 ? "" : "s", pp.pp / ranks,
@@ -292,36 +331,19 @@ int train_pipeline(const TrainCommand& c, std::ostream& out_stream, const std::s
                      nn::parameter_count(model.config()), c.plan, where, schedule.name, c.microbatches, c.batch, c.seq,
                      c.steps, corpus_path, bytes(static_cast<int64_t>(text.size())));
   Batches data{text, c.batch, c.seq, c.seed};
-  auto start = std::chrono::steady_clock::now();
-  double loss = 0, first_loss = 0;
-  std::vector<double> recent;
+  LossLog log(c, rank0, 1);
   std::vector<mpmd::PipelineResult> measured;  // the stages' measurements of steps 2.. (step 1 compiles)
   for (int64_t t = 1; t <= c.steps; ++t) {
     auto [x, y] = data.at(t);
     const mpmd::PipelineResult& r = trainer.step(x, y);
-    loss = r.loss.get_double(0);
-    if (!std::isfinite(loss)) fail("step {}: the loss is {}; lower --lr", t, loss);
-    if (losses.is_open()) losses << fmt::format("{} {:.9g} {:a}\n", t, loss, loss);
-    if (t == 1) first_loss = loss;
-    recent.push_back(loss);
-    if (recent.size() > 10) recent.erase(recent.begin());
     if (t > 1 || c.steps == 1) {
       mpmd::PipelineResult m;
       m.stages = r.stages;
       measured.push_back(std::move(m));
     }
-    progress(out, c, t, 1, loss, start);
+    log.step(out, t, r.loss.get_double(0));
   }
-  double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  if (c.progress_bar) out << "\n";
-  if (losses.is_open()) {
-    losses.close();
-    if (!losses) fail("--losses {}: writing the file failed", c.losses);
-  }
-  double mean = 0;
-  for (double l : recent) mean += l / double(recent.size());
-  out << fmt::format("loss {:.4f} -> {:.4f} nats per byte (mean of the last {} steps {:.4f}) in {} ({:.0f} tokens/s)\n",
-                     first_loss, loss, recent.size(), mean, duration(elapsed), double(c.steps * c.batch * c.seq) / elapsed);
+  log.finish(out);
 
   // The per-stage table: what each device of a stage's group holds, and what the stage did.
   out << fmt::format("\nper stage ({} stages x {} host device{}{}, plan {}, schedule {}, {} microbatches):\n", pp.pp,
@@ -472,11 +494,6 @@ int train_command(const TrainCommand& c, std::ostream& out_stream) {
   std::vector<runtime::ShardedBuffer> state;
   for (size_t i = 0; i < inputs.size(); ++i) state.push_back(step.stage(i, inputs[i]));
 
-  std::ofstream losses;
-  if (rank0 && !c.losses.empty()) {
-    losses.open(c.losses);
-    if (!losses) fail("--losses {}: cannot write the file", c.losses);
-  }
   int64_t ranks = devices / local_devices;
   std::string where = over_mpi ? fmt::format("{} devices ({} MPI rank{} of {})", devices, ranks, ranks == 1 ? "" : "s",
                                              local_devices)
@@ -484,9 +501,7 @@ int train_command(const TrainCommand& c, std::ostream& out_stream) {
   out << fmt::format("tessera train: {} parameters, plan {} on {}, batch {}x{}, {} steps, corpus {} ({})\n",
                      nn::parameter_count(cfg), plan.name, where, c.batch, c.seq, c.steps, corpus_path,
                      bytes(static_cast<int64_t>(text.size())));
-  auto start = std::chrono::steady_clock::now();
-  double loss = 0, first_loss = 0;
-  std::vector<double> recent;  // the last 10 losses: one batch's loss is noisy
+  LossLog log(c, rank0, first_step);
   size_t ti = programs.tokens_input(), si = programs.step_input();
   int64_t last_step = first_step + c.steps - 1;
   for (int64_t t = first_step; t <= last_step; ++t) {
@@ -497,25 +512,11 @@ int train_command(const TrainCommand& c, std::ostream& out_stream) {
       state[si] = step.stage(si, Literal::scalar(ir::ElementType::i32, static_cast<double>(t)));
     }
     std::vector<runtime::ShardedBuffer> outs = step.execute(state);
-    loss = step.fetch(outs[0]).get_double(0);
-    if (!std::isfinite(loss)) fail("step {}: the loss is {}; lower --lr", t, loss);
-    if (losses.is_open()) losses << fmt::format("{} {:.9g} {:a}\n", t, loss, loss);  // f32 loss: both exact
-    if (t == first_step) first_loss = loss;
-    recent.push_back(loss);
-    if (recent.size() > 10) recent.erase(recent.begin());
+    double loss = step.fetch(outs[0]).get_double(0);
     for (size_t i = 0; i + 1 < outs.size(); ++i) state[i] = outs[i + 1];  // params and moments, donated
-    progress(out, c, t, first_step, loss, start);
+    log.step(out, t, loss);
   }
-  double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  if (c.progress_bar) out << "\n";
-  if (losses.is_open()) {
-    losses.close();
-    if (!losses) fail("--losses {}: writing the file failed", c.losses);
-  }
-  double mean = 0;
-  for (double l : recent) mean += l / double(recent.size());
-  out << fmt::format("loss {:.4f} -> {:.4f} nats per byte (mean of the last {} steps {:.4f}) in {} ({:.0f} tokens/s)\n",
-                     first_loss, loss, recent.size(), mean, duration(elapsed), double(c.steps * c.batch * c.seq) / elapsed);
+  log.finish(out);
 
   // The per-device table.
   const spmd::Report& r = compiled.report();

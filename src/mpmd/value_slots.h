@@ -1,0 +1,56 @@
+// Values in flight between the meshes (or stages) of a fragment run: one slot per (value id,
+// destination mesh). A post never waits; a take waits for its own slot up to a timeout; a failure
+// anywhere aborts every wait at once, so no thread outlives a failed run.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstddef>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <utility>
+
+#include "ir/literal.h"
+
+namespace tessera::mpmd {
+
+class ValueSlots {
+ public:
+  void post(size_t value, size_t to, ir::Literal v) {
+    {
+      std::lock_guard lock(mu_);
+      slots_.insert_or_assign({value, to}, std::move(v));
+    }
+    cv_.notify_all();
+  }
+  // The value, or nothing when the run was aborted or `timeout` passed.
+  std::optional<ir::Literal> take(size_t value, size_t to, std::chrono::milliseconds timeout) {
+    std::unique_lock lock(mu_);
+    auto key = std::make_pair(value, to);
+    if (!cv_.wait_for(lock, timeout, [&] { return aborted_ || slots_.count(key); }) || !slots_.count(key))
+      return std::nullopt;
+    ir::Literal v = std::move(slots_.at(key));
+    slots_.erase(key);
+    return v;
+  }
+  void abort() {
+    {
+      std::lock_guard lock(mu_);
+      aborted_ = true;
+    }
+    cv_.notify_all();
+  }
+  bool aborted() {
+    std::lock_guard lock(mu_);
+    return aborted_;
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::map<std::pair<size_t, size_t>, ir::Literal> slots_;
+  bool aborted_ = false;
+};
+
+}  // namespace tessera::mpmd
