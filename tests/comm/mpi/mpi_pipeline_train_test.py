@@ -8,10 +8,10 @@ import argparse
 import math
 import os
 import re
-import subprocess
 import sys
 import tempfile
-import time
+
+from mpi_cli import mpirun, printed_losses, read_losses, run
 
 parser = argparse.ArgumentParser()
 parser.add_argument("--mpirun", required=True)
@@ -26,25 +26,7 @@ STEPS = 5
 MODEL = ["--d-model", "32", "--layers", "4", "--heads", "4", "--kv-heads", "2", "--ffn", "64", "--batch", "8",
          "--seq", "16", "--steps", str(STEPS), "--lr", "1e-2", "--no-progress-bar", "--sample", "0",
          "--microbatches", "4"]
-MPIRUN = ["timeout", "-k", "5", "50", args.mpirun, "--allow-run-as-root", "--oversubscribe", "-np", str(args.np)]
-
-
-def run(cmd):
-    start = time.monotonic()
-    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    print("$", " ".join(cmd))
-    print(p.stdout)
-    return p, time.monotonic() - start
-
-
-def read_losses(path):
-    with open(path) as f:
-        return {int(step): float.fromhex(hexf) for step, _, hexf in (line.split() for line in f)}
-
-
-def printed_losses(out):
-    return re.findall(r"^step ([0-9]+)/[0-9]+  loss ([0-9.]+)", out, re.M)
-
+MPIRUN = mpirun(args.mpirun, args.np)
 
 problems = []
 with tempfile.TemporaryDirectory() as tmp:
@@ -72,8 +54,8 @@ with tempfile.TemporaryDirectory() as tmp:
         if host.returncode != 0 or mpi.returncode != 0:
             problems.append(f"exit status: host {host.returncode}, mpi {mpi.returncode}")
         else:
-            want = read_losses(os.path.join(tmp, "host.txt"))
-            got = read_losses(os.path.join(tmp, "mpi.txt"))
+            want = read_losses(os.path.join(tmp, "host.txt"), problems, "host")
+            got = read_losses(os.path.join(tmp, "mpi.txt"), problems, "mpi")
             if sorted(want) != list(range(1, STEPS + 1)) or not all(math.isfinite(l) for l in want.values()):
                 problems.append(f"host losses are not {STEPS} finite steps: {want}")
             elif not want[STEPS] < want[1] - 0.2:  # equal losses must mean equal training

@@ -8,11 +8,10 @@ import filecmp
 import math
 import os
 import re
-import struct
-import subprocess
 import sys
 import tempfile
-import time
+
+from mpi_cli import mpirun, printed_losses, read_losses, run
 
 parser = argparse.ArgumentParser()
 parser.add_argument("--mpirun", required=True)
@@ -26,36 +25,7 @@ args = parser.parse_args()
 STEPS = 5
 MODEL = ["--d-model", "32", "--layers", "1", "--heads", "4", "--kv-heads", "2", "--ffn", "64", "--batch", "8",
          "--seq", "16", "--steps", str(STEPS), "--lr", "1e-2", "--no-progress-bar", "--sample", "0"]
-MPIRUN = ["timeout", "-k", "5", "50", args.mpirun, "--allow-run-as-root", "--oversubscribe", "-np", str(args.np)]
-
-
-def run(cmd):
-    start = time.monotonic()
-    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    print("$", " ".join(cmd))
-    print(p.stdout)
-    return p, time.monotonic() - start
-
-
-def as_f32(x):
-    return struct.unpack("f", struct.pack("f", x))[0]
-
-
-def read_losses(path, problems, who):
-    """{step: loss} from a --losses file, checking each line's decimal and hex forms agree."""
-    losses = {}
-    with open(path) as f:
-        for line in f:
-            step, dec, hexf = line.split()
-            if as_f32(float(dec)) != float.fromhex(hexf):  # %.9g names an f32 exactly
-                problems.append(f"{who}: step {step}: {dec} and {hexf} differ")
-            losses[int(step)] = float.fromhex(hexf)
-    return losses
-
-
-def printed_losses(out):
-    return re.findall(r"^step ([0-9]+)/[0-9]+  loss ([0-9.]+)", out, re.M)
-
+MPIRUN = mpirun(args.mpirun, args.np)
 
 problems = []
 with tempfile.TemporaryDirectory() as tmp:

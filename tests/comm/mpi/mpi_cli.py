@@ -1,0 +1,40 @@
+"""What the `tessera ... --backend mpi` command-line tests share: the mpirun prefix (as root, more
+ranks than cores, and `timeout` so that a hung job never outlives its test), running a command
+with its output shown, and reading losses from `--losses` files and from the printed step lines."""
+import re
+import struct
+import subprocess
+import time
+
+
+def mpirun(mpirun_path, np):
+    return ["timeout", "-k", "5", "50", mpirun_path, "--allow-run-as-root", "--oversubscribe", "-np", str(np)]
+
+
+def run(cmd):
+    """Runs `cmd`, prints it and its output; returns (CompletedProcess, seconds)."""
+    start = time.monotonic()
+    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    print("$", " ".join(cmd))
+    print(p.stdout)
+    return p, time.monotonic() - start
+
+
+def as_f32(x):
+    return struct.unpack("f", struct.pack("f", x))[0]
+
+
+def read_losses(path, problems, who):
+    """{step: loss} from a --losses file, checking each line's decimal and hex forms agree."""
+    losses = {}
+    with open(path) as f:
+        for line in f:
+            step, dec, hexf = line.split()
+            if as_f32(float(dec)) != float.fromhex(hexf):  # %.9g names an f32 exactly
+                problems.append(f"{who}: step {step}: {dec} and {hexf} differ")
+            losses[int(step)] = float.fromhex(hexf)
+    return losses
+
+
+def printed_losses(out):
+    return re.findall(r"^step ([0-9]+)/[0-9]+  loss ([0-9.]+)", out, re.M)
