@@ -22,18 +22,18 @@
 #include "mpmd/svg.h"
 #include "nn/capture.h"
 #include "nn/nn_test_util.h"
+#include "pipeline_test_util.h"
 #include "support/error.h"
 
 namespace tessera::mpmd {
 namespace {
 
+using testing::case_name;
+using testing::pipeline_config;
+using testing::ScheduleCase;
+
 constexpr double kTolerance = 1e-5;
 
-nn::Config pipeline_config() {
-  nn::Config c;
-  c.vocab = 32, c.d_model = 32, c.layers = 4, c.heads = 4, c.kv_heads = 2, c.ffn = 64, c.seq = 8, c.batch = 8;
-  return c;
-}
 
 struct Data {
   std::vector<ir::Literal> parameters;
@@ -72,29 +72,10 @@ const StagedModel& staged(int64_t pieces, int64_t microbatches) {
   return *slot;
 }
 
-struct Case {
-  ScheduleKind kind;
-  int64_t stages, microbatches, virtual_per_stage = 1;
-};
-
-// gtest prints parameters into ctest's test names; a readable one instead of the struct's bytes.
-void PrintTo(const Case& c, std::ostream* out) {
-  *out << schedule_kind_name(c.kind) << " P=" << c.stages << " M=" << c.microbatches << " V=" << c.virtual_per_stage;
-}
-
-std::string case_name(const ::testing::TestParamInfo<Case>& info) {
-  std::string kind(schedule_kind_name(info.param.kind));
-  for (char& ch : kind)
-    if (ch == '-') ch = '_';
-  std::string name = kind + "_P" + std::to_string(info.param.stages) + "_M" + std::to_string(info.param.microbatches);
-  if (info.param.virtual_per_stage > 1) name += "_V" + std::to_string(info.param.virtual_per_stage);
-  return name;
-}
-
-class PipelineRun : public ::testing::TestWithParam<Case> {};
+class PipelineRun : public ::testing::TestWithParam<ScheduleCase> {};
 
 TEST_P(PipelineRun, SameLossAndGradientsAsTheAccumulatedStep) {
-  const Case& c = GetParam();
+  const ScheduleCase& c = GetParam();
   Schedule s = generate(c.kind, c.stages, c.microbatches, c.virtual_per_stage);
   const StagedModel& model = staged(s.virtual_stages(), c.microbatches);
   PipelineResult r = run_pipeline(model, s, data().parameters, data().tokens, data().targets);
@@ -131,13 +112,13 @@ TEST_P(PipelineRun, SameLossAndGradientsAsTheAccumulatedStep) {
 
 INSTANTIATE_TEST_SUITE_P(
     Schedules, PipelineRun,
-    ::testing::Values(Case{ScheduleKind::kGPipe, 2, 4}, Case{ScheduleKind::kGPipe, 2, 8}, Case{ScheduleKind::kGPipe, 4, 4},
-                      Case{ScheduleKind::kGPipe, 4, 8}, Case{ScheduleKind::kOneFOneB, 2, 4},
-                      Case{ScheduleKind::kOneFOneB, 2, 8}, Case{ScheduleKind::kOneFOneB, 4, 4},
-                      Case{ScheduleKind::kOneFOneB, 4, 8}, Case{ScheduleKind::kInterleaved, 2, 4, 2},
-                      Case{ScheduleKind::kInterleaved, 2, 8, 2}, Case{ScheduleKind::kZeroBubbleH1, 2, 4},
-                      Case{ScheduleKind::kZeroBubbleH1, 2, 8}, Case{ScheduleKind::kZeroBubbleH1, 4, 4},
-                      Case{ScheduleKind::kZeroBubbleH1, 4, 8}),
+    ::testing::Values(ScheduleCase{ScheduleKind::kGPipe, 2, 4}, ScheduleCase{ScheduleKind::kGPipe, 2, 8}, ScheduleCase{ScheduleKind::kGPipe, 4, 4},
+                      ScheduleCase{ScheduleKind::kGPipe, 4, 8}, ScheduleCase{ScheduleKind::kOneFOneB, 2, 4},
+                      ScheduleCase{ScheduleKind::kOneFOneB, 2, 8}, ScheduleCase{ScheduleKind::kOneFOneB, 4, 4},
+                      ScheduleCase{ScheduleKind::kOneFOneB, 4, 8}, ScheduleCase{ScheduleKind::kInterleaved, 2, 4, 2},
+                      ScheduleCase{ScheduleKind::kInterleaved, 2, 8, 2}, ScheduleCase{ScheduleKind::kZeroBubbleH1, 2, 4},
+                      ScheduleCase{ScheduleKind::kZeroBubbleH1, 2, 8}, ScheduleCase{ScheduleKind::kZeroBubbleH1, 4, 4},
+                      ScheduleCase{ScheduleKind::kZeroBubbleH1, 4, 8}),
     case_name);
 
 // Saved activations are what separates the schedules: GPipe holds every microbatch's input on

@@ -22,37 +22,27 @@
 #include "mpmd/trainer.h"
 #include "nn/capture.h"
 #include "nn/nn_test_util.h"
+#include "pipeline_test_util.h"
 #include "support/error.h"
 
 namespace tessera::mpmd {
 namespace {
 
+using testing::case_name;
+using testing::pipeline_adamw;
+using testing::pipeline_config;
+using testing::pipeline_initial_parameters;
+using testing::ScheduleCase;
+
 constexpr double kStepTolerance = 1e-5;   // one step's loss and gradients
 constexpr double kTrainTolerance = 1e-4;  // parameters after six AdamW steps
 constexpr int64_t kSteps = 6;
-
-nn::Config config() {
-  nn::Config c;
-  c.vocab = 32, c.d_model = 32, c.layers = 4, c.heads = 4, c.kv_heads = 2, c.ffn = 64, c.seq = 8, c.batch = 8;
-  return c;
-}
-
-// As in tests/nn/sharded_test.cpp: AdamW's m / (sqrt(v) + eps) has slope up to 1 / eps, so the
-// rounding differences of a sharded stage's gradients (sums in another order, ~1e-9) move a
-// parameter by up to lr / eps times them; eps = 1e-4 keeps that near 1e-7. lr = 1e-2 moves the
-// parameters by several percent in six steps, far past the tolerance.
-nn::AdamW adamw() { return nn::AdamW{1e-2, 0.9, 0.95, 1e-4, 0.1}; }
-
-const std::vector<ir::Literal>& initial() {
-  static const std::vector<ir::Literal> p = nn::init_parameters(config(), 5);
-  return p;
-}
 
 // Step t's batch (a different one each step).
 const nn::testing::Batch& batch(int64_t t) {
   static std::map<int64_t, nn::testing::Batch> cache;
   auto it = cache.find(t);
-  if (it == cache.end()) it = cache.emplace(t, nn::testing::make_batch(config(), 100 + static_cast<uint64_t>(t))).first;
+  if (it == cache.end()) it = cache.emplace(t, nn::testing::make_batch(pipeline_config(), 100 + static_cast<uint64_t>(t))).first;
   return it->second;
 }
 
@@ -66,13 +56,13 @@ const Reference& reference(int64_t microbatches) {
   static std::map<int64_t, Reference> cache;
   auto it = cache.find(microbatches);
   if (it != cache.end()) return it->second;
-  nn::CausalLM model(config());
+  nn::CausalLM model(pipeline_config());
   ir::Module m("whole");
-  nn::Programs p = nn::capture(m, nn::TrainingStep{model}.accumulate(microbatches).with(adamw()));
+  nn::Programs p = nn::capture(m, nn::TrainingStep{model}.accumulate(microbatches).with(pipeline_adamw()));
   interp::Options o;
   o.accelerate = exec::accelerate;
   const size_t n = p.num_parameters();
-  std::vector<ir::Literal> in = nn::train_step_inputs(p, initial(), 1, batch(1).tokens, batch(1).targets);
+  std::vector<ir::Literal> in = nn::train_step_inputs(p, pipeline_initial_parameters(), 1, batch(1).tokens, batch(1).targets);
   Reference r;
   for (int64_t t = 1; t <= kSteps; ++t) {
     in[p.step_input()] = ir::Literal::scalar(ir::ElementType::i32, static_cast<double>(t));
@@ -88,10 +78,10 @@ const Reference& reference(int64_t microbatches) {
 
 // The unsharded step's loss and gradients on step 1's batch.
 std::vector<ir::Literal> reference_gradients(int64_t microbatches) {
-  nn::CausalLM model(config());
+  nn::CausalLM model(pipeline_config());
   ir::Module m("whole");
   nn::Programs p = nn::capture(m, nn::TrainingStep{model}.accumulate(microbatches));
-  std::vector<ir::Literal> in = initial();
+  std::vector<ir::Literal> in = pipeline_initial_parameters();
   in.push_back(batch(1).tokens);
   in.push_back(batch(1).targets);
   interp::Options o;
@@ -102,7 +92,7 @@ std::vector<ir::Literal> reference_gradients(int64_t microbatches) {
 // Six pipeline steps; every step's loss against the reference's, then the parameters.
 void expect_six_steps_match(const StagedModel& staged, const Schedule& s, const std::string& what) {
   const Reference& want = reference(s.microbatches);
-  PipelineTrainer trainer(staged, s, initial(), adamw());
+  PipelineTrainer trainer(staged, s, pipeline_initial_parameters(), pipeline_adamw());
   double worst_loss = 0, worst_param = 0, least_moved = 1e300;
   for (int64_t t = 1; t <= kSteps; ++t) {
     const PipelineResult& r = trainer.step(batch(t).tokens, batch(t).targets);
@@ -117,7 +107,7 @@ void expect_six_steps_match(const StagedModel& staged, const Schedule& s, const 
     double e = nn::testing::relative_error(got[i], want.parameters[i]);
     EXPECT_LE(e, kTrainTolerance) << what << ": parameter " << staged.parameters()[i].name;
     worst_param = std::max(worst_param, e);
-    least_moved = std::min(least_moved, nn::testing::relative_error(got[i], initial()[i]));
+    least_moved = std::min(least_moved, nn::testing::relative_error(got[i], pipeline_initial_parameters()[i]));
   }
   // The comparison means something only if training moved every parameter far beyond it.
   EXPECT_GT(least_moved, 10 * kTrainTolerance) << what;
@@ -125,42 +115,25 @@ void expect_six_steps_match(const StagedModel& staged, const Schedule& s, const 
               what.c_str(), worst_loss, worst_param, least_moved);
 }
 
-struct Case {
-  ScheduleKind kind;
-  int64_t stages, microbatches, virtual_per_stage = 1;
-};
-
-void PrintTo(const Case& c, std::ostream* out) {
-  *out << schedule_kind_name(c.kind) << " P=" << c.stages << " M=" << c.microbatches << " V=" << c.virtual_per_stage;
-}
-
-std::string case_name(const ::testing::TestParamInfo<Case>& info) {
-  std::string kind(schedule_kind_name(info.param.kind));
-  std::replace(kind.begin(), kind.end(), '-', '_');
-  std::string name = kind + "_P" + std::to_string(info.param.stages) + "_M" + std::to_string(info.param.microbatches);
-  if (info.param.virtual_per_stage > 1) name += "_V" + std::to_string(info.param.virtual_per_stage);
-  return name;
-}
-
-class PipelineTraining : public ::testing::TestWithParam<Case> {};
+class PipelineTraining : public ::testing::TestWithParam<ScheduleCase> {};
 
 TEST_P(PipelineTraining, SixAdamWStepsGiveTheAccumulatedStepsParameters) {
-  const Case& c = GetParam();
+  const ScheduleCase& c = GetParam();
   Schedule s = generate(c.kind, c.stages, c.microbatches, c.virtual_per_stage);
-  StagedModel staged(nn::CausalLM(config()), s.virtual_stages(), c.microbatches);
+  StagedModel staged(nn::CausalLM(pipeline_config()), s.virtual_stages(), c.microbatches);
   expect_six_steps_match(staged, s, fmt::format("{} P={} M={} V={}", s.name, c.stages, c.microbatches,
                                                 c.virtual_per_stage));
 }
 
 INSTANTIATE_TEST_SUITE_P(
     Schedules, PipelineTraining,
-    ::testing::Values(Case{ScheduleKind::kGPipe, 2, 4}, Case{ScheduleKind::kGPipe, 2, 8}, Case{ScheduleKind::kGPipe, 4, 4},
-                      Case{ScheduleKind::kGPipe, 4, 8}, Case{ScheduleKind::kOneFOneB, 2, 4},
-                      Case{ScheduleKind::kOneFOneB, 2, 8}, Case{ScheduleKind::kOneFOneB, 4, 4},
-                      Case{ScheduleKind::kOneFOneB, 4, 8}, Case{ScheduleKind::kInterleaved, 2, 4, 2},
-                      Case{ScheduleKind::kInterleaved, 2, 8, 2}, Case{ScheduleKind::kZeroBubbleH1, 2, 4},
-                      Case{ScheduleKind::kZeroBubbleH1, 2, 8}, Case{ScheduleKind::kZeroBubbleH1, 4, 4},
-                      Case{ScheduleKind::kZeroBubbleH1, 4, 8}),
+    ::testing::Values(ScheduleCase{ScheduleKind::kGPipe, 2, 4}, ScheduleCase{ScheduleKind::kGPipe, 2, 8}, ScheduleCase{ScheduleKind::kGPipe, 4, 4},
+                      ScheduleCase{ScheduleKind::kGPipe, 4, 8}, ScheduleCase{ScheduleKind::kOneFOneB, 2, 4},
+                      ScheduleCase{ScheduleKind::kOneFOneB, 2, 8}, ScheduleCase{ScheduleKind::kOneFOneB, 4, 4},
+                      ScheduleCase{ScheduleKind::kOneFOneB, 4, 8}, ScheduleCase{ScheduleKind::kInterleaved, 2, 4, 2},
+                      ScheduleCase{ScheduleKind::kInterleaved, 2, 8, 2}, ScheduleCase{ScheduleKind::kZeroBubbleH1, 2, 4},
+                      ScheduleCase{ScheduleKind::kZeroBubbleH1, 2, 8}, ScheduleCase{ScheduleKind::kZeroBubbleH1, 4, 4},
+                      ScheduleCase{ScheduleKind::kZeroBubbleH1, 4, 8}),
     case_name);
 
 // Stage plans over a group of 2 host devices per stage: 2 stages x 2 devices.
@@ -168,7 +141,7 @@ nn::ShardingPlan stage_dp() { return nn::data_parallel(ir::Mesh{"stage", {{"data
 nn::ShardingPlan stage_tp() { return nn::tensor_parallel(ir::Mesh{"stage", {{"model", 2}}, {}}, "model"); }
 
 void expect_same_step(const StagedModel& staged, const Schedule& s, const std::string& what, int64_t devices = 2) {
-  std::vector<StageState> stages = stage_states(staged, s.stages, initial());
+  std::vector<StageState> stages = stage_states(staged, s.stages, pipeline_initial_parameters());
   for (const StageState& st : stages) EXPECT_EQ(st.devices(), devices);
   PipelineResult r = run_pipeline(staged, s, stages, batch(1).tokens, batch(1).targets);
   std::vector<ir::Literal> want = reference_gradients(s.microbatches);
@@ -183,26 +156,26 @@ void expect_same_step(const StagedModel& staged, const Schedule& s, const std::s
 }
 
 TEST(PipelineTimesDataParallel, EveryScheduleGivesTheUnshardedStep) {
-  StagedModel two(nn::CausalLM(config()), 2, 4, stage_dp());
+  StagedModel two(nn::CausalLM(pipeline_config()), 2, 4, stage_dp());
   for (ScheduleKind k : {ScheduleKind::kGPipe, ScheduleKind::kOneFOneB, ScheduleKind::kZeroBubbleH1})
     expect_same_step(two, generate(k, 2, 4), fmt::format("pp=2 x dp=2 {}", schedule_kind_name(k)));
 }
 
 TEST(PipelineTimesDataParallel, SixAdamWStepsOnTwoByTwoDevices) {
-  StagedModel staged(nn::CausalLM(config()), 2, 4, stage_dp());
+  StagedModel staged(nn::CausalLM(pipeline_config()), 2, 4, stage_dp());
   expect_six_steps_match(staged, one_f_one_b(2, 4), "pp=2 x dp=2 1f1b M=4");
 }
 
 TEST(PipelineTimesTensorParallel, StepAndSixAdamWStepsOnTwoByTwoDevices) {
-  StagedModel staged(nn::CausalLM(config()), 2, 4, stage_tp());
+  StagedModel staged(nn::CausalLM(pipeline_config()), 2, 4, stage_tp());
   expect_same_step(staged, one_f_one_b(2, 4), "pp=2 x tp=2 1f1b");
   expect_six_steps_match(staged, one_f_one_b(2, 4), "pp=2 x tp=2 1f1b M=4");
   // Each device of a tensor-parallel stage holds less than its stage's whole parameters, and the
   // moments twice that, on the same devices.
-  std::vector<StageState> stages = stage_states(staged, 2, initial(), adamw());
+  std::vector<StageState> stages = stage_states(staged, 2, pipeline_initial_parameters(), pipeline_adamw());
   for (const StageState& st : stages) {
     int64_t whole = 0;
-    for (size_t i : st.parameter_indices()) whole += static_cast<int64_t>(initial()[i].bytes().size());
+    for (size_t i : st.parameter_indices()) whole += static_cast<int64_t>(pipeline_initial_parameters()[i].bytes().size());
     EXPECT_LT(st.parameter_bytes_per_device(), whole) << "stage " << st.stage();
     EXPECT_EQ(st.optimizer_bytes_per_device(), 2 * st.parameter_bytes_per_device());
   }
@@ -210,7 +183,7 @@ TEST(PipelineTimesTensorParallel, StepAndSixAdamWStepsOnTwoByTwoDevices) {
 
 TEST(PipelineTimesTensorParallel, StagesOnATwoByTwoGridOfDevices) {
   // Each stage a 2-D group (data 2 x model 2): 2 stages on 8 host devices.
-  StagedModel staged(nn::CausalLM(config()), 2, 2,
+  StagedModel staged(nn::CausalLM(pipeline_config()), 2, 2,
                      nn::tensor_parallel(ir::Mesh{"stage", {{"data", 2}, {"model", 2}}, {}}, "model", "data"));
   expect_same_step(staged, one_f_one_b(2, 2), "pp=2 x (dp=2, tp=2) 1f1b", 4);
 }
@@ -218,7 +191,7 @@ TEST(PipelineTimesTensorParallel, StagesOnATwoByTwoGridOfDevices) {
 TEST(PipelineTimesDataParallel, RefusesAMicrobatchTheGroupCannotSplit) {
   // 8 rows in 8 microbatches: one row, which 2 data-parallel devices cannot share.
   try {
-    StagedModel(nn::CausalLM(config()), 2, 8, stage_dp());
+    StagedModel(nn::CausalLM(pipeline_config()), 2, 8, stage_dp());
     ADD_FAILURE() << "accepted";
   } catch (const support::UserError& e) {
     EXPECT_EQ(std::string(e.what()),
@@ -228,9 +201,9 @@ TEST(PipelineTimesDataParallel, RefusesAMicrobatchTheGroupCannotSplit) {
 }
 
 TEST(PipelineTrainerErrors, RefusesAScheduleForAnotherCut) {
-  StagedModel staged(nn::CausalLM(config()), 4, 4);
+  StagedModel staged(nn::CausalLM(pipeline_config()), 4, 4);
   try {
-    PipelineTrainer(staged, one_f_one_b(2, 4), initial(), adamw());
+    PipelineTrainer(staged, one_f_one_b(2, 4), pipeline_initial_parameters(), pipeline_adamw());
     ADD_FAILURE() << "accepted";
   } catch (const support::UserError& e) {
     EXPECT_EQ(std::string(e.what()),

@@ -21,27 +21,19 @@
 #include "mpmd/trainer.h"
 #include "nn/model.h"
 #include "nn/nn_test_util.h"
+#include "mpmd/pipeline_test_util.h"
 #include "support/error.h"
 
 namespace tessera::mpmd {
 namespace {
 
+using testing::pipeline_adamw;
+using testing::pipeline_config;
+using testing::pipeline_initial_parameters;
+
 constexpr int64_t kMicrobatches = 4;
 
-nn::Config config() {
-  nn::Config c;
-  c.vocab = 32, c.d_model = 32, c.layers = 4, c.heads = 4, c.kv_heads = 2, c.ffn = 64, c.seq = 8, c.batch = 8;
-  return c;
-}
-
-nn::AdamW adamw() { return nn::AdamW{1e-2, 0.9, 0.95, 1e-4, 0.1}; }
-
-const std::vector<ir::Literal>& initial() {
-  static const std::vector<ir::Literal> p = nn::init_parameters(config(), 5);
-  return p;
-}
-
-nn::testing::Batch batch(int64_t t) { return nn::testing::make_batch(config(), 100 + static_cast<uint64_t>(t)); }
+nn::testing::Batch batch(int64_t t) { return nn::testing::make_batch(pipeline_config(), 100 + static_cast<uint64_t>(t)); }
 
 // The stage counts these ranks divide (1 and 2 stages per rank).
 std::vector<int64_t> stage_counts(int ranks) {
@@ -60,17 +52,17 @@ void barrier() {
 TEST(PipelineOnRanks, RunEqualsHostThreadsBitwise) {
   comm::MpiWorld world(1);
   MpiRanks ranks(world);
-  nn::CausalLM model(config());
+  nn::CausalLM model(pipeline_config());
   const nn::testing::Batch b = batch(1);
   for (int64_t P : stage_counts(ranks.size()))
     for (ScheduleKind kind : {ScheduleKind::kGPipe, ScheduleKind::kOneFOneB}) {
       StagedModel staged(model, P, kMicrobatches);
       Schedule schedule = generate(kind, P, kMicrobatches);
       const std::string what = fmt::format("{} P={} on {} ranks", schedule.name, P, ranks.size());
-      PipelineResult host = run_pipeline(staged, schedule, initial(), b.tokens, b.targets);
+      PipelineResult host = run_pipeline(staged, schedule, pipeline_initial_parameters(), b.tokens, b.targets);
       RunOptions options;
       options.ranks = &ranks;
-      PipelineResult mpi = run_pipeline(staged, schedule, initial(), b.tokens, b.targets, options);
+      PipelineResult mpi = run_pipeline(staged, schedule, pipeline_initial_parameters(), b.tokens, b.targets, options);
       EXPECT_TRUE(mpi.loss == host.loss) << what << ": loss " << mpi.loss.get_double(0) << " against "
                                          << host.loss.get_double(0);
       // Gradients stay where their parameters are: this rank's stages' are here, bitwise the host's.
@@ -96,16 +88,16 @@ TEST(PipelineOnRanks, RunEqualsHostThreadsBitwise) {
 TEST(PipelineOnRanks, TrainerEqualsHostThreadsBitwise) {
   comm::MpiWorld world(1);
   MpiRanks ranks(world);
-  nn::CausalLM model(config());
+  nn::CausalLM model(pipeline_config());
   for (int64_t P : stage_counts(ranks.size()))
     for (ScheduleKind kind : {ScheduleKind::kGPipe, ScheduleKind::kOneFOneB}) {
       StagedModel staged(model, P, kMicrobatches);
       Schedule schedule = generate(kind, P, kMicrobatches);
       const std::string what = fmt::format("{} P={} on {} ranks", schedule.name, P, ranks.size());
-      PipelineTrainer host(staged, schedule, initial(), adamw());
+      PipelineTrainer host(staged, schedule, pipeline_initial_parameters(), pipeline_adamw());
       RunOptions options;
       options.ranks = &ranks;
-      PipelineTrainer mpi(staged, schedule, initial(), adamw(), options);
+      PipelineTrainer mpi(staged, schedule, pipeline_initial_parameters(), pipeline_adamw(), options);
       EXPECT_EQ(static_cast<int64_t>(mpi.stages().size()), P / ranks.size()) << what;
       for (int64_t t = 1; t <= 3; ++t) {
         const nn::testing::Batch b = batch(t);
@@ -119,7 +111,7 @@ TEST(PipelineOnRanks, TrainerEqualsHostThreadsBitwise) {
       for (size_t i = 0; i < got.size(); ++i) {
         EXPECT_TRUE(got[i] == want[i]) << what << ": parameter " << staged.parameters()[i].name;
         // They trained: equal parameters are not merely the initial ones.
-        EXPECT_GT(nn::testing::relative_error(got[i], initial()[i]), 1e-3) << what << ": " << staged.parameters()[i].name;
+        EXPECT_GT(nn::testing::relative_error(got[i], pipeline_initial_parameters()[i]), 1e-3) << what << ": " << staged.parameters()[i].name;
       }
       std::vector<StageSummary> hs = host.stage_summaries(), ms = mpi.stage_summaries();
       ASSERT_EQ(ms.size(), hs.size());
@@ -139,7 +131,7 @@ TEST(PipelineOnRanks, FailedStageRankStopsEveryRankNamingIt) {
   MpiRanks ranks(world);
   const int last = ranks.size() - 1;
   const int64_t P = ranks.size() == 1 ? 2 : ranks.size();
-  nn::CausalLM model(config());
+  nn::CausalLM model(pipeline_config());
   StagedModel staged(model, P, kMicrobatches);
   Schedule schedule = generate(ScheduleKind::kOneFOneB, P, kMicrobatches);
   nn::testing::Batch b = batch(1);
@@ -149,7 +141,7 @@ TEST(PipelineOnRanks, FailedStageRankStopsEveryRankNamingIt) {
   options.transfer_timeout = std::chrono::seconds(20);
   const auto start = std::chrono::steady_clock::now();
   try {
-    run_pipeline(staged, schedule, initial(), b.tokens, b.targets, options);
+    run_pipeline(staged, schedule, pipeline_initial_parameters(), b.tokens, b.targets, options);
     FAIL() << "the run went through with a failed stage rank";
   } catch (const support::UserError& e) {
     const std::string message = e.what();
@@ -174,7 +166,7 @@ TEST(PipelineOnRanks, MissingStageRankFailsWithinTheTimeoutNamingIt) {
   if (ranks.size() == 1) GTEST_SKIP() << "one rank has no peer";
   const int me = ranks.rank(), last = ranks.size() - 1;
   const int64_t P = ranks.size();
-  nn::CausalLM model(config());
+  nn::CausalLM model(pipeline_config());
   StagedModel staged(model, P, kMicrobatches);
   Schedule schedule = generate(ScheduleKind::kGPipe, P, kMicrobatches);
   const nn::testing::Batch b = batch(1);
@@ -184,7 +176,7 @@ TEST(PipelineOnRanks, MissingStageRankFailsWithinTheTimeoutNamingIt) {
     options.transfer_timeout = std::chrono::milliseconds(300);
     const auto start = std::chrono::steady_clock::now();
     try {
-      run_pipeline(staged, schedule, initial(), b.tokens, b.targets, options);
+      run_pipeline(staged, schedule, pipeline_initial_parameters(), b.tokens, b.targets, options);
       FAIL() << "the run went through without its last stage";
     } catch (const support::UserError& e) {
       const std::string message = e.what();
@@ -208,13 +200,13 @@ TEST(PipelineOnRanks, RanksThatDoNotDivideTheStagesAreRefused) {
   comm::MpiWorld world(1);
   MpiRanks ranks(world);
   if (2 % ranks.size() == 0) GTEST_SKIP() << "these ranks divide 2 stages";
-  nn::CausalLM model(config());
+  nn::CausalLM model(pipeline_config());
   StagedModel staged(model, 2, kMicrobatches);
   RunOptions options;
   options.ranks = &ranks;
   const nn::testing::Batch b = batch(1);
   try {
-    run_pipeline(staged, generate(ScheduleKind::kOneFOneB, 2, kMicrobatches), initial(), b.tokens, b.targets, options);
+    run_pipeline(staged, generate(ScheduleKind::kOneFOneB, 2, kMicrobatches), pipeline_initial_parameters(), b.tokens, b.targets, options);
     FAIL() << "2 stages ran on " << ranks.size() << " ranks";
   } catch (const support::UserError& e) {
     EXPECT_NE(std::string(e.what()).find(fmt::format("2 stages do not split evenly over {} ranks", ranks.size())),
