@@ -80,9 +80,8 @@ std::vector<Literal> Executor::run(const std::vector<Literal>& parameters) {
            ir::to_string(plan.parameter_types[i]));
 
   ValueSlots mail;
-  std::mutex mu;  // guards results, stats and the first error
+  std::mutex mu;  // guards results and stats
   std::vector<std::optional<Literal>> results(plan.results.size());
-  std::exception_ptr error;
   stats_ = ExecutionStats{};
   stats_.spans.resize(plan.fragments.size());
   stats_.peak_store_bytes.assign(plan.meshes.size(), 0);
@@ -183,21 +182,7 @@ std::vector<Literal> Executor::run(const std::vector<Literal>& parameters) {
     }
   };
 
-  std::vector<std::thread> threads;
-  for (size_t m = 0; m < plan.meshes.size(); ++m)
-    threads.emplace_back([&, m] {
-      try {
-        run_mesh(m);
-      } catch (...) {
-        {
-          std::lock_guard lock(mu);
-          if (!error) error = std::current_exception();
-        }
-        mail.abort();
-      }
-    });
-  for (auto& t : threads) t.join();
-  if (error) std::rethrow_exception(error);
+  run_on_threads(plan.meshes.size(), run_mesh, mail);
   std::vector<Literal> out;
   for (size_t r = 0; r < results.size(); ++r) {
     TESSERA_CHECK(results[r].has_value(), "result {} of the step was never computed", r);

@@ -51,8 +51,7 @@ FragmentPipelineRun FragmentPipeline::run(const Schedule& schedule, const std::v
     else result_of.insert({b.index, r});
   }
   ValueSlots slots;
-  std::mutex mu;  // guards results, out.transferred_bytes and the first error
-  std::exception_ptr error;
+  std::mutex mu;  // guards results and out.transferred_bytes
 
   auto where = [&](size_t st, int64_t step) {
     if (step < 0) return fmt::format("stage {} (glue)", st);
@@ -153,21 +152,7 @@ FragmentPipelineRun FragmentPipeline::run(const Schedule& schedule, const std::v
     TESSERA_CHECK(store.empty(), "stage {} ends holding {} values", st, store.size());
   };
 
-  std::vector<std::thread> threads;
-  for (size_t st = 0; st < stages; ++st)
-    threads.emplace_back([&, st] {
-      try {
-        run_stage(st);
-      } catch (...) {
-        {
-          std::lock_guard lock(mu);
-          if (!error) error = std::current_exception();
-        }
-        slots.abort();
-      }
-    });
-  for (auto& t : threads) t.join();
-  if (error) std::rethrow_exception(error);
+  run_on_threads(stages, run_stage, slots);
   for (size_t r = 0; r < results.size(); ++r) {
     TESSERA_CHECK(results[r].has_value(), "result {} of the step was never computed", r);
     out.results.push_back(std::move(*results[r]));

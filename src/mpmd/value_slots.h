@@ -6,10 +6,14 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstddef>
+#include <exception>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <optional>
+#include <thread>
 #include <utility>
+#include <vector>
 
 #include "ir/literal.h"
 
@@ -52,5 +56,27 @@ class ValueSlots {
   std::map<std::pair<size_t, size_t>, ir::Literal> slots_;
   bool aborted_ = false;
 };
+
+// Runs body(0) ... body(count - 1) on threads of their own and waits for all; the first to fail
+// aborts `slots` (so the others stop waiting) and its exception is rethrown here.
+inline void run_on_threads(size_t count, const std::function<void(size_t)>& body, ValueSlots& slots) {
+  std::mutex mu;
+  std::exception_ptr error;
+  std::vector<std::thread> threads;
+  for (size_t i = 0; i < count; ++i)
+    threads.emplace_back([&, i] {
+      try {
+        body(i);
+      } catch (...) {
+        {
+          std::lock_guard lock(mu);
+          if (!error) error = std::current_exception();
+        }
+        slots.abort();
+      }
+    });
+  for (auto& t : threads) t.join();
+  if (error) std::rethrow_exception(error);
+}
 
 }  // namespace tessera::mpmd

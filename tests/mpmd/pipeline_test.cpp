@@ -110,16 +110,7 @@ TEST_P(PipelineRun, SameLossAndGradientsAsTheAccumulatedStep) {
               long(c.stages), long(c.microbatches), long(c.virtual_per_stage), peaks.c_str(), bytes.c_str(), worst);
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Schedules, PipelineRun,
-    ::testing::Values(ScheduleCase{ScheduleKind::kGPipe, 2, 4}, ScheduleCase{ScheduleKind::kGPipe, 2, 8}, ScheduleCase{ScheduleKind::kGPipe, 4, 4},
-                      ScheduleCase{ScheduleKind::kGPipe, 4, 8}, ScheduleCase{ScheduleKind::kOneFOneB, 2, 4},
-                      ScheduleCase{ScheduleKind::kOneFOneB, 2, 8}, ScheduleCase{ScheduleKind::kOneFOneB, 4, 4},
-                      ScheduleCase{ScheduleKind::kOneFOneB, 4, 8}, ScheduleCase{ScheduleKind::kInterleaved, 2, 4, 2},
-                      ScheduleCase{ScheduleKind::kInterleaved, 2, 8, 2}, ScheduleCase{ScheduleKind::kZeroBubbleH1, 2, 4},
-                      ScheduleCase{ScheduleKind::kZeroBubbleH1, 2, 8}, ScheduleCase{ScheduleKind::kZeroBubbleH1, 4, 4},
-                      ScheduleCase{ScheduleKind::kZeroBubbleH1, 4, 8}),
-    case_name);
+INSTANTIATE_TEST_SUITE_P(Schedules, PipelineRun, ::testing::ValuesIn(testing::all_schedule_cases()), case_name);
 
 // Saved activations are what separates the schedules: GPipe holds every microbatch's input on
 // every stage, 1F1B at most P - s, and the bytes follow (all inputs of one piece have one size).

@@ -46,6 +46,17 @@ inline void PrintTo(const ScheduleCase& c, std::ostream* out) {
   *out << schedule_kind_name(c.kind) << " P=" << c.stages << " M=" << c.microbatches << " V=" << c.virtual_per_stage;
 }
 
+// Every built-in schedule the acceptance asks for: GPipe, 1F1B and zero-bubble H1 on 2 and 4 stages
+// with 4 and 8 microbatches, interleaved (V = 2) on 2 stages.
+inline std::vector<ScheduleCase> all_schedule_cases() {
+  std::vector<ScheduleCase> out;
+  for (ScheduleKind kind : {ScheduleKind::kGPipe, ScheduleKind::kOneFOneB, ScheduleKind::kZeroBubbleH1})
+    for (int64_t p : {2, 4})
+      for (int64_t m : {4, 8}) out.push_back({kind, p, m});
+  for (int64_t m : {4, 8}) out.push_back({ScheduleKind::kInterleaved, 2, m, 2});
+  return out;
+}
+
 inline std::string case_name(const ::testing::TestParamInfo<ScheduleCase>& info) {
   std::string kind(schedule_kind_name(info.param.kind));
   std::replace(kind.begin(), kind.end(), '-', '_');

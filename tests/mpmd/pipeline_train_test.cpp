@@ -125,16 +125,7 @@ TEST_P(PipelineTraining, SixAdamWStepsGiveTheAccumulatedStepsParameters) {
                                                 c.virtual_per_stage));
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Schedules, PipelineTraining,
-    ::testing::Values(ScheduleCase{ScheduleKind::kGPipe, 2, 4}, ScheduleCase{ScheduleKind::kGPipe, 2, 8}, ScheduleCase{ScheduleKind::kGPipe, 4, 4},
-                      ScheduleCase{ScheduleKind::kGPipe, 4, 8}, ScheduleCase{ScheduleKind::kOneFOneB, 2, 4},
-                      ScheduleCase{ScheduleKind::kOneFOneB, 2, 8}, ScheduleCase{ScheduleKind::kOneFOneB, 4, 4},
-                      ScheduleCase{ScheduleKind::kOneFOneB, 4, 8}, ScheduleCase{ScheduleKind::kInterleaved, 2, 4, 2},
-                      ScheduleCase{ScheduleKind::kInterleaved, 2, 8, 2}, ScheduleCase{ScheduleKind::kZeroBubbleH1, 2, 4},
-                      ScheduleCase{ScheduleKind::kZeroBubbleH1, 2, 8}, ScheduleCase{ScheduleKind::kZeroBubbleH1, 4, 4},
-                      ScheduleCase{ScheduleKind::kZeroBubbleH1, 4, 8}),
-    case_name);
+INSTANTIATE_TEST_SUITE_P(Schedules, PipelineTraining, ::testing::ValuesIn(testing::all_schedule_cases()), case_name);
 
 // Stage plans over a group of 2 host devices per stage: 2 stages x 2 devices.
 nn::ShardingPlan stage_dp() { return nn::data_parallel(ir::Mesh{"stage", {{"data", 2}}, {}}, "data"); }
