@@ -4,12 +4,18 @@
 // three warm-up steps. Prints one line per run: tessera <config> <devices> <tokens/s>.
 //
 // Usage: train_step_bench CONFIG_NAME VOCAB D_MODEL LAYERS HEADS KV_HEADS FFN BATCH SEQ STEPS
+// With PROFILE=1 in the environment, also prints the time per op kind of the timed steps (stderr;
+// PROFILE=2: per op kind and result type);
+// DEVICES=1 (or 2) runs only that device count. Each run also prints (stderr) the median CPU time
+// and minor page faults of the process per step, which a busy machine disturbs less than wall time.
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <random>
+
+#include <sys/resource.h>
 
 #include "nn/capture.h"
 #include "nn/plan.h"
@@ -34,12 +40,20 @@ int main(int argc, char** argv) {
   c.seq = std::atol(argv[9]);
   int steps = std::atoi(argv[10]);
   nn::CausalLM model(c);
+  std::string profile_env = std::getenv("PROFILE") ? std::getenv("PROFILE") : "";
+  bool profile = profile_env == "1" || profile_env == "2";
+  int64_t only = std::getenv("DEVICES") ? std::atol(std::getenv("DEVICES")) : 0;
   for (int64_t devices : {1, 2}) {
+    if (only != 0 && devices != only) continue;
+    interp::Profile prof;
+    prof.by_type = profile_env == "2";
+    runtime::SessionOptions so;
+    if (profile) so.profile = &prof;
     ir::Module m("bench");
     nn::TrainingStep ts = nn::TrainingStep{model}.with(nn::AdamW{});
     if (devices > 1) ts = ts.sharded(nn::data_parallel(ir::Mesh{"mesh", {{"data", devices}}, {}}, "data"));
     nn::Programs p = nn::capture(m, ts);
-    runtime::Session session = runtime::Session::host(devices);
+    runtime::Session session = runtime::Session::host(devices, so);
     runtime::ShardedProgram sp = session.sharded_program(session.compile(m, p.train_step), p.output_aliases);
     std::mt19937 rng(1);
     std::vector<int64_t> tok(static_cast<size_t>(c.batch * c.seq));
@@ -48,16 +62,34 @@ int main(int argc, char** argv) {
     std::vector<ir::Literal> in = nn::train_step_inputs(p, nn::init_parameters(c, 1), 1, tokens, tokens);
     std::vector<runtime::ShardedBuffer> state;
     for (size_t i = 0; i < in.size(); ++i) state.push_back(sp.stage(i, in[i]));
-    std::vector<double> times;
+    std::vector<double> times, cpu, faults;
+    auto usage = [] {
+      rusage u{};
+      getrusage(RUSAGE_SELF, &u);
+      auto sec = [](timeval t) { return double(t.tv_sec) + 1e-6 * double(t.tv_usec); };
+      return std::pair<double, double>{sec(u.ru_utime) + sec(u.ru_stime), double(u.ru_minflt)};
+    };
     for (int s = 0; s < steps + 3; ++s) {
       auto t0 = std::chrono::steady_clock::now();
+      auto u0 = usage();
       state[p.tokens_input()] = sp.stage(p.tokens_input(), tokens);
       std::vector<runtime::ShardedBuffer> out = sp.execute(state);
       for (size_t i = 0; i + 1 < out.size(); ++i) state[i] = out[i + 1];
       double t = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-      if (s >= 3) times.push_back(t);
+      auto u1 = usage();
+      if (s >= 3) {
+        times.push_back(t);
+        cpu.push_back(u1.first - u0.first);
+        faults.push_back(u1.second - u0.second);
+      }
+      if (s == 2 && profile) prof.by_op.clear();  // only the timed steps
     }
+    if (profile) fmt::print(stderr, "{} devices, {} steps:\n{}", devices, steps, prof.to_string());
     std::sort(times.begin(), times.end());
+    std::sort(cpu.begin(), cpu.end());
+    std::sort(faults.begin(), faults.end());
+    fmt::print(stderr, "# {} {} device(s): median step {:.3f} s wall, {:.3f} s cpu, {:.0f} page faults\n", name, devices,
+               times[times.size() / 2], cpu[cpu.size() / 2], faults[faults.size() / 2]);
     fmt::print("tessera {} {} {:.0f}\n", name, devices, double(c.batch * c.seq) / times[times.size() / 2]);
     std::fflush(stdout);
   }

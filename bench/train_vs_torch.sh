@@ -13,7 +13,7 @@ cmake --build "$build" -j "${JOBS:-2}" --target train_step_bench >/dev/null
 python=${PYTHON:-/usr/bin/python3}
 #        name   vocab d_model layers heads kv ffn batch seq steps
 configs=("tiny   256   64      2      8     4  172 8     16  30"
-         "larger 4096  256     4      8     4  684 8     128 5")
+         "larger 4096  256     4      8     4  684 8     128 10")
 results=$(mktemp)
 for c in "${configs[@]}"; do
   set -- $c

@@ -2,12 +2,17 @@
 #include "exec/accelerate.h"
 
 #include <cblas.h>
+#include <malloc.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
+#include <limits>
 #include <mutex>
 #include <numeric>
+#include <string_view>
 
+#include "exec/fusion.h"
 #include "exec/strided.h"
 #include "interp/scalar_ops.h"
 
@@ -49,15 +54,18 @@ T* data(Literal& l) { return reinterpret_cast<T*>(l.bytes().data()); }
 
 // ---- Contractions ----
 
+// C += A·B into a C that is already zero (a fresh Literal): OpenBLAS computes C = beta·C + A·B as a
+// pass that scales (beta 0: zeroes) C, then kernels that add their sums into C, so beta 1 on zeros
+// gives the bits of beta 0 without the extra pass over C.
 void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* b,
           int64_t ldb, float* c) {
   cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, int(m), int(n), int(k),
-              1.0f, a, int(lda), b, int(ldb), 0.0f, c, int(n));
+              1.0f, a, int(lda), b, int(ldb), 1.0f, c, int(n));
 }
 void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const double* a, int64_t lda, const double* b,
           int64_t ldb, double* c) {
   cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, int(m), int(n), int(k),
-              1.0, a, int(lda), b, int(ldb), 0.0, c, int(n));
+              1.0, a, int(lda), b, int(ldb), 1.0, c, int(n));
 }
 
 bool is_identity(const Ints& p) {
@@ -153,12 +161,44 @@ std::optional<OpKind> combiner(const Op& op) {
   }
 }
 
+// A reduction over the trailing dimensions (softmax, RMSNorm): out[r] folds the n contiguous
+// elements of row r in order. One row is a chain of dependent adds (latency-bound); folding
+// kRows rows side by side keeps each row's order, so each result's bits, and overlaps the chains.
+template <typename E, typename Fn>
+void reduce_rows(const typename E::storage* src, typename E::storage* dst, int64_t rows, int64_t n) {
+  using T = typename E::storage;
+  constexpr int64_t kRows = 8;
+  int64_t r = 0;
+  for (; r + kRows <= rows; r += kRows) {
+    T acc[kRows];
+    for (int64_t k = 0; k < kRows; ++k) acc[k] = dst[r + k];
+    const T* row = src + r * n;
+    for (int64_t i = 0; i < n; ++i)
+      for (int64_t k = 0; k < kRows; ++k) acc[k] = Fn::template apply<E>(acc[k], row[k * n + i]);
+    for (int64_t k = 0; k < kRows; ++k) dst[r + k] = acc[k];
+  }
+  for (; r < rows; ++r) {
+    T acc = dst[r];
+    for (int64_t i = 0; i < n; ++i) acc = Fn::template apply<E>(acc, src[r * n + i]);
+    dst[r] = acc;
+  }
+}
+
 template <typename E, typename Fn>
 void reduce_loop(const Literal& x, const Literal& init, const Ints& dims, Literal& out) {
   using T = typename E::storage;
   const T* src = data<T>(x);
   T* dst = data<T>(out);
   std::fill(dst, dst + out.num_elements(), data<T>(init)[0]);
+  // Reduced dimensions all trailing: rows of contiguous elements.
+  size_t kept = x.shape().size() - dims.size();
+  bool trailing = !dims.empty() && x.num_elements() > 0;
+  for (size_t k = 0; k < dims.size(); ++k) trailing = trailing && std::count(dims.begin(), dims.end(), int64_t(kept + k)) == 1;
+  if (trailing) {
+    int64_t rows = out.num_elements();
+    reduce_rows<E, Fn>(src, dst, rows, x.num_elements() / rows);
+    return;
+  }
   size_t rank = x.shape().size();
   if (x.num_elements() == 0) return;
   // The output offset each input dimension moves by: 0 along reduced dimensions.
@@ -476,11 +516,36 @@ bool convert(const Op& op, Operands in, std::vector<Literal>& out) {
   return true;
 }
 
+// Every op result is a fresh Literal, and first touch of fresh memory costs about 11 µs per 4 KiB
+// page here (DESIGN.md §6): a training step of 1 MiB activations spent a quarter of its time in
+// page faults. glibc's defaults hand big blocks back to the kernel on free (mmap above a dynamic
+// threshold, trimming the heap top), so the next step faults them in again. Serving blocks up to
+// 32 MiB (glibc's most) from the heap and never trimming makes malloc the buffer pool: a step
+// reuses the pages the previous one freed.
+void keep_freed_memory() {
+  mallopt(M_MMAP_THRESHOLD, 32 << 20);
+  mallopt(M_TRIM_THRESHOLD, std::numeric_limits<int>::max());
+  // A thread's arena also unmaps a whole 64 MiB heap once it is free, unless the top pad is larger.
+  mallopt(M_TOP_PAD, 256 << 20);
+}
+
+// Element-wise fusion comes with the fast kernels: the interpreter plans it for every program it
+// runs with Options.accelerate set (TESSERA_FUSION=0 in the environment turns it off, for
+// measuring what it gains).
+const bool kFusionRegistered = [] {
+  const char* env = std::getenv("TESSERA_FUSION");
+  if (env == nullptr || std::string_view(env) != "0") interp::set_fusion_planner(&plan_fusion);
+  return true;
+}();
+
 }  // namespace
 
 bool accelerate(const ir::Op& op, std::span<const ir::Literal* const> operands, std::vector<ir::Literal>& results) {
   static std::once_flag once;
-  std::call_once(once, [] { openblas_set_num_threads(1); });  // one core per host device
+  std::call_once(once, [] {
+    openblas_set_num_threads(1);  // one core per host device
+    keep_freed_memory();
+  });
   switch (op.kind()) {
     case OpKind::DotGeneral: return dot_general(op, operands, results);
     case OpKind::Reduce: return reduce(op, operands, results);

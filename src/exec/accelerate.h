@@ -7,7 +7,9 @@
 // cases it handles (f32 and f64, the common layouts) and leaves every other case to the reference
 // kernel, so the semantics stay the interpreter's; tests/exec checks each against it. Reductions
 // and element-wise math give the reference's bits exactly (same order, same rounding);
-// contractions differ by BLAS's summation order (within 1e-6 relative in f32).
+// contractions differ by BLAS's summation order (within 1e-6 relative in f32). With these kernels
+// come the element-wise fusion of fusion.h (registered with the interpreter at start-up) and a
+// malloc that keeps freed buffers for the next step instead of faulting in fresh pages.
 #pragma once
 
 #include <span>

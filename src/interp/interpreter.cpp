@@ -6,7 +6,9 @@
 // op's declared types, so a kernel bug surfaces where it happens instead of three ops later.
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <chrono>
+#include <unordered_map>
 
 #include "interp/kernels.h"
 #include "support/strings.h"
@@ -36,6 +38,78 @@ Literal element_as(const Literal& x, int64_t i, const ir::Type& type) {
   Literal s(type);
   convert_element(x, i, s, 0);
   return s;
+}
+
+// Records in `last` that op `at` of the block reads every value that `op` or its regions read,
+// unless an op that runs later reads it too.
+void note_use(const ir::Value* v, size_t at, std::unordered_map<const ir::Value*, size_t>& last) {
+  auto [it, added] = last.try_emplace(v, at);
+  if (!added) it->second = std::max(it->second, at);
+}
+void note_uses(const ir::Op& op, size_t at, std::unordered_map<const ir::Value*, size_t>& last) {
+  for (const ir::Value* v : op.operands()) note_use(v, at, last);
+  for (const auto& region : op.regions())
+    for (const auto& inner : region->ops()) note_uses(*inner, at, last);
+}
+
+// For each op of a block, the values of the block (its arguments and op results) that no later op
+// reads: run_block drops them once that op has run, so a step's memory holds only live values and
+// malloc hands freed buffers to the next ops instead of faulting in fresh pages (DESIGN.md §6).
+// An inlined op (FusionPlan) reads its operands where its readers run, so its uses count there.
+// Small blocks (reduction bodies, run once per element) skip the analysis: it would cost more than
+// they hold.
+constexpr size_t kFreeAfterOps = 16;
+std::vector<std::vector<const ir::Value*>> dead_after(const ir::Block& block, const FusionPlan* plan) {
+  std::vector<std::vector<const ir::Value*>> dead;
+  const auto& ops = block.ops();
+  if (ops.size() < kFreeAfterOps) return dead;
+  // Where each op runs: an inlined op where the last of its readers runs (readers come later).
+  std::vector<size_t> runs_at(ops.size());
+  std::unordered_map<const ir::Value*, size_t> last;
+  for (size_t i = ops.size(); i-- > 0;) {
+    runs_at[i] = i;
+    if (plan && plan->inlined(*ops[i])) {
+      runs_at[i] = 0;
+      for (size_t r = 0; r < ops[i]->num_results(); ++r) {
+        auto it = last.find(ops[i]->result(r));
+        if (it != last.end()) runs_at[i] = std::max(runs_at[i], it->second);
+      }
+    }
+    // Readers are visited before their producers, so `last` already holds where they run.
+    for (const ir::Value* v : ops[i]->operands()) note_use(v, runs_at[i], last);
+    for (const auto& region : ops[i]->regions())
+      for (const auto& inner : region->ops()) note_uses(*inner, i, last);
+  }
+  dead.resize(ops.size());
+  // A value nothing reads dies after the op that defines it (arguments: after the first op).
+  auto mark = [&](const ir::Value* v, size_t defined) {
+    auto it = last.find(v);
+    dead[it != last.end() ? it->second : defined].push_back(v);
+  };
+  for (const auto& a : block.arguments()) mark(a.get(), 0);
+  for (size_t i = 0; i < ops.size(); ++i)
+    for (size_t r = 0; r < ops[i]->num_results(); ++r) mark(ops[i]->result(r), runs_at[i]);
+  return dead;
+}
+
+// Registered once at start-up (exec) and read by every device thread; tests switch it.
+std::atomic<FusionPlanner>& fusion_planner() {
+  static std::atomic<FusionPlanner> planner{nullptr};
+  return planner;
+}
+
+// The block's results: its return's operands, moved out of `scope` where this block owns the value
+// and no later operand of the return names it again (copied otherwise).
+Results take_returned(const ir::Op& ret, Scope& scope) {
+  Results out;
+  const auto& operands = ret.operands();
+  for (size_t i = 0; i < operands.size(); ++i) {
+    auto it = scope.values.find(operands[i]);
+    bool again = std::find(operands.begin() + static_cast<long>(i) + 1, operands.end(), operands[i]) != operands.end();
+    if (it != scope.values.end() && !again) out.push_back(std::move(it->second));
+    else out.push_back(scope.lookup(operands[i]));
+  }
+  return out;
 }
 
 }  // namespace
@@ -68,23 +142,43 @@ Results run_block(const ir::Block& block, std::vector<Literal> args, const Scope
                   i, to_string(block.argument(i)->type()), to_string(args[i].type()));
     scope.values.emplace(block.argument(i), std::move(args[i]));
   }
-  for (const auto& op : block.ops()) {
-    EvalContext ctx(*op, scope, state);
+  auto fast = state.options ? state.options->accelerate : nullptr;
+  std::unique_ptr<FusionPlan> plan;
+  FusionPlanner planner = fast ? fusion_planner().load() : nullptr;
+  if (planner && block.ops().size() >= kFreeAfterOps) plan = planner(block);
+  std::vector<std::vector<const ir::Value*>> dead = dead_after(block, plan.get());
+  auto value = [&scope](const ir::Value* v) -> const Literal& { return scope.lookup(v); };
+  size_t at = 0;
+  auto dying = [&](const ir::Value* v) -> Literal* {
+    if (dead.empty() || std::find(dead[at].begin(), dead[at].end(), v) == dead[at].end()) return nullptr;
+    auto it = scope.values.find(v);
+    return it == scope.values.end() ? nullptr : &it->second;
+  };
+  for (; at < block.ops().size(); ++at) {
+    const auto& op = block.ops()[at];
+    if (op->kind() == ir::OpKind::Return) return take_returned(*op, scope);
+    if (plan && plan->inlined(*op)) continue;  // computed inside the loops of its readers
     Results results;
-    auto fast = state.options ? state.options->accelerate : nullptr;
     Profile* profile = state.options ? state.options->profile : nullptr;
     auto start = profile ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
-    if (!fast || !fast(*op, ctx.operands(), results)) results = kKernels[static_cast<size_t>(op->kind())](ctx);
+    if (!(plan && plan->run(*op, value, dying, results))) {
+      EvalContext ctx(*op, scope, state);
+      if (!fast || !fast(*op, ctx.operands(), results)) results = kKernels[static_cast<size_t>(op->kind())](ctx);
+    }
     if (profile && op->kind() != ir::OpKind::While && op->kind() != ir::OpKind::Call) {
       double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
       std::lock_guard<std::mutex> lock(profile->mutex);
-      auto& entry = profile->by_op[std::string(op->name())];
+      std::string key(op->name());
+      if (profile->by_type)
+        for (size_t i = 0; i < op->num_results(); ++i) key += " " + to_string(op->result(i)->type());
+      auto& entry = profile->by_op[key];
       ++entry.first;
       entry.second += s;
     }
-    if (op->kind() == ir::OpKind::Return) return results;
     check_results(*op, results);
     for (size_t i = 0; i < results.size(); ++i) scope.values.emplace(op->result(i), std::move(results[i]));
+    if (!dead.empty())
+      for (const ir::Value* v : dead[at]) scope.values.erase(v);
   }
   TESSERA_CHECK(false, "block does not end in a return");
   __builtin_unreachable();
@@ -170,6 +264,8 @@ std::string Profile::to_string() const {
     out += fmt::format("{:<34} {:>8} {:>10.2f} {:>5.1f}%\n", name, by_op.at(name).first, sec * 1e3, 100 * sec / total);
   return out;
 }
+
+void set_fusion_planner(FusionPlanner planner) { fusion_planner().store(planner); }
 
 // ---- Entry points ----
 

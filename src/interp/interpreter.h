@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <span>
 #include <mutex>
 #include <string_view>
@@ -111,6 +112,7 @@ class CheckLog {
 struct Profile {
   std::mutex mutex;
   std::map<std::string, std::pair<int64_t, double>> by_op;  // spelling -> (count, seconds)
+  bool by_type = false;  // key by the op's spelling and its result types (for finding which matmul)
   std::string to_string() const;  // a table, slowest first
 };
 
@@ -131,6 +133,28 @@ struct Options {
                      std::vector<ir::Literal>& results) = nullptr;
   Profile* profile = nullptr;
 };
+
+// ---- Element-wise fusion (behind the fast kernels) ----
+
+// How a block's element-wise ops run as fused loops; exec/fusion.cpp plans them. An inlined op is
+// never computed on its own: every op that reads its result computes it inside its own loop, so its
+// result is never materialized. run_block skips inlined ops and hands every other op to run() first.
+class FusionPlan {
+ public:
+  virtual ~FusionPlan() = default;
+  virtual bool inlined(const ir::Op& op) const = 0;
+  // Computes `op` (with the inlined ops it reads evaluated in its loop) into `results` and returns
+  // true, or returns false to leave `op` to the fast and reference kernels. `value` gives every
+  // value the loop reads that is not inlined; `dying` gives, of those, the ones that no op after
+  // this one reads (null for the others): the loop may write its result over one of them.
+  virtual bool run(const ir::Op& op, const std::function<const ir::Literal&(const ir::Value*)>& value,
+                   const std::function<ir::Literal*(const ir::Value*)>& dying,
+                   std::vector<ir::Literal>& results) const = 0;
+};
+using FusionPlanner = std::unique_ptr<FusionPlan> (*)(const ir::Block& block);
+// Registers the planner that run_block uses for blocks of the programs it runs with
+// Options.accelerate set (exec registers its own at start-up); null turns fusion off.
+void set_fusion_planner(FusionPlanner planner);
 
 // Evaluates `fn` on `args`; checks their number and types against its parameters first (a
 // UserError naming the function, the argument and both types). Shardings are ignored: the program

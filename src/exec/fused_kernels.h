@@ -1,0 +1,245 @@
+// The instructions of a fused element-wise loop (fusion.cpp): each computes one op on registers of
+// kBlock elements, applying the reference kernel's scalar functor (interp/scalar_ops.h) to each
+// element, or a loop that gives the same bits faster (exp.h, sqrt below); loads read a value
+// through strides (broadcasts) or compute an iota. Internal to exec.
+#pragma once
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstring>
+#include <type_traits>
+#include <vector>
+
+#include <emmintrin.h>
+
+#include "exec/exp.h"
+#include "interp/scalar_ops.h"
+
+namespace tessera::exec::fused {
+
+using ir::ElementType;
+using ir::OpKind;
+
+// Elements per register: a few dozen registers of a loop stay in L1 and L2.
+constexpr int64_t kBlock = 512;
+
+inline bool is_real(ElementType e) { return e == ElementType::f32 || e == ElementType::f64; }
+
+struct Instr;
+using Kernel = void (*)(const Instr& in, std::byte* const* regs, int64_t start, int64_t n);
+
+struct Instr {
+  Kernel fn = nullptr;
+  std::array<int, 3> in{-1, -1, -1};
+  int out = -1;
+  // Loads: the source, its strides along the loop's dimensions, and the loop's shape.
+  const std::byte* src = nullptr;
+  std::vector<int64_t> strides, shape;
+  int64_t dim = 0;  // iota
+  ir::ComparisonDirection direction{};
+  // A load that gives every block the same elements (a scalar, or a row whose length divides
+  // kBlock): run for the first block only, its register keeps them.
+  bool invariant = false;
+};
+
+// Calls row(offset, index_along_dim, count) for the rows of flat range [start, start + n) of
+// `shape`, where offset is the source position of the row's first element under `strides` and the
+// row continues with step strides.back().
+template <typename Row>
+void for_rows(const std::vector<int64_t>& shape, const std::vector<int64_t>& strides, int64_t dim, int64_t start,
+              int64_t n, Row&& row) {
+  size_t rank = shape.size();
+  if (rank == 0) {
+    row(int64_t{0}, int64_t{0}, int64_t{0}, n);
+    return;
+  }
+  // The index of `start`, without allocating (this runs once per block and load).
+  constexpr size_t kInline = 8;
+  int64_t inline_index[kInline];
+  std::vector<int64_t> heap_index(rank > kInline ? rank : 0);
+  int64_t* index = rank > kInline ? heap_index.data() : inline_index;
+  int64_t rest = start, offset = 0;
+  for (size_t d = rank; d-- > 0;) {
+    index[d] = rest % shape[d];
+    rest /= shape[d];
+    offset += index[d] * strides[d];
+  }
+  int64_t done = 0;
+  while (done < n) {
+    int64_t count = std::min(n - done, shape[rank - 1] - index[rank - 1]);
+    row(offset, index[static_cast<size_t>(dim)], done, count);
+    done += count;
+    offset += count * strides[rank - 1];
+    index[rank - 1] += count;
+    for (size_t d = rank - 1; d > 0 && index[d] == shape[d]; --d) {
+      offset += strides[d - 1] - shape[d] * strides[d];
+      index[d] = 0;
+      ++index[d - 1];
+    }
+  }
+}
+
+template <typename T>
+void gather(const Instr& s, std::byte* const* regs, int64_t start, int64_t n) {
+  const T* src = reinterpret_cast<const T*>(s.src);
+  T* out = reinterpret_cast<T*>(regs[s.out]);
+  int64_t step = s.strides.empty() ? 0 : s.strides.back();
+  for_rows(s.shape, s.strides, 0, start, n, [&](int64_t offset, int64_t, int64_t at, int64_t count) {
+    if (step == 0) std::fill(out + at, out + at + count, src[offset]);
+    else if (step == 1) std::copy(src + offset, src + offset + count, out + at);
+    else for (int64_t i = 0; i < count; ++i) out[at + i] = src[offset + i * step];
+  });
+}
+
+template <typename T>
+void iota(const Instr& s, std::byte* const* regs, int64_t start, int64_t n) {
+  T* out = reinterpret_cast<T*>(regs[s.out]);
+  bool inner = s.dim == static_cast<int64_t>(s.shape.size()) - 1;
+  for_rows(s.shape, s.strides, s.dim, start, n, [&](int64_t, int64_t at_dim, int64_t at, int64_t count) {
+    for (int64_t i = 0; i < count; ++i) out[at + i] = static_cast<T>(inner ? at_dim + i : at_dim);
+  });
+}
+
+template <typename Fn, typename E>
+void unary(const Instr& s, std::byte* const* regs, int64_t, int64_t n) {
+  using T = typename E::storage;
+  const T* x = reinterpret_cast<const T*>(regs[s.in[0]]);
+  T* z = reinterpret_cast<T*>(regs[s.out]);
+  for (int64_t i = 0; i < n; ++i) z[i] = E::store(Fn::template apply<E>(E::load(x[i])));
+}
+
+// exp and logistic of f32: the same bits as unary<> above, from vectorized loops (exp.h).
+template <void (*F)(const float*, float*, int64_t)>
+void unary_f32(const Instr& s, std::byte* const* regs, int64_t, int64_t n) {
+  F(reinterpret_cast<const float*>(regs[s.in[0]]), reinterpret_cast<float*>(regs[s.out]), n);
+}
+
+// sqrt and rsqrt of f32 computed as the reference does (in double, rounded once), two elements
+// per instruction: sqrtpd is the correctly rounded square root that the reference's std::sqrt runs
+// as sqrtsd (the compiler keeps that scalar, to set errno for negative inputs; NaNs stay NaNs).
+template <bool Reciprocal>
+void sqrt_f32(const Instr& s, std::byte* const* regs, int64_t, int64_t n) {
+  const float* x = reinterpret_cast<const float*>(regs[s.in[0]]);
+  float* z = reinterpret_cast<float*>(regs[s.out]);
+  int64_t i = 0;
+  for (; i + 2 <= n; i += 2) {
+    // Two floats in and out through the unaligned 64-bit load and store.
+    __m128 two = _mm_castsi128_ps(_mm_loadl_epi64(reinterpret_cast<const __m128i_u*>(x + i)));
+    __m128d r = _mm_sqrt_pd(_mm_cvtps_pd(two));
+    if constexpr (Reciprocal) r = _mm_div_pd(_mm_set1_pd(1.0), r);
+    _mm_storel_epi64(reinterpret_cast<__m128i_u*>(z + i), _mm_castps_si128(_mm_cvtpd_ps(r)));
+  }
+  for (; i < n; ++i) {
+    double r = std::sqrt(static_cast<double>(x[i]));
+    z[i] = static_cast<float>(Reciprocal ? 1.0 / r : r);
+  }
+}
+
+template <typename Fn, typename E>
+void binary(const Instr& s, std::byte* const* regs, int64_t, int64_t n) {
+  using T = typename E::storage;
+  const T* x = reinterpret_cast<const T*>(regs[s.in[0]]);
+  const T* y = reinterpret_cast<const T*>(regs[s.in[1]]);
+  T* z = reinterpret_cast<T*>(regs[s.out]);
+  for (int64_t i = 0; i < n; ++i) z[i] = E::store(Fn::template apply<E>(E::load(x[i]), E::load(y[i])));
+}
+
+template <typename T>
+void compare(const Instr& s, std::byte* const* regs, int64_t, int64_t n) {
+  const T* x = reinterpret_cast<const T*>(regs[s.in[0]]);
+  const T* y = reinterpret_cast<const T*>(regs[s.in[1]]);
+  uint8_t* z = reinterpret_cast<uint8_t*>(regs[s.out]);
+  using D = ir::ComparisonDirection;
+  switch (s.direction) {
+    case D::EQ: for (int64_t i = 0; i < n; ++i) z[i] = x[i] == y[i]; break;
+    case D::NE: for (int64_t i = 0; i < n; ++i) z[i] = x[i] != y[i]; break;
+    case D::GE: for (int64_t i = 0; i < n; ++i) z[i] = x[i] >= y[i]; break;
+    case D::GT: for (int64_t i = 0; i < n; ++i) z[i] = x[i] > y[i]; break;
+    case D::LE: for (int64_t i = 0; i < n; ++i) z[i] = x[i] <= y[i]; break;
+    case D::LT: for (int64_t i = 0; i < n; ++i) z[i] = x[i] < y[i]; break;
+  }
+}
+
+// The chosen element's bits through a mask, without a branch (the predicate of a causal mask
+// changes every few elements, and a branch on it mispredicts), so the loop vectorizes.
+template <typename T>
+void select(const Instr& s, std::byte* const* regs, int64_t, int64_t n) {
+  using U = std::conditional_t<sizeof(T) == 1, uint8_t, std::conditional_t<sizeof(T) == 4, uint32_t, uint64_t>>;
+  const uint8_t* p = reinterpret_cast<const uint8_t*>(regs[s.in[0]]);
+  const std::byte* a = regs[s.in[1]];
+  const std::byte* b = regs[s.in[2]];
+  std::byte* z = regs[s.out];
+  for (int64_t i = 0; i < n; ++i) {
+    U x, y;
+    std::memcpy(&x, a + i * sizeof(U), sizeof(U));
+    std::memcpy(&y, b + i * sizeof(U), sizeof(U));
+    U m = static_cast<U>(U{0} - static_cast<U>(p[i] != 0));
+    U r = static_cast<U>((x & m) | (y & static_cast<U>(~m)));
+    std::memcpy(z + i * sizeof(U), &r, sizeof(U));
+  }
+}
+
+template <typename S, typename D>
+void convert(const Instr& s, std::byte* const* regs, int64_t, int64_t n) {
+  const S* x = reinterpret_cast<const S*>(regs[s.in[0]]);
+  D* z = reinterpret_cast<D*>(regs[s.out]);
+  for (int64_t i = 0; i < n; ++i) z[i] = static_cast<D>(x[i]);
+}
+
+// fn<T>() with T the storage type of a loadable element type.
+template <typename F>
+Kernel by_type(ElementType e, F&& fn) {
+  switch (e) {
+    case ElementType::f32: return fn.template operator()<float>();
+    case ElementType::f64: return fn.template operator()<double>();
+    case ElementType::i32: return fn.template operator()<int32_t>();
+    case ElementType::i64: return fn.template operator()<int64_t>();
+    default: return fn.template operator()<uint8_t>();  // i1
+  }
+}
+
+template <typename Fn, bool Unary>
+Kernel float_kernel(ElementType e) {
+  using F32 = ir::Elem<ElementType::f32>;
+  using F64 = ir::Elem<ElementType::f64>;
+  if constexpr (Unary) return e == ElementType::f32 ? &unary<Fn, F32> : &unary<Fn, F64>;
+  else return e == ElementType::f32 ? &binary<Fn, F32> : &binary<Fn, F64>;
+}
+
+inline Kernel arithmetic(OpKind k, ElementType e) {
+  namespace s = interp::scalar;
+  switch (k) {
+    case OpKind::Add: return float_kernel<s::Add, false>(e);
+    case OpKind::Subtract: return float_kernel<s::Subtract, false>(e);
+    case OpKind::Multiply: return float_kernel<s::Multiply, false>(e);
+    case OpKind::Divide: return float_kernel<s::Divide, false>(e);
+    case OpKind::Maximum: return float_kernel<s::Maximum, false>(e);
+    case OpKind::Minimum: return float_kernel<s::Minimum, false>(e);
+    case OpKind::Power: return float_kernel<s::Power, false>(e);
+    case OpKind::Negate: return float_kernel<s::Negate, true>(e);
+    case OpKind::Exponential:
+      return e == ElementType::f32 ? &unary_f32<exp_f32> : float_kernel<s::Exponential, true>(e);
+    case OpKind::Log: return float_kernel<s::Log, true>(e);
+    case OpKind::Logistic:
+      return e == ElementType::f32 ? &unary_f32<logistic_f32> : float_kernel<s::Logistic, true>(e);
+    case OpKind::Sqrt: return e == ElementType::f32 ? &sqrt_f32<false> : float_kernel<s::Sqrt, true>(e);
+    case OpKind::Rsqrt: return e == ElementType::f32 ? &sqrt_f32<true> : float_kernel<s::Rsqrt, true>(e);
+    case OpKind::Tanh: return float_kernel<s::Tanh, true>(e);
+    default: return nullptr;
+  }
+}
+
+inline Kernel converter(ElementType from, ElementType to) {
+  auto to_float = [&]<typename S>() -> Kernel {
+    return to == ElementType::f32 ? &convert<S, float> : &convert<S, double>;
+  };
+  switch (from) {
+    case ElementType::f32: return to_float.template operator()<float>();
+    case ElementType::f64: return to_float.template operator()<double>();
+    case ElementType::i32: return to_float.template operator()<int32_t>();
+    default: return to_float.template operator()<uint8_t>();  // i1
+  }
+}
+
+}  // namespace tessera::exec::fused

@@ -1,0 +1,446 @@
+// Element-wise fusion: chains of element-wise ops computed in one loop, without materializing the
+// values in between (the interp::FusionPlan of the fast kernels).
+//
+// The plan marks an element-wise op *inlined* when every op that reads its result is itself a
+// fusable op that reads it element by element at its shape (and, for an expensive op such as exp
+// or divide, when there is only one reader, so nothing is computed twice). Every other fusable op
+// is a *root*: it runs one loop over its result in blocks of kBlock elements, evaluating the tree
+// of inlined ops below it instruction by instruction on block-sized registers that stay in cache
+// (fused_kernels.h). A broadcast_in_dim in the tree reads its operand in place through strides;
+// iota computes its index; a value read at the loop's shape is read where it lies, and the result
+// may be written over one of those that dies here. A reduce can be a root too: it folds each block
+// of its operand's tree into its results as the loop computes it (fold.h). Each instruction applies
+// the reference kernel's scalar functor to each element in the same order of operations, and
+// folds keep the reference's order, so fused results have the bits of the unfused kernels; only
+// the passes over memory and the allocations change. Recomputing an inlined op for each root that
+// reads it gives the same bits.
+#include "exec/fusion.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cstring>
+#include <functional>
+#include <optional>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "exec/fold.h"
+#include "exec/fused_kernels.h"
+
+namespace tessera::exec {
+
+namespace {
+
+using namespace fused;
+using ir::ElementType;
+using ir::Literal;
+using ir::Op;
+using ir::OpKind;
+using ir::Value;
+
+// ---- What fuses ----
+
+// Values smaller than this are stored rather than computed inside their readers' loops: they stay
+// in cache between passes, and below it the fused loop's setup (planning and compiling each root
+// every run) costs more than the passes it saves (bench/exec_bench.cpp's [128, 64] step).
+std::atomic<int64_t> min_fused{16384};
+
+bool is_loadable(ElementType e) {
+  return is_real(e) || e == ElementType::i32 || e == ElementType::i64 || e == ElementType::i1;
+}
+
+bool is_binary(OpKind k) {
+  switch (k) {
+    case OpKind::Add: case OpKind::Subtract: case OpKind::Multiply: case OpKind::Divide:
+    case OpKind::Maximum: case OpKind::Minimum: case OpKind::Power:
+      return true;
+    default: return false;
+  }
+}
+bool is_unary(OpKind k) {
+  switch (k) {
+    case OpKind::Negate: case OpKind::Exponential: case OpKind::Log: case OpKind::Logistic:
+    case OpKind::Sqrt: case OpKind::Rsqrt: case OpKind::Tanh:
+      return true;
+    default: return false;
+  }
+}
+// Ops worth computing twice rather than storing: a few cycles per element.
+bool is_cheap(OpKind k) {
+  switch (k) {
+    case OpKind::Add: case OpKind::Subtract: case OpKind::Multiply: case OpKind::Maximum:
+    case OpKind::Minimum: case OpKind::Negate: case OpKind::BroadcastInDim: case OpKind::Iota:
+    case OpKind::Convert: case OpKind::Compare: case OpKind::Select:
+      return true;
+    default: return false;
+  }
+}
+
+bool same_convert_as_fast_kernel(ElementType from, ElementType to) {
+  using E = ElementType;
+  return (from == E::f32 && to == E::f64) || (from == E::f64 && to == E::f32) ||
+         ((from == E::i32 || from == E::i1) && is_real(to));
+}
+
+// How a reduce folds the blocks of a fused loop over its operand (fold.h), when it can: an f32 or
+// f64 add, multiply, maximum or minimum that keeps the innermost dimension, or reduces trailing
+// dimensions into rows short enough for a block to hold several (or into fewer rows than the
+// unfused kernel folds side by side: then it is no slower). Anything else leaves its operand
+// stored and the reduce to the fast kernel.
+std::optional<FoldShape> fold_shape(const Op& op) {
+  if (op.kind() != OpKind::Reduce || op.operands().size() != 2 || op.num_results() != 1) return std::nullopt;
+  const ir::Type& x = op.operand(0)->type();
+  ElementType e = x.element;
+  if (!is_real(e) || op.operand(1)->type() != ir::Type(e, {}) || op.result(0)->type().element != e ||
+      op.region(0).argument(0)->type().element != e || x.rank() == 0 || x.num_elements() == 0)
+    return std::nullopt;
+  auto kind = ir::region_combiner(op);
+  if (!kind || (*kind != OpKind::Add && *kind != OpKind::Multiply && *kind != OpKind::Maximum &&
+                *kind != OpKind::Minimum))
+    return std::nullopt;
+  const auto& dims = op.attrs().get<std::vector<int64_t>>("dimensions");
+  size_t rank = x.shape.size();
+  FoldShape f;
+  f.shape = x.shape;
+  f.out_strides.assign(rank, 0);
+  std::vector<int64_t> out = ir::row_major_strides(op.result(0)->type().shape);
+  for (size_t d = 0, o = 0; d < rank; ++d)
+    if (std::find(dims.begin(), dims.end(), static_cast<int64_t>(d)) == dims.end()) f.out_strides[d] = out[o++];
+  bool inner_kept = std::find(dims.begin(), dims.end(), static_cast<int64_t>(rank - 1)) == dims.end();
+  if (inner_kept) return f;
+  for (int64_t d : dims)
+    if (d < static_cast<int64_t>(rank - dims.size())) return std::nullopt;  // not all trailing
+  f.rows = true;
+  f.row = 1;
+  for (int64_t d : dims) f.row *= x.shape[static_cast<size_t>(d)];
+  int64_t rows = x.num_elements() / f.row;
+  if (f.row > kBlock / 2 && rows >= 8) return std::nullopt;
+  return f;
+}
+
+// Whether the fused loop computes `op` (its kinds and element types; the reference keeps the rest).
+bool fusable(const Op& op) {
+  if (op.kind() == OpKind::Reduce) return fold_shape(op).has_value();
+  if (op.num_results() != 1 || !op.regions().empty()) return false;
+  const ir::Type& r = op.result(0)->type();
+  OpKind k = op.kind();
+  if (is_binary(k) || is_unary(k)) {
+    for (const Value* v : op.operands())
+      if (v->type() != r) return false;
+    return is_real(r.element);
+  }
+  switch (k) {
+    case OpKind::Compare: {
+      ElementType e = op.operand(0)->type().element;
+      auto type = op.attrs().get_or<ir::CompareType>("compare_type", ir::CompareType::NOTYPE);
+      return is_loadable(e) && e != ElementType::i1 && type != ir::CompareType::TOTALORDER &&
+             op.operand(1)->type() == op.operand(0)->type();
+    }
+    case OpKind::Select: {
+      const ir::Type& p = op.operand(0)->type();
+      return is_loadable(r.element) && op.operand(1)->type() == r && op.operand(2)->type() == r &&
+             (p.shape == r.shape || p.rank() == 0);
+    }
+    case OpKind::Convert: return same_convert_as_fast_kernel(op.operand(0)->type().element, r.element);
+    case OpKind::BroadcastInDim: return is_loadable(r.element);
+    case OpKind::Iota: return is_loadable(r.element) && r.element != ElementType::i1;
+    default: return false;
+  }
+}
+
+// Whether `reader` reads operand `v` element by element at its own shape (a broadcast reads it
+// through strides, a scalar predicate is broadcast; a reduce folds its operand as the loop visits
+// it): only then can `v` be computed inside its loop.
+bool reads_in_place(const Op& reader, const Value* v) {
+  if (reader.kind() == OpKind::Reduce) return v == reader.operand(0) && v != reader.operand(1);
+  return reader.kind() != OpKind::BroadcastInDim && v->type().shape == reader.result(0)->type().shape;
+}
+
+class Plan final : public interp::FusionPlan {
+ public:
+  explicit Plan(const ir::Block& block) {
+    std::unordered_map<const Value*, std::vector<const Op*>> readers;
+    for (const auto& op : block.ops()) {
+      for (const Value* v : op->operands()) readers[v].push_back(op.get());
+      // Values read inside regions count as read by the region's op, which never fuses.
+    }
+    for (const auto& op : block.ops()) {
+      if (!fusable(*op)) continue;
+      fused_.insert(op.get());
+    }
+    for (const auto& op : block.ops()) {
+      if (!fused_.count(op.get()) || op->kind() == OpKind::Reduce) continue;  // a reduce always stores
+      const std::vector<const Op*>& rs = readers[op->result(0)];
+      bool ok = !rs.empty() && (rs.size() == 1 || is_cheap(op->kind())) &&
+                op->result(0)->type().num_elements() >= min_fused;
+      for (const Op* r : rs) ok = ok && fused_.count(r) && reads_in_place(*r, op->result(0));
+      if (ok) inlined_.insert(op.get());
+    }
+    // Values read inside regions: the region's op is not fusable, so readers[] above missed them;
+    // a value so read must stay materialized.
+    for (const auto& op : block.ops())
+      for (const auto& region : op->regions()) unmark_read_in(*region);
+  }
+
+  bool inlined(const Op& op) const override { return inlined_.count(&op) != 0; }
+
+  bool run(const Op& op, const std::function<const Literal&(const Value*)>& value,
+           const std::function<Literal*(const Value*)>& dying, std::vector<Literal>& results) const override;
+
+ private:
+  void unmark_read_in(const ir::Block& b) {
+    for (const auto& op : b.ops()) {
+      for (const Value* v : op->operands())
+        if (v->defining_op()) inlined_.erase(v->defining_op());
+      for (const auto& region : op->regions()) unmark_read_in(*region);
+    }
+  }
+
+  std::unordered_set<const Op*> fused_, inlined_;
+  friend class Program;
+};
+
+// The instructions of one root's loop.
+class Program {
+ public:
+  Program(const Plan& plan, const std::function<const Literal&(const Value*)>& value, const ir::Type& loop)
+      : plan_(plan), value_(value), loop_(loop) {}
+
+  // The register holding `v` for the current block.
+  int reg(const Value* v) {
+    auto it = regs_.find(v);
+    if (it != regs_.end()) return it->second;
+    const Op* def = v->defining_op();
+    int r;
+    if (def && plan_.inlined(*def)) {
+      r = compute(*def);
+    } else {
+      r = read(value_(v), v->type());
+      if (kinds_[static_cast<size_t>(r)].in_place) in_place_.push_back(v);
+    }
+    regs_.emplace(v, r);
+    return r;
+  }
+
+  // The values the loop reads where they lie, and whether one is also read through strides.
+  const std::vector<const Value*>& in_place_reads() const { return in_place_; }
+  bool loaded(const Value* v) const {
+    const std::byte* data = value_(v).bytes().data();
+    for (const Instr& s : instrs_)
+      if (s.src == data) return true;
+    return false;
+  }
+
+  // The register of `op`'s result, computed from its operands' registers.
+  int compute(const Op& op) {
+    const ir::Type& t = op.result(0)->type();
+    Instr s;
+    switch (op.kind()) {
+      case OpKind::BroadcastInDim: {
+        const Literal& x = value_(op.operand(0));
+        const auto& dims = op.attrs().get<std::vector<int64_t>>("broadcast_dimensions");
+        std::vector<int64_t> xs = x.strides(), strides(t.shape.size(), 0);
+        for (size_t k = 0; k < dims.size(); ++k)
+          if (x.shape()[k] == t.shape[static_cast<size_t>(dims[k])]) strides[static_cast<size_t>(dims[k])] = xs[k];
+        return load(x, std::move(strides));
+      }
+      case OpKind::Iota:
+        s.dim = t.rank() == 0 ? 0 : op.attrs().get<int64_t>("iota_dimension");
+        s.shape = t.shape;
+        s.strides.assign(t.shape.size(), 0);  // for_rows' offsets, unused
+        s.fn = by_type(t.element, []<typename T>() -> Kernel { return &iota<T>; });
+        break;
+      case OpKind::Compare:
+        s.direction = op.attrs().get<ir::ComparisonDirection>("comparison_direction");
+        s.fn = by_type(op.operand(0)->type().element, []<typename T>() -> Kernel { return &compare<T>; });
+        break;
+      case OpKind::Select:
+        s.fn = by_type(t.element, []<typename T>() -> Kernel { return &select<T>; });
+        break;
+      case OpKind::Convert: s.fn = converter(op.operand(0)->type().element, t.element); break;
+      default: s.fn = arithmetic(op.kind(), t.element); break;
+    }
+    for (size_t i = 0; i < op.operands().size(); ++i) s.in[i] = reg(op.operand(i));
+    s.out = scratch(t.element);
+    instrs_.push_back(std::move(s));
+    return instrs_.back().out;
+  }
+
+  // Runs the loop over `total` elements, handing each block's register `result` to
+  // consume(data, start, n).
+  template <typename F>
+  void sweep(int result, int64_t total, F&& consume) {
+    // Uninitialized: each register is written before it is read.
+    std::unique_ptr<std::byte[]> scratch(new std::byte[static_cast<size_t>(scratch_bytes_)]);
+    std::vector<std::byte*> regs(kinds_.size());
+    for (int64_t start = 0; start < total; start += kBlock) {
+      int64_t n = std::min(kBlock, total - start);
+      for (size_t r = 0; r < kinds_.size(); ++r) {
+        const Reg& g = kinds_[r];
+        regs[r] = g.in_place ? const_cast<std::byte*>(g.src) + start * g.width : scratch.get() + g.offset;
+      }
+      for (const Instr& s : instrs_)
+        if (start == 0 || !s.invariant) s.fn(s, regs.data(), start, n);
+      consume(static_cast<const std::byte*>(regs[static_cast<size_t>(result)]), start, n);
+    }
+  }
+
+  // Runs the loop, writing register `result` into `out`.
+  void run(int result, Literal& out) {
+    int64_t total = out.num_elements(), width = ir::info(out.element()).bytes;
+    // Uninitialized: each register is written before it is read.
+    std::unique_ptr<std::byte[]> scratch(new std::byte[static_cast<size_t>(scratch_bytes_)]);
+    std::vector<std::byte*> regs(kinds_.size());
+    // The result register writes straight into the result; so does a root whose value is a
+    // plain read (a select of a scalar predicate, say) through one copy.
+    bool direct = !instrs_.empty() && instrs_.back().out == result;
+    for (int64_t start = 0; start < total; start += kBlock) {
+      int64_t n = std::min(kBlock, total - start);
+      for (size_t r = 0; r < kinds_.size(); ++r) {
+        const Reg& g = kinds_[r];
+        regs[r] = g.in_place ? const_cast<std::byte*>(g.src) + start * g.width : scratch.get() + g.offset;
+      }
+      std::byte* dst = out.bytes().data() + start * width;
+      if (direct) regs[static_cast<size_t>(result)] = dst;
+      for (const Instr& s : instrs_)
+        if (start == 0 || !s.invariant) s.fn(s, regs.data(), start, n);
+      if (!direct) std::memcpy(dst, regs[static_cast<size_t>(result)], static_cast<size_t>(n * width));
+    }
+  }
+
+ private:
+  struct Reg {
+    bool in_place = false;  // a value read where it lies
+    const std::byte* src = nullptr;
+    int64_t width = 0, offset = 0;  // element bytes; scratch offset
+  };
+
+  int scratch(ElementType e) {
+    Reg g;
+    g.width = ir::info(e).bytes;
+    g.offset = scratch_bytes_;
+    scratch_bytes_ += kBlock * 8;
+    kinds_.push_back(g);
+    return static_cast<int>(kinds_.size()) - 1;
+  }
+
+  // A value the loop reads: in place at the loop's shape, else (a scalar) through strides.
+  int read(const Literal& x, const ir::Type& t) {
+    if (t.shape == loop_.shape) {
+      Reg g;
+      g.in_place = true;
+      g.src = x.bytes().data();
+      g.width = ir::info(t.element).bytes;
+      kinds_.push_back(g);
+      return static_cast<int>(kinds_.size()) - 1;
+    }
+    return load(x, std::vector<int64_t>(loop_.shape.size(), 0));
+  }
+
+  int load(const Literal& x, std::vector<int64_t> strides) {
+    Instr s;
+    s.src = x.bytes().data();
+    s.strides = std::move(strides);
+    s.shape = loop_.shape;
+    // Block-invariant when only trailing dimensions of total size dividing kBlock have strides.
+    int64_t period = 1;
+    size_t d = s.shape.size();
+    while (d > 0 && std::any_of(s.strides.begin(), s.strides.begin() + static_cast<long>(d),
+                                [](int64_t st) { return st != 0; }))
+      period *= s.shape[--d];
+    s.invariant = period > 0 && kBlock % period == 0;
+    s.fn = by_type(x.element(), []<typename T>() -> Kernel { return &gather<T>; });
+    s.out = scratch(x.element());
+    instrs_.push_back(std::move(s));
+    return instrs_.back().out;
+  }
+
+  const Plan& plan_;
+  const std::function<const Literal&(const Value*)>& value_;
+  const ir::Type& loop_;
+  std::unordered_map<const Value*, int> regs_;
+  std::vector<const Value*> in_place_;
+  std::vector<Reg> kinds_;
+  std::vector<Instr> instrs_;
+  int64_t scratch_bytes_ = 0;
+};
+
+// A reduce of a value computed in the loop: each block folded into the results as it is computed.
+template <typename T>
+void fold(Program& p, int reg, int64_t total, const FoldShape& f, OpKind kind, T* dst) {
+  namespace s = interp::scalar;
+  using E = ir::Elem<std::is_same_v<T, float> ? ElementType::f32 : ElementType::f64>;
+  auto run = [&]<typename Fn>() {
+    p.sweep(reg, total, [&](const std::byte* v, int64_t start, int64_t n) {
+      fold_block(f, reinterpret_cast<const T*>(v), start, n, dst,
+                 [](T a, T b) { return Fn::template apply<E>(a, b); });
+    });
+  };
+  switch (kind) {
+    case OpKind::Add: run.template operator()<s::Add>(); break;
+    case OpKind::Multiply: run.template operator()<s::Multiply>(); break;
+    case OpKind::Maximum: run.template operator()<s::Maximum>(); break;
+    default: run.template operator()<s::Minimum>(); break;
+  }
+}
+
+bool run_reduce(const Plan& plan, const Op& op, const std::function<const Literal&(const Value*)>& value,
+                std::vector<Literal>& results) {
+  const Value* x = op.operand(0);
+  if (x->defining_op() == nullptr || !plan.inlined(*x->defining_op())) return false;  // a stored operand
+  FoldShape f = *fold_shape(op);
+  Program p(plan, value, x->type());
+  int reg = p.reg(x);
+  Literal r(op.result(0)->type());
+  const Literal& init = value(op.operand(1));
+  OpKind kind = *ir::region_combiner(op);
+  if (r.element() == ElementType::f32) {
+    float* dst = reinterpret_cast<float*>(r.bytes().data());
+    std::fill(dst, dst + r.num_elements(), reinterpret_cast<const float*>(init.bytes().data())[0]);
+    fold<float>(p, reg, x->type().num_elements(), f, kind, dst);
+  } else {
+    double* dst = reinterpret_cast<double*>(r.bytes().data());
+    std::fill(dst, dst + r.num_elements(), reinterpret_cast<const double*>(init.bytes().data())[0]);
+    fold<double>(p, reg, x->type().num_elements(), f, kind, dst);
+  }
+  results.push_back(std::move(r));
+  return true;
+}
+
+bool Plan::run(const Op& op, const std::function<const Literal&(const Value*)>& value,
+               const std::function<Literal*(const Value*)>& dying, std::vector<Literal>& results) const {
+  if (!fused_.count(&op) || inlined_.count(&op)) return false;
+  if (op.kind() == OpKind::Reduce) return run_reduce(*this, op, value, results);
+  // A broadcast alone is the strided copy of the fast kernels; fusing starts at its readers.
+  if (op.kind() == OpKind::BroadcastInDim) return false;
+  // A small op with nothing inlined runs faster through the fast kernel, when there is one.
+  bool alone = std::none_of(op.operands().begin(), op.operands().end(), [&](const Value* v) {
+    return v->defining_op() != nullptr && inlined_.count(v->defining_op()) != 0;
+  });
+  bool has_kernel = is_binary(op.kind()) || op.kind() == OpKind::Select || op.kind() == OpKind::Convert ||
+                    op.kind() == OpKind::Iota;
+  if (alone && has_kernel && op.result(0)->type().num_elements() < min_fused && op.kind() != OpKind::Power) return false;
+  const ir::Type& t = op.result(0)->type();
+  Program p(*this, value, t);
+  int result = p.compute(op);
+  // The result goes over a value of its type that dies here and that the loop reads only at the
+  // element it writes (in place, never through a broadcast): that saves allocating and zeroing a
+  // fresh buffer, and writes where the loop has just read. Moving a Literal keeps its buffer.
+  Literal* reuse = nullptr;
+  for (const Value* v : p.in_place_reads())
+    if (reuse == nullptr && v->type() == t && !p.loaded(v)) reuse = dying(v);
+  Literal r = reuse != nullptr ? std::move(*reuse) : Literal(t);
+  p.run(result, r);
+  results.push_back(std::move(r));
+  return true;
+}
+
+std::unique_ptr<interp::FusionPlan> plan(const ir::Block& block) { return std::make_unique<Plan>(block); }
+
+}  // namespace
+
+std::unique_ptr<interp::FusionPlan> plan_fusion(const ir::Block& block) { return plan(block); }
+
+void set_fusion_min_elements(int64_t n) { min_fused = n; }
+
+}  // namespace tessera::exec

@@ -1,0 +1,255 @@
+// Element-wise fusion (exec/fusion.cpp) and the exp/logistic loops (exec/exp.cpp) against the
+// reference interpreter: random programs of element-wise chains with broadcasts, iota one-hots,
+// compares, selects, converts and reductions in between must give the reference's bits, fused and
+// unfused; the fused run must actually leave ops out; exp and logistic must match the reference's
+// expression on a sweep of float bit patterns and on the edges of their fast range.
+#include <gtest/gtest.h>
+
+#include <bit>
+#include <cmath>
+#include <random>
+
+#include "exec/accelerate.h"
+#include "exec/exp.h"
+#include "exec/fusion.h"
+#include "interp/interpreter.h"
+#include "ir/builder.h"
+
+namespace tessera::exec {
+namespace {
+
+using namespace tessera::ir;
+
+Literal random_literal(const Type& t, std::mt19937& rng) {
+  std::uniform_real_distribution<double> u(-3, 3);
+  std::vector<double> v(static_cast<size_t>(t.num_elements()));
+  for (double& x : v) x = is_integer(t.element) ? std::floor(u(rng) + 3) : u(rng);
+  return Literal::from_doubles(t, v);
+}
+
+// A random program on loop shape `shape`: element-wise chains over f32 values of that shape, fed by
+// parameters, broadcasts of smaller parameters, an iota one-hot and reductions broadcast back.
+void build_random(Module& m, const std::vector<int64_t>& shape, uint32_t seed) {
+  build_function(m, "f", [&](FunctionBuilder& f) {
+    std::mt19937 rng(seed);
+    auto pick = [&](size_t n) { return static_cast<size_t>(rng() % n); };
+    int64_t rank = static_cast<int64_t>(shape.size());
+    std::vector<Tensor> pool = {f.param(f32(shape)), f.param(f32(shape))};
+    if (rank > 0) {
+      std::vector<int64_t> lead(shape.begin(), shape.end() - 1);
+      pool.push_back(broadcast_in_dim(f.param(f32({shape.back()})), shape, {rank - 1}));
+      std::vector<int64_t> lead_dims;
+      for (int64_t d = 0; d + 1 < rank; ++d) lead_dims.push_back(d);
+      Tensor labels = f.param(i32(lead));
+      Tensor one_hot = compare(f.iota(i32(shape), rank - 1), broadcast_in_dim(labels, shape, lead_dims),
+                               ComparisonDirection::EQ);
+      pool.push_back(convert(one_hot, ElementType::f32));
+      pool.push_back(convert(f.iota(i32(shape), 0), ElementType::f32));
+      pool.push_back(select(one_hot, pool[0], pool[1]));
+    }
+    pool.push_back(broadcast_in_dim(f.param(f32({})), shape, {}));
+    std::vector<Tensor> outs;
+    for (int i = 0; i < 40; ++i) {
+      // Prefer recent values, so chains grow long; any value may be read again later.
+      auto operand = [&] { return pool[pool.size() - 1 - std::min(pick(pool.size()), pick(4))]; };
+      Tensor a = operand(), b = operand(), r = a;
+      switch (pick(18)) {
+        case 0: r = a + b; break;
+        case 1: r = a - b; break;
+        case 2: r = a * b; break;
+        case 3: r = a / b; break;
+        case 4: r = maximum(a, b); break;
+        case 5: r = minimum(a, b); break;
+        case 6: r = -a; break;
+        case 7: r = exp(a); break;
+        case 8: r = log(a); break;  // NaN for negatives: NaNs must match too
+        case 9: r = logistic(a); break;
+        case 10: r = rsqrt(a * a + b * b); break;
+        case 11: r = select(compare(a, b, ComparisonDirection::GT), a, b * a); break;
+        case 12: r = convert(convert(a, ElementType::f64) * convert(b, ElementType::f64), ElementType::f32); break;
+        case 13: r = tanh(a) + sqrt(b) * rsqrt(a); break;
+        case 14:  // a reduction (never fused) in the middle of a chain, broadcast back
+          if (rank > 0) {
+            std::vector<int64_t> kept;
+            for (int64_t d = 0; d + 1 < rank; ++d) kept.push_back(d);
+            r = a - broadcast_in_dim(log(reduce_sum(exp(a), {rank - 1})), shape, kept);
+          } else {
+            r = a * b;
+          }
+          break;
+        case 15:  // a reduction over the leading dimension, of a product computed in its loop
+          if (rank > 1) {
+            std::vector<int64_t> rest;
+            for (int64_t d = 1; d < rank; ++d) rest.push_back(d);
+            r = b + broadcast_in_dim(reduce_max(a * b, {0}), shape, rest);
+          } else {
+            r = a - b;
+          }
+          break;
+        case 16: outs.push_back(sum(a * b + 1.0)); r = -b; break;  // one long fold into a scalar
+        default: outs.push_back(a); r = a + 1.0; break;  // a value that is also returned
+      }
+      pool.push_back(r);
+    }
+    outs.push_back(pool.back());
+    outs.push_back(sum(pool[pool.size() - 2]));
+    return outs;
+  });
+}
+
+// The same bits, except that any NaN equals any NaN: which operand's NaN a sum of two NaNs keeps
+// is the compiler's choice (it may swap the operands of a commutative op), in the reference too.
+bool same_bits(const Literal& a, const Literal& b) {
+  if (a.type() != b.type()) return false;
+  if (a == b) return true;
+  if (!is_float(a.element())) return false;
+  for (int64_t i = 0; i < a.num_elements(); ++i) {
+    double x = a.get_double(i), y = b.get_double(i);
+    if (std::isnan(x) != std::isnan(y)) return false;
+    if (!std::isnan(x) && std::bit_cast<uint64_t>(x) != std::bit_cast<uint64_t>(y)) return false;
+  }
+  return true;
+}
+
+size_t count_ops(const Block& b) {
+  size_t n = 0;
+  for (const auto& op : b.ops()) n += op->kind() != OpKind::Return;
+  return n;
+}
+
+// Fuses values of any size (the tests' shapes are small and odd) unless told the default minimum,
+// fused or not as asked.
+std::vector<Literal> run(const Module& m, const std::vector<Literal>& in, bool fast, bool fused,
+                         interp::Profile* profile = nullptr, int64_t min_elements = 0) {
+  set_fusion_min_elements(min_elements);
+  interp::set_fusion_planner(fused ? &plan_fusion : nullptr);
+  interp::Options o;
+  if (fast) o.accelerate = accelerate;
+  o.profile = profile;
+  std::vector<Literal> out = interp::evaluate(m, "f", in, o);
+  interp::set_fusion_planner(&plan_fusion);
+  return out;
+}
+
+TEST(Fusion, RandomChainsGiveTheReferenceBits) {
+  std::vector<std::vector<int64_t>> shapes = {{3, 5, 7}, {2, 1, 9}, {4, 3, 130}, {1030}, {}, {6, 600}, {20, 64}, {3, 2, 256}};
+  for (size_t s = 0; s < shapes.size(); ++s) {
+    for (uint32_t seed = 1; seed <= 12; ++seed) {
+      Module m;
+      build_random(m, shapes[s], seed * 31 + static_cast<uint32_t>(s));
+      const Function& fn = *m.find_function("f");
+      std::mt19937 rng(seed);
+      std::vector<Literal> in;
+      for (size_t i = 0; i < fn.num_parameters(); ++i) in.push_back(random_literal(fn.parameter(i)->type(), rng));
+      std::vector<Literal> want = run(m, in, false, false);
+      std::vector<Literal> unfused = run(m, in, true, false);
+      interp::Profile profile;
+      std::vector<Literal> fused = run(m, in, true, true, &profile);
+      std::vector<Literal> small_unfused = run(m, in, true, true, nullptr, 16384);  // the default
+      ASSERT_EQ(fused.size(), want.size());
+      for (size_t r = 0; r < want.size(); ++r) {
+        EXPECT_TRUE(same_bits(unfused[r], want[r])) << "unfused fast kernels, shape " << s << " seed " << seed << " result " << r;
+        EXPECT_TRUE(same_bits(fused[r], want[r])) << "fused, shape " << s << " seed " << seed << " result " << r;
+        EXPECT_TRUE(same_bits(small_unfused[r], want[r])) << "default minimum, shape " << s << " seed " << seed;
+      }
+      // Fusion took effect: fewer ops ran than the program has (the inlined ones are left out).
+      int64_t ran = 0;
+      for (const auto& [name, e] : profile.by_op) ran += e.first;
+      EXPECT_LT(ran, static_cast<int64_t>(count_ops(fn.body()))) << "shape " << s << " seed " << seed;
+    }
+  }
+}
+
+// Reductions of values computed in their loop: rows folded side by side (also across blocks),
+// leading dimensions, one long fold; each must leave its operand unstored.
+TEST(Fusion, ReductionsFoldTheirLoopInOrder) {
+  for (std::vector<int64_t> shape : std::vector<std::vector<int64_t>>{{7, 130}, {300, 5}, {3, 1000}, {40, 3, 9}}) {
+    Module m;
+    build_function(m, "f", [&](FunctionBuilder& f) {
+      Tensor x = f.param(f32(shape)), y = f.param(f32(shape));
+      int64_t last = static_cast<int64_t>(shape.size()) - 1;
+      std::vector<Tensor> outs = {reduce_sum(exp(x) * y, {last}), reduce_max(x * y - 1.0, {0}),
+                                  sum(x * x + y), reduce_min(y / (x + 3.0), {0})};
+      Tensor pad = x;
+      for (int i = 0; i < 12; ++i) pad = pad * 0.5 + pad;  // past the planner's minimum block size
+      outs.push_back(pad);
+      return outs;
+    });
+    std::mt19937 rng(11);
+    std::vector<Literal> in = {random_literal(f32(shape), rng), random_literal(f32(shape), rng)};
+    interp::Profile profile;
+    std::vector<Literal> got = run(m, in, true, true, &profile);
+    std::vector<Literal> want = run(m, in, false, false);
+    for (size_t r = 0; r < want.size(); ++r) EXPECT_TRUE(same_bits(got[r], want[r])) << "result " << r;
+    // Only the reductions ran (and the pad's root): exp, the products and the quotient never did.
+    EXPECT_EQ(profile.by_op.count("stablehlo.exponential"), 0u);
+    EXPECT_EQ(profile.by_op.count("stablehlo.divide"), 0u);
+    EXPECT_EQ(profile.by_op.at("stablehlo.reduce").first, 4);
+  }
+}
+
+// The one-hot of a cross-entropy: nothing of [rows, vocab] but the result is materialized.
+TEST(Fusion, OneHotSoftmaxGradientRunsAsOneLoop) {
+  Module m;
+  build_function(m, "f", [](FunctionBuilder& f) {
+    Tensor logits = f.param(f32({6, 1000}));
+    Tensor labels = f.param(i32({6}));
+    Tensor mx = broadcast_in_dim(reduce_max(logits, {1}), {6, 1000}, {0});
+    Tensor e = exp(logits - mx);
+    Tensor s = broadcast_in_dim(reduce_sum(e, {1}), {6, 1000}, {0});
+    Tensor hot = convert(compare(f.iota(i32({6, 1000}), 1), broadcast_in_dim(labels, {6, 1000}, {0}),
+                                 ComparisonDirection::EQ), ElementType::f32);
+    Tensor g = e / s - hot;
+    for (int i = 0; i < 8; ++i) g = g * 0.5 + g;  // pad the block past the planner's minimum
+    return g;
+  });
+  std::mt19937 rng(3);
+  std::vector<Literal> in = {random_literal(f32({6, 1000}), rng), Literal::from_ints(i32({6}), std::vector<int64_t>{0, 999, 5, 17, 400, 3})};
+  interp::Profile profile;
+  std::vector<Literal> got = run(m, in, true, true, &profile);
+  EXPECT_TRUE(same_bits(got[0], run(m, in, false, false)[0]));
+  EXPECT_EQ(profile.by_op.count("stablehlo.broadcast_in_dim"), 0u);
+  EXPECT_EQ(profile.by_op.count("stablehlo.compare"), 0u);
+  EXPECT_EQ(profile.by_op.count("stablehlo.iota"), 0u);
+  EXPECT_EQ(profile.by_op.at("stablehlo.exponential").first, 1);  // read twice, stored once
+}
+
+float bits_to_float(uint32_t u) { return std::bit_cast<float>(u); }
+
+void expect_reference_bits(const std::vector<float>& x) {
+  std::vector<float> e(x.size()), l(x.size());
+  // In place, as a fused loop may call them (its result over its dying operand).
+  e = x;
+  l = x;
+  exp_f32(e.data(), e.data(), static_cast<int64_t>(x.size()));
+  logistic_f32(l.data(), l.data(), static_cast<int64_t>(x.size()));
+  for (size_t i = 0; i < x.size(); ++i) {
+    float want_e = static_cast<float>(std::exp(static_cast<double>(x[i])));
+    float want_l = static_cast<float>(1.0 / (1.0 + std::exp(-static_cast<double>(x[i]))));
+    ASSERT_EQ(std::bit_cast<uint32_t>(e[i]), std::bit_cast<uint32_t>(want_e)) << "exp of " << x[i];
+    ASSERT_EQ(std::bit_cast<uint32_t>(l[i]), std::bit_cast<uint32_t>(want_l)) << "logistic of " << x[i];
+  }
+}
+
+TEST(FastExp, MatchesTheReferenceOnASweepOfFloats) {
+  std::vector<float> x;
+  for (uint64_t u = 0; u < (uint64_t{1} << 32); u += 4099) x.push_back(bits_to_float(static_cast<uint32_t>(u)));
+  expect_reference_bits(x);
+}
+
+TEST(FastExp, MatchesTheReferenceAtTheEdges) {
+  std::vector<float> x = {0.0f, -0.0f, INFINITY, -INFINITY, NAN, -NAN, 1e-45f, -1e-45f, 1e-30f};
+  for (float edge : {87.0f, -87.0f, 88.0f, -88.0f, 88.72f, -103.9f, -103.972f, -104.0f, 104.0f, 89.0f, -89.0f, -1e9f}) {
+    float below = edge, above = edge;
+    for (int k = 0; k < 4; ++k) {
+      x.push_back(below = std::nextafter(below, -INFINITY));
+      x.push_back(above = std::nextafter(above, INFINITY));
+    }
+  }
+  // Dense around 0 and 1, where the polynomial is most used, in an odd-length array (a tail).
+  for (int i = -20000; i <= 20001; ++i) x.push_back(static_cast<float>(i) * 1e-3f);
+  expect_reference_bits(x);
+}
+
+}  // namespace
+}  // namespace tessera::exec
