@@ -104,29 +104,28 @@ inline void finish(const float* x, const double* y, float* z, int64_t m) {
 // doubles per instruction instead of two. (FMA changes the double by an ulp, never the float.)
 #define TESSERA_CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
 
-TESSERA_CLONES void exp_f32(const float* x, float* z, int64_t n) {
+// z = f(x) in chunks: `near` computes each element's double from the input (vectorized), then
+// finish() rounds and sends the elements that need it to the fallbacks. x is copied per chunk: z
+// may be x (a fused loop writes its result over a dying operand).
+template <float (*Outside)(float), float (*Reference)(float), typename Near>
+__attribute__((always_inline)) inline void chunked(const float* x, float* z, int64_t n, Near near) {
   constexpr int64_t kChunk = 256;
   double y[kChunk];
+  float xs[kChunk];
   for (int64_t base = 0; base < n; base += kChunk) {
     int64_t m = std::min(kChunk, n - base);
-    float xs[kChunk];
     std::copy(x + base, x + base + m, xs);
-    for (int64_t i = 0; i < m; ++i) y[i] = exp_near(static_cast<double>(xs[i]));
-    finish<exp_outside, exp_reference>(xs, y, z + base, m);
+    for (int64_t i = 0; i < m; ++i) y[i] = near(static_cast<double>(xs[i]));
+    finish<Outside, Reference>(xs, y, z + base, m);
   }
 }
 
+TESSERA_CLONES void exp_f32(const float* x, float* z, int64_t n) {
+  chunked<exp_outside, exp_reference>(x, z, n, [](double d) { return exp_near(d); });
+}
+
 TESSERA_CLONES void logistic_f32(const float* x, float* z, int64_t n) {
-  constexpr int64_t kChunk = 256;
-  double y[kChunk];
-  for (int64_t base = 0; base < n; base += kChunk) {
-    int64_t m = std::min(kChunk, n - base);
-    float xs[kChunk];
-    std::copy(x + base, x + base + m, xs);
-    for (int64_t i = 0; i < m; ++i)
-      y[i] = 1.0 / (1.0 + exp_near(-static_cast<double>(xs[i])));
-    finish<logistic_outside, logistic_reference>(xs, y, z + base, m);
-  }
+  chunked<logistic_outside, logistic_reference>(x, z, n, [](double d) { return 1.0 / (1.0 + exp_near(-d)); });
 }
 
 }  // namespace tessera::exec

@@ -1,6 +1,7 @@
 """What the `tessera ... --backend mpi` command-line tests share: the mpirun prefix (as root, more
 ranks than cores, and `timeout` so that a hung job never outlives its test), running a command
 with its output shown, and reading losses from `--losses` files and from the printed step lines."""
+import math
 import re
 import struct
 import subprocess
@@ -38,3 +39,19 @@ def read_losses(path, problems, who):
 
 def printed_losses(out):
     return re.findall(r"^step ([0-9]+)/[0-9]+  loss ([0-9.]+)", out, re.M)
+
+
+def expect_same_losses(host_file, host_out, mpi_file, mpi_out, steps, problems):
+    """The MPI run's losses (its --losses file and its printed step lines) are the host run's, bit
+    for bit, and the host run trains: equal losses must mean equal training, not equal constants."""
+    want = read_losses(host_file, problems, "host")
+    got = read_losses(mpi_file, problems, "mpi")
+    if sorted(want) != list(range(1, steps + 1)) or not all(math.isfinite(l) for l in want.values()):
+        problems.append(f"host losses are not {steps} finite steps: {want}")
+    elif not want[steps] < want[1] - 0.2:
+        problems.append(f"the host run's loss does not fall: {want[1]} -> {want[steps]}")
+    for step in sorted(set(want) | set(got)):
+        if want.get(step) != got.get(step):
+            problems.append(f"step {step}: loss {got.get(step)!r} over MPI, {want.get(step)!r} on host devices")
+    if printed_losses(mpi_out) != printed_losses(host_out) or not printed_losses(host_out):
+        problems.append("the printed losses differ from the host run's")

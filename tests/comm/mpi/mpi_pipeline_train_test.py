@@ -5,13 +5,12 @@ bitwise the same, and only rank 0 prints. With --fault instead: rank 0 cannot wr
 leaves; the rank waiting for its activations stops at once naming rank 0, and the job exits
 non-zero well within the timeout."""
 import argparse
-import math
 import os
 import re
 import sys
 import tempfile
 
-from mpi_cli import mpirun, printed_losses, read_losses, run
+from mpi_cli import expect_same_losses, mpirun, printed_losses, run
 
 parser = argparse.ArgumentParser()
 parser.add_argument("--mpirun", required=True)
@@ -54,17 +53,8 @@ with tempfile.TemporaryDirectory() as tmp:
         if host.returncode != 0 or mpi.returncode != 0:
             problems.append(f"exit status: host {host.returncode}, mpi {mpi.returncode}")
         else:
-            want = read_losses(os.path.join(tmp, "host.txt"), problems, "host")
-            got = read_losses(os.path.join(tmp, "mpi.txt"), problems, "mpi")
-            if sorted(want) != list(range(1, STEPS + 1)) or not all(math.isfinite(l) for l in want.values()):
-                problems.append(f"host losses are not {STEPS} finite steps: {want}")
-            elif not want[STEPS] < want[1] - 0.2:  # equal losses must mean equal training
-                problems.append(f"the host run's loss does not fall: {want[1]} -> {want[STEPS]}")
-            for step in sorted(set(want) | set(got)):
-                if want.get(step) != got.get(step):
-                    problems.append(f"step {step}: loss {got.get(step)!r} over MPI, {want.get(step)!r} on host devices")
-            if printed_losses(mpi.stdout) != printed_losses(host.stdout) or not printed_losses(host.stdout):
-                problems.append("the printed losses differ from the host run's")
+            expect_same_losses(os.path.join(tmp, "host.txt"), host.stdout, os.path.join(tmp, "mpi.txt"), mpi.stdout,
+                               STEPS, problems)
             for line in ("tessera train:", f"step {STEPS}/{STEPS}", "per stage (", "pipeline bubble over"):
                 if mpi.stdout.count(line) != 1:
                     problems.append(f"'{line}' printed {mpi.stdout.count(line)} times; only rank 0 prints")

@@ -5,13 +5,12 @@ prints and writes. With --bad-plan instead: a user error (an unknown --plan) mak
 alike before any collective, and the job exits non-zero at once."""
 import argparse
 import filecmp
-import math
 import os
 import re
 import sys
 import tempfile
 
-from mpi_cli import mpirun, printed_losses, read_losses, run
+from mpi_cli import expect_same_losses, mpirun, run
 
 parser = argparse.ArgumentParser()
 parser.add_argument("--mpirun", required=True)
@@ -53,18 +52,8 @@ with tempfile.TemporaryDirectory() as tmp:
         if host.returncode != 0 or mpi.returncode != 0:
             problems.append(f"exit status: host {host.returncode}, mpi {mpi.returncode}")
         else:
-            want = read_losses(os.path.join(tmp, "host.txt"), problems, "host")
-            got = read_losses(os.path.join(tmp, "mpi.txt"), problems, "mpi")
-            # The host run trains (so equal losses mean equal training, not equal constants).
-            if sorted(want) != list(range(1, STEPS + 1)) or not all(math.isfinite(l) for l in want.values()):
-                problems.append(f"host losses are not {STEPS} finite steps: {want}")
-            elif not want[STEPS] < want[1] - 0.2:
-                problems.append(f"the host run's loss does not fall: {want[1]} -> {want[STEPS]}")
-            for step in sorted(set(want) | set(got)):
-                if want.get(step) != got.get(step):
-                    problems.append(f"step {step}: loss {got.get(step)!r} over MPI, {want.get(step)!r} on host devices")
-            if printed_losses(mpi.stdout) != printed_losses(host.stdout) or not printed_losses(host.stdout):
-                problems.append("the printed losses differ from the host run's")
+            expect_same_losses(os.path.join(tmp, "host.txt"), host.stdout, os.path.join(tmp, "mpi.txt"), mpi.stdout,
+                               STEPS, problems)
             for line in ("tessera train:", f"step {STEPS}/{STEPS}", "per device (4 devices", "saved to"):
                 if mpi.stdout.count(line) != 1:
                     problems.append(f"'{line}' printed {mpi.stdout.count(line)} times; only rank 0 prints")
