@@ -70,6 +70,8 @@ Literal concat(const std::vector<Literal>& values, int64_t dim) {
 // The reduction a collective's body computes, when the communicator's typed collectives fold it
 // exactly as the body would (in group order, one rounding per step): an add or a multiply, on
 // float or integer values. Max and min stay with the body, whose IEEE maximum orders -0 below +0.
+// (One difference is left: when both sides are NaN with different payloads, a body written
+// add(rhs, lhs) keeps the other payload; the value is NaN either way.)
 std::optional<ReduceOp> typed_reduction(const ir::Op& op, ir::ElementType type) {
   if (!ir::is_float(type) && !ir::is_integer(type)) return std::nullopt;
   std::optional<OpKind> kind = ir::region_combiner(op);

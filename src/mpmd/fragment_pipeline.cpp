@@ -82,8 +82,14 @@ size_t separate_microbatch_sums(ir::Function& whole) {
     if (moved.count(op.get())) old.push_back(std::move(op));
     else whole.body().append(std::move(op));
   }
+  auto returned = [&](const ir::Op* op) {
+    for (const ir::Value* v : ret->operands())
+      if (v->defining_op() == op) return true;
+    return false;
+  };
   for (const auto& root : old) {
-    if (inner.count(root.get())) continue;
+    // A sum inside another is rebuilt as part of that one's chain, unless the return reads it too.
+    if (inner.count(root.get()) && !returned(root.get())) continue;
     std::vector<std::pair<int64_t, ir::Value*>> terms;  // (microbatch, value), in the sum's order
     std::function<void(ir::Value*)> collect = [&](ir::Value* v) {
       const ir::Op* def = v->defining_op();
@@ -104,6 +110,8 @@ size_t separate_microbatch_sums(ir::Function& whole) {
     for (size_t i = 0; i < ret->operands().size(); ++i)
       if (ret->operand(i) == root->result(0)) ret->set_operand(i, acc);
   }
+  for (const auto& dropped : old)
+    TESSERA_CHECK(!returned(dropped.get()), "@{}: the return still reads a sum that was rebuilt", whole.name());
   for (auto& op : ops)
     if (op) whole.body().append(std::move(op));  // the return
   return unmarked.size();

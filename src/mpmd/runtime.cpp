@@ -437,7 +437,9 @@ PipelineResult run_stages(const StagedModel& model, const Schedule& schedule, st
                     "on stage {}",
                     i, where, stages[i].virtual_stages().size(), stages[i].stage(), schedule.name,
                     schedule.virtual_per_stage, mine[i]);
-  if (options.validate) validate(schedule);
+  // Over MPI ranks always: a message to a tag already pending replaces it (MpiProcess's mailbox
+  // keeps one per key), so a schedule with a duplicated SEND would mislead instead of failing.
+  if (options.validate || options.ranks) validate(schedule);
   const auto P = static_cast<size_t>(schedule.stages);
   const int64_t M = schedule.microbatches;
 

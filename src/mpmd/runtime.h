@@ -32,7 +32,7 @@ struct RunOptions {
   std::chrono::milliseconds transfer_timeout{60000};
   // validate() the schedule first. Off only to exercise the runtime's own guards (a schedule the
   // validator would refuse must still fail with a message, not hang or crash).
-  bool validate = true;
+  bool validate = true;  // over MPI ranks (`ranks` set) the schedule is validated regardless
   // The processes the stages are spread over (transfer.h; MpiRanks of mpi_transfer.h for MPI
   // ranks), or null for every stage on a thread of this process. With ranks, every rank makes
   // the same run_pipeline calls; each runs only the stages owner_rank gives it (stage s of P on

@@ -63,18 +63,24 @@ inline void run_on_threads(size_t count, const std::function<void(size_t)>& body
   std::mutex mu;
   std::exception_ptr error;
   std::vector<std::thread> threads;
-  for (size_t i = 0; i < count; ++i)
-    threads.emplace_back([&, i] {
-      try {
-        body(i);
-      } catch (...) {
-        {
-          std::lock_guard lock(mu);
-          if (!error) error = std::current_exception();
+  try {
+    for (size_t i = 0; i < count; ++i)
+      threads.emplace_back([&, i] {
+        try {
+          body(i);
+        } catch (...) {
+          {
+            std::lock_guard lock(mu);
+            if (!error) error = std::current_exception();
+          }
+          slots.abort();
         }
-        slots.abort();
-      }
-    });
+      });
+  } catch (...) {  // no thread to be had: stop those started, never leave one joinable
+    slots.abort();
+    for (auto& t : threads) t.join();
+    throw;
+  }
   for (auto& t : threads) t.join();
   if (error) std::rethrow_exception(error);
 }
