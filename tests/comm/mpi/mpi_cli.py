@@ -55,3 +55,10 @@ def expect_same_losses(host_file, host_out, mpi_file, mpi_out, steps, problems):
             problems.append(f"step {step}: loss {got.get(step)!r} over MPI, {want.get(step)!r} on host devices")
     if printed_losses(mpi_out) != printed_losses(host_out) or not printed_losses(host_out):
         problems.append("the printed losses differ from the host run's")
+
+
+def expect_printed_once(out, lines, problems):
+    """Each of `lines` appears exactly once in the job's output: only rank 0 prints."""
+    for line in lines:
+        if out.count(line) != 1:
+            problems.append(f"'{line}' printed {out.count(line)} times; only rank 0 prints")

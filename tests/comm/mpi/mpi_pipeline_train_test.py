@@ -10,7 +10,7 @@ import re
 import sys
 import tempfile
 
-from mpi_cli import expect_same_losses, mpirun, printed_losses, run
+from mpi_cli import expect_printed_once, expect_same_losses, mpirun, printed_losses, run
 
 parser = argparse.ArgumentParser()
 parser.add_argument("--mpirun", required=True)
@@ -55,9 +55,7 @@ with tempfile.TemporaryDirectory() as tmp:
         else:
             expect_same_losses(os.path.join(tmp, "host.txt"), host.stdout, os.path.join(tmp, "mpi.txt"), mpi.stdout,
                                STEPS, problems)
-            for line in ("tessera train:", f"step {STEPS}/{STEPS}", "per stage (", "pipeline bubble over"):
-                if mpi.stdout.count(line) != 1:
-                    problems.append(f"'{line}' printed {mpi.stdout.count(line)} times; only rank 0 prints")
+            expect_printed_once(mpi.stdout, ("tessera train:", f"step {STEPS}/{STEPS}", "per stage (", "pipeline bubble over"), problems)
             stages = int(re.match(r"pp=([0-9]+)", args.plan).group(1))
             where = f"plan {args.plan} on {args.np} MPI ranks ("
             if where not in mpi.stdout or f"{stages // args.np} stage" not in mpi.stdout:

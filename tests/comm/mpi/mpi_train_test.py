@@ -10,7 +10,7 @@ import re
 import sys
 import tempfile
 
-from mpi_cli import expect_same_losses, mpirun, run
+from mpi_cli import expect_printed_once, expect_same_losses, mpirun, run
 
 parser = argparse.ArgumentParser()
 parser.add_argument("--mpirun", required=True)
@@ -54,9 +54,7 @@ with tempfile.TemporaryDirectory() as tmp:
         else:
             expect_same_losses(os.path.join(tmp, "host.txt"), host.stdout, os.path.join(tmp, "mpi.txt"), mpi.stdout,
                                STEPS, problems)
-            for line in ("tessera train:", f"step {STEPS}/{STEPS}", "per device (4 devices", "saved to"):
-                if mpi.stdout.count(line) != 1:
-                    problems.append(f"'{line}' printed {mpi.stdout.count(line)} times; only rank 0 prints")
+            expect_printed_once(mpi.stdout, ("tessera train:", f"step {STEPS}/{STEPS}", "per device (4 devices", "saved to"), problems)
             ranks = "1 MPI rank" if args.np == 1 else f"{args.np} MPI ranks"
             where = f"plan {args.plan} on 4 devices ({ranks} of {args.devices_per_rank})"
             if where not in mpi.stdout:
