@@ -1,7 +1,7 @@
 # The user's entry points (see README.md):
 #   make run        install what is missing, build, and run the main job
 #   make test       install what is missing, build, and run every test through ctest
-#   make build      configure and build only
+#   make build      configure and build everything (tests, examples, benchmarks)
 #   make test-asan  the test suite again, built with AddressSanitizer + UndefinedBehaviorSanitizer
 BUILD ?= build
 JOBS ?= $(shell nproc)
@@ -18,7 +18,7 @@ APT_PACKAGES := cmake g++ make ccache libopenblas-dev libfmt-dev nlohmann-json3-
                 libgtest-dev libgmock-dev libbenchmark-dev python3 python3-numpy \
                 libopenmpi-dev openmpi-bin python3-torch fortunes
 
-.PHONY: deps build run test test-asan clean
+.PHONY: deps configure build run test test-asan clean
 
 deps:
 	@missing=$$(for p in $(APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
@@ -33,12 +33,16 @@ deps:
 	  fi; \
 	fi
 
-build:
+configure:
 	cmake -S . -B $(BUILD) $(CMAKE_ARGS)
+
+build: configure
 	cmake --build $(BUILD) -j $(JOBS)
 
 # The main job: a byte-level CausalLM trained on Debian's fortunes, data parallel over 4 host devices.
-run: deps build
+# It builds only the CLI and the libraries it links (no tests, examples or benchmarks).
+run: deps configure
+	cmake --build $(BUILD) -j $(JOBS) --target tessera
 	./$(BUILD)/bin/tessera train --plan dp --devices 4
 
 test: deps build

@@ -1,6 +1,6 @@
 // Lesson 4: communication-efficient gradients.
 //
-// A port of a JAX experiment (../shared/reference/jax-comm-efficient.txt) to Tessera, on 4 host
+// A port of a JAX experiment on communication-efficient gradients to Tessera, on 4 host
 // devices. A linear model's squared-error gradient 2·xᵀ(xw − y)/16 is computed from rows split over
 // a `data` axis, three ways, each written as a manual (shard_map-style) program:
 //   all_reduce      every device gets the whole gradient (8 values each);

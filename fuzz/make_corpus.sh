@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Builds the parser fuzzer's seed corpus: every ../shared/conformance/**/*.mlir file (relative to
-# the repository root), cut at `// -----` lines into one seed file per piece, plus the regression
-# seeds in fuzz/regressions/. Usage: fuzz/make_corpus.sh OUTPUT_DIR [CONFORMANCE_DIR]
+# Builds the parser fuzzer's seed corpus: every **/*.mlir file of the conformance folder (the
+# argument, or $TESSERA_CONFORMANCE_DIR), cut at `// -----` lines into one seed file per piece, plus
+# the regression seeds in fuzz/regressions/. Without a conformance folder the corpus is the
+# regression seeds alone. Usage: fuzz/make_corpus.sh OUTPUT_DIR [CONFORMANCE_DIR]
 set -euo pipefail
 
 if [ $# -lt 1 ]; then
@@ -10,12 +11,15 @@ if [ $# -lt 1 ]; then
 fi
 out=$1
 root=$(cd "$(dirname "$0")/.." && pwd)
-conformance=${2:-$root/../shared/conformance}
-[ -d "$conformance" ] || { echo "no conformance folder at $conformance" >&2; exit 1; }
+conformance=${2:-${TESSERA_CONFORMANCE_DIR:-}}
+if [ -n "$conformance" ] && [ ! -d "$conformance" ]; then
+  echo "no conformance folder at $conformance" >&2
+  exit 1
+fi
 mkdir -p "$out"
 
 files=0
-while IFS= read -r -d '' file; do
+[ -n "$conformance" ] && while IFS= read -r -d '' file; do
   rel=${file#"$conformance"/}
   stem=$(printf '%s' "${rel%.mlir}" | tr '/' '_')
   # One output file per piece: <stem>.<n>.mlir, n counting from 0.

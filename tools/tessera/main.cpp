@@ -3,6 +3,8 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include <unistd.h>
+
 #include <iostream>
 
 #include "ir/op_kind.h"
@@ -12,6 +14,7 @@
 #include "tools/tessera/partition_cmd.h"
 #include "tools/tessera/train_cmd.h"
 #include "tools/tessera/schedule_cmd.h"
+#include "version_info.h"
 
 namespace {
 
@@ -37,6 +40,7 @@ int list_ops() {
 
 int main(int argc, char** argv) {
   CLI::App app{"tessera: sharded tensor programs"};
+  app.set_version_flag("--version", "tessera " TESSERA_VERSION " (commit " TESSERA_GIT_COMMIT ")");
   app.require_subcommand(1);
   auto* ops = app.add_subcommand("ops", "List the op table (ops.def)");
   auto* check = app.add_subcommand("check", "Run the cases of StableHLO interpreter test files");
@@ -97,7 +101,11 @@ int main(int argc, char** argv) {
   train->add_option("--resume", tc.resume, "Sharded checkpoint to start from (any plan or device count)");
   train->add_option("--losses", tc.losses, "File to write each step's loss to (step, %.9g, hex float)");
   train->add_option("--sample", tc.sample, "Bytes of text to generate at the end")->capture_default_str();
-  train->add_flag("!--no-progress-bar", tc.progress_bar, "Print a line per tenth of the run instead of a bar");
+  // The bar redraws one line with carriage returns: right on a terminal, 400 updates on one line
+  // in a log. Without either flag it is drawn only when stdout is a terminal.
+  bool bar_on = false, bar_off = false;
+  auto* bar_flag = train->add_flag("--progress-bar", bar_on, "Draw the progress bar even when stdout is not a terminal");
+  train->add_flag("--no-progress-bar", bar_off, "Print a line per tenth of the run instead of a bar")->excludes(bar_flag);
   train->add_flag("--profile", tc.profile, "Print the time spent per op kind");
   train->add_flag("--remat", tc.remat, "Recompute element-wise activations in the backward pass");
   train->add_option("--schedule", tc.schedule, "Pipeline schedule (pp plans): gpipe, 1f1b, interleaved or zb-h1")
@@ -122,7 +130,10 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
   try {
     if (ops->parsed()) return list_ops();
-    if (train->parsed()) return tessera::tools::train_command(tc, std::cout);
+    if (train->parsed()) {
+      tc.progress_bar = bar_on || (!bar_off && isatty(STDOUT_FILENO));
+      return tessera::tools::train_command(tc, std::cout);
+    }
     if (part->parsed()) return tessera::tools::partition_command(pc, std::cout);
     if (run->parsed()) return tessera::tools::run_command(rc, std::cout);
     if (sched->parsed()) return tessera::tools::schedule_command(sc, std::cout);

@@ -123,7 +123,9 @@ void progress(std::ostream& out, const TrainCommand& c, int64_t t, int64_t first
                        std::string(size_t(width - fill), '.'), t, last_step, loss, tps, duration(eta))
         << std::flush;
   } else if (done == 1 || done % std::max<int64_t>(1, c.steps / 10) == 0 || t == last_step) {
-    out << fmt::format("step {}/{}  loss {:.4f}  {:.0f} tok/s  ETA {}\n", t, last_step, loss, tps, duration(eta));
+    // Flushed: a log file or pipe (nohup, tee, CI) shows each line as it happens.
+    out << fmt::format("step {}/{}  loss {:.4f}  {:.0f} tok/s  ETA {}\n", t, last_step, loss, tps, duration(eta))
+        << std::flush;
   }
 }
 

@@ -39,7 +39,7 @@ struct TrainCommand {
   std::string save, resume;
   std::string losses;    // a file to write each step's loss to, exactly: "<step> <%.9g> <hex float>"
   int64_t sample = 200;  // bytes of generated text at the end (0: none)
-  bool progress_bar = true;  // false: one line per tenth of the run (logs, ctest)
+  bool progress_bar = false;  // true: a bar redrawn with '\r' (the CLI: when stdout is a terminal)
   bool profile = false;      // print the time per op kind at the end
   // Pipeline plans only.
   std::string schedule = "1f1b";  // gpipe | 1f1b | interleaved | zb-h1
