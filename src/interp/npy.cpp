@@ -10,6 +10,8 @@
 #include <sstream>
 
 #include "support/error.h"
+#include "support/durable_file.h"
+#include "support/memory.h"
 #include "support/strings.h"
 
 namespace tessera::interp {
@@ -134,21 +136,22 @@ Literal from_npy(std::string_view bytes, std::string_view what) {
   if (!e) support::fail("{}: .npy element type '{}' is not supported (little-endian numbers and bools only)", what, descr);
   if (dict_value(header, "fortran_order", what) != "False")
     support::fail("{}: .npy arrays in Fortran order are not supported", what);
-  Literal x(ir::Type(*e, parse_shape(dict_value(header, "shape", what), what)));
+  ir::Type type(*e, parse_shape(dict_value(header, "shape", what), what));
+  // The size is checked against the data before anything is allocated: a header may claim any shape.
+  std::optional<int64_t> needed = support::checked_bytes(type.shape, ir::info(*e).bytes);
+  if (!needed) support::fail("{}: .npy shape {} is too large: its size in bytes does not fit in 64 bits", what, to_string(type));
   std::string_view data = bytes.substr(offset + header_len);
-  if (data.size() != x.bytes().size())
-    support::fail("{}: .npy data has {} bytes, {} needs {}", what, data.size(), to_string(x.type()),
-                  x.bytes().size());
+  if (static_cast<int64_t>(data.size()) != *needed)
+    support::fail("{}: .npy data has {} bytes, {} needs {}", what, data.size(), to_string(type), *needed);
+  Literal x(type);
   if (!data.empty()) std::memcpy(x.bytes().data(), data.data(), data.size());  // empty: no buffer
   return x;
 }
 
+// Written atomically (support/durable_file.h): a full disk or a killed run leaves no torn .npy.
 void save_npy(const Literal& x, const std::string& path) {
   std::string data = to_npy(x);
-  std::ofstream f(path, std::ios::binary);
-  if (!f) support::fail("cannot write {}", path);
-  f.write(data.data(), static_cast<std::streamsize>(data.size()));
-  if (!f) support::fail("cannot write {}", path);
+  support::write_file_atomically(path, {data});
 }
 
 Literal load_npy(const std::string& path) {

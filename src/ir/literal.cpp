@@ -7,8 +7,13 @@ namespace tessera::ir {
 Literal::Literal(Type type) : type_(std::move(type)) {
   for (int64_t d : type_.shape)
     TESSERA_CHECK(d >= 0, "negative dimension in {}", to_string(type_));
-  bytes_.assign(static_cast<size_t>(type_.num_elements() * info(type_.element).bytes),
-                std::byte{0});
+  std::optional<int64_t> n = support::checked_bytes(type_.shape, info(type_.element).bytes);
+  if (!n) support::fail("{} is too large: its size in bytes does not fit in 64 bits", to_string(type_));
+  try {
+    bytes_.assign(static_cast<size_t>(*n), std::byte{0});
+  } catch (const support::MemoryLimitError& e) {
+    throw support::MemoryLimitError(fmt::format("{}: {}", to_string(type_), e.what()));
+  }
 }
 
 std::vector<int64_t> row_major_strides(std::span<const int64_t> shape) {

@@ -15,13 +15,16 @@
 
 #include "ir/element_traits.h"
 #include "ir/type.h"
+#include "support/memory.h"
 
 namespace tessera::ir {
 
 class Literal {
  public:
   Literal() = default;
-  explicit Literal(Type type);  // zero-filled
+  // Zero-filled. A shape whose byte size overflows, or that the memory limit refuses, is a
+  // UserError naming the type.
+  explicit Literal(Type type);
 
   const Type& type() const { return type_; }
   ElementType element() const { return type_.element; }
@@ -82,7 +85,8 @@ class Literal {
 
  private:
   Type type_;
-  std::vector<std::byte> bytes_;
+  // Counted against the process's memory limit (support/memory.h).
+  std::vector<std::byte, support::CountedAllocator<std::byte>> bytes_;
 };
 
 // Row-major strides of a shape, in elements.

@@ -23,11 +23,16 @@ const MeshAxis* Mesh::find_axis(std::string_view axis) const {
 }
 
 void validate(const Mesh& mesh) {
+  int64_t devices = 1;
   for (size_t i = 0; i < mesh.axes.size(); ++i) {
     const MeshAxis& a = mesh.axes[i];
     if (a.size < 1) fail("mesh @{}: axis \"{}\" has size {}, must be at least 1", mesh.name, a.name, a.size);
     for (size_t j = 0; j < i; ++j)
       if (mesh.axes[j].name == a.name) fail("mesh @{}: axis \"{}\" is declared twice", mesh.name, a.name);
+    // Device tables are built per mesh: a size past any real machine is refused before they are.
+    if (__builtin_mul_overflow(devices, a.size, &devices) || devices > kMaxMeshDevices)
+      fail("mesh @{}: axis \"{}\" of size {} makes more than {} devices", mesh.name, a.name, a.size,
+           kMaxMeshDevices);
   }
   if (mesh.device_ids.empty()) return;
   // A maximal mesh (no axes) names the one device that holds the whole value.

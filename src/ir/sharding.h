@@ -33,7 +33,9 @@ struct Mesh {
   bool operator==(const Mesh&) const = default;
 };
 
-// Validates axis sizes, unique axis names, and device ids (a permutation of 0..n-1).
+// Validates axis sizes (at most kMaxMeshDevices devices in all), unique axis names, and device ids
+// (a permutation of 0..n-1).
+inline constexpr int64_t kMaxMeshDevices = int64_t{1} << 20;
 void validate(const Mesh& mesh);
 
 struct SubAxis {

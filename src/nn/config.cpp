@@ -2,6 +2,7 @@
 #include "nn/config.h"
 
 #include <cmath>
+#include <cstdint>
 #include <numbers>
 
 #include "support/error.h"
@@ -27,6 +28,32 @@ void Config::validate() const {
   if (head_dim() % 2 != 0)
     support::fail("nn::Config: RoPE needs an even head dimension, d_model / heads = {}", head_dim());
   if (!ir::is_float(dtype)) support::fail("nn::Config: dtype must be a float type");
+  if (training_bytes_lower_bound() == INT64_MAX)
+    support::fail("nn::Config: d_model {}, layers {}, ffn {}, seq {}, batch {}: the model's sizes overflow 64-bit counts",
+                  d_model, layers, ffn, seq, batch);
+}
+
+int64_t Config::training_bytes_lower_bound() const {
+  // Every product and sum saturates: hostile sizes give INT64_MAX, never a wrapped small number.
+  auto mul = [](std::initializer_list<int64_t> xs) {
+    int64_t p = 1;
+    for (int64_t x : xs)
+      if (__builtin_mul_overflow(p, x, &p)) return INT64_MAX;
+    return p;
+  };
+  auto add = [](int64_t a, int64_t b) {
+    int64_t s = 0;
+    return __builtin_add_overflow(a, b, &s) ? INT64_MAX : s;
+  };
+  int64_t kv = mul({d_model / heads, kv_heads});
+  int64_t per_layer = add(add(mul({2, d_model}), add(mul({2, d_model, d_model}), mul({2, d_model, kv}))),
+                          mul({3, d_model, ffn}));
+  int64_t params = add(add(mul({layers, per_layer}), mul({2, vocab, d_model})), d_model);
+  int64_t element = ir::info(dtype).bytes;
+  int64_t state = mul({4, params, element});  // parameters, gradients, m and v
+  int64_t scores = mul({batch, heads, seq, seq, element});
+  int64_t logits = mul({batch, seq, vocab, element});
+  return add(state, add(scores, logits));
 }
 
 int64_t ParamSpec::num_elements() const {

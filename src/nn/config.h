@@ -30,8 +30,13 @@ struct Config {
   ir::ElementType dtype = ir::ElementType::f32;  // of parameters and activations (f64 for gradient checks)
 
   int64_t head_dim() const { return d_model / heads; }
-  // UserError naming the field when the shape is inconsistent (heads not dividing d_model, ...).
+  // UserError naming the field when the shape is inconsistent (heads not dividing d_model, ...) or
+  // its sizes overflow 64-bit counts.
   void validate() const;
+  // A lower bound on the bytes one training step holds at once, whatever the plan: parameters,
+  // gradients and two AdamW moments, plus one layer's attention scores and the logits. Saturates
+  // at INT64_MAX. Used to refuse a model too big for the machine before building it.
+  int64_t training_bytes_lower_bound() const;
 };
 
 struct ParamSpec {

@@ -63,6 +63,23 @@ class Lexer {
   [[noreturn]] void error(const std::string& message) const { error_at(loc_, message); }
   [[noreturn]] void error_at(Location l, const std::string& message) const;
 
+  // Nesting (regions in regions, lists in lists) is bounded, so hostile text cannot overflow the
+  // parser's stack: a NestingGuard per recursive step, an error past kMaxNesting levels.
+  static constexpr int kMaxNesting = 200;
+  class NestingGuard {
+   public:
+    NestingGuard(Lexer& lx, std::string_view what) : lx_(lx) {
+      if (++lx_.nesting_ > kMaxNesting)
+        lx_.error(fmt::format("{} nested more than {} levels deep", what, kMaxNesting));
+    }
+    ~NestingGuard() { --lx_.nesting_; }
+    NestingGuard(const NestingGuard&) = delete;
+    NestingGuard& operator=(const NestingGuard&) = delete;
+
+   private:
+    Lexer& lx_;
+  };
+
  private:
   char raw(size_t ahead = 0) const;
   void advance(size_t n = 1);
@@ -70,6 +87,7 @@ class Lexer {
   std::string_view text_;
   std::string file_;
   Location loc_;
+  int nesting_ = 0;
 };
 
 bool is_identifier_char(char c);

@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "support/memory.h"
 #include "support/strings.h"
 
 namespace tessera::stablehlo {
@@ -23,6 +24,7 @@ struct DenseNode {
 };
 
 DenseNode parse_dense_node(Lexer& lx) {
+  Lexer::NestingGuard guard(lx, "dense<...> lists");
   DenseNode n;
   lx.skip_space();
   n.loc = lx.location();
@@ -265,7 +267,12 @@ ir::Type parse_type(Lexer& lx) {
   ElementType e = parse_element_type(lx);
   if (lx.try_consume(",")) lx.error("tensor encodings are not supported");
   lx.expect(">");
-  return ir::Type(e, std::move(shape));
+  ir::Type type(e, std::move(shape));
+  // Element counts and byte sizes are int64 everywhere: a shape past that is refused here, where
+  // its location is known, rather than wrapping later.
+  if (!support::checked_bytes(type.shape, ir::info(e).bytes))
+    lx.error_at(at, fmt::format("{} is too large: its size in bytes does not fit in 64 bits", ir::to_string(type)));
+  return type;
 }
 
 std::vector<ir::Type> parse_type_list(Lexer& lx) {

@@ -114,6 +114,7 @@ std::vector<std::pair<std::string, ir::Type>> Parser::parse_arg_decls() {
 }
 
 ir::Block& Parser::parse_region(OpText& op, const std::vector<std::pair<std::string, ir::Type>>* args) {
+  Lexer::NestingGuard guard(lx, "regions");
   auto block = std::make_unique<ir::Block>();
   scopes_.emplace_back();
   lx.skip_space();

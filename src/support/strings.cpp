@@ -1,5 +1,7 @@
 #include "support/strings.h"
 
+#include <charconv>
+
 namespace tessera::support {
 
 std::string shape_string(std::span<const int64_t> shape) { return join(shape, "x"); }
@@ -8,6 +10,13 @@ int64_t product(std::span<const int64_t> values) {
   int64_t p = 1;
   for (int64_t v : values) p *= v;
   return p;
+}
+
+std::optional<int64_t> parse_int(std::string_view text) {
+  int64_t v = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (text.empty() || ec != std::errc() || end != text.data() + text.size()) return std::nullopt;
+  return v;
 }
 
 }  // namespace tessera::support

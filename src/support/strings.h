@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -27,5 +28,9 @@ std::string join(const Range& range, std::string_view sep) {
 std::string shape_string(std::span<const int64_t> shape);
 
 int64_t product(std::span<const int64_t> values);
+
+// The whole of `text` as a decimal integer ("4", "-1"): nullopt for "", "4x", " 4", "0x10" or a
+// value outside int64. Command-line sizes are read with it, so "data=4x" is an error, not 4.
+std::optional<int64_t> parse_int(std::string_view text);
 
 }  // namespace tessera::support

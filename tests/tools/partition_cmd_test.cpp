@@ -101,7 +101,7 @@ TEST(RunCommand, ErrorsNameWhatIsWrong) {
   e = testing::error_of([&] { run_command(c, out); });
   EXPECT_NE(e.find("mesh @mesh of 4 devices, but the session has 2"), std::string::npos) << e;
   e = testing::error_of([&] { partition_command({c.file, "", "data=two"}, out); });
-  EXPECT_NE(e.find("size of axis \"data\" is not a number"), std::string::npos) << e;
+  EXPECT_NE(e.find("size of axis \"data\" is not a positive whole number: 'two'"), std::string::npos) << e;
   e = testing::error_of([&] { partition_command({c.file, "nope", ""}, out); });
   EXPECT_NE(e.find("no function @nope"), std::string::npos) << e;
 }

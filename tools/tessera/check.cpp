@@ -176,6 +176,11 @@ CheckCounts check_file(const std::string& path, std::ostream& out, const CheckOp
       ++counts.failed;
     }
   }
+  // A file that runs nothing checks nothing: an empty or misnamed file must not look like a pass.
+  if (counts.passed + counts.failed == 0) {
+    out << "FAIL " << path << ": no test cases (@main, or public functions without parameters)\n";
+    ++counts.failed;
+  }
   return counts;
 }
 

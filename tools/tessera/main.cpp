@@ -5,10 +5,13 @@
 
 #include <unistd.h>
 
+#include <cmath>
 #include <iostream>
+#include <thread>
 
 #include "ir/op_kind.h"
 #include "support/error.h"
+#include "support/memory.h"
 #include "tools/tessera/bench_cmd.h"
 #include "tools/tessera/check.h"
 #include "tools/tessera/partition_cmd.h"
@@ -35,6 +38,14 @@ int list_ops() {
   }
   return 0;
 }
+
+// The subcommand that ran, for messages.
+std::string command_name(const CLI::App& app) {
+  for (const CLI::App* sub : app.get_subcommands()) return sub->get_name();
+  return "";
+}
+
+constexpr int64_t kMaxHostDevices = 64;
 
 }  // namespace
 
@@ -65,6 +76,8 @@ int main(int argc, char** argv) {
   run->add_option("--output-dir", rc.output_dir, "Where result<i>.npy are written");
   run->add_option("--function", rc.function, "Function to run (default @main or the first public one)");
   run->add_option("--mesh", rc.mesh, "Axes of the module's mesh, e.g. data=4");
+  run->add_option("--timeout", rc.timeout_s, "Seconds a collective waits for its peers")->capture_default_str()
+      ->check(CLI::PositiveNumber);
   auto* sched = app.add_subcommand("schedule", "Simulate a pipeline schedule; print its timeline and bubble");
   tessera::tools::ScheduleCommand sc;
   auto* sched_kind = sched->add_option("--kind", sc.kind, "gpipe, 1f1b, interleaved or zb-h1")->capture_default_str();
@@ -97,8 +110,8 @@ int main(int argc, char** argv) {
   train->add_option("--ffn", tc.ffn, "SwiGLU hidden width")->capture_default_str();
   train->add_option("--seed", tc.seed, "Initialisation and data seed")->capture_default_str();
   train->add_option("--corpus", tc.corpus, "Text file or directory (default: Debian's fortunes)");
-  train->add_option("--save", tc.save, "Directory to write a sharded checkpoint to");
-  train->add_option("--resume", tc.resume, "Sharded checkpoint to start from (any plan or device count)");
+  train->add_option("--save", tc.save, "Checkpoint directory: each save adds step-<N>/ and then points DIR/latest at it");
+  train->add_option("--resume", tc.resume, "Checkpoint to start from: a --save directory (its latest) or a step directory (any plan or device count)");
   train->add_option("--losses", tc.losses, "File to write each step's loss to (step, %.9g, hex float)");
   train->add_option("--sample", tc.sample, "Bytes of text to generate at the end")->capture_default_str();
   // The bar redraws one line with carriage returns: right on a terminal, 400 updates on one line
@@ -127,8 +140,30 @@ int main(int argc, char** argv) {
   bench->add_flag("!--no-openmpi", bc.openmpi, "Skip OpenMPI's collectives (no mpirun)");
   bench->add_option("--mpirun", bc.mpirun, "The mpirun to start the MPI half with")->capture_default_str();
   bench->add_option("--mpi-bench", bc.mpi_bench, "The MPI half (default: tessera_mpi_collectives_bench beside tessera)");
-  CLI11_PARSE(app, argc, argv);
+  // Limits every subcommand shares: host devices per process (threads and per-device state grow
+  // with them; more than cores is already slow) and the bytes of array data held at once.
+  int64_t max_bytes = 0;
+  bool force = false;
+  for (CLI::App* sub : {ops, check, part, run, sched, train, bench}) {
+    sub->add_option("--max-bytes", max_bytes, "Refuse to hold more array data than this (e.g. 8G; default: this machine's memory)")
+        ->transform(CLI::AsSizeValue(false));
+    sub->add_flag("--force", force, fmt::format("Allow more than {} host devices", kMaxHostDevices));
+  }
   try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    // --help and --version exit 0; a bad command line is a user error like any other: exit 1.
+    return app.exit(e) == 0 ? 0 : 1;
+  }
+  try {
+    if (max_bytes > 0) tessera::support::set_memory_limit(max_bytes);
+    if (train->parsed() && !(tc.lr > 0 && std::isfinite(tc.lr)))
+      tessera::support::fail("--lr {}: the learning rate must be a positive number", tc.lr);
+    for (auto [sub, n] : {std::pair{run, rc.devices}, {train, tc.devices}, {bench, bc.devices}})
+      if (sub->parsed() && n > kMaxHostDevices && !force)
+        tessera::support::fail("--devices {}: more than {} host devices in one process (each is a thread with its own "
+                               "state, on {} cores); pass --force to run them anyway",
+                               n, kMaxHostDevices, std::thread::hardware_concurrency());
     if (ops->parsed()) return list_ops();
     if (train->parsed()) {
       tc.progress_bar = bar_on || (!bar_off && isatty(STDOUT_FILENO));
@@ -153,6 +188,13 @@ int main(int argc, char** argv) {
   } catch (const tessera::support::UserError& e) {
     fmt::print(stderr, "error: {}\n", e.what());
     return 1;
+  } catch (const std::bad_alloc&) {
+    fmt::print(stderr, "error: tessera {}: out of memory (lower the sizes, or set --max-bytes)\n", command_name(app));
+    return 1;
+  } catch (const std::exception& e) {
+    // Not the user's fault: a bug, reported as one (exit 2), never an abort.
+    fmt::print(stderr, "internal error: tessera {}: {}\n", command_name(app), e.what());
+    return 2;
   }
   return 0;
 }

@@ -14,6 +14,7 @@
 #include "stablehlo/parser.h"
 #include "stablehlo/printer.h"
 #include "support/error.h"
+#include "support/strings.h"
 
 namespace tessera::tools {
 
@@ -34,13 +35,10 @@ std::unique_ptr<ir::Module> load(const std::string& path, const std::string& mes
     size_t eq = item.find('=');
     if (eq == std::string::npos || eq == 0)
       fail("--mesh: '{}' is not name=size (e.g. --mesh data=4,model=2)", item);
-    int64_t size = 0;
-    try {
-      size = std::stoll(item.substr(eq + 1));
-    } catch (const std::exception&) {
-      fail("--mesh: size of axis \"{}\" is not a number: '{}'", item.substr(0, eq), item.substr(eq + 1));
-    }
-    mesh.axes.push_back({item.substr(0, eq), size});
+    std::optional<int64_t> size = support::parse_int(item.substr(eq + 1));
+    if (!size || *size < 1)
+      fail("--mesh: size of axis \"{}\" is not a positive whole number: '{}'", item.substr(0, eq), item.substr(eq + 1));
+    mesh.axes.push_back({item.substr(0, eq), *size});
   }
   // The module's one (non-maximal) mesh takes these axes; without one, @mesh is added.
   ir::Mesh* target = nullptr;
@@ -98,13 +96,12 @@ int run_command(const RunCommand& c, std::ostream& out) {
     std::string name = spec.substr(0, eq);
     if (name.rfind("%", 0) == 0) name = name.substr(1);
     if (name.rfind("arg", 0) == 0) name = name.substr(3);
-    size_t index = 0;
-    try {
-      index = std::stoul(name);
-    } catch (const std::exception&) {
-      fail("--input: '{}' names no parameter (use argN or N)", spec.substr(0, eq));
-    }
-    if (index >= given.size()) fail("--input: @{} has {} parameters, no parameter {}", f.name(), given.size(), index);
+    std::optional<int64_t> parsed = support::parse_int(name);
+    if (!parsed || *parsed < 0) fail("--input: '{}' names no parameter (use argN or N, N from 0)", spec.substr(0, eq));
+    size_t index = static_cast<size_t>(*parsed);
+    if (index >= given.size())
+      fail("--input: @{} has {} parameter{}, no parameter {}", f.name(), given.size(), given.size() == 1 ? "" : "s",
+           index);
     given[index] = interp::load_npy(spec.substr(eq + 1));
   }
   std::vector<ir::Literal> inputs;
@@ -113,12 +110,16 @@ int run_command(const RunCommand& c, std::ostream& out) {
     inputs.push_back(std::move(*given[i]));
   }
   if (c.backend != "host" && c.backend != "mpi") fail("--backend: '{}' is neither host nor mpi", c.backend);
+  runtime::SessionOptions options;
+  options.timeout = std::chrono::milliseconds(static_cast<int64_t>(c.timeout_s * 1000));
   runtime::Session session =
-      c.backend == "mpi" ? runtime::Session::mpi(c.devices) : runtime::Session::host(c.devices);
+      c.backend == "mpi" ? runtime::Session::mpi(c.devices, options) : runtime::Session::host(c.devices, options);
   runtime::CompiledProgram p = session.compile(*m, f.name());
   std::vector<ir::Literal> results = session.run_sharded(p, inputs);
   if (session.rank() != 0) return 0;  // every rank has the results; rank 0 writes and prints them
-  std::filesystem::create_directories(c.output_dir);
+  std::error_code ec;
+  std::filesystem::create_directories(c.output_dir, ec);
+  if (ec) fail("--output-dir {}: cannot create the folder: {}", c.output_dir, ec.message());
   for (size_t i = 0; i < results.size(); ++i) {
     std::string path = (std::filesystem::path(c.output_dir) / fmt::format("result{}.npy", i)).string();
     interp::save_npy(results[i], path);

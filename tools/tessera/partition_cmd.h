@@ -26,6 +26,7 @@ struct RunCommand {
   std::string backend = "host";     // "host" or "mpi" (under mpirun: every rank runs, rank 0 writes and prints)
   std::vector<std::string> inputs;  // "argN=path.npy" or "N=path.npy"
   std::string output_dir = ".";
+  double timeout_s = 60;  // how long a collective waits for its peers
 };
 
 // Runs on `devices` host devices (or over MPI ranks) and writes result i to output_dir/result<i>.npy.

@@ -30,6 +30,7 @@
 #include "spmd/mesh_math.h"
 #include "spmd/report.h"
 #include "support/error.h"
+#include "support/memory.h"
 
 namespace tessera::tools {
 
@@ -210,6 +211,20 @@ std::string generate(const nn::CausalLM& model, const std::vector<Literal>& para
   return text;
 }
 
+
+// --save's directory, checked before training rather than after it: every part of the path
+// that exists must be a directory. Nothing is created yet, so every MPI rank checks alike.
+void check_save_target(const std::string& dir) {
+  for (fs::path p = dir; !p.empty(); p = p.parent_path()) {
+    std::error_code ec;
+    fs::file_status st = fs::status(p, ec);
+    if (fs::exists(st)) {
+      if (!fs::is_directory(st)) fail("--save {}: {} is not a directory", dir, p.string());
+      return;
+    }
+    if (p == p.parent_path()) return;
+  }
+}
 
 // --plan pp=P[,dp=D][,tp=T]: P stages, each a group of D x T host devices.
 struct PipelinePlan {
@@ -441,10 +456,18 @@ int train_command(const TrainCommand& c, std::ostream& out_stream) {
   cfg.seq = c.seq;
   cfg.batch = c.batch;
   cfg.validate();
+  // Refused before anything is built: a model past the machine's memory would otherwise take
+  // minutes to build and then be killed by the kernel.
+  if (int64_t need = cfg.training_bytes_lower_bound(); need > support::memory_limit())
+    fail("--d-model {} --layers {} --ffn {} --seq {} --batch {}: one training step holds at least {}, more than the "
+         "limit of {} (this machine's memory, or --max-bytes)",
+         c.d_model, c.layers, c.ffn, c.seq, c.batch, support::format_bytes(need),
+         support::format_bytes(support::memory_limit()));
   nn::CausalLM model(cfg);
   if (c.plan.find("pp=") != std::string::npos)
     return train_pipeline(c, out_stream, text, corpus_path, model);
   if (!c.schedule_svg.empty()) fail("--schedule-svg {}: needs a pipeline plan (--plan pp=P...)", c.schedule_svg);
+  if (!c.save.empty()) check_save_target(c.save);
 
   // Over MPI every rank reads the same options and files, so a user error up to the first execute
   // (a bad --plan, corpus, shape or checkpoint) is raised alike on every rank, before any collective.
@@ -477,8 +500,15 @@ int train_command(const TrainCommand& c, std::ostream& out_stream) {
   size_t np = programs.num_parameters();
   std::vector<Literal> moments;
   int64_t first_step = 1;
+  std::string resumed_from;
   if (!c.resume.empty()) {
-    runtime::NamedArrays saved = runtime::load_sharded(c.resume);
+    runtime::NamedArrays saved;
+    try {
+      resumed_from = runtime::checkpoint_directory(c.resume);
+      saved = runtime::load_sharded(resumed_from);
+    } catch (const support::UserError& e) {
+      fail("--resume {}: {}", c.resume, e.what());
+    }
     auto find = [&](const std::string& name) -> const Literal& {
       for (const auto& [n, l] : saved)
         if (n == name) return l;
@@ -503,6 +533,7 @@ int train_command(const TrainCommand& c, std::ostream& out_stream) {
   out << fmt::format("tessera train: {} parameters, plan {} on {}, batch {}x{}, {} steps, corpus {} ({})\n",
                      nn::parameter_count(cfg), plan.name, where, c.batch, c.seq, c.steps, corpus_path,
                      bytes(static_cast<int64_t>(text.size())));
+  if (!resumed_from.empty()) out << fmt::format("resuming from {} at step {}\n", resumed_from, first_step);
   LossLog log(c, rank0, first_step);
   size_t ti = programs.tokens_input(), si = programs.step_input();
   int64_t last_step = first_step + c.steps - 1;
@@ -551,8 +582,15 @@ int train_command(const TrainCommand& c, std::ostream& out_stream) {
     for (size_t i = 0; i < np * 3; ++i) bufs.push_back(state[i]);
     names.push_back("step");
     bufs.push_back(step.stage(si, Literal::scalar(ir::ElementType::i32, static_cast<double>(last_step))));
-    if (rank0) runtime::save_sharded(c.save, names, bufs, plan.mesh);
-    out << fmt::format("saved to {} (step {})\n", c.save, last_step);
+    if (rank0) {
+      std::string written;
+      try {
+        written = runtime::save_sharded(c.save, names, bufs, plan.mesh, last_step);
+      } catch (const support::UserError& e) {
+        fail("--save {}: {}", c.save, e.what());
+      }
+      out << fmt::format("saved to {} (step {})\n", written, last_step);
+    }
   }
   if (c.sample > 0 && rank0) {
     std::string prompt = "The ";

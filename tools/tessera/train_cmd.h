@@ -1,7 +1,8 @@
 // `tessera train`: the main job. Trains a byte-level CausalLM (vocab 256) on a text corpus over
 // host devices under a sharding plan, with a progress bar (loss, tokens/s, ETA), then prints the
 // per-device table (parameter and optimizer-state bytes, collectives per step by kind and bytes)
-// and a short generated sample. Checkpoints save and resume as sharded safetensors, under any plan.
+// and a short generated sample. Checkpoints save and resume as sharded safetensors, under any plan;
+// a save is atomic (runtime/checkpoint.h): killed or failing, it leaves the previous one loadable.
 // With backend "mpi" (under `mpirun -np N`), each rank runs `devices` local devices and the plan's
 // mesh has N x devices; every rank makes the same Session calls in the same order, and only rank 0
 // prints, writes --losses and writes checkpoints. The losses are bitwise those of as many host

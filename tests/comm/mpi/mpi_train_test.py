@@ -59,13 +59,18 @@ with tempfile.TemporaryDirectory() as tmp:
             where = f"plan {args.plan} on 4 devices ({ranks} of {args.devices_per_rank})"
             if where not in mpi.stdout:
                 problems.append(f"no '{where}' in the header")
-            # The checkpoint rank 0 wrote is the host run's, file for file and byte for byte.
-            files = sorted(os.listdir(os.path.join(tmp, "host_ckpt")))
-            if sorted(os.listdir(os.path.join(tmp, "mpi_ckpt"))) != files or "index.json" not in files:
+            # The checkpoint rank 0 wrote is the host run's, file for file and byte for byte (each
+            # directory's `latest` names its step directory, which holds the files).
+            host_ckpt, mpi_ckpt = os.path.join(tmp, "host_ckpt", f"step-{STEPS}"), os.path.join(tmp, "mpi_ckpt", f"step-{STEPS}")
+            latest = [open(os.path.join(tmp, d, "latest")).read() if os.path.exists(os.path.join(tmp, d, "latest")) else None
+                      for d in ("host_ckpt", "mpi_ckpt")]
+            files = sorted(os.listdir(host_ckpt)) if os.path.isdir(host_ckpt) else []
+            if latest != [f"step-{STEPS}\n"] * 2:
+                problems.append(f"`latest` of the host and MPI checkpoints: {latest}")
+            elif sorted(os.listdir(mpi_ckpt)) != files or "index.json" not in files:
                 problems.append(f"checkpoint files differ: {files} on host")
             else:
-                _, mismatch, errors = filecmp.cmpfiles(os.path.join(tmp, "host_ckpt"), os.path.join(tmp, "mpi_ckpt"),
-                                                       files, shallow=False)
+                _, mismatch, errors = filecmp.cmpfiles(host_ckpt, mpi_ckpt, files, shallow=False)
                 if mismatch or errors:
                     problems.append(f"checkpoint files differ from the host run's: {mismatch + errors}")
 
