@@ -10,7 +10,7 @@
 //   its free dimensions, in increasing order (the result's order);
 // * one of the two groups is innermost (unit stride) and the other lies outside it;
 // and its batch dimensions may lie anywhere: each batch index is one GEMM call on pointers offset by
-// the batch strides (OpenBLAS 0.3.21, BLIS 0.9 and oneDNN's sgemm have no strided-batch call).
+// the batch strides (Debian's OpenBLAS 0.3.21 has no batched GEMM).
 // Only an operand that fails is copied, into [batch, free, contracting] (lhs) or [batch,
 // contracting, free] (rhs) order; when both orders of the contracting pairs would need a copy, the
 // one that copies fewer elements wins.
