@@ -12,6 +12,7 @@
 #include <numeric>
 #include <string_view>
 
+#include "exec/contraction.h"
 #include "exec/fusion.h"
 #include "exec/strided.h"
 #include "interp/scalar_ops.h"
@@ -52,99 +53,17 @@ const T* data(const Literal& l) { return reinterpret_cast<const T*>(l.bytes().da
 template <typename T>
 T* data(Literal& l) { return reinterpret_cast<T*>(l.bytes().data()); }
 
-// ---- Contractions ----
-
-// C += A·B into a C that is already zero (a fresh Literal): OpenBLAS computes C = beta·C + A·B as a
-// pass that scales (beta 0: zeroes) C, then kernels that add their sums into C, so beta 1 on zeros
-// gives the bits of beta 0 without the extra pass over C.
-void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* b,
-          int64_t ldb, float* c) {
-  cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, int(m), int(n), int(k),
-              1.0f, a, int(lda), b, int(ldb), 1.0f, c, int(n));
-}
-void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const double* a, int64_t lda, const double* b,
-          int64_t ldb, double* c) {
-  cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, int(m), int(n), int(k),
-              1.0, a, int(lda), b, int(ldb), 1.0, c, int(n));
-}
-
-bool is_identity(const Ints& p) {
-  for (size_t i = 0; i < p.size(); ++i)
-    if (p[i] != static_cast<int64_t>(i)) return false;
-  return true;
-}
-
-Ints concat(std::initializer_list<const Ints*> parts) {
-  Ints out;
-  for (const Ints* p : parts) out.insert(out.end(), p->begin(), p->end());
-  return out;
-}
-
-// `x` with its dimensions in order `perm` (a copy unless perm is the identity).
-template <typename T>
-const T* permuted(const Literal& x, const Ints& perm, std::vector<T>& scratch) {
-  if (is_identity(perm)) return data<T>(x);
-  Ints in = x.strides(), shape, strides;
-  for (int64_t d : perm) {
-    shape.push_back(x.shape()[static_cast<size_t>(d)]);
-    strides.push_back(in[static_cast<size_t>(d)]);
-  }
-  scratch.resize(static_cast<size_t>(x.num_elements()));
-  strided_copy(data<T>(x), 0, shape, strides, scratch.data());
-  return scratch.data();
-}
-
-template <typename T>
-void contract(const Op& op, const Literal& lhs, const Literal& rhs, Literal& out) {
-  const auto& dd = op.attrs().get<ir::DotDims>("dot_dimension_numbers");
-  auto free_of = [](const Literal& x, const Ints& batch, const Ints& contracting) {
-    Ints f;
-    for (int64_t d = 0; d < static_cast<int64_t>(x.shape().size()); ++d)
-      if (std::find(batch.begin(), batch.end(), d) == batch.end() &&
-          std::find(contracting.begin(), contracting.end(), d) == contracting.end())
-        f.push_back(d);
-    return f;
-  };
-  Ints lf = free_of(lhs, dd.lhs_batch, dd.lhs_contracting), rf = free_of(rhs, dd.rhs_batch, dd.rhs_contracting);
-  auto size = [](const Literal& x, const Ints& dims) {
-    int64_t n = 1;
-    for (int64_t d : dims) n *= x.shape()[static_cast<size_t>(d)];
-    return n;
-  };
-  int64_t b = size(lhs, dd.lhs_batch), m = size(lhs, lf), k = size(lhs, dd.lhs_contracting), n = size(rhs, rf);
-  std::vector<T> sa, sb;
-  // lhs as [B, M, K] (or [B, K, M] transposed), rhs as [B, K, N] (or [B, N, K] transposed).
-  bool ta = false, tb = false;
-  const T* a;
-  const T* bb;
-  if (is_identity(concat({&dd.lhs_batch, &dd.lhs_contracting, &lf})) && !is_identity(concat({&dd.lhs_batch, &lf, &dd.lhs_contracting}))) {
-    a = data<T>(lhs);
-    ta = true;
-  } else {
-    a = permuted<T>(lhs, concat({&dd.lhs_batch, &lf, &dd.lhs_contracting}), sa);
-  }
-  if (is_identity(concat({&dd.rhs_batch, &rf, &dd.rhs_contracting})) && !is_identity(concat({&dd.rhs_batch, &dd.rhs_contracting, &rf}))) {
-    bb = data<T>(rhs);
-    tb = true;
-  } else {
-    bb = permuted<T>(rhs, concat({&dd.rhs_batch, &dd.rhs_contracting, &rf}), sb);
-  }
-  T* c = data<T>(out);
-  if (k == 0) {
-    std::fill(c, c + b * m * n, T(0));
-    return;
-  }
-  if (m == 0 || n == 0) return;
-  for (int64_t i = 0; i < b; ++i)
-    gemm(ta, tb, m, n, k, a + i * m * k, ta ? m : k, bb + i * k * n, tb ? k : n, c + i * m * n);
-}
+// ---- Contractions: strided GEMM calls (contraction.h) ----
 
 bool dot_general(const Op& op, Operands in, std::vector<Literal>& out) {
   ElementType e = op.result(0)->type().element;
   if (!is_f(e) || in[0]->element() != e || in[1]->element() != e) return false;
-  Literal r(op.result(0)->type());
-  if (e == ElementType::f32) contract<float>(op, *in[0], *in[1], r);
-  else contract<double>(op, *in[0], *in[1], r);
+  ContractionPlan plan =
+      plan_contraction(in[0]->shape(), in[1]->shape(), op.attrs().get<ir::DotDims>("dot_dimension_numbers"));
+  if (!fits_blas(plan)) return false;
+  Literal r(op.result(0)->type());  // zero-filled: the GEMMs add into it
+  if (e == ElementType::f32) run_contraction(plan, data<float>(*in[0]), data<float>(*in[1]), data<float>(r), true);
+  else run_contraction(plan, data<double>(*in[0]), data<double>(*in[1]), data<double>(r), true);
   out.push_back(std::move(r));
   return true;
 }

@@ -1,9 +1,10 @@
 // Faster kernels for the ops that dominate training steps, behind the reference interpreter.
 //
 // The reference kernels (src/interp) are plain and per-element; these run the same math on typed
-// buffers: contractions through OpenBLAS (single-threaded: one host device per core, DESIGN.md
-// §6), reductions, transposes, broadcasts, slices, concatenations and pads as strided loops, and
-// the embedding-style gather and scatter-add as row copies. Each kernel takes the op only in the
+// buffers: contractions through OpenBLAS as strided GEMM calls (contraction.h; single-threaded:
+// one host device per core, DESIGN.md §6), reductions, transposes, broadcasts, slices,
+// concatenations and pads as strided loops, and the embedding-style gather and scatter-add as row
+// copies. Each kernel takes the op only in the
 // cases it handles (f32 and f64, the common layouts) and leaves every other case to the reference
 // kernel, so the semantics stay the interpreter's; tests/exec checks each against it. Reductions
 // and element-wise math give the reference's bits exactly (same order, same rounding);

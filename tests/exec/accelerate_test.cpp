@@ -6,6 +6,7 @@
 #include <random>
 
 #include "exec/accelerate.h"
+#include "exec_tolerance.h"
 #include "interp/interpreter.h"
 #include "ir/builder.h"
 
@@ -13,8 +14,6 @@ namespace tessera::exec {
 namespace {
 
 using namespace tessera::ir;
-
-constexpr double kContractionTolerance = 1e-6;  // relative, f32 BLAS vs in-order f32 sums
 
 struct Case {
   std::string name;
@@ -64,7 +63,7 @@ void check(const Case& c) {
     if (c.exact) {
       ASSERT_EQ(a, b) << c.name << " element " << i;
     } else {
-      ASSERT_NEAR(a, b, kContractionTolerance * (1 + std::abs(b))) << c.name << " element " << i;
+      ASSERT_TRUE(testing::close(a, b)) << c.name << " element " << i << ": " << a << " against " << b;
     }
   }
 }

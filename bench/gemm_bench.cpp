@@ -1,0 +1,360 @@
+// SGEMM on the shape classes of the CausalLM training step: OpenBLAS, BLIS and oneDNN side by side.
+//
+// Builds the AdamW training step of the tiny and the larger configuration of
+// bench/train_vs_torch.sh on one host device (the program the runtime runs), plans each of its
+// dot_generals as the fast kernels do (exec::plan_contraction) and groups the GEMM calls into
+// classes: M, N, K, transpose flags and calls per dot_general (attention's batch), each labelled
+// with what it computes (a projection's forward, input gradient dX or weight gradient dW;
+// attention's batched products). Each class is timed on each library, single-threaded, with the
+// libraries interleaved repetition by repetition so that a change of load on this shared machine
+// hits them alike; the figure is the median over repetitions. Each library's result on each class
+// is first checked against a double-precision product (error within K·2^-24 of the sum of |a·b|).
+//
+// The libraries are loaded with dlopen (BLIS with RTLD_DEEPBIND: it exports cblas_sgemm too), so
+// none is a build dependency and one that is not installed is reported as missing. OpenBLAS is the
+// one Tessera links; OPENBLAS_CORETYPE, if set, applies to it as usual.
+//
+// Usage: gemm_bench [--reps N] [--min-ms T] [--config tiny|larger]
+#include <dlfcn.h>
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+#include <map>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "exec/contraction.h"
+#include "nn/capture.h"
+#include "runtime/session.h"
+
+using namespace tessera;
+
+namespace {
+
+// One GEMM shape as the fast kernels call it: C[m x n] += op(A)·op(B), `calls` times per dot_general.
+struct Gemm {
+  int64_t m, n, k, calls;
+  bool ta, tb;
+  auto key() const { return std::tuple(m, n, k, calls, ta, tb); }
+  bool operator<(const Gemm& o) const { return key() < o.key(); }
+  double flops() const { return 2.0 * double(m) * double(n) * double(k) * double(calls); }
+};
+
+// ---- The libraries, through dlopen ----
+
+using CblasSgemm = void (*)(int, int, int, int, int, int, float, const float*, int, const float*, int, float, float*, int);
+using CblasDgemm = void (*)(int, int, int, int, int, int, double, const double*, int, const double*, int, double, double*,
+                            int);
+using BliSgemm = void (*)(int, int, long, long, long, const float*, const float*, long, long, const float*, long, long,
+                          const float*, float*, long, long);
+using DnnlSgemm = int (*)(char, char, int64_t, int64_t, int64_t, float, const float*, int64_t, const float*, int64_t,
+                          float, float*, int64_t);
+
+struct Library {
+  std::string name, detail;
+  CblasSgemm cblas = nullptr;
+  BliSgemm blis = nullptr;
+  DnnlSgemm dnnl = nullptr;
+  bool ok() const { return cblas || blis || dnnl; }
+
+  // C (+)= A·B for one call: a is m x k (k x m when ta), b is k x n (n x k when tb), c is m x n.
+  void gemm(const Gemm& g, const float* a, const float* b, float beta, float* c) const {
+    int64_t lda = g.ta ? g.m : g.k, ldb = g.tb ? g.k : g.n;
+    if (cblas) {
+      cblas(101, g.ta ? 112 : 111, g.tb ? 112 : 111, int(g.m), int(g.n), int(g.k), 1.0f, a, int(lda), b, int(ldb), beta,
+            c, int(g.n));
+    } else if (blis) {
+      float one = 1;  // BLIS takes general strides: (row, column) steps of each matrix
+      blis(0, 0, g.m, g.n, g.k, &one, a, g.ta ? 1 : lda, g.ta ? lda : 1, b, g.tb ? 1 : ldb, g.tb ? ldb : 1, &beta, c, g.n,
+           1);
+    } else {
+      dnnl(g.ta ? 'T' : 'N', g.tb ? 'T' : 'N', g.m, g.n, g.k, 1.0f, a, lda, b, ldb, beta, c, g.n);
+    }
+  }
+};
+
+void* open_library(const char* file, int flags, std::string& detail) {
+  void* h = dlopen(file, flags);
+  if (!h) detail = fmt::format("not loaded: {}", dlerror());
+  return h;
+}
+
+std::vector<Library> load_libraries(CblasDgemm& dgemm) {
+  std::vector<Library> libs(3);
+  libs[0].name = "OpenBLAS";
+  if (void* h = open_library("libopenblas.so.0", RTLD_NOW | RTLD_LOCAL, libs[0].detail)) {
+    libs[0].cblas = reinterpret_cast<CblasSgemm>(dlsym(h, "cblas_sgemm"));
+    dgemm = reinterpret_cast<CblasDgemm>(dlsym(h, "cblas_dgemm"));
+    reinterpret_cast<void (*)(int)>(dlsym(h, "openblas_set_num_threads"))(1);
+    auto config = reinterpret_cast<const char* (*)()>(dlsym(h, "openblas_get_config"));
+    auto core = reinterpret_cast<const char* (*)()>(dlsym(h, "openblas_get_corename"));
+    libs[0].detail = fmt::format("{}; core {}", config(), core());
+  }
+  libs[1].name = "BLIS";
+  if (void* h = open_library("libblis.so.4", RTLD_NOW | RTLD_LOCAL | RTLD_DEEPBIND, libs[1].detail)) {
+    libs[1].blis = reinterpret_cast<BliSgemm>(dlsym(h, "bli_sgemm"));
+    reinterpret_cast<void (*)(long)>(dlsym(h, "bli_thread_set_num_threads"))(1);
+    auto version = reinterpret_cast<const char* (*)()>(dlsym(h, "bli_info_get_version_str"));
+    auto arch = reinterpret_cast<int (*)()>(dlsym(h, "bli_arch_query_id"));
+    auto arch_name = reinterpret_cast<const char* (*)(int)>(dlsym(h, "bli_arch_string"));
+    libs[1].detail = fmt::format("{}; arch {}", version(), arch_name(arch()));
+  }
+  libs[2].name = "oneDNN";
+  if (void* h = open_library("libdnnl.so.2", RTLD_NOW | RTLD_LOCAL, libs[2].detail)) {
+    libs[2].dnnl = reinterpret_cast<DnnlSgemm>(dlsym(h, "dnnl_sgemm"));
+    struct Version {
+      int major, minor, patch;
+      const char* hash;
+      unsigned cpu_runtime, gpu_runtime;
+    };
+    auto version = reinterpret_cast<const Version* (*)()>(dlsym(h, "dnnl_version"))();
+    int isa = reinterpret_cast<int (*)()>(dlsym(h, "dnnl_get_effective_cpu_isa"))();
+    std::map<int, std::string> isas = {{0x7, "avx2"}, {0x27, "avx512_core"}, {0x67, "avx512_core_vnni"},
+                                       {0xe7, "avx512_core_bf16"}, {0x3e7, "avx512_core_amx"}, {0x407, "avx2_vnni"}};
+    libs[2].detail = fmt::format("{}.{}.{}; isa {}", version->major, version->minor, version->patch,
+                                 isas.count(isa) ? isas[isa] : fmt::format("{:#x}", isa));
+  }
+  return libs;
+}
+
+// ---- The shape classes of a training step ----
+
+struct Class {
+  Gemm g;
+  int per_step = 0;  // dot_generals of this class in one step
+  int copies = 0;    // of them, how many copy an operand first (no stride expression)
+  std::string label;
+};
+
+// What a GEMM computes in the CausalLM of `c`: projections have one dimension of b·s tokens;
+// attention's products are batched over b·kv_heads.
+std::string label(const Gemm& g, const nn::Config& c) {
+  int64_t t = c.batch * c.seq, d = c.d_model, hd = c.head_dim(), s = c.seq, sg = c.seq * (c.heads / c.kv_heads);
+  if (g.calls > 1) {
+    if (g.m == sg && g.n == s && g.k == hd) return "attn scores QKᵀ / dP";
+    if (g.m == sg && g.n == hd && g.k == s) return "attn PV / dQ";
+    if (g.m == s && g.n == hd && g.k == sg) return "attn dK";
+    if (g.m == hd && g.n == s && g.k == sg) return "attn dV";
+    return "attn (other)";
+  }
+  struct W {
+    const char* name;
+    int64_t in, out;
+  };
+  std::vector<W> ws = {{"q", d, c.heads * hd},  {"k/v", d, c.kv_heads * hd}, {"o", c.heads * hd, d},
+                       {"gate/up", d, c.ffn}, {"down", c.ffn, d},           {"head", d, c.vocab}};
+  auto names = [&](int64_t in, int64_t out) {
+    std::string r;
+    for (const W& w : ws)
+      if (w.in == in && w.out == out) r += (r.empty() ? "" : ", ") + std::string(w.name);
+    return r;
+  };
+  // x[t, in]·W[in, out] reads W as is; dX = dY·Wᵀ reads it transposed; dW = dYᵀ·x sums over t.
+  std::string r;
+  if (g.k == t) r = names(g.n, g.m) + " dW";
+  else if (g.m == t && !g.tb) r = names(g.k, g.n) + " fwd";
+  else if (g.m == t) r = names(g.n, g.k) + " dX";
+  return r.empty() || r[0] == ' ' ? "other" : r;
+}
+
+void collect(const ir::Block& block, const nn::Config& c, std::map<Gemm, Class>& classes) {
+  for (const auto& op : block.ops()) {
+    for (const auto& region : op->regions()) collect(*region, c, classes);
+    if (op->kind() != ir::OpKind::DotGeneral) continue;
+    exec::ContractionPlan p = exec::plan_contraction(op->operand(0)->type().shape, op->operand(1)->type().shape,
+                                                     op->attrs().get<ir::DotDims>("dot_dimension_numbers"));
+    Gemm g{p.m, p.n, p.k, p.calls, p.ta, p.tb};
+    Class& cl = classes[g];
+    cl.g = g;
+    cl.per_step++;
+    cl.copies += p.lhs_copy.needed || p.rhs_copy.needed;
+    cl.label = label(g, c);
+  }
+}
+
+std::vector<Class> step_classes(const nn::Config& c) {
+  nn::CausalLM model(c);
+  ir::Module m("bench");
+  nn::Programs p = nn::capture(m, nn::TrainingStep{model}.with(nn::AdamW{}));
+  runtime::Session session = runtime::Session::host(1);
+  runtime::CompiledProgram compiled = session.compile(m, p.train_step);
+  std::map<Gemm, Class> classes;
+  collect(compiled.local_function().body(), c, classes);
+  std::vector<Class> out;
+  for (auto& [g, cl] : classes) out.push_back(cl);
+  std::sort(out.begin(), out.end(), [](const Class& a, const Class& b) {
+    return a.label != b.label ? a.label < b.label : a.g < b.g;
+  });
+  return out;
+}
+
+// ---- Measuring ----
+
+double now() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
+double cpu_now() {
+  timespec t{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+  return double(t.tv_sec) + 1e-9 * double(t.tv_nsec);
+}
+
+struct Operands {
+  std::vector<float> a, b, c;
+  int64_t sa, sb, sc;  // per-call strides (dense batches)
+};
+
+Operands make_operands(const Gemm& g, std::mt19937& rng) {
+  std::uniform_real_distribution<float> u(-1, 1);
+  Operands o;
+  o.sa = g.m * g.k, o.sb = g.k * g.n, o.sc = g.m * g.n;
+  o.a.resize(size_t(o.sa * g.calls));
+  o.b.resize(size_t(o.sb * g.calls));
+  o.c.assign(size_t(o.sc * g.calls), 0.0f);
+  for (float& x : o.a) x = u(rng);
+  for (float& x : o.b) x = u(rng);
+  return o;
+}
+
+void run_class(const Library& lib, const Gemm& g, Operands& o, float beta) {
+  for (int64_t i = 0; i < g.calls; ++i)
+    lib.gemm(g, o.a.data() + i * o.sa, o.b.data() + i * o.sb, beta, o.c.data() + i * o.sc);
+}
+
+// The largest error of `lib` on class g, in units of K·2^-24·(|A|·|B|) (the bound of a sum of K
+// f32 products in any order): at most 1 is right. NaN counts as wrong.
+double check(const Library& lib, const Gemm& g, Operands& o, CblasDgemm dgemm) {
+  std::fill(o.c.begin(), o.c.end(), 0.0f);
+  run_class(lib, g, o, 0.0f);
+  double worst = 0;
+  std::vector<double> a(size_t(o.sa)), b(size_t(o.sb)), aa(a.size()), ab(b.size()), c(size_t(o.sc)), bound(c.size());
+  for (int64_t i = 0; i < std::min<int64_t>(g.calls, 4); ++i) {
+    for (size_t j = 0; j < a.size(); ++j) a[j] = o.a[size_t(i * o.sa) + j], aa[j] = std::abs(a[j]);
+    for (size_t j = 0; j < b.size(); ++j) b[j] = o.b[size_t(i * o.sb) + j], ab[j] = std::abs(b[j]);
+    int lda = int(g.ta ? g.m : g.k), ldb = int(g.tb ? g.k : g.n), ta = g.ta ? 112 : 111, tb = g.tb ? 112 : 111;
+    dgemm(101, ta, tb, int(g.m), int(g.n), int(g.k), 1.0, a.data(), lda, b.data(), ldb, 0.0, c.data(), int(g.n));
+    dgemm(101, ta, tb, int(g.m), int(g.n), int(g.k), 1.0, aa.data(), lda, ab.data(), ldb, 0.0, bound.data(), int(g.n));
+    for (size_t j = 0; j < c.size(); ++j) {
+      double err = std::abs(double(o.c[size_t(i * o.sc) + j]) - c[j]) / (double(g.k) * 0x1p-24 * bound[j] + 1e-300);
+      if (!(err <= worst)) worst = std::isnan(err) ? INFINITY : err;
+    }
+  }
+  return worst;
+}
+
+struct Timing {
+  double seconds = 0;  // median time of one step's worth of one class's calls (one dot_general)
+  double error = 0;
+};
+
+std::string gflops(double flops, double s) { return s > 0 ? fmt::format("{:.1f}", flops / s * 1e-9) : "–"; }
+
+void run_config(const std::string& name, const nn::Config& c, const std::vector<Library>& libs, CblasDgemm dgemm,
+                int reps, double min_seconds) {
+  std::vector<Class> classes = step_classes(c);
+  std::mt19937 rng(1);
+  std::vector<std::vector<Timing>> timing(classes.size(), std::vector<Timing>(libs.size()));
+  std::vector<double> cpu(libs.size()), wall(libs.size());
+  for (size_t ci = 0; ci < classes.size(); ++ci) {
+    const Gemm& g = classes[ci].g;
+    Operands o = make_operands(g, rng);
+    for (size_t li = 0; li < libs.size(); ++li)
+      if (libs[li].ok()) timing[ci][li].error = check(libs[li], g, o, dgemm);
+    // Calls per repetition: enough for min_seconds on OpenBLAS (warm-up included).
+    double t0 = now();
+    run_class(libs[0], g, o, 1.0f);
+    int iters = std::max(1, int(min_seconds / std::max(now() - t0, 1e-7)));
+    std::vector<std::vector<double>> samples(libs.size());
+    for (int r = 0; r < reps; ++r)
+      for (size_t li = 0; li < libs.size(); ++li) {
+        if (!libs[li].ok()) continue;
+        if (r == 0) run_class(libs[li], g, o, 1.0f);  // warm-up: packing buffers, JIT kernels
+        double w0 = now(), c0 = cpu_now();
+        for (int i = 0; i < iters; ++i) run_class(libs[li], g, o, 1.0f);
+        double w = now() - w0;
+        samples[li].push_back(w / iters);
+        wall[li] += w;
+        cpu[li] += cpu_now() - c0;
+      }
+    for (size_t li = 0; li < libs.size(); ++li) {
+      auto& s = samples[li];
+      if (s.empty()) continue;
+      std::sort(s.begin(), s.end());
+      timing[ci][li].seconds = s[s.size() / 2];
+    }
+  }
+
+  fmt::print("\n### {} (vocab {}, d_model {}, {} layers, {}/{} heads, FFN {}, batch {}x{})\n\n", name, c.vocab,
+             c.d_model, c.layers, c.heads, c.kv_heads, c.ffn, c.batch, c.seq);
+  fmt::print("| class | M x N x K | op(A), op(B) | calls | per step | copied | GFLOP/step |");
+  for (const Library& l : libs) fmt::print(" {} GFLOP/s |", l.name);
+  fmt::print("\n|---|---|---|---|---|---|---|");
+  for (size_t i = 0; i < libs.size(); ++i) fmt::print("---|");
+  fmt::print("\n");
+  std::vector<double> step_time(libs.size());
+  double step_flops = 0;
+  for (size_t ci = 0; ci < classes.size(); ++ci) {
+    const Class& cl = classes[ci];
+    const Gemm& g = cl.g;
+    double f = g.flops() * cl.per_step;
+    step_flops += f;
+    fmt::print("| {} | {} x {} x {} | {}, {} | {} | {} | {} | {:.3f} |", cl.label, g.m, g.n, g.k, g.ta ? "T" : "N",
+               g.tb ? "T" : "N", g.calls, cl.per_step, cl.copies, f * 1e-9);
+    for (size_t li = 0; li < libs.size(); ++li) {
+      const Timing& t = timing[ci][li];
+      step_time[li] += t.seconds * cl.per_step;
+      fmt::print(" {}{} |", gflops(g.flops(), t.seconds), t.error > 1 ? fmt::format(" (WRONG: {:.1f})", t.error) : "");
+    }
+    fmt::print("\n");
+  }
+  fmt::print("| **all contractions of one step** | | | | | | {:.3f} |", step_flops * 1e-9);
+  for (size_t li = 0; li < libs.size(); ++li)
+    fmt::print(" **{}** ({:.1f} ms) |", gflops(step_flops, step_time[li]), step_time[li] * 1e3);
+  fmt::print("\n\nLargest error per library (units of K·2^-24·|A|·|B|; at most 1 is right):");
+  for (size_t li = 0; li < libs.size(); ++li) {
+    double worst = 0;
+    for (auto& row : timing) worst = std::max(worst, row[li].error);
+    fmt::print(" {} {:.3f};", libs[li].name, worst);
+  }
+  fmt::print("\nCPU time / wall time while timing (1.00: one thread):");
+  for (size_t li = 0; li < libs.size(); ++li) fmt::print(" {} {:.2f};", libs[li].name, wall[li] > 0 ? cpu[li] / wall[li] : 0);
+  fmt::print("\n");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  // Before any OpenMP runtime starts (BLIS and oneDNN load it): one thread each.
+  setenv("OMP_NUM_THREADS", "1", 1);
+  setenv("BLIS_NUM_THREADS", "1", 1);
+  int reps = 7;
+  double min_ms = 20;
+  std::string only;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    std::string a = argv[i];
+    if (a == "--reps") reps = std::atoi(argv[i + 1]);
+    else if (a == "--min-ms") min_ms = std::atof(argv[i + 1]);
+    else if (a == "--config") only = argv[i + 1];
+  }
+  CblasDgemm dgemm = nullptr;
+  std::vector<Library> libs = load_libraries(dgemm);
+  if (!dgemm) {
+    fmt::print(stderr, "OpenBLAS (the reference for the checks) did not load\n");
+    return 1;
+  }
+  fmt::print("SGEMM, single-threaded, median of {} repetitions of at least {} ms each\n", reps, min_ms);
+  for (const Library& l : libs) fmt::print("* {}: {}\n", l.name, l.detail);
+  // The configurations of bench/train_vs_torch.sh.
+  nn::Config tiny, larger;
+  tiny.vocab = 256, tiny.d_model = 64, tiny.layers = 2, tiny.heads = 8, tiny.kv_heads = 4, tiny.ffn = 172;
+  tiny.batch = 8, tiny.seq = 16;
+  larger.vocab = 4096, larger.d_model = 256, larger.layers = 4, larger.heads = 8, larger.kv_heads = 4;
+  larger.ffn = 684, larger.batch = 8, larger.seq = 128;
+  if (only.empty() || only == "tiny") run_config("tiny", tiny, libs, dgemm, reps, min_ms * 1e-3);
+  if (only.empty() || only == "larger") run_config("larger", larger, libs, dgemm, reps, min_ms * 1e-3);
+  return 0;
+}

@@ -1,0 +1,253 @@
+// Planning a dot_general as strided GEMM calls, and running the plan through BLAS (contraction.h).
+#include "exec/contraction.h"
+
+#include <cblas.h>
+
+#include <algorithm>
+#include <climits>
+#include <memory>
+#include <optional>
+
+#include "exec/strided.h"
+#include "support/error.h"
+
+namespace tessera::exec {
+
+namespace {
+
+using Ints = std::vector<int64_t>;
+using Shape = std::span<const int64_t>;
+
+bool contains(const Ints& v, int64_t x) { return std::find(v.begin(), v.end(), x) != v.end(); }
+
+Ints free_dims(size_t rank, const Ints& batch, const Ints& contracting) {
+  Ints f;
+  for (int64_t d = 0; d < static_cast<int64_t>(rank); ++d)
+    if (!contains(batch, d) && !contains(contracting, d)) f.push_back(d);
+  return f;
+}
+
+int64_t product(Shape shape, const Ints& dims) {
+  int64_t n = 1;
+  for (int64_t d : dims) n *= shape[static_cast<size_t>(d)];
+  return n;
+}
+
+// The stride of a group of dimensions (listed outermost first) that lie one inside the next in
+// memory, so that the group reads as one dimension; 0 when the group holds at most one element
+// (any stride reads it); nothing when the group is scattered. Size-1 dimensions do not count.
+std::optional<int64_t> group_stride(Shape shape, const Ints& strides, const Ints& dims) {
+  int64_t innermost = 0, next = -1;  // next: the stride the next outer dimension must have
+  for (size_t i = dims.size(); i-- > 0;) {
+    auto d = static_cast<size_t>(dims[i]);
+    if (shape[d] == 1) continue;
+    if (next < 0) innermost = strides[d];
+    else if (strides[d] != next) return std::nullopt;
+    next = strides[d] * shape[d];
+  }
+  return next < 0 ? 0 : innermost;
+}
+
+// How BLAS reads a rows x cols matrix whose rows lie `rs` apart and columns `cs` apart (0: that
+// dimension has one element, any stride will do): row-major with leading dimension ld (columns at
+// unit stride, ld >= cols), or transposed (stored cols x rows: rows at unit stride, ld >= rows).
+struct Fit {
+  bool ok = false, trans = false;
+  int64_t ld = 1;
+};
+
+Fit fit(int64_t rows, int64_t cols, int64_t rs, int64_t cs) {
+  int64_t ld = rows <= 1 ? std::max<int64_t>(1, cols) : rs;
+  if ((cols <= 1 || cs == 1) && ld >= std::max<int64_t>(1, cols)) return {true, false, ld};
+  ld = cols <= 1 ? std::max<int64_t>(1, rows) : cs;
+  if ((rows <= 1 || rs == 1) && ld >= std::max<int64_t>(1, rows)) return {true, true, ld};
+  return {};
+}
+
+// An operand as a matrix: `rows` and `cols` groups of dimensions, with nrows and ncols elements.
+Fit fit_operand(Shape shape, const Ints& strides, const Ints& rows, int64_t nrows, const Ints& cols, int64_t ncols) {
+  auto rs = group_stride(shape, strides, rows), cs = group_stride(shape, strides, cols);
+  if (!rs || !cs) return {};
+  return fit(nrows, ncols, *rs, *cs);
+}
+
+// Copies an operand into the order `perm` (all its dimensions): the plan's copy, and the operand's
+// strides after it (indexed by the operand's own dimensions).
+ContractionPlan::Copy copy_into(Shape shape, const Ints& perm, Ints& strides) {
+  ContractionPlan::Copy c;
+  c.needed = true;
+  for (int64_t d : perm) {
+    c.shape.push_back(shape[static_cast<size_t>(d)]);
+    c.strides.push_back(strides[static_cast<size_t>(d)]);
+  }
+  Ints rm = row_major(c.shape);
+  for (size_t i = 0; i < perm.size(); ++i) strides[static_cast<size_t>(perm[i])] = rm[i];
+  c.elements = product(shape, perm);
+  return c;
+}
+
+Ints concat(std::initializer_list<const Ints*> parts) {
+  Ints out;
+  for (const Ints* p : parts) out.insert(out.end(), p->begin(), p->end());
+  return out;
+}
+
+}  // namespace
+
+ContractionPlan plan_contraction(Shape lhs, Shape rhs, const ir::DotDims& dd) {
+  ContractionPlan p;
+  Ints lf = free_dims(lhs.size(), dd.lhs_batch, dd.lhs_contracting);
+  Ints rf = free_dims(rhs.size(), dd.rhs_batch, dd.rhs_contracting);
+  int64_t batch = product(lhs, dd.lhs_batch);
+  p.m = product(lhs, lf);
+  p.n = product(rhs, rf);
+  p.k = product(lhs, dd.lhs_contracting);
+  p.out_elements = batch * p.m * p.n;
+  p.ldc = std::max<int64_t>(1, p.n);
+  p.calls = batch;
+  if (p.out_elements == 0 || p.k == 0) return p;  // no GEMM: nothing to write, or zeros
+  Ints ls = row_major(lhs), rs = row_major(rhs);
+  int64_t lhs_elements = product(lhs, concat({&dd.lhs_batch, &lf, &dd.lhs_contracting}));
+  int64_t rhs_elements = product(rhs, concat({&dd.rhs_batch, &rf, &dd.rhs_contracting}));
+
+  // The contracting pairs that count (size > 1), in the memory order of either operand; the
+  // order that reads more elements in place wins (lhs's on a tie).
+  std::vector<std::pair<int64_t, int64_t>> pairs;
+  for (size_t i = 0; i < dd.lhs_contracting.size(); ++i)
+    if (lhs[static_cast<size_t>(dd.lhs_contracting[i])] != 1) pairs.emplace_back(dd.lhs_contracting[i], dd.rhs_contracting[i]);
+  Ints lc, rc;
+  Fit fa, fb;
+  int64_t best_cost = -1;
+  for (bool by_lhs : {true, false}) {
+    auto order = pairs;
+    std::stable_sort(order.begin(), order.end(), [&](const auto& x, const auto& y) {
+      return by_lhs ? ls[static_cast<size_t>(x.first)] > ls[static_cast<size_t>(y.first)]
+                    : rs[static_cast<size_t>(x.second)] > rs[static_cast<size_t>(y.second)];
+    });
+    Ints l, r;
+    for (const auto& [a, b] : order) {
+      l.push_back(a);
+      r.push_back(b);
+    }
+    Fit a = fit_operand(lhs, ls, lf, p.m, l, p.k), b = fit_operand(rhs, rs, r, p.k, rf, p.n);
+    int64_t cost = (a.ok ? 0 : lhs_elements) + (b.ok ? 0 : rhs_elements);
+    if (best_cost < 0 || cost < best_cost) {
+      best_cost = cost;
+      lc = l, rc = r, fa = a, fb = b;
+    }
+  }
+  // Size-1 contracting dimensions go last in a copy (anywhere would do).
+  Ints lc_all = lc, rc_all = rc;
+  for (size_t i = 0; i < dd.lhs_contracting.size(); ++i)
+    if (lhs[static_cast<size_t>(dd.lhs_contracting[i])] == 1) {
+      lc_all.push_back(dd.lhs_contracting[i]);
+      rc_all.push_back(dd.rhs_contracting[i]);
+    }
+  if (!fa.ok) {
+    p.lhs_copy = copy_into(lhs, concat({&dd.lhs_batch, &lf, &lc_all}), ls);
+    fa = fit_operand(lhs, ls, lf, p.m, lc, p.k);
+  }
+  if (!fb.ok) {
+    p.rhs_copy = copy_into(rhs, concat({&dd.rhs_batch, &rc_all, &rf}), rs);
+    fb = fit_operand(rhs, rs, rc, p.k, rf, p.n);
+  }
+  TESSERA_CHECK(fa.ok && fb.ok, "a copied dot_general operand must read as a matrix");
+  p.ta = fa.trans, p.lda = fa.ld, p.tb = fb.trans, p.ldb = fb.ld;
+
+  // Batch loops, outermost first: the result's batch dimensions lead it in lhs_batch order.
+  std::vector<GemmLoop> loops(dd.lhs_batch.size());
+  int64_t out_stride = p.m * p.n;
+  for (size_t i = loops.size(); i-- > 0;) {
+    int64_t size = lhs[static_cast<size_t>(dd.lhs_batch[i])];
+    loops[i] = {size, ls[static_cast<size_t>(dd.lhs_batch[i])], rs[static_cast<size_t>(dd.rhs_batch[i])], out_stride};
+    out_stride *= size;
+  }
+  for (const GemmLoop& l : loops) {
+    if (l.size == 1) continue;
+    GemmLoop* outer = p.batch.empty() ? nullptr : &p.batch.back();
+    // One loop when the outer one steps exactly over the inner one in all three arrays.
+    if (outer && outer->lhs == l.lhs * l.size && outer->rhs == l.rhs * l.size && outer->out == l.out * l.size)
+      *outer = {outer->size * l.size, l.lhs, l.rhs, l.out};
+    else
+      p.batch.push_back(l);
+  }
+  return p;
+}
+
+bool fits_blas(const ContractionPlan& p) {
+  for (int64_t v : {p.m, p.n, p.k, p.lda, p.ldb, p.ldc})
+    if (v > INT_MAX) return false;
+  return true;
+}
+
+namespace {
+
+void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* b,
+          int64_t ldb, float beta, float* c, int64_t ldc) {
+  cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, int(m), int(n), int(k),
+              1.0f, a, int(lda), b, int(ldb), beta, c, int(ldc));
+}
+void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const double* a, int64_t lda, const double* b,
+          int64_t ldb, double beta, double* c, int64_t ldc) {
+  cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, int(m), int(n), int(k),
+              1.0, a, int(lda), b, int(ldb), beta, c, int(ldc));
+}
+
+// A per-thread buffer for operand copies, kept between calls: a steady-state step allocates
+// nothing for them, and its pages stay faulted in (DESIGN.md §6). Not zero-filled: the copy
+// writes every element.
+template <typename T>
+T* scratch(int which, int64_t n) {
+  struct Buffer {
+    std::unique_ptr<T[]> data;
+    int64_t size = 0;
+  };
+  thread_local Buffer buffers[2];
+  Buffer& b = buffers[which];
+  if (b.size < n) {
+    b.data.reset();
+    b.data.reset(new T[static_cast<size_t>(n)]);
+    b.size = n;
+  }
+  return b.data.get();
+}
+
+template <typename T>
+const T* read(const ContractionPlan::Copy& c, const T* x, int which) {
+  if (!c.needed) return x;
+  T* dst = scratch<T>(which, c.elements);
+  strided_copy(x, 0, c.shape, c.strides, dst);
+  return dst;
+}
+
+}  // namespace
+
+template <typename T>
+void run_contraction(const ContractionPlan& p, const T* lhs, const T* rhs, T* out, bool out_is_zero) {
+  if (p.out_elements == 0) return;
+  if (p.k == 0) {
+    if (!out_is_zero) std::fill(out, out + p.out_elements, T(0));
+    return;
+  }
+  const T* a = read(p.lhs_copy, lhs, 0);
+  const T* b = read(p.rhs_copy, rhs, 1);
+  // C += A·B into zeros: OpenBLAS computes C = beta·C + A·B as a pass that scales (beta 0:
+  // clears) C, then kernels that add into C, so beta 1 on zeros gives the bits of beta 0 without
+  // the extra pass.
+  T beta = out_is_zero ? T(1) : T(0);
+  for (int64_t call = 0; call < p.calls; ++call) {
+    int64_t oa = 0, ob = 0, oc = 0, rest = call;
+    for (size_t d = p.batch.size(); d-- > 0;) {
+      const GemmLoop& l = p.batch[d];
+      int64_t i = rest % l.size;
+      rest /= l.size;
+      oa += i * l.lhs, ob += i * l.rhs, oc += i * l.out;
+    }
+    gemm(p.ta, p.tb, p.m, p.n, p.k, a + oa, p.lda, b + ob, p.ldb, beta, out + oc, p.ldc);
+  }
+}
+
+template void run_contraction<float>(const ContractionPlan&, const float*, const float*, float*, bool);
+template void run_contraction<double>(const ContractionPlan&, const double*, const double*, double*, bool);
+
+}  // namespace tessera::exec

@@ -1,0 +1,65 @@
+// dot_general as GEMM calls over strided operands, planned from shapes alone.
+//
+// A dot_general's result is [batch..., lhs free..., rhs free...] in row-major order: for each batch
+// index an M x N matrix (M, N the products of the free sizes), the sum over K (the product of the
+// contracting sizes). BLAS reads a matrix with one dimension at unit stride and the other at any
+// larger stride (the leading dimension), transposed or not. So an operand is read in place when
+// * its contracting dimensions lie one inside the next in memory (the stride of each is the stride
+//   of the next times its size; size-1 dimensions do not count) in one order shared with the other
+//   operand (the pairs may be reordered: the sum does not depend on how K is numbered), and so do
+//   its free dimensions, in increasing order (the result's order);
+// * one of the two groups is innermost (unit stride) and the other lies outside it;
+// and its batch dimensions may lie anywhere: each batch index is one GEMM call on pointers offset by
+// the batch strides (Debian's OpenBLAS 0.3.21 has no batched GEMM).
+// Only an operand that fails is copied, into [batch, free, contracting] (lhs) or [batch,
+// contracting, free] (rhs) order; when both orders of the contracting pairs would need a copy, the
+// one that copies fewer elements wins.
+//
+// The plan depends only on the shapes and dimension numbers, so an executable can make it once.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "ir/attribute.h"
+
+namespace tessera::exec {
+
+// One batch loop of GEMM calls: its size and the pointer step of lhs, rhs and the result per index.
+struct GemmLoop {
+  int64_t size = 1, lhs = 0, rhs = 0, out = 0;
+};
+
+struct ContractionPlan {
+  int64_t m = 0, n = 0, k = 0;        // each call: out[m x n] (+)= op(a)[m x k] · op(b)[k x n]
+  bool ta = false, tb = false;        // a (b) is stored transposed: k x m (n x k) row-major
+  int64_t lda = 1, ldb = 1, ldc = 1;  // leading dimensions of the row-major storage
+  std::vector<GemmLoop> batch;        // outermost first; size-1 loops dropped, contiguous ones merged
+  int64_t calls = 1;                  // GEMM calls (the product of the batch sizes)
+  int64_t out_elements = 0;           // elements of the result
+  // An operand read through a copy: the shape and source strides of the copy, in the order it
+  // is copied to (empty when the operand is read in place).
+  struct Copy {
+    bool needed = false;
+    std::vector<int64_t> shape, strides;
+    int64_t elements = 0;
+  };
+  Copy lhs_copy, rhs_copy;
+};
+
+ContractionPlan plan_contraction(std::span<const int64_t> lhs_shape, std::span<const int64_t> rhs_shape,
+                                 const ir::DotDims& dims);
+
+// Whether every size and leading dimension of the plan fits BLAS's 32-bit integers.
+bool fits_blas(const ContractionPlan& plan);
+
+// out (the result, row-major) = the contraction of lhs and rhs (row-major), by BLAS (float and
+// double). `out_is_zero`: out already holds zeros (a fresh literal), so each GEMM adds into it
+// (beta 1, which skips BLAS's pass that clears C and gives the bits of beta 0); otherwise out's
+// contents are ignored. Copies go to a per-thread buffer kept for the next call (no allocation
+// in the steady state).
+template <typename T>
+void run_contraction(const ContractionPlan& plan, const T* lhs, const T* rhs, T* out, bool out_is_zero);
+
+}  // namespace tessera::exec

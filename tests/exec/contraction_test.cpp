@@ -1,0 +1,216 @@
+// dot_general as strided GEMM calls (exec/contraction.h) against the reference interpreter: random
+// dimension numbers (batch dimensions anywhere, several contracting and free dimensions in any
+// order, transposed forms, size-0 and size-1 dimensions), the plans of the layouts that must read
+// in place (no copy), and the plan run into a buffer that is not zero.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <limits>
+#include <numeric>
+#include <random>
+
+#include "exec/accelerate.h"
+#include "exec/contraction.h"
+#include "exec_tolerance.h"
+#include "interp/interpreter.h"
+#include "ir/builder.h"
+
+namespace tessera::exec {
+namespace {
+
+using namespace tessera::ir;
+using Ints = std::vector<int64_t>;
+
+struct RandomDot {
+  Type lhs, rhs;
+  DotDims dims;
+};
+
+// A dot_general with random dimension numbers. Each operand's dimensions (batch, contracting, free)
+// are shuffled independently, and the contracting pairs listed in a random order. The contracting
+// sizes multiply to at most 16, which keeps f32 sums within kContractionTolerance.
+RandomDot random_dot(std::mt19937& rng) {
+  auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+  auto size = [&](int most) { return pick(0, 39) == 0 ? 0 : pick(0, 4) == 0 ? 1 : pick(2, most); };
+  int nb = pick(0, 2), nc = pick(0, 3), nl = pick(0, 2), nr = pick(0, 2);
+  Ints batch(nb), contracting(nc), lfree(nl), rfree(nr);
+  for (auto& s : batch) s = size(3);
+  for (auto& s : contracting) s = size(4);
+  for (auto& s : lfree) s = size(pick(0, 3) == 0 ? 13 : 5);
+  for (auto& s : rfree) s = size(pick(0, 3) == 0 ? 13 : 5);
+  while (std::accumulate(contracting.begin(), contracting.end(), int64_t{1}, std::multiplies<>()) > 16)
+    *std::max_element(contracting.begin(), contracting.end()) = 1;
+  // role: 0 batch, 1 contracting, 2 free; each operand's dimensions in a random order.
+  auto layout = [&](const Ints& free) {
+    std::vector<std::pair<int, int>> dims;
+    for (int i = 0; i < nb; ++i) dims.emplace_back(0, i);
+    for (int i = 0; i < nc; ++i) dims.emplace_back(1, i);
+    for (int i = 0; i < static_cast<int>(free.size()); ++i) dims.emplace_back(2, i);
+    std::shuffle(dims.begin(), dims.end(), rng);
+    return dims;
+  };
+  auto lhs = layout(lfree), rhs = layout(rfree);
+  auto shape = [&](const std::vector<std::pair<int, int>>& dims, const Ints& free) {
+    Ints s;
+    for (auto [role, i] : dims) s.push_back(role == 0 ? batch[i] : role == 1 ? contracting[i] : free[i]);
+    return s;
+  };
+  auto position = [](const std::vector<std::pair<int, int>>& dims, int role, int i) {
+    return static_cast<int64_t>(std::find(dims.begin(), dims.end(), std::pair{role, i}) - dims.begin());
+  };
+  RandomDot d;
+  ElementType e = pick(0, 7) == 0 ? ElementType::f64 : ElementType::f32;
+  d.lhs = Type(e, shape(lhs, lfree));
+  d.rhs = Type(e, shape(rhs, rfree));
+  for (int i = 0; i < nb; ++i) {
+    d.dims.lhs_batch.push_back(position(lhs, 0, i));
+    d.dims.rhs_batch.push_back(position(rhs, 0, i));
+  }
+  std::vector<int> order(static_cast<size_t>(nc));
+  std::iota(order.begin(), order.end(), 0);
+  std::shuffle(order.begin(), order.end(), rng);
+  for (int i : order) {
+    d.dims.lhs_contracting.push_back(position(lhs, 1, i));
+    d.dims.rhs_contracting.push_back(position(rhs, 1, i));
+  }
+  return d;
+}
+
+std::string describe(const RandomDot& d) {
+  auto list = [](const Ints& v) {
+    std::string s = "[";
+    for (size_t i = 0; i < v.size(); ++i) s += (i ? "," : "") + std::to_string(v[i]);
+    return s + "]";
+  };
+  return to_string(d.lhs) + " . " + to_string(d.rhs) + " batch " + list(d.dims.lhs_batch) + list(d.dims.rhs_batch) +
+         " contracting " + list(d.dims.lhs_contracting) + list(d.dims.rhs_contracting);
+}
+
+Literal random_literal(const Type& t, std::mt19937& rng) {
+  std::uniform_real_distribution<double> u(-2, 2);
+  std::vector<double> v(static_cast<size_t>(t.num_elements()));
+  for (double& x : v) x = u(rng);
+  return Literal::from_doubles(t, v);
+}
+
+int dots_taken = 0;
+bool counting(const Op& op, std::span<const Literal* const> in, std::vector<Literal>& out) {
+  bool took = accelerate(op, in, out);
+  if (took && op.kind() == OpKind::DotGeneral) ++dots_taken;
+  return took;
+}
+
+TEST(Contraction, RandomDimensionNumbersMatchTheReference) {
+  std::mt19937 rng(2026);
+  int in_place = 0, copied = 0;
+  for (int trial = 0; trial < 600; ++trial) {
+    RandomDot d = random_dot(rng);
+    Module m;
+    build_function(m, "f", [&](FunctionBuilder& f) {
+      Tensor x = f.param(d.lhs), y = f.param(d.rhs);
+      return dot_general(x, y, d.dims);
+    });
+    std::vector<Literal> in = {random_literal(d.lhs, rng), random_literal(d.rhs, rng)};
+    std::vector<Literal> want = interp::evaluate(m, "f", in);
+    interp::Options o;
+    o.accelerate = counting;
+    dots_taken = 0;
+    std::vector<Literal> got = interp::evaluate(m, "f", in, o);
+    ASSERT_EQ(dots_taken, 1) << describe(d);
+    ASSERT_EQ(got[0].type(), want[0].type()) << describe(d);
+    for (int64_t i = 0; i < got[0].num_elements(); ++i)
+      ASSERT_TRUE(testing::close(got[0].get_double(i), want[0].get_double(i)))
+          << describe(d) << " element " << i << ": " << got[0].get_double(i) << " against " << want[0].get_double(i);
+    ContractionPlan p = plan_contraction(d.lhs.shape, d.rhs.shape, d.dims);
+    (p.lhs_copy.needed || p.rhs_copy.needed ? copied : in_place)++;
+  }
+  // Both ways of reading the operands were exercised.
+  EXPECT_GT(in_place, 100);
+  EXPECT_GT(copied, 100);
+}
+
+struct Layout {
+  std::string name;
+  Ints lhs, rhs;
+  DotDims dims;
+  bool copy_lhs, copy_rhs;
+  int64_t calls;
+};
+
+// The layouts that read in place (leading dimensions, transpose flags, strided batch pointers) and
+// the ones that cannot.
+TEST(Contraction, PlansReadInPlaceWhereStridesAllow) {
+  std::vector<Layout> layouts = {
+      {"matmul", {5, 7}, {7, 3}, {{}, {}, {1}, {0}}, false, false, 1},
+      {"contracting first in both", {7, 5}, {7, 3}, {{}, {}, {0}, {0}}, false, false, 1},
+      {"contracting last in both", {5, 7}, {3, 7}, {{}, {}, {1}, {1}}, false, false, 1},
+      {"batched", {2, 5, 7}, {2, 7, 3}, {{0}, {0}, {2}, {1}}, false, false, 2},
+      {"batch in the middle", {5, 2, 7}, {7, 2, 3}, {{1}, {1}, {2}, {0}}, false, false, 2},
+      {"batch last in rhs", {2, 5, 7}, {7, 3, 2}, {{0}, {2}, {2}, {0}}, false, true, 2},
+      {"two batch dims merge", {2, 3, 5, 7}, {2, 3, 7, 4}, {{0, 1}, {0, 1}, {3}, {2}}, false, false, 6},
+      {"two batch dims apart", {2, 5, 3, 7}, {3, 2, 7, 4}, {{0, 2}, {1, 0}, {3}, {2}}, false, false, 6},
+      {"free dims together", {4, 3, 5}, {5, 6}, {{}, {}, {2}, {0}}, false, false, 1},
+      {"free dims split by contracting", {4, 5, 3}, {5, 6}, {{}, {}, {1}, {0}}, true, false, 1},
+      {"two contracting in order", {4, 3, 5}, {3, 5, 6}, {{}, {}, {1, 2}, {0, 1}}, false, false, 1},
+      {"two contracting listed reversed", {4, 3, 5}, {3, 5, 6}, {{}, {}, {2, 1}, {1, 0}}, false, false, 1},
+      // K numbered one way in lhs and the other in rhs: the smaller operand (lhs) is copied.
+      {"contracting orders differ", {4, 3, 5}, {5, 3, 6}, {{}, {}, {1, 2}, {1, 0}}, true, false, 1},
+      {"size-1 dims anywhere", {1, 5, 1, 7}, {7, 1, 3}, {{}, {}, {3, 2}, {0, 1}}, false, false, 1},
+      {"vector times matrix", {7}, {7, 3}, {{}, {}, {0}, {0}}, false, false, 1},
+      {"matrix times vector", {5, 7}, {7}, {{}, {}, {1}, {0}}, false, false, 1},
+      {"lhs transposed only", {3, 7}, {3, 4}, {{}, {}, {0}, {0}}, false, false, 1},
+      {"strided vector per batch", {7, 2}, {7, 2, 3}, {{1}, {1}, {0}, {0}}, false, false, 2},
+      // The CausalLM's attention: scores = q[b, s, kv, g, hd] . k[b, t, kv, hd] (q's free s and g
+      // are split by kv: a copy), out = probs[b, kv, s, g, t] . v[b, t, kv, hd] (in place).
+      {"attention scores", {2, 8, 4, 2, 16}, {2, 8, 4, 16}, {{0, 2}, {0, 2}, {4}, {3}}, true, false, 8},
+      {"attention values", {2, 4, 8, 2, 8}, {2, 8, 4, 16}, {{0, 1}, {0, 2}, {4}, {1}}, false, false, 8},
+  };
+  for (const Layout& l : layouts) {
+    ContractionPlan p = plan_contraction(l.lhs, l.rhs, l.dims);
+    EXPECT_EQ(p.lhs_copy.needed, l.copy_lhs) << l.name;
+    EXPECT_EQ(p.rhs_copy.needed, l.copy_rhs) << l.name;
+    EXPECT_EQ(p.calls, l.calls) << l.name;
+  }
+  // Merged batch loops: one loop of 6 over contiguous [2, 3] batches.
+  EXPECT_EQ(plan_contraction(Ints{2, 3, 5, 7}, Ints{2, 3, 7, 4}, {{0, 1}, {0, 1}, {3}, {2}}).batch.size(), 1u);
+}
+
+// Run into a buffer of NaNs with out_is_zero false: every element is written (beta 0), including
+// an empty contraction's zeros.
+TEST(Contraction, OverwritesAnOutputThatIsNotZero) {
+  std::mt19937 rng(5);
+  struct Case {
+    Ints lhs, rhs;
+    DotDims dims;
+  };
+  for (const Case& s : std::vector<Case>{{{2, 5, 7}, {7, 2, 3}, {{0}, {1}, {2}, {0}}},
+                                           {{4, 0}, {0, 3}, {{}, {}, {1}, {0}}},
+                                           {{6, 5}, {5, 4}, {{}, {}, {1}, {0}}}}) {
+    Type lt = f32(s.lhs), rt = f32(s.rhs);
+    Module m;
+    build_function(m, "f", [&](FunctionBuilder& f) {
+      Tensor x = f.param(lt), y = f.param(rt);
+      return dot_general(x, y, s.dims);
+    });
+    std::vector<Literal> in = {random_literal(lt, rng), random_literal(rt, rng)};
+    Literal want = interp::evaluate(m, "f", in)[0];
+    ContractionPlan p = plan_contraction(s.lhs, s.rhs, s.dims);
+    std::vector<float> out(static_cast<size_t>(want.num_elements()), std::numeric_limits<float>::quiet_NaN());
+    run_contraction(p, reinterpret_cast<const float*>(in[0].bytes().data()),
+                    reinterpret_cast<const float*>(in[1].bytes().data()), out.data(), false);
+    for (size_t i = 0; i < out.size(); ++i)
+      ASSERT_TRUE(testing::close(out[i], want.get_double(static_cast<int64_t>(i)))) << "element " << i;
+  }
+}
+
+TEST(Contraction, TheToleranceFailsOnNaN) {
+  double nan = std::numeric_limits<double>::quiet_NaN();
+  EXPECT_FALSE(testing::close(nan, nan));
+  EXPECT_FALSE(testing::close(nan, 1.0));
+  EXPECT_FALSE(testing::close(1.0, nan));
+  EXPECT_TRUE(testing::close(1.0, 1.0 + 1e-7));
+  EXPECT_FALSE(testing::close(1.0, 1.0 + 1e-5));
+}
+
+}  // namespace
+}  // namespace tessera::exec
