@@ -33,6 +33,7 @@
 #include "spmd/report.h"
 #include "support/error.h"
 #include "support/memory.h"
+#include "tools/tessera/train_log.h"
 #include "tools/tessera/train_options.h"
 
 namespace tessera::tools {
@@ -103,80 +104,6 @@ struct Batches {
   }
 };
 
-std::string duration(double seconds) {
-  int s = static_cast<int>(seconds + 0.5);
-  return s >= 60 ? fmt::format("{}m{:02}s", s / 60, s % 60) : fmt::format("{}s", s);
-}
-
-std::string bytes(int64_t n) {
-  if (n >= 1 << 20) return fmt::format("{:.2f} MiB", double(n) / (1 << 20));
-  if (n >= 1 << 10) return fmt::format("{:.1f} KiB", double(n) / (1 << 10));
-  return fmt::format("{} B", n);
-}
-
-// The progress bar (or, without one, a line per tenth of the run) after step t.
-void progress(std::ostream& out, const TrainCommand& c, int64_t t, int64_t first_step, double loss,
-              const std::string& extra, std::chrono::steady_clock::time_point start) {
-  int64_t done = t - first_step + 1, last_step = first_step + c.steps - 1;
-  double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  double tps = double(done * c.batch * c.seq) / elapsed;
-  double eta = elapsed / double(done) * double(c.steps - done);
-  if (c.progress_bar) {
-    int width = 30, fill = static_cast<int>(width * done / c.steps);
-    out << fmt::format("\r[{}{}] step {}/{}  loss {:.4f}{}  {:.0f} tok/s  ETA {}   ", std::string(size_t(fill), '#'),
-                       std::string(size_t(width - fill), '.'), t, last_step, loss, extra, tps, duration(eta))
-        << std::flush;
-  } else if (done == 1 || done % std::max<int64_t>(1, c.steps / 10) == 0 || t == last_step) {
-    // Flushed: a log file or pipe (nohup, tee, CI) shows each line as it happens.
-    out << fmt::format("step {}/{}  loss {:.4f}{}  {:.0f} tok/s  ETA {}\n", t, last_step, loss, extra, tps, duration(eta))
-        << std::flush;
-  }
-}
-
-// The losses of a run: checked, written to --losses (rank 0), the progress line after each step
-// and the summary line at the end.
-class LossLog {
- public:
-  LossLog(const TrainCommand& c, bool rank0, int64_t first_step) : c_(c), first_step_(first_step) {
-    if (rank0 && !c.losses.empty()) {
-      file_.open(c.losses);
-      if (!file_) fail("--losses {}: cannot write the file", c.losses);
-    }
-    start_ = std::chrono::steady_clock::now();
-  }
-  // `extra`: more of the line after the loss ("  lr 3.00e-03  norm 1.234").
-  void step(std::ostream& out, int64_t t, double loss, const std::string& extra = "") {
-    if (!std::isfinite(loss)) fail("step {}: the loss is {}; lower --lr", t, loss);
-    if (file_.is_open()) file_ << fmt::format("{} {:.9g} {:a}\n", t, loss, loss);  // f32 loss: both exact
-    if (t == first_step_) first_ = loss;
-    last_ = loss;
-    recent_.push_back(loss);  // the last 10 losses: one batch's loss is noisy
-    if (recent_.size() > 10) recent_.erase(recent_.begin());
-    progress(out, c_, t, first_step_, loss, extra, start_);
-  }
-  void finish(std::ostream& out) {
-    double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
-    if (c_.progress_bar) out << "\n";
-    if (file_.is_open()) {
-      file_.close();
-      if (!file_) fail("--losses {}: writing the file failed", c_.losses);
-    }
-    double mean = 0;
-    for (double l : recent_) mean += l / double(recent_.size());
-    out << fmt::format("loss {:.4f} -> {:.4f} nats per byte (mean of the last {} steps {:.4f}) in {} ({:.0f} "
-                       "tokens/s)\n",
-                       first_, last_, recent_.size(), mean, duration(elapsed),
-                       double(c_.steps * c_.batch * c_.seq) / elapsed);
-  }
-
- private:
-  const TrainCommand& c_;
-  int64_t first_step_;
-  std::ofstream file_;
-  std::chrono::steady_clock::time_point start_;
-  double first_ = 0, last_ = 0;
-  std::vector<double> recent_;
-};
 
 // Greedy-ish sampling (temperature 0.8) of `count` bytes after `prompt`, one forward per byte on
 // the whole parameters.
