@@ -53,7 +53,7 @@ StageState::StageState(const StagedModel& model, int64_t stage, int64_t stages, 
   const ir::ElementType dtype = model.config().dtype;
 
   if (adamw_) {
-    // @adamw_<vs>(params[n], m[n], v[n], grads[n], step i32) -> (params'[n], m'[n], v'[n]): nn's
+    // @adamw_<vs>(params[n], m[n], v[n], grads[n], adamw [3]) -> (params'[n], m'[n], v'[n]): nn's
     // update of each parameter, laid out like the parameter, as nn::capture's @train_step does it.
     optimizer_module_ = std::make_unique<ir::Module>(fmt::format("stage{}_adamw", stage));
     if (plan) optimizer_module_->add_mesh(plan->mesh);
@@ -74,10 +74,11 @@ StageState::StageState(const StagedModel& model, int64_t stage, int64_t stages, 
             for (auto& group : in)
               for (size_t j = 0; j < n; ++j)
                 group.push_back(b.param(ir::Type(dtype, model.parameters()[p->indices[j]].shape), shardings[j]));
-            ir::Tensor t = ir::convert(b.param(ir::i32()), dtype);
+            ir::Tensor t = b.param(ir::Type(dtype, {3}));  // nn::adamw_scalars_literal
             std::vector<ir::Tensor> ps, ms, vs_;
             for (size_t j = 0; j < n; ++j) {
-              nn::AdamWState next = nn::adamw_update(*adamw_, {in[0][j], in[1][j], in[2][j]}, in[3][j], t);
+              nn::AdamWState next = nn::adamw_update(*adamw_, {in[0][j], in[1][j], in[2][j]}, in[3][j], t,
+                                                         nn::decays(*adamw_, model.parameters()[p->indices[j]].name));
               ps.push_back(next.p);
               ms.push_back(next.m);
               vs_.push_back(next.v);
@@ -140,7 +141,7 @@ std::vector<Literal> StageState::evaluate(const ir::Function& fn, int64_t vs, st
 
 void StageState::apply_adamw(int64_t step, const std::map<size_t, Literal>& gradients) {
   if (!adamw_) support::fail("mpmd::StageState: stage {} was made without an optimizer", stage_);
-  const Literal t = Literal::scalar(ir::ElementType::i32, static_cast<double>(step));
+  const Literal t = nn::adamw_scalars_literal(*adamw_, step, adamw_->lr, model_->config().dtype);
   for (auto& p : state_) {
     const size_t n = p->indices.size();
     std::vector<Literal> grads;

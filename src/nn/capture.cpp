@@ -2,6 +2,8 @@
 // @step and then the optimizer's update on every parameter.
 #include "nn/capture.h"
 
+#include <cmath>
+
 #include "autodiff/reverse.h"
 #include "ir/builder.h"
 #include "support/error.h"
@@ -29,6 +31,19 @@ TrainingStep TrainingStep::with_remat(autodiff::Remat policy) const {
   TrainingStep s = *this;
   s.remat = policy;
   return s;
+}
+
+TrainingStep TrainingStep::clipped(double max_norm) const {
+  if (!(max_norm > 0) || !std::isfinite(max_norm))
+    support::fail("nn::TrainingStep::clipped: the maximum norm {} is not a positive number", max_norm);
+  TrainingStep s = *this;
+  s.clip_norm = max_norm;
+  return s;
+}
+
+ir::Literal Programs::step_scalars(int64_t step, std::optional<double> lr) const {
+  if (!adamw) support::fail("nn::Programs::step_scalars: the programs were captured without AdamW");
+  return adamw_scalars_literal(*adamw, step, lr.value_or(adamw->lr), dtype);
 }
 
 TrainingStep TrainingStep::sharded(ShardingPlan p) const {
@@ -141,7 +156,15 @@ Programs capture(ir::Module& module, const TrainingStep& s) {
   // @train_step: @step, then the optimizer on each parameter.
   out.train_step = "train_step";
   out.state_per_parameter = state_per_parameter(*s.optimizer);
+  out.dtype = c.dtype;
+  out.grad_norm = s.clip_norm > 0;
   const auto* adamw = std::get_if<AdamW>(&*s.optimizer);
+  if (adamw) {
+    out.adamw = *adamw;
+    std::vector<std::string> names;
+    for (const ParamSpec& p : specs) names.push_back(p.name);
+    check_no_decay(*adamw, names);
+  }
   ir::Function& train = ir::build_function(module, out.train_step, [&](FunctionBuilder& f) {
     std::vector<Tensor> params, m, v;
     for (const ParamSpec& p : specs) params.push_back(f.param(ir::Type(c.dtype, p.shape), parameter_sharding(s, p)));
@@ -149,8 +172,8 @@ Programs capture(ir::Module& module, const TrainingStep& s) {
       if (!adamw) break;
       for (const ParamSpec& p : specs) moments->push_back(f.param(ir::Type(c.dtype, p.shape), parameter_sharding(s, p)));
     }
-    std::optional<Tensor> t;
-    if (adamw) t = ir::convert(f.param(ir::i32()), c.dtype);
+    std::optional<Tensor> scalars;
+    if (adamw) scalars = f.param(ir::Type(c.dtype, {3}));
     Tensor tokens = f.param(batch_type(c), input_sharding(s, "tokens", batch_type(c)));
     Tensor targets = f.param(batch_type(c), input_sharding(s, "targets", batch_type(c)));
 
@@ -159,19 +182,29 @@ Programs capture(ir::Module& module, const TrainingStep& s) {
     args.push_back(targets);
     std::vector<Tensor> loss_and_grads = ir::call(f, step, args);
     std::vector<Tensor> results = {loss_and_grads[0]}, new_m, new_v;
+    std::vector<Tensor> grads(loss_and_grads.begin() + 1, loss_and_grads.end());
+    std::optional<Tensor> norm;
+    if (s.clip_norm > 0) {  // clip_grad_norm_ (capture.h), on whole arrays: the partitioner adds the all-reduce
+      Tensor squares = ir::sum(grads[0] * grads[0]);
+      for (size_t i = 1; i < n; ++i) squares = squares + ir::sum(grads[i] * grads[i]);
+      norm = ir::sqrt(squares);
+      Tensor coef = ir::minimum(s.clip_norm / (*norm + 1e-6), f.scalar(c.dtype, 1.0));
+      for (Tensor& g : grads) g = g * coef;
+    }
     for (size_t i = 0; i < n; ++i) {
-      const Tensor& g = loss_and_grads[1 + i];
+      const Tensor& g = grads[i];
       if (!adamw) {
         results.push_back(sgd_update(std::get<Sgd>(*s.optimizer), params[i], g));
         continue;
       }
-      AdamWState next = adamw_update(*adamw, {params[i], m[i], v[i]}, g, *t);
+      AdamWState next = adamw_update(*adamw, {params[i], m[i], v[i]}, g, *scalars, decays(*adamw, specs[i].name));
       results.push_back(next.p);
       new_m.push_back(next.m);
       new_v.push_back(next.v);
     }
     results.insert(results.end(), new_m.begin(), new_m.end());
     results.insert(results.end(), new_v.begin(), new_v.end());
+    if (norm) results.push_back(*norm);
     return results;
   });
 
@@ -192,7 +225,7 @@ std::vector<ir::Literal> train_step_inputs(const Programs& p, const std::vector<
   std::vector<ir::Literal> in = params;
   for (size_t k = 0; k < p.state_per_parameter; ++k)
     for (const ir::Literal& x : params) in.emplace_back(x.type());  // zeros
-  if (p.state_per_parameter > 0) in.push_back(ir::Literal::scalar(ir::ElementType::i32, double(step)));
+  if (p.state_per_parameter > 0) in.push_back(p.step_scalars(step));
   in.push_back(tokens);
   in.push_back(targets);
   return in;

@@ -282,7 +282,7 @@ NamedArrays load_safetensors(const std::string& path, std::map<std::string, std:
 }
 
 std::string save_sharded(const std::string& where, const std::vector<std::string>& names, const std::vector<ShardedBuffer>& buffers,
-                         const ir::Mesh& mesh, int64_t step) {
+                         const ir::Mesh& mesh, int64_t step, const std::map<std::string, std::string>& metadata) {
   const std::string dir = without_trailing_slash(where);
   TESSERA_CHECK(names.size() == buffers.size(), "{} names for {} buffers", names.size(), buffers.size());
   if (step < 0) fail("save_sharded {}: step {} is negative", dir, step);
@@ -313,6 +313,7 @@ std::string save_sharded(const std::string& where, const std::vector<std::string
                 {"files", json::array()}, {"arrays", json::array()}};
   for (const auto& a : mesh.axes) index["mesh"]["axes"].push_back({a.name, a.size});
   index["mesh"]["device_ids"] = mesh.device_ids;
+  if (!metadata.empty()) index["metadata"] = metadata;
   for (size_t i = 0; i < names.size(); ++i)
     index["arrays"].push_back({{"name", names[i]}, {"dtype", dtype_of(buffers[i].type.element)},
                                {"shape", buffers[i].type.shape}, {"sharding", sharding_json(buffers[i].sharding)}});
@@ -367,7 +368,7 @@ std::string checkpoint_directory(const std::string& where) {
   fail("{}: no checkpoint here: neither `latest` nor index.json (a save that did not complete leaves no `latest`)", dir);
 }
 
-NamedArrays load_sharded(const std::string& where) {
+NamedArrays load_sharded(const std::string& where, std::map<std::string, std::string>* metadata) {
   const std::string dir = checkpoint_directory(where);
   const std::string index_file = dir + "/index.json";
   json index = parse_json(read_file_bytes(index_file), index_file, "the index");
@@ -375,6 +376,14 @@ NamedArrays load_sharded(const std::string& where) {
   if (!index.is_object()) root.wrong("an object");
   int64_t version = root.has("version") ? root["version"].integer(1, INT64_MAX) : 1;
   if (version > kVersion) fail("{}: version {}, but this Tessera reads versions 1 to {}", index_file, version, kVersion);
+  if (metadata) {
+    metadata->clear();
+    if (root.has("metadata")) {
+      Field md = root["metadata"];
+      if (!md.j.is_object()) md.wrong("an object of strings");
+      for (const auto& [key, value] : md.j.items()) (*metadata)[key] = md[key.c_str()].str();
+    }
+  }
 
   Field m = root["mesh"];
   ir::Mesh mesh{m["name"].str(), {}, m["device_ids"].integers(0, kMaxDevices - 1)};

@@ -41,10 +41,13 @@ NamedArrays load_safetensors(const std::string& path, std::map<std::string, std:
 
 // Saves a new checkpoint of `step` into `dir` (created if missing) as above and returns its
 // directory; `buffers[i]` is named `names[i]`; `mesh` is the mesh their shardings name.
+// `metadata` (e.g. the model's configuration) goes into index.json as "metadata": {key: string}.
 std::string save_sharded(const std::string& dir, const std::vector<std::string>& names,
-                         const std::vector<ShardedBuffer>& buffers, const ir::Mesh& mesh, int64_t step);
-// The whole arrays of the checkpoint `dir` holds (or is), in the order they were saved.
-NamedArrays load_sharded(const std::string& dir);
+                         const std::vector<ShardedBuffer>& buffers, const ir::Mesh& mesh, int64_t step,
+                         const std::map<std::string, std::string>& metadata = {});
+// The whole arrays of the checkpoint `dir` holds (or is), in the order they were saved; with
+// `metadata`, index.json's "metadata" (empty when the checkpoint has none).
+NamedArrays load_sharded(const std::string& dir, std::map<std::string, std::string>* metadata = nullptr);
 // The directory of the checkpoint load_sharded(dir) reads: the one `latest` names, or dir itself.
 std::string checkpoint_directory(const std::string& dir);
 

@@ -65,7 +65,7 @@ const Reference& reference(int64_t microbatches) {
   std::vector<ir::Literal> in = nn::train_step_inputs(p, pipeline_initial_parameters(), 1, batch(1).tokens, batch(1).targets);
   Reference r;
   for (int64_t t = 1; t <= kSteps; ++t) {
-    in[p.step_input()] = ir::Literal::scalar(ir::ElementType::i32, static_cast<double>(t));
+    in[p.step_input()] = p.step_scalars(t);
     in[p.tokens_input()] = batch(t).tokens;
     in[p.tokens_input() + 1] = batch(t).targets;
     std::vector<ir::Literal> out = interp::evaluate(m, p.train_step, in, o);

@@ -35,7 +35,7 @@ TEST(Capture, SignaturesAndOutputAliases) {
   ASSERT_EQ(step.result_types.size(), 1 + n);
   for (size_t i = 0; i < n; ++i) EXPECT_EQ(step.result_types[1 + i], step.parameter(i)->type()) << i;
   EXPECT_EQ(train.num_parameters(), 3 * n + 3);
-  EXPECT_EQ(train.parameter(p.step_input())->type(), i32());
+  EXPECT_EQ(train.parameter(p.step_input())->type(), Type(c.dtype, {3}));  // the AdamW scalars
   EXPECT_EQ(train.parameter(p.tokens_input())->type(), i32({c.batch, c.seq}));
   ASSERT_EQ(p.output_aliases.size(), 3 * n);
   for (auto [in, out] : p.output_aliases) {
@@ -88,7 +88,7 @@ TEST(Capture, AdamWTwoStepsFollowTheFormula) {
       }
     out = interp::evaluate(m, p.train_step, in);
     for (size_t i = 0; i < 3 * n; ++i) in[i] = out[1 + i];
-    in[p.step_input()] = Literal::scalar(ElementType::i32, t + 1);
+    in[p.step_input()] = p.step_scalars(t + 1);
   }
   for (size_t i = 0; i < n; ++i) {
     EXPECT_LE(testing::relative_error(out[1 + i], want_p[i]), 1e-12) << p.parameters[i].name;

@@ -62,9 +62,9 @@ std::vector<PlanCase> plans() {
           {tensor_parallel(square(), "model", "data"), 40256, 0.5152}};
 }
 
-// @train_step's inputs: the state (parameters, m, v), the step number and the batch.
-std::vector<Literal> step_inputs(std::vector<Literal> state, int64_t step, const testing::Batch& b) {
-  state.push_back(Literal::scalar(ElementType::i32, double(step)));
+// @train_step's inputs: the state (parameters, m, v), the step's AdamW scalars and the batch.
+std::vector<Literal> step_inputs(const Programs& p, std::vector<Literal> state, int64_t step, const testing::Batch& b) {
+  state.push_back(p.step_scalars(step));
   state.push_back(b.tokens);
   state.push_back(b.targets);
   return state;
@@ -105,7 +105,7 @@ Trajectory unsharded_training(const Model& model, const Training& t) {
   std::vector<Literal> start = train_step_inputs(p, model.params, 1, model.batch.tokens, model.batch.targets);
   Trajectory r{{}, std::vector<Literal>(start.begin(), start.begin() + long(p.step_input()))};
   for (int s = 1; s <= kSteps; ++s) {
-    std::vector<Literal> out = interp::evaluate(m, p.train_step, step_inputs(r.state, s, model.batch));
+    std::vector<Literal> out = interp::evaluate(m, p.train_step, step_inputs(p, r.state, s, model.batch));
     r.losses.push_back(out[0].get_double(0));
     r.state.assign(out.begin() + 1, out.end());
   }
@@ -229,7 +229,7 @@ void expect_training_equals_unsharded(const Training& t) {
       EXPECT_NEAR(loss, want_loss, kTrainingTolerance * want_loss) << "step " << step;
       // The next step's inputs: this step's state where it lies, a new step number, the same batch.
       std::vector<runtime::ShardedBuffer> next(out.begin() + 1, out.end());
-      next.push_back(sp.stage(p.step_input(), Literal::scalar(ElementType::i32, step + 1)));
+      next.push_back(sp.stage(p.step_input(), p.step_scalars(step + 1)));
       next.push_back(in[p.tokens_input()]);
       next.push_back(in[p.tokens_input() + 1]);
       in = std::move(next);

@@ -15,6 +15,7 @@ F.cross_entropy), in float64, and trained with torch.optim.AdamW. Every array is
 max|tessera - torch| / max|torch|; the script prints one line per array and exits 1 if any exceeds
 the tolerance.
 """
+import fnmatch
 import json
 import math
 import sys
@@ -66,6 +67,85 @@ def loss_of(w, tokens, targets, cfg):
     return F.cross_entropy(logits.reshape(-1, cfg["vocab"]), targets.reshape(-1))
 
 
+def lr_lambda(sched, k):
+    """The warmup + cosine lambda of docs/TRAINING.md (LambdaLR multiplies the base lr by it)."""
+    warmup, total = sched["warmup"], sched["total"]
+    if k < warmup:
+        return (k + 1) / warmup
+    p = min(1.0, (k - warmup) / max(1, total - warmup))
+    r = sched["min_lr"] / sched["lr"]
+    return r + (1 - r) * (1 + math.cos(math.pi * p)) / 2
+
+
+def make_optimizer(w, names, cfg):
+    """torch.optim.AdamW with two groups (no decay for names matching cfg["no_decay"]) + LambdaLR."""
+    a = cfg["adamw"]
+    no_decay = lambda n: any(fnmatch.fnmatchcase(n, p) for p in cfg["no_decay"])
+    groups = [{"params": [w[n] for n in names if not no_decay(n)], "weight_decay": a["weight_decay"]},
+              {"params": [w[n] for n in names if no_decay(n)], "weight_decay": 0.0}]
+    opt = torch.optim.AdamW(groups, lr=a["lr"], betas=(a["beta1"], a["beta2"]), eps=a["eps"], foreach=False)
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda k: lr_lambda(cfg["schedule"], k))
+    return opt, sched
+
+
+def trainer_case(case, cfg, compare, failures):
+    """Issue #21: weight decay groups, warmup + cosine, clipping; five steps under every plan."""
+    names, steps, tol = cfg["names"], cfg["steps"], cfg["tolerance"]
+    load = lambda stem, dtype=np.float64: torch.from_numpy(np.load(f"{case}/{stem}.npy").astype(dtype))
+    tokens = torch.from_numpy(np.load(f"{case}/tokens.npy")).long()
+    targets = torch.from_numpy(np.load(f"{case}/targets.npy")).long()
+
+    # The exact answer: the model, its gradients and the optimizer in float64.
+    w = {n: load(f"param.{n}").requires_grad_(True) for n in names}
+    opt, sched = make_optimizer(w, names, cfg)
+    losses, norms = [], []
+    for _ in range(steps):
+        opt.zero_grad()
+        loss = loss_of(w, tokens, targets, cfg)
+        loss.backward()
+        norms.append(torch.nn.utils.clip_grad_norm_([w[n] for n in names], cfg["clip_norm"]).item())
+        opt.step()
+        sched.step()
+        losses.append(loss.item())
+    print(f"  torch f64: losses {' '.join(f'{x:.6f}' for x in losses)}, pre-clip norms "
+          f"{' '.join(f'{x:.4f}' for x in norms)} (clip {cfg['clip_norm']})")
+    for plan in cfg["plans"]:
+        compare(f"{plan} losses", np.load(f"{case}/{plan}.losses.npy"), torch.tensor(losses, dtype=torch.float64))
+        compare(f"{plan} pre-clip norms", np.load(f"{case}/{plan}.norms.npy"), torch.tensor(norms, dtype=torch.float64))
+        for n in names:
+            compare(f"{plan} {n}", np.load(f"{case}/{plan}.step{steps}.{n}.npy"), w[n])
+
+    # Update by update: torch.optim.AdamW (float64, so its update is exact) stepping on Tessera's
+    # own f32 gradients from Tessera's f32 parameters. Tessera's parameters after the step are f32:
+    # they may differ from the exact ones by the rounding of p' itself (up to 2 ulp of p': the
+    # decay's product and the update's sum each round once); what is left over is the error of
+    # the update, which must be within tol of the largest update. Before #21 the f32 bias
+    # corrections made every update 6.8e-6 relatively too small: visible on the small weights,
+    # whose ulp is below it.
+    w = {n: load(f"param.{n}").requires_grad_(True) for n in names}
+    opt, sched = make_optimizer(w, names, cfg)
+    for step in range(1, steps + 1):
+        before = {n: w[n].detach().clone() for n in names}
+        for n in names:
+            w[n].grad = load(f"grad.step{step}.{n}")
+        torch.nn.utils.clip_grad_norm_([w[n] for n in names], cfg["clip_norm"])
+        opt.step()
+        sched.step()
+        for n in names:
+            got = np.load(f"{case}/none.step{step}.{n}.npy")
+            want = w[n].detach().numpy()
+            update = np.abs(want - before[n].numpy()).max()
+            ulp = np.spacing(np.abs(got)).astype(np.float64)
+            excess = np.maximum(np.abs(got.astype(np.float64) - want) - 2 * ulp, 0).max()
+            err = excess / update
+            ok = err <= tol
+            print(f"  {'update ' + str(step) + ' of ' + n:28} {err:.3e} {'ok' if ok else 'FAIL'}")
+            if not ok:
+                failures.append(f"update {step} of {n}: relative error {err:.3e} > {tol:g}")
+            with torch.no_grad():  # continue from Tessera's parameters, so each update is compared alone
+                w[n].copy_(torch.from_numpy(got.astype(np.float64)))
+
+
 def main(case):
     with open(f"{case}/config.json") as f:
         cfg = json.load(f)
@@ -90,6 +170,10 @@ def main(case):
         print(f"  {what:28} {err:.3e} {'ok' if ok else 'FAIL'}")
         if not ok:
             failures.append(f"{what}: relative error {err:.3e} > {tol:g}")
+
+    if "plans" in cfg:
+        trainer_case(case, cfg, compare, failures)
+        return report(failures, tol)
 
     # One step: the loss and every gradient.
     loss = loss_of(w, tokens, targets, cfg)
@@ -117,6 +201,10 @@ def main(case):
         compare(f"AdamW m of {n}", np.load(f"{case}/m.{n}.npy"), state["exp_avg"])
         compare(f"AdamW v of {n}", np.load(f"{case}/v.{n}.npy"), state["exp_avg_sq"])
 
+    return report(failures, tol)
+
+
+def report(failures, tol):
     if failures:
         print("PyTorch disagrees with Tessera:\n  " + "\n  ".join(failures), file=sys.stderr)
         return 1

@@ -93,6 +93,61 @@ TEST(TrainCommand, FsdpCheckpointResumesUnderTensorParallelOnTwoDevices) {
   EXPECT_NEAR(loss_at(c.str(), 4), loss_at(a.str(), 4), 1e-4 * loss_at(a.str(), 4)) << c.str();
 }
 
+// The lines of a --losses file ("<step> <%.9g> <hex float>"), by step.
+std::vector<std::string> loss_lines(const fs::path& file) {
+  std::ifstream in(file);
+  std::vector<std::string> out;
+  for (std::string line; std::getline(in, line);) out.push_back(line);
+  return out;
+}
+
+// Issue #21: AdamW with weight decay (no-decay norms and embedding), warmup + cosine, clipping;
+// saved at step 3 of 6 and resumed, the losses are bit for bit the unbroken run's: the step count
+// and the schedule continue. A checkpoint of another model is refused, naming the field.
+TEST(TrainCommand, ResumeContinuesTheScheduleBitForBitAndRefusesAnotherModel) {
+  TempDir dir;
+  std::ofstream(dir.path / "corpus.txt") << corpus_text();
+  TrainCommand unbroken = small(dir.path / "corpus.txt");
+  unbroken.plan = "fsdp";
+  unbroken.steps = 6;
+  unbroken.weight_decay = 0.1;
+  unbroken.lr_schedule = "cosine";
+  unbroken.warmup = 2;
+  unbroken.min_lr = 1e-3;
+  unbroken.clip_norm = 0.5;
+  unbroken.losses = (dir.path / "unbroken.txt").string();
+  std::ostringstream a;
+  ASSERT_EQ(train_command(unbroken, a), 0);
+  EXPECT_NE(a.str().find("norm "), std::string::npos) << a.str();  // the pre-clip norm is logged
+  EXPECT_NE(a.str().find("lr 5.000e-03"), std::string::npos) << a.str();  // warmup: step 1 at lr / 2
+
+  TrainCommand first = unbroken;
+  first.steps = 3;
+  first.lr_steps = 6;  // the schedule of the whole run
+  first.save = (dir.path / "ckpt").string();
+  first.losses = (dir.path / "first.txt").string();
+  std::ostringstream b;
+  ASSERT_EQ(train_command(first, b), 0);
+  TrainCommand resumed = unbroken;
+  resumed.steps = 3;
+  resumed.resume = first.save;
+  resumed.losses = (dir.path / "resumed.txt").string();
+  std::ostringstream c;
+  ASSERT_EQ(train_command(resumed, c), 0);
+  std::vector<std::string> want = loss_lines(unbroken.losses), got = loss_lines(first.losses);
+  for (const std::string& l : loss_lines(resumed.losses)) got.push_back(l);
+  EXPECT_EQ(got, want);
+
+  TrainCommand other = resumed;
+  other.heads = 8;
+  std::string e = testing::error_of([&] { train_command(other, c); });
+  EXPECT_NE(e.find("model.heads is 4, this run's is 8 (--heads)"), std::string::npos) << e;
+  other = resumed;
+  other.min_lr = 2e-3;
+  e = testing::error_of([&] { train_command(other, c); });
+  EXPECT_NE(e.find("schedule.min_lr is 0.001"), std::string::npos) << e;
+}
+
 TEST(TrainCommand, ErrorsNameTheOption) {
   TempDir dir;
   TrainCommand c = small(dir.path / "missing.txt");

@@ -101,6 +101,20 @@ int main(int argc, char** argv) {
   train->add_option("--batch", tc.batch, "Sequences per step")->capture_default_str()->check(CLI::PositiveNumber);
   train->add_option("--seq", tc.seq, "Bytes per sequence")->capture_default_str()->check(CLI::PositiveNumber);
   train->add_option("--lr", tc.lr, "AdamW learning rate")->capture_default_str();
+  train->add_option("--weight-decay", tc.weight_decay, "AdamW's decoupled weight decay (PyTorch's default)")
+      ->capture_default_str()->check(CLI::NonNegativeNumber);
+  train->add_option("--no-decay", tc.no_decay, "Comma-separated name patterns (fnmatch) of parameters without weight decay; '' for none")
+      ->capture_default_str();
+  train->add_option("--lr-schedule", tc.lr_schedule, "Learning-rate schedule after the warmup: cosine, linear or constant")
+      ->capture_default_str()->check(CLI::IsMember({"cosine", "linear", "constant"}));
+  train->add_option("--warmup", tc.warmup, "Steps of linear learning-rate warmup")->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  train->add_option("--min-lr", tc.min_lr, "Learning rate at the end of the linear or cosine decay")->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  train->add_option("--lr-steps", tc.lr_steps, "The step the decay ends at (default: this run's last step)")
+      ->check(CLI::PositiveNumber);
+  train->add_option("--clip-norm", tc.clip_norm, "Clip the gradients to this global L2 norm (0: no clipping)")
+      ->capture_default_str()->check(CLI::NonNegativeNumber);
   train->add_option("--accumulate", tc.accumulate, "Microbatches per step (gradient accumulation)")
       ->capture_default_str()->check(CLI::PositiveNumber);
   train->add_option("--d-model", tc.d_model, "Model width")->capture_default_str();

@@ -7,6 +7,8 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <functional>
+#include <iostream>
 #include <random>
 #include <set>
 
@@ -31,6 +33,8 @@
 #include "spmd/report.h"
 #include "support/error.h"
 #include "support/memory.h"
+#include "tools/tessera/train_log.h"
+#include "tools/tessera/train_options.h"
 
 namespace tessera::tools {
 
@@ -100,79 +104,6 @@ struct Batches {
   }
 };
 
-std::string duration(double seconds) {
-  int s = static_cast<int>(seconds + 0.5);
-  return s >= 60 ? fmt::format("{}m{:02}s", s / 60, s % 60) : fmt::format("{}s", s);
-}
-
-std::string bytes(int64_t n) {
-  if (n >= 1 << 20) return fmt::format("{:.2f} MiB", double(n) / (1 << 20));
-  if (n >= 1 << 10) return fmt::format("{:.1f} KiB", double(n) / (1 << 10));
-  return fmt::format("{} B", n);
-}
-
-// The progress bar (or, without one, a line per tenth of the run) after step t.
-void progress(std::ostream& out, const TrainCommand& c, int64_t t, int64_t first_step, double loss,
-              std::chrono::steady_clock::time_point start) {
-  int64_t done = t - first_step + 1, last_step = first_step + c.steps - 1;
-  double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  double tps = double(done * c.batch * c.seq) / elapsed;
-  double eta = elapsed / double(done) * double(c.steps - done);
-  if (c.progress_bar) {
-    int width = 30, fill = static_cast<int>(width * done / c.steps);
-    out << fmt::format("\r[{}{}] step {}/{}  loss {:.4f}  {:.0f} tok/s  ETA {}   ", std::string(size_t(fill), '#'),
-                       std::string(size_t(width - fill), '.'), t, last_step, loss, tps, duration(eta))
-        << std::flush;
-  } else if (done == 1 || done % std::max<int64_t>(1, c.steps / 10) == 0 || t == last_step) {
-    // Flushed: a log file or pipe (nohup, tee, CI) shows each line as it happens.
-    out << fmt::format("step {}/{}  loss {:.4f}  {:.0f} tok/s  ETA {}\n", t, last_step, loss, tps, duration(eta))
-        << std::flush;
-  }
-}
-
-// The losses of a run: checked, written to --losses (rank 0), the progress line after each step
-// and the summary line at the end.
-class LossLog {
- public:
-  LossLog(const TrainCommand& c, bool rank0, int64_t first_step) : c_(c), first_step_(first_step) {
-    if (rank0 && !c.losses.empty()) {
-      file_.open(c.losses);
-      if (!file_) fail("--losses {}: cannot write the file", c.losses);
-    }
-    start_ = std::chrono::steady_clock::now();
-  }
-  void step(std::ostream& out, int64_t t, double loss) {
-    if (!std::isfinite(loss)) fail("step {}: the loss is {}; lower --lr", t, loss);
-    if (file_.is_open()) file_ << fmt::format("{} {:.9g} {:a}\n", t, loss, loss);  // f32 loss: both exact
-    if (t == first_step_) first_ = loss;
-    last_ = loss;
-    recent_.push_back(loss);  // the last 10 losses: one batch's loss is noisy
-    if (recent_.size() > 10) recent_.erase(recent_.begin());
-    progress(out, c_, t, first_step_, loss, start_);
-  }
-  void finish(std::ostream& out) {
-    double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
-    if (c_.progress_bar) out << "\n";
-    if (file_.is_open()) {
-      file_.close();
-      if (!file_) fail("--losses {}: writing the file failed", c_.losses);
-    }
-    double mean = 0;
-    for (double l : recent_) mean += l / double(recent_.size());
-    out << fmt::format("loss {:.4f} -> {:.4f} nats per byte (mean of the last {} steps {:.4f}) in {} ({:.0f} "
-                       "tokens/s)\n",
-                       first_, last_, recent_.size(), mean, duration(elapsed),
-                       double(c_.steps * c_.batch * c_.seq) / elapsed);
-  }
-
- private:
-  const TrainCommand& c_;
-  int64_t first_step_;
-  std::ofstream file_;
-  std::chrono::steady_clock::time_point start_;
-  double first_ = 0, last_ = 0;
-  std::vector<double> recent_;
-};
 
 // Greedy-ish sampling (temperature 0.8) of `count` bytes after `prompt`, one forward per byte on
 // the whole parameters.
@@ -333,9 +264,12 @@ int train_pipeline(const TrainCommand& c, std::ostream& out_stream, const std::s
   } catch (const support::UserError& e) {
     fail("--plan {} --microbatches {}: {}", c.plan, c.microbatches, e.what());
   }
-  nn::AdamW adam;  // as the other plans: no weight decay
-  adam.lr = c.lr;
-  adam.weight_decay = 0.0;
+  // The stages' optimizer programs take a constant lr and see only their own gradients: no
+  // schedule and no global-norm clipping under pipeline plans yet.
+  if (c.clip_norm > 0) fail("--clip-norm: not supported under pipeline plans yet (each stage sees only its own gradients)");
+  if (c.lr_schedule != "constant" || c.warmup > 0)
+    fail("--lr-schedule {} --warmup {}: pipeline plans train with a constant learning rate for now", c.lr_schedule, c.warmup);
+  nn::AdamW adam = adamw_of(c);  // weight decay and no-decay groups as the other plans
   mpmd::PipelineTrainer trainer(*staged, schedule, nn::init_parameters(model.config(), c.seed), adam, run_options);
 
   const std::string where =
@@ -483,15 +417,20 @@ int train_command(const TrainCommand& c, std::ostream& out_stream) {
   std::ostream silent(nullptr);      // the other ranks' output goes nowhere
   std::ostream& out = rank0 ? out_stream : silent;
   nn::ShardingPlan plan = make_plan(c.plan, devices);
-  nn::AdamW adam;
-  adam.lr = c.lr;
-  adam.weight_decay = 0.0;
+  nn::AdamW adam = adamw_of(c);
+  nn::TrainingStep training = nn::TrainingStep{model}
+                                  .accumulate(c.accumulate)
+                                  .with_remat(c.remat ? autodiff::Remat::kSaveDots : autodiff::Remat::kNone)
+                                  .with(adam)
+                                  .sharded(plan);
+  if (c.clip_norm > 0) training = training.clipped(c.clip_norm);
   ir::Module m("train");
-  nn::Programs programs = nn::capture(m, nn::TrainingStep{model}
-                                                .accumulate(c.accumulate)
-                                                .with_remat(c.remat ? autodiff::Remat::kSaveDots : autodiff::Remat::kNone)
-                                                .with(adam)
-                                                .sharded(plan));
+  nn::Programs programs;
+  try {
+    programs = nn::capture(m, training);
+  } catch (const support::UserError& e) {
+    fail("--no-decay {}: {}", c.no_decay, e.what());
+  }
   runtime::CompiledProgram compiled = session.compile(m, programs.train_step);
   runtime::ShardedProgram step = session.sharded_program(compiled, programs.output_aliases);
 
@@ -501,23 +440,40 @@ int train_command(const TrainCommand& c, std::ostream& out_stream) {
   std::vector<Literal> moments;
   int64_t first_step = 1;
   std::string resumed_from;
+  std::map<std::string, std::string> saved_metadata;
+  runtime::NamedArrays saved;
+  std::function<const Literal&(const std::string&)> find;
   if (!c.resume.empty()) {
-    runtime::NamedArrays saved;
     try {
       resumed_from = runtime::checkpoint_directory(c.resume);
-      saved = runtime::load_sharded(resumed_from);
+      saved = runtime::load_sharded(resumed_from, &saved_metadata);
     } catch (const support::UserError& e) {
       fail("--resume {}: {}", c.resume, e.what());
     }
-    auto find = [&](const std::string& name) -> const Literal& {
+    find = [&](const std::string& name) -> const Literal& {
       for (const auto& [n, l] : saved)
         if (n == name) return l;
       fail("--resume {}: the checkpoint has no \"{}\"", c.resume, name);
     };
-    for (size_t i = 0; i < np; ++i) params[i] = find(programs.parameters[i].name);
-    for (const char* kind : {"m.", "v."})
-      for (size_t i = 0; i < np; ++i) moments.push_back(find(kind + programs.parameters[i].name));
     first_step = find("step").get_int(0) + 1;
+  }
+  int64_t last_step = first_step + c.steps - 1;
+  nn::LrSchedule schedule = schedule_of(c, last_step);
+  if (!c.resume.empty()) {
+    std::string warning = check_resume(c.resume, saved_metadata, cfg, schedule);
+    if (!warning.empty() && rank0) std::cerr << warning << "\n";
+    // Every array the shape this model gives it: a checkpoint without recorded configuration
+    // (check_resume) is still refused when it cannot be this model's.
+    auto expect = [&](const std::string& name, const Literal& l, const Literal& want) -> const Literal& {
+      if (l.type() != want.type())
+        fail("--resume {}: \"{}\" is {} in the checkpoint, this model's is {}", c.resume, name, ir::to_string(l.type()),
+             ir::to_string(want.type()));
+      return l;
+    };
+    for (size_t i = 0; i < np; ++i) params[i] = expect(programs.parameters[i].name, find(programs.parameters[i].name), params[i]);
+    for (const char* kind : {"m.", "v."})
+      for (size_t i = 0; i < np; ++i)
+        moments.push_back(expect(kind + programs.parameters[i].name, find(kind + programs.parameters[i].name), params[i]));
   }
   Batches data{text, c.batch, c.seq, c.seed};
   auto [tokens0, targets0] = data.at(first_step);
@@ -536,18 +492,22 @@ int train_command(const TrainCommand& c, std::ostream& out_stream) {
   if (!resumed_from.empty()) out << fmt::format("resuming from {} at step {}\n", resumed_from, first_step);
   LossLog log(c, rank0, first_step);
   size_t ti = programs.tokens_input(), si = programs.step_input();
-  int64_t last_step = first_step + c.steps - 1;
+  const size_t carried = np * (1 + programs.state_per_parameter);  // params and moments
   for (int64_t t = first_step; t <= last_step; ++t) {
     if (t != first_step) {
       auto [x, y] = data.at(t);
       state[ti] = step.stage(ti, x);
       state[ti + 1] = step.stage(ti + 1, y);
-      state[si] = step.stage(si, Literal::scalar(ir::ElementType::i32, static_cast<double>(t)));
     }
+    // The schedule's lr and AdamW's bias corrections, in double on the host (nn/optimizer.h).
+    double lr = nn::lr_at(schedule, t);
+    state[si] = step.stage(si, programs.step_scalars(t, lr));
     std::vector<runtime::ShardedBuffer> outs = step.execute(state);
     double loss = step.fetch(outs[0]).get_double(0);
-    for (size_t i = 0; i + 1 < outs.size(); ++i) state[i] = outs[i + 1];  // params and moments, donated
-    log.step(out, t, loss);
+    for (size_t i = 0; i < carried; ++i) state[i] = outs[i + 1];  // donated
+    std::string extra = fmt::format("  lr {:.3e}", lr);
+    if (programs.grad_norm) extra += fmt::format("  norm {:.4f}", step.fetch(outs[programs.grad_norm_output()]).get_double(0));
+    log.step(out, t, loss, extra);
   }
   log.finish(out);
 
@@ -580,12 +540,15 @@ int train_command(const TrainCommand& c, std::ostream& out_stream) {
     for (const char* kind : {"m.", "v."})
       for (size_t i = 0; i < np; ++i) names.push_back(kind + programs.parameters[i].name);
     for (size_t i = 0; i < np * 3; ++i) bufs.push_back(state[i]);
-    names.push_back("step");
-    bufs.push_back(step.stage(si, Literal::scalar(ir::ElementType::i32, static_cast<double>(last_step))));
+    names.push_back("step");  // replicated: every device holds it
+    bufs.push_back(runtime::ShardedBuffer{
+        ir::i32(), ir::Sharding{plan.mesh.name, {}, {}, {}},
+        std::make_shared<std::vector<Literal>>(static_cast<size_t>(devices),
+                                               Literal::scalar(ir::ElementType::i32, static_cast<double>(last_step)))});
     if (rank0) {
       std::string written;
       try {
-        written = runtime::save_sharded(c.save, names, bufs, plan.mesh, last_step);
+        written = runtime::save_sharded(c.save, names, bufs, plan.mesh, last_step, run_metadata(cfg, schedule));
       } catch (const support::UserError& e) {
         fail("--save {}: {}", c.save, e.what());
       }

@@ -34,6 +34,14 @@ struct TrainCommand {
   int64_t accumulate = 1;  // microbatches per step (gradient accumulation)
   bool remat = false;      // recompute element-wise activations in the backward
   double lr = 3e-3;
+  // AdamW and its schedule (train_options.h; docs/TRAINING.md).
+  double weight_decay = 0.01;          // PyTorch's default
+  std::string no_decay = "*norm,embed";  // fnmatch patterns of parameters without weight decay
+  std::string lr_schedule = "constant";  // constant | linear | cosine
+  int64_t warmup = 0;                  // steps of linear warmup
+  double min_lr = 0;                   // where linear and cosine decay end
+  int64_t lr_steps = 0;                // the step the decay ends at (0: this run's last step)
+  double clip_norm = 0;                // > 0: clip gradients to this global norm
   int64_t d_model = 64, layers = 2, heads = 4, kv_heads = 2, ffn = 172;
   uint64_t seed = 1;
   std::string corpus;  // a file, or a directory of text files; empty: Debian's fortunes

@@ -1,0 +1,83 @@
+// `tessera train`'s optimizer options and checkpoint metadata (train_options.h).
+#include "tools/tessera/train_options.h"
+
+#include <fmt/format.h>
+
+#include "support/error.h"
+
+namespace tessera::tools {
+
+using support::fail;
+
+nn::AdamW adamw_of(const TrainCommand& c) {
+  if (!(c.weight_decay >= 0)) fail("--weight-decay {}: expected a number >= 0", c.weight_decay);
+  nn::AdamW a;
+  a.lr = c.lr;
+  a.weight_decay = c.weight_decay;
+  size_t start = 0;
+  while (start <= c.no_decay.size() && !c.no_decay.empty()) {
+    size_t comma = c.no_decay.find(',', start);
+    std::string p = c.no_decay.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    if (p.empty()) fail("--no-decay {}: an empty pattern", c.no_decay);
+    a.no_decay.push_back(p);
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  return a;
+}
+
+nn::LrSchedule schedule_of(const TrainCommand& c, int64_t last_step) {
+  nn::LrSchedule s;
+  s.kind = nn::parse_lr_schedule(c.lr_schedule);
+  s.lr = c.lr;
+  s.min_lr = c.min_lr;
+  s.warmup = c.warmup;
+  s.total = c.lr_steps > 0 ? c.lr_steps : last_step;
+  if (c.warmup < 0) fail("--warmup {}: expected a number of steps >= 0", c.warmup);
+  if (!(c.min_lr >= 0 && c.min_lr <= c.lr)) fail("--min-lr {}: expected a number from 0 to --lr {}", c.min_lr, c.lr);
+  return s;
+}
+
+std::map<std::string, std::string> run_metadata(const nn::Config& config, const nn::LrSchedule& s) {
+  return {{"model.vocab", std::to_string(config.vocab)},
+          {"model.d_model", std::to_string(config.d_model)},
+          {"model.layers", std::to_string(config.layers)},
+          {"model.heads", std::to_string(config.heads)},
+          {"model.kv_heads", std::to_string(config.kv_heads)},
+          {"model.ffn", std::to_string(config.ffn)},
+          {"model.dtype", std::string(ir::spelling(config.dtype))},
+          {"schedule.kind", nn::lr_schedule_name(s.kind)},
+          {"schedule.lr", fmt::format("{:.17g}", s.lr)},
+          {"schedule.min_lr", fmt::format("{:.17g}", s.min_lr)},
+          {"schedule.warmup", std::to_string(s.warmup)},
+          // A constant schedule never ends: its horizon is not part of it (a run may be extended).
+          {"schedule.total", s.kind == nn::LrSchedule::Kind::kConstant ? "-" : std::to_string(s.total)}};
+}
+
+std::string check_resume(const std::string& resume, const std::map<std::string, std::string>& saved,
+                         const nn::Config& config, const nn::LrSchedule& schedule) {
+  // The option that sets each field, for the message.
+  static const std::map<std::string, std::string> option = {
+      {"model.vocab", "the vocabulary"}, {"model.d_model", "--d-model"},       {"model.layers", "--layers"},
+      {"model.heads", "--heads"},        {"model.kv_heads", "--kv-heads"},     {"model.ffn", "--ffn"},
+      {"model.dtype", "the dtype"},      {"schedule.kind", "--lr-schedule"},   {"schedule.lr", "--lr"},
+      {"schedule.min_lr", "--min-lr"},   {"schedule.warmup", "--warmup"},      {"schedule.total", "--lr-steps"}};
+  std::map<std::string, std::string> now = run_metadata(config, schedule);
+  std::string warning;
+  for (const auto& [key, value] : now) {
+    auto it = saved.find(key);
+    if (it == saved.end()) {
+      if (warning.empty())
+        warning = fmt::format("warning: --resume {}: the checkpoint records no {} (saved by an older tessera); it is "
+                              "not checked, only the arrays' shapes are",
+                              resume, key);
+      continue;
+    }
+    if (it->second != value)
+      fail("--resume {}: the checkpoint's {} is {}, this run's is {} ({}); resume with the checkpoint's value", resume,
+           key, it->second, value, option.at(key));
+  }
+  return warning;
+}
+
+}  // namespace tessera::tools
