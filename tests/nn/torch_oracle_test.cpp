@@ -116,6 +116,7 @@ void run_oracle(const std::string& python, const fs::path& dir) {
   const char* source = std::getenv("TESSERA_SOURCE_DIR");
   ASSERT_NE(source, nullptr) << "TESSERA_SOURCE_DIR is not set (ctest sets it)";
   fs::path script = fs::path(source) / "tests/nn/torch_oracle.py";
+  ASSERT_TRUE(fs::exists(script)) << script;
   std::string command = "'" + python + "' '" + script.string() + "' '" + dir.string() + "' > '" +
                         (dir / "output.txt").string() + "' 2>&1";
   int status = std::system(command.c_str());
@@ -242,24 +243,9 @@ class TorchOracle : public ::testing::TestWithParam<OracleCase> {};
 TEST_P(TorchOracle, LossGradientsAndAdamWStepsAgree) {
   std::optional<std::string> python = python_with_torch();
   if (!python) GTEST_SKIP() << "PyTorch cannot be imported by $PYTHON nor /usr/bin/python3 (apt-get install python3-torch)";
-  const char* source = std::getenv("TESSERA_SOURCE_DIR");
-  ASSERT_NE(source, nullptr) << "TESSERA_SOURCE_DIR is not set (ctest sets it)";
-  fs::path script = fs::path(source) / "tests/nn/torch_oracle.py";
-  ASSERT_TRUE(fs::exists(script)) << script;
-
-  std::string pattern = (fs::temp_directory_path() / "tessera-torch-XXXXXX").string();
-  ASSERT_NE(mkdtemp(pattern.data()), nullptr) << "cannot create " << pattern;
-  fs::path dir = pattern;
+  fs::path dir = fresh_directory();
   write_case(GetParam(), dir);
-
-  std::string command = "'" + *python + "' '" + script.string() + "' '" + dir.string() + "' > '" +
-                        (dir / "output.txt").string() + "' 2>&1";
-  int status = std::system(command.c_str());
-  std::string output = read_file(dir / "output.txt");
-  std::cout << output;
-  ASSERT_EQ(status, 0) << command << "\n" << output << "(case kept in " << dir.string() << ")";
-  EXPECT_NE(output.find("agrees with Tessera"), std::string::npos) << output;
-  fs::remove_all(dir);
+  run_oracle(*python, dir);
 }
 
 INSTANTIATE_TEST_SUITE_P(

@@ -33,6 +33,7 @@
 #include "spmd/report.h"
 #include "support/error.h"
 #include "support/memory.h"
+#include "support/strings.h"
 #include "tools/tessera/train_log.h"
 #include "tools/tessera/train_options.h"
 
@@ -171,9 +172,9 @@ PipelinePlan parse_pipeline_plan(const std::string& name) {
     std::string item = name.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
     size_t eq = item.find('=');
     std::string key = item.substr(0, eq), value = eq == std::string::npos ? "" : item.substr(eq + 1);
-    char* end = nullptr;
-    long long n = value.empty() ? 0 : std::strtoll(value.c_str(), &end, 10);
-    if (value.empty() || *end != '\0' || n < 1)
+    std::optional<int64_t> parsed = support::parse_int(value);  // the whole value: "2x" or 2^64 is no size
+    int64_t n = parsed.value_or(0);
+    if (n < 1)
       fail("--plan {}: '{}' is not axis=N with N >= 1 (expected pp=P[,dp=D][,tp=T])", name, item);
     if (!seen.insert(key).second) fail("--plan {}: {} is given twice", name, key);
     if (key == "pp") p.pp = n;
