@@ -172,7 +172,10 @@ class Compiler {
       if (op.kind() != OpKind::While && op.kind() != OpKind::Call) {
         s.profile = static_cast<int32_t>(code_.profile_keys.size());
         std::string typed(op.name());
-        for (size_t r = 0; r < op.num_results(); ++r) typed += " " + to_string(op.result(r)->type());
+        for (size_t r = 0; r < op.num_results(); ++r) {
+          typed += ' ';
+          typed += to_string(op.result(r)->type());
+        }
         code_.profile_keys.emplace_back(std::string(op.name()), std::move(typed));
       }
       step_of[i] = static_cast<int64_t>(out.steps.size());

@@ -6,7 +6,9 @@
 #include <malloc.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <mutex>
+#include <string_view>
 
 #include "comm/parallel.h"
 #ifdef TESSERA_HAVE_MPI
@@ -44,19 +46,27 @@ void keep_freed_memory() {
   });
 }
 
+// TESSERA_EXECUTABLE=0 in the environment makes every session interpret its programs on every run
+// (SessionOptions::executable off), for measuring what compiling them gains.
+SessionOptions from_environment(SessionOptions options) {
+  const char* env = std::getenv("TESSERA_EXECUTABLE");
+  if (env != nullptr && std::string_view(env) == "0") options.executable = false;
+  return options;
+}
+
 }  // namespace
 
 Session Session::host(int64_t num_devices, SessionOptions options) {
   if (num_devices < 1) fail("Session::host: {} devices; need at least 1", num_devices);
   keep_freed_memory();
-  return Session(num_devices, options);
+  return Session(num_devices, from_environment(options));
 }
 
 Session Session::mpi(int64_t local_devices, SessionOptions options) {
 #ifdef TESSERA_HAVE_MPI
   if (local_devices < 1) fail("Session::mpi: {} local devices per rank; need at least 1", local_devices);
   comm::MpiProcess& mpi = comm::MpiProcess::get();
-  Session s(local_devices * mpi.size(), options);
+  Session s(local_devices * mpi.size(), from_environment(options));
   s.local_devices_ = local_devices;
   s.rank_ = mpi.rank();
   return s;

@@ -73,7 +73,8 @@ struct SessionOptions {
   bool fast_kernels = true;
   // Run each device's program as an exec::Executable compiled once per program and device; off:
   // the interpreter walks the program op by op on every run (the driver the executable is checked
-  // and measured against). Same results, bit for bit.
+  // and measured against). Same results, bit for bit. TESSERA_EXECUTABLE=0 in the environment
+  // turns it off for every session.
   bool executable = true;
   interp::Profile* profile = nullptr;  // time per op kind, summed over devices
   // Bytes each device sent and received in its collectives, added up over every run, next to the
