@@ -23,7 +23,8 @@
 // checked like interp::evaluate's (a UserError naming the function, the argument and both types);
 // results of fast kernels and fused loops are not checked again (their types are the op's by
 // construction), those of reference kernels are. Collectives go to Options.collectives, as in the
-// interpreter. An Executable is immutable once compiled: several threads may run it at once.
+// interpreter. An Executable is immutable once compiled: several threads may run it at once. It
+// points into the function and module it was compiled from, which must outlive it.
 #pragma once
 
 #include <cstdint>
