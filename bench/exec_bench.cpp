@@ -2,10 +2,20 @@
 // 8-layer residual MLP (x f32[128,64], tanh(x·w) + x per layer, sum of squares): one host device,
 // Session with fast_kernels on and off, in one run. Also OpenBLAS's SGEMM on the same 128x64x64
 // products, as the ceiling of the contraction part.
+//
+// Dispatch: a chain of 10,000 tiny element-wise ops (f32[4], multiply and add alternating), so
+// nearly all the time is per-op overhead: the interpreter walking the program (interp::evaluate
+// with the fast kernels) against the exec::Executable compiled once, called directly and through
+// a one-device Session, with fusion off (every op a step) and on (the planner registered, at its
+// default minimum: nothing this small is fused, but the plan is made). Reported as ns per op.
 #include <benchmark/benchmark.h>
 #include <cblas.h>
 
+#include <chrono>
+
 #include "autodiff/reverse.h"
+#include "exec/executable.h"
+#include "exec/fusion.h"
 #include "ir/builder.h"
 #include "runtime/session.h"
 
@@ -18,7 +28,7 @@ struct Step {
   Module m;
   runtime::CompiledProgram program;
   std::vector<Literal> inputs;
-  explicit Step(bool fast) : m("mlp") {
+  explicit Step(bool fast, bool executable = true) : m("mlp") {
     m.add_mesh(Mesh{"m", {{"data", 1}}, {}});
     Function& loss = build_function(m, "loss", [](FunctionBuilder& f) {
       Tensor x = f.param(f32({128, 64}));
@@ -33,6 +43,7 @@ struct Step {
     autodiff::reverse(m, loss, o);
     runtime::SessionOptions so;
     so.fast_kernels = fast;
+    so.executable = executable;
     session = std::make_unique<runtime::Session>(runtime::Session::host(1, so));
     program = session->compile(m, "loss_grad");
     for (size_t i = 0; i < loss.num_parameters(); ++i) inputs.push_back(Literal::splat(loss.parameter(i)->type(), 0.01));
@@ -40,17 +51,19 @@ struct Step {
   std::unique_ptr<runtime::Session> session;
 };
 
+// Arg: 1 fast kernels, 0 reference kernels, 2 fast kernels with the interpreter walking the program
+// on every call (SessionOptions::executable off).
 void BM_GradientStep(benchmark::State& state) {
-  Step step(state.range(0) != 0);
+  Step step(state.range(0) != 0, state.range(0) != 2);
   runtime::ShardedProgram sp = step.session->sharded_program(step.program);
   std::vector<runtime::ShardedBuffer> bufs;
   for (size_t i = 0; i < step.inputs.size(); ++i) bufs.push_back(sp.stage(i, step.inputs[i]));
   for (auto _ : state) benchmark::DoNotOptimize(sp.execute(bufs));
-  state.SetLabel(state.range(0) ? "fast kernels" : "reference kernels");
+  state.SetLabel(state.range(0) == 2 ? "fast kernels, interpreter" : state.range(0) ? "fast kernels" : "reference kernels");
   // 8 layers x (forward + 2 backward) x 2*128*64*64 flops
   state.counters["GFLOP/s"] = benchmark::Counter(8.0 * 3 * 2 * 128 * 64 * 64 * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
 }
-BENCHMARK(BM_GradientStep)->Arg(1)->Arg(0)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_GradientStep)->Arg(1)->Arg(2)->Arg(0)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 void BM_Sgemm(benchmark::State& state) {
   std::vector<float> a(128 * 64, 0.01f), b(64 * 64, 0.01f), c(128 * 64);
@@ -62,6 +75,70 @@ void BM_Sgemm(benchmark::State& state) {
   state.counters["GFLOP/s"] = benchmark::Counter(24.0 * 2 * 128 * 64 * 64 * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
 }
 BENCHMARK(BM_Sgemm)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+constexpr int kChainOps = 10000;
+
+struct Chain {
+  Module m{"chain"};
+  std::vector<Literal> inputs;
+  Chain() {
+    m.add_mesh(Mesh{"m", {{"data", 1}}, {}});
+    build_function(m, "f", [](FunctionBuilder& f) {
+      Tensor x = f.param(f32({4}));
+      Tensor a = f.param(f32({4}));
+      Tensor b = f.param(f32({4}));
+      for (int i = 0; i < kChainOps / 2; ++i) x = x * a + b;
+      return x;
+    });
+    inputs = {Literal::splat(f32({4}), 1.0), Literal::splat(f32({4}), 0.999), Literal::splat(f32({4}), 0.001)};
+  }
+};
+
+// Times the loop of `state` over `body` and reports the wall-clock nanoseconds per op of the chain.
+template <typename F>
+void per_op(benchmark::State& state, const char* runner, bool fusion, F&& body) {
+  auto start = std::chrono::steady_clock::now();
+  for (auto _ : state) body();
+  double ns = std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - start).count();
+  state.SetLabel(std::string(runner) + (fusion ? ", fusion on" : ", fusion off"));
+  state.counters["ns_per_op"] = ns / static_cast<double>(state.iterations()) / kChainOps;
+}
+
+// Arg 0: 0 the interpreter, 1 the executable; arg 1: fusion off / on.
+void BM_Dispatch(benchmark::State& state) {
+  bool executable = state.range(0) != 0, fusion = state.range(1) != 0;
+  interp::set_fusion_planner(fusion ? &exec::plan_fusion : nullptr);
+  Chain c;
+  const Function& fn = *c.m.find_function("f");
+  if (executable) {
+    std::shared_ptr<const exec::Executable> e = exec::Executable::compile(fn, exec::CompileOptions{&c.m});
+    per_op(state, "executable", fusion, [&] { benchmark::DoNotOptimize(e->run(c.inputs)); });
+  } else {
+    interp::Options o;
+    o.accelerate = exec::accelerate;
+    per_op(state, "interpreter", fusion, [&] { benchmark::DoNotOptimize(interp::evaluate(fn, c.inputs, o)); });
+  }
+  interp::set_fusion_planner(&exec::plan_fusion);
+}
+BENCHMARK(BM_Dispatch)->Args({0, 0})->Args({1, 0})->Args({0, 1})->Args({1, 1})->Unit(benchmark::kMillisecond)->UseRealTime();
+
+// The same chain through a one-device Session (a device thread per call, inputs staged once), with
+// SessionOptions::executable off (the interpreter per call) and on (the cached executable).
+void BM_DispatchSession(benchmark::State& state) {
+  bool executable = state.range(0) != 0, fusion = state.range(1) != 0;
+  interp::set_fusion_planner(fusion ? &exec::plan_fusion : nullptr);
+  Chain c;
+  runtime::SessionOptions so;
+  so.executable = executable;
+  runtime::Session session = runtime::Session::host(1, so);
+  runtime::ShardedProgram sp = session.sharded_program(session.compile(c.m, "f"));
+  std::vector<runtime::ShardedBuffer> bufs;
+  for (size_t i = 0; i < c.inputs.size(); ++i) bufs.push_back(sp.stage(i, c.inputs[i]));
+  per_op(state, executable ? "Session, executable" : "Session, interpreter", fusion,
+         [&] { benchmark::DoNotOptimize(sp.execute(bufs)); });
+  interp::set_fusion_planner(&exec::plan_fusion);
+}
+BENCHMARK(BM_DispatchSession)->Args({0, 0})->Args({1, 0})->Args({0, 1})->Args({1, 1})->Unit(benchmark::kMillisecond)->UseRealTime();
 
 }  // namespace
 

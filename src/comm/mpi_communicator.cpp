@@ -242,7 +242,7 @@ std::unique_ptr<Exchange> MpiCommunicator::exchange(std::string_view op, const G
 std::vector<std::vector<ir::Literal>> run_on_ranks(MpiWorld& world, const ir::Module& module,
                                                    const std::string& function,
                                                    std::vector<std::vector<ir::Literal>> inputs,
-                                                   const interp::Options& base) {
+                                                   const interp::Options& base, const Evaluator& evaluate) {
   const ir::Function* fn = module.find_function(function);
   if (fn == nullptr) support::fail("run on MPI ranks: no function @{}", function);
   int64_t n = world.num_devices(), k = world.local_devices(), first = world.first_local_device();
@@ -263,7 +263,9 @@ std::vector<std::vector<ir::Literal>> run_on_ranks(MpiWorld& world, const ir::Mo
         o.module = &module;
         o.collectives = &collectives;
         o.process = interp::ProcessInfo{0, static_cast<uint32_t>(d), 1, static_cast<uint32_t>(n)};
-        mine[static_cast<size_t>(j)] = interp::evaluate(*fn, std::move(inputs[static_cast<size_t>(d)]), o);
+        std::vector<ir::Literal> args = std::move(inputs[static_cast<size_t>(d)]);
+        mine[static_cast<size_t>(j)] = evaluate ? evaluate(d, *fn, std::move(args), o)
+                                                : interp::evaluate(*fn, std::move(args), o);
       } catch (const std::exception& e) {
         errors[static_cast<size_t>(j)] = e.what();
         // At once, so other ranks waiting on this one stop waiting now.

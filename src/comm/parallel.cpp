@@ -57,7 +57,8 @@ std::vector<ir::Literal> run_parallel(const ir::Module& module,
         o.collectives = &collectives;
         o.process = interp::ProcessInfo{static_cast<uint32_t>(i / partitions),
                                         static_cast<uint32_t>(i % partitions), replicas, partitions};
-        proc.results = interp::evaluate(*proc.fn, std::move(proc.args), o);
+        proc.results = options.evaluate ? options.evaluate(static_cast<int64_t>(i), *proc.fn, std::move(proc.args), o)
+                                        : interp::evaluate(*proc.fn, std::move(proc.args), o);
       } catch (const std::exception& e) {
         proc.error = e.what();
       }

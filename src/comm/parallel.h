@@ -5,6 +5,7 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -13,10 +14,18 @@
 
 namespace tessera::comm {
 
+// Runs process (or device) `process`'s program `fn` on `args` with `options` (its collectives,
+// process and module filled in) and returns the results. runtime::Session passes one that runs the
+// executables it compiled once per program and device; without one, interp::evaluate runs.
+using Evaluator = std::function<std::vector<ir::Literal>(int64_t process, const ir::Function& fn,
+                                                         std::vector<ir::Literal> args,
+                                                         const interp::Options& options)>;
+
 struct ParallelOptions {
   std::chrono::milliseconds timeout = std::chrono::seconds(30);
   interp::Options base;  // hooks shared by every process (checks, nested run_parallel)
   Traffic* traffic = nullptr;  // when set: process i's collectives count their bytes in device(i)
+  Evaluator evaluate;          // null: interp::evaluate
 };
 
 // Runs programs[r][p] (function names of `module`) as process (replica r, partition p). `inputs`

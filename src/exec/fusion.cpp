@@ -172,7 +172,7 @@ class Plan final : public interp::FusionPlan {
       if (!fused_.count(op.get()) || op->kind() == OpKind::Reduce) continue;  // a reduce always stores
       const std::vector<const Op*>& rs = readers[op->result(0)];
       bool ok = !rs.empty() && (rs.size() == 1 || is_cheap(op->kind())) &&
-                op->result(0)->type().num_elements() >= min_fused;
+                op->result(0)->type().num_elements() >= min_fused_;
       for (const Op* r : rs) ok = ok && fused_.count(r) && reads_in_place(*r, op->result(0));
       if (ok) inlined_.insert(op.get());
     }
@@ -183,6 +183,8 @@ class Plan final : public interp::FusionPlan {
   }
 
   bool inlined(const Op& op) const override { return inlined_.count(&op) != 0; }
+
+  bool runs(const Op& op) const override;
 
   bool run(const Op& op, const std::function<const Literal&(const Value*)>& value,
            const std::function<Literal*(const Value*)>& dying, std::vector<Literal>& results) const override;
@@ -197,6 +199,7 @@ class Plan final : public interp::FusionPlan {
   }
 
   std::unordered_set<const Op*> fused_, inlined_;
+  int64_t min_fused_ = min_fused;  // as the plan was made (tests change the minimum between runs)
   friend class Program;
 };
 
@@ -407,19 +410,26 @@ bool run_reduce(const Plan& plan, const Op& op, const std::function<const Litera
   return true;
 }
 
-bool Plan::run(const Op& op, const std::function<const Literal&(const Value*)>& value,
-               const std::function<Literal*(const Value*)>& dying, std::vector<Literal>& results) const {
+// Which ops run() computes: decided by the op and the plan alone, never by the values.
+bool Plan::runs(const Op& op) const {
   if (!fused_.count(&op) || inlined_.count(&op)) return false;
-  if (op.kind() == OpKind::Reduce) return run_reduce(*this, op, value, results);
+  const auto inlined_operand = [&](const Value* v) {
+    return v->defining_op() != nullptr && inlined_.count(v->defining_op()) != 0;
+  };
+  if (op.kind() == OpKind::Reduce) return inlined_operand(op.operand(0));  // else a stored operand
   // A broadcast alone is the strided copy of the fast kernels; fusing starts at its readers.
   if (op.kind() == OpKind::BroadcastInDim) return false;
   // A small op with nothing inlined runs faster through the fast kernel, when there is one.
-  bool alone = std::none_of(op.operands().begin(), op.operands().end(), [&](const Value* v) {
-    return v->defining_op() != nullptr && inlined_.count(v->defining_op()) != 0;
-  });
+  bool alone = std::none_of(op.operands().begin(), op.operands().end(), inlined_operand);
   bool has_kernel = is_binary(op.kind()) || op.kind() == OpKind::Select || op.kind() == OpKind::Convert ||
                     op.kind() == OpKind::Iota;
-  if (alone && has_kernel && op.result(0)->type().num_elements() < min_fused && op.kind() != OpKind::Power) return false;
+  return !(alone && has_kernel && op.result(0)->type().num_elements() < min_fused_ && op.kind() != OpKind::Power);
+}
+
+bool Plan::run(const Op& op, const std::function<const Literal&(const Value*)>& value,
+               const std::function<Literal*(const Value*)>& dying, std::vector<Literal>& results) const {
+  if (!runs(op)) return false;
+  if (op.kind() == OpKind::Reduce) return run_reduce(*this, op, value, results);
   const ir::Type& t = op.result(0)->type();
   Program p(*this, value, t);
   int result = p.compute(op);

@@ -17,21 +17,12 @@ namespace tessera::interp {
 namespace {
 
 using ir::Literal;
-using Kernel = Results (*)(const EvalContext&);
 
 constexpr std::array<Kernel, ir::kNumOpKinds> kKernels = {
 #define OP(e, spelling, arity, traits) &eval_##e,
 #include "ir/ops.def"
 #undef OP
 };
-
-void check_results(const ir::Op& op, const Results& results) {
-  TESSERA_CHECK(results.size() == op.num_results(), "{} kernel gave {} results for {}", op.name(),
-                results.size(), op.num_results());
-  for (size_t i = 0; i < results.size(); ++i)
-    TESSERA_CHECK(results[i].type() == op.result(i)->type(), "{} kernel gave {} for result {} of {}",
-                  op.name(), to_string(results[i].type()), i, to_string(op.result(i)->type()));
-}
 
 // A scalar literal of `type` holding element i of x (converted when the types differ).
 Literal element_as(const Literal& x, int64_t i, const ir::Type& type) {
@@ -58,7 +49,7 @@ void note_uses(const ir::Op& op, size_t at, std::unordered_map<const ir::Value*,
 // An inlined op (FusionPlan) reads its operands where its readers run, so its uses count there.
 // Small blocks (reduction bodies, run once per element) skip the analysis: it would cost more than
 // they hold.
-constexpr size_t kFreeAfterOps = 16;
+constexpr size_t kFreeAfterOps = kMinPlannedBlockOps;
 std::vector<std::vector<const ir::Value*>> dead_after(const ir::Block& block, const FusionPlan* plan) {
   std::vector<std::vector<const ir::Value*>> dead;
   const auto& ops = block.ops();
@@ -114,6 +105,16 @@ Results take_returned(const ir::Op& ret, Scope& scope) {
 
 }  // namespace
 
+Kernel kernel(ir::OpKind kind) { return kKernels[static_cast<size_t>(kind)]; }
+
+void check_results(const ir::Op& op, const Results& results) {
+  TESSERA_CHECK(results.size() == op.num_results(), "{} kernel gave {} results for {}", op.name(),
+                results.size(), op.num_results());
+  for (size_t i = 0; i < results.size(); ++i)
+    TESSERA_CHECK(results[i].type() == op.result(i)->type(), "{} kernel gave {} for result {} of {}",
+                  op.name(), to_string(results[i].type()), i, to_string(op.result(i)->type()));
+}
+
 const Literal& Scope::lookup(const ir::Value* v) const {
   for (const Scope* s = this; s != nullptr; s = s->parent) {
     auto it = s->values.find(v);
@@ -125,7 +126,15 @@ const Literal& Scope::lookup(const ir::Value* v) const {
 
 EvalContext::EvalContext(const ir::Op& o, const Scope& scope, const RunState& s)
     : op(o), state(s), scope_(scope) {
-  for (const ir::Value* v : op.operands()) operands_.push_back(&scope.lookup(v));
+  for (const ir::Value* v : op.operands()) looked_up_.push_back(&scope.lookup(v));
+  operands_ = looked_up_;
+}
+
+EvalContext::EvalContext(const ir::Op& o, std::span<const Literal* const> operands, const Scope& scope,
+                         const RunState& s)
+    : op(o), state(s), scope_(scope), operands_(operands) {
+  TESSERA_CHECK(operands.size() == op.operands().size(), "{} given {} operands for {}", op.name(),
+                operands.size(), op.operands().size());
 }
 
 Results EvalContext::run_region(size_t i, std::vector<Literal> args) const {
@@ -266,6 +275,7 @@ std::string Profile::to_string() const {
 }
 
 void set_fusion_planner(FusionPlanner planner) { fusion_planner().store(planner); }
+FusionPlanner current_fusion_planner() { return fusion_planner().load(); }
 
 // ---- Entry points ----
 

@@ -150,11 +150,20 @@ class FusionPlan {
   virtual bool run(const ir::Op& op, const std::function<const ir::Literal&(const ir::Value*)>& value,
                    const std::function<ir::Literal*(const ir::Value*)>& dying,
                    std::vector<ir::Literal>& results) const = 0;
+  // Whether run() may compute `op`; false: run() would return false for it, whatever the values,
+  // so a caller that compiles the block ahead of time (exec::Executable) sends the op straight to
+  // the kernels. Never true for an inlined op.
+  virtual bool runs(const ir::Op& op) const { return !inlined(op); }
 };
 using FusionPlanner = std::unique_ptr<FusionPlan> (*)(const ir::Block& block);
 // Registers the planner that run_block uses for blocks of the programs it runs with
 // Options.accelerate set (exec registers its own at start-up); null turns fusion off.
 void set_fusion_planner(FusionPlanner planner);
+// The planner registered now (null: none).
+FusionPlanner current_fusion_planner();
+// Blocks of fewer ops (reduction bodies, run once per element) are neither fused nor freed value by
+// value: planning would cost more than they hold.
+inline constexpr size_t kMinPlannedBlockOps = 16;
 
 // Evaluates `fn` on `args`; checks their number and types against its parameters first (a
 // UserError naming the function, the argument and both types). Shardings are ignored: the program

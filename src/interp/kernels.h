@@ -39,13 +39,21 @@ std::vector<ir::Literal> run_block(const ir::Block& block, std::vector<ir::Liter
 
 class EvalContext {
  public:
+  // The op's operands looked up in `scope`.
   EvalContext(const ir::Op& op, const Scope& scope, const RunState& state);
+  // The op's operands given (one per operand, alive while the kernel runs); its regions see the
+  // values of `scope` around them (exec::Executable passes the values its regions capture).
+  EvalContext(const ir::Op& op, std::span<const ir::Literal* const> operands, const Scope& scope,
+              const RunState& state);
 
   const ir::Op& op;
   const RunState& state;
 
   size_t num_operands() const { return operands_.size(); }
-  const ir::Literal& operand(size_t i) const { return *operands_.at(i); }
+  const ir::Literal& operand(size_t i) const {
+    TESSERA_CHECK(i < operands_.size(), "{}: operand {} of {}", op.name(), i, operands_.size());
+    return *operands_[i];
+  }
   std::span<const ir::Literal* const> operands() const { return operands_; }
   const ir::Type& result_type(size_t i = 0) const { return op.result(i)->type(); }
   // Runs region `i` of the op on `args`; the region sees the values around the op.
@@ -59,10 +67,18 @@ class EvalContext {
 
  private:
   const Scope& scope_;
-  std::vector<const ir::Literal*> operands_;
+  std::vector<const ir::Literal*> looked_up_;  // the first constructor's operands
+  std::span<const ir::Literal* const> operands_;
 };
 
 using Results = std::vector<ir::Literal>;
+
+// The reference kernel of each op kind (the table expanded from ops.def): what run_block calls, and
+// what exec::Executable resolves its steps to when no fast kernel applies.
+using Kernel = Results (*)(const EvalContext&);
+Kernel kernel(ir::OpKind kind);
+// Checks a kernel's results against the op's declared types (an InternalError: a kernel bug).
+void check_results(const ir::Op& op, const Results& results);
 
 inline Results one(ir::Literal x) {
   Results r;

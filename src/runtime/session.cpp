@@ -5,13 +5,17 @@
 
 #include <malloc.h>
 
+#include <algorithm>
+#include <cstdlib>
 #include <mutex>
+#include <string_view>
 
 #include "comm/parallel.h"
 #ifdef TESSERA_HAVE_MPI
 #include "comm/mpi_communicator.h"
 #endif
 #include "exec/accelerate.h"
+#include "runtime/executables.h"
 #include "runtime/layout.h"
 #include "spmd/reshard.h"
 #include "spmd/mesh_math.h"
@@ -42,19 +46,27 @@ void keep_freed_memory() {
   });
 }
 
+// TESSERA_EXECUTABLE=0 in the environment makes every session interpret its programs on every run
+// (SessionOptions::executable off), for measuring what compiling them gains.
+SessionOptions from_environment(SessionOptions options) {
+  const char* env = std::getenv("TESSERA_EXECUTABLE");
+  if (env != nullptr && std::string_view(env) == "0") options.executable = false;
+  return options;
+}
+
 }  // namespace
 
 Session Session::host(int64_t num_devices, SessionOptions options) {
   if (num_devices < 1) fail("Session::host: {} devices; need at least 1", num_devices);
   keep_freed_memory();
-  return Session(num_devices, options);
+  return Session(num_devices, from_environment(options));
 }
 
 Session Session::mpi(int64_t local_devices, SessionOptions options) {
 #ifdef TESSERA_HAVE_MPI
   if (local_devices < 1) fail("Session::mpi: {} local devices per rank; need at least 1", local_devices);
   comm::MpiProcess& mpi = comm::MpiProcess::get();
-  Session s(local_devices * mpi.size(), options);
+  Session s(local_devices * mpi.size(), from_environment(options));
   s.local_devices_ = local_devices;
   s.rank_ = mpi.rank();
   return s;
@@ -71,6 +83,7 @@ CompiledProgram Session::compile(const ir::Module& module, const std::string& fn
   CompiledProgram p;
   p.module = std::make_shared<ir::Module>(module.name);
   p.info = spmd::partition(module, *f, *p.module, options);
+  p.executables = std::make_shared<ExecutableCache>();
   if (p.info.num_devices != num_devices_ && p.info.num_devices != 1)
     fail("compile: @{} is sharded over mesh @{} of {} devices, but the session has {}", fn, p.info.mesh,
          p.info.num_devices, num_devices_);
@@ -97,10 +110,20 @@ std::vector<std::vector<Literal>> Session::run_per_device(const CompiledProgram&
   if (options_.fast_kernels) o.base.accelerate = exec::accelerate;
   o.base.profile = options_.profile;
   o.traffic = options_.traffic;
+  if (options_.executable) {
+    // Device d runs its executable, compiled on its first run (per run without a cache).
+    std::shared_ptr<ExecutableCache> cache = p.executables ? p.executables : std::make_shared<ExecutableCache>();
+    std::shared_ptr<const ir::Module> module = p.module;
+    bool fast = options_.fast_kernels;
+    o.evaluate = [cache, module, fast](int64_t device, const ir::Function& fn, std::vector<Literal> args,
+                                       const interp::Options& options) {
+      return cache->get(module, fn, device, fast)->run(std::move(args), options);
+    };
+  }
 #ifdef TESSERA_HAVE_MPI
   if (over_mpi()) {  // this rank's devices run; every rank gets every device's results
     comm::MpiWorld world(local_devices_, options_.timeout);
-    return comm::run_on_ranks(world, *p.module, p.info.function, std::move(inputs), o.base);
+    return comm::run_on_ranks(world, *p.module, p.info.function, std::move(inputs), o.base, o.evaluate);
   }
 #endif
   std::vector<Literal> flat;
@@ -145,6 +168,7 @@ ShardedProgram Session::sharded_program(const CompiledProgram& p, std::vector<st
 ShardedProgram::ShardedProgram(const Session& session, CompiledProgram program,
                                std::vector<std::pair<size_t, size_t>> aliases)
     : session_(&session), program_(std::move(program)), aliases_(std::move(aliases)) {
+  if (!program_.executables) program_.executables = std::make_shared<ExecutableCache>();
   for (auto [in, out] : aliases_) {
     if (in >= program_.info.parameter_types.size() || out >= program_.info.result_types.size())
       fail("sharded_program: alias {{input {}, output {}}} is out of range ({} inputs, {} outputs)", in, out,
@@ -180,7 +204,13 @@ std::vector<ShardedBuffer> ShardedProgram::execute(std::vector<ShardedBuffer>& i
     if (b.type != info.parameter_types[i] || !spmd::same_layout(b.sharding, info.parameter_shardings[i], b.type.shape.size()))
       fail("execute: input {} of @{} is {} laid out otherwise than the program expects", i, info.function,
            ir::to_string(b.type));
-    for (size_t d = 0; d < n; ++d) per[d].push_back((*b.pieces)[d]);
+  }
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    ShardedBuffer& b = inputs[i];
+    // A donated input's pieces move into the run (no copy) when no other buffer shares them.
+    bool donated = std::any_of(aliases_.begin(), aliases_.end(), [&](const auto& a) { return a.first == i; });
+    bool move = donated && b.pieces.use_count() == 1;
+    for (size_t d = 0; d < n; ++d) per[d].push_back(move ? std::move((*b.pieces)[d]) : (*b.pieces)[d]);
   }
   for (auto [in, out] : aliases_) inputs[in].pieces.reset();  // donated
   std::vector<std::vector<Literal>> results = session_->run_per_device(program_, std::move(per));

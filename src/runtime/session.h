@@ -8,6 +8,9 @@
 // compiled parameter shardings and reassembles the results; sharded_program stages inputs once and
 // executes many times with results kept on the devices (ShardedBuffer), donated inputs aliasing
 // outputs. Inputs are checked (count, shape, element type) with messages naming the parameter.
+//
+// Each device runs the local program as an exec::Executable, compiled on its first run and kept
+// with the CompiledProgram (shared by its copies), so later runs skip the compilation.
 #pragma once
 
 #include <chrono>
@@ -24,9 +27,13 @@
 
 namespace tessera::runtime {
 
+class ExecutableCache;  // runtime/executables.h
+
 struct CompiledProgram {
   std::shared_ptr<ir::Module> module;  // the local program and the meshes
   spmd::Partitioned info;
+  // The local program compiled per device, on each device's first run; null: compiled per run.
+  std::shared_ptr<ExecutableCache> executables;
   const spmd::Report& report() const { return info.report; }
   const ir::Function& local_function() const;
 };
@@ -64,6 +71,11 @@ struct SessionOptions {
   // Run hot ops with exec's fast kernels (BLAS contractions, strided loops); off: the reference
   // interpreter's kernels only.
   bool fast_kernels = true;
+  // Run each device's program as an exec::Executable compiled once per program and device; off:
+  // the interpreter walks the program op by op on every run (the driver the executable is checked
+  // and measured against). Same results, bit for bit. TESSERA_EXECUTABLE=0 in the environment
+  // turns it off for every session.
+  bool executable = true;
   interp::Profile* profile = nullptr;  // time per op kind, summed over devices
   // Bytes each device sent and received in its collectives, added up over every run, next to the
   // ring model (comm/accounting.h; Traffic::table prints them); one counter per session device.

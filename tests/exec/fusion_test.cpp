@@ -9,6 +9,7 @@
 #include <cmath>
 #include <random>
 
+#include "common/random_programs.h"
 #include "exec/accelerate.h"
 #include "exec/exp.h"
 #include "exec/fusion.h"
@@ -20,96 +21,8 @@ namespace {
 
 using namespace tessera::ir;
 
-Literal random_literal(const Type& t, std::mt19937& rng) {
-  std::uniform_real_distribution<double> u(-3, 3);
-  std::vector<double> v(static_cast<size_t>(t.num_elements()));
-  for (double& x : v) x = is_integer(t.element) ? std::floor(u(rng) + 3) : u(rng);
-  return Literal::from_doubles(t, v);
-}
-
-// A random program on loop shape `shape`: element-wise chains over f32 values of that shape, fed by
-// parameters, broadcasts of smaller parameters, an iota one-hot and reductions broadcast back.
-void build_random(Module& m, const std::vector<int64_t>& shape, uint32_t seed) {
-  build_function(m, "f", [&](FunctionBuilder& f) {
-    std::mt19937 rng(seed);
-    auto pick = [&](size_t n) { return static_cast<size_t>(rng() % n); };
-    int64_t rank = static_cast<int64_t>(shape.size());
-    std::vector<Tensor> pool = {f.param(f32(shape)), f.param(f32(shape))};
-    if (rank > 0) {
-      std::vector<int64_t> lead(shape.begin(), shape.end() - 1);
-      pool.push_back(broadcast_in_dim(f.param(f32({shape.back()})), shape, {rank - 1}));
-      std::vector<int64_t> lead_dims;
-      for (int64_t d = 0; d + 1 < rank; ++d) lead_dims.push_back(d);
-      Tensor labels = f.param(i32(lead));
-      Tensor one_hot = compare(f.iota(i32(shape), rank - 1), broadcast_in_dim(labels, shape, lead_dims),
-                               ComparisonDirection::EQ);
-      pool.push_back(convert(one_hot, ElementType::f32));
-      pool.push_back(convert(f.iota(i32(shape), 0), ElementType::f32));
-      pool.push_back(select(one_hot, pool[0], pool[1]));
-    }
-    pool.push_back(broadcast_in_dim(f.param(f32({})), shape, {}));
-    std::vector<Tensor> outs;
-    for (int i = 0; i < 40; ++i) {
-      // Prefer recent values, so chains grow long; any value may be read again later.
-      auto operand = [&] { return pool[pool.size() - 1 - std::min(pick(pool.size()), pick(4))]; };
-      Tensor a = operand(), b = operand(), r = a;
-      switch (pick(18)) {
-        case 0: r = a + b; break;
-        case 1: r = a - b; break;
-        case 2: r = a * b; break;
-        case 3: r = a / b; break;
-        case 4: r = maximum(a, b); break;
-        case 5: r = minimum(a, b); break;
-        case 6: r = -a; break;
-        case 7: r = exp(a); break;
-        case 8: r = log(a); break;  // NaN for negatives: NaNs must match too
-        case 9: r = logistic(a); break;
-        case 10: r = rsqrt(a * a + b * b); break;
-        case 11: r = select(compare(a, b, ComparisonDirection::GT), a, b * a); break;
-        case 12: r = convert(convert(a, ElementType::f64) * convert(b, ElementType::f64), ElementType::f32); break;
-        case 13: r = tanh(a) + sqrt(b) * rsqrt(a); break;
-        case 14:  // a reduction (never fused) in the middle of a chain, broadcast back
-          if (rank > 0) {
-            std::vector<int64_t> kept;
-            for (int64_t d = 0; d + 1 < rank; ++d) kept.push_back(d);
-            r = a - broadcast_in_dim(log(reduce_sum(exp(a), {rank - 1})), shape, kept);
-          } else {
-            r = a * b;
-          }
-          break;
-        case 15:  // a reduction over the leading dimension, of a product computed in its loop
-          if (rank > 1) {
-            std::vector<int64_t> rest;
-            for (int64_t d = 1; d < rank; ++d) rest.push_back(d);
-            r = b + broadcast_in_dim(reduce_max(a * b, {0}), shape, rest);
-          } else {
-            r = a - b;
-          }
-          break;
-        case 16: outs.push_back(sum(a * b + 1.0)); r = -b; break;  // one long fold into a scalar
-        default: outs.push_back(a); r = a + 1.0; break;  // a value that is also returned
-      }
-      pool.push_back(r);
-    }
-    outs.push_back(pool.back());
-    outs.push_back(sum(pool[pool.size() - 2]));
-    return outs;
-  });
-}
-
-// The same bits, except that any NaN equals any NaN: which operand's NaN a sum of two NaNs keeps
-// is the compiler's choice (it may swap the operands of a commutative op), in the reference too.
-bool same_bits(const Literal& a, const Literal& b) {
-  if (a.type() != b.type()) return false;
-  if (a == b) return true;
-  if (!is_float(a.element())) return false;
-  for (int64_t i = 0; i < a.num_elements(); ++i) {
-    double x = a.get_double(i), y = b.get_double(i);
-    if (std::isnan(x) != std::isnan(y)) return false;
-    if (!std::isnan(x) && std::bit_cast<uint64_t>(x) != std::bit_cast<uint64_t>(y)) return false;
-  }
-  return true;
-}
+Literal random_literal(const Type& t, std::mt19937& rng) { return testing::chain_input(t, rng); }
+using testing::same_bits;
 
 size_t count_ops(const Block& b) {
   size_t n = 0;
@@ -136,7 +49,7 @@ TEST(Fusion, RandomChainsGiveTheReferenceBits) {
   for (size_t s = 0; s < shapes.size(); ++s) {
     for (uint32_t seed = 1; seed <= 12; ++seed) {
       Module m;
-      build_random(m, shapes[s], seed * 31 + static_cast<uint32_t>(s));
+      testing::build_elementwise_chains(m, shapes[s], seed * 31 + static_cast<uint32_t>(s));
       const Function& fn = *m.find_function("f");
       std::mt19937 rng(seed);
       std::vector<Literal> in;

@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "comm/parallel.h"
+#include "exec/executable.h"
 #include "interp/interpreter.h"
 #include "spmd/partition.h"
 #include "stablehlo/parser.h"
@@ -19,6 +20,13 @@ std::vector<const ir::Function*> cases_of(const ir::Module& m) {
   return out;
 }
 
+// Runs `fn` of `m`: through the reference interpreter, or compiled (CheckOptions::executable).
+std::vector<ir::Literal> evaluate(const ir::Module& m, const ir::Function& fn, std::vector<ir::Literal> args,
+                                  const interp::Options& options, const CheckOptions& o) {
+  if (!o.executable) return interp::evaluate(fn, std::move(args), options);
+  return exec::Executable::compile(fn, exec::CompileOptions{&m})->run(std::move(args), options);
+}
+
 // The hooks every case (and every process of its parallel runs) evaluates with.
 interp::Options case_options(const ir::Module& m, interp::CheckLog& log, const CheckOptions& o) {
   interp::Options options;
@@ -28,6 +36,10 @@ interp::Options case_options(const ir::Module& m, interp::CheckLog& log, const C
     comm::ParallelOptions p;
     p.timeout = o.timeout;
     p.base = case_options(m, log, o);
+    if (o.executable)
+      p.evaluate = [&m, o](int64_t, const ir::Function& fn, std::vector<ir::Literal> args, const interp::Options& options) {
+        return evaluate(m, fn, std::move(args), options, o);
+      };
     return comm::run_parallel(m, op.attrs().get<ir::SymbolGrid>("programs").rows, std::move(inputs), p);
   };
   return options;
@@ -154,7 +166,7 @@ CheckCounts check_file(const std::string& path, std::ostream& out, const CheckOp
       interp::CheckLog log;
       std::string error;
       try {
-        interp::evaluate(*fn, {}, case_options(*module, log, options));
+        evaluate(*module, *fn, {}, case_options(*module, log, options), options);
       } catch (const std::exception& e) {
         error = e.what();
       }

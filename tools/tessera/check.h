@@ -4,7 +4,8 @@
 // cases run: @main when the piece has one, otherwise every public function without parameters.
 // check.* ops and the check custom calls report to the case; interpreter.run_parallel runs its
 // grid of programs on host-device threads with real data exchange. One line per case (PASS, or
-// FAIL with file:line, the check and the largest difference), then "N passed, M failed".
+// FAIL with file:line, the check and the largest difference), then "N passed, M failed". With
+// --executable the cases run compiled (exec::Executable), the way devices run programs.
 #pragma once
 
 #include <chrono>
@@ -15,6 +16,9 @@ namespace tessera::tools {
 
 struct CheckOptions {
   std::chrono::milliseconds timeout = std::chrono::seconds(30);  // per collective wait
+  // Run each case, and each process of its parallel runs, as an exec::Executable with the fast
+  // kernels (as the Session's devices do) instead of the reference interpreter.
+  bool executable = false;
 };
 
 struct CheckCounts {

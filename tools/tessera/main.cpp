@@ -60,6 +60,9 @@ int main(int argc, char** argv) {
   check->add_option("files", files, "Test files (.mlir)")->required()->check(CLI::ExistingFile);
   check->add_option("--timeout", timeout_s, "Seconds a collective waits for its peers")
       ->check(CLI::PositiveNumber);
+  bool check_executable = false;
+  check->add_flag("--executable", check_executable,
+                  "Run the cases compiled (exec::Executable, fast kernels), as devices run programs");
   auto* part = app.add_subcommand("partition", "Print a module's per-device program and what it communicates");
   tessera::tools::PartitionCommand pc;
   part->add_option("file", pc.file, "StableHLO module (.mlir)")->required()->check(CLI::ExistingFile);
@@ -190,6 +193,7 @@ int main(int argc, char** argv) {
     if (check->parsed()) {
       tessera::tools::CheckOptions options;
       options.timeout = std::chrono::milliseconds(static_cast<int64_t>(timeout_s * 1000));
+      options.executable = check_executable;
       tessera::tools::CheckCounts total;
       for (const std::string& f : files) {
         auto c = tessera::tools::check_file(f, std::cout, options);

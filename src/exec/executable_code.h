@@ -1,0 +1,93 @@
+// Internal to exec::Executable: the compiled form (steps, blocks, slots) that
+// executable_compile.cpp builds and executable_run.cpp runs. See executable.h.
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "exec/executable.h"
+#include "interp/kernels.h"
+
+namespace tessera::exec::detail {
+
+// An index into a run's array of values. Every slot has one static type (Code::slot_types).
+using Slot = uint32_t;
+
+// A stretch of Code::lists (slots) or Code::captured.
+struct Range {
+  uint32_t begin = 0, size = 0;
+};
+
+enum class StepKind : uint8_t {
+  kKernel,  // the fast kernel (unless it declined once), else the reference kernel
+  kFused,   // the block's fused loop; the kernels if it declines
+  kWhile,   // a while loop compiled inline (Code::whiles)
+  kCall,    // a func.call of a compiled callee (Code::calls)
+};
+
+struct Step {
+  StepKind kind = StepKind::kKernel;
+  bool try_fast = false;  // exec::accelerate (CompileOptions::accelerate) first
+  const ir::Op* op = nullptr;
+  interp::Kernel reference = nullptr;
+  Range operands, results;  // slots, one per operand and result
+  Range frees;              // slots whose last reader is this step: freed after it
+  Range captures;           // Code::captured: values of enclosing blocks its regions read
+  int32_t nested = -1;      // kWhile: index in Code::whiles; kCall: index in Code::calls
+  int32_t profile = -1;     // index in Code::profile_keys; -1: not timed (while, call)
+};
+
+struct BlockCode {
+  std::vector<Step> steps;
+  std::unique_ptr<interp::FusionPlan> plan;  // null: no fusion in this block
+  std::vector<Slot> returns;                 // the return's operands
+  std::vector<uint8_t> move_return;          // per return operand: moved out (else copied)
+  Range return_frees;                        // slots the return reads last (moved out or dropped)
+  // Per step: the fast kernel declined the op once (it decides by types, so it always will).
+  std::unique_ptr<std::atomic<bool>[]> declined;
+};
+
+// A while loop: the state slots are both the condition's and the body's arguments.
+struct WhileCode {
+  BlockCode cond, body;
+  std::vector<Slot> state;
+  std::vector<uint8_t> move_in;  // per operand: moved into the state (it dies at the loop)
+};
+
+struct CallCode {
+  std::shared_ptr<const Executable> callee;
+  std::vector<uint8_t> move_in;  // per operand: moved into the call (it dies there)
+};
+
+struct Code {
+  const ir::Function* fn = nullptr;
+  const ir::Module* module = nullptr;
+  bool (*accelerate)(const ir::Op&, std::span<const ir::Literal* const>, std::vector<ir::Literal>&) = nullptr;
+  BlockCode body;
+  std::vector<Slot> params;  // the function's parameters
+  std::vector<Slot> lists;   // the slot lists of every step
+  std::vector<std::pair<const ir::Value*, Slot>> captured;
+  std::vector<const ir::Type*> slot_types;
+  std::unordered_map<const ir::Value*, Slot> slot_of;  // fused loops name their values by Value
+  std::vector<std::unique_ptr<WhileCode>> whiles;
+  std::vector<CallCode> calls;
+  // Per timed step: the op's name, and its name with its result types (Profile::by_type).
+  std::vector<std::pair<std::string, std::string>> profile_keys;
+  Executable::Stats stats;
+
+  const Slot* list(Range r) const { return lists.data() + r.begin; }
+};
+
+struct Access {
+  static std::shared_ptr<Executable> make() { return std::shared_ptr<Executable>(new Executable()); }
+  static Code& code(Executable& e) { return *e.code_; }
+  static const Code& code(const Executable& e) { return *e.code_; }
+};
+
+// Runs compiled code on `args` (one per parameter, already checked) in `state`.
+std::vector<ir::Literal> execute(const Code& code, std::vector<ir::Literal> args, const interp::RunState& state);
+
+}  // namespace tessera::exec::detail

@@ -1,0 +1,291 @@
+// Random programs shared by the tests that check one runner against another:
+//   - the SPMD property generator (tests/spmd/property_test.cpp): chains of 5-30 ops drawn from the
+//     op table, with random shardings on a mesh (ProgramGen, build_sharded_program, uniform_input);
+//   - the fusion generator (tests/exec/fusion_test.cpp): element-wise chains with broadcasts, iota
+//     one-hots, compares, selects, converts and reductions (build_elementwise_chains, chain_input);
+//   - same_bits, the bitwise comparison those tests use.
+// tests/exec/executable_test.cpp runs both through exec::Executable.
+#pragma once
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <optional>
+#include <random>
+#include <vector>
+
+#include "ir/builder.h"
+#include "ir/literal.h"
+#include "ir/module.h"
+
+namespace tessera::testing {
+
+using namespace tessera::ir;
+
+// ---- The SPMD property generator ----
+
+struct ProgramGen {
+  std::mt19937 rng;
+  Mesh mesh;
+
+  int pick(int n) { return std::uniform_int_distribution<int>(0, n - 1)(rng); }
+  bool coin(double p = 0.5) { return std::bernoulli_distribution(p)(rng); }
+
+  // Every way to name a slice of the mesh: whole axes and, for axes of 4 or more, sub-axes.
+  std::vector<AxisRef> refs() const {
+    std::vector<AxisRef> out;
+    for (const auto& a : mesh.axes) {
+      out.emplace_back(a.name);
+      if (a.size >= 4) {
+        out.emplace_back(a.name, SubAxis{1, 2});
+        out.emplace_back(a.name, SubAxis{2, a.size / 2});
+      }
+    }
+    return out;
+  }
+
+  Sharding random_sharding(size_t rank) {
+    Sharding s{mesh.name, std::vector<DimSharding>(rank), {}, {}};
+    std::vector<AxisRef> used;
+    for (auto& d : s.dims) {
+      if (coin(0.4)) continue;
+      int n = 1 + pick(2);
+      for (int k = 0; k < n; ++k) {
+        auto all = refs();
+        const AxisRef& r = all[static_cast<size_t>(pick(static_cast<int>(all.size())))];
+        bool clash = false;
+        for (const auto& u : used)
+          if (u.name == r.name) clash = true;  // one use of an axis (or part of it) per tensor
+        if (clash) continue;
+        used.push_back(r);
+        d.axes.push_back(r);
+      }
+    }
+    return s;
+  }
+
+  std::vector<int64_t> random_shape() {
+    static const int64_t sizes[] = {1, 2, 3, 4, 5, 6, 8};
+    std::vector<int64_t> s(static_cast<size_t>(1 + pick(3)));
+    for (auto& d : s) d = sizes[pick(7)];
+    return s;
+  }
+};
+
+// One random program: parameters with random shardings, then a chain of 5-30 ops drawn from the op
+// table on the newest value (contractions, layout ops, reductions, element-wise ops, constraints).
+inline void build_sharded_program(Module& m, ProgramGen& g, int length) {
+  build_function(m, "f", [&](FunctionBuilder& f) {
+    auto param = [&](const std::vector<int64_t>& shape) {
+      return f.param(f32(shape), g.coin(0.8) ? std::optional<Sharding>(g.random_sharding(shape.size())) : std::nullopt);
+    };
+    Tensor x = param(g.random_shape());
+    std::vector<Tensor> outs;
+    for (int step = 0; step < length; ++step) {
+      const auto shape = x.shape();
+      size_t rank = shape.size();
+      switch (g.pick(18)) {
+        case 0: x = tanh(x); break;
+        case 1: x = x * param(shape) + 0.5; break;
+        case 2: x = maximum(x, param(shape)) - x; break;
+        case 3: {  // transpose
+          std::vector<int64_t> perm(rank);
+          for (size_t i = 0; i < rank; ++i) perm[i] = static_cast<int64_t>(i);
+          std::shuffle(perm.begin(), perm.end(), g.rng);
+          x = transpose(x, perm);
+          break;
+        }
+        case 4: {  // reshape: merge two dims or split one
+          if (rank >= 2 && g.coin()) {
+            size_t d = static_cast<size_t>(g.pick(static_cast<int>(rank - 1)));
+            std::vector<int64_t> s;
+            for (size_t i = 0; i < rank; ++i) {
+              if (i == d + 1) continue;
+              s.push_back(i == d ? shape[d] * shape[d + 1] : shape[i]);
+            }
+            x = reshape(x, s);
+          } else if (rank < 4) {
+            size_t d = static_cast<size_t>(g.pick(static_cast<int>(rank)));
+            if (shape[d] % 2 == 0 && shape[d] > 2) {
+              std::vector<int64_t> s = shape;
+              s[d] = 2;
+              s.insert(s.begin() + static_cast<ptrdiff_t>(d) + 1, shape[d] / 2);
+              x = reshape(x, s);
+            }
+          }
+          break;
+        }
+        case 5:
+          if (rank >= 2) x = reduce_sum(x, {g.pick(static_cast<int>(rank))});
+          break;
+        case 6: {  // contract the last dimension with a new weight
+          int64_t k = shape.back(), n = 1 + g.pick(5);
+          Tensor w = param({k, n});
+          DotDims dd{{}, {}, {static_cast<int64_t>(rank) - 1}, {0}};
+          x = dot_general(x, w, dd);
+          break;
+        }
+        case 7:
+          if (rank < 4) {
+            std::vector<int64_t> s = shape, dims;
+            s.insert(s.begin(), 3);
+            for (size_t i = 0; i < rank; ++i) dims.push_back(static_cast<int64_t>(i) + 1);
+            x = broadcast_in_dim(x, s, dims);
+          }
+          break;
+        case 8: {  // slice a dimension
+          size_t d = static_cast<size_t>(g.pick(static_cast<int>(rank)));
+          if (shape[d] < 2) break;
+          std::vector<int64_t> start(rank, 0), limit = shape;
+          start[d] = g.pick(static_cast<int>(shape[d]) - 1);
+          limit[d] = start[d] + 1 + g.pick(static_cast<int>(shape[d] - start[d]));
+          x = slice(x, start, limit);
+          break;
+        }
+        case 9: {  // pad a dimension
+          size_t d = static_cast<size_t>(g.pick(static_cast<int>(rank)));
+          std::vector<int64_t> lo(rank, 0), hi(rank, 0);
+          lo[d] = g.pick(3);
+          hi[d] = g.pick(3) - (shape[d] > 1 ? 1 : 0);
+          x = pad(x, x.builder().scalar(ElementType::f32, 0.25), lo, hi);
+          break;
+        }
+        case 10: x = concatenate({x, negate(x)}, g.pick(static_cast<int>(rank))); break;
+        case 11: x = reverse(x, {g.pick(static_cast<int>(rank))}); break;
+        case 12: x = constrain(x, g.random_sharding(rank)); break;
+        case 13:
+          x = x + convert(x.builder().iota(i32(shape), g.pick(static_cast<int>(rank))), ElementType::f32) * 0.125;
+          break;
+        case 14: x = select(compare(x, x.builder().scalar(ElementType::f32, 0) + x * 0.0, ComparisonDirection::GT), x, x * 0.5); break;
+        case 15:
+          if (rank >= 2) x = reduce_max(x, {g.pick(static_cast<int>(rank))});
+          break;
+        case 16:
+          if (rank >= 2) {  // batched contraction over the first dimension
+            int64_t n = 1 + g.pick(4);
+            Tensor w = param({shape[0], shape[rank - 1], n});
+            DotDims dd{{0}, {0}, {static_cast<int64_t>(rank) - 1}, {1}};
+            x = dot_general(x, w, dd);
+          }
+          break;
+        case 17: {  // dynamic_slice from a constant start
+          size_t d = static_cast<size_t>(g.pick(static_cast<int>(rank)));
+          if (shape[d] < 2) break;
+          std::vector<Tensor> start;
+          for (size_t i = 0; i < rank; ++i)
+            start.push_back(x.builder().scalar(ElementType::i32, i == d ? 1 : 0));
+          std::vector<int64_t> sizes = shape;
+          sizes[d] = shape[d] - 1;
+          x = dynamic_slice(x, start, sizes);
+          break;
+        }
+      }
+      if (x.type().num_elements() > 4096) x = reduce_sum(x, {0});
+      if (g.coin(0.1)) outs.push_back(x);
+    }
+    outs.push_back(x);
+    return outs;
+  });
+}
+
+inline Literal uniform_input(const Type& t, std::mt19937& rng) {
+  std::uniform_real_distribution<double> u(-1, 1);
+  std::vector<double> v(static_cast<size_t>(t.num_elements()));
+  for (double& x : v) x = u(rng);
+  return Literal::from_doubles(t, v);
+}
+
+// ---- The fusion generator ----
+
+inline Literal chain_input(const Type& t, std::mt19937& rng) {
+  std::uniform_real_distribution<double> u(-3, 3);
+  std::vector<double> v(static_cast<size_t>(t.num_elements()));
+  for (double& x : v) x = is_integer(t.element) ? std::floor(u(rng) + 3) : u(rng);
+  return Literal::from_doubles(t, v);
+}
+
+// A random program on loop shape `shape`: element-wise chains over f32 values of that shape, fed by
+// parameters, broadcasts of smaller parameters, an iota one-hot and reductions broadcast back.
+inline void build_elementwise_chains(Module& m, const std::vector<int64_t>& shape, uint32_t seed) {
+  build_function(m, "f", [&](FunctionBuilder& f) {
+    std::mt19937 rng(seed);
+    auto pick = [&](size_t n) { return static_cast<size_t>(rng() % n); };
+    int64_t rank = static_cast<int64_t>(shape.size());
+    std::vector<Tensor> pool = {f.param(f32(shape)), f.param(f32(shape))};
+    if (rank > 0) {
+      std::vector<int64_t> lead(shape.begin(), shape.end() - 1);
+      pool.push_back(broadcast_in_dim(f.param(f32({shape.back()})), shape, {rank - 1}));
+      std::vector<int64_t> lead_dims;
+      for (int64_t d = 0; d + 1 < rank; ++d) lead_dims.push_back(d);
+      Tensor labels = f.param(i32(lead));
+      Tensor one_hot = compare(f.iota(i32(shape), rank - 1), broadcast_in_dim(labels, shape, lead_dims),
+                               ComparisonDirection::EQ);
+      pool.push_back(convert(one_hot, ElementType::f32));
+      pool.push_back(convert(f.iota(i32(shape), 0), ElementType::f32));
+      pool.push_back(select(one_hot, pool[0], pool[1]));
+    }
+    pool.push_back(broadcast_in_dim(f.param(f32({})), shape, {}));
+    std::vector<Tensor> outs;
+    for (int i = 0; i < 40; ++i) {
+      // Prefer recent values, so chains grow long; any value may be read again later.
+      auto operand = [&] { return pool[pool.size() - 1 - std::min(pick(pool.size()), pick(4))]; };
+      Tensor a = operand(), b = operand(), r = a;
+      switch (pick(18)) {
+        case 0: r = a + b; break;
+        case 1: r = a - b; break;
+        case 2: r = a * b; break;
+        case 3: r = a / b; break;
+        case 4: r = maximum(a, b); break;
+        case 5: r = minimum(a, b); break;
+        case 6: r = -a; break;
+        case 7: r = exp(a); break;
+        case 8: r = log(a); break;  // NaN for negatives: NaNs must match too
+        case 9: r = logistic(a); break;
+        case 10: r = rsqrt(a * a + b * b); break;
+        case 11: r = select(compare(a, b, ComparisonDirection::GT), a, b * a); break;
+        case 12: r = convert(convert(a, ElementType::f64) * convert(b, ElementType::f64), ElementType::f32); break;
+        case 13: r = tanh(a) + sqrt(b) * rsqrt(a); break;
+        case 14:  // a reduction (never fused) in the middle of a chain, broadcast back
+          if (rank > 0) {
+            std::vector<int64_t> kept;
+            for (int64_t d = 0; d + 1 < rank; ++d) kept.push_back(d);
+            r = a - broadcast_in_dim(log(reduce_sum(exp(a), {rank - 1})), shape, kept);
+          } else {
+            r = a * b;
+          }
+          break;
+        case 15:  // a reduction over the leading dimension, of a product computed in its loop
+          if (rank > 1) {
+            std::vector<int64_t> rest;
+            for (int64_t d = 1; d < rank; ++d) rest.push_back(d);
+            r = b + broadcast_in_dim(reduce_max(a * b, {0}), shape, rest);
+          } else {
+            r = a - b;
+          }
+          break;
+        case 16: outs.push_back(sum(a * b + 1.0)); r = -b; break;  // one long fold into a scalar
+        default: outs.push_back(a); r = a + 1.0; break;  // a value that is also returned
+      }
+      pool.push_back(r);
+    }
+    outs.push_back(pool.back());
+    outs.push_back(sum(pool[pool.size() - 2]));
+    return outs;
+  });
+}
+
+// The same bits, except that any NaN equals any NaN: which operand's NaN a sum of two NaNs keeps
+// is the compiler's choice (it may swap the operands of a commutative op), in the reference too.
+inline bool same_bits(const Literal& a, const Literal& b) {
+  if (a.type() != b.type()) return false;
+  if (a == b) return true;
+  if (!is_float(a.element())) return false;
+  for (int64_t i = 0; i < a.num_elements(); ++i) {
+    double x = a.get_double(i), y = b.get_double(i);
+    if (std::isnan(x) != std::isnan(y)) return false;
+    if (!std::isnan(x) && std::bit_cast<uint64_t>(x) != std::bit_cast<uint64_t>(y)) return false;
+  }
+  return true;
+}
+
+}  // namespace tessera::testing
