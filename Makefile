@@ -3,6 +3,7 @@
 #   make test       install what is missing, build, and run every test through ctest
 #   make build      configure and build everything (tests, examples, benchmarks)
 #   make test-asan  the test suite again, built with AddressSanitizer + UndefinedBehaviorSanitizer
+#   make test-tsan  the threaded layers' tests (labels comm, runtime, mpmd) built with ThreadSanitizer
 BUILD ?= build
 JOBS ?= $(shell nproc)
 CMAKE_ARGS ?=
@@ -18,7 +19,7 @@ APT_PACKAGES := cmake g++ make ccache libopenblas-dev libfmt-dev nlohmann-json3-
                 libgtest-dev libgmock-dev libbenchmark-dev python3 python3-numpy \
                 libopenmpi-dev openmpi-bin python3-torch fortunes
 
-.PHONY: deps configure build run test test-asan clean
+.PHONY: deps configure build run test test-asan test-tsan clean
 
 deps:
 	@missing=$$(for p in $(APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
@@ -51,5 +52,14 @@ test: deps build
 test-asan:
 	$(MAKE) test BUILD=build-asan CMAKE_ARGS="-DTESSERA_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug"
 
+# ThreadSanitizer over the labels whose code runs threads: comm (host devices), runtime, mpmd
+# (pipeline stages). Only those tests are built. MPI is off in this build: OpenMPI is not
+# TSan-clean, so the `mpi` tests (separate processes under mpirun) do not run here.
+TSAN_LABELS := comm|runtime|mpmd
+test-tsan: deps
+	cmake -S . -B build-tsan -DTESSERA_TSAN=ON -DTESSERA_MPI=OFF $(CMAKE_ARGS)
+	cmake --build build-tsan -j $(JOBS) --target tests_comm tests_runtime tests_mpmd
+	ctest --test-dir build-tsan --output-on-failure -j $(JOBS) -L '$(TSAN_LABELS)' -LE mpi $(CTEST_ARGS)
+
 clean:
-	rm -rf build build-asan
+	rm -rf build build-asan build-tsan

@@ -1,8 +1,12 @@
 #!/usr/bin/env bash
-# Builds the parser fuzzer's seed corpus: every **/*.mlir file of the conformance folder (the
-# argument, or $TESSERA_CONFORMANCE_DIR), cut at `// -----` lines into one seed file per piece, plus
-# the regression seeds in fuzz/regressions/. Without a conformance folder the corpus is the
-# regression seeds alone. Usage: fuzz/make_corpus.sh OUTPUT_DIR [CONFORMANCE_DIR]
+# Builds the fuzzers' seed corpora, one folder per target under OUTPUT_DIR (OUTPUT_DIR/npy/, ...):
+#   * every target: the small valid inputs `fuzz_seeds TARGET DIR` writes (made by Tessera's own
+#     writers; fuzz/seeds.cpp), plus that target's regression files in fuzz/regressions/<target>/;
+#   * parser, also: every **/*.mlir file of the conformance folder (the second argument, or
+#     $TESSERA_CONFORMANCE_DIR), cut at `// -----` lines into one seed file per piece.
+# Corpora are generated, never committed: put them under build-fuzz/, which .gitignore covers.
+# Usage: fuzz/make_corpus.sh OUTPUT_DIR [CONFORMANCE_DIR]
+# ($FUZZ_SEEDS names the fuzz_seeds binary; default build-fuzz/bin/fuzz_seeds.)
 set -euo pipefail
 
 if [ $# -lt 1 ]; then
@@ -11,19 +15,31 @@ if [ $# -lt 1 ]; then
 fi
 out=$1
 root=$(cd "$(dirname "$0")/.." && pwd)
+seeds_bin=${FUZZ_SEEDS:-$root/build-fuzz/bin/fuzz_seeds}
 conformance=${2:-${TESSERA_CONFORMANCE_DIR:-}}
+if [ ! -x "$seeds_bin" ]; then
+  echo "no fuzz_seeds at $seeds_bin: build it (cmake --build build-fuzz --target fuzz_seeds) or set FUZZ_SEEDS" >&2
+  exit 1
+fi
 if [ -n "$conformance" ] && [ ! -d "$conformance" ]; then
   echo "no conformance folder at $conformance" >&2
   exit 1
 fi
-mkdir -p "$out"
+
+for target in parser npy safetensors checkpoint mesh_spec input_spec; do
+  mkdir -p "$out/$target"
+  "$seeds_bin" "$target" "$out/$target"
+  if [ -d "$root/fuzz/regressions/$target" ]; then
+    find "$root/fuzz/regressions/$target" -type f ! -name '*.md' -exec cp {} "$out/$target/" \;
+  fi
+done
 
 files=0
 [ -n "$conformance" ] && while IFS= read -r -d '' file; do
   rel=${file#"$conformance"/}
   stem=$(printf '%s' "${rel%.mlir}" | tr '/' '_')
   # One output file per piece: <stem>.<n>.mlir, n counting from 0.
-  awk -v prefix="$out/$stem" '
+  awk -v prefix="$out/parser/$stem" '
     BEGIN { n = 0; name = prefix "." n ".mlir"; printf "" > name }
     /^[ \t]*\/\/ -----[ \t]*$/ { close(name); n++; name = prefix "." n ".mlir"; printf "" > name; next }
     { print > name }
@@ -31,7 +47,8 @@ files=0
   files=$((files + 1))
 done < <(find "$conformance" -name '*.mlir' -type f -print0 | sort -z)
 
-if [ -d "$root/fuzz/regressions" ]; then
-  find "$root/fuzz/regressions" -type f ! -name '*.md' -exec cp {} "$out/" \;
-fi
-echo "$files files -> $(find "$out" -type f | wc -l) seeds in $out"
+for target in parser npy safetensors checkpoint mesh_spec input_spec; do
+  echo "$target: $(find "$out/$target" -type f | wc -l) seeds in $out/$target"
+done
+[ -n "$conformance" ] && echo "parser: $files conformance files cut into pieces"
+exit 0

@@ -102,7 +102,18 @@ inline void finish(const float* x, const double* y, float* z, int64_t m) {
 
 // The loops are compiled twice, for AVX2 + FMA and for the baseline, and the CPU picks one: four
 // doubles per instruction instead of two. (FMA changes the double by an ulp, never the float.)
+// Not under ThreadSanitizer: the clones' ifunc resolver runs while the dynamic loader relocates,
+// before TSan's runtime is up, and its instrumented entry crashes every binary at start-up.
+#if defined(__SANITIZE_THREAD__)
+#define TESSERA_CLONES
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define TESSERA_CLONES
+#endif
+#endif
+#ifndef TESSERA_CLONES
 #define TESSERA_CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
+#endif
 
 // z = f(x) in chunks: `near` computes each element's double from the input (vectorized), then
 // finish() rounds and sends the elements that need it to the fallbacks. x is copied per chunk: z

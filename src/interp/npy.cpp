@@ -59,6 +59,8 @@ std::string_view dict_value(std::string_view header, std::string_view key, std::
   at = header.find(':', at + quoted.size());
   if (at == std::string_view::npos) support::fail("{}: malformed .npy header", what);
   size_t begin = header.find_first_not_of(' ', at + 1);
+  // Nothing after the ':' (fuzzer finding: substr(npos) threw std::out_of_range).
+  if (begin == std::string_view::npos) support::fail("{}: .npy header has no value for {}", what, quoted);
   size_t end = begin;
   int depth = 0;
   for (; end < header.size(); ++end) {
@@ -80,10 +82,11 @@ std::vector<int64_t> parse_shape(std::string_view text, std::string_view what) {
   while (std::getline(ss, item, ',')) {
     size_t b = item.find_first_not_of(' ');
     if (b == std::string::npos) continue;  // the trailing comma of (n,)
-    char* end = nullptr;
-    long long v = std::strtoll(item.c_str() + b, &end, 10);
-    if (end == item.c_str() + b || v < 0) support::fail("{}: .npy shape {} is malformed", what, text);
-    shape.push_back(v);
+    size_t e = item.find_last_not_of(' ');
+    // The whole item, strictly: strtoll read "(2x,)" as (2,) and clamped a 20-digit size to INT64_MAX.
+    std::optional<int64_t> v = support::parse_int(std::string_view(item).substr(b, e + 1 - b));
+    if (!v || *v < 0) support::fail("{}: .npy shape {} is malformed", what, text);
+    shape.push_back(*v);
   }
   return shape;
 }

@@ -186,7 +186,8 @@ Image safetensors_image(const std::vector<std::pair<std::string, const Literal*>
   return image;
 }
 
-// A safetensors file from its bytes (`path` for messages).
+}  // namespace
+
 NamedArrays parse_safetensors(std::string_view bytes, const std::string& path, std::map<std::string, std::string>* metadata) {
   if (bytes.size() < 8) fail("{}: {} bytes, too short for a safetensors file", path, bytes.size());
   uint64_t n = 0;
@@ -232,6 +233,8 @@ NamedArrays parse_safetensors(std::string_view bytes, const std::string& path, s
   }
   return out;
 }
+
+namespace {
 
 bool is_digits(std::string_view s) {
   return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
@@ -279,6 +282,15 @@ void save_safetensors(const std::string& path, const NamedArrays& arrays, const 
 
 NamedArrays load_safetensors(const std::string& path, std::map<std::string, std::string>* metadata) {
   return parse_safetensors(read_file_bytes(path), path, metadata);
+}
+
+std::string to_safetensors(const NamedArrays& arrays, const std::map<std::string, std::string>& metadata) {
+  std::vector<std::pair<std::string, const Literal*>> views;
+  for (const auto& [name, l] : arrays) views.push_back({name, &l});
+  Image image = safetensors_image(views, metadata, "safetensors data");  // parts() point into it
+  std::string out;
+  for (std::string_view part : image.parts()) out += part;
+  return out;
 }
 
 std::string save_sharded(const std::string& where, const std::vector<std::string>& names, const std::vector<ShardedBuffer>& buffers,
@@ -370,8 +382,15 @@ std::string checkpoint_directory(const std::string& where) {
 
 NamedArrays load_sharded(const std::string& where, std::map<std::string, std::string>* metadata) {
   const std::string dir = checkpoint_directory(where);
+  return load_sharded_from(read_file_bytes(dir + "/index.json"), dir,
+                           [&](const std::string& name) { return read_file_bytes(dir + "/" + name); }, metadata);
+}
+
+NamedArrays load_sharded_from(std::string_view index_text, const std::string& dir,
+                              const std::function<std::string(const std::string& name)>& read_file,
+                              std::map<std::string, std::string>* metadata) {
   const std::string index_file = dir + "/index.json";
-  json index = parse_json(read_file_bytes(index_file), index_file, "the index");
+  json index = parse_json(index_text, index_file, "the index");
   Field root{index, &index_file, ""};
   if (!index.is_object()) root.wrong("an object");
   int64_t version = root.has("version") ? root["version"].integer(1, INT64_MAX) : 1;
@@ -422,7 +441,7 @@ NamedArrays load_sharded(const std::string& where, std::map<std::string, std::st
   }
   for (size_t d = 0; d < devices; ++d) {
     std::string name = fmt::format("device-{}.safetensors", d), path = dir + "/" + name;
-    std::string bytes = read_file_bytes(path);
+    std::string bytes = read_file(name);
     if (listed) {
       Field f = (*listed)[d];
       if (f["name"].str() != name) fail("{}: \"{}.name\" is {}, expected {}", index_file, f.path, f["name"].j.dump(), name);

@@ -23,8 +23,10 @@
 // UserError naming it.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "ir/literal.h"
@@ -38,6 +40,11 @@ using NamedArrays = std::vector<std::pair<std::string, ir::Literal>>;
 void save_safetensors(const std::string& path, const NamedArrays& arrays,
                       const std::map<std::string, std::string>& metadata = {});
 NamedArrays load_safetensors(const std::string& path, std::map<std::string, std::string>* metadata = nullptr);
+// The same in memory: a safetensors file's bytes (`what` names them in messages), and the bytes
+// save_safetensors writes. The readers are fuzzed (fuzz/README.md) through these.
+NamedArrays parse_safetensors(std::string_view bytes, const std::string& what,
+                              std::map<std::string, std::string>* metadata = nullptr);
+std::string to_safetensors(const NamedArrays& arrays, const std::map<std::string, std::string>& metadata = {});
 
 // Saves a new checkpoint of `step` into `dir` (created if missing) as above and returns its
 // directory; `buffers[i]` is named `names[i]`; `mesh` is the mesh their shardings name.
@@ -48,6 +55,12 @@ std::string save_sharded(const std::string& dir, const std::vector<std::string>&
 // The whole arrays of the checkpoint `dir` holds (or is), in the order they were saved; with
 // `metadata`, index.json's "metadata" (empty when the checkpoint has none).
 NamedArrays load_sharded(const std::string& dir, std::map<std::string, std::string>* metadata = nullptr);
+// load_sharded without the file system: `index_text` is the index.json of checkpoint directory
+// `dir` (named in messages), and read_file("device-<d>.safetensors") returns a device file's bytes
+// (or throws a UserError). load_sharded is this over the files; the fuzzer calls it directly.
+NamedArrays load_sharded_from(std::string_view index_text, const std::string& dir,
+                              const std::function<std::string(const std::string& name)>& read_file,
+                              std::map<std::string, std::string>* metadata = nullptr);
 // The directory of the checkpoint load_sharded(dir) reads: the one `latest` names, or dir itself.
 std::string checkpoint_directory(const std::string& dir);
 

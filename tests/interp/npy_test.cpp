@@ -75,6 +75,13 @@ TEST(Npy, RefusesWhatItCannotRepresent) {
   EXPECT_EQ(message_of([&] { from_npy(good.substr(0, good.size() - 1), "x.npy"); }),
             "x.npy: .npy data has 15 bytes, tensor<2x2xf32> needs 16");
   EXPECT_EQ(message_of([&] { from_npy(edited("(2, 2)", "(2, x)"), "x.npy"); }), "x.npy: .npy shape (2, x) is malformed");
+  // Each size read whole: not "2x" as 2, nor a size past int64 as its largest value.
+  EXPECT_EQ(message_of([&] { from_npy(edited("(2, 2)", "(2, 2x)"), "x.npy"); }), "x.npy: .npy shape (2, 2x) is malformed");
+  EXPECT_EQ(message_of([&] { from_npy(edited("(2, 2)", "(99999999999999999999, 0)"), "x.npy"); }),
+            "x.npy: .npy shape (99999999999999999999, 0) is malformed");
+  std::string spaced = edited("(2, 2)", "( 2 , 2 )");
+  spaced.erase(spaced.find("   \n"), 3);  // the header keeps its length
+  EXPECT_EQ(from_npy(spaced, "x.npy").shape(), (std::vector<int64_t>{2, 2}));
 }
 
 }  // namespace

@@ -9,12 +9,11 @@
 
 #include "interp/npy.h"
 #include "runtime/session.h"
-#include "spmd/mesh_math.h"
 #include "spmd/partition.h"
 #include "stablehlo/parser.h"
 #include "stablehlo/printer.h"
 #include "support/error.h"
-#include "support/strings.h"
+#include "tools/tessera/cli_options.h"
 
 namespace tessera::tools {
 
@@ -29,34 +28,8 @@ std::unique_ptr<ir::Module> load(const std::string& path, const std::string& mes
   buffer << in.rdbuf();
   auto m = stablehlo::parse(buffer.str(), path);
   if (mesh_spec.empty()) return m;
-  ir::Mesh mesh{"mesh", {}, {}};
-  std::stringstream spec(mesh_spec);
-  for (std::string item; std::getline(spec, item, ',');) {
-    size_t eq = item.find('=');
-    if (eq == std::string::npos || eq == 0)
-      fail("--mesh: '{}' is not name=size (e.g. --mesh data=4,model=2)", item);
-    std::optional<int64_t> size = support::parse_int(item.substr(eq + 1));
-    if (!size || *size < 1)
-      fail("--mesh: size of axis \"{}\" is not a positive whole number: '{}'", item.substr(0, eq), item.substr(eq + 1));
-    mesh.axes.push_back({item.substr(0, eq), *size});
-  }
   // The module's one (non-maximal) mesh takes these axes; without one, @mesh is added.
-  ir::Mesh* target = nullptr;
-  for (auto& existing : m->meshes)
-    if (!spmd::is_maximal(existing)) {
-      if (target) fail("--mesh: {} declares several meshes; edit the file instead", path);
-      target = &existing;
-    }
-  if (!target) {
-    m->add_mesh(mesh);
-  } else {
-    for (const auto& a : target->axes)
-      if (!mesh.find_axis(a.name))
-        fail("--mesh: the file's mesh @{} has axis \"{}\", which --mesh does not size", target->name, a.name);
-    target->axes = mesh.axes;
-    target->device_ids.clear();
-    ir::validate(*target);
-  }
+  apply_mesh(*m, parse_mesh_spec(mesh_spec), path);
   ir::verify(*m);
   return m;
 }
@@ -91,18 +64,8 @@ int run_command(const RunCommand& c, std::ostream& out) {
   const ir::Function& f = entry(*m, c.function);
   std::vector<std::optional<ir::Literal>> given(f.num_parameters());
   for (const std::string& spec : c.inputs) {
-    size_t eq = spec.find('=');
-    if (eq == std::string::npos) fail("--input: '{}' is not argN=file.npy", spec);
-    std::string name = spec.substr(0, eq);
-    if (name.rfind("%", 0) == 0) name = name.substr(1);
-    if (name.rfind("arg", 0) == 0) name = name.substr(3);
-    std::optional<int64_t> parsed = support::parse_int(name);
-    if (!parsed || *parsed < 0) fail("--input: '{}' names no parameter (use argN or N, N from 0)", spec.substr(0, eq));
-    size_t index = static_cast<size_t>(*parsed);
-    if (index >= given.size())
-      fail("--input: @{} has {} parameter{}, no parameter {}", f.name(), given.size(), given.size() == 1 ? "" : "s",
-           index);
-    given[index] = interp::load_npy(spec.substr(eq + 1));
+    InputSpec input = parse_input_spec(spec, f.name(), given.size());
+    given[input.parameter] = interp::load_npy(input.path);
   }
   std::vector<ir::Literal> inputs;
   for (size_t i = 0; i < given.size(); ++i) {

@@ -1,0 +1,161 @@
+// Seed inputs for the fuzz targets (targets.h): small valid inputs made by Tessera's own writers,
+// so they are valid by construction and follow the formats as the writers change. The fuzzer
+// starts from these and mutates; the regression test checks that every one is accepted.
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <memory>
+#include <nlohmann/json.hpp>
+
+#include "fuzz/targets.h"
+#include "interp/npy.h"
+#include "ir/literal.h"
+#include "runtime/checkpoint.h"
+#include "runtime/layout.h"
+#include "support/durable_file.h"
+
+namespace tessera::fuzz {
+
+namespace {
+
+namespace fs = std::filesystem;
+using ir::ElementType;
+using ir::Literal;
+using ir::Type;
+using Seeds = std::vector<std::pair<std::string, std::string>>;
+
+// start + scale * i; unsigned types need start >= 0 (set_double does not wrap negative values).
+Literal ramp(Type t, double scale = 0.5, double start = -1) {
+  Literal l(std::move(t));
+  for (int64_t i = 0; i < l.num_elements(); ++i) l.set_double(i, start + scale * double(i));
+  return l;
+}
+
+Seeds parser_seeds() {
+  return {{"tanh.mlir", "func.func @main(%arg0: tensor<8xf32>) -> tensor<8xf32> {\n"
+                        "  %0 = stablehlo.tanh %arg0 : tensor<8xf32>\n  return %0 : tensor<8xf32>\n}\n"},
+          {"sharded_dot.mlir",
+           "sdy.mesh @m = <[\"data\"=4]>\n"
+           "func.func @main(%arg0: tensor<8x4xf32> {sdy.sharding = #sdy.sharding<@m, [{\"data\"}, {}]>}, "
+           "%arg1: tensor<4x3xf32>) -> tensor<8x3xf32> {\n"
+           "  %0 = stablehlo.dot_general %arg0, %arg1, contracting_dims = [1] x [0] : (tensor<8x4xf32>, "
+           "tensor<4x3xf32>) -> tensor<8x3xf32>\n  return %0 : tensor<8x3xf32>\n}\n"},
+          {"constant.mlir", "func.func @main() -> tensor<2x2xi32> {\n"
+                            "  %0 = stablehlo.constant dense<[[1, 2], [3, 4]]> : tensor<2x2xi32>\n"
+                            "  return %0 : tensor<2x2xi32>\n}\n"}};
+}
+
+// The same array in .npy format version 2.0 or 3.0: a 4-byte header length instead of 2.
+std::string npy_version(const std::string& v1, char major) {
+  size_t len = static_cast<unsigned char>(v1[8]) | static_cast<size_t>(static_cast<unsigned char>(v1[9])) << 8;
+  std::string out = v1.substr(0, 6) + major + '\0';
+  for (int i = 0; i < 4; ++i) out += static_cast<char>((len >> (8 * i)) & 0xff);
+  return out + v1.substr(10);
+}
+
+Seeds npy_seeds() {
+  Seeds out;
+  std::vector<std::pair<std::string, Literal>> arrays = {
+      {"f32_2x3", ramp(ir::f32({2, 3}))},
+      {"i64_scalar", ramp(ir::i64({}), 7)},
+      {"bool_4", Literal::from_ints(ir::i1({4}), std::vector<int64_t>{1, 0, 1, 1})},
+      {"f16_0", Literal(Type(ElementType::f16, {0}))},
+      {"c64_2", ramp(Type(ElementType::c64, {2}))},
+      {"u8_3x1x2", ramp(Type(ElementType::ui8, {3, 1, 2}), 1, 0)},
+      {"f64_1", ramp(ir::f64({1}))}};
+  for (const auto& [name, l] : arrays) out.push_back({name + ".npy", interp::to_npy(l)});
+  out.push_back({"f32_2x3_v2.npy", npy_version(out[0].second, 2)});
+  out.push_back({"i64_scalar_v3.npy", npy_version(out[1].second, 3)});
+  return out;
+}
+
+Seeds safetensors_seeds() {
+  return {{"mixed.safetensors",
+           runtime::to_safetensors({{"layers.0.w", ramp(ir::f32({3, 5}))},
+                                    {"step", ramp(ir::i64({}), 1)},
+                                    {"mask", Literal::from_ints(ir::i1({4}), std::vector<int64_t>{1, 0, 1, 1})},
+                                    {"b", ramp(Type(ElementType::bf16, {2}))}},
+                                   {{"format", "pt"}})},
+          {"empty.safetensors", runtime::to_safetensors({})},
+          {"zero_size.safetensors", runtime::to_safetensors({{"e", Literal(ir::f32({0, 3}))}, {"s", ramp(ir::f64({}))}})}};
+}
+
+// One checkpoint in the checkpoint target's format, made by save_sharded in a scratch directory;
+// with `version1`, index.json in the older layout (no file sizes or checksums), which lets the
+// fuzzer change device files without having to fix their CRC-32C.
+std::string checkpoint(const ir::Mesh& mesh, int64_t devices,
+                       const std::vector<std::tuple<std::string, Literal, ir::Sharding>>& arrays, bool version1) {
+  fs::path dir = fs::temp_directory_path() / fmt::format("tessera_fuzz_seeds_{}", ::getpid());
+  fs::remove_all(dir);
+  std::vector<std::string> names;
+  std::vector<runtime::ShardedBuffer> buffers;
+  for (const auto& [name, whole, sharding] : arrays) {
+    names.push_back(name);
+    auto pieces = std::make_shared<std::vector<Literal>>(runtime::split(whole, sharding, mesh, devices));
+    buffers.push_back({whole.type(), sharding, pieces});
+  }
+  std::string step = runtime::save_sharded(dir.string(), names, buffers, mesh, 3);
+  nlohmann::json index = nlohmann::json::parse(support::read_file_bytes(step + "/index.json"));
+  if (version1) {
+    index.erase("files");
+    index["version"] = 1;
+  }
+  std::string out = index.dump(1);
+  for (int64_t d = 0; d < int64_t(index["devices"]); ++d)
+    out += std::string(kDeviceFileMarker) + support::read_file_bytes(fmt::format("{}/device-{}.safetensors", step, d));
+  fs::remove_all(dir);
+  return out;
+}
+
+Seeds checkpoint_seeds() {
+  using ir::Sharding;
+  ir::Mesh rows{"m", {{"data", 4}}, {}};
+  ir::Mesh grid{"m", {{"data", 2}, {"model", 2}}, {}};
+  ir::Mesh sub{"m", {{"x", 4}}, {}};
+  ir::Mesh one{"m", {{"data", 1}}, {}};
+  std::vector<std::tuple<std::string, Literal, Sharding>> fsdp = {
+      {"w", ramp(ir::f32({6, 3})), Sharding{"m", {{"data"}, {}}, {}, {}}},  // 6 rows over 4: uneven
+      {"v", ramp(ir::f32({8})), Sharding{"m", {{"data"}}, {}, {}}},
+      {"step", ramp(ir::i64({}), 3), Sharding{"m", {}, {}, {}}}};
+  std::vector<std::tuple<std::string, Literal, Sharding>> tp = {
+      {"a", ramp(ir::f32({4, 6})), Sharding{"m", {{"data"}, {"model"}}, {}, {}}},
+      {"b", ramp(ir::i32({3}), 2), Sharding{"m", {{}}, {}, {}}}};
+  std::vector<std::tuple<std::string, Literal, Sharding>> sub_axis = {
+      {"s", ramp(ir::f32({4, 2})), Sharding{"m", {{ir::AxisRef("x", ir::SubAxis{1, 2})}, {}}, {}, {}}}};
+  std::vector<std::tuple<std::string, Literal, Sharding>> single = {
+      {"d", ramp(ir::f64({2, 2})), Sharding{"m", {{}, {}}, {}, {}}}};
+  Seeds out;
+  for (bool v1 : {false, true}) {
+    std::string suffix = v1 ? "_v1" : "";
+    out.push_back({"fsdp4" + suffix + ".ckpt", checkpoint(rows, 4, fsdp, v1)});
+    out.push_back({"tp2x2" + suffix + ".ckpt", checkpoint(grid, 4, tp, v1)});
+    out.push_back({"sub_axis" + suffix + ".ckpt", checkpoint(sub, 4, sub_axis, v1)});
+    out.push_back({"single" + suffix + ".ckpt", checkpoint(one, 1, single, v1)});
+  }
+  return out;
+}
+
+Seeds mesh_spec_seeds() {
+  return {{"data4", "data=4"}, {"data2_model2", "data=2,model=2"}, {"three_axes", "data=1,b=1,c=3"},
+          {"data8", "data=8"}};
+}
+
+Seeds input_spec_seeds() {
+  return {{"arg0", std::string("\x02") + "arg0=x.npy"}, {"percent_arg2", std::string("\x03") + "%arg2=dir/y.npy"},
+          {"number", std::string("\x01") + "0=z.npy"}};
+}
+
+}  // namespace
+
+std::vector<std::pair<std::string, std::string>> seeds(std::string_view target) {
+  if (target == "parser") return parser_seeds();
+  if (target == "npy") return npy_seeds();
+  if (target == "safetensors") return safetensors_seeds();
+  if (target == "checkpoint") return checkpoint_seeds();
+  if (target == "mesh_spec") return mesh_spec_seeds();
+  if (target == "input_spec") return input_spec_seeds();
+  return {};
+}
+
+}  // namespace tessera::fuzz
