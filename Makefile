@@ -3,7 +3,7 @@
 #   make test       install what is missing, build, and run every test through ctest
 #   make build      configure and build everything (tests, examples, benchmarks)
 #   make test-asan  the test suite again, built with AddressSanitizer + UndefinedBehaviorSanitizer
-#   make test-tsan  the threaded layers' tests (labels comm, runtime, mpmd) built with ThreadSanitizer
+#   make test-tsan  the threaded layers' tests (labels comm, exec, runtime, mpmd) built with ThreadSanitizer
 BUILD ?= build
 JOBS ?= $(shell nproc)
 CMAKE_ARGS ?=
@@ -52,13 +52,13 @@ test: deps build
 test-asan:
 	$(MAKE) test BUILD=build-asan CMAKE_ARGS="-DTESSERA_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug"
 
-# ThreadSanitizer over the labels whose code runs threads: comm (host devices), runtime, mpmd
-# (pipeline stages). Only those tests are built. MPI is off in this build: OpenMPI is not
+# ThreadSanitizer over the labels whose code runs threads: comm (host devices), exec (executables
+# run by the Session on host-device threads), runtime, mpmd (pipeline stages). Only those tests are built. MPI is off in this build: OpenMPI is not
 # TSan-clean, so the `mpi` tests (separate processes under mpirun) do not run here.
-TSAN_LABELS := comm|runtime|mpmd
+TSAN_LABELS := comm|exec|runtime|mpmd
 test-tsan: deps
 	cmake -S . -B build-tsan -DTESSERA_TSAN=ON -DTESSERA_MPI=OFF $(CMAKE_ARGS)
-	cmake --build build-tsan -j $(JOBS) --target tests_comm tests_runtime tests_mpmd
+	cmake --build build-tsan -j $(JOBS) --target tests_comm tests_exec tests_runtime tests_mpmd
 	ctest --test-dir build-tsan --output-on-failure -j $(JOBS) -L '$(TSAN_LABELS)' -LE mpi $(CTEST_ARGS)
 
 clean:
