@@ -122,18 +122,6 @@ inline void copy_element(const ir::Literal& src, int64_t i, ir::Literal& dst, in
 // An integer element as an index, saturated to int64 (a huge ui64 stays huge, then clamps).
 int64_t index_value(const ir::Literal& x, int64_t i);
 
-// The bit width of an element type's values, usable at compile time (i4: 4).
-constexpr int value_bits(ir::ElementType t) {
-  switch (t) {
-#define ELEMENT(e, spelling, kind, bits, bytes, ebits, mbits) \
-  case ir::ElementType::e:                                    \
-    return bits;
-#include "ir/element_types.def"
-#undef ELEMENT
-  }
-  return 0;
-}
-
 // ---- Single elements of any type (kernels_convert.cpp) ----
 
 // An element value in a form that holds every element type exactly.

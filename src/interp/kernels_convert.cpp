@@ -23,30 +23,6 @@ template <typename E>
 constexpr bool is_minifloat =
     std::is_same_v<typename E::compute, float> && !std::is_same_v<typename E::storage, float>;
 
-// A double truncated toward zero and saturated to the integer range of E; NaN gives 0.
-template <typename E>
-typename E::storage float_to_int(double d) {
-  using T = typename E::compute;
-  constexpr int w = value_bits(E::type);
-  constexpr bool is_signed = std::is_signed_v<T>;
-  // [lo, hi] is the destination's range; hi_excl = hi + 1 is a power of two and exact in double.
-  double lo = is_signed ? -std::ldexp(1.0, w - 1) : 0.0;
-  double hi_excl = std::ldexp(1.0, is_signed ? w - 1 : w);
-  uint64_t bits;
-  if (std::isnan(d)) {
-    bits = 0;
-  } else if (d <= lo) {
-    bits = static_cast<uint64_t>(static_cast<int64_t>(lo));
-  } else if (d >= hi_excl) {
-    bits = is_signed ? (uint64_t{1} << (w - 1)) - 1 : (w == 64 ? ~uint64_t{0} : (uint64_t{1} << w) - 1);
-  } else if (is_signed) {
-    bits = static_cast<uint64_t>(static_cast<int64_t>(std::trunc(d)));
-  } else {
-    bits = static_cast<uint64_t>(std::trunc(d));
-  }
-  return E::store(static_cast<T>(bits));
-}
-
 template <typename E>
 typename E::storage from_double(double d) {
   if constexpr (is_minifloat<E>)
@@ -65,7 +41,7 @@ typename E::storage encode(const Scalar& v) {
     return E::store(is_int_source ? int_bits != 0 : v.c.real() != 0);
   } else if constexpr (std::is_integral_v<T>) {
     if (is_int_source) return E::store(static_cast<T>(int_bits));  // wraps to the width
-    return float_to_int<E>(v.c.real());
+    return ir::float_to_int<E>(v.c.real());
   } else if constexpr (ir::is_complex_v<T>) {
     using P = typename T::value_type;
     if (v.kind == ElementKind::Unsigned) return T(static_cast<P>(v.u), 0);

@@ -3,8 +3,12 @@
 //
 // reduce folds the input elements into the accumulators in row-major order, starting from the
 // init values (the spec lets the order be any tree; a fixed order keeps results reproducible).
-// dot_general accumulates floats in double and complex numbers in complex<double> and rounds once
-// to the result type; integers accumulate with wrapping in 64 bits and wrap to the result width.
+// dot_general reads each operand element exactly and accumulates floats in f32, or f64 for f64
+// results: every product and partial sum is rounded to that type in a fixed order, and a narrower
+// result (bf16, f16, the f8 kinds) is rounded from it once at the end, as XLA computes such dots
+// (rounding every partial sum to bf16 drifts by many ulps over a long contraction). Complex numbers
+// accumulate in complex<double>; integers with wrapping in 64 bits, wrapped to the result width (a
+// float operand of an integer dot is truncated and saturated first, as stablehlo.convert would).
 #include <algorithm>
 #include <complex>
 
@@ -37,7 +41,10 @@ std::vector<Acc> elements_as(const Literal& x) {
   for (int64_t i = 0; i < x.num_elements(); ++i) {
     Scalar s = read_scalar(x, i);
     if constexpr (std::is_same_v<Acc, uint64_t>)
-      out[static_cast<size_t>(i)] = s.kind == ir::ElementKind::Unsigned ? s.u : static_cast<uint64_t>(s.i);
+      out[static_cast<size_t>(i)] = s.kind == ir::ElementKind::Unsigned ? s.u
+                                    : s.kind == ir::ElementKind::Float || s.kind == ir::ElementKind::Complex
+                                        ? static_cast<uint64_t>(ir::float_to_int<ir::Elem<ir::ElementType::i64>>(s.c.real()))
+                                        : static_cast<uint64_t>(s.i);
     else if constexpr (std::is_same_v<Acc, double>)
       out[static_cast<size_t>(i)] = s.kind == ir::ElementKind::Unsigned ? static_cast<double>(s.u)
                                     : s.kind == ir::ElementKind::Float    ? s.c.real()
@@ -85,14 +92,8 @@ Literal contract(const EvalContext& ctx, const ir::DotDims& dn) {
   for (int64_t d : dn.lhs_contracting) contracting_shape.push_back(lhs.shape()[static_cast<size_t>(d)]);
   Literal out(ctx.result_type());
   bool is_bool = ir::is_bool(out.element());
-  Literal cell(ir::Type(out.element(), {}));
-  auto rounding = [&](double v) {
-    switch (out.element()) {
-      case ir::ElementType::f64: return v;
-      case ir::ElementType::f32: return static_cast<double>(static_cast<float>(v));
-      default: cell.set_double(0, v); return cell.get_double(0);
-    }
-  };
+  const bool wide = out.element() == ir::ElementType::f64;
+  auto rounding = [wide](double v) { return wide ? v : static_cast<double>(static_cast<float>(v)); };
   (void)rounding;
   int64_t flat = 0;
   // Result dimensions: batch, then lhs free, then rhs free.
@@ -113,8 +114,8 @@ Literal contract(const EvalContext& ctx, const ir::DotDims& dn) {
         ri += k[i] * rs[static_cast<size_t>(dn.rhs_contracting[i])];
       }
       if constexpr (std::is_same_v<Acc, double>) {
-        // Each product and partial sum is rounded to the element type, as the reference
-        // interpreter computes: a contraction split across devices then sums the same way.
+        // Each product and partial sum is rounded to the accumulation type (f32 or f64), so a
+        // contraction split across devices sums its pieces in the type its partial results have.
         sum = rounding(sum + rounding(a[static_cast<size_t>(li)] * b[static_cast<size_t>(ri)]));
       } else {
         sum += a[static_cast<size_t>(li)] * b[static_cast<size_t>(ri)];  // uint64_t wraps

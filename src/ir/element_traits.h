@@ -6,6 +6,7 @@
 // them; store also wraps sub-byte integers to their width and rounds minifloats.
 #pragma once
 
+#include <cmath>
 #include <complex>
 #include <cstdint>
 #include <type_traits>
@@ -99,6 +100,44 @@ decltype(auto) visit_element(ElementType t, F&& f) {
   }
   TESSERA_CHECK(false, "unknown element type {}", static_cast<int>(t));
   __builtin_unreachable();
+}
+
+// The bit width of an element type's values, usable at compile time (i4: 4).
+constexpr int value_bits(ElementType t) {
+  switch (t) {
+#define ELEMENT(e, spelling, kind, bits, bytes, ebits, mbits) \
+  case ElementType::e:                                        \
+    return bits;
+#include "ir/element_types.def"
+#undef ELEMENT
+  }
+  return 0;
+}
+
+// A double truncated toward zero and saturated to the integer range of integer type E; NaN gives 0
+// (stablehlo.convert leaves out-of-range values open; this is XLA's choice, and it keeps a C++ cast
+// of an out-of-range double, which is undefined, out of every conversion).
+template <typename E>
+typename E::storage float_to_int(double d) {
+  using T = typename E::compute;
+  constexpr int w = value_bits(E::type);
+  constexpr bool is_signed = std::is_signed_v<T>;
+  // [lo, hi] is the destination's range; hi_excl = hi + 1 is a power of two and exact in double.
+  double lo = is_signed ? -std::ldexp(1.0, w - 1) : 0.0;
+  double hi_excl = std::ldexp(1.0, is_signed ? w - 1 : w);
+  uint64_t bits;
+  if (std::isnan(d)) {
+    bits = 0;
+  } else if (d <= lo) {
+    bits = static_cast<uint64_t>(static_cast<int64_t>(lo));
+  } else if (d >= hi_excl) {
+    bits = is_signed ? (uint64_t{1} << (w - 1)) - 1 : (w == 64 ? ~uint64_t{0} : (uint64_t{1} << w) - 1);
+  } else if (is_signed) {
+    bits = static_cast<uint64_t>(static_cast<int64_t>(std::trunc(d)));
+  } else {
+    bits = static_cast<uint64_t>(std::trunc(d));
+  }
+  return E::store(static_cast<T>(bits));
 }
 
 }  // namespace tessera::ir

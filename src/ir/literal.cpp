@@ -67,6 +67,8 @@ void Literal::set_complex(int64_t i, std::complex<double> v) {
             static_cast<typename C::value_type>(v.imag()));
     else if constexpr (std::is_same_v<C, bool>)
       c = v.real() != 0;
+    else if constexpr (std::is_integral_v<C>)
+      return void(data<E>()[static_cast<size_t>(i)] = float_to_int<E>(v.real()));  // saturates; NaN is 0
     else
       c = static_cast<C>(v.real());
     data<E>()[static_cast<size_t>(i)] = E::store(c);

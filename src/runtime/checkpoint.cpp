@@ -224,7 +224,21 @@ NamedArrays parse_safetensors(std::string_view bytes, const std::string& path, s
       fail("{} holds {} bytes, its shape {} needs {}", what, end - begin, ir::to_string(t), needed);
     entries.push_back({uint64_t(begin), uint64_t(end), it.key(), t});
   }
-  std::sort(entries.begin(), entries.end(), [](const Entry& a, const Entry& b) { return a.begin < b.begin; });
+  std::sort(entries.begin(), entries.end(), [](const Entry& a, const Entry& b) {
+    return std::pair(a.begin, a.end) < std::pair(b.begin, b.end);  // an empty array before one at its offset
+  });
+  // The format asks the arrays to tile the data exactly: no overlap (two names for the same bytes)
+  // and no hole (bytes no array owns, room for a second file format inside the first).
+  uint64_t covered = 0;
+  for (const Entry& e : entries) {
+    if (e.begin != covered)
+      fail("{}: \"{}\" has data_offsets [{}, {}], but the arrays before it end at {} ({})", path, e.name, e.begin, e.end,
+           covered, e.begin < covered ? "the arrays overlap" : "a gap no array owns");
+    covered = e.end;
+  }
+  if (covered != data.size())
+    fail("{}: the arrays end at byte {} of {} bytes of data (bytes after them belong to no array)", path, covered,
+         data.size());
   NamedArrays out;
   for (const Entry& e : entries) {
     Literal l(e.type);

@@ -133,15 +133,17 @@ TEST(DotGeneral, AccumulatesInTheElementTypeInOrder) {
   EXPECT_TRUE(same(run1({c, d}, [](auto& p) { return ir::matmul(p[0], p[1]); }), lit(Type(E::f64, {1, 1}), {1})));
 }
 
+// a @ b as a dot_general whose declared result has element type `result`.
+Literal dot(Literal a, Literal b, E result) {
+  ir::DotDims dn{{}, {}, {1}, {0}};
+  ir::AttrMap attrs;
+  attrs.set("dot_dimension_numbers", dn);
+  Type out(result, {a.shape()[0], b.shape()[1]});
+  return run1({std::move(a), std::move(b)},
+              [&](auto& p) { return p[0].builder().emit1(OpKind::DotGeneral, p, attrs, {out}); });
+}
+
 TEST(DotGeneral, WiderDeclaredResultsAndBools) {
-  auto dot = [](Literal a, Literal b, E result) {
-    ir::DotDims dn{{}, {}, {1}, {0}};
-    ir::AttrMap attrs;
-    attrs.set("dot_dimension_numbers", dn);
-    Type out(result, {a.shape()[0], b.shape()[1]});
-    return run1({std::move(a), std::move(b)},
-                [&](auto& p) { return p[0].builder().emit1(OpKind::DotGeneral, p, attrs, {out}); });
-  };
   EXPECT_TRUE(same(dot(ints(Type(E::i8, {1, 2}), {100, 100}), ints(Type(E::i8, {2, 1}), {100, 100}), E::i32),
                    ints(Type(E::i32, {1, 1}), {20000})));
   const double q = 1 + std::ldexp(1.0, -7);
@@ -152,6 +154,25 @@ TEST(DotGeneral, WiderDeclaredResultsAndBools) {
   // Integer products wrap like the result type.
   EXPECT_TRUE(same(dot(ints(Type(E::i32, {1, 2}), {65536, 1}), ints(Type(E::i32, {2, 1}), {65536, 5}), E::i32),
                    ints(Type(E::i32, {1, 1}), {5})));
+}
+
+// bf16 and f16 dots accumulate in f32 and round once, as XLA computes them. A running sum in the
+// element type stops growing: 256 + 1 rounds to 256 in bf16 (8 significant bits), 2048 + 1 to 2048
+// in f16, so 4096 ones would sum to 256 or 2048 instead of 4096. Mixed operands (an i8 with a
+// bf16, as JAX's exports of mixed-type matmuls have) read each element exactly; an integer dot
+// truncates its float operand's elements first.
+TEST(DotGeneral, NarrowFloatsAccumulateInF32AndRoundOnce) {
+  for (E e : {E::bf16, E::f16}) {
+    Literal sum = dot(Literal::splat(Type(e, {1, 4096}), 1.0), Literal::splat(Type(e, {4096, 1}), 1.0), e);
+    EXPECT_TRUE(same(sum, lit(Type(e, {1, 1}), {4096}))) << ir::spelling(e);
+  }
+  // 1 + 2^-8 + 2^-8 is 1 + 2^-7 in f32, a bf16 value; in bf16 each 1 + 2^-8 rounds back to 1.
+  const double h = std::ldexp(1.0, -8);
+  EXPECT_TRUE(same(dot(lit(Type(E::bf16, {1, 3}), {1, h, h}), Literal::splat(Type(E::bf16, {3, 1}), 1.0), E::bf16),
+                   lit(Type(E::bf16, {1, 1}), {1 + 2 * h})));
+  Literal i8 = ints(Type(E::i8, {2, 2}), {1, 2, 3, -4});
+  EXPECT_TRUE(same(dot(i8, lit(Type(E::bf16, {2, 1}), {1.5, 2.5}), E::bf16), lit(Type(E::bf16, {2, 1}), {6.5, -5.5})));
+  EXPECT_TRUE(same(dot(i8, lit(Type(E::f32, {2, 1}), {1.5, -2.5}), E::i32), ints(Type(E::i32, {2, 1}), {-3, 11})));
 }
 
 TEST(Control, WhileLoopsWithACapturedValue) {

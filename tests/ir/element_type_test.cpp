@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <limits>
 
 #include "ir/literal.h"
 
@@ -66,6 +67,20 @@ TEST(Literal, ElementAccessWrapsAndRounds) {
   EXPECT_EQ(e.bytes().size(), 0u);
   EXPECT_EQ((Literal::splat(f32({2, 2}), 1.0).strides()), (std::vector<int64_t>{2, 1}));
   EXPECT_EQ(Literal::scalar(ElementType::i1, 2.0).get_int(0), 1);
+}
+
+TEST(Literal, DoublesSaturateIntoIntegers) {
+  // A double outside an integer type's range (a C++ cast of it is undefined) saturates, NaN is 0,
+  // as stablehlo.convert does here: e.g. a reduce's -inf init value given to an integer array.
+  const double inf = std::numeric_limits<double>::infinity();
+  EXPECT_EQ(Literal::scalar(ElementType::i32, -inf).get_int(0), std::numeric_limits<int32_t>::min());
+  EXPECT_EQ(Literal::scalar(ElementType::i32, 1e10).get_int(0), std::numeric_limits<int32_t>::max());
+  EXPECT_EQ(Literal::scalar(ElementType::ui8, -3.0).get_int(0), 0);
+  EXPECT_EQ(Literal::scalar(ElementType::ui8, 300.0).get_int(0), 255);
+  EXPECT_EQ(Literal::scalar(ElementType::ui64, 1e30).get_int(0), -1);  // all ones
+  EXPECT_EQ(Literal::scalar(ElementType::i4, 100.0).get_int(0), 7);
+  EXPECT_EQ(Literal::scalar(ElementType::i64, std::nan("")).get_int(0), 0);
+  EXPECT_EQ(Literal::scalar(ElementType::i16, -7.9).get_int(0), -7);  // truncates toward zero
 }
 
 }  // namespace

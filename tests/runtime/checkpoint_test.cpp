@@ -262,6 +262,22 @@ TEST(ShardedCheckpoint, CorruptOrTruncatedFilesAreNamed) {
   write(path, len + header + std::string(12, '\0'));
   e = testing::error_of([&] { load_safetensors(path); });
   EXPECT_TRUE(contains(e, "missing field \"x.dtype\"")) << e;
+  // Arrays must tile the data: two names for the same bytes, a hole, and bytes after the last array.
+  auto with_header = [&](std::string h, size_t data_bytes) {
+    while (h.size() % 8) h += ' ';
+    len[0] = char(h.size());
+    write(path, len + h + std::string(data_bytes, '\0'));
+    return testing::error_of([&] { load_safetensors(path); });
+  };
+  e = with_header(R"({"x":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},"y":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})", 8);
+  EXPECT_TRUE(contains(e, "\"y\" has data_offsets [4, 8], but the arrays before it end at 8 (the arrays overlap)")) << e;
+  e = with_header(R"({"x":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},"y":{"dtype":"F32","shape":[1],"data_offsets":[8,12]}})", 12);
+  EXPECT_TRUE(contains(e, "\"y\" has data_offsets [8, 12], but the arrays before it end at 4 (a gap no array owns)")) << e;
+  e = with_header(R"({"x":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}})", 12);
+  EXPECT_TRUE(contains(e, "the arrays end at byte 4 of 12 bytes of data")) << e;
+  // Empty arrays take no bytes and may sit anywhere in the order.
+  e = with_header(R"({"e":{"dtype":"F32","shape":[0],"data_offsets":[0,0]},"x":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}})", 4);
+  EXPECT_EQ(e, "<no error>") << e;
 }
 
 TEST(ShardedCheckpoint, MalformedIndexFieldsAreNamed) {

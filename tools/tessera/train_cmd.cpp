@@ -281,7 +281,7 @@ int train_pipeline(const TrainCommand& c, std::ostream& out_stream, const std::s
   out << fmt::format("tessera train: {} parameters, plan {} on {}, schedule {}, {} microbatches, batch {}x{}, {} steps, "
                      "corpus {} ({})\n",
                      nn::parameter_count(model.config()), c.plan, where, schedule.name, c.microbatches, c.batch, c.seq,
-                     c.steps, corpus_path, bytes(static_cast<int64_t>(text.size())));
+                     c.steps, corpus_path, support::format_bytes(static_cast<int64_t>(text.size())));
   Batches data{text, c.batch, c.seq, c.seed};
   LossLog log(c, rank0, 1);
   std::vector<mpmd::PipelineResult> measured;  // the stages' measurements of steps 2.. (step 1 compiles)
@@ -318,16 +318,16 @@ int train_pipeline(const TrainCommand& c, std::ostream& out_stream, const std::s
     std::string where_stage = group == 1 ? fmt::format("{}", first) : fmt::format("{}-{}", first, last);
     if (run_options.ranks) where_stage = fmt::format("r{}:{}", st.rank, where_stage);
     out << fmt::format("  {:>5}  {:<8}  {:<16}  {:>12}  {:>15}  {:>22}  {:>5.1f}%\n", st.stage, where_stage,
-                       stage_layers(*staged, st.virtual_stages), bytes(st.parameter_bytes_per_device),
-                       bytes(st.optimizer_bytes_per_device),
-                       fmt::format("{} ({} {})", bytes(peak_bytes), peak,
+                       stage_layers(*staged, st.virtual_stages), support::format_bytes(st.parameter_bytes_per_device),
+                       support::format_bytes(st.optimizer_bytes_per_device),
+                       fmt::format("{} ({} {})", support::format_bytes(peak_bytes), peak,
                                    schedule.virtual_per_stage > 1 ? "chunks" : "microbatches"),
                        100 * busy);
   }
   const nn::Config& mc = staged->micro_config();
   const int64_t hops = c.microbatches * (schedule.virtual_stages() - 1);
   out << fmt::format("  transfers per step: {} activations and {} gradients of {} each (whole arrays, stage to stage)\n",
-                     hops, hops, bytes(mc.batch * mc.seq * mc.d_model * 4));
+                     hops, hops, support::format_bytes(mc.batch * mc.seq * mc.d_model * 4));
 
   // The bubble: measured, and the simulator replaying the schedule with the measured medians.
   std::vector<mpmd::FragmentTimes> medians = mpmd::median_fragment_times(schedule, measured);
@@ -489,7 +489,7 @@ int train_command(const TrainCommand& c, std::ostream& out_stream) {
                                : fmt::format("{} host devices", devices);
   out << fmt::format("tessera train: {} parameters, plan {} on {}, batch {}x{}, {} steps, corpus {} ({})\n",
                      nn::parameter_count(cfg), plan.name, where, c.batch, c.seq, c.steps, corpus_path,
-                     bytes(static_cast<int64_t>(text.size())));
+                     support::format_bytes(static_cast<int64_t>(text.size())));
   if (!resumed_from.empty()) out << fmt::format("resuming from {} at step {}\n", resumed_from, first_step);
   LossLog log(c, rank0, first_step);
   size_t ti = programs.tokens_input(), si = programs.step_input();
@@ -520,14 +520,14 @@ int train_command(const TrainCommand& c, std::ostream& out_stream) {
   int64_t whole = 0;
   for (const auto& spec : programs.parameters) whole += spec.num_elements() * 4;
   out << fmt::format("\nper device ({} devices, plan {}):\n", devices, plan.name);
-  out << fmt::format("  parameters        {:>12}  ({:.2f} % of {})\n", bytes(param_bytes), 100.0 * double(param_bytes) / double(whole), bytes(whole));
-  out << fmt::format("  optimizer state   {:>12}\n", bytes(state_bytes));
+  out << fmt::format("  parameters        {:>12}  ({:.2f} % of {})\n", support::format_bytes(param_bytes), 100.0 * double(param_bytes) / double(whole), support::format_bytes(whole));
+  out << fmt::format("  optimizer state   {:>12}\n", support::format_bytes(state_bytes));
   out << fmt::format("  peak live bytes   {:>12}  (the step program's values at once{})\n",
-                     bytes(spmd::peak_live_bytes(compiled.local_function())), c.remat ? ", with remat" : "");
+                     support::format_bytes(spmd::peak_live_bytes(compiled.local_function())), c.remat ? ", with remat" : "");
   out << "  collectives per step:\n";
   std::map<std::string, int64_t> moved;
   for (const auto& col : r.collectives) moved[col.kind] += col.bytes_per_device;
-  for (const auto& [kind, n] : r.counts()) out << fmt::format("    {:<20} {:>4} x  {:>12} per device\n", kind, n, bytes(moved[kind]));
+  for (const auto& [kind, n] : r.counts()) out << fmt::format("    {:<20} {:>4} x  {:>12} per device\n", kind, n, support::format_bytes(moved[kind]));
   if (r.collectives.empty()) out << "    (none)\n";
 
   if (c.profile) out << fmt::format("\ntime per op kind, {}:\n", over_mpi ? "rank 0's devices" : "all devices") << profile.to_string();

@@ -10,12 +10,6 @@ std::string duration(double seconds) {
   return s >= 60 ? fmt::format("{}m{:02}s", s / 60, s % 60) : fmt::format("{}s", s);
 }
 
-std::string bytes(int64_t n) {
-  if (n >= 1 << 20) return fmt::format("{:.2f} MiB", double(n) / (1 << 20));
-  if (n >= 1 << 10) return fmt::format("{:.1f} KiB", double(n) / (1 << 10));
-  return fmt::format("{} B", n);
-}
-
 // The progress bar (or, without one, a line per tenth of the run) after step t.
 void progress(std::ostream& out, const TrainCommand& c, int64_t t, int64_t first_step, double loss,
               const std::string& extra, std::chrono::steady_clock::time_point start) {

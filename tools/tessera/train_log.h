@@ -20,7 +20,6 @@
 namespace tessera::tools {
 
 std::string duration(double seconds);  // "1m05s"
-std::string bytes(int64_t n);          // "1.50 MiB"
 
 // The progress bar (or, without one, a line per tenth of the run) after step t; `extra` follows
 // the loss on the line.
