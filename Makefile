@@ -40,11 +40,12 @@ configure:
 build: configure
 	cmake --build $(BUILD) -j $(JOBS)
 
-# The main job: a byte-level CausalLM trained on Debian's fortunes, data parallel over 4 host devices.
-# It builds only the CLI and the libraries it links (no tests, examples or benchmarks).
+# The main job: a byte-level CausalLM trained on Debian's fortunes, data parallel over 4 host devices,
+# with the loss on the held-out last 10 % of the corpus every 100 steps. It builds only the CLI and
+# the libraries it links (no tests, examples or benchmarks).
 run: deps configure
 	cmake --build $(BUILD) -j $(JOBS) --target tessera
-	./$(BUILD)/bin/tessera train --plan dp --devices 4
+	./$(BUILD)/bin/tessera train --plan dp --devices 4 --eval-every 100
 
 test: deps build
 	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS) $(CTEST_ARGS)

@@ -5,6 +5,8 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <cstdlib>
+#include <tuple>
 #include <climits>
 #include <cstring>
 #include <filesystem>
@@ -308,10 +310,12 @@ std::string to_safetensors(const NamedArrays& arrays, const std::map<std::string
 }
 
 std::string save_sharded(const std::string& where, const std::vector<std::string>& names, const std::vector<ShardedBuffer>& buffers,
-                         const ir::Mesh& mesh, int64_t step, const std::map<std::string, std::string>& metadata) {
+                         const ir::Mesh& mesh, int64_t step, const std::map<std::string, std::string>& metadata,
+                         int keep) {
   const std::string dir = without_trailing_slash(where);
   TESSERA_CHECK(names.size() == buffers.size(), "{} names for {} buffers", names.size(), buffers.size());
   if (step < 0) fail("save_sharded {}: step {} is negative", dir, step);
+  if (keep < 1) fail("save_sharded {}: keep {} checkpoints: at least the new one is kept", dir, keep);
   for (size_t i = 0; i < names.size(); ++i)
     if (buffers[i].donated()) fail("save_sharded: \"{}\" was donated", names[i]);
   size_t devices = buffers.empty() ? 0 : buffers[0].pieces->size();
@@ -323,7 +327,7 @@ std::string save_sharded(const std::string& where, const std::vector<std::string
   bool is_dir = false;
   if (ec || !exists(dir, &is_dir) || !is_dir)
     fail("{}: cannot create the checkpoint directory: {}", dir, ec ? ec.message() : std::strerror(ENOTDIR));
-  std::optional<std::string> previous;
+  std::optional<std::string> previous;  // what `latest` named before this save
   if (exists(dir + "/latest")) {
     try {
       previous = latest_name(dir);
@@ -368,14 +372,34 @@ std::string save_sharded(const std::string& where, const std::vector<std::string
     if (!switched) fs::remove_all(path, ec);
     throw;
   }
-  // The new checkpoint is complete and current: the others but the previous one go. A failure
-  // here costs disk space, not a checkpoint, so it is not an error.
-  std::vector<fs::path> stale;
+  // The new checkpoint is complete and current: of the others, keep - 1 complete ones stay, the
+  // previous checkpoint first (a killed save may leave a higher step with its index written but
+  // never switched to), then the newest by step and by the .k of a retaken name; the rest go,
+  // incomplete ones of killed saves included. A failure here costs disk space, not a checkpoint.
+  struct Other {
+    bool previous;
+    uint64_t step, k;
+    fs::path path;
+  };
+  std::vector<Other> others;
   for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
     std::string n = it->path().filename().string();
-    if (is_step_name(n) && n != name && n != previous) stale.push_back(it->path());
+    if (!is_step_name(n) || n == name) continue;
+    size_t dot = n.find('.');
+    uint64_t k = dot == std::string::npos ? 1 : std::strtoull(n.c_str() + dot + 1, nullptr, 10);
+    others.push_back({n == previous, std::strtoull(n.c_str() + 5, nullptr, 10), k, it->path()});
   }
-  for (const fs::path& p : stale) fs::remove_all(p, ec);
+  std::sort(others.begin(), others.end(), [](const Other& a, const Other& b) {
+    return std::tie(a.previous, a.step, a.k) > std::tie(b.previous, b.step, b.k);
+  });
+  int kept = 1;  // the new one
+  for (const Other& o : others) {
+    if (kept < keep && exists((o.path / "index.json").string())) {
+      ++kept;
+      continue;
+    }
+    fs::remove_all(o.path, ec);
+  }
   return path;
 }
 

@@ -16,7 +16,8 @@
 //   2. each device file, then index.json (with each file's size and CRC-32C), written as
 //      durable_file.h says (a temporary name, fsync, rename); fsync step-<N>, then DIR;
 //   3. latest.tmp written and fsynced, renamed over DIR/latest, DIR fsynced: the switch;
-//   4. other step-* directories removed, except the previous checkpoint.
+//   4. other step-* directories removed, except the `keep` - 1 newest complete ones (by step
+//      number; with the default keep = 2, the previous checkpoint).
 // Loading follows `latest` (or takes a step directory, or the version-1 layout of index.json and
 // device files directly in DIR, which has no sizes or checksums to verify), checks each file's
 // size and CRC-32C before use, and validates index.json's structure: a bad file or field is a
@@ -51,7 +52,7 @@ std::string to_safetensors(const NamedArrays& arrays, const std::map<std::string
 // `metadata` (e.g. the model's configuration) goes into index.json as "metadata": {key: string}.
 std::string save_sharded(const std::string& dir, const std::vector<std::string>& names,
                          const std::vector<ShardedBuffer>& buffers, const ir::Mesh& mesh, int64_t step,
-                         const std::map<std::string, std::string>& metadata = {});
+                         const std::map<std::string, std::string>& metadata = {}, int keep = 2);
 // The whole arrays of the checkpoint `dir` holds (or is), in the order they were saved; with
 // `metadata`, index.json's "metadata" (empty when the checkpoint has none).
 NamedArrays load_sharded(const std::string& dir, std::map<std::string, std::string>* metadata = nullptr);

@@ -7,6 +7,7 @@
 // previous checkpoint loadable, the version-1 layout still read.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <functional>
 #include <optional>
@@ -152,10 +153,10 @@ struct TwoDevices {
     program.emplace(session.sharded_program(session.compile(m, "id")));
   }
   NamedArrays arrays(double scale) const { return {{"w", ramp(f32({5, 3}), scale)}, {"v", ramp(f32({4}), 2 * scale)}}; }
-  std::string save(const fs::path& dir, double scale, int64_t step) const {
+  std::string save(const fs::path& dir, double scale, int64_t step, int keep = 2) const {
     NamedArrays a = arrays(scale);
     return save_sharded(dir.string(), {"w", "v"}, {program->stage(0, a[0].second), program->stage(1, a[1].second)},
-                        m.meshes[0], step);
+                        m.meshes[0], step, {}, keep);
   }
   void expect_loads(const fs::path& dir, double scale) const {
     NamedArrays got = load_sharded(dir.string()), want = arrays(scale);
@@ -205,6 +206,33 @@ TEST(ShardedCheckpoint, EachSaveIsAStepDirectoryAndLatestPointsAtIt) {
   EXPECT_TRUE(fs::exists(ckpt / "step-5.2"));  // the previous
   EXPECT_TRUE(fs::exists(ckpt / "notes.txt"));  // not the save's: never removed
   EXPECT_FALSE(fs::exists(ckpt / "latest.tmp"));
+}
+
+// --keep K: the newest K complete checkpoints stay, the one `latest` named before a save first.
+TEST(ShardedCheckpoint, KeepHoldsTheNewestCheckpointsAndAlwaysThePrevious) {
+  TempDir dir;
+  TwoDevices two;
+  fs::path ckpt = dir.path / "ckpt";
+  for (int64_t step = 1; step <= 5; ++step) two.save(ckpt, double(step), step, 3);
+  auto steps = [&] {
+    std::vector<std::string> names;
+    for (const auto& e : fs::directory_iterator(ckpt))
+      if (e.is_directory()) names.push_back(e.path().filename().string());
+    std::sort(names.begin(), names.end());
+    return names;
+  };
+  EXPECT_EQ(steps(), (std::vector<std::string>{"step-3", "step-4", "step-5"}));
+  two.expect_loads(ckpt / "step-3", 3);
+  // A killed save of step 9 wrote its index but never switched `latest`: the previous checkpoint
+  // (step-5) is kept before it, and with keep 1 only the new one stays.
+  fs::copy(ckpt / "step-4", ckpt / "step-9");
+  two.save(ckpt, 6, 6, 2);
+  EXPECT_EQ(steps(), (std::vector<std::string>{"step-5", "step-6"}));
+  two.save(ckpt, 7, 7, 1);
+  EXPECT_EQ(steps(), (std::vector<std::string>{"step-7"}));
+  two.expect_loads(ckpt, 7);
+  std::string e = testing::error_of([&] { two.save(ckpt, 8, 8, 0); });
+  EXPECT_NE(e.find("keep 0 checkpoints"), std::string::npos) << e;
 }
 
 TEST(ShardedCheckpoint, VersionOneLayoutStillLoads) {

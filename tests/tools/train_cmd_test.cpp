@@ -148,6 +148,63 @@ TEST(TrainCommand, ResumeContinuesTheScheduleBitForBitAndRefusesAnotherModel) {
   EXPECT_NE(e.find("schedule.min_lr is 0.001"), std::string::npos) << e;
 }
 
+// Issue #21: --eval-every logs the loss on the held-out tail (and its summary), each line shows
+// the model FLOPs utilization, --save-every keeps the newest --keep checkpoints, and a run resumed
+// from any of them continues bit for bit. Resuming without the held-out split (other batches) is
+// refused, naming the field.
+TEST(TrainCommand, SaveEveryAndEvalEveryResumeFromAnySavedStepBitForBit) {
+  TempDir dir;
+  std::ofstream(dir.path / "corpus.txt") << corpus_text();
+  TrainCommand unbroken = small(dir.path / "corpus.txt");
+  unbroken.plan = "fsdp";
+  unbroken.devices = 2;
+  unbroken.steps = 6;
+  unbroken.eval_every = 2;
+  unbroken.eval_batches = 2;
+  unbroken.save_every = 2;
+  unbroken.keep = 3;
+  unbroken.lr_schedule = "linear";
+  unbroken.save = (dir.path / "ckpt").string();
+  unbroken.losses = (dir.path / "unbroken.txt").string();
+  std::ostringstream a;
+  ASSERT_EQ(train_command(unbroken, a), 0);
+  std::string s = a.str();
+  std::smatch m;
+  EXPECT_TRUE(std::regex_search(s, m, std::regex("step 2  eval loss [0-9.]+ \\(held out\\)\n"))) << s;
+  EXPECT_TRUE(std::regex_search(s, m, std::regex("step 6  eval loss [0-9.]+ \\(held out\\)\n"))) << s;
+  EXPECT_TRUE(std::regex_search(s, m, std::regex("eval loss [0-9.]+ -> [0-9.]+ on held-out text \\(3 evaluations\\)"))) << s;
+  EXPECT_TRUE(std::regex_search(s, m, std::regex("step 6/6  loss [0-9.]+  lr [^ ]+  [0-9]+ tok/s  MFU [0-9.]+ %"))) << s;
+  EXPECT_TRUE(std::regex_search(s, m, std::regex("model FLOPs per step [0-9.]+ G"))) << s;
+  for (const char* kept : {"step-2", "step-4", "step-6"}) EXPECT_TRUE(fs::exists(dir.path / "ckpt" / kept)) << kept;
+  std::vector<std::string> want = loss_lines(unbroken.losses);
+  ASSERT_EQ(want.size(), 6u);
+
+  for (int64_t from : {2, 4}) {
+    TrainCommand resumed = unbroken;
+    resumed.steps = 6 - from;
+    resumed.save.clear();
+    resumed.save_every = 0;
+    resumed.resume = (dir.path / "ckpt" / fmt::format("step-{}", from)).string();
+    resumed.losses = (dir.path / "resumed.txt").string();
+    std::ostringstream b;
+    ASSERT_EQ(train_command(resumed, b), 0) << b.str();
+    EXPECT_EQ(loss_lines(resumed.losses), std::vector<std::string>(want.begin() + from, want.end())) << "from " << from;
+  }
+  TrainCommand other = unbroken;
+  other.eval_every = 0;
+  other.save.clear();
+  other.save_every = 0;
+  other.steps = 2;
+  other.resume = (dir.path / "ckpt").string();
+  std::ostringstream c;
+  std::string e = testing::error_of([&] { train_command(other, c); });
+  EXPECT_NE(e.find("data.held_out_percent is 10, this run's is 0"), std::string::npos) << e;
+  other = unbroken;
+  other.save.clear();
+  e = testing::error_of([&] { train_command(other, c); });
+  EXPECT_NE(e.find("--save-every 2: needs --save"), std::string::npos) << e;
+}
+
 TEST(TrainCommand, ErrorsNameTheOption) {
   TempDir dir;
   TrainCommand c = small(dir.path / "missing.txt");

@@ -129,6 +129,14 @@ int main(int argc, char** argv) {
   train->add_option("--corpus", tc.corpus, "Text file or directory (default: Debian's fortunes)");
   train->add_option("--save", tc.save, "Checkpoint directory: each save adds step-<N>/ and then points DIR/latest at it");
   train->add_option("--resume", tc.resume, "Checkpoint to start from: a --save directory (its latest) or a step directory (any plan or device count)");
+  train->add_option("--save-every", tc.save_every, "Also save every N steps (needs --save)")
+      ->check(CLI::PositiveNumber);
+  train->add_option("--keep", tc.keep, "Checkpoints kept in the --save directory (the newest)")
+      ->capture_default_str()->check(CLI::PositiveNumber);
+  train->add_option("--eval-every", tc.eval_every, "Evaluate on the held-out last 10 % of the corpus every N steps")
+      ->check(CLI::PositiveNumber);
+  train->add_option("--eval-batches", tc.eval_batches, "Batches per evaluation")
+      ->capture_default_str()->check(CLI::PositiveNumber);
   train->add_option("--losses", tc.losses, "File to write each step's loss to (step, %.9g, hex float)");
   train->add_option("--sample", tc.sample, "Bytes of text to generate at the end")->capture_default_str();
   // The bar redraws one line with carriage returns: right on a terminal, 400 updates on one line

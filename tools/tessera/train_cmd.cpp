@@ -10,9 +10,12 @@
 #include <functional>
 #include <iostream>
 #include <random>
+#include <optional>
 #include <set>
+#include <thread>
 
 #include "exec/accelerate.h"
+#include "exec/flops.h"
 #include "interp/interpreter.h"
 #include "ir/builder.h"
 #ifdef TESSERA_HAVE_MPI
@@ -34,6 +37,7 @@
 #include "support/error.h"
 #include "support/memory.h"
 #include "support/strings.h"
+#include "tools/tessera/train_data.h"
 #include "tools/tessera/train_log.h"
 #include "tools/tessera/train_options.h"
 
@@ -44,32 +48,6 @@ namespace {
 namespace fs = std::filesystem;
 using ir::Literal;
 using support::fail;
-
-constexpr const char* kDefaultCorpus = "/usr/share/games/fortunes";  // Debian's `fortunes` (BSD)
-constexpr size_t kMinDefaultCorpus = 500 * 1024;
-
-// The corpus as bytes: a file, or every plain file of a directory (sorted by name; fortune's
-// .dat indexes and .u8 copies skipped).
-std::string load_corpus(const std::string& path) {
-  std::string text;
-  auto add = [&](const fs::path& p) {
-    std::ifstream in(p, std::ios::binary);
-    text.append(std::istreambuf_iterator<char>(in), {});
-  };
-  if (fs::is_directory(path)) {
-    std::vector<fs::path> files;
-    for (const auto& e : fs::directory_iterator(path))
-      if (e.is_regular_file() && !e.is_symlink() && e.path().extension().empty()) files.push_back(e.path());
-    std::sort(files.begin(), files.end());
-    for (const auto& f : files) add(f);
-  } else if (fs::is_regular_file(path)) {
-    add(path);
-  } else {
-    fail("--corpus {}: no such file or directory{}", path,
-         path == kDefaultCorpus ? " (install Debian's `fortunes` package, or give --corpus)" : "");
-  }
-  return text;
-}
 
 nn::ShardingPlan make_plan(const std::string& name, int64_t devices) {
   auto mesh = [](std::vector<ir::MeshAxis> axes) { return ir::Mesh{"mesh", std::move(axes), {}}; };
@@ -82,29 +60,6 @@ nn::ShardingPlan make_plan(const std::string& name, int64_t devices) {
   }
   fail("--plan {}: expected dp, fsdp, tp, dp,tp or a pipeline plan pp=P[,dp=D][,tp=T]", name);
 }
-
-// Random windows of the corpus: tokens and the next bytes as targets. Step t's batch depends only
-// on the seed and t, so a run resumed from a checkpoint sees the batches the unbroken run would.
-struct Batches {
-  const std::string& text;
-  int64_t batch, seq;
-  uint64_t seed;
-
-  std::pair<Literal, Literal> at(int64_t step) const {
-    std::mt19937_64 rng(seed * 1000003u + static_cast<uint64_t>(step));
-    std::uniform_int_distribution<size_t> pick(0, text.size() - static_cast<size_t>(seq) - 2);
-    std::vector<int64_t> x, y;
-    for (int64_t b = 0; b < batch; ++b) {
-      size_t at = pick(rng);
-      for (int64_t s = 0; s < seq; ++s) {
-        x.push_back(static_cast<unsigned char>(text[at + static_cast<size_t>(s)]));
-        y.push_back(static_cast<unsigned char>(text[at + static_cast<size_t>(s) + 1]));
-      }
-    }
-    return {Literal::from_ints(ir::i32({batch, seq}), x), Literal::from_ints(ir::i32({batch, seq}), y)};
-  }
-};
-
 
 // Greedy-ish sampling (temperature 0.8) of `count` bytes after `prompt`, one forward per byte on
 // the whole parameters.
@@ -252,6 +207,7 @@ int train_pipeline(const TrainCommand& c, std::ostream& out_stream, const std::s
     fail("--accumulate {}: a pipeline plan splits the batch into --microbatches instead", c.accumulate);
   if (c.remat) fail("--remat: a pipeline stage's backward already recomputes its forward from the saved input");
   if (!c.save.empty() || !c.resume.empty()) fail("--save and --resume are not available with pipeline plans yet");
+  if (c.eval_every > 0 || c.save_every > 0) fail("--eval-every and --save-every are not available with pipeline plans yet");
   if (c.profile) fail("--profile is not available with pipeline plans yet");
   mpmd::Schedule schedule;
   try {
@@ -403,6 +359,13 @@ int train_command(const TrainCommand& c, std::ostream& out_stream) {
     return train_pipeline(c, out_stream, text, corpus_path, model);
   if (!c.schedule_svg.empty()) fail("--schedule-svg {}: needs a pipeline plan (--plan pp=P...)", c.schedule_svg);
   if (!c.save.empty()) check_save_target(c.save);
+  if (c.save_every > 0 && c.save.empty()) fail("--save-every {}: needs --save DIR to save into", c.save_every);
+  if (c.keep < 1) fail("--keep {}: at least the newest checkpoint is kept", c.keep);
+  if (c.eval_batches < 1) fail("--eval-batches {}: expected a positive number", c.eval_batches);
+  // With --eval-every the last 10 % of the corpus is held out: it is never trained on.
+  std::optional<CorpusSplit> split;
+  if (c.eval_every > 0) split = split_corpus(text, c.seq, corpus_path);
+  const std::string& train_text = split ? split->train : text;
 
   // Over MPI every rank reads the same options and files, so a user error up to the first execute
   // (a bad --plan, corpus, shape or checkpoint) is raised alike on every rank, before any collective.
@@ -461,7 +424,7 @@ int train_command(const TrainCommand& c, std::ostream& out_stream) {
   int64_t last_step = first_step + c.steps - 1;
   nn::LrSchedule schedule = schedule_of(c, last_step);
   if (!c.resume.empty()) {
-    std::string warning = check_resume(c.resume, saved_metadata, cfg, schedule);
+    std::string warning = check_resume(c.resume, saved_metadata, cfg, schedule, split ? kHeldOutPercent : 0);
     if (!warning.empty() && rank0) std::cerr << warning << "\n";
     // Every array the shape this model gives it: a checkpoint without recorded configuration
     // (check_resume) is still refused when it cannot be this model's.
@@ -476,7 +439,7 @@ int train_command(const TrainCommand& c, std::ostream& out_stream) {
       for (size_t i = 0; i < np; ++i)
         moments.push_back(expect(kind + programs.parameters[i].name, find(kind + programs.parameters[i].name), params[i]));
   }
-  Batches data{text, c.batch, c.seq, c.seed};
+  Batches data{train_text, c.batch, c.seq, c.seed};
   auto [tokens0, targets0] = data.at(first_step);
   std::vector<Literal> inputs = nn::train_step_inputs(programs, params, first_step, tokens0, targets0);
   for (size_t i = 0; i < moments.size(); ++i) inputs[np + i] = moments[i];
@@ -491,7 +454,66 @@ int train_command(const TrainCommand& c, std::ostream& out_stream) {
                      nn::parameter_count(cfg), plan.name, where, c.batch, c.seq, c.steps, corpus_path,
                      support::format_bytes(static_cast<int64_t>(text.size())));
   if (!resumed_from.empty()) out << fmt::format("resuming from {} at step {}\n", resumed_from, first_step);
-  LossLog log(c, rank0, first_step);
+
+  // Evaluation: @loss on the parameters where they are, over the same --eval-batches windows of
+  // the held-out tail each time (staged once), averaged.
+  std::optional<runtime::ShardedProgram> eval;
+  std::vector<std::vector<runtime::ShardedBuffer>> eval_batches;
+  if (split) {
+    eval.emplace(session.sharded_program(session.compile(m, programs.loss)));
+    Batches held{split->held_out, c.batch, c.seq, c.seed + 0x5eed};
+    for (int64_t k = 1; k <= c.eval_batches; ++k) {
+      auto [x, y] = held.at(k);
+      eval_batches.push_back({eval->stage(np, x), eval->stage(np + 1, y)});
+    }
+    out << fmt::format("evaluating every {} steps on {} batches of the held-out last {} % of the corpus ({})\n",
+                       c.eval_every, c.eval_batches, kHeldOutPercent,
+                       support::format_bytes(static_cast<int64_t>(split->held_out.size())));
+  }
+  auto evaluate = [&] {
+    double sum = 0;
+    for (auto& batch : eval_batches) {
+      std::vector<runtime::ShardedBuffer> in(state.begin(), state.begin() + static_cast<long>(np));
+      in.insert(in.end(), batch.begin(), batch.end());
+      sum += eval->fetch(eval->execute(in)[0]).get_double(0);
+    }
+    return sum / double(eval_batches.size());
+  };
+
+  // Model FLOPs utilization: the step's contraction FLOPs (whole arrays) over one core's measured
+  // SGEMM rate times the cores the devices can use.
+  const double step_flops = exec::dot_flops(m, *m.find_function(programs.train_step));
+  const int64_t cores = std::min<int64_t>(local_devices, std::max(1u, std::thread::hardware_concurrency()));
+  const double peak = exec::measure_sgemm_gflops() * 1e9 * double(cores * (devices / local_devices));
+  out << fmt::format("model FLOPs per step {:.3f} G (dot_generals); peak {:.1f} GFLOP/s ({} core{} x {:.1f}, this "
+                     "BLAS's SGEMM measured now)\n",
+                     step_flops * 1e-9, peak * 1e-9, cores * (devices / local_devices),
+                     cores * (devices / local_devices) == 1 ? "" : "s", peak * 1e-9 / double(cores * (devices / local_devices)));
+  LossLog log(c, rank0, first_step, step_flops, peak);
+  // A checkpoint of the state after step `at`: every rank stages alike and holds every piece;
+  // rank 0 writes them.
+  auto save = [&](int64_t at) {
+    std::vector<std::string> names;
+    std::vector<runtime::ShardedBuffer> bufs;
+    for (size_t i = 0; i < np; ++i) names.push_back(programs.parameters[i].name);
+    for (const char* kind : {"m.", "v."})
+      for (size_t i = 0; i < np; ++i) names.push_back(kind + programs.parameters[i].name);
+    for (size_t i = 0; i < np * 3; ++i) bufs.push_back(state[i]);
+    names.push_back("step");  // replicated: every device holds it
+    bufs.push_back(runtime::ShardedBuffer{
+        ir::i32(), ir::Sharding{plan.mesh.name, {}, {}, {}},
+        std::make_shared<std::vector<Literal>>(static_cast<size_t>(devices),
+                                               Literal::scalar(ir::ElementType::i32, static_cast<double>(at)))});
+    if (rank0) {
+      std::string written;
+      try {
+        written = runtime::save_sharded(c.save, names, bufs, plan.mesh, at, run_metadata(cfg, schedule, split ? kHeldOutPercent : 0), c.keep);
+      } catch (const support::UserError& e) {
+        fail("--save {}: {}", c.save, e.what());
+      }
+      log.note(out, fmt::format("saved to {} (step {})", written, at));
+    }
+  };
   size_t ti = programs.tokens_input(), si = programs.step_input();
   const size_t carried = np * (1 + programs.state_per_parameter);  // params and moments
   for (int64_t t = first_step; t <= last_step; ++t) {
@@ -509,6 +531,8 @@ int train_command(const TrainCommand& c, std::ostream& out_stream) {
     std::string extra = fmt::format("  lr {:.3e}", lr);
     if (programs.grad_norm) extra += fmt::format("  norm {:.4f}", step.fetch(outs[programs.grad_norm_output()]).get_double(0));
     log.step(out, t, loss, extra);
+    if (eval && (t % c.eval_every == 0 || t == last_step)) log.eval(out, t, evaluate());
+    if (c.save_every > 0 && t % c.save_every == 0 && t != last_step) save(t);
   }
   log.finish(out);
 
@@ -534,28 +558,7 @@ int train_command(const TrainCommand& c, std::ostream& out_stream) {
 
   std::vector<Literal> trained;
   for (size_t i = 0; i < np; ++i) trained.push_back(step.fetch(state[i]));
-  if (!c.save.empty()) {  // every rank stages alike and holds every piece; rank 0 writes them
-    std::vector<std::string> names;
-    std::vector<runtime::ShardedBuffer> bufs;
-    for (size_t i = 0; i < np; ++i) names.push_back(programs.parameters[i].name);
-    for (const char* kind : {"m.", "v."})
-      for (size_t i = 0; i < np; ++i) names.push_back(kind + programs.parameters[i].name);
-    for (size_t i = 0; i < np * 3; ++i) bufs.push_back(state[i]);
-    names.push_back("step");  // replicated: every device holds it
-    bufs.push_back(runtime::ShardedBuffer{
-        ir::i32(), ir::Sharding{plan.mesh.name, {}, {}, {}},
-        std::make_shared<std::vector<Literal>>(static_cast<size_t>(devices),
-                                               Literal::scalar(ir::ElementType::i32, static_cast<double>(last_step)))});
-    if (rank0) {
-      std::string written;
-      try {
-        written = runtime::save_sharded(c.save, names, bufs, plan.mesh, last_step, run_metadata(cfg, schedule));
-      } catch (const support::UserError& e) {
-        fail("--save {}: {}", c.save, e.what());
-      }
-      out << fmt::format("saved to {} (step {})\n", written, last_step);
-    }
-  }
+  if (!c.save.empty()) save(last_step);
   if (c.sample > 0 && rank0) {
     std::string prompt = "The ";
     out << "\nsample:\n" << generate(model, trained, prompt, c.sample, c.seed) << "\n";

@@ -1,8 +1,11 @@
 // `tessera train`: the main job. Trains a byte-level CausalLM (vocab 256) on a text corpus over
 // host devices under a sharding plan, with a progress bar (loss, tokens/s, ETA), then prints the
 // per-device table (parameter and optimizer-state bytes, collectives per step by kind and bytes)
-// and a short generated sample. Checkpoints save and resume as sharded safetensors, under any plan;
-// a save is atomic (runtime/checkpoint.h): killed or failing, it leaves the previous one loadable.
+// and a short generated sample. Checkpoints save and resume as sharded safetensors, under any plan,
+// at the end and every --save-every steps, keeping the newest --keep; a save is atomic
+// (runtime/checkpoint.h): killed or failing, it leaves the previous one loadable. --eval-every
+// holds out the corpus's last 10 % and logs the loss on it; each step's line shows the model FLOPs
+// utilization against this machine's measured SGEMM rate.
 // With backend "mpi" (under `mpirun -np N`), each rank runs `devices` local devices and the plan's
 // mesh has N x devices; every rank makes the same Session calls in the same order, and only rank 0
 // prints, writes --losses and writes checkpoints. The losses are bitwise those of as many host
@@ -46,6 +49,10 @@ struct TrainCommand {
   uint64_t seed = 1;
   std::string corpus;  // a file, or a directory of text files; empty: Debian's fortunes
   std::string save, resume;
+  int64_t save_every = 0;    // > 0: also save every N steps (into --save)
+  int64_t keep = 2;          // checkpoints kept in --save: the newest ones
+  int64_t eval_every = 0;    // > 0: the held-out loss every N steps and at the end (train_data.h)
+  int64_t eval_batches = 4;  // batches per evaluation
   std::string losses;    // a file to write each step's loss to, exactly: "<step> <%.9g> <hex float>"
   int64_t sample = 200;  // bytes of generated text at the end (0: none)
   bool progress_bar = false;  // true: a bar redrawn with '\r' (the CLI: when stdout is a terminal)

@@ -38,7 +38,7 @@ nn::LrSchedule schedule_of(const TrainCommand& c, int64_t last_step) {
   return s;
 }
 
-std::map<std::string, std::string> run_metadata(const nn::Config& config, const nn::LrSchedule& s) {
+std::map<std::string, std::string> run_metadata(const nn::Config& config, const nn::LrSchedule& s, int held_out_percent) {
   return {{"model.vocab", std::to_string(config.vocab)},
           {"model.d_model", std::to_string(config.d_model)},
           {"model.layers", std::to_string(config.layers)},
@@ -51,18 +51,21 @@ std::map<std::string, std::string> run_metadata(const nn::Config& config, const 
           {"schedule.min_lr", fmt::format("{:.17g}", s.min_lr)},
           {"schedule.warmup", std::to_string(s.warmup)},
           // A constant schedule never ends: its horizon is not part of it (a run may be extended).
-          {"schedule.total", s.kind == nn::LrSchedule::Kind::kConstant ? "-" : std::to_string(s.total)}};
+          {"schedule.total", s.kind == nn::LrSchedule::Kind::kConstant ? "-" : std::to_string(s.total)},
+          // The batches come from the corpus less its held-out tail: another split, other batches.
+          {"data.held_out_percent", std::to_string(held_out_percent)}};
 }
 
 std::string check_resume(const std::string& resume, const std::map<std::string, std::string>& saved,
-                         const nn::Config& config, const nn::LrSchedule& schedule) {
+                         const nn::Config& config, const nn::LrSchedule& schedule, int held_out_percent) {
   // The option that sets each field, for the message.
   static const std::map<std::string, std::string> option = {
       {"model.vocab", "the vocabulary"}, {"model.d_model", "--d-model"},       {"model.layers", "--layers"},
       {"model.heads", "--heads"},        {"model.kv_heads", "--kv-heads"},     {"model.ffn", "--ffn"},
       {"model.dtype", "the dtype"},      {"schedule.kind", "--lr-schedule"},   {"schedule.lr", "--lr"},
-      {"schedule.min_lr", "--min-lr"},   {"schedule.warmup", "--warmup"},      {"schedule.total", "--lr-steps"}};
-  std::map<std::string, std::string> now = run_metadata(config, schedule);
+      {"schedule.min_lr", "--min-lr"},   {"schedule.warmup", "--warmup"},      {"schedule.total", "--lr-steps"},
+      {"data.held_out_percent", "--eval-every holds out the corpus's tail"}};
+  std::map<std::string, std::string> now = run_metadata(config, schedule, held_out_percent);
   std::string warning;
   for (const auto& [key, value] : now) {
     auto it = saved.find(key);

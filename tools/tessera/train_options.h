@@ -19,12 +19,14 @@ nn::AdamW adamw_of(const TrainCommand& c);
 nn::LrSchedule schedule_of(const TrainCommand& c, int64_t last_step);
 
 // index.json's "metadata" of a checkpoint: model.* (vocab, d_model, layers, heads, kv_heads, ffn,
-// dtype) and schedule.* (kind, lr, min_lr, warmup, total), values as text (doubles exactly).
-std::map<std::string, std::string> run_metadata(const nn::Config& config, const nn::LrSchedule& schedule);
+// dtype), schedule.* (kind, lr, min_lr, warmup, total) and data.held_out_percent (the corpus tail
+// --eval-every holds out, 0 without it), values as text (doubles exactly).
+std::map<std::string, std::string> run_metadata(const nn::Config& config, const nn::LrSchedule& schedule,
+                                                int held_out_percent);
 // UserError when `saved` (a checkpoint's metadata) differs from this run's, naming the first field
 // that differs and both values. A checkpoint without model.* fields (written before they were
 // recorded) is accepted; the return value is then a warning to print (empty otherwise).
 std::string check_resume(const std::string& resume, const std::map<std::string, std::string>& saved,
-                         const nn::Config& config, const nn::LrSchedule& schedule);
+                         const nn::Config& config, const nn::LrSchedule& schedule, int held_out_percent);
 
 }  // namespace tessera::tools
