@@ -193,22 +193,29 @@ void copy(std::byte* to, const std::byte* from, size_t n) {
 // all_reduce and reduce_scatter: member m's span [offset(m), offset(m) + length(m)) of every
 // input goes to m's rank, where the leader folds it in group order into m's output (at the same
 // offset for all_reduce, at 0 for reduce_scatter); all_reduce then gathers the folded spans.
+// Member m's span of a reduction's operand: for all_reduce, chunk_of of host_communicator.cpp (n
+// chunks of ceil(elements / n), the last ones short); for reduce_scatter, its block.
+struct Spans {
+  Spans(const Call& c, const Layout& l, const LocalPost& p)
+      : all(c.kind == Kind::AllReduce), n(l.group.size()), es(static_cast<size_t>(ir::info(c.type).bytes)),
+        elements(p.in_bytes / es), block(p.out_bytes) {}
+  size_t offset(size_t m) const { return all ? std::min(m * per(), elements) * es : m * block; }
+  size_t length(size_t m) const {
+    if (!all) return block;
+    size_t lo = std::min(m * per(), elements);
+    return (std::min(lo + per(), elements) - lo) * es;
+  }
+  size_t per() const { return (elements + n - 1) / n; }
+  bool all;
+  size_t n, es, elements, block;
+};
+
 void reduce(const Call& c, const Layout& l, std::span<const LocalPost> posts, MPI_Comm comm, const Watch& w) {
   size_t n = l.group.size(), ranks = l.ranks.size();
   bool all = c.kind == Kind::AllReduce;
-  size_t es = static_cast<size_t>(ir::info(c.type).bytes);
-  size_t elements = posts[0].in_bytes / es;
-  auto offset = [&](size_t m) {
-    if (!all) return m * posts[0].out_bytes;
-    size_t per = (elements + n - 1) / n;
-    return std::min(m * per, elements) * es;
-  };
-  auto span_length = [&](size_t m) {
-    if (!all) return posts[0].out_bytes;
-    size_t per = (elements + n - 1) / n;
-    size_t lo = std::min(m * per, elements), hi = std::min(lo + per, elements);
-    return (hi - lo) * es;
-  };
+  Spans spans(c, l, posts[0]);
+  auto offset = [&](size_t m) { return spans.offset(m); };
+  auto span_length = [&](size_t m) { return spans.length(m); };
   const std::vector<size_t>& mine = l.members[l.me];
   // where[j][mm]: member j's data for local member mm's span.
   std::vector<std::vector<const std::byte*>> where(n, std::vector<const std::byte*>(mine.size()));
@@ -242,7 +249,8 @@ void reduce(const Call& c, const Layout& l, std::span<const LocalPost> posts, MP
     fold(c.type, c.reduce, srcs, span_length(mine[mm]), posts[mm].out + (all ? offset(mine[mm]) : 0));
   }
   if (!all) return;
-  // The folded spans to every rank, into the leader's output; then every local output is filled.
+  // The folded spans to every rank, into the leader's output; each local member then fills its own
+  // output from there and its local peers' (finish).
   std::byte* lead = posts[0].out;
   Pieces gsend(ranks), grecv(ranks);
   for (size_t q = 0; q < ranks; ++q) {
@@ -252,15 +260,10 @@ void reduce(const Call& c, const Layout& l, std::span<const LocalPost> posts, MP
     for (size_t m : l.members[q]) grecv[q].push_back({lead + offset(m), span_length(m)});
   }
   if (ranks > 1) Alltoallw(c.op, gsend, grecv).run(comm, w);
-  for (size_t ll = 0; ll < mine.size(); ++ll)
-    for (size_t m = 0; m < n; ++m) {
-      const std::byte* from = is_local(l, m) ? posts[local_index(l, m)].out + offset(m) : lead + offset(m);
-      copy(posts[ll].out + offset(m), from, span_length(m));
-    }
 }
 
 void all_gather(const Call& c, const Layout& l, std::span<const LocalPost> posts, MPI_Comm comm, const Watch& w) {
-  size_t n = l.group.size(), ranks = l.ranks.size(), b = posts[0].in_bytes;
+  size_t ranks = l.ranks.size(), b = posts[0].in_bytes;
   const std::vector<size_t>& mine = l.members[l.me];
   std::byte* lead = posts[0].out;
   Pieces send(ranks), recv(ranks);
@@ -270,9 +273,6 @@ void all_gather(const Call& c, const Layout& l, std::span<const LocalPost> posts
     for (size_t j : l.members[q]) recv[q].push_back({lead + j * b, b});
   }
   if (ranks > 1) Alltoallw(c.op, send, recv).run(comm, w);
-  for (size_t ll = 0; ll < mine.size(); ++ll)
-    for (size_t j = 0; j < n; ++j)
-      copy(posts[ll].out + j * b, is_local(l, j) ? posts[local_index(l, j)].in : lead + j * b, b);
 }
 
 void all_to_all(const Call& c, const Layout& l, std::span<const LocalPost> posts, MPI_Comm comm, const Watch& w) {
@@ -303,7 +303,6 @@ void broadcast(const Call& c, const Layout& l, std::span<const LocalPost> posts,
     MPI_Ibcast(const_cast<std::byte*>(root), static_cast<int>(b), MPI_BYTE, 0, comm, request.data());
     wait_all(request, w);
   }
-  for (const LocalPost& p : posts) copy(p.out, root, b);
 }
 
 // Every member's 8-byte value (its source, or its input's size) on every rank, in group order.
@@ -386,6 +385,24 @@ void exchange(const Call& c, const Layout& l, std::span<const LocalPost> posts, 
 }
 
 }  // namespace
+
+void finish(const Call& c, const Layout& l, std::span<const LocalPost> posts, size_t self) {
+  std::byte* out = posts[self].out;
+  auto local_post = [&](size_t position) -> const LocalPost& { return posts[local_index(l, position)]; };
+  if (c.kind == Kind::AllReduce) {
+    Spans spans(c, l, posts[0]);
+    for (size_t m = 0; m < l.group.size(); ++m) {
+      const std::byte* from = is_local(l, m) ? local_post(m).out : posts[0].out;
+      copy(out + spans.offset(m), from + spans.offset(m), spans.length(m));
+    }
+  } else if (c.kind == Kind::AllGather) {
+    size_t b = posts[0].in_bytes;
+    for (size_t j = 0; j < l.group.size(); ++j)
+      copy(out + j * b, is_local(l, j) ? local_post(j).in : posts[0].out + j * b, b);
+  } else if (c.kind == Kind::Broadcast) {
+    copy(out, l.me == 0 ? posts[0].in : posts[0].out, posts[0].in_bytes);
+  }
+}
 
 void run(const Call& call, const Layout& l, std::span<const LocalPost> posts, int64_t local_devices,
          const Watch& watch, Results& results) {

@@ -93,8 +93,13 @@ struct Results {
 };
 
 // The leader's part: runs `call` for the rank's local members `posts` (in group order of
-// layout.members[layout.me]) and writes every local member's output.
+// layout.members[layout.me]). Afterwards what each local member's output needs is in its own
+// output, the leader's, or its local peers' (inputs or outputs).
 void run(const Call& call, const Layout& layout, std::span<const LocalPost> posts, int64_t local_devices,
          const Watch& watch, Results& results);
+
+// Each local member's part once the leader is done: fills its own output (posts[self]) from
+// there, so that the local copies of several devices per rank run on all of them at once.
+void finish(const Call& call, const Layout& layout, std::span<const LocalPost> posts, size_t self);
 
 }  // namespace tessera::comm::mpi

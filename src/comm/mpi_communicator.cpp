@@ -187,7 +187,7 @@ struct MpiCommunicator::Run {
   const Run* leader = nullptr;  // where the results are (this one on the leader)
 };
 
-std::unique_ptr<MpiCommunicator::Run> MpiCommunicator::run(int kind, std::string_view op, const Group& group,
+std::unique_ptr<MpiCommunicator::Run> MpiCommunicator::run(mpi::Kind kind, std::string_view op, const Group& group,
                                                            ir::ElementType type, ReduceOp reduce,
                                                            std::span<const std::byte> in, std::span<std::byte> out,
                                                            int64_t source) {
@@ -210,11 +210,12 @@ std::unique_ptr<MpiCommunicator::Run> MpiCommunicator::run(int kind, std::string
   std::vector<mpi::LocalPost> posts(local.size());
   for (size_t i = 0; i < local.size(); ++i) {
     std::memcpy(&posts[i], r->meeting->input(i).data(), sizeof(mpi::LocalPost));
-    if (kind != static_cast<int>(mpi::Kind::Exchange) && posts[i].in_bytes != in.size())
+    if (kind != mpi::Kind::Exchange && posts[i].in_bytes != in.size())
       support::fail("{} on device {} has {} bytes, but device {} of group [{}] has {} bytes for it", op, device_,
                     in.size(), local[i] + first, support::join(group, ", "), posts[i].in_bytes);
   }
 
+  mpi::Call call{kind, op, type, reduce};
   std::vector<std::byte>& status = r->status;
   if (local.front() == device_ - first) {
     std::vector<int> others;
@@ -250,7 +251,7 @@ std::unique_ptr<MpiCommunicator::Run> MpiCommunicator::run(int kind, std::string
         process->report_waiting(fmt::format("tessera: rank {} stopped by SIGTERM while in {} ({}), waiting for {} {} ({})",
                                             world_->rank(), op, context, plural("rank", others.size()),
                                             support::join(others, ", "), world_->devices_of(others, group)));
-      mpi::Call call{static_cast<mpi::Kind>(kind), op, type, reduce};
+      
       struct Clear {  // the SIGTERM text goes back to "outside any collective", however this ends
         MpiProcess* p;
         bool on;
@@ -275,12 +276,14 @@ std::unique_ptr<MpiCommunicator::Run> MpiCommunicator::run(int kind, std::string
   if (outcome == 1) throw TimeoutError(h.get_string());
   if (outcome != 0) throw support::UserError(h.get_string());
   r->leader = reinterpret_cast<const Run*>(static_cast<uintptr_t>(h.get<uint64_t>()));
+  auto self = static_cast<size_t>(std::find(local.begin(), local.end(), device_ - first) - local.begin());
+  mpi::finish(call, l, posts, self);
   return r;
 }
 
 std::unique_ptr<Exchange> MpiCommunicator::exchange(std::string_view op, const Group& group,
                                                     std::span<const std::byte> input) {
-  std::unique_ptr<Run> r = run(static_cast<int>(mpi::Kind::Exchange), op, group, ir::ElementType::ui8, ReduceOp::Sum,
+  std::unique_ptr<Run> r = run(mpi::Kind::Exchange, op, group, ir::ElementType::ui8, ReduceOp::Sum,
                                input, {}, -1);
   std::vector<std::span<const std::byte>> inputs = r->leader->results.inputs;
   size_t members = r->members, index = r->index;
@@ -293,7 +296,7 @@ void MpiCommunicator::all_reduce(std::string_view op, const Group& group, ir::El
                                  std::span<const std::byte> in, std::span<std::byte> out) {
   check_size(op, "the result", out.size(), in.size());
   check_reducible(op, type, reduce);
-  std::unique_ptr<Run> r = run(static_cast<int>(mpi::Kind::AllReduce), op, group, type, reduce, in, out, -1);
+  std::unique_ptr<Run> r = run(mpi::Kind::AllReduce, op, group, type, reduce, in, out, -1);
   // Reduce-scatter of member spans plus all-gather of the folded ones (chunk_of's spans).
   size_t n = group.size(), es = static_cast<size_t>(ir::info(type).bytes), elements = in.size() / es;
   size_t per = (elements + n - 1) / n, lo = std::min(r->index * per, elements);
@@ -305,14 +308,14 @@ void MpiCommunicator::reduce_scatter(std::string_view op, const Group& group, ir
                                      std::span<const std::byte> in, std::span<std::byte> out) {
   check_size(op, "the operand", in.size(), out.size() * group.size());
   check_reducible(op, type, reduce);
-  run(static_cast<int>(mpi::Kind::ReduceScatter), op, group, type, reduce, in, out, -1);
+  run(mpi::Kind::ReduceScatter, op, group, type, reduce, in, out, -1);
   count(op, group.size(), in.size(), in.size() - out.size(), (group.size() - 1) * out.size());
 }
 
 void MpiCommunicator::all_gather(std::string_view op, const Group& group, std::span<const std::byte> in,
                                  std::span<std::byte> out) {
   check_size(op, "the result", out.size(), in.size() * group.size());
-  run(static_cast<int>(mpi::Kind::AllGather), op, group, ir::ElementType::ui8, ReduceOp::Sum, in, out, -1);
+  run(mpi::Kind::AllGather, op, group, ir::ElementType::ui8, ReduceOp::Sum, in, out, -1);
   count(op, group.size(), in.size(), (group.size() - 1) * in.size(), (group.size() - 1) * in.size());
 }
 
@@ -321,7 +324,7 @@ void MpiCommunicator::all_to_all(std::string_view op, const Group& group, std::s
   check_size(op, "the result", out.size(), in.size());
   if (in.size() % group.size() != 0)
     support::fail("{}: {} bytes do not split into {} chunks", op, in.size(), group.size());
-  run(static_cast<int>(mpi::Kind::AllToAll), op, group, ir::ElementType::ui8, ReduceOp::Sum, in, out, -1);
+  run(mpi::Kind::AllToAll, op, group, ir::ElementType::ui8, ReduceOp::Sum, in, out, -1);
   size_t chunk = in.size() / group.size();
   count(op, group.size(), in.size(), (group.size() - 1) * chunk, (group.size() - 1) * chunk);
 }
@@ -329,7 +332,7 @@ void MpiCommunicator::all_to_all(std::string_view op, const Group& group, std::s
 void MpiCommunicator::broadcast(std::string_view op, const Group& group, std::span<const std::byte> in,
                                 std::span<std::byte> out) {
   check_size(op, "the result", out.size(), in.size());
-  std::unique_ptr<Run> r = run(static_cast<int>(mpi::Kind::Broadcast), op, group, ir::ElementType::ui8, ReduceOp::Sum,
+  std::unique_ptr<Run> r = run(mpi::Kind::Broadcast, op, group, ir::ElementType::ui8, ReduceOp::Sum,
                                in, out, -1);
   size_t n = group.size();
   count(op, n, in.size(), r->index == 0 ? (n - 1) * in.size() : 0, r->index == 0 ? 0 : in.size());
@@ -339,7 +342,7 @@ void MpiCommunicator::permute(std::string_view op, const Group& group, std::opti
                               std::span<const std::byte> in, std::span<std::byte> out) {
   check_size(op, "the result", out.size(), in.size());
   int64_t from = source ? static_cast<int64_t>(index_in_group(op, group, *source)) : -1;
-  std::unique_ptr<Run> r = run(static_cast<int>(mpi::Kind::Permute), op, group, ir::ElementType::ui8, ReduceOp::Sum,
+  std::unique_ptr<Run> r = run(mpi::Kind::Permute, op, group, ir::ElementType::ui8, ReduceOp::Sum,
                                in, out, from);
   size_t readers = 0;
   for (size_t k = 0; k < r->leader->results.sources.size(); ++k)
@@ -349,7 +352,7 @@ void MpiCommunicator::permute(std::string_view op, const Group& group, std::opti
 }
 
 void MpiCommunicator::barrier(std::string_view op, const Group& group) {
-  run(static_cast<int>(mpi::Kind::Barrier), op, group, ir::ElementType::ui8, ReduceOp::Sum, {}, {}, -1);
+  run(mpi::Kind::Barrier, op, group, ir::ElementType::ui8, ReduceOp::Sum, {}, {}, -1);
   count(op, group.size(), 0, 0, 0);
 }
 

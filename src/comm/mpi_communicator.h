@@ -29,6 +29,7 @@
 
 #include "comm/communicator.h"
 #include "comm/host_communicator.h"
+#include "comm/mpi_collectives.h"
 #include "comm/mpi_process.h"
 #include "comm/parallel.h"
 #include "interp/interpreter.h"
@@ -119,7 +120,7 @@ class MpiCommunicator : public Communicator {
   struct Run;  // one collective in progress (mpi_communicator.cpp)
 
  private:
-  std::unique_ptr<Run> run(int kind, std::string_view op, const Group& group, ir::ElementType type, ReduceOp reduce,
+  std::unique_ptr<Run> run(mpi::Kind kind, std::string_view op, const Group& group, ir::ElementType type, ReduceOp reduce,
                            std::span<const std::byte> in, std::span<std::byte> out, int64_t source);
 
   MpiWorld* world_;
