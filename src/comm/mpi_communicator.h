@@ -9,8 +9,8 @@
 // local member — the rank's leader for that group — then runs the MPI part for all of them on the
 // group's own MPI communicator (mpi_collectives.h: reduce-scatter and all-gather by MPI_Ialltoallw
 // for reductions, folded in group order, so results are bitwise those of Session::host and the
-// bytes are the ring model's), writes every local member's output, and hands the outcome to its
-// local peers in a second local meeting. At a group's first collective in a world, the leaders
+// bytes are the ring model's) and hands the outcome to its local peers in a second local meeting;
+// then each local member fills its own output (mpi::finish). At a group's first collective in a world, the leaders
 // first meet through the rank's mailbox (a handshake): it checks that the ranks issued the same
 // collective and names a rank that is missing, failed or gone, before any MPI call.
 //
