@@ -10,9 +10,9 @@
 // group's own MPI communicator (mpi_collectives.h: reduce-scatter and all-gather by MPI_Ialltoallw
 // for reductions, folded in group order, so results are bitwise those of Session::host and the
 // bytes are the ring model's) and hands the outcome to its local peers in a second local meeting;
-// then each local member fills its own output (mpi::finish). At a group's first collective in a world, the leaders
-// first meet through the rank's mailbox (a handshake): it checks that the ranks issued the same
-// collective and names a rank that is missing, failed or gone, before any MPI call.
+// then each local member fills its own output (mpi::finish). At a group's first collective in a
+// world, the leaders first meet through the rank's mailbox (a handshake): it checks that the ranks
+// issued the same collective and names a rank that is missing, failed or gone, before any MPI call.
 //
 // Waits have a deadline: a rank that does not answer the handshake in time is a TimeoutError
 // naming the op, this rank and its devices, and the missing ranks and their devices; a rank that
