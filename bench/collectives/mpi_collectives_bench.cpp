@@ -1,11 +1,13 @@
 // The MPI half of `tessera bench collectives`: run under `mpirun -np N`, it times OpenMPI's own
 // MPI_Allreduce, MPI_Reduce_scatter_block and MPI_Allgather on the same sizes and in the same way
 // as the host devices (collective_bench.h: warmed buffers, batches after a barrier, the slowest
-// rank's time, the median), and with --tessera also Tessera's MPI communicator (one device per
-// rank). Rank 0 prints one line per figure, "record <op> <backend> <ranks> <bytes> <median_us>",
-// which the tessera command reads; people run it through that command.
+// rank's time, the median), and with --tessera also Tessera's MPI communicator, on
+// --local-devices K devices per rank (threads; 1 by default), so N ranks time N·K devices. Rank 0
+// prints one line per figure, "record <op> <backend> <devices> <bytes> <median_us>", which the
+// tessera command reads; people run it through that command.
 //
-//   mpirun -np 4 --allow-run-as-root --oversubscribe bin/tessera_mpi_collectives_bench --sizes 8,32,1K [--tessera]
+//   mpirun -np 4 --allow-run-as-root --oversubscribe bin/tessera_mpi_collectives_bench --sizes 8,32,1K
+//       [--tessera [--local-devices K]]
 #include <mpi.h>
 
 #include <fmt/format.h>
@@ -14,6 +16,7 @@
 #include <cstdio>
 #include <cstring>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "comm/collective_bench.h"
@@ -67,6 +70,7 @@ std::vector<BenchRecord> bench_openmpi(MpiProcess& mpi, const std::vector<int64_
 int main(int argc, char** argv) {
   std::vector<int64_t> sizes;
   bool tessera = false;
+  int64_t local = 1;
   try {
     for (int i = 1; i < argc; ++i) {
       std::string a = argv[i];
@@ -74,19 +78,41 @@ int main(int argc, char** argv) {
         tessera = true;
       } else if (a == "--sizes" && i + 1 < argc) {
         sizes = parse_sizes(argv[++i], "--sizes");
+      } else if (a == "--local-devices" && i + 1 < argc) {
+        std::string k = argv[++i];
+        if (k.empty() || k.size() > 3 || k.find_first_not_of("0123456789") != std::string::npos || std::stoll(k) < 1)
+          throw tessera::support::UserError(fmt::format("--local-devices {}: expected a count from 1 to 999", k));
+        local = std::stoll(k);
       } else {
-        throw tessera::support::UserError(fmt::format("unknown argument {} (expected --sizes a,b,c [--tessera])", a));
+        throw tessera::support::UserError(
+            fmt::format("unknown argument {} (expected --sizes a,b,c [--tessera [--local-devices K]])", a));
       }
     }
     if (sizes.empty()) throw tessera::support::UserError("--sizes: no sizes given");
     MpiProcess& mpi = MpiProcess::get();
     std::vector<BenchRecord> records = bench_openmpi(mpi, sizes);
     if (tessera) {
-      MpiWorld world(1, std::chrono::seconds(120));
-      MpiCommunicator comm(world, world.rank());
+      MpiWorld world(local, std::chrono::seconds(120));
       Group all;
-      for (int r = 0; r < world.num_ranks(); ++r) all.push_back(r);
-      for (BenchRecord& r : bench_communicator(comm, all, sizes, "mpi")) records.push_back(std::move(r));
+      for (int64_t d = 0; d < world.num_devices(); ++d) all.push_back(d);
+      std::vector<std::vector<BenchRecord>> mine(static_cast<size_t>(local));
+      std::vector<std::string> errors(static_cast<size_t>(local));
+      std::vector<std::thread> threads;
+      for (int64_t j = 0; j < local; ++j)
+        threads.emplace_back([&, j] {
+          try {
+            MpiCommunicator comm(world, world.first_local_device() + j);
+            mine[static_cast<size_t>(j)] = bench_communicator(comm, all, sizes, "mpi");
+          } catch (const std::exception& e) {
+            errors[static_cast<size_t>(j)] = e.what();
+          }
+        });
+      for (auto& t : threads) t.join();
+      for (int64_t j = 0; j < local; ++j)
+        if (!errors[static_cast<size_t>(j)].empty())
+          throw tessera::support::UserError(
+              fmt::format("device {}: {}", world.first_local_device() + j, errors[static_cast<size_t>(j)]));
+      for (BenchRecord& r : mine[0]) records.push_back(std::move(r));
     }
     if (mpi.rank() == 0)
       for (const BenchRecord& r : records)

@@ -2,10 +2,12 @@
 #include "comm/mpi_communicator.h"
 
 #include <algorithm>
+#include <cstring>
 #include <set>
 #include <thread>
 
 #include "comm/interp_collectives.h"
+#include "comm/mpi_collectives.h"
 #include "comm/mpi_wire.h"
 #include "support/strings.h"
 
@@ -18,24 +20,6 @@ int64_t checked_local_devices(int64_t n) {
 }
 
 std::string plural(std::string_view word, size_t n) { return fmt::format("{}{}", word, n == 1 ? "" : "s"); }
-
-// Member i of a collective's input: the local ones live in the first local meeting, the remote
-// ones in the leader's bundle of what the other ranks sent.
-class MpiExchange : public Exchange {
- public:
-  MpiExchange(size_t index, std::vector<std::span<const std::byte>> inputs, std::vector<std::byte> bundle,
-              std::unique_ptr<Exchange> local, std::unique_ptr<Exchange> handout)
-      : Exchange(inputs.size(), index), inputs_(std::move(inputs)), bundle_(std::move(bundle)),
-        local_(std::move(local)), handout_(std::move(handout)) {}
-  std::span<const std::byte> input(size_t member) const override { return inputs_.at(member); }
-
- private:
-  std::vector<std::span<const std::byte>> inputs_;
-  // Destroyed last to first: the handout (waits until every local member has read the bundle),
-  // then the local meeting (waits until every local input has been read), then the bundle.
-  std::vector<std::byte> bundle_;
-  std::unique_ptr<Exchange> local_, handout_;
-};
 
 }  // namespace
 
@@ -169,74 +153,207 @@ MpiCommunicator::MpiCommunicator(MpiWorld& world, int64_t device)
         return device - world.first_local_device();
       }()) {}
 
-std::unique_ptr<Exchange> MpiCommunicator::exchange(std::string_view op, const Group& group,
-                                                    std::span<const std::byte> input) {
+namespace {
+
+void check_size(std::string_view op, std::string_view what, size_t got, size_t want) {
+  if (got != want) support::fail("{}: {} has {} bytes, expected {}", op, what, got, want);
+}
+
+// What every member of a collective sees (exchange): the inputs, held by the leader's Run.
+class MpiExchange : public Exchange {
+ public:
+  MpiExchange(size_t count, size_t index, std::vector<std::span<const std::byte>> inputs,
+              std::unique_ptr<MpiCommunicator::Run> run)
+      : Exchange(count, index), inputs_(std::move(inputs)), run_(std::move(run)) {}
+  std::span<const std::byte> input(size_t member) const override { return inputs_.at(member); }
+
+ private:
+  std::vector<std::span<const std::byte>> inputs_;
+  std::unique_ptr<MpiCommunicator::Run> run_;  // its destruction waits until every local member is done
+};
+
+}  // namespace
+
+// One collective on this device. Destroyed last to first: the handout (waits until every local
+// member has read the leader's outcome), the leader's results, then the local meeting (waits until
+// no local member's buffers are in use).
+struct MpiCommunicator::Run {
+  size_t members = 0, index = 0;
+  mpi::LocalPost post;  // what the local peers read in the first meeting
+  std::unique_ptr<Exchange> meeting;
+  mpi::Results results;         // the leader's
+  std::vector<std::byte> status;  // the leader's outcome, read by its local peers in the handout
+  std::unique_ptr<Exchange> handout;
+  const Run* leader = nullptr;  // where the results are (this one on the leader)
+};
+
+std::unique_ptr<MpiCommunicator::Run> MpiCommunicator::run(mpi::Kind kind, std::string_view op, const Group& group,
+                                                           ir::ElementType type, ReduceOp reduce,
+                                                           std::span<const std::byte> in, std::span<std::byte> out,
+                                                           int64_t source) {
   std::set<int64_t> seen;
   for (int64_t d : group)
     if (d < 0 || d >= world_->num_devices() || !seen.insert(d).second)
       support::fail("{}: group [{}] is not a set of devices of 0..{}", op, support::join(group, ", "),
                     world_->num_devices() - 1);
-  size_t index = index_in_group(op, group, device_);
-  // The group's members on this rank (local ids, group order) and the other ranks involved.
+  auto r = std::make_unique<Run>();
+  r->members = group.size();
+  r->index = index_in_group(op, group, device_);
+  mpi::Layout l = mpi::layout(group, world_->local_devices(), world_->rank());
   int64_t first = world_->first_local_device();
   Group local;
-  std::vector<int64_t> local_members;  // their global ids, for messages
-  std::vector<size_t> local_position(group.size(), SIZE_MAX);
-  std::vector<int> ranks;
-  for (size_t i = 0; i < group.size(); ++i) {
-    int r = world_->owner(group[i]);
-    if (r == world_->rank()) {
-      local_position[i] = local.size();
-      local.push_back(group[i] - first);
-      local_members.push_back(group[i]);
-    } else if (std::find(ranks.begin(), ranks.end(), r) == ranks.end()) {
-      ranks.push_back(r);
-    }
-  }
-  std::unique_ptr<Exchange> meeting = local_.exchange(op, local, input);
-  std::vector<std::span<const std::byte>> inputs(group.size());
-  for (size_t i = 0; i < group.size(); ++i)
-    if (local_position[i] != SIZE_MAX) inputs[i] = meeting->input(local_position[i]);
-  if (ranks.empty())
-    return std::make_unique<MpiExchange>(index, std::move(inputs), std::vector<std::byte>{}, std::move(meeting),
-                                         nullptr);
+  for (size_t i : l.members[l.me]) local.push_back(group[i] - first);
 
-  // The leader (the group's first member on this rank) trades with the other ranks.
-  std::vector<std::byte> bundle;
-  if (local.front() == device_ - first) {
-    std::vector<std::byte> payload;
-    wire::put<uint32_t>(payload, static_cast<uint32_t>(local.size()));
-    for (size_t i = 0; i < group.size(); ++i)
-      if (local_position[i] != SIZE_MAX) {
-        wire::put<uint32_t>(payload, static_cast<uint32_t>(i));
-        wire::put_bytes(payload, inputs[i]);
-      }
-    std::string who = fmt::format("rank {} ({} {})", world_->rank(), plural("device", local_members.size()),
-                                  support::join(local_members, ", "));
-    MpiWorld::Received rec = world_->transfer(op, group, who, ranks, std::move(payload));
-    wire::put<uint8_t>(bundle, rec.status);
-    if (rec.status != 0) wire::put_string(bundle, rec.error);
-    for (const auto& p : rec.payloads) wire::put_bytes(bundle, p);
+  // The local meeting: every local member's buffers, in group order.
+  r->post = mpi::LocalPost{in.data(), in.size(), out.data(), out.size(), source};
+  r->meeting = local_.exchange(op, local, std::as_bytes(std::span(&r->post, 1)));
+  std::vector<mpi::LocalPost> posts(local.size());
+  for (size_t i = 0; i < local.size(); ++i) {
+    std::memcpy(&posts[i], r->meeting->input(i).data(), sizeof(mpi::LocalPost));
+    if (kind != mpi::Kind::Exchange && posts[i].in_bytes != in.size())
+      support::fail("{} on device {} has {} bytes, but device {} of group [{}] has {} bytes for it", op, device_,
+                    in.size(), local[i] + first, support::join(group, ", "), posts[i].in_bytes);
   }
-  std::unique_ptr<Exchange> handout = local_.exchange(op, local, bundle);
-  wire::Reader in(handout->input(0));
-  auto status = in.get<uint8_t>();
-  if (status == 1) throw TimeoutError(in.get_string());
-  if (status != 0) throw support::UserError(in.get_string());
-  for (size_t r = 0; r < ranks.size(); ++r) {
-    wire::Reader theirs(in.get_bytes());
-    auto count = theirs.get<uint32_t>();
-    for (uint32_t c = 0; c < count; ++c) {
-      auto member = theirs.get<uint32_t>();
-      TESSERA_CHECK(member < group.size() && world_->owner(group[member]) == ranks[r],
-                    "{}: rank {} sent the input of member {} of group [{}]", op, ranks[r], member,
-                    support::join(group, ", "));
-      inputs[member] = theirs.get_bytes();
+
+  mpi::Call call{kind, op, type, reduce};
+  std::vector<std::byte>& status = r->status;
+  if (local.front() == device_ - first) {
+    std::vector<int> others;
+    for (int q : l.ranks)
+      if (q != world_->rank()) others.push_back(q);
+    std::vector<int64_t> mine;
+    for (int64_t d : local) mine.push_back(d + first);
+    std::string who = fmt::format("rank {} ({} {})", world_->rank(), plural("device", mine.size()), support::join(mine, ", "));
+    std::string context = fmt::format("group [{}]", support::join(group, ", "));
+    auto deadline = std::chrono::steady_clock::now() + world_->timeout();
+    try {
+      bool handshaken;
+      {
+        std::lock_guard lock(world_->mu_);
+        handshaken = others.empty() || world_->handshaken_.count(group) > 0;
+      }
+      if (!handshaken) {
+        MpiWorld::Received rec = world_->transfer(op, group, who, others, {});
+        if (rec.status == 1) throw TimeoutError(rec.error);
+        if (rec.status != 0) throw support::UserError(rec.error);
+        std::lock_guard lock(world_->mu_);
+        world_->handshaken_.insert(group);
+      }
+      MpiProcess* process = world_->process_;
+      uint64_t id = world_->id_;
+      mpi::Watch watch{deadline, world_->timeout(),
+                       [process, id, &others]() -> std::optional<std::string> {
+                         if (auto t = process->peer_trouble(id, others)) return t->second;
+                         return std::nullopt;
+                       },
+                       fmt::format("{} on {} ({})", op, who, context)};
+      if (!others.empty())
+        process->report_waiting(fmt::format("tessera: rank {} stopped by SIGTERM while in {} ({}), waiting for {} {} ({})",
+                                            world_->rank(), op, context, plural("rank", others.size()),
+                                            support::join(others, ", "), world_->devices_of(others, group)));
+      
+      struct Clear {  // the SIGTERM text goes back to "outside any collective", however this ends
+        MpiProcess* p;
+        bool on;
+        ~Clear() {
+          if (on) p->report_waiting("");
+        }
+      } clear{process, !others.empty()};
+      mpi::run(call, l, posts, world_->local_devices(), watch, r->results);
+      wire::put<uint8_t>(status, 0);
+      wire::put<uint64_t>(status, reinterpret_cast<uintptr_t>(r.get()));
+    } catch (const TimeoutError& e) {
+      wire::put<uint8_t>(status, 1);
+      wire::put_string(status, e.what());
+    } catch (const std::exception& e) {
+      wire::put<uint8_t>(status, 2);
+      wire::put_string(status, e.what());
     }
   }
-  TESSERA_CHECK(in.done(), "{}: trailing bytes in the inputs of group [{}]", op, support::join(group, ", "));
-  return std::make_unique<MpiExchange>(index, std::move(inputs), std::move(bundle), std::move(meeting),
-                                       std::move(handout));
+  r->handout = local_.exchange(op, local, status);
+  wire::Reader h(r->handout->input(0));
+  auto outcome = h.get<uint8_t>();
+  if (outcome == 1) throw TimeoutError(h.get_string());
+  if (outcome != 0) throw support::UserError(h.get_string());
+  r->leader = reinterpret_cast<const Run*>(static_cast<uintptr_t>(h.get<uint64_t>()));
+  auto self = static_cast<size_t>(std::find(local.begin(), local.end(), device_ - first) - local.begin());
+  mpi::finish(call, l, posts, self);
+  return r;
+}
+
+std::unique_ptr<Exchange> MpiCommunicator::exchange(std::string_view op, const Group& group,
+                                                    std::span<const std::byte> input) {
+  std::unique_ptr<Run> r = run(mpi::Kind::Exchange, op, group, ir::ElementType::ui8, ReduceOp::Sum,
+                               input, {}, -1);
+  std::vector<std::span<const std::byte>> inputs = r->leader->results.inputs;
+  size_t members = r->members, index = r->index;
+  auto ex = std::make_unique<MpiExchange>(members, index, std::move(inputs), std::move(r));
+  count_exchange(op, *ex, input.size());
+  return ex;
+}
+
+void MpiCommunicator::all_reduce(std::string_view op, const Group& group, ir::ElementType type, ReduceOp reduce,
+                                 std::span<const std::byte> in, std::span<std::byte> out) {
+  check_size(op, "the result", out.size(), in.size());
+  check_reducible(op, type, reduce);
+  std::unique_ptr<Run> r = run(mpi::Kind::AllReduce, op, group, type, reduce, in, out, -1);
+  // Reduce-scatter of member spans plus all-gather of the folded ones (chunk_of's spans).
+  size_t n = group.size(), es = static_cast<size_t>(ir::info(type).bytes), elements = in.size() / es;
+  size_t per = (elements + n - 1) / n, lo = std::min(r->index * per, elements);
+  size_t mine = (std::min(lo + per, elements) - lo) * es, moved = (in.size() - mine) + (n - 1) * mine;
+  count(op, n, in.size(), moved, moved);
+}
+
+void MpiCommunicator::reduce_scatter(std::string_view op, const Group& group, ir::ElementType type, ReduceOp reduce,
+                                     std::span<const std::byte> in, std::span<std::byte> out) {
+  check_size(op, "the operand", in.size(), out.size() * group.size());
+  check_reducible(op, type, reduce);
+  run(mpi::Kind::ReduceScatter, op, group, type, reduce, in, out, -1);
+  count(op, group.size(), in.size(), in.size() - out.size(), (group.size() - 1) * out.size());
+}
+
+void MpiCommunicator::all_gather(std::string_view op, const Group& group, std::span<const std::byte> in,
+                                 std::span<std::byte> out) {
+  check_size(op, "the result", out.size(), in.size() * group.size());
+  run(mpi::Kind::AllGather, op, group, ir::ElementType::ui8, ReduceOp::Sum, in, out, -1);
+  count(op, group.size(), in.size(), (group.size() - 1) * in.size(), (group.size() - 1) * in.size());
+}
+
+void MpiCommunicator::all_to_all(std::string_view op, const Group& group, std::span<const std::byte> in,
+                                 std::span<std::byte> out) {
+  check_size(op, "the result", out.size(), in.size());
+  if (in.size() % group.size() != 0)
+    support::fail("{}: {} bytes do not split into {} chunks", op, in.size(), group.size());
+  run(mpi::Kind::AllToAll, op, group, ir::ElementType::ui8, ReduceOp::Sum, in, out, -1);
+  size_t chunk = in.size() / group.size();
+  count(op, group.size(), in.size(), (group.size() - 1) * chunk, (group.size() - 1) * chunk);
+}
+
+void MpiCommunicator::broadcast(std::string_view op, const Group& group, std::span<const std::byte> in,
+                                std::span<std::byte> out) {
+  check_size(op, "the result", out.size(), in.size());
+  std::unique_ptr<Run> r = run(mpi::Kind::Broadcast, op, group, ir::ElementType::ui8, ReduceOp::Sum,
+                               in, out, -1);
+  size_t n = group.size();
+  count(op, n, in.size(), r->index == 0 ? (n - 1) * in.size() : 0, r->index == 0 ? 0 : in.size());
+}
+
+void MpiCommunicator::permute(std::string_view op, const Group& group, std::optional<int64_t> source,
+                              std::span<const std::byte> in, std::span<std::byte> out) {
+  check_size(op, "the result", out.size(), in.size());
+  int64_t from = source ? static_cast<int64_t>(index_in_group(op, group, *source)) : -1;
+  std::unique_ptr<Run> r = run(mpi::Kind::Permute, op, group, ir::ElementType::ui8, ReduceOp::Sum,
+                               in, out, from);
+  size_t readers = 0;
+  for (size_t k = 0; k < r->leader->results.sources.size(); ++k)
+    if (k != r->index && r->leader->results.sources[k] == static_cast<int64_t>(r->index)) ++readers;
+  bool received = from >= 0 && static_cast<size_t>(from) != r->index;
+  count(op, group.size(), in.size(), readers * in.size(), received ? in.size() : 0);
+}
+
+void MpiCommunicator::barrier(std::string_view op, const Group& group) {
+  run(mpi::Kind::Barrier, op, group, ir::ElementType::ui8, ReduceOp::Sum, {}, {}, -1);
+  count(op, group.size(), 0, 0, 0);
 }
 
 std::vector<std::vector<ir::Literal>> run_on_ranks(MpiWorld& world, const ir::Module& module,

@@ -5,28 +5,31 @@
 // collectives in the same order (the program is the same on every rank).
 //
 // A collective. The rank's local members of the group (threads of this process) first meet
-// through an in-process HostWorld (host_communicator.h), exactly as host devices do. Then the
-// group's first local member — the rank's leader for that group — sends the local members' inputs
-// to every other rank of the group and receives theirs, through the rank's MPI thread
-// (mpi_process.h), and hands them to its local peers in a second local meeting. Every device then
-// holds every member's input and computes its result itself, folding in group order exactly as on
-// host devices, so results are bitwise those of Session::host. (This moves each input to every
-// rank of the group, like an all-gather, whatever the collective: simple and exact, not the least
-// traffic; the in-process host devices are the fast path.)
+// through an in-process HostWorld (host_communicator.h) and post their buffers. The group's first
+// local member — the rank's leader for that group — then runs the MPI part for all of them on the
+// group's own MPI communicator (mpi_collectives.h: reduce-scatter and all-gather by MPI_Ialltoallw
+// for reductions, folded in group order, so results are bitwise those of Session::host and the
+// bytes are the ring model's) and hands the outcome to its local peers in a second local meeting;
+// then each local member fills its own output (mpi::finish). At a group's first collective in a
+// world, the leaders first meet through the rank's mailbox (a handshake): it checks that the ranks
+// issued the same collective and names a rank that is missing, failed or gone, before any MPI call.
 //
-// Waits have a deadline: a rank that does not send in time is a TimeoutError naming the op, this
-// rank and its devices, and the missing ranks and their devices; a rank that failed (FAIL notice)
-// or exited (BYE) ends the wait at once with a UserError naming it.
+// Waits have a deadline: a rank that does not answer the handshake in time is a TimeoutError
+// naming the op, this rank and its devices, and the missing ranks and their devices; a rank that
+// failed (FAIL notice) or exited (BYE) ends the wait at once with a UserError naming it. Once MPI
+// holds the buffers, the same events abort the MPI job after printing them (mpi_collectives.h).
 #pragma once
 
 #include <chrono>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "comm/communicator.h"
 #include "comm/host_communicator.h"
+#include "comm/mpi_collectives.h"
 #include "comm/mpi_process.h"
 #include "comm/parallel.h"
 #include "interp/interpreter.h"
@@ -78,6 +81,8 @@ class MpiWorld {
   Received transfer(std::string_view op, const Group& group, const std::string& who, const std::vector<int>& ranks,
                     std::vector<std::byte> payload);
   std::string devices_of(const std::vector<int>& ranks, const Group& group) const;
+  // Whether `group` still needs its handshake in this world (and marks it done).
+  bool first_in_world(const Group& group);
 
   MpiProcess* process_;
   int rank_, num_ranks_;
@@ -87,6 +92,7 @@ class MpiWorld {
   HostWorld local_;  // this rank's devices, ids 0..k-1 (global id minus first_local_device())
   std::mutex mu_;
   std::map<Group, int64_t> sequence_;  // collectives this rank has led per group
+  std::set<Group> handshaken_;         // groups whose leaders have met in this world
 };
 
 class MpiCommunicator : public Communicator {
@@ -97,8 +103,26 @@ class MpiCommunicator : public Communicator {
   int64_t num_devices() const override { return world_->num_devices(); }
   std::unique_ptr<Exchange> exchange(std::string_view op, const Group& group,
                                      std::span<const std::byte> input) override;
+  void all_reduce(std::string_view op, const Group& group, ir::ElementType type, ReduceOp reduce,
+                  std::span<const std::byte> in, std::span<std::byte> out) override;
+  void all_gather(std::string_view op, const Group& group, std::span<const std::byte> in,
+                  std::span<std::byte> out) override;
+  void reduce_scatter(std::string_view op, const Group& group, ir::ElementType type, ReduceOp reduce,
+                      std::span<const std::byte> in, std::span<std::byte> out) override;
+  void all_to_all(std::string_view op, const Group& group, std::span<const std::byte> in,
+                  std::span<std::byte> out) override;
+  void broadcast(std::string_view op, const Group& group, std::span<const std::byte> in,
+                 std::span<std::byte> out) override;
+  void permute(std::string_view op, const Group& group, std::optional<int64_t> source,
+               std::span<const std::byte> in, std::span<std::byte> out) override;
+  void barrier(std::string_view op, const Group& group) override;
+
+  struct Run;  // one collective in progress (mpi_communicator.cpp)
 
  private:
+  std::unique_ptr<Run> run(mpi::Kind kind, std::string_view op, const Group& group, ir::ElementType type, ReduceOp reduce,
+                           std::span<const std::byte> in, std::span<std::byte> out, int64_t source);
+
   MpiWorld* world_;
   int64_t device_;
   HostCommunicator local_;

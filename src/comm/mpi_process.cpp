@@ -12,6 +12,7 @@
 #include <cstring>
 #include <ctime>
 
+#include "comm/mpi_internal.h"
 #include "comm/mpi_wire.h"
 #include "support/strings.h"
 
@@ -23,6 +24,8 @@ using namespace std::chrono_literals;
 // Our own communicator (a duplicate of MPI_COMM_WORLD), so code that calls MPI itself through
 // call() cannot receive our messages, nor we theirs.
 MPI_Comm g_comm = MPI_COMM_NULL;
+// The parent of the per-group communicators (creation_comm()).
+MPI_Comm g_create = MPI_COMM_NULL;
 
 enum Tag : int { kData = 1, kFail = 2, kBye = 3 };
 
@@ -54,6 +57,8 @@ void install_sigterm_report() {
 }
 
 }  // namespace
+
+MPI_Comm creation_comm() { return g_create; }
 
 struct MpiProcess::InFlight {
   MPI_Request request = MPI_REQUEST_NULL;
@@ -110,10 +115,20 @@ void MpiProcess::main() {
       return;
     }
   } else {
+    // Group leaders call MPI's collectives from their device threads (mpi_collectives.h).
     int provided = MPI_THREAD_SINGLE;
-    MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided);
+    MPI_Init_thread(nullptr, nullptr, MPI_THREAD_MULTIPLE, &provided);
+    if (provided < MPI_THREAD_MULTIPLE) {
+      std::lock_guard lock(mu_);
+      init_error_ = "this MPI does not provide MPI_THREAD_MULTIPLE, which Tessera's MPI backend needs "
+                    "(OpenMPI built with thread support does)";
+      started_ = true;
+      arrived_.notify_all();
+      return;
+    }
   }
   MPI_Comm_dup(MPI_COMM_WORLD, &g_comm);
+  MPI_Comm_dup(MPI_COMM_WORLD, &g_create);
   MPI_Comm_rank(g_comm, &rank_);
   MPI_Comm_size(g_comm, &size_);
   install_sigterm_report();
@@ -280,6 +295,23 @@ MpiProcess::Outcome MpiProcess::receive(const Key& key, std::string_view op, con
   }
 }
 
+std::optional<std::pair<int, std::string>> MpiProcess::peer_trouble(uint64_t world, const std::vector<int>& ranks) {
+  std::lock_guard lock(mu_);
+  auto failed = failed_.find(world);
+  for (int r : ranks) {
+    if (failed != failed_.end())
+      if (auto it = failed->second.find(r); it != failed->second.end())
+        return std::pair{r, fmt::format("rank {} failed: {}", r, it->second)};
+    if (departed_.count(r)) return std::pair{r, fmt::format("rank {} exited without joining it", r)};
+  }
+  return std::nullopt;
+}
+
+void MpiProcess::report_waiting(const std::string& text) {
+  std::lock_guard lock(mu_);
+  set_waiting(text.empty() ? fmt::format("tessera: rank {} stopped by SIGTERM outside any collective", rank_) : text);
+}
+
 void MpiProcess::notify_failure(uint64_t world, const std::string& reason) {
   std::vector<std::byte> message;
   wire::put<uint64_t>(message, world);
@@ -351,6 +383,7 @@ void MpiProcess::leave() {
     if (!moved) std::this_thread::sleep_for(1ms);
   }
   MPI_Comm_free(&g_comm);
+  MPI_Comm_free(&g_create);
   if (own_mpi_) MPI_Finalize();
 }
 

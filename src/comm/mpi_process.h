@@ -1,10 +1,12 @@
-// This process's MPI rank: the one thread that makes every MPI call, and the mailbox it fills.
+// This process's MPI rank: the thread that carries its messages, and the mailbox it fills.
 //
-// MPI is initialized lazily by a dedicated thread (MPI_THREAD_FUNNELED: only that thread ever
-// calls MPI), which sends what device threads queue, receives whatever arrives (MPI_Improbe on any
-// source and tag) into a mailbox keyed by (world, group, sequence), and keeps MPI progressing for
+// MPI is initialized lazily (MPI_THREAD_MULTIPLE) by a dedicated thread, which sends what device
+// threads queue, receives whatever arrives (MPI_Improbe on any source and tag of its own
+// communicator) into a mailbox keyed by (world, group, sequence), and keeps MPI progressing for
 // large transfers. Device threads never block inside MPI: they wait on a condition variable with a
-// deadline, so a missing peer is a timeout, never a hang.
+// deadline, so a missing peer is a timeout, never a hang. The one exception to "only this thread
+// calls MPI" is a group's leader running MPI's non-blocking collectives on the group's own
+// communicator, polled against a deadline (mpi_collectives.h).
 //
 // Faults. Besides data, ranks send two notices: FAIL (this rank's part of a run failed: waits on
 // it end at once, naming it) and BYE (this process is leaving: sent at exit, by a normal return as
@@ -26,6 +28,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <span>
 #include <string>
@@ -70,6 +73,13 @@ class MpiProcess {
   Outcome receive(const Key& key, std::string_view op, const std::vector<int>& ranks,
                   std::chrono::steady_clock::time_point deadline,
                   const std::function<std::string(const std::vector<int>&)>& waiting);
+
+  // The first of `ranks` that reported a failure in world `world` or left the job, and a message
+  // naming it ("rank 1 failed: ...", "rank 1 exited without joining it").
+  std::optional<std::pair<int, std::string>> peer_trouble(uint64_t world, const std::vector<int>& ranks);
+  // What the SIGTERM handler prints while a device waits outside receive() (in an MPI
+  // collective); "" restores the text for no wait.
+  void report_waiting(const std::string& text);
 
   // Tells every other rank that this rank's part of world `world` failed, with `reason`.
   void notify_failure(uint64_t world, const std::string& reason);

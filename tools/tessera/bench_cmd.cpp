@@ -1,7 +1,9 @@
 // `tessera bench collectives` (see bench_cmd.h). The host devices are timed in this process; the
 // MPI figures come from tessera_mpi_collectives_bench, started here under
 // `mpirun -np N --allow-run-as-root --oversubscribe` (more ranks than cores is expected on these
-// machines), whose rank 0 prints one "record ..." line per figure.
+// machines; N = devices / devices per rank), whose rank 0 prints one "record ..." line per figure.
+// With --backend mpi the output ends with the acceptance figure of issue #15: the all_reduce's
+// bus bandwidth at the largest size over OpenMPI's MPI_Allreduce on the same ranks.
 #include "tools/tessera/bench_cmd.h"
 
 #include <fmt/format.h>
@@ -45,8 +47,9 @@ std::vector<BenchRecord> run_mpi_half(const BenchCommand& c, const std::vector<i
     support::fail("bench collectives: the MPI half {} does not exist (built with the MPI backend; give --mpi-bench, "
                   "or --no-openmpi to time the host devices only)", bin);
   std::string cmd = fmt::format("{} -np {} --allow-run-as-root --oversubscribe {} --sizes {}{}", shell_quote(c.mpirun),
-                                c.devices, shell_quote(bin), support::join(sizes, ","),
-                                c.backend == "mpi" ? " --tessera" : "");
+                                c.devices / c.devices_per_rank, shell_quote(bin), support::join(sizes, ","),
+                                c.backend == "mpi" ? fmt::format(" --tessera --local-devices {}", c.devices_per_rank)
+                                                   : std::string());
   FILE* pipe = popen(cmd.c_str(), "r");
   if (pipe == nullptr) support::fail("bench collectives: cannot start `{}`", cmd);
   std::string text;
@@ -129,12 +132,21 @@ int bench_command(const BenchCommand& c, std::ostream& out) {
     support::fail("bench collectives: --backend {}; expected host or mpi", c.backend);
   if (c.backend == "mpi" && !c.openmpi)
     support::fail("bench collectives: --backend mpi runs under mpirun; it cannot go with --no-openmpi");
+  if (c.devices_per_rank < 1 || c.devices % c.devices_per_rank != 0)
+    support::fail("bench collectives: --devices-per-rank {} does not divide --devices {}", c.devices_per_rank,
+                  c.devices);
+  if (c.devices_per_rank != 1 && c.backend != "mpi")
+    support::fail("bench collectives: --devices-per-rank {} needs --backend mpi", c.devices_per_rank);
   std::vector<int64_t> sizes = c.sizes.empty() ? comm::bench_sizes(64 << 20) : comm::parse_sizes(c.sizes, "--sizes");
 
   char host[256] = "?";
   gethostname(host, sizeof host - 1);
-  out << fmt::format("tessera bench collectives: {} devices ({} backend), {} hardware threads on {}\n", c.devices,
-                     c.backend, std::thread::hardware_concurrency(), host);
+  out << fmt::format("tessera bench collectives: {} devices ({} backend{}), {} hardware threads on {}\n", c.devices,
+                     c.backend,
+                     c.backend == "mpi" ? fmt::format(", {} ranks x {}", c.devices / c.devices_per_rank,
+                                                      c.devices_per_rank)
+                                        : std::string(),
+                     std::thread::hardware_concurrency(), host);
   std::vector<BenchRecord> records = comm::bench_memcpy(sizes);
   if (c.backend == "host")
     for (BenchRecord& r : comm::bench_host(c.devices, sizes)) records.push_back(std::move(r));
@@ -161,6 +173,22 @@ int bench_command(const BenchCommand& c, std::ostream& out) {
           "threads {:.1f} GB/s (2 bytes per byte copied)\n\n",
           human_bytes(r.bytes), 2.0 * static_cast<double>(c.devices * r.bytes) / (r.median_us * 1e3),
           c.devices, r.bytes, threads, 2 * copy.algbw_gbs);
+
+  // The acceptance figure of issue #15: Tessera's MPI all_reduce against OpenMPI's MPI_Allreduce
+  // on the same ranks, by bus bandwidth (nccl-tests' factor for each one's device count).
+  if (c.backend == "mpi") {
+    const BenchRecord *mine = nullptr, *theirs = nullptr;
+    for (const BenchRecord& r : records) {
+      if (r.op != "all_reduce" || r.bytes != comm::bench_bytes("all_reduce", r.devices, sizes.back())) continue;
+      if (r.backend == "mpi") mine = &r;
+      if (r.backend == "openmpi") theirs = &r;
+    }
+    if (mine && theirs && theirs->busbw_gbs > 0)
+      out << fmt::format("all_reduce at {}: Tessera over MPI {:.3f} GB/s bus bandwidth ({} devices) = {:.2f}x "
+                         "OpenMPI's MPI_Allreduce {:.3f} GB/s ({} ranks)\n\n",
+                         human_bytes(mine->bytes), mine->busbw_gbs, mine->devices, mine->busbw_gbs / theirs->busbw_gbs,
+                         theirs->busbw_gbs, theirs->devices);
+  }
 
   if (!c.json.empty()) {
     nlohmann::json list = nlohmann::json::array();

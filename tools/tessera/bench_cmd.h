@@ -11,6 +11,7 @@ namespace tessera::tools {
 struct BenchCommand {
   std::string what = "collectives";
   int64_t devices = 4;
+  int64_t devices_per_rank = 1;  // mpi: devices (threads) per rank, so devices / devices_per_rank ranks
   std::string backend = "host";  // host: threads of this process; mpi: Tessera's MPI communicator
   std::string json;              // where to write the records, if set
   std::string sizes;             // "8,4K,64M"; default 8 B x 4^k up to 64 MiB

@@ -158,6 +158,9 @@ int main(int argc, char** argv) {
   bench->add_option("what", bc.what, "What to time: collectives")->required()->check(CLI::IsMember({"collectives"}));
   bench->add_option("--devices", bc.devices, "Host devices (and OpenMPI ranks)")->capture_default_str()
       ->check(CLI::PositiveNumber);
+  bench->add_option("--devices-per-rank", bc.devices_per_rank,
+                    "With --backend mpi: devices (threads) per rank; --devices / this many ranks")
+      ->capture_default_str()->check(CLI::PositiveNumber);
   bench->add_option("--backend", bc.backend, "host (threads of this process) or mpi (Tessera's MPI communicator)")
       ->capture_default_str()->check(CLI::IsMember({"host", "mpi"}));
   bench->add_option("--json", bc.json, "Write the records as JSON");

@@ -1,8 +1,9 @@
 // The Communicator over MPI ranks, run under mpirun: every collective of the interface, on the
-// whole world and on subgroups (within a rank, across ranks, in shuffled order), against the host
-// backend's results for the same inputs, bit for bit; then the timeout, a failed peer, mismatched
-// collectives and bad groups, each named in its message; and MPI's own collectives through the
-// MPI thread.
+// whole world and on subgroups (within a rank, across ranks, in shuffled order, spread unevenly
+// over ranks), against the host backend's results for the same inputs, bit for bit (reductions
+// fold in group order on both); the bytes each device counts, against the ring model and the
+// host's counts; then the timeout, a failed peer, mismatched collectives and bad groups, each
+// named in its message; and MPI's own collectives through the MPI thread.
 #include <gtest/gtest.h>
 #include <mpi.h>
 
@@ -119,6 +120,32 @@ void every_collective(Communicator& c, Buffers& out) {
   c.permute("permute", all, source, bytes(x), record(x.size() * 4));
   c.barrier("barrier", all);
 
+  // A group spread unevenly over ranks (two devices on one rank and one on another when ranks
+  // hold two), with spans that do not divide evenly; and the generic exchange, with inputs of
+  // different sizes.
+  if (d < 3) {
+    Group three = {2, 0, 1};
+    std::vector<float> odd = floats(d, 3, 4099);
+    c.all_reduce("all_reduce 3", three, ElementType::f32, ReduceOp::Sum, bytes(odd), record(odd.size() * 4));
+    std::vector<float> x3(x.begin(), x.begin() + 3 * 100);
+    c.reduce_scatter("reduce_scatter 3", three, ElementType::f32, ReduceOp::Sum, bytes(x3), record(400));
+    c.all_gather("all_gather 3", three, bytes(x3), record(x3.size() * 12));
+    c.all_to_all("all_to_all 3", three, bytes(x3), record(x3.size() * 4));
+    c.broadcast("broadcast 3", three, bytes(x3), record(x3.size() * 4));
+    std::optional<int64_t> from;
+    if (d != 1) from = d == 0 ? 2 : 0;  // 2 -> 0 -> 2, 1 gets zeros
+    c.permute("permute 3", three, from, bytes(x3), record(x3.size() * 4));
+  }
+  {
+    std::vector<std::byte> mine(static_cast<size_t>(3 + 5 * d), std::byte(d + 1));
+    auto ex = c.exchange("exchange", shuffled, mine);
+    size_t total = 0;
+    for (size_t m = 0; m < ex->members(); ++m) total += ex->input(m).size();
+    std::span<std::byte> all_in = record(total);
+    for (size_t m = 0, at = 0; m < ex->members(); at += ex->input(m).size(), ++m)
+      std::memcpy(all_in.data() + at, ex->input(m).data(), ex->input(m).size());
+  }
+
   // Large enough for MPI's rendezvous protocol, and repeated collectives on one group.
   std::vector<float> big = floats(d, 2, 1 << 18);
   c.all_reduce("all_reduce 1 MiB", all, ElementType::f32, ReduceOp::Sum, bytes(big), record(big.size() * 4));
@@ -142,6 +169,59 @@ TEST(MpiCommunicator, EveryCollectiveEqualsHostDevicesBitwise) {
     const Buffers& got = mpi.out[static_cast<size_t>(j)];
     ASSERT_EQ(got.size(), want.size());
     for (size_t i = 0; i < got.size(); ++i) EXPECT_TRUE(got[i] == want[i]) << "device " << d << ", output " << i;
+  }
+}
+
+// The bytes each device counts: those of host devices for the same collectives, and the ring
+// model's where the buffers split evenly.
+void counted_collectives(Communicator& c) {
+  int64_t n = c.num_devices(), d = c.device();
+  Group all;
+  for (int64_t i = 0; i < n; ++i) all.push_back(i);
+  std::vector<float> x = floats(d, 7, 1 << 16), out(x.size() * static_cast<size_t>(n));
+  auto o = std::as_writable_bytes(std::span(out));
+  c.all_reduce("all_reduce", all, ElementType::f32, ReduceOp::Sum, bytes(x), o.first(x.size() * 4));
+  c.reduce_scatter("reduce_scatter", all, ElementType::f32, ReduceOp::Sum, bytes(x), o.first(x.size() * 4 / n));
+  c.all_gather("all_gather", all, bytes(x), o);
+  c.all_to_all("all_to_all", all, bytes(x), o.first(x.size() * 4));
+  c.permute("collective_permute", all, (d + n - 1) % n, bytes(x), o.first(x.size() * 4));
+}
+
+TEST(MpiCommunicator, CountsTheRingModelsBytesAsHostDevicesDo) {
+  MpiWorld world(k(), std::chrono::seconds(20));
+  int64_t n = world.num_devices();
+  Traffic host(n), mpi(n);
+  {
+    HostWorld hw(n, std::chrono::seconds(10));
+    std::vector<std::thread> threads;
+    for (int64_t d = 0; d < n; ++d)
+      threads.emplace_back([&, d] {
+        HostCommunicator c(hw, d);
+        c.set_traffic(&host.device(d));
+        counted_collectives(c);
+      });
+    for (auto& t : threads) t.join();
+  }
+  MpiRun run = on_ranks(world, [&](MpiCommunicator& c, Buffers&) {
+    c.set_traffic(&mpi.device(c.device()));
+    counted_collectives(c);
+  });
+  int64_t operand = (1 << 16) * 4;
+  for (int64_t j = 0; j < k(); ++j) {
+    int64_t d = world.first_local_device() + j;
+    ASSERT_EQ(run.errors[static_cast<size_t>(j)], "");
+    const auto& got = mpi.device(d).by_kind();
+    ASSERT_EQ(got.size(), 5u);
+    for (const auto& [kind, count] : got) {
+      const TrafficCount& want = host.device(d).by_kind().at(kind);
+      EXPECT_EQ(count.calls, 1) << kind;
+      EXPECT_EQ(count.sent, want.sent) << kind << " on device " << d;
+      EXPECT_EQ(count.received, want.received) << kind << " on device " << d;
+      EXPECT_EQ(count.ring, want.ring) << kind;
+      EXPECT_EQ(count.received, count.ring) << kind << " on device " << d;
+      EXPECT_EQ(count.sent, count.ring) << kind << " on device " << d;
+    }
+    EXPECT_EQ(got.at("all_reduce").sent, 2 * (n - 1) * operand / n);
   }
 }
 

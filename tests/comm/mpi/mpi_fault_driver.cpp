@@ -5,6 +5,11 @@
 //   exit    std::exit(3)
 //   kill    SIGKILL
 //   device  its device throws inside the program (run_on_ranks reports it to the other ranks)
+// Those four meet rank 1's fault in the handshake that starts a group's first collective of a run
+// (Session makes a world per run). Two more fail while the others are already inside MPI's
+// collective of a group that has met before, in one world, where the rank aborts the job:
+//   inflight-exit  std::exit(3)
+//   inflight-kill  SIGKILL
 // The others must exit non-zero, each naming rank 1 and the collective. The second argument is a
 // marker only, by which the test finds any process left behind.
 #include <fmt/format.h>
@@ -38,7 +43,30 @@ std::vector<ir::Literal> inputs() {
   return {ir::Literal::from_doubles(ir::f32({8, 4}), x), ir::Literal::from_doubles(ir::f32({4, 3}), w)};
 }
 
+// One world, two all_reduces of 1 MiB on every device: rank 1 fails before the second.
+int inflight(const std::string& mode) {
+  comm::MpiWorld world(1, std::chrono::seconds(20));
+  comm::MpiCommunicator c(world, world.rank());
+  comm::Group all;
+  for (int64_t d = 0; d < world.num_devices(); ++d) all.push_back(d);
+  std::vector<float> in(1 << 18, 1.0f), out(in.size());
+  auto step = [&] {
+    c.all_reduce("stablehlo.all_reduce", all, ir::ElementType::f32, comm::ReduceOp::Sum,
+                 std::as_bytes(std::span(in)), std::as_writable_bytes(std::span(out)));
+  };
+  step();
+  if (world.rank() == 1) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    if (mode == "inflight-exit") std::exit(3);
+    std::raise(SIGKILL);
+  }
+  step();
+  fmt::print("rank {}: the second all_reduce ended without a fault\n", world.rank());
+  return 0;
+}
+
 int run(const std::string& mode) {
+  if (mode.starts_with("inflight")) return inflight(mode);
   ir::Module m("sharded_loss");
   testing::build_sharded_loss(m);
   runtime::Session s = runtime::Session::mpi(1, {std::chrono::seconds(20)});
@@ -74,11 +102,12 @@ int run(const std::string& mode) {
 
 int main(int argc, char** argv) {
   if (argc < 2) {
-    fmt::print(stderr, "usage: mpi_fault_driver throw|exit|kill|device [marker]\n");
+    fmt::print(stderr, "usage: mpi_fault_driver throw|exit|kill|device|inflight-exit|inflight-kill [marker]\n");
     return 2;
   }
   std::string mode = argv[1];
-  if (mode != "throw" && mode != "exit" && mode != "kill" && mode != "device") {
+  if (mode != "throw" && mode != "exit" && mode != "kill" && mode != "device" && mode != "inflight-exit" &&
+      mode != "inflight-kill") {
     fmt::print(stderr, "mpi_fault_driver: unknown mode '{}'\n", mode);
     return 2;
   }

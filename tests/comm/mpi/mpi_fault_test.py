@@ -13,7 +13,7 @@ parser = argparse.ArgumentParser()
 parser.add_argument("--mpirun", required=True)
 parser.add_argument("--driver", required=True)
 parser.add_argument("--np", type=int, default=4)
-parser.add_argument("--mode", required=True, choices=["throw", "exit", "kill", "device"])
+parser.add_argument("--mode", required=True, choices=["throw", "exit", "kill", "device", "inflight-exit", "inflight-kill"])
 args = parser.parse_args()
 
 marker = f"tessera-fault-{args.mode}-{os.getpid()}"
