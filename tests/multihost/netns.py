@@ -37,8 +37,15 @@ def unavailable():
     p = subprocess.run(["ip", "netns", "add", probe], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     if p.returncode != 0:
         return f"`ip netns add` failed: {p.stdout.strip()}"
+    # veth and bridge devices too (kernel modules a container may lack); made inside the probe
+    # namespace, they go with it.
+    why = None
+    for cmd in (["link", "add", "v0", "type", "veth", "peer", "name", "v1"], ["link", "add", "b0", "type", "bridge"]):
+        q = subprocess.run(["ip", "-n", probe, *cmd], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        if q.returncode != 0 and why is None:
+            why = f"`ip {' '.join(cmd)}` failed: {q.stdout.strip()}"
     subprocess.run(["ip", "netns", "del", probe])
-    return None
+    return why
 
 
 def _delete(ns):
