@@ -12,10 +12,11 @@ def mpirun(mpirun_path, np):
     return ["timeout", "-k", "5", "50", mpirun_path, "--allow-run-as-root", "--oversubscribe", "-np", str(np)]
 
 
-def run(cmd):
-    """Runs `cmd`, prints it and its output; returns (CompletedProcess, seconds)."""
+def run(cmd, env=None):
+    """Runs `cmd` (in `env`, else this process's environment), prints it and its output; returns
+    (CompletedProcess, seconds)."""
     start = time.monotonic()
-    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
     print("$", " ".join(cmd))
     print(p.stdout)
     return p, time.monotonic() - start
