@@ -19,8 +19,9 @@
 //     results into the arena (nothing fully written is zero-filled; an element-wise kernel may
 //     write over an operand that dies there), and each result is copied out into the buffer of a
 //     parameter of its type that is not itself returned (a donated input: the optimizer's
-//     parameters and moments come back in their own buffers), else into a fresh one. Values of
-//     while bodies and callees are still allocated per run;
+//     parameters and moments come back in their own buffers), else into a fresh one. Callees
+//     run in planned frames of their own in the context; values of while bodies are still
+//     allocated per run;
 //   - `while` bodies and conditions are compiled inline (their values are slots of the same run,
 //     the loop state moves from body to condition without copies), `func.call` callees are
 //     compiled once into their own Executables; the scalar bodies of reduce, scatter and the
@@ -100,9 +101,10 @@ class Executable {
   std::vector<ir::Literal> run(std::vector<ir::Literal> args, const interp::Options& options, RunContext& context) const;
   std::unique_ptr<RunContext> make_context() const;
 
-  // The buffer plan: the arena's bytes, and the exact peak of a run in a context: the arena, the
-  // arguments, and the results that go to fresh buffers (no parameter of their type to take).
-  // Values of while bodies and callees are not planned: planned() says there are none.
+  // The buffer plan: the arena's bytes, and the peak of a run in a context: the arenas (this
+  // function's and its callees'), the arguments, the results that go to fresh buffers (no
+  // parameter of their type to take), and the most a call's results hold while they are copied
+  // in. Exact when planned(): values of while bodies are not planned.
   int64_t arena_bytes() const;
   int64_t peak_bytes() const;
   bool planned() const;
