@@ -173,6 +173,42 @@ std::optional<Literal> typed_collective(Communicator& comm, const ir::Op& op, co
 
 }  // namespace
 
+bool CommCollectives::run_into(const ir::Op& op, const Literal& x, Literal& result, const interp::ProcessInfo& process) {
+  if (op.operands().size() != 1 || op.num_results() != 1) return false;
+  ir::ElementType type = x.type().element;
+  std::optional<ReduceOp> reduce;
+  int64_t dim = 0;
+  switch (op.kind()) {
+    case OpKind::AllReduce:
+      reduce = typed_reduction(op, type);
+      if (!reduce) return false;
+      break;
+    case OpKind::ReduceScatter:
+      reduce = typed_reduction(op, type);
+      dim = op.attrs().get<int64_t>("scatter_dimension");
+      if (!reduce || !blocks_are_chunks(x.type(), dim)) return false;
+      break;
+    case OpKind::AllGather:
+      dim = op.attrs().get<int64_t>("all_gather_dim");
+      if (!blocks_are_chunks(x.type(), dim)) return false;
+      break;
+    default: return false;
+  }
+  std::optional<Group> group = my_group(op, process);
+  if (!group) return false;  // run() names the error
+  if (op.kind() == OpKind::ReduceScatter &&
+      x.type().shape[static_cast<size_t>(dim)] % static_cast<int64_t>(group->size()) != 0)
+    return false;
+  switch (op.kind()) {
+    case OpKind::AllReduce: comm_.all_reduce(op.name(), *group, type, *reduce, x.bytes(), result.bytes()); break;
+    case OpKind::ReduceScatter:
+      comm_.reduce_scatter(op.name(), *group, type, *reduce, x.bytes(), result.bytes());
+      break;
+    default: comm_.all_gather(op.name(), *group, x.bytes(), result.bytes()); break;
+  }
+  return true;
+}
+
 std::vector<Literal> CommCollectives::run(const ir::Op& op, std::vector<Literal> operands,
                                           const interp::Combiner& combine,
                                           const interp::ProcessInfo& process) {

@@ -17,6 +17,11 @@ class CommCollectives : public interp::Collectives {
   std::vector<ir::Literal> run(const ir::Op& op, std::vector<ir::Literal> operands,
                                const interp::Combiner& combine,
                                const interp::ProcessInfo& process) override;
+  // all_reduce (add or multiply), reduce_scatter (likewise, blocks along a leading dimension) and
+  // all_gather (likewise) straight from the operand into the result: the communicator's typed
+  // collectives, with no copy of the operand or of the result.
+  bool run_into(const ir::Op& op, const ir::Literal& operand, ir::Literal& result,
+                const interp::ProcessInfo& process) override;
 
  private:
   Communicator& comm_;

@@ -53,6 +53,34 @@ const T* data(const Literal& l) { return reinterpret_cast<const T*>(l.bytes().da
 template <typename T>
 T* data(Literal& l) { return reinterpret_cast<T*>(l.bytes().data()); }
 
+// The literal a kernel writes its one result into. `out` comes either empty (a fresh literal is
+// made, zero-filled) or holding one destination of the result's type (an executable's arena slot,
+// exec/buffer_plan.h), whose contents are garbage: `zero` clears it for kernels that add into
+// their result, the others write every element. A kernel that declines after taking its result
+// calls done(false), which leaves `out` as it came (accelerate's contract).
+class Result {
+ public:
+  Result(const ir::Type& t, std::vector<Literal>& out, bool zero) : out_(out), fresh_(out.empty()) {
+    if (fresh_) {
+      out.emplace_back(t);
+    } else {
+      TESSERA_CHECK(out.size() == 1 && out[0].type() == t, "a destination of another type than {}", to_string(t));
+      if (zero) std::memset(out[0].bytes().data(), 0, out[0].bytes().size());
+    }
+  }
+  Literal& operator*() { return out_.back(); }
+  Literal* operator->() { return &out_.back(); }
+  bool fresh() const { return fresh_; }
+  bool done(bool ok) {
+    if (!ok && fresh_) out_.pop_back();
+    return ok;
+  }
+
+ private:
+  std::vector<Literal>& out_;
+  bool fresh_;
+};
+
 // ---- Contractions: strided GEMM calls (contraction.h) ----
 
 bool dot_general(const Op& op, Operands in, std::vector<Literal>& out) {
@@ -61,10 +89,9 @@ bool dot_general(const Op& op, Operands in, std::vector<Literal>& out) {
   ContractionPlan plan =
       plan_contraction(in[0]->shape(), in[1]->shape(), op.attrs().get<ir::DotDims>("dot_dimension_numbers"));
   if (!fits_blas(plan)) return false;
-  Literal r(op.result(0)->type());  // zero-filled: the GEMMs add into it
-  if (e == ElementType::f32) run_contraction(plan, data<float>(*in[0]), data<float>(*in[1]), data<float>(r), true);
-  else run_contraction(plan, data<double>(*in[0]), data<double>(*in[1]), data<double>(r), true);
-  out.push_back(std::move(r));
+  Result r(op.result(0)->type(), out, false);  // a fresh one is zero-filled: the GEMMs add into it
+  if (e == ElementType::f32) run_contraction(plan, data<float>(*in[0]), data<float>(*in[1]), data<float>(*r), r.fresh());
+  else run_contraction(plan, data<double>(*in[0]), data<double>(*in[1]), data<double>(*r), r.fresh());
   return true;
 }
 
@@ -170,26 +197,30 @@ bool reduce(const Op& op, Operands in, std::vector<Literal>& out) {
   if (!is_f(e) || in[1]->element() != e || op.result(0)->type().element != e) return false;
   auto kind = combiner(op);
   if (!kind || op.region(0).argument(0)->type().element != e) return false;
-  Literal r(op.result(0)->type());
-  bool ok = e == ElementType::f32 ? reduce_typed<ir::Elem<ElementType::f32>>(*kind, *in[0], *in[1], ints(op, "dimensions"), r)
-                                  : reduce_typed<ir::Elem<ElementType::f64>>(*kind, *in[0], *in[1], ints(op, "dimensions"), r);
-  if (ok) out.push_back(std::move(r));
-  return ok;
+  Result r(op.result(0)->type(), out, false);  // reduce_loop fills it with the init value first
+  bool ok = e == ElementType::f32 ? reduce_typed<ir::Elem<ElementType::f32>>(*kind, *in[0], *in[1], ints(op, "dimensions"), *r)
+                                  : reduce_typed<ir::Elem<ElementType::f64>>(*kind, *in[0], *in[1], ints(op, "dimensions"), *r);
+  return r.done(ok);
 }
 
 // ---- Layout ops: strided copies ----
 
 bool copy_op(const Op& op, Operands in, std::vector<Literal>& out) {
   const Literal& x = *in[0];
-  Literal r(op.result(0)->type());
+  switch (op.kind()) {
+    case OpKind::Reshape: case OpKind::Transpose: case OpKind::BroadcastInDim: case OpKind::Slice: break;
+    default: return false;
+  }
+  Result result(op.result(0)->type(), out, false);  // every element written
+  Literal& r = *result;
   const auto& rs = r.shape();
   Ints xs = x.strides();
   Ints strides(rs.size(), 0);
   int64_t base = 0;
   switch (op.kind()) {
     case OpKind::Reshape:
-      std::memcpy(r.bytes().data(), x.bytes().data(), x.bytes().size());
-      out.push_back(std::move(r));
+      // An executable's arena may hold the result where the operand lies (a view): nothing to do.
+      if (r.bytes().data() != x.bytes().data()) std::memcpy(r.bytes().data(), x.bytes().data(), x.bytes().size());
       return true;
     case OpKind::Transpose: {
       const Ints& perm = ints(op, "permutation");
@@ -211,15 +242,15 @@ bool copy_op(const Op& op, Operands in, std::vector<Literal>& out) {
       }
       break;
     }
-    default: return false;
+    default: break;
   }
   bool ok = by_bytes(x.element(), [&]<typename T>() { strided_copy(data<T>(x), base, rs, strides, data<T>(r)); });
-  if (ok) out.push_back(std::move(r));
-  return ok;
+  return result.done(ok);
 }
 
 bool concatenate(const Op& op, Operands in, std::vector<Literal>& out) {
-  Literal r(op.result(0)->type());
+  Result result(op.result(0)->type(), out, false);  // the operands cover every element
+  Literal& r = *result;
   size_t dim = static_cast<size_t>(op.attrs().get<int64_t>("dimension"));
   Ints rs = r.strides();
   int64_t offset = 0;
@@ -229,8 +260,7 @@ bool concatenate(const Op& op, Operands in, std::vector<Literal>& out) {
       offset += x->shape()[dim];
     }
   });
-  if (ok) out.push_back(std::move(r));
-  return ok;
+  return result.done(ok);
 }
 
 bool pad(const Op& op, Operands in, std::vector<Literal>& out) {
@@ -240,7 +270,8 @@ bool pad(const Op& op, Operands in, std::vector<Literal>& out) {
   for (size_t d = 0; d < lo.size(); ++d)
     if (lo[d] < 0 || hi[d] < 0 || interior[d] < 0) return false;  // cropping: the reference kernel
   const Literal& x = *in[0];
-  Literal r(op.result(0)->type());
+  Result result(op.result(0)->type(), out, false);  // filled with the padding value first
+  Literal& r = *result;
   Ints rs = r.strides(), ds(rs.size());
   int64_t base = 0;
   for (size_t d = 0; d < rs.size(); ++d) {
@@ -252,8 +283,7 @@ bool pad(const Op& op, Operands in, std::vector<Literal>& out) {
     std::fill(dst, dst + r.num_elements(), data<T>(*in[1])[0]);
     strided_copy(data<T>(x), 0, x.shape(), x.strides(), dst + base, ds);
   });
-  if (ok) out.push_back(std::move(r));
-  return ok;
+  return result.done(ok);
 }
 
 // ---- Embedding-style gather and scatter-add: whole rows of a [V, D] table ----
@@ -291,14 +321,14 @@ bool gather(const Op& op, Operands in, std::vector<Literal>& out) {
     return false;
   auto rows = row_indices(*in[1]);
   if (!rows) return false;
-  Literal r(res);
+  Result result(res, out, false);  // one whole row per index
+  Literal& r = *result;
   size_t row_bytes = static_cast<size_t>(table.shape()[1] * ir::info(table.element()).bytes);
   int64_t v = table.shape()[0];
   for (size_t i = 0; i < rows->size(); ++i) {
     int64_t row = std::clamp<int64_t>((*rows)[i], 0, v - 1);  // gather clamps its start indices
     std::memcpy(r.bytes().data() + i * row_bytes, table.bytes().data() + static_cast<size_t>(row) * row_bytes, row_bytes);
   }
-  out.push_back(std::move(r));
   return true;
 }
 
@@ -327,10 +357,11 @@ bool scatter(const Op& op, Operands in, std::vector<Literal>& out) {
     return false;
   auto rows = row_indices(*in[1]);
   if (!rows || static_cast<int64_t>(rows->size()) * table.shape()[1] != updates.num_elements()) return false;
-  Literal r = table;
+  Result result(op.result(0)->type(), out, false);
+  Literal& r = *result;
+  std::memcpy(r.bytes().data(), table.bytes().data(), table.bytes().size());
   if (table.element() == ElementType::f32) add_rows<float>(r, updates, *rows, table.shape()[0], table.shape()[1]);
   else add_rows<double>(r, updates, *rows, table.shape()[0], table.shape()[1]);
-  out.push_back(std::move(r));
   return true;
 }
 
@@ -363,11 +394,10 @@ bool binary_typed(OpKind kind, const Literal& a, const Literal& b, Literal& r) {
 bool binary(const Op& op, Operands in, std::vector<Literal>& out) {
   ElementType e = in[0]->element();
   if (!is_f(e) || in[1]->type() != in[0]->type() || op.result(0)->type() != in[0]->type()) return false;
-  Literal r(op.result(0)->type());
-  bool ok = e == ElementType::f32 ? binary_typed<ir::Elem<ElementType::f32>>(op.kind(), *in[0], *in[1], r)
-                                  : binary_typed<ir::Elem<ElementType::f64>>(op.kind(), *in[0], *in[1], r);
-  if (ok) out.push_back(std::move(r));
-  return ok;
+  Result r(op.result(0)->type(), out, false);  // every element written
+  bool ok = e == ElementType::f32 ? binary_typed<ir::Elem<ElementType::f32>>(op.kind(), *in[0], *in[1], *r)
+                                  : binary_typed<ir::Elem<ElementType::f64>>(op.kind(), *in[0], *in[1], *r);
+  return r.done(ok);
 }
 
 // select(pred, a, b): a predicate of a's shape, or a scalar choosing a whole operand.
@@ -375,7 +405,8 @@ bool select(const Op& op, Operands in, std::vector<Literal>& out) {
   const Literal& pred = *in[0];
   if (in[1]->type() != in[2]->type() || (pred.num_elements() != 1 && pred.shape() != in[1]->shape())) return false;
   if (pred.num_elements() == 1 && !pred.shape().empty()) return false;
-  Literal r(op.result(0)->type());
+  Result result(op.result(0)->type(), out, false);  // every element written
+  Literal& r = *result;
   const uint8_t* p = data<uint8_t>(pred);
   bool ok = by_bytes(r.element(), [&]<typename T>() {
     const T* a = data<T>(*in[1]);
@@ -388,8 +419,7 @@ bool select(const Op& op, Operands in, std::vector<Literal>& out) {
     }
     for (int64_t i = 0; i < n; ++i) z[i] = p[i] ? a[i] : b[i];
   });
-  if (ok) out.push_back(std::move(r));
-  return ok;
+  return result.done(ok);
 }
 
 // iota of an integer or float type: the index along one dimension.
@@ -397,7 +427,8 @@ bool iota(const Op& op, std::vector<Literal>& out) {
   const ir::Type& t = op.result(0)->type();
   if (t.element != ElementType::i32 && t.element != ElementType::i64 && !is_f(t.element)) return false;
   int64_t d = op.attrs().get<int64_t>("iota_dimension");
-  Literal r(t);
+  Result result(t, out, false);  // every element written
+  Literal& r = *result;
   Ints stride = row_major(t.shape);
   int64_t n = r.num_elements(), size = t.shape.empty() ? 1 : t.shape[static_cast<size_t>(d)],
           step = t.shape.empty() ? 1 : stride[static_cast<size_t>(d)];
@@ -411,13 +442,13 @@ bool iota(const Op& op, std::vector<Literal>& out) {
     case ElementType::f32: fill.template operator()<float>(); break;
     default: fill.template operator()<double>(); break;
   }
-  out.push_back(std::move(r));
   return true;
 }
 
 bool convert(const Op& op, Operands in, std::vector<Literal>& out) {
   ElementType from = in[0]->element(), to = op.result(0)->type().element;
-  Literal r(op.result(0)->type());
+  Result result(op.result(0)->type(), out, false);  // every element written
+  Literal& r = *result;
   size_t n = static_cast<size_t>(r.num_elements());
   auto run = [&]<typename S, typename D>() {
     const S* s = data<S>(*in[0]);
@@ -430,8 +461,7 @@ bool convert(const Op& op, Operands in, std::vector<Literal>& out) {
   else if (from == ElementType::i32 && to == ElementType::f64) run.template operator()<int32_t, double>();
   else if (from == ElementType::i1 && to == ElementType::f32) run.template operator()<uint8_t, float>();
   else if (from == ElementType::i1 && to == ElementType::f64) run.template operator()<uint8_t, double>();
-  else return false;
-  out.push_back(std::move(r));
+  else return result.done(false);
   return true;
 }
 

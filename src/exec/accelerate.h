@@ -22,7 +22,10 @@
 namespace tessera::exec {
 
 // Computes `op` on `operands` into `results` and returns true, or returns false (results
-// untouched) when the op or case is not one of the fast ones.
+// untouched) when the op or case is not one of the fast ones. `results` comes empty (the kernel
+// appends fresh results) or holding one destination per result, of the result's type, that the
+// kernel writes into (an Executable's arena: not zero-filled; it overlaps no operand, except that
+// the result of an element-wise binary op may be exactly an operand of its type).
 bool accelerate(const ir::Op& op, std::span<const ir::Literal* const> operands, std::vector<ir::Literal>& results);
 
 }  // namespace tessera::exec

@@ -13,6 +13,15 @@
 //     from then on (fast kernels decide by types, never by values);
 //   - liveness is computed per block: after its last reader's step a value's slot is freed, and a
 //     fused loop may write its result over an operand that dies there;
+//   - the buffer plan (buffer_plan.h): every value the function's own block computes gets an
+//     offset in one arena from its live range, so a run in a RunContext (the arena and the values'
+//     views of it, made once and reused by every run) allocates no array: kernels write their
+//     results into the arena (nothing fully written is zero-filled; an element-wise kernel may
+//     write over an operand that dies there), and each result is copied out into the buffer of a
+//     parameter of its type that is not itself returned (a donated input: the optimizer's
+//     parameters and moments come back in their own buffers), else into a fresh one. Callees
+//     run in planned frames of their own in the context; values of while bodies are still
+//     allocated per run;
 //   - `while` bodies and conditions are compiled inline (their values are slots of the same run,
 //     the loop state moves from body to condition without copies), `func.call` callees are
 //     compiled once into their own Executables; the scalar bodies of reduce, scatter and the
@@ -33,6 +42,7 @@
 #include <vector>
 
 #include "exec/accelerate.h"
+#include "exec/buffer_plan.h"
 #include "interp/interpreter.h"
 #include "ir/literal.h"
 #include "ir/module.h"
@@ -42,7 +52,24 @@ namespace tessera::exec {
 namespace detail {
 struct Code;
 struct Access;
+struct Frame;
 }
+
+// The state of runs of one Executable on one device: the arena of its buffer plan and its values'
+// views of it. Made once (Executable::make_context) and reused by runs one at a time; the Session
+// keeps one per device and program in its executable cache (runtime/executables.h).
+class RunContext {
+ public:
+  ~RunContext();
+  RunContext(const RunContext&) = delete;
+  RunContext& operator=(const RunContext&) = delete;
+  int64_t arena_bytes() const;
+
+ private:
+  RunContext();
+  std::unique_ptr<detail::Frame> frame_;
+  friend struct detail::Access;
+};
 
 struct CompileOptions {
   // Resolves func.call (callees are compiled too) and gives sdy.manual_computation its meshes
@@ -68,6 +95,19 @@ class Executable {
   // reader, or reused by a fused loop). Options as for interp::evaluate, except `accelerate`, which
   // the executable fixed when it was compiled.
   std::vector<ir::Literal> run(std::vector<ir::Literal> args, const interp::Options& options = {}) const;
+  // The same, with the values in `context`'s arena (made by this executable's make_context); the
+  // vector of `args` carries the results back. An argument that is a view (Literal::view) is read
+  // and never written, so a caller may lend its buffers; the others may take results.
+  std::vector<ir::Literal> run(std::vector<ir::Literal> args, const interp::Options& options, RunContext& context) const;
+  std::unique_ptr<RunContext> make_context() const;
+
+  // The buffer plan: the arena's bytes, and the peak of a run in a context: the arenas (this
+  // function's and its callees'), the arguments, the results that go to fresh buffers (no
+  // parameter of their type to take), and the most a call's results hold while they are copied
+  // in. Exact when planned(): values of while bodies are not planned.
+  int64_t arena_bytes() const;
+  int64_t peak_bytes() const;
+  bool planned() const;
 
   const ir::Function& function() const;
   struct Stats {

@@ -38,6 +38,8 @@ struct Step {
   Range captures;           // Code::captured: values of enclosing blocks its regions read
   int32_t nested = -1;      // kWhile: index in Code::whiles; kCall: index in Code::calls
   int32_t profile = -1;     // index in Code::profile_keys; -1: not timed (while, call)
+  bool planned = false;     // its results are in the arena: kernels get them as destinations
+  bool collective = false;  // planned, and a collective the run's Collectives may compute in place
 };
 
 struct BlockCode {
@@ -77,6 +79,16 @@ struct Code {
   // Per timed step: the op's name, and its name with its result types (Profile::by_type).
   std::vector<std::pair<std::string, std::string>> profile_keys;
   Executable::Stats stats;
+  // The buffer plan (executable_plan.cpp): per slot, its offset in the arena (-1: not planned:
+  // parameters, inlined values, values of nested blocks); per return of the body, the parameter
+  // whose buffer takes the result (-1: a fresh one, or the value is a parameter itself).
+  std::vector<int64_t> slot_offset;
+  std::vector<int32_t> return_donor;
+  int64_t arena_bytes = 0, peak_bytes = 0;
+  int64_t context_bytes = 0;  // the arenas of a run context: this one and its callees'
+  int64_t in_call_bytes = 0;  // the most that a call's fresh results (nested ones too) hold at once
+  bool planned = false;
+  size_t max_operands = 0, max_results = 0;
 
   const Slot* list(Range r) const { return lists.data() + r.begin; }
 };
@@ -85,7 +97,12 @@ struct Access {
   static std::shared_ptr<Executable> make() { return std::shared_ptr<Executable>(new Executable()); }
   static Code& code(Executable& e) { return *e.code_; }
   static const Code& code(const Executable& e) { return *e.code_; }
+  static std::unique_ptr<RunContext> context() { return std::unique_ptr<RunContext>(new RunContext()); }
+  static std::unique_ptr<Frame>& frame(RunContext& c) { return c.frame_; }
 };
+
+// Lays the values of the function's block out in an arena (executable_plan.cpp).
+void plan_arena(Code& code);
 
 // Runs compiled code on `args` (one per parameter, already checked) in `state`.
 std::vector<ir::Literal> execute(const Code& code, std::vector<ir::Literal> args, const interp::RunState& state);

@@ -288,6 +288,7 @@ std::shared_ptr<const Executable> compile_function(const ir::Function& fn, const
   c.compile_block(fn.body(), code.body, true);
   context.in_progress.erase(&fn);
   code.stats.slots = code.slot_types.size();
+  detail::plan_arena(code);
   ++compiled;
   context.done.emplace(&fn, e);
   return e;
@@ -323,6 +324,9 @@ std::shared_ptr<const Executable> Executable::compile(const ir::Function& fn, co
 
 const ir::Function& Executable::function() const { return *code_->fn; }
 const Executable::Stats& Executable::stats() const { return code_->stats; }
+int64_t Executable::arena_bytes() const { return code_->arena_bytes; }
+int64_t Executable::peak_bytes() const { return code_->peak_bytes; }
+bool Executable::planned() const { return code_->planned; }
 int64_t Executable::compilations() { return compiled.load(); }
 
 }  // namespace tessera::exec

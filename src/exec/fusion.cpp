@@ -394,7 +394,9 @@ bool run_reduce(const Plan& plan, const Op& op, const std::function<const Litera
   FoldShape f = *fold_shape(op);
   Program p(plan, value, x->type());
   int reg = p.reg(x);
-  Literal r(op.result(0)->type());
+  // The caller's destination (an executable's arena) or a fresh literal: filled with init first.
+  if (results.empty()) results.emplace_back(op.result(0)->type());
+  Literal& r = results.back();
   const Literal& init = value(op.operand(1));
   OpKind kind = *ir::region_combiner(op);
   if (r.element() == ElementType::f32) {
@@ -406,7 +408,6 @@ bool run_reduce(const Plan& plan, const Op& op, const std::function<const Litera
     std::fill(dst, dst + r.num_elements(), reinterpret_cast<const double*>(init.bytes().data())[0]);
     fold<double>(p, reg, x->type().num_elements(), f, kind, dst);
   }
-  results.push_back(std::move(r));
   return true;
 }
 
@@ -436,6 +437,11 @@ bool Plan::run(const Op& op, const std::function<const Literal&(const Value*)>& 
   // The result goes over a value of its type that dies here and that the loop reads only at the
   // element it writes (in place, never through a broadcast): that saves allocating and zeroing a
   // fresh buffer, and writes where the loop has just read. Moving a Literal keeps its buffer.
+  // A destination the caller gave (an executable's arena, results holding one) is written instead.
+  if (!results.empty()) {
+    p.run(result, results.back());
+    return true;
+  }
   Literal* reuse = nullptr;
   for (const Value* v : p.in_place_reads())
     if (reuse == nullptr && v->type() == t && !p.loaded(v)) reuse = dying(v);

@@ -38,6 +38,14 @@ class Collectives {
   // op's body for all_reduce, reduce_scatter and collective_reduce, and empty otherwise.
   virtual std::vector<ir::Literal> run(const ir::Op& op, std::vector<ir::Literal> operands,
                                        const Combiner& combine, const ProcessInfo& process) = 0;
+  // The same for a collective of one operand, read where it lies, into `result` (of the op's
+  // result type, its contents garbage), when this implementation computes it directly; false:
+  // nothing was done (the caller uses run()). Same bits as run().
+  virtual bool run_into(const ir::Op& op, const ir::Literal& operand, ir::Literal& result,
+                        const ProcessInfo& process) {
+    (void)op, (void)operand, (void)result, (void)process;
+    return false;
+  }
 };
 
 // DESIGN.md §2: the meaning of a collective when one process stands for every process of its group,
@@ -147,6 +155,8 @@ class FusionPlan {
   // true, or returns false to leave `op` to the fast and reference kernels. `value` gives every
   // value the loop reads that is not inlined; `dying` gives, of those, the ones that no op after
   // this one reads (null for the others): the loop may write its result over one of them.
+  // `results` comes empty, or holding one destination of the result's type to write into (an
+  // executable's arena, as for exec::accelerate).
   virtual bool run(const ir::Op& op, const std::function<const ir::Literal&(const ir::Value*)>& value,
                    const std::function<ir::Literal*(const ir::Value*)>& dying,
                    std::vector<ir::Literal>& results) const = 0;

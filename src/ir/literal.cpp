@@ -16,6 +16,48 @@ Literal::Literal(Type type) : type_(std::move(type)) {
   }
 }
 
+Literal Literal::view(Type type, std::byte* storage) {
+  std::optional<int64_t> n = support::checked_bytes(type.shape, info(type.element).bytes);
+  if (!n) support::fail("{} is too large: its size in bytes does not fit in 64 bits", to_string(type));
+  Literal l;
+  l.type_ = std::move(type);
+  l.view_ = storage;
+  l.view_size_ = static_cast<size_t>(*n);
+  return l;
+}
+
+Literal::Literal(const Literal& other) : type_(other.type_) {
+  auto b = other.bytes();
+  bytes_.assign(b.begin(), b.end());
+}
+
+Literal& Literal::operator=(const Literal& other) {
+  if (this == &other) return *this;
+  type_ = other.type_;
+  auto b = other.bytes();
+  bytes_.assign(b.begin(), b.end());
+  view_ = nullptr;
+  view_size_ = 0;
+  return *this;
+}
+
+Literal::Literal(Literal&& other) noexcept
+    : type_(std::move(other.type_)), bytes_(std::move(other.bytes_)), view_(other.view_), view_size_(other.view_size_) {
+  other.view_ = nullptr;
+  other.view_size_ = 0;
+}
+
+Literal& Literal::operator=(Literal&& other) noexcept {
+  if (this == &other) return *this;
+  type_ = std::move(other.type_);
+  bytes_ = std::move(other.bytes_);
+  view_ = other.view_;
+  view_size_ = other.view_size_;
+  other.view_ = nullptr;
+  other.view_size_ = 0;
+  return *this;
+}
+
 std::vector<int64_t> row_major_strides(std::span<const int64_t> shape) {
   std::vector<int64_t> s(shape.size(), 1);
   for (size_t i = shape.size(); i-- > 1;) s[i - 1] = s[i] * shape[i];
@@ -121,8 +163,9 @@ Literal Literal::from_ints(Type type, std::span<const int64_t> values) {
 bool Literal::is_splat() const {
   if (num_elements() == 0) return false;
   size_t width = static_cast<size_t>(info(type_.element).bytes);
-  for (size_t off = width; off < bytes_.size(); off += width)
-    if (std::memcmp(bytes_.data(), bytes_.data() + off, width) != 0) return false;
+  auto b = bytes();
+  for (size_t off = width; off < b.size(); off += width)
+    if (std::memcmp(b.data(), b.data() + off, width) != 0) return false;
   return true;
 }
 

@@ -1,11 +1,16 @@
 // Literal: a dense host array of one Type. It is the value of a constant op and the value the
 // reference interpreter computes with.
 //
+// A Literal owns its bytes, or is a view of storage someone else owns (an executable's values in
+// its per-device arena, exec/buffer_plan.h): a view never frees, and a copy of a view owns a copy
+// of the bytes, so only the code that made a view can leave one pointing at reused storage.
+//
 // Elements are stored row-major in their Elem<E>::storage form. Typed access goes through
 // data<Elem>(); generic code (printing, tests, NumPy comparison) reads and writes elements as
 // double / int64 / complex through get_*/set_*.
 #pragma once
 
+#include <algorithm>
 #include <complex>
 #include <cstddef>
 #include <cstdint>
@@ -31,14 +36,27 @@ class Literal {
   const std::vector<int64_t>& shape() const { return type_.shape; }
   int64_t num_elements() const { return type_.num_elements(); }
 
-  std::span<std::byte> bytes() { return bytes_; }
-  std::span<const std::byte> bytes() const { return bytes_; }
+  // A view of `storage` (at least the type's size in bytes, its contents kept), which the caller
+  // keeps alive as long as the view is read.
+  static Literal view(Type type, std::byte* storage);
+  bool is_view() const { return view_ != nullptr; }
+
+  Literal(const Literal& other);
+  Literal& operator=(const Literal& other);
+  Literal(Literal&& other) noexcept;
+  Literal& operator=(Literal&& other) noexcept;
+  ~Literal() = default;
+
+  std::span<std::byte> bytes() { return view_ ? std::span<std::byte>(view_, view_size_) : std::span<std::byte>(bytes_); }
+  std::span<const std::byte> bytes() const {
+    return view_ ? std::span<const std::byte>(view_, view_size_) : std::span<const std::byte>(bytes_);
+  }
 
   template <typename E>
   std::span<typename E::storage> data() {
     TESSERA_CHECK(E::type == type_.element, "literal of {} read as {}", spelling(type_.element),
                   spelling(E::type));
-    return {reinterpret_cast<typename E::storage*>(bytes_.data()),
+    return {reinterpret_cast<typename E::storage*>(bytes().data()),
             static_cast<size_t>(num_elements())};
   }
   template <typename E>
@@ -77,7 +95,8 @@ class Literal {
   bool is_splat() const;
 
   bool operator==(const Literal& other) const {
-    return type_ == other.type_ && bytes_ == other.bytes_;
+    auto a = bytes(), b = other.bytes();
+    return type_ == other.type_ && std::equal(a.begin(), a.end(), b.begin(), b.end());
   }
 
   // Row-major strides in elements.
@@ -86,7 +105,10 @@ class Literal {
  private:
   Type type_;
   // Counted against the process's memory limit (support/memory.h).
+  // Owned bytes (empty for a view).
   std::vector<std::byte, support::CountedAllocator<std::byte>> bytes_;
+  std::byte* view_ = nullptr;  // a view's storage
+  size_t view_size_ = 0;
 };
 
 // Row-major strides of a shape, in elements.

@@ -7,6 +7,7 @@
 #include <memory>
 #include <mutex>
 #include <tuple>
+#include <vector>
 
 #include "exec/executable.h"
 
@@ -20,12 +21,22 @@ class ExecutableCache {
                                               int64_t device, bool fast_kernels);
   size_t size() const;  // executables compiled so far
 
+  // Runs the executable of get(...) in a run context of this program and device: the arena of its
+  // buffer plan, made on the first run and kept for the next ones (a run that finds it in use,
+  // from another thread, gets another one).
+  std::vector<ir::Literal> run(const std::shared_ptr<const ir::Module>& module, const ir::Function& fn,
+                               int64_t device, bool fast_kernels, std::vector<ir::Literal> args,
+                               const interp::Options& options);
+
  private:
   using Key = std::tuple<const ir::Module*, const ir::Function*, int64_t, bool, interp::FusionPlanner>;
   struct Entry {
     std::shared_ptr<const ir::Module> module;  // kept alive while its executables are
     std::shared_ptr<const exec::Executable> executable;
+    std::vector<std::unique_ptr<exec::RunContext>> idle;  // contexts no run holds now
   };
+  Entry& entry(const std::shared_ptr<const ir::Module>& module, const ir::Function& fn, int64_t device,
+               bool fast_kernels);  // with mu_ held
   mutable std::mutex mu_;
   std::map<Key, Entry> entries_;
 };

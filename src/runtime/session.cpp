@@ -117,7 +117,7 @@ std::vector<std::vector<Literal>> Session::run_per_device(const CompiledProgram&
     bool fast = options_.fast_kernels;
     o.evaluate = [cache, module, fast](int64_t device, const ir::Function& fn, std::vector<Literal> args,
                                        const interp::Options& options) {
-      return cache->get(module, fn, device, fast)->run(std::move(args), options);
+      return cache->run(module, fn, device, fast, std::move(args), options);
     };
   }
 #ifdef TESSERA_HAVE_MPI
@@ -207,10 +207,19 @@ std::vector<ShardedBuffer> ShardedProgram::execute(std::vector<ShardedBuffer>& i
   }
   for (size_t i = 0; i < inputs.size(); ++i) {
     ShardedBuffer& b = inputs[i];
-    // A donated input's pieces move into the run (no copy) when no other buffer shares them.
+    // A donated input's pieces move into the run (no copy) when no other buffer shares them. The
+    // others are lent to executables as views of their pieces, which an executable reads and
+    // never writes (exec/executable.h); the interpreter, which may write over a dying argument,
+    // gets copies.
     bool donated = std::any_of(aliases_.begin(), aliases_.end(), [&](const auto& a) { return a.first == i; });
     bool move = donated && b.pieces.use_count() == 1;
-    for (size_t d = 0; d < n; ++d) per[d].push_back(move ? std::move((*b.pieces)[d]) : (*b.pieces)[d]);
+    bool lend = !donated && session_->options().executable;
+    for (size_t d = 0; d < n; ++d) {
+      Literal& piece = (*b.pieces)[d];
+      if (move) per[d].push_back(std::move(piece));
+      else if (lend) per[d].push_back(Literal::view(piece.type(), piece.bytes().data()));
+      else per[d].push_back(piece);
+    }
   }
   for (auto [in, out] : aliases_) inputs[in].pieces.reset();  // donated
   std::vector<std::vector<Literal>> results = session_->run_per_device(program_, std::move(per));

@@ -95,6 +95,7 @@ class Session {
   int64_t num_devices() const { return num_devices_; }
   int64_t rank() const { return rank_; }  // this process's MPI rank; 0 for host devices
   bool over_mpi() const { return local_devices_ > 0; }
+  const SessionOptions& options() const { return options_; }
 
   // Propagates shardings over @fn of `module` and partitions it for this session's devices; the
   // program's mesh must have as many devices as the session.

@@ -37,6 +37,8 @@ constexpr int64_t kDefaultMinFused = 16384;  // exec::set_fusion_min_elements's 
 
 // The pure reference interpreter; the interpreter with fast kernels, fused (with exec's planner) or
 // not; the same as an executable; restoring the process-wide planner and minimum afterwards.
+void expect_same_bits(const std::vector<Literal>& got, const std::vector<Literal>& want, const std::string& what);
+
 struct Runners {
   const Module& m;
   int64_t min_fused = 0;
@@ -71,6 +73,11 @@ struct Runners {
     interp::Options o;
     o.profile = profile;
     std::vector<Literal> out = e.run(in, o);
+    // In a run context (values in the buffer plan's arena), twice: the same bits, the second run
+    // over what the first left in the arena.
+    std::unique_ptr<RunContext> context = e.make_context();
+    EXPECT_EQ(context->arena_bytes(), e.arena_bytes());
+    for (int k = 0; k < 2; ++k) expect_same_bits(e.run(in, interp::Options{}, *context), out, "in a run context");
     restore();
     return out;
   }

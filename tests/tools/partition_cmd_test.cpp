@@ -57,6 +57,7 @@ TEST(PartitionCommand, PrintsTheLocalProgramAndItsReport) {
             std::string::npos) << s;
   EXPECT_NE(s.find("// collectives: 1"), std::string::npos) << s;
   EXPECT_NE(s.find("1 x all_reduce"), std::string::npos) << s;
+  EXPECT_NE(s.find("// buffer plan per device: "), std::string::npos) << s;
   // --mesh resizes the module's mesh: 2 devices, pieces of 4 rows.
   std::ostringstream two;
   ASSERT_EQ(partition_command({dir.file("m.mlir", kModule), "", "data=2"}, two), 0);

@@ -24,7 +24,10 @@ std::vector<const ir::Function*> cases_of(const ir::Module& m) {
 std::vector<ir::Literal> evaluate(const ir::Module& m, const ir::Function& fn, std::vector<ir::Literal> args,
                                   const interp::Options& options, const CheckOptions& o) {
   if (!o.executable) return interp::evaluate(fn, std::move(args), options);
-  return exec::Executable::compile(fn, exec::CompileOptions{&m})->run(std::move(args), options);
+  // In a run context, as devices run programs: the values in the buffer plan's arena.
+  auto e = exec::Executable::compile(fn, exec::CompileOptions{&m});
+  std::unique_ptr<exec::RunContext> context = e->make_context();
+  return e->run(std::move(args), options, *context);
 }
 
 // The hooks every case (and every process of its parallel runs) evaluates with.

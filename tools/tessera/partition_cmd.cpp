@@ -7,12 +7,14 @@
 #include <fstream>
 #include <sstream>
 
+#include "exec/executable.h"
 #include "interp/npy.h"
 #include "runtime/session.h"
 #include "spmd/partition.h"
 #include "stablehlo/parser.h"
 #include "stablehlo/printer.h"
 #include "support/error.h"
+#include "support/memory.h"
 #include "tools/tessera/cli_options.h"
 
 namespace tessera::tools {
@@ -56,6 +58,13 @@ int partition_command(const PartitionCommand& c, std::ostream& out) {
   out << fmt::format("// @{} on {} devices (mesh @{})\n", info.function, info.num_devices, info.mesh);
   std::stringstream report(info.report.to_string());
   for (std::string line; std::getline(report, line);) out << "// " << line << "\n";
+  // What each device holds while it runs the program: the buffer plan of its executable.
+  if (const ir::Function* lf = local.find_function(info.function)) {
+    auto e = exec::Executable::compile(*lf, exec::CompileOptions{&local});
+    out << fmt::format("// buffer plan per device: {} arena, {} peak with arguments and results{}\n",
+                       support::format_bytes(e->arena_bytes()), support::format_bytes(e->peak_bytes()),
+                       e->planned() ? "" : " (not counting while bodies and calls)");
+  }
   return 0;
 }
 

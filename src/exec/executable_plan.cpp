@@ -1,0 +1,138 @@
+// The buffer plan of a compiled function (executable.h, buffer_plan.h): the live range of every
+// value its block computes, in steps of that block, from the frees the compiler recorded (a
+// reshape shares its operand's storage); offsets for them in one arena; the parameter whose
+// buffer takes each result.
+#include <algorithm>
+
+#include "exec/executable_code.h"
+#include "support/error.h"
+#include "support/memory.h"
+
+namespace tessera::exec::detail {
+
+namespace {
+
+int64_t bytes_of(const ir::Type& t) {
+  std::optional<int64_t> n = support::checked_bytes(t.shape, ir::info(t.element).bytes);
+  if (!n) support::fail("{} is too large: its size in bytes does not fit in 64 bits", to_string(t));
+  return *n;
+}
+
+// Kernels that read element i of each operand before writing element i of the result and read
+// nothing else: their result may go over an operand of its type that dies at the op (the fast
+// kernel's loop; the reference kernel computes into a fresh buffer, copied after).
+bool element_by_element(ir::OpKind k) {
+  switch (k) {
+    case ir::OpKind::Add: case ir::OpKind::Subtract: case ir::OpKind::Multiply: case ir::OpKind::Divide:
+    case ir::OpKind::Maximum: case ir::OpKind::Minimum:
+      return true;
+    default: return false;
+  }
+}
+
+}  // namespace
+
+void plan_arena(Code& code) {
+  const BlockCode& body = code.body;
+  const auto n = static_cast<uint32_t>(body.steps.size());
+  code.slot_offset.assign(code.slot_types.size(), -1);
+
+  // Values: the results of the block's steps, live from their step to the last step that frees
+  // one of their slots (the return: step n). A reshape of a value of the block is a view: its
+  // result is another slot of its operand's value (same offset), which lives as long as both.
+  std::vector<int64_t> value_of(code.slot_types.size(), -1);
+  std::vector<LiveRange> ranges;
+  std::vector<std::vector<Slot>> slots_of_value;
+  for (uint32_t k = 0; k < n; ++k) {
+    const Step& s = body.steps[k];
+    const Slot* out = code.list(s.results);
+    const Slot* in = code.list(s.operands);
+    if (s.kind == StepKind::kKernel && s.op->kind() == ir::OpKind::Reshape && s.operands.size == 1 &&
+        value_of[in[0]] >= 0) {
+      value_of[out[0]] = value_of[in[0]];
+      slots_of_value[static_cast<size_t>(value_of[in[0]])].push_back(out[0]);
+      continue;
+    }
+    for (uint32_t r = 0; r < s.results.size; ++r) {
+      value_of[out[r]] = static_cast<int64_t>(ranges.size());
+      ranges.push_back({bytes_of(*code.slot_types[out[r]]), k, k, -1});
+      slots_of_value.push_back({out[r]});
+    }
+    code.max_operands = std::max<size_t>(code.max_operands, s.operands.size);
+    code.max_results = std::max<size_t>(code.max_results, s.results.size);
+  }
+  std::vector<uint8_t> freed(ranges.size(), 0);
+  auto free_at = [&](Range frees, uint32_t k) {
+    const Slot* f = code.list(frees);
+    for (uint32_t i = 0; i < frees.size; ++i)
+      if (int64_t v = value_of[f[i]]; v >= 0) {
+        ranges[static_cast<size_t>(v)].last = std::max(ranges[static_cast<size_t>(v)].last, k);
+        freed[static_cast<size_t>(v)] = 1;
+      }
+  };
+  for (uint32_t k = 0; k < n; ++k) free_at(body.steps[k].frees, k);
+  free_at(body.return_frees, n);
+  for (size_t v = 0; v < ranges.size(); ++v)
+    if (!freed[v]) ranges[v].last = n;  // never freed: held to the end
+  // An element-wise kernel step writes over an operand that dies there.
+  for (uint32_t k = 0; k < n; ++k) {
+    const Step& s = body.steps[k];
+    if (s.kind != StepKind::kKernel || !element_by_element(s.op->kind()) || s.results.size != 1) continue;
+    Slot result = code.list(s.results)[0];
+    const Slot* in = code.list(s.operands);
+    for (uint32_t i = 0; i < s.operands.size; ++i) {
+      int64_t v = value_of[in[i]];
+      if (v >= 0 && ranges[static_cast<size_t>(v)].last == k && *code.slot_types[in[i]] == *code.slot_types[result]) {
+        ranges[static_cast<size_t>(value_of[result])].over = v;
+        break;
+      }
+    }
+  }
+  BufferPlan plan = plan_buffers(ranges);
+  for (size_t v = 0; v < ranges.size(); ++v)
+    for (Slot slot : slots_of_value[v]) code.slot_offset[slot] = plan.offsets[v];
+  for (uint32_t k = 0; k < n; ++k) {
+    Step& s = code.body.steps[k];
+    s.planned = s.kind == StepKind::kKernel || s.kind == StepKind::kFused;
+    ir::OpKind kind = s.op->kind();
+    s.collective = s.kind == StepKind::kKernel && s.operands.size == 1 && s.results.size == 1 &&
+                   (kind == ir::OpKind::AllReduce || kind == ir::OpKind::AllGather || kind == ir::OpKind::ReduceScatter);
+  }
+  code.arena_bytes = plan.bytes;
+
+  // Each result the block computes goes into the buffer of a parameter of its type that no return
+  // names (each parameter at most once), else into a fresh buffer.
+  int64_t peak = plan.bytes;
+  for (Slot p : code.params) peak += bytes_of(*code.slot_types[p]);
+  std::vector<uint8_t> taken(code.params.size(), 0);
+  for (size_t k = 0; k < code.params.size(); ++k)
+    taken[k] = std::find(body.returns.begin(), body.returns.end(), code.params[k]) != body.returns.end();
+  code.return_donor.assign(body.returns.size(), -1);
+  for (size_t r = 0; r < body.returns.size(); ++r) {
+    Slot s = body.returns[r];
+    if (code.slot_offset[s] < 0) continue;
+    for (size_t k = 0; k < code.params.size() && code.return_donor[r] < 0; ++k)
+      if (!taken[k] && *code.slot_types[code.params[k]] == *code.slot_types[s]) {
+        taken[k] = 1;
+        code.return_donor[r] = static_cast<int32_t>(k);
+      }
+    if (code.return_donor[r] < 0) peak += bytes_of(*code.slot_types[s]);
+  }
+  // A run context holds every callee's frame with its arena; a callee's arguments are views, its
+  // results fresh buffers while they are copied into this arena (one call at a time).
+  code.context_bytes = plan.bytes;
+  int64_t in_call = 0;
+  for (const CallCode& c : code.calls) {
+    const Code& callee = Access::code(*c.callee);
+    code.context_bytes += callee.context_bytes;
+    int64_t results = callee.in_call_bytes;
+    for (Slot r : callee.body.returns) results += bytes_of(*callee.slot_types[r]);
+    in_call = std::max(in_call, results);
+  }
+  code.in_call_bytes = in_call;
+  code.peak_bytes = peak - plan.bytes + code.context_bytes + in_call;
+  code.planned = code.whiles.empty();
+  for (const CallCode& c : code.calls) code.planned = code.planned && c.callee->planned();
+}
+
+}  // namespace tessera::exec::detail

@@ -1,0 +1,170 @@
+// Heap allocations in the steady state of a training step (issue #14's acceptance): this binary
+// replaces the global operator new, so every C++ allocation of every thread (array buffers,
+// vectors, std::function, threads' state) adds to one counter. Counted over steps 3 to 10 of the
+// AdamW TrainingStep of issue #6's configuration:
+//   - one device, the step's Executable run directly in a RunContext: what the executable itself
+//     allocates per step once its arena is laid out;
+//   - 4 host devices under FSDP through Session::sharded_program with the step's donations: what a
+//     whole training step allocates, runtime included.
+// Each count must stay at or below the bound measured when the buffer plan landed (a bound that
+// fails when anything allocates more); the remaining allocations and why they are there are in
+// docs/DESIGN.md §7 and docs/PERFORMANCE.md.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cstdio>
+#include <cmath>
+#include <cstdlib>
+#include <new>
+
+#include "exec/executable.h"
+#include "interp/interpreter.h"
+#include "nn/capture.h"
+#include "nn/config.h"
+#include "nn/model.h"
+#include "nn/plan.h"
+#include "runtime/session.h"
+
+namespace {
+
+std::atomic<int64_t> allocations{0};
+
+void* count_malloc(std::size_t n) {
+  allocations.fetch_add(1, std::memory_order_relaxed);
+  if (void* p = std::malloc(n == 0 ? 1 : n)) return p;
+  throw std::bad_alloc();
+}
+
+void* counted_aligned(std::size_t n, std::align_val_t a) {
+  allocations.fetch_add(1, std::memory_order_relaxed);
+  std::size_t al = static_cast<std::size_t>(a);
+  if (void* p = std::aligned_alloc(al, (n + al - 1) / al * al + (n == 0 ? al : 0))) return p;
+  throw std::bad_alloc();
+}
+
+}  // namespace
+
+void* operator new(std::size_t n) { return count_malloc(n); }
+void* operator new[](std::size_t n) { return count_malloc(n); }
+void* operator new(std::size_t n, const std::nothrow_t&) noexcept {
+  allocations.fetch_add(1, std::memory_order_relaxed);
+  return std::malloc(n == 0 ? 1 : n);
+}
+void* operator new[](std::size_t n, const std::nothrow_t&) noexcept {
+  allocations.fetch_add(1, std::memory_order_relaxed);
+  return std::malloc(n == 0 ? 1 : n);
+}
+void* operator new(std::size_t n, std::align_val_t a) { return counted_aligned(n, a); }
+void* operator new[](std::size_t n, std::align_val_t a) { return counted_aligned(n, a); }
+void operator delete(void* p) noexcept { std::free(p); }
+void operator delete[](void* p) noexcept { std::free(p); }
+void operator delete(void* p, std::size_t) noexcept { std::free(p); }
+void operator delete[](void* p, std::size_t) noexcept { std::free(p); }
+void operator delete(void* p, std::align_val_t) noexcept { std::free(p); }
+void operator delete[](void* p, std::align_val_t) noexcept { std::free(p); }
+void operator delete(void* p, std::size_t, std::align_val_t) noexcept { std::free(p); }
+void operator delete[](void* p, std::size_t, std::align_val_t) noexcept { std::free(p); }
+
+namespace tessera {
+namespace {
+
+// Issue #6's configuration (nn/nn_test_util's acceptance_config): 78,144 parameters, batch 8 x 16.
+nn::Config config() {
+  nn::Config c;
+  c.vocab = 256;
+  c.d_model = 64;
+  c.layers = 2;
+  c.heads = 8;
+  c.kv_heads = 4;
+  c.ffn = 172;
+  c.batch = 8;
+  c.seq = 16;
+  return c;
+}
+
+ir::Literal tokens(const nn::Config& c) {
+  std::vector<int64_t> t(static_cast<size_t>(c.batch * c.seq));
+  for (size_t i = 0; i < t.size(); ++i) t[i] = static_cast<int64_t>((i * 37 + 11) % static_cast<size_t>(c.vocab));
+  return ir::Literal::from_ints(ir::i32({c.batch, c.seq}), t);
+}
+
+constexpr int kFirst = 3, kLast = 10;  // the steps counted (0 first)
+
+// The counts measured when the buffer plan landed, exact (they are deterministic): any change that
+// allocates more fails, one that allocates less should lower them. The issue's goal is 0; what is
+// left is listed in docs/PERFORMANCE.md ("Allocations of a training step").
+constexpr int64_t kExecutableBound = 36368;
+constexpr int64_t kSessionBound = 172816;
+
+TEST(Allocations, ExecutableRunOfATrainingStepInARunContext) {
+  nn::Config c = config();
+  ir::Module m("alloc");
+  nn::Programs p = nn::capture(m, nn::TrainingStep{nn::CausalLM(c)}.with(nn::AdamW{}));
+  auto e = exec::Executable::compile(*m.find_function(p.train_step), exec::CompileOptions{&m});
+  ASSERT_TRUE(e->planned());
+  std::unique_ptr<exec::RunContext> context = e->make_context();
+  const ir::Literal t = tokens(c);
+  const size_t state = p.step_input();  // parameters and moments: inputs 0.., results 1..
+  std::vector<ir::Literal> in = nn::train_step_inputs(p, nn::init_parameters(c, 1), 1, t, t);
+  int64_t counted = 0;
+  for (int step = 0; step <= kLast; ++step) {
+    // The step's scalars and batch are made outside the count (the caller's data).
+    in[p.step_input()] = p.step_scalars(step + 1);
+    in[p.tokens_input()] = t;
+    in[p.tokens_input() + 1] = t;
+    int64_t before = allocations.load();
+    std::vector<ir::Literal> out = e->run(std::move(in), interp::Options{}, *context);
+    if (step >= kFirst) counted += allocations.load() - before;
+    ASSERT_EQ(out.size(), state + 1);
+    ASSERT_TRUE(std::isfinite(out[0].get_double(0))) << "step " << step;
+    in.assign(state + 3, ir::Literal());
+    for (size_t i = 0; i < state; ++i) in[i] = std::move(out[i + 1]);
+  }
+  // The same steps without a run context (every value a fresh buffer), for comparison.
+  int64_t fresh = 0;
+  for (int step = 0; step <= kLast; ++step) {
+    in[p.step_input()] = p.step_scalars(step + 1);
+    in[p.tokens_input()] = t;
+    in[p.tokens_input() + 1] = t;
+    int64_t before = allocations.load();
+    std::vector<ir::Literal> out = e->run(std::move(in), interp::Options{});
+    if (step >= kFirst) fresh += allocations.load() - before;
+    in.assign(state + 3, ir::Literal());
+    for (size_t i = 0; i < state; ++i) in[i] = std::move(out[i + 1]);
+  }
+  std::printf("executable, one device: %lld allocations in steps %d-%d (%lld without a run context)\n",
+              static_cast<long long>(counted), kFirst, kLast, static_cast<long long>(fresh));
+  EXPECT_LE(counted, kExecutableBound);
+}
+
+TEST(Allocations, TrainingStepOnFourHostDevicesUnderFsdp) {
+  nn::Config c = config();
+  ir::Module m("alloc");
+  nn::Programs p = nn::capture(
+      m, nn::TrainingStep{nn::CausalLM(c)}.with(nn::AdamW{}).sharded(nn::fsdp(ir::Mesh{"mesh", {{"data", 4}}, {}}, "data")));
+  runtime::Session session = runtime::Session::host(4);
+  runtime::ShardedProgram sp = session.sharded_program(session.compile(m, p.train_step), p.output_aliases);
+  const ir::Literal t = tokens(c);
+  std::vector<ir::Literal> init = nn::train_step_inputs(p, nn::init_parameters(c, 1), 1, t, t);
+  std::vector<runtime::ShardedBuffer> in;
+  for (size_t i = 0; i < init.size(); ++i) in.push_back(sp.stage(i, init[i]));
+  const runtime::ShardedBuffer tok = in[p.tokens_input()], tgt = in[p.tokens_input() + 1];
+  const size_t state = p.step_input();
+  int64_t counted = 0;
+  for (int step = 0; step <= kLast; ++step) {
+    in[p.step_input()] = sp.stage(p.step_input(), p.step_scalars(step + 1));
+    in[p.tokens_input()] = tok;
+    in[p.tokens_input() + 1] = tgt;
+    int64_t before = allocations.load();
+    std::vector<runtime::ShardedBuffer> out = sp.execute(in);
+    if (step >= kFirst) counted += allocations.load() - before;
+    ASSERT_TRUE(std::isfinite(sp.fetch(out[0]).get_double(0))) << "step " << step;
+    for (size_t i = 0; i < state; ++i) in[i] = std::move(out[i + 1]);
+  }
+  std::printf("session, 4 devices, fsdp: %lld allocations in steps %d-%d\n", static_cast<long long>(counted), kFirst,
+              kLast);
+  EXPECT_LE(counted, kSessionBound);
+}
+
+}  // namespace
+}  // namespace tessera

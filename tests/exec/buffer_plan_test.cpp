@@ -1,0 +1,117 @@
+// The buffer plan (exec/buffer_plan.h): values live at the same step never share bytes, values
+// that are not may, a value may take the storage of one dying where it is defined, and the arena
+// of a small function is exactly what its live values need.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <random>
+
+#include "exec/buffer_plan.h"
+#include "exec/executable.h"
+#include "exec/fusion.h"
+#include "ir/builder.h"
+
+namespace tessera::exec {
+namespace {
+
+constexpr int64_t kA = BufferPlan::kAlign;
+
+TEST(BufferPlan, ValuesLiveTogetherNeverShareAndOthersDo) {
+  // a: steps 0-1, b: 1-2, c: 2-3: a and c may share, b meets both.
+  std::vector<LiveRange> v = {{100, 0, 1}, {100, 1, 2}, {100, 2, 3}};
+  BufferPlan p = plan_buffers(v);
+  EXPECT_EQ(p.offsets[0], p.offsets[2]);
+  EXPECT_NE(p.offsets[0], p.offsets[1]);
+  EXPECT_EQ(p.bytes, 2 * 2 * kA);  // 100 bytes round up to 128
+}
+
+TEST(BufferPlan, AResultTakesTheStorageOfAnOperandDyingAtItsStep) {
+  std::vector<LiveRange> v = {{256, 0, 1}, {256, 1, 2, 0}};
+  BufferPlan p = plan_buffers(v);
+  EXPECT_EQ(p.offsets[1], p.offsets[0]);
+  EXPECT_EQ(p.bytes, 256);
+  v[1].over = -1;  // without the hint they meet at step 1
+  EXPECT_EQ(plan_buffers(v).bytes, 512);
+}
+
+TEST(BufferPlan, RandomRangesNeverOverlapInMemoryWhileLive) {
+  std::mt19937 rng(7);
+  for (int round = 0; round < 50; ++round) {
+    std::vector<LiveRange> v;
+    for (int i = 0; i < 40; ++i) {
+      uint32_t first = rng() % 30, len = rng() % 8;
+      v.push_back({static_cast<int64_t>(rng() % 5000), first, first + len});
+    }
+    // Some values may take the storage of one of their size dying where they are defined.
+    for (size_t i = 0; i < v.size(); ++i)
+      for (size_t j = 0; j < v.size(); ++j)
+        if (j != i && v[j].last == v[i].first && v[j].first < v[i].first && rng() % 2 == 0) {
+          v[i].bytes = v[j].bytes;
+          v[i].over = static_cast<int64_t>(j);
+          break;
+        }
+    BufferPlan p = plan_buffers(v);
+    // The bytes live at the busiest step: a lower bound of the arena (a value written over
+    // another at the step that defines it shares its bytes there).
+    int64_t most_live = 0;
+    for (uint32_t step = 0; step < 40; ++step) {
+      int64_t live = 0;
+      for (size_t i = 0; i < v.size(); ++i) {
+        const LiveRange& r = v[i];
+        bool shares = r.over >= 0 && r.first == step && p.offsets[i] == p.offsets[static_cast<size_t>(r.over)];
+        if (r.first <= step && step <= r.last && !shares) live += (std::max<int64_t>(r.bytes, 1) + kA - 1) / kA * kA;
+      }
+      most_live = std::max(most_live, live);
+    }
+    EXPECT_GE(p.bytes, most_live);
+    for (size_t i = 0; i < v.size(); ++i) {
+      EXPECT_EQ(p.offsets[i] % kA, 0);
+      EXPECT_LE(p.offsets[i] + v[i].bytes, p.bytes);
+      for (size_t j = i + 1; j < v.size(); ++j) {
+        bool live_together = v[i].first <= v[j].last && v[j].first <= v[i].last;
+        bool overlap = p.offsets[i] < p.offsets[j] + std::max<int64_t>(v[j].bytes, 1) &&
+                       p.offsets[j] < p.offsets[i] + std::max<int64_t>(v[i].bytes, 1);
+        bool taken = (v[i].over == static_cast<int64_t>(j) || v[j].over == static_cast<int64_t>(i)) &&
+                     p.offsets[i] == p.offsets[j];  // written element by element over the other
+        EXPECT_FALSE(live_together && overlap && !taken) << "round " << round << ", values " << i << " and " << j;
+      }
+    }
+  }
+}
+
+TEST(BufferPlan, ArenaAndPeakOfAChainAreExact) {
+  using namespace tessera::ir;
+  Module m;
+  Function& fn = build_function(m, "f", [](FunctionBuilder& f) {
+    Tensor x = f.param(f32({256}));
+    Tensor a = x + x;
+    Tensor b = a * a;
+    return b - a;  // b dies here: its storage takes the result
+  });
+  CompileOptions o{&m};
+  o.planner = nullptr;  // every op a step of its own
+  auto e = Executable::compile(fn, o);
+  ASSERT_TRUE(e->planned());
+  // a and b live together (1 KiB each); the result goes over b.
+  EXPECT_EQ(e->arena_bytes(), 2048);
+  // The arena, the argument; the result is copied into the argument's buffer.
+  EXPECT_EQ(e->peak_bytes(), 2048 + 1024);
+  auto context = e->make_context();
+  EXPECT_EQ(context->arena_bytes(), 2048);
+  Literal x = Literal::from_doubles(f32({256}), std::vector<double>(256, 1.5));
+  for (int run = 0; run < 3; ++run) {
+    std::vector<Literal> out = e->run({x}, interp::Options{}, *context);
+    ASSERT_EQ(out.size(), 1u);
+    EXPECT_EQ(out[0].get_double(255), 9.0 - 3.0);
+    EXPECT_FALSE(out[0].is_view());
+  }
+  // A lent argument (a view) is read, never written: the result goes to a fresh buffer.
+  Literal lent = Literal::view(x.type(), x.bytes().data());
+  std::vector<Literal> out = e->run({std::move(lent)}, interp::Options{}, *context);
+  EXPECT_EQ(out[0].get_double(0), 6.0);
+  EXPECT_EQ(x.get_double(0), 1.5);
+  EXPECT_FALSE(out[0].is_view());
+}
+
+}  // namespace
+}  // namespace tessera::exec
