@@ -129,6 +129,39 @@ TEST(ParallelKernels, LargeFusedLoopsGiveTheBitsOfOneThread) {
     }
 }
 
+TEST(ParallelKernels, FusedRowReductionsGiveTheReferenceBits) {
+  // Softmax's sums: a reduce over the rows of a value computed in the fused loop (never stored),
+  // rows of 4096 (whole blocks) and of 100 (rows and blocks cross).
+  for (auto [rows, row] : std::vector<std::pair<int64_t, int64_t>>{{300, 4096}, {3000, 100}}) {
+    Module m;
+    build_function(m, "f", [&](FunctionBuilder& b) -> std::vector<Tensor> {
+      Tensor x = b.param(f32({rows, row}));
+      Tensor y = b.param(f32({rows, row}));
+      return {reduce_sum(exp(x) * y, {1}), reduce_max(x * y + x, {1})};
+    });
+    std::mt19937 rng(11);
+    std::vector<Literal> in = {testing::chain_input(f32({rows, row}), rng), testing::chain_input(f32({rows, row}), rng)};
+    std::vector<Literal> want = interp::evaluate(m, "f", in);
+    auto run = [&](int64_t limit) {
+      settle();
+      support::set_thread_limit(limit);
+      interp::Options o;
+      o.accelerate = accelerate;
+      std::vector<Literal> out = interp::evaluate(m, "f", in, o);
+      support::set_thread_limit(0);
+      return out;
+    };
+    std::vector<Literal> one = run(1);
+    int64_t jobs = support::thread_stats().shared_jobs;
+    std::vector<Literal> many = run(3);
+    EXPECT_GE(support::thread_stats().shared_jobs, jobs + 2) << "rows of " << row << ": one thread only";
+    for (size_t r = 0; r < 2; ++r) {
+      EXPECT_TRUE(testing::same_bits(one[r], many[r])) << "rows of " << row << ", result " << r;
+      EXPECT_TRUE(testing::same_bits(want[r], many[r])) << "rows of " << row << ", result " << r << " against the reference";
+    }
+  }
+}
+
 TEST(ParallelKernels, LargeCopiesAndRowReductionsGiveTheBitsOfOneThread) {
   // Transposes, broadcasts and slices (strided copies), and reductions over trailing dimensions
   // (rows) and over outer ones (columns), on parameters (so no fused loop computes them).
