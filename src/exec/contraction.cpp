@@ -269,6 +269,13 @@ void run_contraction(const ContractionPlan& p, const T* lhs, const T* rhs, T* ou
     if (!out_is_zero) std::fill(out, out + p.out_elements, T(0));
     return;
   }
+  // OpenBLAS's own threads would be a second pool outside the budget (DESIGN.md §6): every call is
+  // single-threaded, whoever calls first (accelerate, or a caller of this function alone).
+  static const bool one_blas_thread = [] {
+    openblas_set_num_threads(1);
+    return true;
+  }();
+  (void)one_blas_thread;
   const T* a = read(p.lhs_copy, lhs, 0);
   const T* b = read(p.rhs_copy, rhs, 1);
   // C += A·B into zeros: OpenBLAS computes C = beta·C + A·B as a pass that scales (beta 0:
