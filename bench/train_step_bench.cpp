@@ -1,7 +1,10 @@
 // Tessera's side of bench/train_vs_torch.sh: tokens/s of one AdamW training step of the CausalLM
 // (nn::capture, data parallel when on 2 devices), with parameters and moments kept on the devices
 // (sharded_program) and only the batch staged each step: the median over `steps` timed steps after
-// three warm-up steps. Prints one line per run: tessera <config> <devices> <tokens/s>.
+// three warm-up steps. Prints one line per run: tessera <config> <devices> <tokens/s> <threads>,
+// each device count with the whole thread budget (support/threads.h: TESSERA_THREADS, or the
+// cores), and, when the budget is more than one thread, first one device on one thread (the
+// baseline of the multi-core rows).
 //
 // Usage: train_step_bench CONFIG_NAME VOCAB D_MODEL LAYERS HEADS KV_HEADS FFN BATCH SEQ STEPS
 // With PROFILE=1 in the environment, also prints the time per op kind of the timed steps (stderr;
@@ -20,6 +23,7 @@
 #include "nn/capture.h"
 #include "nn/plan.h"
 #include "runtime/session.h"
+#include "support/threads.h"
 
 using namespace tessera;
 
@@ -43,8 +47,14 @@ int main(int argc, char** argv) {
   std::string profile_env = std::getenv("PROFILE") ? std::getenv("PROFILE") : "";
   bool profile = profile_env == "1" || profile_env == "2";
   int64_t only = std::getenv("DEVICES") ? std::atol(std::getenv("DEVICES")) : 0;
-  for (int64_t devices : {1, 2}) {
-    if (only != 0 && devices != only) continue;
+  int64_t budget = support::thread_limit();
+  // (devices, thread limit): 0 is the whole budget.
+  std::vector<std::pair<int64_t, int64_t>> runs;
+  if (budget > 1 && only <= 1) runs.emplace_back(1, 1);
+  for (int64_t devices : {1, 2})
+    if (only == 0 || devices == only) runs.emplace_back(devices, 0);
+  for (auto [devices, limit] : runs) {
+    support::set_thread_limit(limit);
     interp::Profile prof;
     prof.by_type = profile_env == "2";
     runtime::SessionOptions so;
@@ -88,9 +98,10 @@ int main(int argc, char** argv) {
     std::sort(times.begin(), times.end());
     std::sort(cpu.begin(), cpu.end());
     std::sort(faults.begin(), faults.end());
-    fmt::print(stderr, "# {} {} device(s): median step {:.3f} s wall, {:.3f} s cpu, {:.0f} page faults\n", name, devices,
-               times[times.size() / 2], cpu[cpu.size() / 2], faults[faults.size() / 2]);
-    fmt::print("tessera {} {} {:.0f}\n", name, devices, double(c.batch * c.seq) / times[times.size() / 2]);
+    int64_t threads = support::thread_limit();
+    fmt::print(stderr, "# {} {} device(s), {} thread(s): median step {:.3f} s wall, {:.3f} s cpu, {:.0f} page faults\n",
+               name, devices, threads, times[times.size() / 2], cpu[cpu.size() / 2], faults[faults.size() / 2]);
+    fmt::print("tessera {} {} {:.0f} {}\n", name, devices, double(c.batch * c.seq) / times[times.size() / 2], threads);
     std::fflush(stdout);
   }
   return 0;

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# Tokens/s of one AdamW training step, Tessera (1 and 2 host devices) against PyTorch eager (1 and
-# 2 threads), side by side in one run, for the tiny and the larger configuration of issue #6.
+# Tokens/s of one AdamW training step, Tessera (1 host device on 1 thread, then 1 and 2 host devices
+# with the whole thread budget: TESSERA_THREADS, or the cores) against PyTorch eager (1 and 2
+# threads), side by side in one run, for the tiny and the larger configuration of issue #6. Each
+# Tessera row is compared with PyTorch on as many threads, and with 1 device on 1 thread.
 # Builds train_step_bench (Release, build-bench); PyTorch is Debian's python3-torch. The environment's
 # OPENBLAS_CORETYPE / OPENBLAS_L2_SIZE are left as they are (pass UNSET_OPENBLAS=1 to unset both).
 set -euo pipefail
@@ -20,13 +22,16 @@ for c in "${configs[@]}"; do
   "$build/bin/train_step_bench" "$@" >> "$results"
   "$python" "$root/bench/train_vs_torch.py" "$@" >> "$results"
 done
-printf "%-8s %-22s %12s %s\n" config runner tokens/s "ratio to torch, same parallelism"
-while read -r who name n tps; do
+printf "%-8s %-34s %12s %-14s %s\n" config runner tokens/s "vs 1 thread" "ratio to torch, same threads"
+while read -r who name n tps threads; do
   if [ "$who" = tessera ]; then
-    torch=$(awk -v c="$name" -v n="$n" '$1=="torch" && $2==c && $3==n {print $4}' "$results")
-    printf "%-8s %-22s %12s %.2f\n" "$name" "tessera, $n device(s)" "$tps" "$(awk -v a="$tps" -v b="$torch" 'BEGIN {print a / b}')"
+    torch=$(awk -v c="$name" -v n="$threads" '$1=="torch" && $2==c && $3==n {print $4}' "$results")
+    base=$(awk -v c="$name" '$1=="tessera" && $2==c && $3==1 && $5==1 {print $4}' "$results")
+    ratio=$(awk -v a="$tps" -v b="$torch" 'BEGIN {if (b > 0) printf "%.2f", a / b; else print "-"}')
+    speedup=$(awk -v a="$tps" -v b="$base" 'BEGIN {if (b > 0) printf "%.2fx", a / b; else print "-"}')
+    printf "%-8s %-34s %12s %-14s %s\n" "$name" "tessera, $n device(s), $threads thread(s)" "$tps" "$speedup" "$ratio"
   else
-    printf "%-8s %-22s %12s\n" "$name" "pytorch, $n thread(s)" "$tps"
+    printf "%-8s %-34s %12s\n" "$name" "pytorch, $n thread(s)" "$tps"
   fi
 done < "$results"
 rm -f "$results"

@@ -4,12 +4,12 @@
 #include <algorithm>
 #include <cstring>
 #include <set>
-#include <thread>
 
 #include "comm/interp_collectives.h"
 #include "comm/mpi_collectives.h"
 #include "comm/mpi_wire.h"
 #include "support/strings.h"
+#include "support/threads.h"
 
 namespace tessera::comm {
 namespace {
@@ -369,27 +369,26 @@ std::vector<std::vector<ir::Literal>> run_on_ranks(MpiWorld& world, const ir::Mo
 
   std::vector<std::vector<ir::Literal>> mine(static_cast<size_t>(k));
   std::vector<std::string> errors(static_cast<size_t>(k));
-  std::vector<std::thread> threads;
-  for (int64_t j = 0; j < k; ++j)
-    threads.emplace_back([&, j] {
-      int64_t d = first + j;
-      try {
-        MpiCommunicator comm(world, d);
-        CommCollectives collectives(comm);
-        interp::Options o = base;
-        o.module = &module;
-        o.collectives = &collectives;
-        o.process = interp::ProcessInfo{0, static_cast<uint32_t>(d), 1, static_cast<uint32_t>(n)};
-        std::vector<ir::Literal> args = std::move(inputs[static_cast<size_t>(d)]);
-        mine[static_cast<size_t>(j)] = evaluate ? evaluate(d, *fn, std::move(args), o)
-                                                : interp::evaluate(*fn, std::move(args), o);
-      } catch (const std::exception& e) {
-        errors[static_cast<size_t>(j)] = e.what();
-        // At once, so other ranks waiting on this one stop waiting now.
-        world.report_failure(fmt::format("device {}: {}", d, e.what()));
-      }
-    });
-  for (auto& t : threads) t.join();
+  // The rank's devices run on persistent workers (support/threads.h).
+  support::run_concurrently(static_cast<size_t>(k), [&](size_t jj) {
+    auto j = static_cast<int64_t>(jj);
+    int64_t d = first + j;
+    try {
+      MpiCommunicator comm(world, d);
+      CommCollectives collectives(comm);
+      interp::Options o = base;
+      o.module = &module;
+      o.collectives = &collectives;
+      o.process = interp::ProcessInfo{0, static_cast<uint32_t>(d), 1, static_cast<uint32_t>(n)};
+      std::vector<ir::Literal> args = std::move(inputs[static_cast<size_t>(d)]);
+      mine[static_cast<size_t>(j)] = evaluate ? evaluate(d, *fn, std::move(args), o)
+                                              : interp::evaluate(*fn, std::move(args), o);
+    } catch (const std::exception& e) {
+      errors[static_cast<size_t>(j)] = e.what();
+      // At once, so other ranks waiting on this one stop waiting now.
+      world.report_failure(fmt::format("device {}: {}", d, e.what()));
+    }
+  });
   std::string failure;
   for (int64_t j = 0; j < k; ++j)
     if (!errors[static_cast<size_t>(j)].empty())

@@ -1,9 +1,10 @@
+// run_parallel (parallel.h): each process runs on a persistent worker of the process's pool
+// (support/threads.h), so a run wakes workers instead of starting threads.
 #include "comm/parallel.h"
-
-#include <thread>
 
 #include "comm/host_communicator.h"
 #include "comm/interp_collectives.h"
+#include "support/threads.h"
 
 namespace tessera::comm {
 
@@ -44,26 +45,25 @@ std::vector<ir::Literal> run_parallel(const ir::Module& module,
     support::fail("run_parallel: byte accounting for {} devices, but {} processes run", options.traffic->num_devices(),
                   procs.size());
   HostWorld world(static_cast<int64_t>(procs.size()), options.timeout);
-  std::vector<std::thread> threads;
-  for (size_t i = 0; i < procs.size(); ++i)
-    threads.emplace_back([&, i] {
-      Process& proc = procs[i];
-      try {
-        HostCommunicator comm(world, static_cast<int64_t>(i));
-        if (options.traffic) comm.set_traffic(&options.traffic->device(static_cast<int64_t>(i)));
-        CommCollectives collectives(comm);
-        interp::Options o = options.base;
-        o.module = &module;
-        o.collectives = &collectives;
-        o.process = interp::ProcessInfo{static_cast<uint32_t>(i / partitions),
-                                        static_cast<uint32_t>(i % partitions), replicas, partitions};
-        proc.results = options.evaluate ? options.evaluate(static_cast<int64_t>(i), *proc.fn, std::move(proc.args), o)
-                                        : interp::evaluate(*proc.fn, std::move(proc.args), o);
-      } catch (const std::exception& e) {
-        proc.error = e.what();
-      }
-    });
-  for (auto& t : threads) t.join();
+  // Every process catches its own failure, so all run to their end (in bounded time: their waits
+  // for peers time out) and each error is reported with its process.
+  support::run_concurrently(procs.size(), [&](size_t i) {
+    Process& proc = procs[i];
+    try {
+      HostCommunicator comm(world, static_cast<int64_t>(i));
+      if (options.traffic) comm.set_traffic(&options.traffic->device(static_cast<int64_t>(i)));
+      CommCollectives collectives(comm);
+      interp::Options o = options.base;
+      o.module = &module;
+      o.collectives = &collectives;
+      o.process = interp::ProcessInfo{static_cast<uint32_t>(i / partitions),
+                                      static_cast<uint32_t>(i % partitions), replicas, partitions};
+      proc.results = options.evaluate ? options.evaluate(static_cast<int64_t>(i), *proc.fn, std::move(proc.args), o)
+                                      : interp::evaluate(*proc.fn, std::move(proc.args), o);
+    } catch (const std::exception& e) {
+      proc.error = e.what();
+    }
+  });
 
   std::string errors;
   for (size_t i = 0; i < procs.size(); ++i)

@@ -1,7 +1,8 @@
 // interpreter.run_parallel for real: a grid of programs (num_replicas x num_partitions) run
-// concurrently, one host-device thread per process, their collectives exchanging data through a
-// HostWorld. A process that waits too long for its peers ends with a TimeoutError, so a program
-// that deadlocks fails in bounded time and every thread is joined.
+// concurrently, one host-device thread per process (a persistent worker of support/threads.h,
+// reused by every run), their collectives exchanging data through a HostWorld. A process that
+// waits too long for its peers ends with a TimeoutError, so a program that deadlocks fails in
+// bounded time and every process has ended when the call returns.
 #pragma once
 
 #include <chrono>

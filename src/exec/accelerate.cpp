@@ -16,6 +16,7 @@
 #include "exec/fusion.h"
 #include "exec/strided.h"
 #include "interp/scalar_ops.h"
+#include "support/threads.h"
 
 namespace tessera::exec {
 
@@ -141,8 +142,20 @@ void reduce_loop(const Literal& x, const Literal& init, const Ints& dims, Litera
   bool trailing = !dims.empty() && x.num_elements() > 0;
   for (size_t k = 0; k < dims.size(); ++k) trailing = trailing && std::count(dims.begin(), dims.end(), int64_t(kept + k)) == 1;
   if (trailing) {
-    int64_t rows = out.num_elements();
-    reduce_rows<E, Fn>(src, dst, rows, x.num_elements() / rows);
+    // Rows spread over the free threads (support/threads.h) in groups of whole kRows blocks: each
+    // row is folded by one thread in its own order, so the bits do not depend on the threads.
+    int64_t rows = out.num_elements(), n = x.num_elements() / rows;
+    int64_t threads = x.num_elements() >= kSpreadElements ? support::available_threads() : 1;
+    int64_t per = std::max<int64_t>((rows + 4 * threads - 1) / (4 * threads), kSpreadElements / 4 / n);
+    per = (per + 7) / 8 * 8;
+    if (threads <= 1 || per >= rows) {
+      reduce_rows<E, Fn>(src, dst, rows, n);
+      return;
+    }
+    support::parallel_chunks((rows + per - 1) / per, [&](int64_t c) {
+      int64_t first = c * per;
+      reduce_rows<E, Fn>(src + first * n, dst + first, std::min(per, rows - first), n);
+    });
     return;
   }
   size_t rank = x.shape().size();
@@ -156,27 +169,39 @@ void reduce_loop(const Literal& x, const Literal& init, const Ints& dims, Litera
     return;
   }
   const int64_t n = x.shape()[rank - 1], step = os[rank - 1];
-  Ints index(rank, 0);
-  int64_t in = 0, o = 0;
-  while (true) {
-    // Input in row-major order, as the reference kernel folds it.
-    if (step == 0) {
-      T acc = dst[o];
-      for (int64_t i = 0; i < n; ++i) acc = Fn::template apply<E>(acc, src[in + i]);
-      dst[o] = acc;
-    } else {
-      for (int64_t i = 0; i < n; ++i) dst[o + i] = Fn::template apply<E>(dst[o + i], src[in + i]);
+  // Folds columns [first, last) of the innermost dimension (all of it when that is reduced).
+  auto sweep = [&](int64_t first, int64_t last) {
+    Ints index(rank, 0);
+    int64_t in = 0, o = 0;
+    while (true) {
+      // Input in row-major order, as the reference kernel folds it.
+      if (step == 0) {
+        T acc = dst[o];
+        for (int64_t i = 0; i < n; ++i) acc = Fn::template apply<E>(acc, src[in + i]);
+        dst[o] = acc;
+      } else {
+        for (int64_t i = first; i < last; ++i) dst[o + i] = Fn::template apply<E>(dst[o + i], src[in + i]);
+      }
+      in += n;
+      size_t d = rank - 1;
+      while (d-- > 0) {
+        o += os[d];
+        if (++index[d] < x.shape()[d]) break;
+        o -= os[d] * x.shape()[d];
+        index[d] = 0;
+      }
+      if (d == static_cast<size_t>(-1)) return;
     }
-    in += n;
-    size_t d = rank - 1;
-    while (d-- > 0) {
-      o += os[d];
-      if (++index[d] < x.shape()[d]) break;
-      o -= os[d] * x.shape()[d];
-      index[d] = 0;
-    }
-    if (d == static_cast<size_t>(-1)) return;
+  };
+  // The innermost dimension kept (a gradient summed over tokens): its columns spread over the free
+  // threads, in pieces of whole cache lines; each result element still folds its inputs in order.
+  int64_t threads = step != 0 && n >= 32 && x.num_elements() >= kSpreadElements ? support::available_threads() : 1;
+  if (threads <= 1) {
+    sweep(0, n);
+    return;
   }
+  int64_t per = (std::max<int64_t>((n + 4 * threads - 1) / (4 * threads), 16) + 15) / 16 * 16;
+  support::parallel_chunks((n + per - 1) / per, [&](int64_t c) { sweep(c * per, std::min(n, (c + 1) * per)); });
 }
 
 template <typename E>
@@ -244,7 +269,7 @@ bool copy_op(const Op& op, Operands in, std::vector<Literal>& out) {
     }
     default: break;
   }
-  bool ok = by_bytes(x.element(), [&]<typename T>() { strided_copy(data<T>(x), base, rs, strides, data<T>(r)); });
+  bool ok = by_bytes(x.element(), [&]<typename T>() { strided_copy_spread(data<T>(x), base, rs, strides, data<T>(r)); });
   return result.done(ok);
 }
 

@@ -1,4 +1,5 @@
-// Planning a dot_general as strided GEMM calls, and running the plan through BLAS (contraction.h).
+// Planning a dot_general as strided GEMM calls, and running the plan through BLAS (contraction.h),
+// spread over the threads the budget has free (support/threads.h).
 #include "exec/contraction.h"
 
 #include <cblas.h>
@@ -6,10 +7,12 @@
 #include <algorithm>
 #include <climits>
 #include <memory>
+#include <numeric>
 #include <optional>
 
 #include "exec/strided.h"
 #include "support/error.h"
+#include "support/threads.h"
 
 namespace tessera::exec {
 
@@ -220,6 +223,43 @@ const T* read(const ContractionPlan::Copy& c, const T* x, int which) {
   return dst;
 }
 
+
+// How the GEMM calls of a plan are cut into tasks for the free threads: whole calls, each cut
+// into `parts` pieces of `size` rows of C (split_m) or columns. K is never cut, so each element
+// of C is the same sum in the same order whichever thread computes it, and the result has the
+// bits of the single-threaded run (OpenBLAS's kernels compute an element of C from its row of A,
+// its column of B and K alone; tests/exec checks it).
+struct Split {
+  bool parallel = false;  // worth spreading over threads at all
+  int64_t parts = 1, size = 0;
+  bool split_m = false;
+};
+
+// A piece below this many multiply-adds (about 20 µs on a core) would cost a good share of its
+// time in handing it to another thread; it also keeps every piece of a split GEMM as large as the
+// GEMM, for OpenBLAS's choice of kernel by size (its small-matrix path on AVX-512 cores).
+constexpr int64_t kMinPieceWork = int64_t{1} << 21;
+// Pieces start at multiples of this many rows or columns: whole register tiles of the kernels.
+constexpr int64_t kPieceAlign = 16;
+
+Split split_for(const ContractionPlan& p, int64_t threads) {
+  Split s;
+  int64_t work = p.m * p.n * p.k;
+  if (threads <= 1 || work * p.calls < 2 * kMinPieceWork) return s;
+  s.parallel = true;
+  // As many pieces per call as make the tasks a multiple of the threads (balanced), within the
+  // minimum piece size and alignment.
+  int64_t parts = threads / std::gcd(p.calls, threads);
+  s.split_m = p.m > p.n;
+  int64_t dim = s.split_m ? p.m : p.n;
+  parts = std::min({parts, work / kMinPieceWork, dim / kPieceAlign});
+  if (parts <= 1) return s;
+  s.size = (dim + parts - 1) / parts;
+  s.size = (s.size + kPieceAlign - 1) / kPieceAlign * kPieceAlign;
+  s.parts = (dim + s.size - 1) / s.size;
+  return s;
+}
+
 }  // namespace
 
 template <typename T>
@@ -229,13 +269,22 @@ void run_contraction(const ContractionPlan& p, const T* lhs, const T* rhs, T* ou
     if (!out_is_zero) std::fill(out, out + p.out_elements, T(0));
     return;
   }
+  // OpenBLAS's own threads would be a second pool outside the budget (DESIGN.md §6): every call is
+  // single-threaded, whoever calls first (accelerate, or a caller of this function alone).
+  static const bool one_blas_thread = [] {
+    openblas_set_num_threads(1);
+    return true;
+  }();
+  (void)one_blas_thread;
   const T* a = read(p.lhs_copy, lhs, 0);
   const T* b = read(p.rhs_copy, rhs, 1);
   // C += A·B into zeros: OpenBLAS computes C = beta·C + A·B as a pass that scales (beta 0:
   // clears) C, then kernels that add into C, so beta 1 on zeros gives the bits of beta 0 without
   // the extra pass.
   T beta = out_is_zero ? T(1) : T(0);
-  for (int64_t call = 0; call < p.calls; ++call) {
+  Split split = split_for(p, support::available_threads());
+  auto task = [&](int64_t t) {
+    int64_t call = t / split.parts, piece = t % split.parts;
     int64_t oa = 0, ob = 0, oc = 0, rest = call;
     for (size_t d = p.batch.size(); d-- > 0;) {
       const GemmLoop& l = p.batch[d];
@@ -243,8 +292,26 @@ void run_contraction(const ContractionPlan& p, const T* lhs, const T* rhs, T* ou
       rest /= l.size;
       oa += i * l.lhs, ob += i * l.rhs, oc += i * l.out;
     }
-    gemm(p.ta, p.tb, p.m, p.n, p.k, a + oa, p.lda, b + ob, p.ldb, beta, out + oc, p.ldc);
-  }
+    int64_t m = p.m, n = p.n;
+    if (split.parts > 1) {
+      int64_t begin = piece * split.size;
+      if (split.split_m) {
+        m = std::min(split.size, p.m - begin);
+        oa += p.ta ? begin : begin * p.lda;
+        oc += begin * p.ldc;
+      } else {
+        n = std::min(split.size, p.n - begin);
+        ob += p.tb ? begin * p.ldb : begin;
+        oc += begin;
+      }
+    }
+    gemm(p.ta, p.tb, m, n, p.k, a + oa, p.lda, b + ob, p.ldb, beta, out + oc, p.ldc);
+  };
+  int64_t tasks = p.calls * split.parts;
+  if (split.parallel && tasks > 1)
+    support::parallel_chunks(tasks, task);
+  else
+    for (int64_t t = 0; t < tasks; ++t) task(t);
 }
 
 template void run_contraction<float>(const ContractionPlan&, const float*, const float*, float*, bool);

@@ -20,12 +20,14 @@
 #include <atomic>
 #include <cstring>
 #include <functional>
+#include <numeric>
 #include <optional>
 #include <unordered_map>
 #include <unordered_set>
 
 #include "exec/fold.h"
 #include "exec/fused_kernels.h"
+#include "support/threads.h"
 
 namespace tessera::exec {
 
@@ -203,6 +205,20 @@ class Plan final : public interp::FusionPlan {
   friend class Program;
 };
 
+// The elements in each chunk of a fused loop over `total` elements: a multiple of `unit` (itself a
+// multiple of kBlock), or `total` (one chunk, run on this thread). A chunk of less than kMinChunk
+// elements (128 KiB of f32) costs a good share of its time in being handed to another thread;
+// about four chunks per free thread even out threads that the machine slows down.
+constexpr int64_t kMinChunk = 64 * kBlock;
+
+int64_t chunk_elements(int64_t total, int64_t unit = kBlock) {
+  if (total < 2 * kMinChunk || unit > total / 2) return total;
+  int64_t threads = support::available_threads();
+  if (threads <= 1) return total;
+  int64_t chunk = std::max(kMinChunk, (total + 4 * threads - 1) / (4 * threads));
+  return (chunk + unit - 1) / unit * unit;
+}
+
 // The instructions of one root's loop.
 class Program {
  public:
@@ -270,45 +286,71 @@ class Program {
   }
 
   // Runs the loop over `total` elements, handing each block's register `result` to
-  // consume(data, start, n).
+  // consume(data, start, n). With `unit` (a multiple of kBlock) a large loop runs in chunks that
+  // start at multiples of it, spread over the free threads: consume must then be safe to call
+  // concurrently for blocks of different chunks.
   template <typename F>
-  void sweep(int result, int64_t total, F&& consume) {
-    // Uninitialized: each register is written before it is read.
-    std::unique_ptr<std::byte[]> scratch(new std::byte[static_cast<size_t>(scratch_bytes_)]);
-    std::vector<std::byte*> regs(kinds_.size());
-    for (int64_t start = 0; start < total; start += kBlock) {
-      int64_t n = std::min(kBlock, total - start);
-      for (size_t r = 0; r < kinds_.size(); ++r) {
-        const Reg& g = kinds_[r];
-        regs[r] = g.in_place ? const_cast<std::byte*>(g.src) + start * g.width : scratch.get() + g.offset;
+  void sweep(int result, int64_t total, F&& consume, int64_t unit = 0) {
+    auto blocks = [&](int64_t first, int64_t last) {  // first: a multiple of kBlock
+      // Uninitialized: each register is written before it is read.
+      std::unique_ptr<std::byte[]> scratch(new std::byte[static_cast<size_t>(scratch_bytes_)]);
+      std::vector<std::byte*> regs(kinds_.size());
+      for (int64_t start = first; start < last; start += kBlock) {
+        int64_t n = std::min(kBlock, last - start);
+        for (size_t r = 0; r < kinds_.size(); ++r) {
+          const Reg& g = kinds_[r];
+          regs[r] = g.in_place ? const_cast<std::byte*>(g.src) + start * g.width : scratch.get() + g.offset;
+        }
+        for (const Instr& s : instrs_)
+          if (start == first || !s.invariant) s.fn(s, regs.data(), start, n);
+        consume(static_cast<const std::byte*>(regs[static_cast<size_t>(result)]), start, n);
       }
-      for (const Instr& s : instrs_)
-        if (start == 0 || !s.invariant) s.fn(s, regs.data(), start, n);
-      consume(static_cast<const std::byte*>(regs[static_cast<size_t>(result)]), start, n);
+    };
+    int64_t chunk = unit > 0 ? chunk_elements(total, unit) : total;
+    if (chunk >= total) {
+      blocks(0, total);
+      return;
     }
+    support::parallel_chunks((total + chunk - 1) / chunk, [&](int64_t c) {
+      blocks(c * chunk, std::min(total, (c + 1) * chunk));
+    });
   }
 
-  // Runs the loop, writing register `result` into `out`.
+  // Runs the loop, writing register `result` into `out`. A large loop runs in chunks of whole
+  // blocks spread over the threads the budget has free (support/threads.h), each chunk with
+  // registers of its own: an element's value depends only on its index, never on the chunk or
+  // thread that computes it, so the result has the bits of one thread's loop.
   void run(int result, Literal& out) {
     int64_t total = out.num_elements(), width = ir::info(out.element()).bytes;
-    // Uninitialized: each register is written before it is read.
-    std::unique_ptr<std::byte[]> scratch(new std::byte[static_cast<size_t>(scratch_bytes_)]);
-    std::vector<std::byte*> regs(kinds_.size());
     // The result register writes straight into the result; so does a root whose value is a
     // plain read (a select of a scalar predicate, say) through one copy.
     bool direct = !instrs_.empty() && instrs_.back().out == result;
-    for (int64_t start = 0; start < total; start += kBlock) {
-      int64_t n = std::min(kBlock, total - start);
-      for (size_t r = 0; r < kinds_.size(); ++r) {
-        const Reg& g = kinds_[r];
-        regs[r] = g.in_place ? const_cast<std::byte*>(g.src) + start * g.width : scratch.get() + g.offset;
+    auto blocks = [&](int64_t first, int64_t last) {  // first: a multiple of kBlock
+      // Uninitialized: each register is written before it is read.
+      std::unique_ptr<std::byte[]> scratch(new std::byte[static_cast<size_t>(scratch_bytes_)]);
+      std::vector<std::byte*> regs(kinds_.size());
+      for (int64_t start = first; start < last; start += kBlock) {
+        int64_t n = std::min(kBlock, last - start);
+        for (size_t r = 0; r < kinds_.size(); ++r) {
+          const Reg& g = kinds_[r];
+          regs[r] = g.in_place ? const_cast<std::byte*>(g.src) + start * g.width : scratch.get() + g.offset;
+        }
+        std::byte* dst = out.bytes().data() + start * width;
+        if (direct) regs[static_cast<size_t>(result)] = dst;
+        // An invariant load gives every block the same elements: once per chunk.
+        for (const Instr& s : instrs_)
+          if (start == first || !s.invariant) s.fn(s, regs.data(), start, n);
+        if (!direct) std::memcpy(dst, regs[static_cast<size_t>(result)], static_cast<size_t>(n * width));
       }
-      std::byte* dst = out.bytes().data() + start * width;
-      if (direct) regs[static_cast<size_t>(result)] = dst;
-      for (const Instr& s : instrs_)
-        if (start == 0 || !s.invariant) s.fn(s, regs.data(), start, n);
-      if (!direct) std::memcpy(dst, regs[static_cast<size_t>(result)], static_cast<size_t>(n * width));
+    };
+    int64_t chunk = chunk_elements(total);
+    if (chunk >= total) {
+      blocks(0, total);
+      return;
     }
+    support::parallel_chunks((total + chunk - 1) / chunk, [&](int64_t c) {
+      blocks(c * chunk, std::min(total, (c + 1) * chunk));
+    });
   }
 
  private:
@@ -373,11 +415,18 @@ template <typename T>
 void fold(Program& p, int reg, int64_t total, const FoldShape& f, OpKind kind, T* dst) {
   namespace s = interp::scalar;
   using E = ir::Elem<std::is_same_v<T, float> ? ElementType::f32 : ElementType::f64>;
+  // Rows reduced (softmax's sums): chunks of whole rows (and whole blocks) spread over the free
+  // threads, each row folded by one thread in its own order, so the bits do not depend on them.
+  // Otherwise every result folds elements from all over the loop: one thread.
+  int64_t unit = f.rows ? std::lcm(f.row, kBlock) : 0;
   auto run = [&]<typename Fn>() {
-    p.sweep(reg, total, [&](const std::byte* v, int64_t start, int64_t n) {
-      fold_block(f, reinterpret_cast<const T*>(v), start, n, dst,
-                 [](T a, T b) { return Fn::template apply<E>(a, b); });
-    });
+    p.sweep(
+        reg, total,
+        [&](const std::byte* v, int64_t start, int64_t n) {
+          fold_block(f, reinterpret_cast<const T*>(v), start, n, dst,
+                     [](T a, T b) { return Fn::template apply<E>(a, b); });
+        },
+        unit);
   };
   switch (kind) {
     case OpKind::Add: run.template operator()<s::Add>(); break;

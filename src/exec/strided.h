@@ -1,11 +1,15 @@
 // Strided copies, the one loop behind transpose, broadcast_in_dim, slice, concatenate and pad:
-// dst (row-major over `shape`) takes src[base + sum_d index_d * strides[d]].
+// dst (row-major over `shape`) takes src[base + sum_d index_d * strides[d]]. Large ones can be
+// spread over the free threads (strided_copy_spread).
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <span>
 #include <vector>
+
+#include "support/threads.h"
 
 namespace tessera::exec {
 
@@ -50,6 +54,36 @@ void strided_copy(const T* src, int64_t base, std::span<const int64_t> shape, st
     }
     if (d == static_cast<size_t>(-1)) return;
   }
+}
+
+// Copies of fewer elements than this stay on the calling thread: handing a piece to another thread
+// costs about what copying 16K elements does.
+constexpr int64_t kSpreadElements = 64 * 1024;
+
+// strided_copy into a row-major dst, in pieces along the outermost dimension longer than 1, spread
+// over the threads the budget has free (support/threads.h). A copy's bits do not depend on which
+// thread copies what.
+template <typename T>
+void strided_copy_spread(const T* src, int64_t base, std::span<const int64_t> shape, std::span<const int64_t> strides,
+                         T* dst) {
+  int64_t total = 1;
+  for (int64_t d : shape) total *= d;
+  size_t d = 0;
+  while (d < shape.size() && shape[d] == 1) ++d;
+  int64_t threads = total >= kSpreadElements ? support::available_threads() : 1;
+  if (threads <= 1 || d == shape.size()) {
+    strided_copy(src, base, shape, strides, dst);
+    return;
+  }
+  int64_t inner = total / shape[d];  // dst elements per index of dimension d
+  int64_t per = std::max<int64_t>((shape[d] + 4 * threads - 1) / (4 * threads), (kSpreadElements / 4 + inner - 1) / inner);
+  int64_t pieces = (shape[d] + per - 1) / per;
+  support::parallel_chunks(pieces, [&](int64_t c) {
+    int64_t first = c * per;
+    std::vector<int64_t> part(shape.begin(), shape.end());
+    part[d] = std::min(per, shape[d] - first);
+    strided_copy(src, base + first * strides[d], part, strides, dst + first * inner);
+  });
 }
 
 inline std::vector<int64_t> row_major(std::span<const int64_t> shape) {

@@ -22,7 +22,6 @@
 #include <map>
 #include <memory>
 #include <optional>
-#include <thread>
 #include <tuple>
 
 #include "comm/mpi_wire.h"
@@ -30,6 +29,7 @@
 #include "mpmd/transfer.h"
 #include "mpmd/validate.h"
 #include "support/error.h"
+#include "support/threads.h"
 
 namespace tessera::mpmd {
 
@@ -468,23 +468,22 @@ PipelineResult run_stages(const StagedModel& model, const Schedule& schedule, st
   // waiting earliest (it heads the chain of waits); ties by the failing action's start.
   std::vector<std::exception_ptr> errors(P);
   std::vector<std::pair<int, double>> rank(P);
-  std::vector<std::thread> threads;
   run.start = Clock::now();
-  for (int64_t stage : mine)
-    threads.emplace_back([&, s = static_cast<size_t>(stage)] {
-      try {
-        workers[s].execute();
-      } catch (const StageWorker::Aborted&) {
-        run.stopped[s] = true;
-      } catch (...) {
-        run.stopped[s] = true;
-        errors[s] = std::current_exception();
-        const StageWorker& w = workers[s];
-        rank[s] = {w.timed_out() ? (w.missing_send() ? 1 : 2) : 0, w.action_started()};
-        if (!w.timed_out()) run.transport.abort();
-      }
-    });
-  for (std::thread& t : threads) t.join();
+  // Each stage on a persistent worker of its own (support/threads.h).
+  support::run_concurrently(mine.size(), [&](size_t j) {
+    auto s = static_cast<size_t>(mine[j]);
+    try {
+      workers[s].execute();
+    } catch (const StageWorker::Aborted&) {
+      run.stopped[s] = true;
+    } catch (...) {
+      run.stopped[s] = true;
+      errors[s] = std::current_exception();
+      const StageWorker& w = workers[s];
+      rank[s] = {w.timed_out() ? (w.missing_send() ? 1 : 2) : 0, w.action_started()};
+      if (!w.timed_out()) run.transport.abort();
+    }
+  });
 
   std::optional<size_t> first;
   for (size_t s = 0; s < P; ++s)

@@ -6,11 +6,11 @@
 #include <chrono>
 #include <exception>
 #include <map>
-#include <thread>
 
 #include "comm/mpi_wire.h"
 #include "mpmd/validate.h"
 #include "support/error.h"
+#include "support/threads.h"
 
 namespace tessera::mpmd {
 
@@ -38,18 +38,15 @@ const PipelineResult& PipelineTrainer::step(const ir::Literal& tokens, const ir:
   const int64_t t = steps_ + 1;
   auto start = std::chrono::steady_clock::now();
   std::vector<std::exception_ptr> errors(stages_.size());
-  std::vector<std::thread> threads;
-  for (size_t s = 0; s < stages_.size(); ++s)
-    threads.emplace_back([&, s] {
-      try {
-        std::map<size_t, ir::Literal> grads;
-        for (size_t i : stages_[s].parameter_indices()) grads.emplace(i, last_.gradients[i]);
-        stages_[s].apply_adamw(t, grads);
-      } catch (...) {
-        errors[s] = std::current_exception();
-      }
-    });
-  for (std::thread& th : threads) th.join();
+  support::run_concurrently(stages_.size(), [&](size_t s) {
+    try {
+      std::map<size_t, ir::Literal> grads;
+      for (size_t i : stages_[s].parameter_indices()) grads.emplace(i, last_.gradients[i]);
+      stages_[s].apply_adamw(t, grads);
+    } catch (...) {
+      errors[s] = std::current_exception();
+    }
+  });
   for (const std::exception_ptr& e : errors)
     if (e) {
       // The other ranks would wait for this one in the next step: let them stop now.

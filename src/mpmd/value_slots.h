@@ -11,11 +11,11 @@
 #include <map>
 #include <mutex>
 #include <optional>
-#include <thread>
 #include <utility>
 #include <vector>
 
 #include "ir/literal.h"
+#include "support/threads.h"
 
 namespace tessera::mpmd {
 
@@ -57,31 +57,28 @@ class ValueSlots {
   bool aborted_ = false;
 };
 
-// Runs body(0) ... body(count - 1) on threads of their own and waits for all; the first to fail
-// aborts `slots` (so the others stop waiting) and its exception is rethrown here.
+// Runs body(0) ... body(count - 1) at once, each on a persistent worker of its own
+// (support/threads.h), and waits for all; the first to fail aborts `slots` (so the others stop
+// waiting) and its exception is rethrown here.
 inline void run_on_threads(size_t count, const std::function<void(size_t)>& body, ValueSlots& slots) {
   std::mutex mu;
   std::exception_ptr error;
-  std::vector<std::thread> threads;
   try {
-    for (size_t i = 0; i < count; ++i)
-      threads.emplace_back([&, i] {
-        try {
-          body(i);
-        } catch (...) {
-          {
-            std::lock_guard lock(mu);
-            if (!error) error = std::current_exception();
-          }
-          slots.abort();
+    support::run_concurrently(count, [&](size_t i) {
+      try {
+        body(i);
+      } catch (...) {
+        {
+          std::lock_guard lock(mu);
+          if (!error) error = std::current_exception();
         }
-      });
-  } catch (...) {  // no thread to be had: stop those started, never leave one joinable
+        slots.abort();
+      }
+    });
+  } catch (...) {  // no thread to be had for some: stop those started (they have ended by now)
     slots.abort();
-    for (auto& t : threads) t.join();
     throw;
   }
-  for (auto& t : threads) t.join();
   if (error) std::rethrow_exception(error);
 }
 

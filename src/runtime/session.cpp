@@ -21,6 +21,7 @@
 #include "spmd/mesh_math.h"
 #include "support/error.h"
 #include "support/strings.h"
+#include "support/threads.h"
 
 namespace tessera::runtime {
 
@@ -58,6 +59,7 @@ SessionOptions from_environment(SessionOptions options) {
 
 Session Session::host(int64_t num_devices, SessionOptions options) {
   if (num_devices < 1) fail("Session::host: {} devices; need at least 1", num_devices);
+  support::thread_limit();  // a bad TESSERA_THREADS fails here, naming it, not on a device
   keep_freed_memory();
   return Session(num_devices, from_environment(options));
 }

@@ -101,6 +101,7 @@ CASES = {
                                 ["run", "p.mlir", "--input", "arg0=x.npy", "--output-dir", "plain/out"],
                                 r"--output-dir plain/out: cannot create the folder: Not a directory"),
     "bad_option_value": ({}, ["train", "--steps", "many"], r"--steps"),
+    "zero_threads": ({}, ["train", "--threads", "0"], r"--threads 0: Tessera needs at least 1 thread"),
 }
 
 

@@ -12,6 +12,7 @@
 #include "ir/op_kind.h"
 #include "support/error.h"
 #include "support/memory.h"
+#include "support/threads.h"
 #include "tools/tessera/bench_cmd.h"
 #include "tools/tessera/check.h"
 #include "tools/tessera/partition_cmd.h"
@@ -170,9 +171,12 @@ int main(int argc, char** argv) {
   bench->add_option("--mpi-bench", bc.mpi_bench, "The MPI half (default: tessera_mpi_collectives_bench beside tessera)");
   // Limits every subcommand shares: host devices per process (threads and per-device state grow
   // with them; more than cores is already slow) and the bytes of array data held at once.
-  int64_t max_bytes = 0;
+  int64_t max_bytes = 0, threads = -1;  // -1: not given
   bool force = false;
   for (CLI::App* sub : {ops, check, part, run, sched, train, bench}) {
+    sub->add_option("--threads", threads,
+                    "Busy threads at most: host devices and the kernels' helpers together (default: TESSERA_THREADS, "
+                    "else this machine's cores)");
     sub->add_option("--max-bytes", max_bytes, "Refuse to hold more array data than this (e.g. 8G; default: this machine's memory)")
         ->transform(CLI::AsSizeValue(false));
     sub->add_flag("--force", force, fmt::format("Allow more than {} host devices", kMaxHostDevices));
@@ -185,6 +189,9 @@ int main(int argc, char** argv) {
   }
   try {
     if (max_bytes > 0) tessera::support::set_memory_limit(max_bytes);
+    if (threads != -1 && threads < 1) tessera::support::fail("--threads {}: Tessera needs at least 1 thread", threads);
+    if (threads > 0) tessera::support::set_thread_limit(threads);
+    tessera::support::thread_limit();  // a bad TESSERA_THREADS fails now, naming it
     if (train->parsed() && !(tc.lr > 0 && std::isfinite(tc.lr)))
       tessera::support::fail("--lr {}: the learning rate must be a positive number", tc.lr);
     for (auto [sub, n] : {std::pair{run, rc.devices}, {train, tc.devices}, {bench, bc.devices}})

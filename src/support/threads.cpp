@@ -1,0 +1,306 @@
+// The worker pool and the thread budget (threads.h).
+//
+// Workers wait on their own condition variable for a task, so handing work to an idle worker
+// wakes exactly it (blocking waits only: spinning threads on 2 cores are ruinous, DESIGN.md §6).
+// The pool is created on first use and never destroyed: its workers are detached and stay blocked
+// at exit, so no static destructor can run while a worker still runs.
+#include "support/threads.h"
+
+#include <sched.h>
+
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <cstdlib>
+#include <exception>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "support/error.h"
+
+namespace tessera::support {
+
+namespace {
+
+int64_t default_limit() {
+  if (const char* env = std::getenv("TESSERA_THREADS"); env != nullptr && *env != '\0') {
+    char* end = nullptr;
+    long n = std::strtol(env, &end, 10);
+    if (*end != '\0' || n < 1 || n > 4096)
+      fail("TESSERA_THREADS={}: expected the number of threads Tessera may keep busy, 1 to 4096", env);
+    return n;
+  }
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof(set), &set) == 0) return std::max(1, CPU_COUNT(&set));
+  return std::max(1u, std::thread::hardware_concurrency());
+}
+
+std::atomic<int64_t> limit_override{0};
+std::atomic<int64_t> busy{0}, max_busy{0}, shared_jobs{0};
+// Whether this thread holds a token now.
+thread_local bool holds_token = false;
+
+void note_busy(int64_t now) {
+  int64_t m = max_busy.load(std::memory_order_relaxed);
+  while (now > m && !max_busy.compare_exchange_weak(m, now, std::memory_order_relaxed)) {
+  }
+}
+
+void acquire_forced() { note_busy(busy.fetch_add(1) + 1); }
+
+// Takes up to `want` tokens while fewer than the limit are held; returns how many it took.
+int64_t try_acquire(int64_t want) {
+  int64_t limit = thread_limit(), got = 0;
+  int64_t b = busy.load();
+  while (got < want && b < limit) {
+    if (busy.compare_exchange_weak(b, b + 1)) {
+      ++got;
+      note_busy(++b);
+    }
+  }
+  return got;
+}
+
+void release(int64_t n) { busy.fetch_sub(n); }
+
+// Holds a token for this thread while in scope, unless it already holds one.
+class Token {
+ public:
+  Token() : mine_(!holds_token) {
+    if (mine_) {
+      acquire_forced();
+      holds_token = true;
+    }
+  }
+  ~Token() {
+    if (mine_) {
+      release(1);
+      holds_token = false;
+    }
+  }
+  Token(const Token&) = delete;
+  Token& operator=(const Token&) = delete;
+
+ private:
+  bool mine_;
+};
+
+class Pool {
+ public:
+  static Pool& get() {
+    static Pool* pool = new Pool;  // never destroyed (see the top of the file)
+    return *pool;
+  }
+
+  // Runs `task` on an idle worker, or on a new one when none is idle, then `then` once the worker
+  // is idle again: a caller told by `then` that its tasks are done finds their workers idle, so
+  // back-to-back runs reuse the same threads. Throws std::system_error when no thread can be
+  // started; neither runs then.
+  void dispatch(std::function<void()> task, std::function<void()> then = {}) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (!idle_.empty()) {
+        Worker* w = idle_.back();
+        idle_.pop_back();
+        w->task = std::move(task);
+        w->then = std::move(then);
+        w->cv.notify_one();
+        return;
+      }
+    }
+    auto w = std::make_unique<Worker>();
+    w->task = std::move(task);
+    w->then = std::move(then);
+    std::thread([this, w = w.get()] { loop(w); }).detach();
+    w.release();  // owned by its thread from now on
+    std::lock_guard<std::mutex> lock(mu_);
+    ++created_;
+  }
+
+  int64_t created() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return created_;
+  }
+
+ private:
+  struct Worker {
+    std::condition_variable cv;
+    std::function<void()> task, then;  // set by dispatch, under mu_
+  };
+
+  void loop(Worker* w) {
+    std::unique_lock<std::mutex> lock(mu_);
+    while (true) {
+      w->cv.wait(lock, [w] { return static_cast<bool>(w->task); });
+      std::function<void()> task = std::move(w->task), then = std::move(w->then);
+      w->task = nullptr;
+      w->then = nullptr;
+      lock.unlock();
+      task();  // never throws: every task catches what its body throws
+      task = nullptr;  // what it captured goes before the worker is handed out again
+      lock.lock();
+      idle_.push_back(w);
+      if (then) {
+        lock.unlock();
+        then();  // never throws
+        then = nullptr;
+        lock.lock();
+      }
+    }
+  }
+
+  std::mutex mu_;
+  std::vector<Worker*> idle_;
+  int64_t created_ = 0;
+};
+
+// One parallel_chunks call, shared with its workers (which may start after the call has
+// returned: they find no chunk left and never touch the body).
+struct Job {
+  int64_t count = 0;
+  const std::function<void(int64_t)>* body = nullptr;
+  // Tokens taken for workers that have not started yet: a worker takes one as it starts; the
+  // caller takes back the rest once it has run out of chunks, so a worker woken too late for any
+  // chunk does not hold a core from the next kernel.
+  std::atomic<int64_t> unstarted{0};
+  std::atomic<int64_t> next{0}, done{0};
+  std::mutex mu;
+  int64_t error_chunk = -1;
+  std::exception_ptr error;
+
+  void work() {
+    for (int64_t i = next.fetch_add(1); i < count; i = next.fetch_add(1)) {
+      try {
+        (*body)(i);
+      } catch (...) {
+        std::lock_guard<std::mutex> lock(mu);
+        if (error_chunk < 0 || i < error_chunk) error_chunk = i, error = std::current_exception();
+      }
+      if (done.fetch_add(1) + 1 == count) done.notify_all();
+    }
+  }
+};
+
+}  // namespace
+
+int64_t thread_limit() {
+  int64_t o = limit_override.load(std::memory_order_relaxed);
+  if (o > 0) return o;
+  static const int64_t limit = default_limit();
+  return limit;
+}
+
+void set_thread_limit(int64_t n) {
+  if (n < 0) fail("set_thread_limit: {} threads; expected at least 1 (or 0 for the default)", n);
+  limit_override = n;
+}
+
+void run_concurrently(size_t count, const std::function<void(size_t)>& body) {
+  if (count == 0) return;
+  struct Batch {
+    std::mutex mu;
+    std::condition_variable cv;
+    size_t left;
+    std::vector<std::exception_ptr> errors;
+  } batch{{}, {}, count, std::vector<std::exception_ptr>(count)};
+  // A thread that waits here is not busy: its token serves the tasks meanwhile. The tasks' tokens
+  // are taken before any starts, so that the first to start cannot hand the later ones' cores to
+  // its kernels' chunks.
+  bool had = holds_token;
+  if (had) {
+    release(1);
+    holds_token = false;
+  }
+  note_busy(busy.fetch_add(static_cast<int64_t>(count)) + static_cast<int64_t>(count));
+  for (size_t i = 0; i < count; ++i) {
+    try {
+      Pool::get().dispatch(
+          [&batch, &body, i] {
+            holds_token = true;  // taken above
+            try {
+              body(i);
+            } catch (...) {
+              batch.errors[i] = std::current_exception();
+            }
+            release(1);
+            holds_token = false;
+          },
+          [&batch] {
+            std::lock_guard<std::mutex> lock(batch.mu);  // notified under the lock: batch outlives it
+            if (--batch.left == 0) batch.cv.notify_all();
+          });
+    } catch (...) {
+      // No thread for tasks i..count-1: they fail; those started end in bounded time (their
+      // waits for the missing ones time out).
+      release(static_cast<int64_t>(count - i));
+      std::lock_guard<std::mutex> lock(batch.mu);
+      for (size_t j = i; j < count; ++j) batch.errors[j] = std::current_exception();
+      batch.left -= count - i;
+      break;
+    }
+  }
+  {
+    std::unique_lock<std::mutex> lock(batch.mu);
+    batch.cv.wait(lock, [&] { return batch.left == 0; });
+  }
+  if (had) {
+    acquire_forced();
+    holds_token = true;
+  }
+  for (const std::exception_ptr& e : batch.errors)
+    if (e) std::rethrow_exception(e);
+}
+
+void parallel_chunks(int64_t count, const std::function<void(int64_t)>& body) {
+  if (count <= 0) return;
+  Token token;
+  int64_t extra = count > 1 ? try_acquire(std::min(count, thread_limit()) - 1) : 0;
+  if (extra == 0) {
+    for (int64_t i = 0; i < count; ++i) body(i);
+    return;
+  }
+  ++shared_jobs;
+  auto job = std::make_shared<Job>();
+  job->count = count;
+  job->body = &body;
+  job->unstarted = extra;
+  for (int64_t e = 0; e < extra; ++e) {
+    try {
+      Pool::get().dispatch([job] {
+        // The token the caller took for this worker, unless the caller has taken it back.
+        for (int64_t u = job->unstarted.load(); true;) {
+          if (u == 0) return;
+          if (job->unstarted.compare_exchange_weak(u, u - 1)) break;
+        }
+        holds_token = true;
+        job->work();
+        release(1);
+        holds_token = false;
+      });
+    } catch (...) {
+      release(job->unstarted.exchange(0));  // no thread: the caller does the work
+      break;
+    }
+  }
+  job->work();
+  release(job->unstarted.exchange(0));
+  for (int64_t d = job->done.load(); d < count; d = job->done.load()) job->done.wait(d);
+  if (job->error) std::rethrow_exception(job->error);
+}
+
+int64_t available_threads() {
+  int64_t mine = holds_token ? 1 : 0;  // a caller without a token takes one when it runs
+  return std::max<int64_t>(1, thread_limit() - busy.load(std::memory_order_relaxed) + mine);
+}
+
+ThreadStats thread_stats() {
+  return {Pool::get().created(), busy.load(), max_busy.load(), shared_jobs.load()};
+}
+
+void reset_max_busy() { max_busy = busy.load(); }
+
+}  // namespace tessera::support
