@@ -41,7 +41,7 @@ std::optional<Group> my_group(const ir::Op& op, const interp::ProcessInfo& proce
 
 Literal literal_from(const ir::Type& type, std::span<const std::byte> bytes) {
   Literal l(type);
-  std::memcpy(l.bytes().data(), bytes.data(), l.bytes().size());
+  if (!l.bytes().empty()) std::memcpy(l.bytes().data(), bytes.data(), l.bytes().size());  // null when empty
   return l;
 }
 

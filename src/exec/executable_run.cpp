@@ -52,7 +52,9 @@ void free_slots(Frame& f, Range r) {
 void put(Frame& f, Slot s, Literal&& v) {
   Literal& slot = f.slots[s];
   // memmove: a reshape's result slot views its operand's storage.
-  if (slot.is_view()) std::memmove(slot.bytes().data(), v.bytes().data(), slot.bytes().size());
+  if (slot.is_view()) {
+    if (!slot.bytes().empty()) std::memmove(slot.bytes().data(), v.bytes().data(), slot.bytes().size());  // null when empty
+  }
   else slot = std::move(v);
 }
 
@@ -248,7 +250,7 @@ void run_function(Frame& f, std::vector<Literal>& args, std::vector<Literal>& ou
       int32_t d = code.return_donor[k];
       Literal* donor = d >= 0 ? &f.slots[code.params[static_cast<size_t>(d)]] : nullptr;
       if (v.is_view() && donor != nullptr && !donor->is_view() && donor->type() == v.type()) {
-        std::memcpy(donor->bytes().data(), v.bytes().data(), v.bytes().size());
+        if (!v.bytes().empty()) std::memcpy(donor->bytes().data(), v.bytes().data(), v.bytes().size());
         out[k] = std::move(*donor);
       } else if (!v.is_view() && code.body.move_return[k]) {
         out[k] = std::move(v);
