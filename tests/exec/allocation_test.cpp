@@ -14,7 +14,9 @@
 // gcc 12 inlines this file's operator delete (free) into std::vector's destructor and then warns
 // that the size it passes, computed from the freed pointer's value, uses it after free: a false
 // positive of the replaced operator, not a read of freed memory.
+#if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wuse-after-free"
+#endif
 
 #include <atomic>
 #include <cstdio>
