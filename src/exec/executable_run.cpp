@@ -289,40 +289,38 @@ std::unique_ptr<Frame> planned_frame(const Code& code);
 
 namespace {
 
-void check_args(const ir::Function& fn, const std::vector<ir::Literal>& args) {
-  if (args.size() != fn.num_parameters())
-    support::fail("@{} takes {} arguments, got {}", fn.name(), fn.num_parameters(), args.size());
-  for (size_t i = 0; i < args.size(); ++i)
-    if (args[i].type() != fn.parameter(i)->type())
-      support::fail("@{}: argument {} has type {}, but parameter {} has type {}", fn.name(), i,
-                    to_string(args[i].type()), i, to_string(fn.parameter(i)->type()));
-}
+// The interpreter state a run hands its kernels. What kernels with regions hand to the interpreter
+// (sdy.manual_computation's body, reduction bodies) runs with this executable's fast kernels, as
+// the interpreter would. Pointers into itself: built in place, never copied.
+struct RunSetup {
+  RunSetup(const detail::Code& code, const interp::Options& options) : o(with_code(code, options)) {}
+  static interp::Options with_code(const detail::Code& code, interp::Options o) {
+    o.accelerate = code.accelerate;
+    if (o.module == nullptr) o.module = code.module;
+    return o;
+  }
+  RunSetup(const RunSetup&) = delete;
+  RunSetup& operator=(const RunSetup&) = delete;
+  interp::Options o;
+  interp::SingleProcessCollectives single;
+  interp::RunState state{o.process, o.collectives ? o.collectives : &single, o.module, &o};
+};
 
 }  // namespace
 
 std::vector<ir::Literal> Executable::run(std::vector<ir::Literal> args, const interp::Options& options) const {
-  check_args(*code_->fn, args);
-  // What kernels with regions hand to the interpreter (sdy.manual_computation's body, reduction
-  // bodies) runs with this executable's fast kernels, as the interpreter would.
-  interp::Options o = options;
-  o.accelerate = code_->accelerate;
-  if (o.module == nullptr) o.module = code_->module;
-  interp::SingleProcessCollectives single;
-  interp::RunState state{o.process, o.collectives ? o.collectives : &single, o.module, &o};
-  return detail::execute(*code_, std::move(args), state);
+  interp::check_arguments(*code_->fn, args);
+  RunSetup run(*code_, options);
+  return detail::execute(*code_, std::move(args), run.state);
 }
 
 std::vector<ir::Literal> Executable::run(std::vector<ir::Literal> args, const interp::Options& options,
                                          RunContext& context) const {
   detail::Frame& f = *detail::Access::frame(context);
   TESSERA_CHECK(&f.code == code_.get(), "a run context of another executable");
-  check_args(*code_->fn, args);
-  interp::Options o = options;
-  o.accelerate = code_->accelerate;
-  if (o.module == nullptr) o.module = code_->module;
-  interp::SingleProcessCollectives single;
-  interp::RunState state{o.process, o.collectives ? o.collectives : &single, o.module, &o};
-  f.state = &state;
+  interp::check_arguments(*code_->fn, args);
+  RunSetup run(*code_, options);
+  f.state = &run.state;
   // The vector of the arguments carries the results back (no allocation when it is long enough).
   try {
     detail::run_function(f, args, args);

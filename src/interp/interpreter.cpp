@@ -279,14 +279,18 @@ FusionPlanner current_fusion_planner() { return fusion_planner().load(); }
 
 // ---- Entry points ----
 
-std::vector<Literal> evaluate(const ir::Function& fn, std::vector<Literal> args,
-                              const Options& options) {
+void check_arguments(const ir::Function& fn, const std::vector<Literal>& args) {
   if (args.size() != fn.num_parameters())
     support::fail("@{} takes {} arguments, got {}", fn.name(), fn.num_parameters(), args.size());
   for (size_t i = 0; i < args.size(); ++i)
     if (args[i].type() != fn.parameter(i)->type())
       support::fail("@{}: argument {} has type {}, but parameter {} has type {}", fn.name(), i,
                     to_string(args[i].type()), i, to_string(fn.parameter(i)->type()));
+}
+
+std::vector<Literal> evaluate(const ir::Function& fn, std::vector<Literal> args,
+                              const Options& options) {
+  check_arguments(fn, args);
   SingleProcessCollectives single;
   RunState state{options.process, options.collectives ? options.collectives : &single,
                  options.module, &options};

@@ -175,6 +175,10 @@ FusionPlanner current_fusion_planner();
 // value: planning would cost more than they hold.
 inline constexpr size_t kMinPlannedBlockOps = 16;
 
+// A UserError naming the function, the argument and both types unless `args` match `fn`'s
+// parameters in number and type (evaluate's check, and exec::Executable's).
+void check_arguments(const ir::Function& fn, const std::vector<ir::Literal>& args);
+
 // Evaluates `fn` on `args`; checks their number and types against its parameters first (a
 // UserError naming the function, the argument and both types). Shardings are ignored: the program
 // is evaluated on whole arrays (sdy.manual_computation: see kernels_shardy.cpp).
