@@ -84,8 +84,32 @@ class Result {
 
 // ---- Contractions: strided GEMM calls (contraction.h) ----
 
+// bf16 x bf16 (mixed-precision training's matmuls): the operands widened to f32 exactly, one f32
+// GEMM, and each result rounded once to bf16 -- the reference's f32 accumulation, in BLAS's order.
+// The widened copies live in per-thread buffers kept for the next call.
+bool dot_bf16(const Op& op, Operands in, std::vector<Literal>& out) {
+  ContractionPlan plan =
+      plan_contraction(in[0]->shape(), in[1]->shape(), op.attrs().get<ir::DotDims>("dot_dimension_numbers"));
+  if (!fits_blas(plan)) return false;
+  thread_local std::vector<float> a, b, c;
+  auto widen = [](const Literal& x, std::vector<float>& to) {
+    const auto* bits = data<uint16_t>(x);
+    to.resize(static_cast<size_t>(x.num_elements()));
+    for (size_t i = 0; i < to.size(); ++i) to[i] = ir::bf16_to_f32(bits[i]);
+  };
+  widen(*in[0], a);
+  widen(*in[1], b);
+  c.assign(static_cast<size_t>(plan.out_elements), 0.0f);
+  run_contraction(plan, a.data(), b.data(), c.data(), true);
+  Result r(op.result(0)->type(), out, false);  // every element written
+  auto* bits = data<uint16_t>(*r);
+  for (size_t i = 0; i < c.size(); ++i) bits[i] = ir::f32_to_bf16(c[i]);
+  return true;
+}
+
 bool dot_general(const Op& op, Operands in, std::vector<Literal>& out) {
   ElementType e = op.result(0)->type().element;
+  if (e == ElementType::bf16 && in[0]->element() == e && in[1]->element() == e) return dot_bf16(op, in, out);
   if (!is_f(e) || in[0]->element() != e || in[1]->element() != e) return false;
   ContractionPlan plan =
       plan_contraction(in[0]->shape(), in[1]->shape(), op.attrs().get<ir::DotDims>("dot_dimension_numbers"));
@@ -399,7 +423,8 @@ void binary_loop(const Literal& a, const Literal& b, Literal& r) {
   const T* y = data<T>(b);
   T* z = data<T>(r);
   int64_t n = r.num_elements();
-  for (int64_t i = 0; i < n; ++i) z[i] = Fn::template apply<E>(x[i], y[i]);
+  // load/store: identities for f32 and f64; bf16 computes in float and rounds once, as the reference.
+  for (int64_t i = 0; i < n; ++i) z[i] = E::store(Fn::template apply<E>(E::load(x[i]), E::load(y[i])));
 }
 
 template <typename E>
@@ -418,10 +443,12 @@ bool binary_typed(OpKind kind, const Literal& a, const Literal& b, Literal& r) {
 
 bool binary(const Op& op, Operands in, std::vector<Literal>& out) {
   ElementType e = in[0]->element();
-  if (!is_f(e) || in[1]->type() != in[0]->type() || op.result(0)->type() != in[0]->type()) return false;
+  if ((!is_f(e) && e != ElementType::bf16) || in[1]->type() != in[0]->type() || op.result(0)->type() != in[0]->type())
+    return false;
   Result r(op.result(0)->type(), out, false);  // every element written
-  bool ok = e == ElementType::f32 ? binary_typed<ir::Elem<ElementType::f32>>(op.kind(), *in[0], *in[1], *r)
-                                  : binary_typed<ir::Elem<ElementType::f64>>(op.kind(), *in[0], *in[1], *r);
+  bool ok = e == ElementType::f32   ? binary_typed<ir::Elem<ElementType::f32>>(op.kind(), *in[0], *in[1], *r)
+            : e == ElementType::f64 ? binary_typed<ir::Elem<ElementType::f64>>(op.kind(), *in[0], *in[1], *r)
+                                    : binary_typed<ir::Elem<ElementType::bf16>>(op.kind(), *in[0], *in[1], *r);
   return r.done(ok);
 }
 
@@ -480,7 +507,15 @@ bool convert(const Op& op, Operands in, std::vector<Literal>& out) {
     D* d = data<D>(r);
     for (size_t i = 0; i < n; ++i) d[i] = static_cast<D>(s[i]);
   };
-  if (from == ElementType::f32 && to == ElementType::f64) run.template operator()<float, double>();
+  if (from == ElementType::bf16 && to == ElementType::f32) {
+    const auto* s = data<uint16_t>(*in[0]);
+    float* d = data<float>(r);
+    for (size_t i = 0; i < n; ++i) d[i] = ir::bf16_to_f32(s[i]);
+  } else if (from == ElementType::f32 && to == ElementType::bf16) {
+    const float* s = data<float>(*in[0]);
+    auto* d = data<uint16_t>(r);
+    for (size_t i = 0; i < n; ++i) d[i] = ir::f32_to_bf16(s[i]);
+  } else if (from == ElementType::f32 && to == ElementType::f64) run.template operator()<float, double>();
   else if (from == ElementType::f64 && to == ElementType::f32) run.template operator()<double, float>();
   else if (from == ElementType::i32 && to == ElementType::f32) run.template operator()<int32_t, float>();
   else if (from == ElementType::i32 && to == ElementType::f64) run.template operator()<int32_t, double>();

@@ -9,6 +9,7 @@
 #include <cmath>
 #include <complex>
 #include <cstdint>
+#include <cstring>
 #include <type_traits>
 
 #include "ir/element_type.h"
@@ -75,7 +76,31 @@ struct MiniFloat : ElemBase<E, Bits, float> {
   static float load(Bits v) { return static_cast<float>(minifloat_to_double(E, v)); }
   static Bits store(float v) { return static_cast<Bits>(double_to_minifloat(E, v)); }
 };
-template <> struct Elem<ElementType::bf16> : MiniFloat<ElementType::bf16, uint16_t> {};
+// bf16 is the top half of an f32: widening is a shift, and narrowing rounds the low half away
+// (to nearest, ties to even; NaN as sign | 0x7fc0): the bits of double_to_minifloat, without its
+// general path (tests/exec/accelerate_test.cpp compares them on every bf16 boundary). Mixed-
+// precision programs spend most element-wise time here.
+inline float bf16_to_f32(uint16_t b) {
+  uint32_t u = uint32_t(b) << 16;
+  float f;
+  std::memcpy(&f, &u, sizeof f);
+  return f;
+}
+inline uint16_t f32_to_bf16(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, sizeof u);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return uint16_t(((u >> 16) & 0x8000u) | 0x7fc0u);  // NaN
+  // Adding 0x7fff plus the lowest kept bit carries into the kept half exactly when the dropped
+  // half is above one half, or is one half with an odd kept half; past the largest finite value
+  // the carry reaches the exponent and gives infinity, as rounding must.
+  u += 0x7fffu + ((u >> 16) & 1u);
+  return uint16_t(u >> 16);
+}
+template <>
+struct Elem<ElementType::bf16> : ElemBase<ElementType::bf16, uint16_t, float> {
+  static float load(uint16_t v) { return bf16_to_f32(v); }
+  static uint16_t store(float v) { return f32_to_bf16(v); }
+};
 template <> struct Elem<ElementType::f16> : MiniFloat<ElementType::f16, uint16_t> {};
 template <> struct Elem<ElementType::f8E4M3> : MiniFloat<ElementType::f8E4M3, uint8_t> {};
 template <> struct Elem<ElementType::f8E3M4> : MiniFloat<ElementType::f8E3M4, uint8_t> {};

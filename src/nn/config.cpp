@@ -28,6 +28,7 @@ void Config::validate() const {
   if (head_dim() % 2 != 0)
     support::fail("nn::Config: RoPE needs an even head dimension, d_model / heads = {}", head_dim());
   if (!ir::is_float(dtype)) support::fail("nn::Config: dtype must be a float type");
+  if (compute && !ir::is_float(*compute)) support::fail("nn::Config: the compute type must be a float type");
   if (training_bytes_lower_bound() == INT64_MAX)
     support::fail("nn::Config: d_model {}, layers {}, ffn {}, seq {}, batch {}: the model's sizes overflow 64-bit counts",
                   d_model, layers, ffn, seq, batch);

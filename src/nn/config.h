@@ -15,6 +15,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -28,6 +29,12 @@ struct Config {
   double norm_eps = 1e-5;     // RMSNorm's epsilon
   double init_std = 0.02;     // of the normal initializer
   ir::ElementType dtype = ir::ElementType::f32;  // of parameters and activations (f64 for gradient checks)
+  // Mixed precision (docs/TRAINING.md): the matmuls and the activations between them in this type
+  // (bf16), while parameters, optimizer state, the residual stream and the reductions (norms,
+  // softmax, loss) stay in dtype. Unset: everything in dtype.
+  std::optional<ir::ElementType> compute;
+
+  ir::ElementType compute_type() const { return compute.value_or(dtype); }
 
   int64_t head_dim() const { return d_model / heads; }
   // UserError naming the field when the shape is inconsistent (heads not dividing d_model, ...) or

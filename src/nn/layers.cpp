@@ -30,6 +30,12 @@ Tensor expand_last(const Tensor& y, int64_t n) {
 
 }  // namespace
 
+Tensor cast(const Tensor& x, ir::ElementType t) { return x.element() == t ? x : ir::convert(x, t); }
+
+ir::ElementType reduction_type(ir::ElementType t) {
+  return t == ir::ElementType::bf16 || t == ir::ElementType::f16 ? ir::ElementType::f32 : t;
+}
+
 Tensor embedding(const Tensor& table, const Tensor& tokens) {
   if (table.rank() != 2 || tokens.rank() != 2)
     support::fail("nn::embedding: table must be [vocab, d] and tokens [b, s], got {} and {}",
@@ -44,9 +50,11 @@ Tensor embedding(const Tensor& table, const Tensor& tokens) {
 
 Tensor rms_norm(const Tensor& x, const Tensor& gain, double eps) {
   int64_t d = x.shape().back();
-  Tensor mean_square = ir::reduce_sum(x * x, {x.rank() - 1}) / double(d);
+  ir::ElementType wide = reduction_type(x.element());
+  Tensor xw = cast(x, wide);
+  Tensor mean_square = ir::reduce_sum(xw * xw, {x.rank() - 1}) / double(d);
   Tensor scale = ir::rsqrt(mean_square + eps);
-  return x * expand_last(scale, d) * gain;
+  return cast(xw * expand_last(scale, d) * cast(gain, wide), x.element());
 }
 
 Tensor rope(const Tensor& x, double theta) {
@@ -109,7 +117,8 @@ Tensor attention(const Tensor& x, const AttentionWeights& w, int64_t heads, int6
   // A large finite negative rather than -inf: exp gives exactly 0 either way, and nothing downstream
   // can meet inf - inf.
   Tensor hidden = ir::broadcast_to(bld.scalar(scores.element(), -1e30), scores.shape());
-  Tensor probs = softmax_last(ir::select(mask, scores, hidden));
+  Tensor masked = ir::select(mask, scores, hidden);
+  Tensor probs = cast(softmax_last(cast(masked, reduction_type(masked.element()))), masked.element());
 
   // out[b, kv, s, g, :] = sum over t of probs[b, kv, s, g, t] * v[b, t, kv, :]
   ir::DotDims pv{{0, 1}, {0, 2}, {4}, {1}};
@@ -127,11 +136,12 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& targets) {
     support::fail("nn::cross_entropy: logits must be [b, s, vocab] and targets [b, s], got {} and {}",
                   to_string(logits.type()), to_string(targets.type()));
   ir::Builder& b = logits.builder();
+  Tensor wide = cast(logits, reduction_type(logits.element()));
   Tensor vocab_index = b.iota(Type(targets.element(), logits.shape()), 2);
   Tensor target = ir::broadcast_in_dim(targets, logits.shape(), {0, 1});
-  Tensor one_hot = ir::convert(ir::compare(vocab_index, target, ComparisonDirection::EQ), logits.element());
+  Tensor one_hot = ir::convert(ir::compare(vocab_index, target, ComparisonDirection::EQ), wide.element());
   double tokens = double(logits.shape()[0] * logits.shape()[1]);
-  return -ir::sum(one_hot * log_softmax_last(logits)) / tokens;
+  return -ir::sum(one_hot * log_softmax_last(wide)) / tokens;
 }
 
 }  // namespace tessera::nn

@@ -4,7 +4,8 @@
 // is made of primitives only (DESIGN.md §1 "Few primitives"), so autodiff differentiates it through
 // their rules and the SPMD partitioner splits it through their factor rules: the embedding is a
 // gather (its gradient a scatter-add), softmaxes subtract their row maximum before exp, and the
-// causal mask is a select against a constant.
+// causal mask is a select against a constant. With 16-bit activations, the softmaxes, norms and
+// the loss run in f32 (reduction_type), as mixed-precision training does.
 #pragma once
 
 #include "ir/builder.h"
@@ -13,10 +14,17 @@ namespace tessera::nn {
 
 using ir::Tensor;
 
+// Mixed precision's two helpers: x in type t (x itself when it has it), and the type a reduction of
+// values of type t runs in (f32 for the 16-bit floats, whose 8 or 11 bits of mantissa would lose a
+// long sum; t itself otherwise).
+Tensor cast(const Tensor& x, ir::ElementType t);
+ir::ElementType reduction_type(ir::ElementType t);
+
 // table [vocab, d], tokens i32 [b, s] -> [b, s, d]: row tokens[b, s] of the table.
 Tensor embedding(const Tensor& table, const Tensor& tokens);
 
-// x [..., d] * rsqrt(mean(x², last dim) + eps) * gain [d].
+// x [..., d] * rsqrt(mean(x², last dim) + eps) * gain [d], computed in reduction_type(x), returned
+// in x's type.
 Tensor rms_norm(const Tensor& x, const Tensor& gain, double eps);
 
 // Rotary position embedding of x [b, s, ..., head_dim] (position = index along dim 1), in the
@@ -41,7 +49,8 @@ Tensor attention(const Tensor& x, const AttentionWeights& w, int64_t heads, int6
 // SwiGLU feed-forward: (silu(x @ gate) * (x @ up)) @ down, silu(h) = h * logistic(h).
 Tensor swiglu(const Tensor& x, const Tensor& gate, const Tensor& up, const Tensor& down);
 
-// Mean over tokens of -log softmax(logits)[target]: logits [b, s, vocab], targets i32 [b, s].
+// Mean over tokens of -log softmax(logits)[target]: logits [b, s, vocab], targets i32 [b, s]; in
+// reduction_type(logits).
 // The target's log-probability is picked with a one-hot mask (iota == target), which stays a
 // product and a sum when the vocabulary is split over devices.
 Tensor cross_entropy(const Tensor& logits, const Tensor& targets);

@@ -31,16 +31,22 @@ Tensor CausalLM::logits(const Weights& w, const Tensor& tokens, const std::optio
     support::fail("nn::CausalLM: tokens must be integers [{}, {}], got {}", c.batch, c.seq,
                   to_string(tokens.type()));
   auto laid_out = [&](const Tensor& x) { return residual ? ir::constrain(x, *residual) : x; };
+  // Mixed precision: each matmul reads its weight and its input in the compute type; the residual
+  // stream, the norms and the parameters stay in dtype (config.h).
+  const ir::ElementType ct = c.compute_type();
+  auto weight = [&](const std::string& name) { return cast(w[name], ct); };
   Tensor x = laid_out(embedding(w["embed"], tokens));
   for (int64_t i = 0; i < c.layers; ++i) {
     std::string p = "layers." + std::to_string(i) + ".";
-    AttentionWeights aw{w[p + "attn.q"], w[p + "attn.k"], w[p + "attn.v"], w[p + "attn.o"]};
-    x = x + attention(laid_out(rms_norm(x, w[p + "attn_norm"], c.norm_eps)), aw, c.heads, c.kv_heads, c.rope_theta);
-    x = x + swiglu(laid_out(rms_norm(x, w[p + "mlp_norm"], c.norm_eps)), w[p + "mlp.gate"], w[p + "mlp.up"],
-                   w[p + "mlp.down"]);
-    x = laid_out(x);
+    AttentionWeights aw{weight(p + "attn.q"), weight(p + "attn.k"), weight(p + "attn.v"), weight(p + "attn.o")};
+    Tensor a = attention(laid_out(cast(rms_norm(x, w[p + "attn_norm"], c.norm_eps), ct)), aw, c.heads, c.kv_heads,
+                         c.rope_theta);
+    x = x + cast(a, x.element());
+    Tensor f = swiglu(laid_out(cast(rms_norm(x, w[p + "mlp_norm"], c.norm_eps), ct)), weight(p + "mlp.gate"),
+                      weight(p + "mlp.up"), weight(p + "mlp.down"));
+    x = laid_out(x + cast(f, x.element()));
   }
-  return ir::matmul(rms_norm(x, w["norm"], c.norm_eps), w["head"]);
+  return cast(ir::matmul(cast(rms_norm(x, w["norm"], c.norm_eps), ct), weight("head")), x.element());
 }
 
 Tensor CausalLM::loss(const Weights& w, const Tensor& tokens, const Tensor& targets,

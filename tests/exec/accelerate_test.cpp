@@ -3,6 +3,8 @@
 // the reference's bits; contractions agree within BLAS's summation order.
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <cstring>
 #include <random>
 
 #include "exec/accelerate.h"
@@ -63,7 +65,9 @@ void check(const Case& c) {
     if (c.exact) {
       ASSERT_EQ(a, b) << c.name << " element " << i;
     } else {
-      ASSERT_TRUE(testing::close(a, b)) << c.name << " element " << i << ": " << a << " against " << b;
+      double tolerance = want[0].element() == ElementType::bf16 ? testing::kBf16ContractionTolerance
+                                                                : testing::kContractionTolerance;
+      ASSERT_TRUE(testing::close(a, b, tolerance)) << c.name << " element " << i << ": " << a << " against " << b;
     }
   }
 }
@@ -83,8 +87,31 @@ TEST(Accelerate, ContractionsMatchTheReference) {
       {"vector", {f32({7}), f32({7, 3})}, dot({{}, {}, {0}, {0}}), false},
       {"f64", {f64({6, 4}), f64({4, 2})}, dot({{}, {}, {1}, {0}}), false},
       {"empty contraction", {f32({3, 0}), f32({0, 2})}, dot({{}, {}, {1}, {0}}), true},
+      {"bf16", {Type(ElementType::bf16, {5, 40}), Type(ElementType::bf16, {40, 3})}, dot({{}, {}, {1}, {0}}), false},
+      {"bf16 batched, rhs transposed", {Type(ElementType::bf16, {2, 5, 7}), Type(ElementType::bf16, {2, 3, 7})},
+       dot({{0}, {0}, {2}, {2}}), false},
   };
   for (const Case& c : cases) check(c);
+}
+
+// The fast bf16 rounding gives the bits of the interpreter's general encoder on every bf16 value
+// and on the f32 values around each one's rounding boundaries (ties both ways, just off them),
+// NaNs, infinities, subnormals and overflow included.
+TEST(Accelerate, Bf16RoundingMatchesTheReferenceEncoder) {
+  int64_t checked = 0;
+  for (uint32_t high = 0; high < 0x10000u; ++high)
+    for (uint32_t low : {0x0000u, 0x0001u, 0x7fffu, 0x8000u, 0x8001u, 0xffffu}) {
+      uint32_t u = (high << 16) | low;
+      float f;
+      std::memcpy(&f, &u, sizeof f);
+      auto want = static_cast<uint16_t>(double_to_minifloat(ElementType::bf16, double(f)));
+      ASSERT_EQ(ir::f32_to_bf16(f), want) << std::hex << "f32 bits 0x" << u;
+      if (low == 0 && !std::isnan(f)) {
+        ASSERT_EQ(ir::bf16_to_f32(uint16_t(high)), f);
+      }
+      ++checked;
+    }
+  EXPECT_EQ(checked, 6 * 65536);
 }
 
 TEST(Accelerate, ReductionsGiveTheReferenceBits) {
@@ -116,6 +143,8 @@ TEST(Accelerate, LayoutOpsCopyExactly) {
       {"pad cropping", {f32({3, 4})}, [](FunctionBuilder& f, const std::vector<Tensor>& p) { return pad(p[0], f.scalar(ElementType::f32, 0.5), {-1, 0}, {2, -1}); }, true, false},
       {"convert", {i32({4, 5})}, [](FunctionBuilder&, const std::vector<Tensor>& p) { return convert(p[0], ElementType::f32); }},
       {"convert f64", {f32({4, 5})}, [](FunctionBuilder&, const std::vector<Tensor>& p) { return convert(p[0], ElementType::f64); }},
+      {"convert to bf16", {f32({4, 5})}, [](FunctionBuilder&, const std::vector<Tensor>& p) { return convert(p[0], ElementType::bf16); }},
+      {"convert from bf16", {Type(ElementType::bf16, {4, 5})}, [](FunctionBuilder&, const std::vector<Tensor>& p) { return convert(p[0], ElementType::f32); }},
   };
   for (const Case& c : cases) check(c);
 }
@@ -169,12 +198,17 @@ TEST(Accelerate, TakesTheCasesItHandlesAndDeclinesOthers) {
   std::vector<Literal> out;
   const Literal* dot_in[] = {&x, &w};
   EXPECT_TRUE(accelerate(*f.body().ops()[1], dot_in, out));
+  // A bf16 matmul is taken too (dot_bf16), and a bf16 x f32 mix is declined, leaving out empty.
   Literal xb(Type(ElementType::bf16, {4, 3})), yb(Type(ElementType::bf16, {3, 2}));
   const Literal* bf[] = {&xb, &yb};
-  std::vector<Literal> none;
+  std::vector<Literal> taken;
   const Op& bf_dot = *f.body().ops()[4];
   ASSERT_EQ(bf_dot.kind(), OpKind::DotGeneral);
-  EXPECT_FALSE(accelerate(bf_dot, bf, none));
+  EXPECT_TRUE(accelerate(bf_dot, bf, taken));
+  EXPECT_EQ(taken.size(), 1u);
+  const Literal* mixed[] = {&xb, &w};
+  std::vector<Literal> none;
+  EXPECT_FALSE(accelerate(bf_dot, mixed, none));
   EXPECT_TRUE(none.empty());
 }
 

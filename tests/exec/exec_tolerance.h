@@ -10,8 +10,13 @@ namespace tessera::exec::testing {
 
 constexpr double kContractionTolerance = 1e-6;  // relative, f32 BLAS vs in-order f64 sums; k <= 16
 
-inline bool close(double got, double want) {
-  return std::abs(got - want) <= kContractionTolerance * (1 + std::abs(want));
+// bf16 contractions (f32 sums rounded once to bf16): sums that differ in order by ~1e-7 can round
+// to neighbouring bf16 values when they lie near a rounding boundary: one bf16 ulp, at most 2^-7
+// of the value.
+constexpr double kBf16ContractionTolerance = 1.0 / 128;
+
+inline bool close(double got, double want, double tolerance = kContractionTolerance) {
+  return std::abs(got - want) <= tolerance * (1 + std::abs(want));
 }
 
 }  // namespace tessera::exec::testing

@@ -67,6 +67,92 @@ def loss_of(w, tokens, targets, cfg):
     return F.cross_entropy(logits.reshape(-1, cfg["vocab"]), targets.reshape(-1))
 
 
+def loss_of_mixed(w, tokens, targets, cfg):
+    """bf16 mixed precision as Tessera's --precision bf16 and autocast define it: every matmul reads
+    both operands in bf16 and gives bf16 (f32 accumulation inside); the activations between
+    matmuls are bf16; the embedding, the residual stream, the norms, the softmax and the loss are
+    f32. The parameters stay f32: the casts' gradients bring bf16 gradients back to f32."""
+    bf, eps = torch.bfloat16, cfg["norm_eps"]
+    heads, kv_heads = cfg["heads"], cfg["kv_heads"]
+    hd = cfg["d_model"] // heads
+
+    def rope_bf16(x):  # the cos/sin tables computed in f64 and rounded to bf16, the products in bf16
+        s = x.shape[1]
+        inv_freq = cfg["rope_theta"] ** (-torch.arange(0, hd // 2, dtype=torch.float64) * 2 / hd)
+        angle = torch.arange(s, dtype=torch.float64)[:, None] * inv_freq[None, :]
+        angle = torch.cat([angle, angle], dim=-1)[None, :, None, :]
+        x1, x2 = x[..., : hd // 2], x[..., hd // 2 :]
+        return x * angle.cos().to(bf) + torch.cat([-x2, x1], dim=-1) * angle.sin().to(bf)
+
+    def mm(x, name):
+        return x.to(bf) @ w[name].to(bf)
+
+    x = F.embedding(tokens, w["embed"])
+    b, s, _ = x.shape
+    causal = torch.ones(s, s, dtype=torch.bool).tril()
+    for i in range(cfg["layers"]):
+        p = f"layers.{i}."
+        h = rms_norm(x, w[p + "attn_norm"], eps).to(bf)
+        q = rope_bf16(mm(h, p + "attn.q").view(b, s, heads, hd)).transpose(1, 2)
+        k = rope_bf16(mm(h, p + "attn.k").view(b, s, kv_heads, hd)).transpose(1, 2)
+        v = mm(h, p + "attn.v").view(b, s, kv_heads, hd).transpose(1, 2)
+        k = k.repeat_interleave(heads // kv_heads, dim=1)
+        v = v.repeat_interleave(heads // kv_heads, dim=1)
+        scores = (q @ k.transpose(-1, -2)) / torch.tensor(math.sqrt(hd), dtype=bf)
+        probs = scores.float().masked_fill(~causal, float("-inf")).softmax(dim=-1).to(bf)
+        out = (probs @ v).transpose(1, 2).reshape(b, s, heads * hd)
+        x = x + mm(out, p + "attn.o").float()
+        h = rms_norm(x, w[p + "mlp_norm"], eps).to(bf)
+        g = mm(h, p + "mlp.gate")
+        x = x + mm(g * torch.sigmoid(g) * mm(h, p + "mlp.up"), p + "mlp.down").float()
+    logits = mm(rms_norm(x, w["norm"], eps), "head").float()
+    return F.cross_entropy(logits.reshape(-1, cfg["vocab"]), targets.reshape(-1))
+
+
+def mixed_case(case, cfg):
+    """Issue #21 item 4: Tessera's bf16 losses under each plan against the same steps in PyTorch."""
+    names, steps, tol = cfg["names"], cfg["steps"], cfg["tolerance"]
+    tokens = torch.from_numpy(np.load(f"{case}/tokens.npy")).long()
+    targets = torch.from_numpy(np.load(f"{case}/targets.npy")).long()
+    a = cfg["adamw"]
+
+    def train(loss_fn):
+        w = {n: torch.from_numpy(np.load(f"{case}/param.{n}.npy").astype(np.float32)).requires_grad_(True)
+             for n in names}
+        opt = torch.optim.AdamW([w[n] for n in names], lr=a["lr"], betas=(a["beta1"], a["beta2"]),
+                                eps=a["eps"], weight_decay=a["weight_decay"], foreach=False)
+        losses = []
+        for _ in range(steps):
+            opt.zero_grad()
+            loss = loss_fn(w, tokens, targets, cfg)
+            loss.backward()
+            opt.step()
+            losses.append(loss.item())
+        return np.array(losses)
+
+    mixed, full = train(loss_of_mixed), train(loss_of)
+    early, early_tol = cfg["early_steps"], cfg["early_tolerance"]
+    rel = lambda got, want: np.abs(got - want).max() / np.abs(want).max()
+    gap = rel(full[:early], mixed[:early])
+    print(f"  torch bf16 losses {' '.join(f'{x:.4f}' for x in mixed)}")
+    print(f"  torch f32 losses  {' '.join(f'{x:.4f}' for x in full)}")
+    print(f"  torch bf16 against f32 over the first {early} steps: {gap:.3e} (the tolerance {early_tol:g} must be "
+          f"below it, or the comparison could not tell bf16 from f32)")
+    failures = []
+    if not gap > early_tol:
+        failures.append(f"torch's bf16 and f32 runs differ by {gap:.3e}, within the tolerance {early_tol:g}")
+    for plan in cfg["plans"]:
+        got = np.load(f"{case}/{plan}.losses.npy").astype(np.float64)
+        for what, n, t in ((f"first {early} steps", early, early_tol), (f"all {steps} steps", steps, tol)):
+            err = rel(got[:n], mixed[:n])
+            ok = bool(err <= t)  # False for NaN
+            print(f"  {plan + ' losses, ' + what:28} {err:.3e} {'ok' if ok else 'FAIL'}")
+            if not ok:
+                failures.append(f"{plan} bf16 losses, {what}: relative error {err:.3e} > {t:g}")
+        print(f"  {plan} losses: {' '.join(f'{x:.4f}' for x in got)}")
+    return report(failures, tol)
+
+
 def lr_lambda(sched, k):
     """The warmup + cosine lambda of docs/TRAINING.md (LambdaLR multiplies the base lr by it)."""
     warmup, total = sched["warmup"], sched["total"]
@@ -171,6 +257,8 @@ def main(case):
         if not ok:
             failures.append(f"{what}: relative error {err:.3e} > {tol:g}")
 
+    if cfg.get("precision") == "bf16":
+        return mixed_case(case, cfg)
     if "plans" in cfg:
         trainer_case(case, cfg, compare, failures)
         return report(failures, tol)

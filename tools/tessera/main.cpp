@@ -119,6 +119,10 @@ int main(int argc, char** argv) {
       ->check(CLI::PositiveNumber);
   train->add_option("--clip-norm", tc.clip_norm, "Clip the gradients to this global L2 norm (0: no clipping)")
       ->capture_default_str()->check(CLI::NonNegativeNumber);
+  train->add_option("--precision", tc.precision,
+                    "f32, or bf16: mixed precision (bf16 matmuls and activations; f32 parameters, optimizer state, norms, "
+                    "softmax and loss)")
+      ->capture_default_str()->check(CLI::IsMember({"f32", "bf16"}));
   train->add_option("--accumulate", tc.accumulate, "Microbatches per step (gradient accumulation)")
       ->capture_default_str()->check(CLI::PositiveNumber);
   train->add_option("--d-model", tc.d_model, "Model width")->capture_default_str();

@@ -223,6 +223,7 @@ int train_pipeline(const TrainCommand& c, std::ostream& out_stream, const std::s
   }
   // The stages' optimizer programs take a constant lr and see only their own gradients: no
   // schedule and no global-norm clipping under pipeline plans yet.
+  if (c.precision != "f32") fail("--precision {}: pipeline plans train in f32 for now", c.precision);
   if (c.clip_norm > 0) fail("--clip-norm: not supported under pipeline plans yet (each stage sees only its own gradients)");
   if (c.lr_schedule != "constant" || c.warmup > 0)
     fail("--lr-schedule {} --warmup {}: pipeline plans train with a constant learning rate for now", c.lr_schedule, c.warmup);
@@ -346,6 +347,8 @@ int train_command(const TrainCommand& c, std::ostream& out_stream) {
   cfg.ffn = c.ffn;
   cfg.seq = c.seq;
   cfg.batch = c.batch;
+  if (c.precision == "bf16") cfg.compute = ir::ElementType::bf16;
+  else if (c.precision != "f32") fail("--precision {}: expected f32 or bf16", c.precision);
   cfg.validate();
   // Refused before anything is built: a model past the machine's memory would otherwise take
   // minutes to build and then be killed by the kernel.
@@ -453,6 +456,9 @@ int train_command(const TrainCommand& c, std::ostream& out_stream) {
   out << fmt::format("tessera train: {} parameters, plan {} on {}, batch {}x{}, {} steps, corpus {} ({})\n",
                      nn::parameter_count(cfg), plan.name, where, c.batch, c.seq, c.steps, corpus_path,
                      support::format_bytes(static_cast<int64_t>(text.size())));
+  if (cfg.compute)
+    out << fmt::format("mixed precision: matmuls and activations in {}; parameters, optimizer state, norms, softmax and "
+                       "loss in {}\n", ir::spelling(*cfg.compute), ir::spelling(cfg.dtype));
   if (!resumed_from.empty()) out << fmt::format("resuming from {} at step {}\n", resumed_from, first_step);
 
   // Evaluation: @loss on the parameters where they are, over the same --eval-batches windows of

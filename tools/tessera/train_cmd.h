@@ -45,6 +45,7 @@ struct TrainCommand {
   double min_lr = 0;                   // where linear and cosine decay end
   int64_t lr_steps = 0;                // the step the decay ends at (0: this run's last step)
   double clip_norm = 0;                // > 0: clip gradients to this global norm
+  std::string precision = "f32";       // f32 | bf16 (mixed: bf16 matmuls, f32 master weights, state, reductions)
   int64_t d_model = 64, layers = 2, heads = 4, kv_heads = 2, ffn = 172;
   uint64_t seed = 1;
   std::string corpus;  // a file, or a directory of text files; empty: Debian's fortunes
