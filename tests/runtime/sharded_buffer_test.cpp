@@ -30,11 +30,12 @@ Literal slice2(const Literal& whole, const std::vector<int64_t>& start, const st
 
 void build(Module& m) {
   m.add_mesh(Mesh{"m", {{"data", 4}}, {}});
-  build_function(m, "f", [](FunctionBuilder& f) {
+  Function& fn = build_function(m, "f", [](FunctionBuilder& f) {
     Tensor w = f.param(f32({6, 3}), Sharding{"m", {{"data"}, {}}, {}, {}});  // 6 rows over 4: padded
     Tensor v = f.param(f32({8, 2}), Sharding{"m", {{}, {}}, {}, {}});        // replicated
     return std::vector<Tensor>{w * 2.0, ir::reduce_sum(w * 1.0, {0, 1}) + ir::reduce_sum(v, {0, 1})};
   });
+  fn.set_result_sharding(0, Sharding{"m", {{"data"}, {}}, {}, {}});  // stays split
 }
 
 TEST(ShardedBuffer, PiecesMadeAloneAreTheSplitsBitwise) {
@@ -91,8 +92,25 @@ TEST(ShardedBuffer, ReplicatedReadsTheProgramsOwnReduction) {
             std::string::npos) << e;
   // The replicated input is whole on every device: 4 copies of 64 bytes.
   EXPECT_EQ(in[1].local_bytes(), 4 * 8 * 2 * 4);
-  // The ring model: the loss's partial sums are all-reduced over 4 devices (a scalar: 2·4·3/4).
-  EXPECT_EQ(ring_model_bytes(p.program()), 6);
+}
+
+TEST(ShardedBuffer, RingModelOfAProgramsCollectives) {
+  Module m;
+  m.add_mesh(Mesh{"m", {{"data", 4}}, {}});
+  build_function(m, "sum", [](FunctionBuilder& f) {
+    Tensor x = f.param(f32({8, 4}), Sharding{"m", {{"data"}, {}}, {}, {}});
+    return std::vector<Tensor>{ir::reduce_sum(x, {0, 1})};
+  });
+  Function& g = build_function(m, "gather", [](FunctionBuilder& f) {
+    Tensor x = f.param(f32({8, 4}), Sharding{"m", {{"data"}, {}}, {}, {}});
+    return std::vector<Tensor>{x * 1.0};
+  });
+  g.set_result_sharding(0, Sharding{"m", {{}, {}}, {}, {}});  // whole: an all-gather of the rows
+  Session s = Session::host(4);
+  // The partial sums are all-reduced over 4 devices: a scalar, 2·4·3/4 bytes.
+  EXPECT_EQ(ring_model_bytes(s.compile(m, "sum")), 6);
+  // Each device's 2x4 rows go to the 3 others: 3·32 bytes.
+  EXPECT_EQ(ring_model_bytes(s.compile(m, "gather")), 96);
 }
 
 }  // namespace
