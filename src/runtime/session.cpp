@@ -10,6 +10,7 @@
 #include <cstring>
 #include <set>
 #include <span>
+#include <map>
 #include <mutex>
 #include <string_view>
 
@@ -241,9 +242,15 @@ ShardedBuffer ShardedProgram::stage_pieces(size_t index, const PieceMaker& make)
   const ir::Sharding& s = info.parameter_shardings[index];
   const ir::Mesh& mesh = program_.module->mesh(s.mesh);
   auto pieces = std::make_shared<std::vector<Literal>>(static_cast<size_t>(session_->num_devices()));
+  std::map<std::vector<int64_t>, int64_t> made;  // box start -> the device whose piece it is already
   for (int64_t d = 0; d < session_->num_devices(); ++d) {
     if (!session_->owns(d)) continue;
     PieceBox box = piece_box(type, s, mesh, d);
+    if (auto it = made.find(box.start); it != made.end()) {  // a replica of a piece made already
+      (*pieces)[static_cast<size_t>(d)] = (*pieces)[static_cast<size_t>(it->second)];
+      continue;
+    }
+    made.emplace(box.start, d);
     Literal part = make(box.start, box.extent);
     if (part.type() != ir::Type(type.element, box.extent))
       fail("stage: the piece of parameter {} of @{} at [{}] is {}, expected {}", index, info.function,

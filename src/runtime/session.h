@@ -121,7 +121,8 @@ class Session {
   // This process's part of a session over MPI ranks (under mpirun; comm/mpi_communicator.h): each
   // rank runs `local_devices` devices, rank r owning global devices r*local_devices ..
   // (r+1)*local_devices-1. Every rank must make the same calls in the same order, with the same
-  // inputs (each rank uses its own devices' part); every rank gets the whole results. A UserError
+  // inputs (each rank uses its own devices' part); run_per_device and run_sharded give every rank the
+  // whole results, a sharded program's buffers stay on their owners (see the top). A UserError
   // when Tessera was built without MPI.
   static Session mpi(int64_t local_devices, SessionOptions options = {});
   int64_t num_devices() const { return num_devices_; }

@@ -90,8 +90,15 @@ TEST(ShardedBuffer, ReplicatedReadsTheProgramsOwnReduction) {
   std::string e = testing::error_of([&] { p.replicated(out[0]); });
   EXPECT_NE(e.find("the tensor<6x3xf32> array is split over the devices of mesh @m (device 0 holds tensor<2x3xf32>)"),
             std::string::npos) << e;
-  // The replicated input is whole on every device: 4 copies of 64 bytes.
+  // The replicated input is whole on every device: 4 copies of 64 bytes, made once.
   EXPECT_EQ(in[1].local_bytes(), 4 * 8 * 2 * 4);
+  int calls = 0;
+  ShardedBuffer made = p.stage_pieces(1, [&](const std::vector<int64_t>& start, const std::vector<int64_t>& extent) {
+    ++calls;
+    return slice2(v, start, extent);
+  });
+  EXPECT_EQ(calls, 1);
+  for (size_t d = 0; d < 4; ++d) EXPECT_TRUE((*made.pieces)[d] == v) << "device " << d;
 }
 
 TEST(ShardedBuffer, RingModelOfAProgramsCollectives) {
