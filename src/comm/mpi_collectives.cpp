@@ -6,6 +6,7 @@
 #include <mpi.h>
 
 #include <algorithm>
+#include <atomic>
 #include <climits>
 #include <cstdio>
 #include <cstdlib>
@@ -39,6 +40,13 @@ Layout layout(const Group& group, int64_t local_devices, int my_rank) {
   l.me = static_cast<size_t>(std::find(l.ranks.begin(), l.ranks.end(), my_rank) - l.ranks.begin());
   return l;
 }
+
+namespace {
+std::atomic<int64_t> g_sent{0};
+}  // namespace
+
+int64_t bytes_sent() { return g_sent.load(std::memory_order_relaxed); }
+void count_sent(int64_t bytes) { g_sent.fetch_add(bytes, std::memory_order_relaxed); }
 
 namespace {
 
@@ -133,6 +141,7 @@ class Alltoallw {
           if (p.bytes > static_cast<size_t>(INT_MAX))
             support::fail("{}: a piece of {} bytes; the MPI backend moves at most {} bytes per device and peer", op,
                           p.bytes, INT_MAX);
+          if (side == 0) sent_ += static_cast<int64_t>(p.bytes);
           MPI_Aint a;
           MPI_Get_address(p.at, &a);
           at.push_back(a);
@@ -152,6 +161,7 @@ class Alltoallw {
   }
   void run(MPI_Comm comm, const Watch& w) {
     std::vector<MPI_Request> request(1);
+    count_sent(sent_);
     MPI_Ialltoallw(MPI_BOTTOM, counts_[0].data(), displs_[0].data(), types_[0].data(), MPI_BOTTOM, counts_[1].data(),
                    displs_[1].data(), types_[1].data(), comm, request.data());
     wait_all(request, w);
@@ -161,6 +171,7 @@ class Alltoallw {
   std::vector<int> counts_[2], displs_[2];  // kept until the call completes, as MPI requires
   std::vector<MPI_Datatype> types_[2];
   std::vector<MPI_Datatype> made_;
+  int64_t sent_ = 0;  // bytes of the send side, for bytes_sent()
 };
 
 // Where this rank's local members sit among its posts: group position -> local index.
@@ -299,6 +310,7 @@ void broadcast(const Call& c, const Layout& l, std::span<const LocalPost> posts,
   if (l.ranks.size() > 1) {
     if (b > static_cast<size_t>(INT_MAX))
       support::fail("{}: {} bytes; the MPI backend broadcasts at most {} bytes", c.op, b, INT_MAX);
+    if (l.me == 0) count_sent(static_cast<int64_t>(b * (l.ranks.size() - 1)));
     std::vector<MPI_Request> request(1);
     MPI_Ibcast(const_cast<std::byte*>(root), static_cast<int>(b), MPI_BYTE, 0, comm, request.data());
     wait_all(request, w);
@@ -345,6 +357,7 @@ void permute(const Call& c, const Layout& l, std::span<const LocalPost> posts, M
     if (sender && receiver) {
       copy(posts[local_index(l, r)].out, posts[local_index(l, from)].in, b);
     } else if (sender) {
+      count_sent(static_cast<int64_t>(b));
       requests.emplace_back();
       MPI_Isend(posts[local_index(l, from)].in, static_cast<int>(b), MPI_BYTE, static_cast<int>(l.rank_of[r]), tag,
                 comm, &requests.back());

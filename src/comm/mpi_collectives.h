@@ -98,6 +98,14 @@ struct Results {
 void run(const Call& call, const Layout& layout, std::span<const LocalPost> posts, int64_t local_devices,
          const Watch& watch, Results& results);
 
+// The bytes this process has handed MPI to send to other ranks since it started: the collectives'
+// payloads (what each MPI call's send side names for peers: an MPI_Ialltoallw's blocks for other
+// ranks, a permute's MPI_Isend, a broadcast root's buffer once per other rank of the group) and the
+// messages of mpi_process.h (handshakes, exchanges among ranks, transfers, notices, envelopes
+// included). A byte counter of the rank, for comparing with the ring model (accounting.h).
+int64_t bytes_sent();
+void count_sent(int64_t bytes);
+
 // Each local member's part once the leader is done: fills its own output (posts[self]) from
 // there, so that the local copies of several devices per rank run on all of them at once.
 void finish(const Call& call, const Layout& layout, std::span<const LocalPost> posts, size_t self);

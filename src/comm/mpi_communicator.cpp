@@ -359,7 +359,8 @@ void MpiCommunicator::barrier(std::string_view op, const Group& group) {
 std::vector<std::vector<ir::Literal>> run_on_ranks(MpiWorld& world, const ir::Module& module,
                                                    const std::string& function,
                                                    std::vector<std::vector<ir::Literal>> inputs,
-                                                   const interp::Options& base, const Evaluator& evaluate) {
+                                                   const interp::Options& base, const Evaluator& evaluate,
+                                                   bool results_everywhere) {
   const ir::Function* fn = module.find_function(function);
   if (fn == nullptr) support::fail("run on MPI ranks: no function @{}", function);
   int64_t n = world.num_devices(), k = world.local_devices(), first = world.first_local_device();
@@ -394,6 +395,11 @@ std::vector<std::vector<ir::Literal>> run_on_ranks(MpiWorld& world, const ir::Mo
     if (!errors[static_cast<size_t>(j)].empty())
       failure += fmt::format("{}device {}: {}", failure.empty() ? "" : "; ", first + j, errors[static_cast<size_t>(j)]);
   if (!failure.empty()) throw support::UserError(fmt::format("@{} on rank {}: {}", function, world.rank(), failure));
+  if (!results_everywhere) {
+    std::vector<std::vector<ir::Literal>> out(static_cast<size_t>(n));
+    for (int64_t j = 0; j < k; ++j) out[static_cast<size_t>(first + j)] = std::move(mine[static_cast<size_t>(j)]);
+    return out;
+  }
 
   // Every rank gets every device's results (local types are the same on every device).
   std::vector<std::byte> payload;

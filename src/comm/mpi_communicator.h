@@ -130,13 +130,15 @@ class MpiCommunicator : public Communicator {
 
 // Runs @function of `module` on this rank's devices, device d as partition d of a 1 x N process
 // grid with `inputs[d]` (inputs has one entry per global device; only this rank's are used), and
-// returns every device's results on every rank: results[d]. A device that fails makes the run
-// fail on every rank, with a message naming the rank and the device. `evaluate` (called with the
-// global device) runs a device's program instead of interp::evaluate.
+// returns results[d]: with `results_everywhere`, every device's results on every rank (an exchange
+// of every result among the ranks after the run); without, only this rank's devices' results (the
+// other entries empty), and nothing moves but the program's own collectives. A device that fails
+// makes the run fail on every rank, with a message naming the rank and the device. `evaluate`
+// (called with the global device) runs a device's program instead of interp::evaluate.
 std::vector<std::vector<ir::Literal>> run_on_ranks(MpiWorld& world, const ir::Module& module,
                                                    const std::string& function,
                                                    std::vector<std::vector<ir::Literal>> inputs,
                                                    const interp::Options& base = {},
-                                                   const Evaluator& evaluate = {});
+                                                   const Evaluator& evaluate = {}, bool results_everywhere = true);
 
 }  // namespace tessera::comm

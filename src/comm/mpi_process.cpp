@@ -12,6 +12,7 @@
 #include <cstring>
 #include <ctime>
 
+#include "comm/mpi_collectives.h"
 #include "comm/mpi_internal.h"
 #include "comm/mpi_wire.h"
 #include "support/strings.h"
@@ -234,6 +235,8 @@ void MpiProcess::send(const Key& key, std::string_view op, const std::vector<int
   {
     std::lock_guard lock(mu_);
     for (int r : ranks) outbox_.push_back({r, kData, data});
+    // Counted when queued, so the count is complete when the call that sent it returns.
+    mpi::count_sent(static_cast<int64_t>(data->size() * ranks.size()));
   }
   wake_.notify_one();
 }
@@ -320,7 +323,10 @@ void MpiProcess::notify_failure(uint64_t world, const std::string& reason) {
   {
     std::lock_guard lock(mu_);
     for (int r = 0; r < size_; ++r)
-      if (r != rank_) outbox_.push_back({r, kFail, data});
+      if (r != rank_) {
+        outbox_.push_back({r, kFail, data});
+        mpi::count_sent(static_cast<int64_t>(data->size()));
+      }
   }
   wake_.notify_one();
 }
@@ -357,7 +363,10 @@ void MpiProcess::leave() {
   {
     std::lock_guard lock(mu_);
     for (int r = 0; r < size_; ++r)
-      if (r != rank_) outbox_.push_back({r, kBye, bye});
+      if (r != rank_) {
+        outbox_.push_back({r, kBye, bye});
+        mpi::count_sent(static_cast<int64_t>(bye->size()));
+      }
     timeout = exit_timeout_;
   }
   auto deadline = std::chrono::steady_clock::now() + timeout;

@@ -6,6 +6,7 @@
 #include <numbers>
 
 #include "support/error.h"
+#include "support/strings.h"
 
 namespace tessera::nn {
 
@@ -111,19 +112,41 @@ double uniform(uint64_t bits) { return (static_cast<double>(bits >> 11) + 1) * 0
 
 }  // namespace
 
-ir::Literal init_parameter(const ParamSpec& spec, const Config& config, uint64_t seed) {
-  ir::Literal out(ir::Type(config.dtype, spec.shape));
+ir::Literal init_parameter_piece(const ParamSpec& spec, const Config& config, uint64_t seed,
+                                 const std::vector<int64_t>& start, const std::vector<int64_t>& extent) {
+  if (start.size() != spec.shape.size() || extent.size() != spec.shape.size())
+    support::fail("nn: a piece of {} of rank {} for parameter '{}' of rank {}", support::shape_string(extent),
+                  extent.size(), spec.name, spec.shape.size());
+  for (size_t d = 0; d < spec.shape.size(); ++d)
+    if (start[d] < 0 || extent[d] < 0 || start[d] + extent[d] > spec.shape[d])
+      support::fail("nn: the piece at {} of extent {} is outside parameter '{}' of shape {} (dimension {})",
+                    support::shape_string(start), support::shape_string(extent), spec.name,
+                    support::shape_string(spec.shape), d);
+  ir::Literal out(ir::Type(config.dtype, extent));
   uint64_t key = splitmix64(seed ^ fnv1a(spec.name));
+  // The row-major index of each element in the whole array: the counter its value is drawn from.
+  std::vector<int64_t> stride(spec.shape.size(), 1), idx(spec.shape.size(), 0);
+  for (size_t d = spec.shape.size(); d-- > 1;) stride[d - 1] = stride[d] * spec.shape[d];
   for (int64_t i = 0; i < out.num_elements(); ++i) {
     double v = 1;
     if (spec.init == ParamSpec::Init::Normal) {
-      auto n = static_cast<uint64_t>(i);
+      int64_t whole = 0;
+      for (size_t d = 0; d < idx.size(); ++d) whole += (start[d] + idx[d]) * stride[d];
+      auto n = static_cast<uint64_t>(whole);
       double u1 = uniform(splitmix64(key + 2 * n)), u2 = uniform(splitmix64(key + 2 * n + 1));
       v = config.init_std * std::sqrt(-2 * std::log(u1)) * std::cos(2 * std::numbers::pi * u2);
     }
     out.set_double(i, v);
+    for (size_t d = idx.size(); d-- > 0;) {  // the next element of the box, row-major
+      if (++idx[d] < extent[d]) break;
+      idx[d] = 0;
+    }
   }
   return out;
+}
+
+ir::Literal init_parameter(const ParamSpec& spec, const Config& config, uint64_t seed) {
+  return init_parameter_piece(spec, config, seed, std::vector<int64_t>(spec.shape.size(), 0), spec.shape);
 }
 
 std::vector<ir::Literal> init_parameters(const Config& config, uint64_t seed) {

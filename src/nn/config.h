@@ -60,6 +60,10 @@ int64_t parameter_count(const Config& config);
 
 // The initial value of one parameter (see the header comment), in config.dtype.
 ir::Literal init_parameter(const ParamSpec& spec, const Config& config, uint64_t seed);
+// The box [start, start + extent) of that value alone (a device's piece, made without the whole
+// array): bitwise the same elements as the slice of init_parameter's.
+ir::Literal init_parameter_piece(const ParamSpec& spec, const Config& config, uint64_t seed,
+                                 const std::vector<int64_t>& start, const std::vector<int64_t>& extent);
 std::vector<ir::Literal> init_parameters(const Config& config, uint64_t seed);
 
 // The index of parameter `name` in parameter_specs order; UserError naming it when absent.

@@ -1,7 +1,9 @@
 // Splitting and assembling sharded arrays (see layout.h).
 #include "runtime/layout.h"
 
+#include <algorithm>
 #include <cstring>
+#include <set>
 
 #include "spmd/mesh_math.h"
 #include "spmd/reshard.h"
@@ -62,34 +64,58 @@ Box box_of(const ir::Type& global, const ir::Sharding& s, const ir::Mesh& mesh, 
   return b;
 }
 
+// A value every device holds whole: on a maximal mesh, or a mesh without axes.
+bool whole_everywhere(const ir::Mesh& mesh) { return spmd::is_maximal(mesh) || mesh.axes.empty(); }
+
 }  // namespace
 
+PieceBox piece_box(const ir::Type& global, const ir::Sharding& sharding, const ir::Mesh& mesh, int64_t device) {
+  if (whole_everywhere(mesh)) return {std::vector<int64_t>(global.shape.size(), 0), global.shape, global.shape};
+  for (int64_t p = 0; p < mesh.num_devices(); ++p)
+    if (spmd::device_at(mesh, p) == device) {
+      Box b = box_of(global, sharding, mesh, p);
+      return {b.start, b.extent, b.local};
+    }
+  support::internal_failure(__FILE__, __LINE__, fmt::format("device {} is not on mesh @{}", device, mesh.name));
+}
+
 std::vector<Literal> split(const Literal& whole, const ir::Sharding& sharding, const ir::Mesh& mesh,
-                           int64_t num_devices) {
+                           int64_t num_devices, const std::function<bool(int64_t)>& keep) {
   std::vector<Literal> out(static_cast<size_t>(num_devices));
-  if (spmd::is_maximal(mesh) || mesh.axes.empty()) {
-    for (auto& l : out) l = whole;
+  if (whole_everywhere(mesh)) {
+    for (int64_t d = 0; d < num_devices; ++d)
+      if (!keep || keep(d)) out[static_cast<size_t>(d)] = whole;
     return out;
   }
   for (int64_t p = 0; p < mesh.num_devices(); ++p) {
+    int64_t device = spmd::device_at(mesh, p);
+    if (keep && !keep(device)) continue;
     Box b = box_of(whole.type(), sharding, mesh, p);
     Literal piece(ir::Type(whole.element(), b.local));
     copy_box(whole, b.start, piece, std::vector<int64_t>(b.start.size(), 0), b.extent);
-    out[static_cast<size_t>(spmd::device_at(mesh, p))] = std::move(piece);
+    out[static_cast<size_t>(device)] = std::move(piece);
   }
+  return out;
+}
+
+std::vector<int64_t> holders(const ir::Type& global, const ir::Sharding& sharding, const ir::Mesh& mesh) {
+  if (spmd::is_maximal(mesh)) return {mesh.device_ids[0]};
+  if (mesh.axes.empty()) return {0};
+  std::set<std::vector<int64_t>> seen;
+  std::vector<int64_t> out;
+  for (int64_t p = 0; p < mesh.num_devices(); ++p)
+    if (seen.insert(box_of(global, sharding, mesh, p).start).second) out.push_back(spmd::device_at(mesh, p));
+  std::sort(out.begin(), out.end());
   return out;
 }
 
 Literal assemble(const std::vector<Literal>& pieces, const ir::Type& global, const ir::Sharding& sharding,
                  const ir::Mesh& mesh) {
-  if (spmd::is_maximal(mesh)) return pieces.at(static_cast<size_t>(mesh.device_ids[0]));
-  if (mesh.axes.empty()) return pieces.at(0);
+  if (whole_everywhere(mesh)) return pieces.at(static_cast<size_t>(holders(global, sharding, mesh)[0]));
   Literal whole(global);
-  // Later positions holding the same box write the same values; walk backwards so the first wins.
-  for (int64_t p = mesh.num_devices(); p-- > 0;) {
-    Box b = box_of(global, sharding, mesh, p);
-    const Literal& piece = pieces.at(static_cast<size_t>(spmd::device_at(mesh, p)));
-    copy_box(piece, std::vector<int64_t>(b.start.size(), 0), whole, b.start, b.extent);
+  for (int64_t d : holders(global, sharding, mesh)) {
+    PieceBox pb = piece_box(global, sharding, mesh, d);
+    copy_box(pieces.at(static_cast<size_t>(d)), std::vector<int64_t>(pb.start.size(), 0), whole, pb.start, pb.extent);
   }
   return whole;
 }

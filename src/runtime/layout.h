@@ -1,8 +1,11 @@
 // Whole arrays and their pieces: splitting a host array by a sharding into one piece per device,
-// and putting pieces back together. Pieces of uneven dimensions are padded with zeros; a value on a
-// maximal mesh is whole on its device (and, so every device has an input, on the others too).
+// the box of the whole array one device's piece holds (so a piece can be made alone, without the
+// whole), and putting pieces back together. Pieces of uneven dimensions are padded with zeros; a
+// value on a maximal mesh is whole on its device (and, so every device has an input, on the others
+// too).
 #pragma once
 
+#include <functional>
 #include <vector>
 
 #include "ir/literal.h"
@@ -10,10 +13,21 @@
 
 namespace tessera::runtime {
 
-// Device d's piece (d = partition id, 0..num_devices-1).
+// The part of the whole array device `device` holds: its valid box [start, start + extent) and
+// its piece's shape (extent, padded where a dimension is uneven).
+struct PieceBox {
+  std::vector<int64_t> start, extent, shape;
+};
+PieceBox piece_box(const ir::Type& global, const ir::Sharding& sharding, const ir::Mesh& mesh, int64_t device);
+
+// Device d's piece (d = partition id, 0..num_devices-1); with `keep`, only the pieces of the devices
+// it keeps are made (the others stay empty Literals).
 std::vector<ir::Literal> split(const ir::Literal& whole, const ir::Sharding& sharding, const ir::Mesh& mesh,
-                               int64_t num_devices);
-// The whole array from every device's piece (for replicated axes, the first device's copy).
+                               int64_t num_devices, const std::function<bool(int64_t device)>& keep = {});
+// The devices whose pieces make up the whole array, one per distinct box (for replicated axes, the
+// first device holding it), ascending: what assemble reads.
+std::vector<int64_t> holders(const ir::Type& global, const ir::Sharding& sharding, const ir::Mesh& mesh);
+// The whole array from the holders' pieces (the other entries of `pieces` are not read).
 ir::Literal assemble(const std::vector<ir::Literal>& pieces, const ir::Type& global, const ir::Sharding& sharding,
                      const ir::Mesh& mesh);
 

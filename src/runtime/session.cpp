@@ -1,12 +1,16 @@
 // Session (see session.h): host devices run the local program as threads that exchange data
 // through the in-process communicator (comm::run_parallel); over MPI, each rank runs its own
-// devices and every rank gets every device's results (comm::run_on_ranks).
+// devices (comm::run_on_ranks), and its buffers hold only their pieces.
 #include "runtime/session.h"
 
 #include <malloc.h>
 
 #include <algorithm>
 #include <cstdlib>
+#include <cstring>
+#include <set>
+#include <span>
+#include <map>
 #include <mutex>
 #include <string_view>
 
@@ -17,6 +21,7 @@
 #include "exec/accelerate.h"
 #include "runtime/executables.h"
 #include "runtime/layout.h"
+#include "spmd/report.h"
 #include "spmd/reshard.h"
 #include "spmd/mesh_math.h"
 #include "support/error.h"
@@ -33,6 +38,27 @@ const ir::Function& CompiledProgram::local_function() const {
   TESSERA_CHECK(f != nullptr, "compiled program without its function");
   return *f;
 }
+
+namespace {
+
+int64_t ring_model_of(const ir::Block& block) {
+  int64_t n = 0;
+  for (const auto& op : block.ops()) {
+    for (const auto& region : op->regions()) n += ring_model_of(*region);
+    if (!ir::has_trait(op->kind(), ir::kCollective) || op->operands().empty()) continue;
+    int64_t group = 1;
+    if (const auto* g = op->attrs().find<ir::IntMatrix>("replica_groups")) group = std::max<int64_t>(1, g->cols);
+    else if (op->attrs().find<ir::IntMatrix>("source_target_pairs")) group = 2;  // a permute: its operand
+    int64_t bytes = 0;  // a variadic collective moves each operand as one of its own would
+    for (const ir::Value* v : op->operands()) bytes += spmd::byte_size(v->type());
+    n += comm::ring_bytes(op->name(), group, bytes);
+  }
+  return n;
+}
+
+}  // namespace
+
+int64_t ring_model_bytes(const CompiledProgram& p) { return ring_model_of(p.local_function().body()); }
 
 namespace {
 
@@ -94,10 +120,21 @@ CompiledProgram Session::compile(const ir::Module& module, const std::string& fn
 
 std::vector<std::vector<Literal>> Session::run_per_device(const CompiledProgram& p,
                                                           std::vector<std::vector<Literal>> inputs) const {
+  return run_devices(p, std::move(inputs), true);
+}
+
+std::vector<std::vector<Literal>> Session::run_owned(const CompiledProgram& p,
+                                                     std::vector<std::vector<Literal>> inputs) const {
+  return run_devices(p, std::move(inputs), false);
+}
+
+std::vector<std::vector<Literal>> Session::run_devices(const CompiledProgram& p, std::vector<std::vector<Literal>> inputs,
+                                                       bool results_everywhere) const {
   const ir::Function& f = p.local_function();
   if (static_cast<int64_t>(inputs.size()) != num_devices_)
     fail("run_per_device: inputs for {} devices, the session has {}", inputs.size(), num_devices_);
   for (size_t d = 0; d < inputs.size(); ++d) {
+    if (!results_everywhere && !owns(static_cast<int64_t>(d))) continue;  // another rank's device
     if (inputs[d].size() != f.num_parameters())
       fail("run_per_device: device {} got {} inputs, @{} takes {}", d, inputs[d].size(), f.name(), f.num_parameters());
     for (size_t i = 0; i < inputs[d].size(); ++i) {
@@ -123,9 +160,10 @@ std::vector<std::vector<Literal>> Session::run_per_device(const CompiledProgram&
     };
   }
 #ifdef TESSERA_HAVE_MPI
-  if (over_mpi()) {  // this rank's devices run; every rank gets every device's results
+  if (over_mpi()) {  // this rank's devices run; with results_everywhere, every rank gets every device's results
     comm::MpiWorld world(local_devices_, options_.timeout);
-    return comm::run_on_ranks(world, *p.module, p.info.function, std::move(inputs), o.base, o.evaluate);
+    return comm::run_on_ranks(world, *p.module, p.info.function, std::move(inputs), o.base, o.evaluate,
+                              results_everywhere);
   }
 #endif
   std::vector<Literal> flat;
@@ -189,9 +227,51 @@ ShardedBuffer ShardedProgram::stage(size_t index, const Literal& host) const {
     fail("stage: parameter {} of @{} is {}, got {}", index, info.function, ir::to_string(info.parameter_types[index]),
          ir::to_string(host.type()));
   const ir::Sharding& s = info.parameter_shardings[index];
-  auto pieces = std::make_shared<std::vector<Literal>>(
-      split(host, s, program_.module->mesh(s.mesh), session_->num_devices()));
+  const Session* session = session_;
+  auto pieces = std::make_shared<std::vector<Literal>>(split(host, s, program_.module->mesh(s.mesh),
+                                                             session_->num_devices(),
+                                                             [session](int64_t d) { return session->owns(d); }));
   return {host.type(), s, std::move(pieces)};
+}
+
+ShardedBuffer ShardedProgram::stage_pieces(size_t index, const PieceMaker& make) const {
+  const auto& info = program_.info;
+  if (index >= info.parameter_types.size())
+    fail("stage: @{} has {} parameters, no parameter {}", info.function, info.parameter_types.size(), index);
+  const ir::Type& type = info.parameter_types[index];
+  const ir::Sharding& s = info.parameter_shardings[index];
+  const ir::Mesh& mesh = program_.module->mesh(s.mesh);
+  auto pieces = std::make_shared<std::vector<Literal>>(static_cast<size_t>(session_->num_devices()));
+  std::map<std::vector<int64_t>, int64_t> made;  // box start -> the device whose piece it is already
+  for (int64_t d = 0; d < session_->num_devices(); ++d) {
+    if (!session_->owns(d)) continue;
+    PieceBox box = piece_box(type, s, mesh, d);
+    if (auto it = made.find(box.start); it != made.end()) {  // a replica of a piece made already
+      (*pieces)[static_cast<size_t>(d)] = (*pieces)[static_cast<size_t>(it->second)];
+      continue;
+    }
+    made.emplace(box.start, d);
+    Literal part = make(box.start, box.extent);
+    if (part.type() != ir::Type(type.element, box.extent))
+      fail("stage: the piece of parameter {} of @{} at [{}] is {}, expected {}", index, info.function,
+           support::join(box.start, ", "), ir::to_string(part.type()), ir::to_string(ir::Type(type.element, box.extent)));
+    Literal& piece = (*pieces)[static_cast<size_t>(d)];
+    if (box.extent == box.shape) {
+      piece = std::move(part);
+    } else {  // an uneven dimension: the piece is padded with zeros
+      piece = Literal(ir::Type(type.element, box.shape));
+      std::vector<int64_t> zero(box.shape.size(), 0);
+      copy_box(part, zero, piece, zero, box.extent);
+    }
+  }
+  return {type, s, std::move(pieces)};
+}
+
+int64_t ShardedBuffer::local_bytes() const {
+  int64_t n = 0;
+  if (pieces)
+    for (const Literal& piece : *pieces) n += static_cast<int64_t>(piece.bytes().size());
+  return n;
 }
 
 std::vector<ShardedBuffer> ShardedProgram::execute(std::vector<ShardedBuffer>& inputs) const {
@@ -209,6 +289,7 @@ std::vector<ShardedBuffer> ShardedProgram::execute(std::vector<ShardedBuffer>& i
   }
   for (size_t i = 0; i < inputs.size(); ++i) {
     ShardedBuffer& b = inputs[i];
+    // Over MPI only this rank's pieces exist, and only its devices run.
     // A donated input's pieces move into the run (no copy) when no other buffer shares them. The
     // others are lent to executables as views of their pieces, which an executable reads and
     // never writes (exec/executable.h); the interpreter, which may write over a dying argument,
@@ -218,25 +299,129 @@ std::vector<ShardedBuffer> ShardedProgram::execute(std::vector<ShardedBuffer>& i
     bool lend = !donated && session_->options().executable;
     for (size_t d = 0; d < n; ++d) {
       Literal& piece = (*b.pieces)[d];
+      if (!session_->owns(static_cast<int64_t>(d))) {
+        per[d].emplace_back();
+        continue;
+      }
       if (move) per[d].push_back(std::move(piece));
       else if (lend) per[d].push_back(Literal::view(piece.type(), piece.bytes().data()));
       else per[d].push_back(piece);
     }
   }
   for (auto [in, out] : aliases_) inputs[in].pieces.reset();  // donated
-  std::vector<std::vector<Literal>> results = session_->run_per_device(program_, std::move(per));
+  std::vector<std::vector<Literal>> results = session_->run_owned(program_, std::move(per));
   std::vector<ShardedBuffer> outs;
   for (size_t r = 0; r < info.result_types.size(); ++r) {
-    auto pieces = std::make_shared<std::vector<Literal>>();
-    for (size_t d = 0; d < n; ++d) pieces->push_back(std::move(results[d][r]));
+    auto pieces = std::make_shared<std::vector<Literal>>(n);
+    for (size_t d = 0; d < n; ++d)
+      if (session_->owns(static_cast<int64_t>(d))) (*pieces)[d] = std::move(results[d][r]);
     outs.push_back({info.result_types[r], info.result_shardings[r], std::move(pieces)});
   }
   return outs;
 }
 
+namespace {
+
+// Over MPI: the pieces of `b` that the whole array needs (layout.h's holders), from their owners to
+// `to` (every rank when unset), in `pieces`. Every rank calls it alike; the ranks that hold none
+// of them send nothing to one rank, and an empty payload to all.
+void gather_pieces(const Session& session, const ShardedBuffer& b, const ir::Mesh& mesh, std::optional<int64_t> to,
+                   std::vector<Literal>& pieces) {
+#ifdef TESSERA_HAVE_MPI
+  std::vector<int64_t> needed = holders(b.type, b.sharding, mesh);
+  int64_t k = session.num_devices() / session.num_ranks();
+  std::vector<std::byte> mine;
+  for (int64_t d : needed)
+    if (session.owns(d)) {
+      auto bytes = pieces[static_cast<size_t>(d)].bytes();
+      mine.insert(mine.end(), bytes.begin(), bytes.end());
+    }
+  auto unpack = [&](int64_t rank, std::span<const std::byte> payload) {
+    size_t at = 0;
+    for (int64_t d : needed) {
+      if (d / k != rank) continue;
+      Literal piece(ir::Type(b.type.element, piece_box(b.type, b.sharding, mesh, d).shape));
+      size_t size = piece.bytes().size();
+      TESSERA_CHECK(at + size <= payload.size(), "rank {} sent {} bytes of pieces, fewer than needed", rank, payload.size());
+      std::copy_n(payload.data() + at, size, piece.bytes().data());
+      at += size;
+      pieces[static_cast<size_t>(d)] = std::move(piece);
+    }
+  };
+  comm::MpiWorld world(k, session.options().timeout);
+  std::string what = fmt::format("fetch of a {} array", ir::to_string(b.type));
+  if (!to) {
+    std::vector<std::vector<std::byte>> all = world.exchange_ranks(what, mine);
+    for (int64_t r = 0; r < session.num_ranks(); ++r)
+      if (r != session.rank()) unpack(r, all[static_cast<size_t>(r)]);
+    return;
+  }
+  std::set<int64_t> senders;
+  for (int64_t d : needed)
+    if (d / k != *to) senders.insert(d / k);
+  if (session.rank() != *to) {
+    if (senders.count(session.rank()) > 0) world.send_to(static_cast<int>(*to), what, 0, std::move(mine));
+    return;
+  }
+  for (int64_t r : senders)
+    unpack(r, world.receive_from(static_cast<int>(r), what, 0, session.options().timeout));
+#else
+  (void)session, (void)b, (void)mesh, (void)to, (void)pieces;
+#endif
+}
+
+}  // namespace
+
 Literal ShardedProgram::fetch(const ShardedBuffer& b) const {
   if (b.donated()) fail("fetch: the buffer was donated");
-  return assemble(*b.pieces, b.type, b.sharding, program_.module->mesh(b.sharding.mesh));
+  const ir::Mesh& mesh = program_.module->mesh(b.sharding.mesh);
+  if (!session_->over_mpi()) return assemble(*b.pieces, b.type, b.sharding, mesh);
+  std::vector<Literal> pieces = *b.pieces;
+  gather_pieces(*session_, b, mesh, std::nullopt, pieces);
+  return assemble(pieces, b.type, b.sharding, mesh);
+}
+
+std::optional<Literal> ShardedProgram::fetch_to(const ShardedBuffer& b, int64_t rank) const {
+  if (b.donated()) fail("fetch: the buffer was donated");
+  if (rank < 0 || rank >= session_->num_ranks())
+    fail("fetch: rank {} is not one of the session's {} ranks", rank, session_->num_ranks());
+  const ir::Mesh& mesh = program_.module->mesh(b.sharding.mesh);
+  if (!session_->over_mpi()) return assemble(*b.pieces, b.type, b.sharding, mesh);
+  std::vector<Literal> pieces = *b.pieces;
+  gather_pieces(*session_, b, mesh, rank, pieces);
+  if (session_->rank() != rank) return std::nullopt;
+  return assemble(pieces, b.type, b.sharding, mesh);
+}
+
+Literal ShardedProgram::replicated(const ShardedBuffer& b) const {
+  if (b.donated()) fail("replicated: the buffer was donated");
+  for (int64_t d = 0; d < session_->num_devices(); ++d) {
+    if (!session_->owns(d)) continue;
+    const Literal& piece = (*b.pieces)[static_cast<size_t>(d)];
+    if (piece.type() != b.type)
+      fail("replicated: the {} array is split over the devices of mesh @{} (device {} holds {}); fetch it instead",
+           ir::to_string(b.type), b.sharding.mesh, d, ir::to_string(piece.type()));
+    return piece;
+  }
+  fail("replicated: this rank holds no device");
+}
+
+std::vector<std::vector<int64_t>> Session::per_rank(const std::vector<int64_t>& values) const {
+  if (!over_mpi()) return {values};
+#ifdef TESSERA_HAVE_MPI
+  comm::MpiWorld world(local_devices_, options_.timeout);
+  auto bytes = std::as_bytes(std::span(values));
+  std::vector<std::vector<std::byte>> all = world.exchange_ranks("per-rank figures", bytes);
+  std::vector<std::vector<int64_t>> out;
+  for (const auto& payload : all) {
+    std::vector<int64_t> v(payload.size() / sizeof(int64_t));
+    std::memcpy(v.data(), payload.data(), v.size() * sizeof(int64_t));
+    out.push_back(std::move(v));
+  }
+  return out;
+#else
+  return {values};
+#endif
 }
 
 }  // namespace tessera::runtime

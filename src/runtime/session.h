@@ -9,11 +9,19 @@
 // executes many times with results kept on the devices (ShardedBuffer), donated inputs aliasing
 // outputs. Inputs are checked (count, shape, element type) with messages naming the parameter.
 //
+// Over MPI a ShardedBuffer is rank-local: a rank holds only the pieces of its own devices (the
+// other entries are empty), stages only those (stage splits out only its pieces, stage_pieces makes
+// each piece alone from its box of the whole array), and execute moves nothing between ranks but
+// the program's own collectives. Whole arrays exist only on request: fetch (on every rank) and
+// fetch_to (on one rank) gather the pieces; replicated reads a replicated result (a loss) where it
+// is, without moving anything.
+//
 // Each device runs the local program as an exec::Executable, compiled on its first run and kept
 // with the CompiledProgram (shared by its copies), so later runs skip the compilation.
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -38,13 +46,26 @@ struct CompiledProgram {
   const ir::Function& local_function() const;
 };
 
-// A value kept on the devices: global type, sharding, one piece per device.
+// The ring model's bytes (comm/accounting.h's ring_bytes) one device sends in one run of p's local
+// program: each collective op's, with its group size from replica_groups, ops in regions counted
+// once. On several devices per rank, the part between devices of one rank moves no MPI bytes.
+int64_t ring_model_bytes(const CompiledProgram& p);
+
+// A value kept on the devices: global type, sharding, one piece per device (over MPI, the pieces of
+// other ranks' devices are empty Literals).
 struct ShardedBuffer {
   ir::Type type;
   ir::Sharding sharding;
   std::shared_ptr<std::vector<ir::Literal>> pieces;  // null once donated
   bool donated() const { return pieces == nullptr; }
+  // The bytes of the pieces this process holds (0 once donated): the runtime's count of a buffer's
+  // live bytes on this rank.
+  int64_t local_bytes() const;
 };
+
+// Makes the piece of a staged array whose box of the whole array is [start, start + extent): a
+// Literal of the array's element type and shape `extent`.
+using PieceMaker = std::function<ir::Literal(const std::vector<int64_t>& start, const std::vector<int64_t>& extent)>;
 
 class Session;
 
@@ -52,12 +73,23 @@ class Session;
 class ShardedProgram {
  public:
   ShardedProgram(const Session& session, CompiledProgram program, std::vector<std::pair<size_t, size_t>> aliases);
-  // Splits a whole host array for parameter `index`.
+  // Splits a whole host array for parameter `index` (over MPI, only this rank's pieces).
   ShardedBuffer stage(size_t index, const ir::Literal& host) const;
+  // The same without the whole array: each of this rank's devices' pieces made alone by `make`
+  // (padded with zeros where a dimension is uneven).
+  ShardedBuffer stage_pieces(size_t index, const PieceMaker& make) const;
   // Runs on the buffers; inputs that alias an output (output_aliases: {input, output}) are donated:
-  // they may not be used again.
+  // they may not be used again. Results stay where they were computed: over MPI, on their owners.
   std::vector<ShardedBuffer> execute(std::vector<ShardedBuffer>& inputs) const;
-  ir::Literal fetch(const ShardedBuffer& b) const;  // the whole array
+  // The whole array, on every rank: over MPI a collective (every rank calls it, in the same order),
+  // in which each rank holding a piece the whole needs sends it to the others.
+  ir::Literal fetch(const ShardedBuffer& b) const;
+  // The whole array on `rank` only (nullopt on the others): over MPI every rank calls it, and the
+  // ranks holding pieces the whole needs send them to `rank` (for printing, sampling, checkpoints).
+  std::optional<ir::Literal> fetch_to(const ShardedBuffer& b, int64_t rank) const;
+  // A replicated buffer's value (a loss: the program's own reduction), read from this rank's first
+  // device; nothing moves. A UserError when the buffer is split.
+  ir::Literal replicated(const ShardedBuffer& b) const;
   const CompiledProgram& program() const { return program_; }
 
  private:
@@ -89,7 +121,8 @@ class Session {
   // This process's part of a session over MPI ranks (under mpirun; comm/mpi_communicator.h): each
   // rank runs `local_devices` devices, rank r owning global devices r*local_devices ..
   // (r+1)*local_devices-1. Every rank must make the same calls in the same order, with the same
-  // inputs (each rank uses its own devices' part); every rank gets the whole results. A UserError
+  // inputs (each rank uses its own devices' part); run_per_device and run_sharded give every rank the
+  // whole results, a sharded program's buffers stay on their owners (see the top). A UserError
   // when Tessera was built without MPI.
   static Session mpi(int64_t local_devices, SessionOptions options = {});
   int64_t num_devices() const { return num_devices_; }
@@ -104,6 +137,17 @@ class Session {
 
   std::vector<std::vector<ir::Literal>> run_per_device(const CompiledProgram& p,
                                                        std::vector<std::vector<ir::Literal>> inputs) const;
+  // run_per_device on this rank's devices only: their inputs are read (the other entries may be
+  // empty), and only their results come back (the others empty). Nothing moves between ranks but
+  // the program's own collectives. On host devices, run_per_device.
+  std::vector<std::vector<ir::Literal>> run_owned(const CompiledProgram& p,
+                                                  std::vector<std::vector<ir::Literal>> inputs) const;
+  // Whether this process runs `device` (always on host devices).
+  bool owns(int64_t device) const { return local_devices_ == 0 || device / local_devices_ == rank_; }
+  int64_t num_ranks() const { return local_devices_ == 0 ? 1 : num_devices_ / local_devices_; }
+  // Every rank's `values`, in rank order (over MPI an exchange among the ranks; every rank calls
+  // it): per-rank figures (memory, bytes sent) for rank 0 to print.
+  std::vector<std::vector<int64_t>> per_rank(const std::vector<int64_t>& values) const;
   std::vector<ir::Literal> run_sharded(const CompiledProgram& p, const std::vector<ir::Literal>& inputs) const;
   // The shape of each device's piece of each parameter: [parameter][device].
   std::vector<std::vector<std::vector<int64_t>>> shard_dims(const CompiledProgram& p) const;
@@ -111,6 +155,8 @@ class Session {
 
  private:
   Session(int64_t n, SessionOptions o) : num_devices_(n), options_(o) {}
+  std::vector<std::vector<ir::Literal>> run_devices(const CompiledProgram& p, std::vector<std::vector<ir::Literal>> inputs,
+                                                    bool results_everywhere) const;
   int64_t num_devices_;
   SessionOptions options_;
   int64_t local_devices_ = 0;  // over MPI: devices per rank; 0: host devices

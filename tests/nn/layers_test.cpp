@@ -3,6 +3,8 @@
 // central finite differences in f64 on a tiny configuration.
 #include <gtest/gtest.h>
 
+#include <bit>
+
 #include <cmath>
 #include <functional>
 #include <optional>
@@ -53,6 +55,39 @@ TEST(Config, RefusesInconsistentShapes) {
   EXPECT_NE(e.find("kv_heads (3)"), std::string::npos) << e;
   e = tessera::testing::error_of([&] { parameter_index(parameter_specs(testing::tiny_config()), "layers.9.attn.q"); });
   EXPECT_NE(e.find("'layers.9.attn.q'"), std::string::npos) << e;
+}
+
+TEST(Init, APieceMadeAloneIsTheSliceOfTheWholeBitwise) {
+  Config c = testing::acceptance_config();
+  for (const ParamSpec& spec : parameter_specs(c)) {
+    Literal whole = init_parameter(spec, c, 77);
+    // Uneven row blocks (the last one short), and a block of columns for 2-D parameters.
+    std::vector<int64_t> start(spec.shape.size(), 0), extent = spec.shape;
+    start[0] = spec.shape[0] / 3;
+    extent[0] = spec.shape[0] - start[0] - 1;
+    if (spec.shape.size() == 2) {
+      start[1] = 1;
+      extent[1] = spec.shape[1] / 2;
+    }
+    Literal piece = init_parameter_piece(spec, c, 77, start, extent);
+    ASSERT_EQ(piece.shape(), extent) << spec.name;
+    std::vector<int64_t> strides = whole.strides();
+    for (int64_t k = 0; k < piece.num_elements(); ++k) {
+      int64_t at = 0, rest = k;
+      for (size_t d = extent.size(); d-- > 0;) {
+        at += (start[d] + rest % extent[d]) * strides[d];
+        rest /= extent[d];
+      }
+      // Bits, not values: a NaN or a -0 would be told apart.
+      ASSERT_EQ(std::bit_cast<uint32_t>(static_cast<float>(piece.get_double(k))),
+                std::bit_cast<uint32_t>(static_cast<float>(whole.get_double(at))))
+          << spec.name << " element " << k;
+    }
+  }
+  std::vector<ParamSpec> specs = parameter_specs(c);
+  ParamSpec q = specs[parameter_index(specs, "layers.0.attn.q")];
+  std::string e = tessera::testing::error_of([&] { init_parameter_piece(q, c, 1, {0, 1}, {1, q.shape[1]}); });
+  EXPECT_NE(e.find("is outside parameter '" + q.name + "'"), std::string::npos) << e;
 }
 
 TEST(Init, CounterBasedNormalAndOnes) {

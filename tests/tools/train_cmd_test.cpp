@@ -14,6 +14,7 @@
 
 #include "common/error_of.h"
 #include "tools/tessera/train_cmd.h"
+#include "tools/tessera/train_data.h"
 
 namespace tessera::tools {
 namespace {
@@ -54,6 +55,23 @@ double loss_at(const std::string& out, int64_t t) {
   std::smatch m;
   EXPECT_TRUE(std::regex_search(out, m, line)) << out;
   return m.empty() ? -1 : std::stod(m[1]);
+}
+
+TEST(TrainData, ABoxOfABatchIsTheSliceOfTheWholeBatch) {
+  std::string text = corpus_text();
+  Batches data{text, 8, 16, 5};
+  auto [x, y] = data.at(3);
+  // Rows 2..6 and columns 4..15: what a rank holding those rows builds alone.
+  for (bool targets : {false, true}) {
+    const ir::Literal& whole = targets ? y : x;
+    ir::Literal box = data.box(3, targets, {2, 4}, {5, 12});
+    ASSERT_EQ(box.shape(), (std::vector<int64_t>{5, 12}));
+    for (int64_t r = 0; r < 5; ++r)
+      for (int64_t s = 0; s < 12; ++s)
+        ASSERT_EQ(box.get_int(r * 12 + s), whole.get_int((2 + r) * 16 + 4 + s)) << "row " << r << " column " << s;
+  }
+  EXPECT_NE(testing::error_of([&] { data.box(3, false, {6, 0}, {3, 16}); }).find("is outside a batch of 8x16"),
+            std::string::npos);
 }
 
 TEST(TrainCommand, LossFallsAndTheTableIsPrinted) {

@@ -2,6 +2,7 @@
 #include "tools/tessera/train_cmd.h"
 
 #include <fmt/format.h>
+#include <sys/resource.h>
 
 #include <chrono>
 #include <cmath>
@@ -31,6 +32,7 @@
 #include "nn/model.h"
 #include "nn/plan.h"
 #include "runtime/checkpoint.h"
+#include "runtime/layout.h"
 #include "runtime/session.h"
 #include "spmd/mesh_math.h"
 #include "spmd/report.h"
@@ -98,6 +100,13 @@ std::string generate(const nn::CausalLM& model, const std::vector<Literal>& para
   return text;
 }
 
+
+// This process's peak resident set (getrusage's ru_maxrss, in KiB on Linux), in bytes.
+int64_t peak_rss_bytes() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return static_cast<int64_t>(u.ru_maxrss) * 1024;
+}
 
 // --save's directory, checked before training rather than after it: every part of the path
 // that exists must be a directory. Nothing is created yet, so every MPI rank checks alike.
@@ -401,10 +410,9 @@ int train_command(const TrainCommand& c, std::ostream& out_stream) {
   runtime::CompiledProgram compiled = session.compile(m, programs.train_step);
   runtime::ShardedProgram step = session.sharded_program(compiled, programs.output_aliases);
 
-  // Parameters: initialised from the seed, or the checkpoint (whatever plan wrote it).
-  std::vector<Literal> params = nn::init_parameters(cfg, c.seed);
+  // Parameters: initialised from the seed piece by piece, or the checkpoint (whatever plan wrote it).
   size_t np = programs.num_parameters();
-  std::vector<Literal> moments;
+  std::vector<Literal> params, moments;  // whole, from the checkpoint only
   int64_t first_step = 1;
   std::string resumed_from;
   std::map<std::string, std::string> saved_metadata;
@@ -437,17 +445,52 @@ int train_command(const TrainCommand& c, std::ostream& out_stream) {
              ir::to_string(want.type()));
       return l;
     };
-    for (size_t i = 0; i < np; ++i) params[i] = expect(programs.parameters[i].name, find(programs.parameters[i].name), params[i]);
+    for (size_t i = 0; i < np; ++i) {
+      Literal want(ir::Type(cfg.dtype, programs.parameters[i].shape));
+      params.push_back(expect(programs.parameters[i].name, find(programs.parameters[i].name), want));
+    }
     for (const char* kind : {"m.", "v."})
       for (size_t i = 0; i < np; ++i)
         moments.push_back(expect(kind + programs.parameters[i].name, find(kind + programs.parameters[i].name), params[i]));
   }
+  // The step's inputs (nn::train_step_inputs' order: parameters, moments, step scalars, tokens,
+  // targets), each rank making only its own devices' pieces: parameters by the counter-based
+  // initializer, zero moments, its rows of the batch.
   Batches data{train_text, c.batch, c.seq, c.seed};
-  auto [tokens0, targets0] = data.at(first_step);
-  std::vector<Literal> inputs = nn::train_step_inputs(programs, params, first_step, tokens0, targets0);
-  for (size_t i = 0; i < moments.size(); ++i) inputs[np + i] = moments[i];
+  size_t ti = programs.tokens_input(), si = programs.step_input();
+  auto stage_batch = [&](runtime::ShardedProgram& program, size_t index, const Batches& from, int64_t t, bool targets) {
+    return program.stage_pieces(index, [&](const std::vector<int64_t>& start, const std::vector<int64_t>& extent) {
+      return from.box(t, targets, start, extent);
+    });
+  };
   std::vector<runtime::ShardedBuffer> state;
-  for (size_t i = 0; i < inputs.size(); ++i) state.push_back(step.stage(i, inputs[i]));
+  for (size_t i = 0; i < np; ++i) {
+    if (!params.empty()) {
+      state.push_back(step.stage(i, params[i]));
+      continue;
+    }
+    const nn::ParamSpec& spec = programs.parameters[i];
+    state.push_back(step.stage_pieces(i, [&](const std::vector<int64_t>& start, const std::vector<int64_t>& extent) {
+      return nn::init_parameter_piece(spec, cfg, c.seed, start, extent);
+    }));
+  }
+  for (size_t i = 0; i < np * programs.state_per_parameter; ++i) {
+    if (!moments.empty()) {
+      state.push_back(step.stage(np + i, moments[i]));
+      continue;
+    }
+    state.push_back(step.stage_pieces(np + i, [&](const std::vector<int64_t>&, const std::vector<int64_t>& extent) {
+      return Literal(ir::Type(cfg.dtype, extent));  // zeros
+    }));
+  }
+  params.clear();
+  moments.clear();
+  saved.clear();  // the checkpoint's whole arrays: staged, no longer needed
+  TESSERA_CHECK(state.size() == si, "the step scalars are input {}, after {} parameters and moments", si, state.size());
+  state.push_back(step.stage(si, programs.step_scalars(first_step)));
+  TESSERA_CHECK(ti == si + 1, "the tokens are input {}, not right after the step scalars {}", ti, si);
+  state.push_back(stage_batch(step, ti, data, first_step, false));
+  state.push_back(stage_batch(step, ti + 1, data, first_step, true));
 
   int64_t ranks = devices / local_devices;
   std::string where = over_mpi ? fmt::format("{} devices ({} MPI rank{} of {})", devices, ranks, ranks == 1 ? "" : "s",
@@ -469,8 +512,7 @@ int train_command(const TrainCommand& c, std::ostream& out_stream) {
     eval.emplace(session.sharded_program(session.compile(m, programs.loss)));
     Batches held{split->held_out, c.batch, c.seq, c.seed + 0x5eed};
     for (int64_t k = 1; k <= c.eval_batches; ++k) {
-      auto [x, y] = held.at(k);
-      eval_batches.push_back({eval->stage(np, x), eval->stage(np + 1, y)});
+      eval_batches.push_back({stage_batch(*eval, np, held, k, false), stage_batch(*eval, np + 1, held, k, true)});
     }
     out << fmt::format("evaluating every {} steps on {} batches of the held-out last {} % of the corpus ({})\n",
                        c.eval_every, c.eval_batches, kHeldOutPercent,
@@ -481,7 +523,7 @@ int train_command(const TrainCommand& c, std::ostream& out_stream) {
     for (auto& batch : eval_batches) {
       std::vector<runtime::ShardedBuffer> in(state.begin(), state.begin() + static_cast<long>(np));
       in.insert(in.end(), batch.begin(), batch.end());
-      sum += eval->fetch(eval->execute(in)[0]).get_double(0);
+      sum += eval->replicated(eval->execute(in)[0]).get_double(0);
     }
     return sum / double(eval_batches.size());
   };
@@ -496,15 +538,23 @@ int train_command(const TrainCommand& c, std::ostream& out_stream) {
                      step_flops * 1e-9, peak * 1e-9, cores * (devices / local_devices),
                      cores * (devices / local_devices) == 1 ? "" : "s", peak * 1e-9 / double(cores * (devices / local_devices)));
   LossLog log(c, rank0, first_step, step_flops, peak);
-  // A checkpoint of the state after step `at`: every rank stages alike and holds every piece;
-  // rank 0 writes them.
+  int64_t sent_in_step = 0;  // over MPI: the bytes this rank sent in the latest step
+  // A checkpoint of the state after step `at`: every array gathered to rank 0 (fetch_to), which
+  // splits it again by its sharding and writes the pieces. (Each rank writing its own pieces is
+  // the next step: issue 15, item 3.)
   auto save = [&](int64_t at) {
     std::vector<std::string> names;
     std::vector<runtime::ShardedBuffer> bufs;
     for (size_t i = 0; i < np; ++i) names.push_back(programs.parameters[i].name);
     for (const char* kind : {"m.", "v."})
       for (size_t i = 0; i < np; ++i) names.push_back(kind + programs.parameters[i].name);
-    for (size_t i = 0; i < np * 3; ++i) bufs.push_back(state[i]);
+    for (size_t i = 0; i < np * 3; ++i) {
+      std::optional<Literal> whole = step.fetch_to(state[i], 0);
+      if (!rank0) continue;
+      const ir::Sharding& s = state[i].sharding;
+      bufs.push_back({state[i].type, s,
+                      std::make_shared<std::vector<Literal>>(runtime::split(*whole, s, m.mesh(s.mesh), devices))});
+    }
     names.push_back("step");  // replicated: every device holds it
     bufs.push_back(runtime::ShardedBuffer{
         ir::i32(), ir::Sharding{plan.mesh.name, {}, {}, {}},
@@ -520,22 +570,26 @@ int train_command(const TrainCommand& c, std::ostream& out_stream) {
       log.note(out, fmt::format("saved to {} (step {})", written, at));
     }
   };
-  size_t ti = programs.tokens_input(), si = programs.step_input();
   const size_t carried = np * (1 + programs.state_per_parameter);  // params and moments
   for (int64_t t = first_step; t <= last_step; ++t) {
     if (t != first_step) {
-      auto [x, y] = data.at(t);
-      state[ti] = step.stage(ti, x);
-      state[ti + 1] = step.stage(ti + 1, y);
+      state[ti] = stage_batch(step, ti, data, t, false);
+      state[ti + 1] = stage_batch(step, ti + 1, data, t, true);
     }
     // The schedule's lr and AdamW's bias corrections, in double on the host (nn/optimizer.h).
     double lr = nn::lr_at(schedule, t);
     state[si] = step.stage(si, programs.step_scalars(t, lr));
+#ifdef TESSERA_HAVE_MPI
+    const int64_t sent_before = over_mpi ? comm::mpi::bytes_sent() : 0;
+#endif
     std::vector<runtime::ShardedBuffer> outs = step.execute(state);
-    double loss = step.fetch(outs[0]).get_double(0);
+#ifdef TESSERA_HAVE_MPI
+    if (over_mpi) sent_in_step = comm::mpi::bytes_sent() - sent_before;
+#endif
+    double loss = step.replicated(outs[0]).get_double(0);  // the program's own reduction
     for (size_t i = 0; i < carried; ++i) state[i] = outs[i + 1];  // donated
     std::string extra = fmt::format("  lr {:.3e}", lr);
-    if (programs.grad_norm) extra += fmt::format("  norm {:.4f}", step.fetch(outs[programs.grad_norm_output()]).get_double(0));
+    if (programs.grad_norm) extra += fmt::format("  norm {:.4f}", step.replicated(outs[programs.grad_norm_output()]).get_double(0));
     log.step(out, t, loss, extra);
     if (eval && (t % c.eval_every == 0 || t == last_step)) log.eval(out, t, evaluate());
     if (c.save_every > 0 && t % c.save_every == 0 && t != last_step) save(t);
@@ -560,14 +614,34 @@ int train_command(const TrainCommand& c, std::ostream& out_stream) {
   for (const auto& [kind, n] : r.counts()) out << fmt::format("    {:<20} {:>4} x  {:>12} per device\n", kind, n, support::format_bytes(moved[kind]));
   if (r.collectives.empty()) out << "    (none)\n";
 
+  // Per rank: the live bytes of the parameters and optimizer state this rank holds (the runtime's
+  // own count of its buffers' pieces), its peak RSS, and over MPI the bytes it sent in the last
+  // step next to the ring model of the step program's collectives on its devices.
+  int64_t live = 0;
+  for (size_t i = 0; i < carried; ++i) live += state[i].local_bytes();
+  int64_t ring = 0;
+  for (int64_t d = 0; d < devices; ++d)
+    if (session.owns(d)) ring += runtime::ring_model_bytes(compiled);
+  std::vector<std::vector<int64_t>> ranks_figures = session.per_rank({live, peak_rss_bytes(), sent_in_step, ring});
+  out << fmt::format("\nper rank ({} rank{}{}):\n", ranks_figures.size(), ranks_figures.size() == 1 ? "" : "s",
+                     over_mpi ? "" : ", host devices in one process");
+  for (size_t r = 0; r < ranks_figures.size(); ++r) {
+    const std::vector<int64_t>& f = ranks_figures[r];
+    out << fmt::format("  rank {}  live parameters+optimizer {} B ({})  peak RSS {} B ({})", r, f[0],
+                       support::format_bytes(f[0]), f[1], support::format_bytes(f[1]));
+    if (over_mpi) out << fmt::format("  sent in step {} {} B  ring model {} B", last_step, f[2], f[3]);
+    out << "\n";
+  }
+
   if (c.profile) out << fmt::format("\ntime per op kind, {}:\n", over_mpi ? "rank 0's devices" : "all devices") << profile.to_string();
 
-  std::vector<Literal> trained;
-  for (size_t i = 0; i < np; ++i) trained.push_back(step.fetch(state[i]));
   if (!c.save.empty()) save(last_step);
-  if (c.sample > 0 && rank0) {
+  if (c.sample > 0) {  // the parameters gathered to rank 0, which samples
+    std::vector<Literal> trained;
+    for (size_t i = 0; i < np; ++i)
+      if (std::optional<Literal> whole = step.fetch_to(state[i], 0)) trained.push_back(std::move(*whole));
     std::string prompt = "The ";
-    out << "\nsample:\n" << generate(model, trained, prompt, c.sample, c.seed) << "\n";
+    if (rank0) out << "\nsample:\n" << generate(model, trained, prompt, c.sample, c.seed) << "\n";
   }
   return 0;
 }

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "support/error.h"
+#include "support/strings.h"
 
 namespace tessera::tools {
 
@@ -45,18 +46,29 @@ CorpusSplit split_corpus(const std::string& text, int64_t seq, const std::string
   return {text.substr(0, text.size() - held), text.substr(text.size() - held)};
 }
 
-std::pair<ir::Literal, ir::Literal> Batches::at(int64_t step) const {
+ir::Literal Batches::box(int64_t step, bool targets, const std::vector<int64_t>& start,
+                         const std::vector<int64_t>& extent) const {
+  if (start.size() != 2 || extent.size() != 2 || start[0] < 0 || start[1] < 0 || start[0] + extent[0] > batch ||
+      start[1] + extent[1] > seq)
+    fail("batches: the box at {} of extent {} is outside a batch of {}x{}", support::shape_string(start),
+         support::shape_string(extent), batch, seq);
+  // Row b's window is the b-th draw: the rows before the box are drawn and dropped.
   std::mt19937_64 rng(seed * 1000003u + static_cast<uint64_t>(step));
   std::uniform_int_distribution<size_t> pick(0, text.size() - static_cast<size_t>(seq) - 2);
-  std::vector<int64_t> x, y;
-  for (int64_t b = 0; b < batch; ++b) {
-    size_t at = pick(rng);
-    for (int64_t s = 0; s < seq; ++s) {
-      x.push_back(static_cast<unsigned char>(text[at + static_cast<size_t>(s)]));
-      y.push_back(static_cast<unsigned char>(text[at + static_cast<size_t>(s) + 1]));
-    }
+  for (int64_t b = 0; b < start[0]; ++b) pick(rng);
+  std::vector<int64_t> values;
+  values.reserve(static_cast<size_t>(extent[0] * extent[1]));
+  const size_t shift = targets ? 1 : 0;
+  for (int64_t b = 0; b < extent[0]; ++b) {
+    size_t at = pick(rng) + shift;
+    for (int64_t s = start[1]; s < start[1] + extent[1]; ++s)
+      values.push_back(static_cast<unsigned char>(text[at + static_cast<size_t>(s)]));
   }
-  return {ir::Literal::from_ints(ir::i32({batch, seq}), x), ir::Literal::from_ints(ir::i32({batch, seq}), y)};
+  return ir::Literal::from_ints(ir::i32(extent), values);
+}
+
+std::pair<ir::Literal, ir::Literal> Batches::at(int64_t step) const {
+  return {box(step, false, {0, 0}, {batch, seq}), box(step, true, {0, 0}, {batch, seq})};
 }
 
 }  // namespace tessera::tools

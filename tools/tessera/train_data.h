@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "ir/literal.h"
 
@@ -34,6 +35,9 @@ struct Batches {
   int64_t batch, seq;
   uint64_t seed;
   std::pair<ir::Literal, ir::Literal> at(int64_t step) const;
+  // The box [start, start + extent) of batch `step`'s tokens (or, with `targets`, its targets),
+  // made alone: a rank builds only its own rows. The same values as the box of at(step).
+  ir::Literal box(int64_t step, bool targets, const std::vector<int64_t>& start, const std::vector<int64_t>& extent) const;
 };
 
 }  // namespace tessera::tools

@@ -1,7 +1,8 @@
 // Session::mpi under mpirun: the worked example (DESIGN.md) and its gradient run over MPI ranks
-// give every rank the same bits as Session::host on as many host devices; run_per_device and
-// sharded programs hand every rank every device's results; a device that fails on one rank fails
-// the run on every rank at once, naming the rank, the device and the collective.
+// give every rank the same bits as Session::host on as many host devices; run_per_device hands
+// every rank every device's results; sharded programs keep each piece on its owner only, and
+// fetch / fetch_to / replicated give the whole array on request; a device that fails on one rank
+// fails the run on every rank at once, naming the rank, the device and the collective.
 #include <gtest/gtest.h>
 
 #include <random>
@@ -11,6 +12,7 @@
 #include "comm/mpi_communicator.h"
 #include "common/error_of.h"
 #include "common/worked_example.h"
+#include "runtime/layout.h"
 #include "runtime/session.h"
 
 namespace tessera::runtime {
@@ -90,6 +92,67 @@ TEST(SessionMpi, EveryRankGetsEveryDevicesResults) {
   Literal second = sp.fetch(sp.execute(bufs)[0]);
   EXPECT_TRUE(first == second);
   EXPECT_GT(first.get_double(0), 0.0);
+}
+
+TEST(SessionMpi, BuffersHoldOnlyTheirRanksPiecesAndFetchGathersOnRequest) {
+  Module m("sharded_loss");
+  testing::build_sharded_loss(m);
+  Session mpi = Session::mpi(k());
+  Session host = Session::host(4);
+  CompiledProgram p = mpi.compile(m, "sharded_loss");
+  ShardedProgram sp = mpi.sharded_program(p), hp = host.sharded_program(host.compile(m, "sharded_loss"));
+  std::vector<Literal> in = inputs_for(*m.find_function("sharded_loss"));
+  std::vector<ShardedBuffer> bufs = {sp.stage(0, in[0]), sp.stage(1, in[1])};
+  std::vector<ShardedBuffer> hbufs = {hp.stage(0, in[0]), hp.stage(1, in[1])};
+  // Only this rank's devices' pieces exist here, the same bits as the host's.
+  int64_t held = 0;
+  for (int64_t d = 0; d < 4; ++d) {
+    const Literal& piece = (*bufs[0].pieces)[static_cast<size_t>(d)];
+    if (mpi.owns(d)) {
+      EXPECT_TRUE(piece == (*hbufs[0].pieces)[static_cast<size_t>(d)]) << "device " << d;
+      held += static_cast<int64_t>(piece.bytes().size());
+    } else {
+      EXPECT_EQ(piece.bytes().size(), 0u) << "device " << d << " is another rank's";
+    }
+  }
+  EXPECT_EQ(bufs[0].local_bytes(), held);
+  EXPECT_EQ(held * mpi.num_ranks(), hbufs[0].local_bytes());
+  // Pieces made alone are the staged ones.
+  ShardedBuffer made = sp.stage_pieces(0, [&](const std::vector<int64_t>& start, const std::vector<int64_t>& extent) {
+    Literal box(Type(in[0].element(), extent));
+    copy_box(in[0], start, box, std::vector<int64_t>(start.size(), 0), extent);
+    return box;
+  });
+  for (int64_t d = 0; d < 4; ++d)
+    EXPECT_TRUE((*made.pieces)[static_cast<size_t>(d)] == (*bufs[0].pieces)[static_cast<size_t>(d)]) << "device " << d;
+
+  // execute sends only the program's own collectives; results stay on their owners.
+  int64_t before = comm::mpi::bytes_sent();
+  std::vector<ShardedBuffer> out = sp.execute(bufs);
+  int64_t sent = comm::mpi::bytes_sent() - before;
+  std::vector<ShardedBuffer> hout = hp.execute(hbufs);
+  for (int64_t d = 0; d < 4; ++d)
+    EXPECT_EQ((*out[0].pieces)[static_cast<size_t>(d)].bytes().size() != 0, mpi.owns(d)) << "device " << d;
+  // The loss is replicated: read where it is, nothing moves.
+  before = comm::mpi::bytes_sent();
+  Literal loss = sp.replicated(out[0]);
+  EXPECT_EQ(comm::mpi::bytes_sent(), before);
+  EXPECT_TRUE(loss == hp.fetch(hout[0]));
+  // The ring model of the program's collectives bounds what moved, handshakes aside (under 200
+  // bytes a group and peer).
+  int64_t ring = 0;
+  for (int64_t d = 0; d < 4; ++d)
+    if (mpi.owns(d)) ring += ring_model_bytes(p);
+  EXPECT_LE(sent, ring + 200 * 3) << "ring model " << ring;
+  // fetch: the whole array on every rank; fetch_to: on one rank only.
+  Literal x = sp.fetch(bufs[0]);
+  EXPECT_TRUE(x == in[0]);
+  int64_t last = mpi.num_ranks() - 1;
+  std::optional<Literal> at_last = sp.fetch_to(bufs[0], last);
+  EXPECT_EQ(at_last.has_value(), mpi.rank() == last);
+  if (at_last) {
+    EXPECT_TRUE(*at_last == in[0]);
+  }
 }
 
 TEST(SessionMpi, Errors) {
