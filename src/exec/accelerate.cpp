@@ -557,6 +557,7 @@ bool accelerate(const ir::Op& op, std::span<const ir::Literal* const> operands, 
   });
   switch (op.kind()) {
     case OpKind::DotGeneral: return dot_general(op, operands, results);
+    case OpKind::Convolution: return accelerate_convolution(op, operands, results);
     case OpKind::Reduce: return reduce(op, operands, results);
     case OpKind::Reshape: case OpKind::Transpose: case OpKind::BroadcastInDim: case OpKind::Slice:
       return copy_op(op, operands, results);

@@ -27,5 +27,8 @@ namespace tessera::exec {
 // kernel writes into (an Executable's arena: not zero-filled; it overlaps no operand, except that
 // the result of an element-wise binary op may be exactly an operand of its type).
 bool accelerate(const ir::Op& op, std::span<const ir::Literal* const> operands, std::vector<ir::Literal>& results);
+// stablehlo.convolution as im2col + GEMM (accelerate_window.cpp), on the same contract.
+bool accelerate_convolution(const ir::Op& op, std::span<const ir::Literal* const> operands,
+                            std::vector<ir::Literal>& results);
 
 }  // namespace tessera::exec

@@ -164,6 +164,54 @@ class ScalarBody {
   bool swapped_ = false;  // the single op reads (rhs, lhs)
 };
 
+// ---- Accumulation domains of dot_general and convolution (kernels_reduce.cpp, kernels_window.cpp) ----
+
+// An operand with its elements read once in the accumulation domain Acc: uint64_t for integers
+// (wrapping), double for floats, complex<double> for complex numbers.
+template <typename Acc>
+std::vector<Acc> elements_as(const ir::Literal& x) {
+  std::vector<Acc> out(static_cast<size_t>(x.num_elements()));
+  for (int64_t i = 0; i < x.num_elements(); ++i) {
+    Scalar s = read_scalar(x, i);
+    if constexpr (std::is_same_v<Acc, uint64_t>)
+      out[static_cast<size_t>(i)] = s.kind == ir::ElementKind::Unsigned ? s.u
+                                    : s.kind == ir::ElementKind::Float || s.kind == ir::ElementKind::Complex
+                                        ? static_cast<uint64_t>(ir::float_to_int<ir::Elem<ir::ElementType::i64>>(s.c.real()))
+                                        : static_cast<uint64_t>(s.i);
+    else if constexpr (std::is_same_v<Acc, double>)
+      out[static_cast<size_t>(i)] = s.kind == ir::ElementKind::Unsigned ? static_cast<double>(s.u)
+                                    : s.kind == ir::ElementKind::Float    ? s.c.real()
+                                                                          : static_cast<double>(s.i);
+    else
+      out[static_cast<size_t>(i)] = s.kind == ir::ElementKind::Unsigned ? Acc(static_cast<double>(s.u))
+                                    : s.kind == ir::ElementKind::Signed || s.kind == ir::ElementKind::Bool
+                                        ? Acc(static_cast<double>(s.i))
+                                        : s.c;
+  }
+  return out;
+}
+
+// A result element from an accumulator.
+inline Scalar scalar_of(uint64_t v, ir::ElementType e) {
+  Scalar s;
+  s.kind = ir::is_unsigned_integer(e) ? ir::ElementKind::Unsigned : ir::ElementKind::Signed;
+  s.u = v;
+  s.i = static_cast<int64_t>(v);
+  return s;
+}
+inline Scalar scalar_of(double v, ir::ElementType) {
+  Scalar s;
+  s.kind = ir::ElementKind::Float;
+  s.c = v;
+  return s;
+}
+inline Scalar scalar_of(std::complex<double> v, ir::ElementType) {
+  Scalar s;
+  s.kind = ir::ElementKind::Complex;
+  s.c = v;
+  return s;
+}
+
 // ---- Array helpers shared with the collectives (kernels_movement.cpp) ----
 
 // x[start:limit] with unit strides.

@@ -56,6 +56,17 @@ struct ScatterDims {
   bool operator==(const ScatterDims&) const = default;
 };
 
+// stablehlo.convolution's dimension numbers: which operand dimension is batch, feature, spatial.
+struct ConvDims {
+  int64_t input_batch = 0, input_feature = 0;
+  std::vector<int64_t> input_spatial;
+  int64_t kernel_input_feature = 0, kernel_output_feature = 0;
+  std::vector<int64_t> kernel_spatial;
+  int64_t output_batch = 0, output_feature = 0;
+  std::vector<int64_t> output_spatial;
+  bool operator==(const ConvDims&) const = default;
+};
+
 // Attribute text kept verbatim (unknown discardable attributes).
 struct Opaque {
   std::string text;
@@ -73,7 +84,7 @@ using ShardingList = std::vector<Sharding>;  // sdy in_shardings / out_shardings
 
 using Attribute = std::variant<bool, int64_t, double, std::string, std::vector<int64_t>, IntMatrix,
                                Literal, ComparisonDirection, CompareType, ChannelHandle, DotDims,
-                               GatherDims, ScatterDims, Sharding, ShardingList, AxisNames, SymbolGrid,
+                               GatherDims, ScatterDims, ConvDims, Sharding, ShardingList, AxisNames, SymbolGrid,
                                Opaque>;
 
 // Ordered by name so printing is deterministic.

@@ -2,6 +2,7 @@
 #include <numeric>
 
 #include "ir/builder.h"
+#include "ir/builder_window.h"
 #include "ir/element_traits.h"
 #include "support/strings.h"
 
@@ -433,6 +434,74 @@ std::vector<Tensor> manual(
   a.set("manual_axes", AxisNames(manual_axes));
   return b.emit_with_regions(OpKind::ManualComputation, inputs, std::move(a), globals,
                              [&](Op& op) { op.adopt_region(std::move(region)); });
+}
+
+}  // namespace tessera::ir
+
+// ---- Windows and convolution (declared in builder_window.h) ----
+
+namespace tessera::ir {
+
+Tensor convolution(const Tensor& lhs, const Tensor& rhs, const ConvDims& dims, const Window& window,
+                   int64_t feature_group_count, int64_t batch_group_count) {
+  AttrMap a;
+  a.set("dimension_numbers", dims);
+  write_window(a, kConvolutionWindow, window);
+  a.set("feature_group_count", feature_group_count);
+  a.set("batch_group_count", batch_group_count);
+  return lhs.builder().emit1(OpKind::Convolution, {lhs, rhs}, std::move(a));
+}
+
+Tensor reduce_window(const Tensor& x, const Tensor& init, const Window& window, OpKind combiner) {
+  Builder& b = x.builder();
+  AttrMap a;
+  write_window(a, kReduceWindow, window);
+  return b.emit_with_regions(OpKind::ReduceWindow, {x, init}, std::move(a), {}, [&](Op& op) {
+    fill_combiner(b.module(), op.add_region(), x.element(), combiner);
+  })[0];
+}
+
+namespace {
+// A region comparing its first two scalar arguments of `types` (others unused) by `direction`.
+void fill_comparator(Module& m, Block& region, const std::vector<ElementType>& types,
+                     ComparisonDirection direction) {
+  Builder b(m, region);
+  std::vector<Tensor> args;
+  for (ElementType e : types) {
+    args.push_back(b.wrap(region.add_argument(Type(e, {}))));
+    args.push_back(b.wrap(region.add_argument(Type(e, {}))));
+  }
+  finish(region, {compare(args[0], args[1], direction)});
+}
+}  // namespace
+
+Tensor select_and_scatter(const Tensor& operand, const Tensor& source, const Tensor& init,
+                          const Window& window, ComparisonDirection select, OpKind scatter) {
+  Builder& b = operand.builder();
+  AttrMap a;
+  write_window(a, kSelectAndScatterWindow, window);
+  return b.emit_with_regions(OpKind::SelectAndScatter, {operand, source, init}, std::move(a), {},
+                             [&](Op& op) {
+                               Block& selector = op.add_region();
+                               Builder sb(b.module(), selector);
+                               Tensor lhs = sb.wrap(selector.add_argument(Type(operand.element(), {})));
+                               Tensor rhs = sb.wrap(selector.add_argument(Type(operand.element(), {})));
+                               finish(selector, {compare(lhs, rhs, select)});
+                               fill_combiner(b.module(), op.add_region(), operand.element(), scatter);
+                             })[0];
+}
+
+std::vector<Tensor> sort(const std::vector<Tensor>& xs, int64_t dimension, ComparisonDirection direction,
+                         bool is_stable) {
+  Builder& b = xs.at(0).builder();
+  AttrMap a;
+  a.set("dimension", dimension);
+  a.set("is_stable", is_stable);
+  std::vector<ElementType> types;
+  for (const Tensor& x : xs) types.push_back(x.element());
+  return b.emit_with_regions(OpKind::Sort, xs, std::move(a), {}, [&](Op& op) {
+    fill_comparator(b.module(), op.add_region(), types, direction);
+  });
 }
 
 }  // namespace tessera::ir

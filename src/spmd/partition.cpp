@@ -283,7 +283,7 @@ class Partitioner {
   // Padding of an uneven split read by a reduction is set to the reduction's identity.
   Tensor mask_padding(const Op& op, size_t i, Tensor t, const Type& global, const Sharding& s, Builder& b) {
     bool is_reduce_input = op.kind() == OpKind::Reduce && i < op.num_results();
-    if (op.kind() != OpKind::DotGeneral && !is_reduce_input) return t;
+    if (op.kind() != OpKind::DotGeneral && op.kind() != OpKind::Convolution && !is_reduce_input) return t;
     auto mask = valid_mask(ctx_, b, global, s);
     if (!mask) return t;
     Tensor fill = is_reduce_input ? local_.at(op.operand(op.num_results() + i)) : b.scalar(t.element(), 0);

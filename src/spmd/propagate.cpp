@@ -53,7 +53,7 @@ int op_round(const Op& op) {
     case OpKind::ShardingConstraint: case OpKind::BroadcastInDim: case OpKind::Transpose:
     case OpKind::Convert: case OpKind::OptimizationBarrier: case OpKind::While:
       return 0;
-    case OpKind::DotGeneral: case OpKind::Reduce:
+    case OpKind::DotGeneral: case OpKind::Reduce: case OpKind::Convolution:
       return 1;
     default:
       return 2;

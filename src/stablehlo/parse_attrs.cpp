@@ -417,6 +417,7 @@ ir::Attribute parse_attribute(Lexer& lx, const std::string& name) {
     });
     return h;
   }
+  if (lx.try_consume("#stablehlo.conv")) return parse_conv_attr(lx);
   if (lx.try_consume("#stablehlo.dot")) {
     ir::DotDims d;
     parse_fields(lx, [&](const std::string& k) {

@@ -22,6 +22,10 @@ void parse_function_type(Lexer& lx, std::vector<ir::Type>& inputs, std::vector<i
 ir::Literal parse_dense(Lexer& lx);
 // "[1, 2, 3]" as integers.
 std::vector<int64_t> parse_int_list(Lexer& lx);
+// Convolution dimension numbers: "[b, 0, 1, f]x[0, 1, i, o]->[b, 0, 1, f]".
+// After "#stablehlo.conv": "<[b, 0, 1, f]x...>" or "<raw input_batch_dimension = 0, ...>".
+ir::ConvDims parse_conv_dims(Lexer& lx);
+ir::ConvDims parse_conv_attr(Lexer& lx);
 
 // One attribute value; `name` decides the kind where the text alone does not (replica_groups is
 // an integer matrix, not a tensor literal). Unknown forms are kept as ir::Opaque.

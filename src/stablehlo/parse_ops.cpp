@@ -375,6 +375,7 @@ constexpr Rule rule_for(OpKind k) {
     case OpKind::Pad: return pad;
     case OpKind::DotGeneral: return dot_general;
     case OpKind::Reduce: return reduce;
+    case OpKind::Convolution: return parse_convolution;
     case OpKind::While: return while_loop;
     case OpKind::Select: return select;
     case OpKind::ShardingConstraint:

@@ -66,5 +66,7 @@ class Parser {
 // Reads the pretty form of `op.kind` (after the op name). Defined in parse_ops.cpp, one rule per
 // row of ops.def.
 void parse_pretty(Parser& p, OpText& op);
+// stablehlo.convolution's pretty form (parse_window.cpp).
+void parse_convolution(Parser& p, OpText& op);
 
 }  // namespace tessera::stablehlo

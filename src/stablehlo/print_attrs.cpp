@@ -107,6 +107,28 @@ std::string symbol(std::string_view name) { return "@" + keyword_or_string(name)
 
 std::string int_list(const std::vector<int64_t>& v) { return "[" + support::join(v, ", ") + "]"; }
 
+// One operand's layout: its batch-like and feature-like dimension letters and the spatial dimensions
+// numbered in order, each at the position of the operand dimension it names.
+std::string conv_layout(size_t rank, std::initializer_list<std::pair<int64_t, char>> named,
+                        const std::vector<int64_t>& spatial) {
+  std::vector<std::string> slots(rank, "?");
+  auto put = [&](int64_t d, std::string text) {
+    if (d >= 0 && static_cast<size_t>(d) < rank) slots[static_cast<size_t>(d)] = std::move(text);
+  };
+  for (auto [d, letter] : named) put(d, std::string(1, letter));
+  for (size_t i = 0; i < spatial.size(); ++i) put(spatial[i], std::to_string(i));
+  return "[" + support::join(slots, ", ") + "]";
+}
+
+std::string conv_dims_text(const ir::ConvDims& d) {
+  size_t rank = d.input_spatial.size() + 2;
+  return conv_layout(rank, {{d.input_batch, 'b'}, {d.input_feature, 'f'}}, d.input_spatial) + "x" +
+         conv_layout(rank, {{d.kernel_input_feature, 'i'}, {d.kernel_output_feature, 'o'}},
+                     d.kernel_spatial) +
+         "->" +
+         conv_layout(rank, {{d.output_batch, 'b'}, {d.output_feature, 'f'}}, d.output_spatial);
+}
+
 std::string sharding_body(const ir::Sharding& s) {
   std::string dims;
   for (const ir::DimSharding& d : s.dims) dims += (dims.empty() ? "" : ", ") + dim_sharding(d);
@@ -221,6 +243,7 @@ std::string print_attribute(const ir::Attribute& attribute, const std::string& n
                 .number("index_vector_dim", d.index_vector_dim)
                 .done("scatter");
           },
+          [](const ir::ConvDims& d) { return "#stablehlo.conv<" + conv_dims_text(d) + ">"; },
           [](const ir::Sharding& s) { return print(s); },
           [](const ir::ShardingList& l) {
             return "#sdy.sharding_per_value<" + sharding_list(l) + ">";

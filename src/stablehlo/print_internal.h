@@ -25,6 +25,7 @@ std::string sharding_body(const ir::Sharding& s);      // <@m, [{"a"}, {}]>
 std::string sharding_list(const ir::ShardingList& l);  // [<@m, ...>, <@m, ...>]
 std::string axis_names(const ir::AxisNames& names);    // {"a", "b"}
 std::string axis_ref_list(const std::vector<ir::AxisRef>& refs);  // {"a", "b":(1)2}
+std::string conv_dims_text(const ir::ConvDims& d);  // [b, 0, 1, f]x[0, 1, i, o]->[b, 0, 1, f]
 std::string dense(const ir::Literal& literal);         // dense<...> : tensor<...>
 // `name = value`, or just `name` for a set unit attribute; empty for an unset one.
 std::string named_attribute(const std::string& name, const ir::Attribute& value);

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <iterator>
 
+#include "ir/window.h"
 #include "stablehlo/print_internal.h"
 #include "stablehlo/printer.h"
 
@@ -248,6 +249,55 @@ void reduce(Printer& p, const Op& op) {
   p.functional_type(op);
 }
 
+// ---- Windows and convolution ----
+
+// `stablehlo.convolution(%a, %b) dim_numbers = [b, 0, 1, f]x[0, 1, i, o]->[b, 0, 1, f], window =
+// {stride = [2, 2], pad = [[0, 1], [0, 1]]} {attrs} : (t, t) -> t`, each window field printed
+// when its attribute is there; the generic form when an attribute has a shape the pretty form
+// cannot spell.
+void convolution(Printer& p, const Op& op) {
+  const auto* d = op.attrs().find<ir::ConvDims>("dimension_numbers");
+  size_t rank = d ? d->input_spatial.size() : 0;
+  bool reversal_ok = true;
+  std::vector<bool> reversal = ir::bool_array(op.attrs(), "window_reversal", reversal_ok);
+  bool padding_ok = !op.attrs().has("padding") ||
+                    ir::padding_shape(op.attrs(), "padding") ==
+                        std::vector<int64_t>{static_cast<int64_t>(rank), 2};
+  auto list_ok = [&](const char* name) {
+    return !op.attrs().has(name) || op.attrs().find<std::vector<int64_t>>(name) != nullptr;
+  };
+  if (!d || op.operands().size() != 2 || !reversal_ok || !padding_ok || !list_ok("window_strides") ||
+      !list_ok("lhs_dilation") || !list_ok("rhs_dilation"))
+    return generic(p, op);
+  p << op.name() << "(";
+  p.values(op.operands());
+  p << ") dim_numbers = " << conv_dims_text(*d) << ", window = {";
+  std::string fields;
+  auto field = [&](std::string_view name, const std::string& text) {
+    fields += fmt::format("{}{} = {}", fields.empty() ? "" : ", ", name, text);
+  };
+  if (const auto* v = op.attrs().find<std::vector<int64_t>>("window_strides")) field("stride", int_list(*v));
+  if (op.attrs().has("padding")) {
+    ir::Window w = ir::read_window(op.attrs(), ir::kConvolutionWindow, rank, std::vector<int64_t>(rank, 1));
+    std::string rows;
+    for (size_t i = 0; i < rank; ++i)
+      rows += fmt::format("{}[{}, {}]", i ? ", " : "", w.pad_lo[i], w.pad_hi[i]);
+    field("pad", "[" + rows + "]");
+  }
+  if (const auto* v = op.attrs().find<std::vector<int64_t>>("lhs_dilation")) field("lhs_dilate", int_list(*v));
+  if (const auto* v = op.attrs().find<std::vector<int64_t>>("rhs_dilation")) field("rhs_dilate", int_list(*v));
+  if (op.attrs().has("window_reversal")) {
+    std::string items;
+    for (bool b : reversal) items += std::string(items.empty() ? "" : ", ") + (b ? "true" : "false");
+    field("reverse", "[" + items + "]");
+  }
+  p << fields << "}"
+    << except(op, {"dimension_numbers", "window_strides", "padding", "lhs_dilation", "rhs_dilation",
+                   "window_reversal"})
+    << " : ";
+  p.functional_type(op);
+}
+
 // ---- Control ----
 
 void while_loop(Printer& p, const Op& op) {
@@ -465,6 +515,10 @@ constexpr Rule BroadcastInDim = broadcast_in_dim, Reshape = operands_only, Trans
                Concatenate = concatenate, Pad = pad, Reverse = reverse, Gather = generic,
                Scatter = generic;
 constexpr Rule Reduce = reduce, DotGeneral = dot_general;
+// Windows and convolution. reduce_window, select_and_scatter and sort print in the generic form,
+// as stablehlo-opt prints them.
+constexpr Rule Convolution = convolution, ReduceWindow = generic, SelectAndScatter = generic,
+               Sort = generic;
 constexpr Rule While = while_loop, OptimizationBarrier = optimization_barrier, Return = terminator;
 constexpr Rule AllReduce = generic, AllGather = generic, ReduceScatter = generic,
                AllToAll = generic, CollectivePermute = generic, CollectiveBroadcast = generic,

@@ -218,7 +218,7 @@ std::vector<Row> reduce_rows() {
 
 std::vector<Row> all_rows() {
   std::vector<Row> rows = elementwise_rows();
-  for (auto&& more : {movement_rows(), reduce_rows()}) rows.insert(rows.end(), more.begin(), more.end());
+  for (auto&& more : {movement_rows(), reduce_rows(), window_rows()}) rows.insert(rows.end(), more.begin(), more.end());
   return rows;
 }
 

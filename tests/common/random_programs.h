@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "ir/builder.h"
+#include "ir/builder_window.h"
 #include "ir/literal.h"
 #include "ir/module.h"
 
@@ -72,6 +73,29 @@ struct ProgramGen {
   }
 };
 
+// A window along one random dimension of `shape` (size up to 3, stride up to 2, padding up to 1,
+// sometimes a base or window dilation), trivial along the others.
+inline Window random_window(ProgramGen& g, const std::vector<int64_t>& shape) {
+  size_t rank = shape.size(), d = static_cast<size_t>(g.pick(static_cast<int>(rank)));
+  Window w;
+  w.size.assign(rank, 1);
+  w.stride.assign(rank, 1);
+  w.base_dilation.assign(rank, 1);
+  w.window_dilation.assign(rank, 1);
+  w.pad_lo.assign(rank, 0);
+  w.pad_hi.assign(rank, 0);
+  w.reversal.assign(rank, false);
+  w.size[d] = 1 + g.pick(static_cast<int>(std::min<int64_t>(shape[d], 3)));
+  w.stride[d] = 1 + g.pick(2);
+  w.pad_lo[d] = g.pick(2);
+  w.pad_hi[d] = g.pick(2);
+  if (g.coin(0.2)) w.base_dilation[d] = 2;
+  if (g.coin(0.2)) w.window_dilation[d] = 2;
+  if (w.num_windows(d, shape[d]) == 0) w.window_dilation[d] = 1;  // no empty results
+  if (w.num_windows(d, shape[d]) == 0) w.size[d] = 1;
+  return w;
+}
+
 // One random program: parameters with random shardings, then a chain of 5-30 ops drawn from the op
 // table on the newest value (contractions, layout ops, reductions, element-wise ops, constraints).
 inline void build_sharded_program(Module& m, ProgramGen& g, int length) {
@@ -84,7 +108,7 @@ inline void build_sharded_program(Module& m, ProgramGen& g, int length) {
     for (int step = 0; step < length; ++step) {
       const auto shape = x.shape();
       size_t rank = shape.size();
-      switch (g.pick(18)) {
+      switch (g.pick(22)) {
         case 0: x = tanh(x); break;
         case 1: x = x * param(shape) + 0.5; break;
         case 2: x = maximum(x, param(shape)) - x; break;
@@ -177,6 +201,35 @@ inline void build_sharded_program(Module& m, ProgramGen& g, int length) {
           std::vector<int64_t> sizes = shape;
           sizes[d] = shape[d] - 1;
           x = dynamic_slice(x, start, sizes);
+          break;
+        }
+        // Windows and convolution (random_window below): a window along one dimension.
+        case 18: {  // reduce_window: a sum or a max-pool (from -8, not -inf: a window of padding
+                    // alone would give -inf, and NaN after a contraction)
+          Window w = random_window(g, shape);
+          x = g.coin() ? reduce_window(x, x.builder().scalar(ElementType::f32, 0), w, OpKind::Add)
+                       : reduce_window(x, x.builder().scalar(ElementType::f32, -8), w, OpKind::Maximum);
+          break;
+        }
+        case 19:
+          if (rank == 3 && shape[1] >= 2) {  // a 1-D convolution [b, 0, f]x[0, i, o]->[b, 0, f]
+            int64_t k = 1 + g.pick(static_cast<int>(std::min<int64_t>(shape[1], 3)));
+            Window w = random_window(g, {shape[1]});
+            w.size = {k};
+            if (w.num_windows(0, shape[1]) == 0) w.window_dilation = {1};
+            Tensor kernel = param({k, shape[2], 1 + g.pick(4)});
+            x = convolution(x, kernel, ConvDims{0, 2, {1}, 1, 2, {0}, 0, 2, {1}}, w);
+          }
+          break;
+        case 20: x = sort({x}, g.pick(static_cast<int>(rank)), ComparisonDirection::LT)[0]; break;
+        case 21: {  // select_and_scatter of a new source over the windows' maxima
+          Window w = random_window(g, shape);
+          w.base_dilation.assign(rank, 1);
+          w.window_dilation.assign(rank, 1);
+          std::vector<int64_t> windows;
+          for (size_t d = 0; d < rank; ++d) windows.push_back(w.num_windows(d, shape[d]));
+          x = select_and_scatter(x, param(windows), x.builder().scalar(ElementType::f32, 0), w,
+                                 ComparisonDirection::GE, OpKind::Add);
           break;
         }
       }

@@ -11,6 +11,7 @@
 #include "exec_tolerance.h"
 #include "interp/interpreter.h"
 #include "ir/builder.h"
+#include "ir/builder_window.h"
 
 namespace tessera::exec {
 namespace {
@@ -210,6 +211,42 @@ TEST(Accelerate, TakesTheCasesItHandlesAndDeclinesOthers) {
   std::vector<Literal> none;
   EXPECT_FALSE(accelerate(bf_dot, mixed, none));
   EXPECT_TRUE(none.empty());
+}
+
+// ---- Windows and convolution ----
+
+// im2col + GEMM against the reference convolution: layouts, strides, padding, both dilations;
+// groups and integer convolutions are declined.
+TEST(Accelerate, ConvolutionsMatchTheReference) {
+  auto conv = [](ConvDims d, Window w, int64_t groups = 1) {
+    return [d, w, groups](FunctionBuilder&, const std::vector<Tensor>& p) { return convolution(p[0], p[1], d, w, groups); };
+  };
+  auto window = [](std::vector<int64_t> stride, std::vector<int64_t> base, std::vector<int64_t> dil,
+                   std::vector<int64_t> lo, std::vector<int64_t> hi) {
+    Window w;
+    w.size.assign(stride.size(), 1);
+    w.stride = stride;
+    w.base_dilation = base;
+    w.window_dilation = dil;
+    w.pad_lo = lo;
+    w.pad_hi = hi;
+    w.reversal.assign(stride.size(), false);
+    return w;
+  };
+  ConvDims nhwc{0, 3, {1, 2}, 2, 3, {0, 1}, 0, 3, {1, 2}};
+  ConvDims nchw{0, 1, {2, 3}, 1, 0, {2, 3}, 0, 1, {2, 3}};
+  ConvDims nwc{0, 2, {1}, 1, 2, {0}, 0, 2, {1}};
+  std::vector<Case> cases = {
+      {"nhwc same padding", {f32({2, 5, 5, 2}), f32({2, 2, 2, 4})}, conv(nhwc, window({1, 1}, {1, 1}, {1, 1}, {1, 0}, {0, 1})), false},
+      {"nchw strided, dilated", {f32({2, 2, 6, 5}), f32({3, 2, 2, 2})},
+       conv(nchw, window({2, 1}, {2, 1}, {1, 2}, {0, 1}, {1, 0})), false},
+      {"1-D f64", {f64({3, 7, 4}), f64({3, 4, 2})}, conv(nwc, window({2}, {1}, {1}, {1}, {1})), false},
+      {"feature groups (declined)", {f32({1, 4, 4, 2}), f32({2, 2, 1, 4})},
+       conv(nhwc, window({1, 1}, {1, 1}, {1, 1}, {0, 0}, {0, 0}), 2), true, false},
+      {"integers (declined)", {i32({1, 4, 4, 2}), i32({2, 2, 2, 4})},
+       conv(nhwc, window({1, 1}, {1, 1}, {1, 1}, {0, 0}, {0, 0})), true, false},
+  };
+  for (const Case& c : cases) check(c);
 }
 
 }  // namespace

@@ -1,0 +1,107 @@
+// Factor rules of the window ops and sort (see factor_rule.h).
+//
+// convolution is a contraction: the input batch passes to the output batch, the kernel's output
+// features to the output features (both like a dot's free dimensions) and the input features are
+// a reduction shared with the kernel's input features. Feature groups tie the input and output
+// features together, and batch groups the batch to the output features, so those factors are left
+// out when groups are used (the dimensions stay whole). Spatial dimensions are whole: a window
+// reads its neighbours (splitting them needs a halo exchange, not done). reduce_window and
+// select_and_scatter pass through every dimension whose window is trivial (size, stride and
+// dilations 1, no padding); window dimensions are whole. sort passes through every dimension but
+// the sorted one.
+#include "ir/window.h"
+#include "spmd/factor_rule.h"
+
+namespace tessera::spmd::factor_rules {
+
+namespace {
+
+using ir::Op;
+
+FactorRule blank_rule(const Op& op) {
+  FactorRule r;
+  for (ir::Value* v : op.operands()) r.operands.emplace_back(static_cast<size_t>(v->type().rank()));
+  for (ir::Value* v : op.results()) r.results.emplace_back(static_cast<size_t>(v->type().rank()));
+  return r;
+}
+
+// Every trivial window dimension d of size > 1 one factor, shared by `operands` and every result.
+FactorRule trivial_window_dims(const Op& op, const ir::Window& w, std::initializer_list<size_t> operands) {
+  FactorRule r = blank_rule(op);
+  const auto& shape = op.operand(0)->type().shape;
+  for (size_t d = 0; d < shape.size() && d < w.rank(); ++d) {
+    if (!w.trivial(d) || shape[d] == 1) continue;
+    int f = r.add(shape[d]);
+    for (size_t i : operands) r.operands[i][d] = {f};
+    for (auto& t : r.results) t[d] = {f};
+  }
+  return r;
+}
+
+}  // namespace
+
+FactorRule rule_Convolution(const Op& op) {
+  FactorRule r = blank_rule(op);
+  const auto& d = op.attrs().get<ir::ConvDims>("dimension_numbers");
+  int64_t groups = op.attrs().get_or<int64_t>("feature_group_count", 1);
+  int64_t batch_groups = op.attrs().get_or<int64_t>("batch_group_count", 1);
+  const auto& lhs = op.operand(0)->type().shape;
+  const auto& rhs = op.operand(1)->type().shape;
+  auto at = [](const std::vector<int64_t>& s, int64_t dim) { return s[static_cast<size_t>(dim)]; };
+  if (batch_groups == 1 && at(lhs, d.input_batch) != 1) {
+    int f = r.add(at(lhs, d.input_batch));
+    r.operands[0][static_cast<size_t>(d.input_batch)] = {f};
+    r.results[0][static_cast<size_t>(d.output_batch)] = {f};
+  }
+  if (groups == 1 && batch_groups == 1) {
+    if (at(rhs, d.kernel_output_feature) != 1) {
+      int f = r.add(at(rhs, d.kernel_output_feature));
+      r.operands[1][static_cast<size_t>(d.kernel_output_feature)] = {f};
+      r.results[0][static_cast<size_t>(d.output_feature)] = {f};
+    }
+    if (at(lhs, d.input_feature) != 1) {
+      int f = r.add(at(lhs, d.input_feature), FactorKind::kReduction);
+      r.operands[0][static_cast<size_t>(d.input_feature)] = {f};
+      r.operands[1][static_cast<size_t>(d.kernel_input_feature)] = {f};
+    }
+  }
+  return r;
+}
+
+FactorRule rule_ReduceWindow(const Op& op) {
+  size_t n = op.num_results();
+  ir::Window w = ir::read_window(op.attrs(), ir::kReduceWindow, static_cast<size_t>(op.operand(0)->type().rank()));
+  FactorRule r = blank_rule(op);
+  const auto& shape = op.operand(0)->type().shape;
+  for (size_t d = 0; d < shape.size(); ++d) {
+    if (!w.trivial(d) || shape[d] == 1) continue;
+    int f = r.add(shape[d]);
+    for (size_t k = 0; k < n; ++k) {
+      r.operands[k][d] = {f};
+      r.results[k][d] = {f};
+    }
+  }
+  return r;
+}
+
+FactorRule rule_SelectAndScatter(const Op& op) {
+  ir::Window w = ir::read_window(op.attrs(), ir::kSelectAndScatterWindow,
+                                 static_cast<size_t>(op.operand(0)->type().rank()));
+  return trivial_window_dims(op, w, {0, 1});
+}
+
+FactorRule rule_Sort(const Op& op) {
+  FactorRule r = blank_rule(op);
+  const auto& shape = op.operand(0)->type().shape;
+  int64_t dim = op.attrs().get_or<int64_t>("dimension", 0);
+  if (dim < 0) dim += static_cast<int64_t>(shape.size());
+  for (size_t d = 0; d < shape.size(); ++d) {
+    if (static_cast<int64_t>(d) == dim || shape[d] == 1) continue;
+    int f = r.add(shape[d]);
+    for (auto& t : r.operands) t[d] = {f};
+    for (auto& t : r.results) t[d] = {f};
+  }
+  return r;
+}
+
+}  // namespace tessera::spmd::factor_rules
