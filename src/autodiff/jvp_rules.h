@@ -62,6 +62,11 @@ class JvpContext {
 
 // The sum of the terms present; nothing (zero) when none is.
 std::optional<Tensor> sum_of(std::initializer_list<std::optional<Tensor>> terms);
+// y = f(x) with dy = dx * scale(c): the unary rules.
+template <typename F>
+void scaled(JvpContext& c, F scale) {
+  c.set(0, c.term(0, [&](const Tensor& d) { return d * scale(c); }));
+}
 // 1 where `mask`, else 0, in `type` (the choosers' masks).
 Tensor indicator(const Tensor& mask, const ir::Type& type);
 // For an op linear in its float operands together (movement ops, gather, scatter, a sum, the

@@ -15,12 +15,6 @@ using T = const Tensor&;
 
 void none(JvpContext&) {}
 
-// y = f(x) with dy = dx * scale(c): the unary rules.
-template <typename F>
-void scaled(JvpContext& c, F scale) {
-  c.set(0, c.term(0, [&](T d) { return d * scale(c); }));
-}
-
 // The share of a chooser's result that operand i (0 or 1) gets: 1 where it wins (`wins`, x_i
 // against the other), 1/2 on a tie, 0 where it loses.
 Tensor share(JvpContext& c, size_t i, ComparisonDirection wins) {

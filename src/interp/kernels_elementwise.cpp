@@ -37,41 +37,6 @@ namespace {
 
 using namespace scalar;
 
-void check_category(const EvalContext& ctx, unsigned allowed) {
-  ir::ElementType e = ctx.operand(0).element();
-  if ((category(e) & allowed) == 0)
-    ctx.fail("is not defined for operands of type {}", to_string(ctx.operand(0).type()));
-}
-
-template <typename Fn>
-Results unary(const EvalContext& ctx, unsigned allowed) {
-  check_category(ctx, allowed);
-  const Literal& a = ctx.operand(0);
-  Literal out(ctx.result_type());
-  ir::visit_element(a.element(), [&]<typename E>() {
-    auto x = a.data<E>();
-    auto r = out.data<E>();
-    for (size_t i = 0; i < r.size(); ++i) r[i] = E::store(Fn::template apply<E>(E::load(x[i])));
-  });
-  return one(std::move(out));
-}
-
-template <typename Fn>
-Results binary(const EvalContext& ctx, unsigned allowed) {
-  check_category(ctx, allowed);
-  const Literal& a = ctx.operand(0);
-  const Literal& b = ctx.operand(1);
-  Literal out(ctx.result_type());
-  ir::visit_element(a.element(), [&]<typename E>() {
-    auto x = a.data<E>();
-    auto y = b.data<E>();
-    auto r = out.data<E>();
-    for (size_t i = 0; i < r.size(); ++i)
-      r[i] = E::store(Fn::template apply<E>(E::load(x[i]), E::load(y[i])));
-  });
-  return one(std::move(out));
-}
-
 template <typename Fn, typename E>
 void apply_stored(const std::byte* lhs, const std::byte* rhs, std::byte* out) {
   typename E::storage x, y;

@@ -308,7 +308,7 @@ TESSERA_WIDE_UNARY(Sqrt, std::sqrt(x))
 TESSERA_WIDE_UNARY(Rsqrt, decltype(x)(1) / std::sqrt(x))
 TESSERA_WIDE_UNARY(Sine, std::sin(x))
 TESSERA_WIDE_UNARY(Cosine, std::cos(x))
-#undef TESSERA_WIDE_UNARY
+// (TESSERA_WIDE_UNARY stays defined: kernels_elementwise_more.cpp defines more ops with it.)
 
 // Ties to even without depending on the floating-point environment's rounding mode.
 inline double round_half_even(double x) {
@@ -330,5 +330,42 @@ TESSERA_ROUNDING(Ceil, std::ceil)
 TESSERA_ROUNDING(RoundNearestEven, round_half_even)
 TESSERA_ROUNDING(RoundNearestAfz, std::round)       // ties away from zero
 #undef TESSERA_ROUNDING
+
+// ---- Kernels of one-type elementwise ops, through a functor (shared by the kernel files) ----
+
+inline void check_category(const EvalContext& ctx, unsigned allowed) {
+  ir::ElementType e = ctx.operand(0).element();
+  if ((category(e) & allowed) == 0)
+    ctx.fail("is not defined for operands of type {}", to_string(ctx.operand(0).type()));
+}
+
+template <typename Fn>
+Results unary(const EvalContext& ctx, unsigned allowed) {
+  check_category(ctx, allowed);
+  const ir::Literal& a = ctx.operand(0);
+  ir::Literal out(ctx.result_type());
+  ir::visit_element(a.element(), [&]<typename E>() {
+    auto x = a.data<E>();
+    auto r = out.data<E>();
+    for (size_t i = 0; i < r.size(); ++i) r[i] = E::store(Fn::template apply<E>(E::load(x[i])));
+  });
+  return one(std::move(out));
+}
+
+template <typename Fn>
+Results binary(const EvalContext& ctx, unsigned allowed) {
+  check_category(ctx, allowed);
+  const ir::Literal& a = ctx.operand(0);
+  const ir::Literal& b = ctx.operand(1);
+  ir::Literal out(ctx.result_type());
+  ir::visit_element(a.element(), [&]<typename E>() {
+    auto x = a.data<E>();
+    auto y = b.data<E>();
+    auto r = out.data<E>();
+    for (size_t i = 0; i < r.size(); ++i)
+      r[i] = E::store(Fn::template apply<E>(E::load(x[i]), E::load(y[i])));
+  });
+  return one(std::move(out));
+}
 
 }  // namespace tessera::interp::scalar

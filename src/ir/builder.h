@@ -148,6 +148,36 @@ Tensor compare(const Tensor& a, const Tensor& b, ComparisonDirection direction);
 Tensor select(const Tensor& pred, const Tensor& on_true, const Tensor& on_false);
 Tensor clamp(const Tensor& lo, const Tensor& x, const Tensor& hi);
 
+// ---- More elementwise ops, StableHLO's and CHLO's (builder_more.cpp, #17) ----
+Tensor tan(const Tensor& x);
+Tensor cbrt(const Tensor& x);
+Tensor popcnt(const Tensor& x);
+Tensor count_leading_zeros(const Tensor& x);
+Tensor reduce_precision(const Tensor& x, int64_t exponent_bits, int64_t mantissa_bits);
+Tensor complex(const Tensor& re, const Tensor& im);
+Tensor real(const Tensor& x);
+Tensor imag(const Tensor& x);
+Tensor erf(const Tensor& x);
+Tensor erfc(const Tensor& x);
+Tensor erf_inv(const Tensor& x);
+Tensor lgamma(const Tensor& x);
+Tensor digamma(const Tensor& x);
+Tensor bessel_i1e(const Tensor& x);
+Tensor sinh(const Tensor& x);
+Tensor cosh(const Tensor& x);
+Tensor asin(const Tensor& x);
+Tensor acos(const Tensor& x);
+Tensor atan(const Tensor& x);
+Tensor asinh(const Tensor& x);
+Tensor acosh(const Tensor& x);
+Tensor atanh(const Tensor& x);
+Tensor square(const Tensor& x);
+Tensor conj(const Tensor& x);
+Tensor is_inf(const Tensor& x);
+Tensor is_pos_inf(const Tensor& x);
+Tensor is_neg_inf(const Tensor& x);
+Tensor next_after(const Tensor& x, const Tensor& toward);
+
 // NumPy broadcasting of a to `shape` (no-op when equal).
 Tensor broadcast_to(const Tensor& a, const std::vector<int64_t>& shape);
 

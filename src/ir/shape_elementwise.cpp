@@ -6,17 +6,8 @@
 
 namespace tessera::ir {
 namespace shape_rules {
-namespace {
 
 using Types = std::vector<Type>;
-
-enum Allowed : unsigned {
-  kBool = 1, kInt = 2, kFloat = 4, kComplex = 8,
-  kNumeric = kInt | kFloat | kComplex,
-  kFloating = kFloat | kComplex,
-  kIntegral = kBool | kInt,
-  kAny = kBool | kInt | kFloat | kComplex,
-};
 
 unsigned category(ElementType e) {
   switch (info(e).kind) {
@@ -29,6 +20,7 @@ unsigned category(ElementType e) {
   return 0;
 }
 
+namespace {
 // "integer, float or complex" for the allowed categories.
 std::string allowed_string(unsigned allowed) {
   std::vector<std::string_view> names;
@@ -39,6 +31,7 @@ std::string allowed_string(unsigned allowed) {
   for (size_t i = 1; i < names.size(); ++i) out += fmt::format("{}{}", i + 1 == names.size() ? " or " : ", ", names[i]);
   return out;
 }
+}  // namespace
 
 void check_allowed(const ShapeQuery& q, size_t i, unsigned allowed) {
   if ((category(q.operands[i].element) & allowed) == 0)
@@ -59,8 +52,6 @@ Types same_types(const ShapeQuery& q, size_t n, unsigned allowed) {
 
 Types unary(const ShapeQuery& q, unsigned allowed) { return same_types(q, 1, allowed); }
 Types binary(const ShapeQuery& q, unsigned allowed) { return same_types(q, 2, allowed); }
-
-}  // namespace
 
 const Type& declared_result(const ShapeQuery& q, size_t i) {
   if (q.declared.size() <= i) reject(q, "needs its result type written out");

@@ -35,6 +35,21 @@ template <typename... Args>
   support::fail("{}: {}", spelling(q.kind), fmt::format(format, std::forward<Args>(args)...));
 }
 const Type& declared_result(const ShapeQuery& q, size_t i = 0);
+// Element categories an elementwise rule admits.
+enum Allowed : unsigned {
+  kBool = 1, kInt = 2, kFloat = 4, kComplex = 8,
+  kNumeric = kInt | kFloat | kComplex,
+  kFloating = kFloat | kComplex,
+  kIntegral = kBool | kInt,
+  kAny = kBool | kInt | kFloat | kComplex,
+};
+unsigned category(ElementType e);
+// Operand i's element type must be of an allowed category.
+void check_allowed(const ShapeQuery& q, size_t i, unsigned allowed);
+// n operands of one type, of an allowed category; the result has that type.
+std::vector<Type> same_types(const ShapeQuery& q, size_t n, unsigned allowed);
+std::vector<Type> unary(const ShapeQuery& q, unsigned allowed);
+std::vector<Type> binary(const ShapeQuery& q, unsigned allowed);
 void check_dimension(const ShapeQuery& q, std::string_view attr, int64_t dim, int64_t rank);
 std::string types_string(std::span<const Type> types);
 }  // namespace shape_rules

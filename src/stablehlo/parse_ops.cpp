@@ -163,6 +163,10 @@ void dot_general(Parser& p, OpText& op) {
 }
 
 // stablehlo.reduce(%x init: %c) applies stablehlo.add across dimensions = [1] : (...) -> ...
+// or, with any body, the form JAX prints for argmax (one `(lhs, rhs)` pair of scalar arguments
+// per input; the block's arguments are every lhs, then every rhs):
+// stablehlo.reduce(%a init: %b), (%c init: %d) across dimensions = [1] {attrs} : (...) -> (...)
+//     reducer(%x: t, %y: t) (%z: u, %w: u) { ... stablehlo.return ... }
 void reduce(Parser& p, OpText& op) {
   std::vector<ir::Value*> inputs, inits;
   do {
@@ -175,10 +179,31 @@ void reduce(Parser& p, OpText& op) {
   } while (p.lx.try_consume(","));
   op.operands = inputs;
   op.operands.insert(op.operands.end(), inits.begin(), inits.end());
-  p.lx.skip_space();
-  Location at = p.lx.location();
-  if (!p.lx.try_consume("applies"))
-    p.lx.error_at(at, "only the 'applies' form of stablehlo.reduce is read; use the generic form");
+  if (!p.lx.try_consume("applies")) {
+    p.lx.expect("across");
+    p.lx.expect("dimensions");
+    p.lx.expect("=");
+    op.attrs.set("dimensions", parse_int_list(p.lx));
+    finish(p, op);
+    p.lx.skip_space();
+    Location at = p.lx.location();
+    p.lx.expect("reducer");
+    std::vector<std::pair<std::string, ir::Type>> lhs, rhs;
+    while (p.lx.peek() == '(') {
+      Location pair_at = p.lx.location();
+      auto pair = p.parse_arg_decls();
+      if (pair.size() != 2)
+        p.lx.error_at(pair_at, fmt::format("a reducer argument pair has {} arguments, not 2", pair.size()));
+      lhs.push_back(pair[0]);
+      rhs.push_back(pair[1]);
+    }
+    if (lhs.size() != inputs.size())
+      p.lx.error_at(at, fmt::format("the reducer declares {} argument pairs for {} inputs", lhs.size(),
+                                    inputs.size()));
+    lhs.insert(lhs.end(), rhs.begin(), rhs.end());
+    p.parse_region(op, &lhs);
+    return;
+  }
   p.lx.skip_space();
   Location body_at = p.lx.location();
   std::string body = p.lx.identifier();
@@ -359,6 +384,58 @@ void expect_const(Parser& p, OpText& op) {
   p.parse_optional_attrs(op);
 }
 
+// More elementwise ops (#17).
+// stablehlo.complex %re, %im : tensor<2xcomplex<f32>> (the operands' type is the parts' type), or a
+// functional type.
+void complex(Parser& p, OpText& op) {
+  op.operands = p.use_values();
+  p.parse_optional_attrs(op);
+  p.lx.skip_space();
+  if (p.lx.peek() == ':' && op.operands.size() == 2) {
+    Location at = p.lx.location();
+    p.lx.expect(":");
+    if (p.lx.peek() != '(') {
+      ir::Type t = parse_type(p.lx);
+      if (!ir::is_complex(t.element)) p.lx.error_at(at, "expected a complex result type");
+      ir::Type part = t.with_element(ir::real_type(t.element));
+      p.check_operand_types(op, {part, part});
+      op.result_types = {t};
+      return;
+    }
+    p.lx.reset(at);
+  }
+  p.parse_trailing_types(op);
+}
+
+// stablehlo.reduce_precision %x, format = e5m10 : tensor<4xf32>
+void reduce_precision(Parser& p, OpText& op) {
+  op.operands = {p.use_value()};
+  p.lx.expect(",");
+  p.lx.expect("format");
+  p.lx.expect("=");
+  p.lx.skip_space();
+  Location at = p.lx.location();
+  std::string format = p.lx.identifier();
+  size_t m = format.find('m');
+  auto digits = [](std::string_view s) {
+    return !s.empty() && s.find_first_not_of("0123456789") == std::string_view::npos;
+  };
+  if (format.size() < 4 || format[0] != 'e' || m == std::string::npos ||
+      !digits(std::string_view(format).substr(1, m - 1)) || !digits(std::string_view(format).substr(m + 1)) ||
+      m > 4 || format.size() - m > 4)
+    p.lx.error_at(at, fmt::format("expected a format eXmY (exponent and mantissa bits), found '{}'", format));
+  op.attrs.set("exponent_bits", static_cast<int64_t>(std::stoll(format.substr(1, m - 1))));
+  op.attrs.set("mantissa_bits", static_cast<int64_t>(std::stoll(format.substr(m + 1))));
+  finish(p, op);
+}
+
+// CHLO's form: `chlo.erf %x {attrs} : tensor<4xf32> -> tensor<4xf32>` (operand types, then the
+// result's after `->`); the StableHLO form `: t` reads too.
+void chlo_form(Parser& p, OpText& op) {
+  common(p, op);
+  if (p.lx.try_consume("->")) op.result_types = {parse_type(p.lx)};
+}
+
 using Rule = void (*)(Parser&, OpText&);
 
 constexpr Rule rule_for(OpKind k) {
@@ -392,6 +469,16 @@ constexpr Rule rule_for(OpKind k) {
     case OpKind::CustomCall: return call_form<kTarget>;
     case OpKind::ExpectEqConst:
     case OpKind::ExpectAlmostEqConst: return expect_const;
+    // More elementwise ops (#17); Tan also reads chlo.tan's form.
+    case OpKind::Complex: return complex;
+    case OpKind::ReducePrecision: return reduce_precision;
+    case OpKind::Tan:
+    case OpKind::Erf: case OpKind::Erfc: case OpKind::ErfInv: case OpKind::Lgamma:
+    case OpKind::Digamma: case OpKind::BesselI1e: case OpKind::Sinh: case OpKind::Cosh:
+    case OpKind::Asin: case OpKind::Acos: case OpKind::Atan: case OpKind::Asinh:
+    case OpKind::Acosh: case OpKind::Atanh: case OpKind::Square: case OpKind::Conj:
+    case OpKind::IsInf: case OpKind::IsPosInf: case OpKind::IsNegInf:
+    case OpKind::NextAfter: return chlo_form;
     default: return common;
   }
 }

@@ -17,6 +17,7 @@ std::optional<ir::OpKind> op_kind_of(const std::string& name) {
   if (name == "return" || name == "func.return" || name == "stablehlo.return" || name == "sdy.return")
     return ir::OpKind::Return;
   if (name == "call") return ir::OpKind::Call;  // func's prefix is implied inside func.func
+  if (name == "chlo.tan") return ir::OpKind::Tan;  // CHLO's tan is StableHLO's (docs/CHLO.md)
   return ir::parse_op_kind(name);
 }
 

@@ -235,18 +235,40 @@ bool reduce_is_compact(const Op& op) {
 }
 
 // `stablehlo.reduce(%x init: %c) applies stablehlo.add across dimensions = [0] : ...` when the
-// body allows it; otherwise the generic form. (stablehlo-opt prints those other bodies in a
-// `reducer(...)` form of its own; the generic form reads back the same in every MLIR tool.)
+// body allows it; otherwise stablehlo-opt's `reducer` form (JAX's argmax prints so):
+// `stablehlo.reduce(%a init: %b), (%c init: %d) across dimensions = [1] : (...) -> (...)`, then
+// on the next line ` reducer(%x: t, %y: t) (%z: u, %w: u)  {body}`, one (lhs, rhs) pair per input.
 void reduce(Printer& p, const Op& op) {
   const auto* dims = op.attrs().find<std::vector<int64_t>>(kDimensions);
-  if (!dims || !reduce_is_compact(op)) return generic(p, op);
-  p << op.name() << "(";
-  p.value(op.operand(0));
-  p << " init: ";
-  p.value(op.operand(1));
-  p << ") applies " << keyword_or_string(op.region(0).ops()[0]->name())
-    << " across dimensions = " << int_list(*dims) << except(op, {kDimensions}) << " : ";
+  size_t n = op.operands().size() / 2;
+  if (!dims || op.regions().size() != 1 || n == 0 || op.operands().size() != 2 * n ||
+      op.region(0).arguments().size() != 2 * n)
+    return generic(p, op);
+  bool compact = reduce_is_compact(op);
+  p << op.name();
+  for (size_t i = 0; i < n; ++i) {
+    p << (i ? ", (" : "(");
+    p.value(op.operand(i));
+    p << " init: ";
+    p.value(op.operand(n + i));
+    p << ")";
+  }
+  if (compact) p << " applies " << keyword_or_string(op.region(0).ops()[0]->name());
+  p << " across dimensions = " << int_list(*dims) << except(op, {kDimensions}) << " : ";
   p.functional_type(op);
+  if (compact) return;
+  const ir::Block& body = op.region(0);
+  p.newline();
+  p << " reducer";
+  for (size_t i = 0; i < n; ++i) {
+    p << (i ? " (" : "(");
+    p.block_argument(body.argument(i));
+    p << ", ";
+    p.block_argument(body.argument(n + i));
+    p << ")";
+  }
+  p << "  ";
+  p.region(body, /*entry_arguments=*/false);
 }
 
 // ---- Windows and convolution ----
@@ -493,6 +515,40 @@ void check_form(Printer& p, const Op& op) {
   p.types(types);
 }
 
+// ---- More elementwise ops (#17) ----
+
+// `stablehlo.complex %re, %im : tensor<2xcomplex<f32>>` when both parts have the result's part type.
+void complex(Printer& p, const Op& op) {
+  const ir::Type& result = op.result()->type();
+  ir::Type part = result.with_element(ir::real_type(result.element));
+  if (op.operands().size() != 2 || op.operand(0)->type() != part || op.operand(1)->type() != part)
+    return operands_only(p, op);
+  p << op.name() << " ";
+  p.values(op.operands());
+  p << except(op, {}) << " : " << ir::to_string(result);
+}
+
+// `stablehlo.reduce_precision %x, format = e5m10 : tensor<4xf32>`
+void reduce_precision(Printer& p, const Op& op) {
+  const auto* e = op.attrs().find<int64_t>("exponent_bits");
+  const auto* m = op.attrs().find<int64_t>("mantissa_bits");
+  if (!e || !m || *e < 0 || *m < 0) return generic(p, op);
+  p << op.name() << " ";
+  p.value(op.operand(0));
+  p << ", format = e" << std::to_string(*e) << "m" << std::to_string(*m)
+    << except(op, {"exponent_bits", "mantissa_bits"}) << " : ";
+  same_operands_and_result_type(p, op);
+}
+
+// CHLO's form: `chlo.erf %x : tensor<4xf32> -> tensor<4xf32>`, `chlo.next_after %x, %y : t, t -> t`.
+void chlo_form(Printer& p, const Op& op) {
+  p << op.name() << " ";
+  p.values(op.operands());
+  p << except(op, {}) << " : ";
+  p.types(op.operand_types());
+  p << " -> " << ir::to_string(op.result()->type());
+}
+
 // ---- The table ----
 
 namespace rules {
@@ -510,6 +566,15 @@ constexpr Rule Add = elementwise, Subtract = elementwise, Multiply = elementwise
                Or = elementwise, Xor = elementwise, ShiftLeft = elementwise,
                ShiftRightLogical = elementwise, ShiftRightArithmetic = elementwise,
                Compare = compare, Clamp = elementwise, Select = select_form;
+constexpr Rule Tan = elementwise, Cbrt = elementwise, Popcnt = elementwise,
+               CountLeadingZeros = elementwise, ReducePrecision = reduce_precision,
+               Complex = complex, Real = elementwise, Imag = elementwise;
+constexpr Rule Erf = chlo_form, Erfc = chlo_form, ErfInv = chlo_form, Lgamma = chlo_form,
+               Digamma = chlo_form, BesselI1e = chlo_form, Sinh = chlo_form, Cosh = chlo_form,
+               Asin = chlo_form, Acos = chlo_form, Atan = chlo_form, Asinh = chlo_form,
+               Acosh = chlo_form, Atanh = chlo_form, Square = chlo_form, Conj = chlo_form,
+               IsInf = chlo_form, IsPosInf = chlo_form, IsNegInf = chlo_form,
+               NextAfter = chlo_form;
 constexpr Rule BroadcastInDim = broadcast_in_dim, Reshape = operands_only, Transpose = transpose,
                Slice = slice, DynamicSlice = dynamic_slice, DynamicUpdateSlice = operands_only,
                Concatenate = concatenate, Pad = pad, Reverse = reverse, Gather = generic,

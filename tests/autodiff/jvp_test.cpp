@@ -253,6 +253,21 @@ TEST(JvpRefusal, CustomCallInReversesWords) {
   EXPECT_EQ(forward_message, reverse_message);
 }
 
+// More elementwise ops (#17): the refused ones say the same in both modes.
+TEST(JvpRefusal, MoreElementwiseOpsInReversesWords) {
+  for (Tensor (*op)(const Tensor&) : {&ir::digamma, &ir::bessel_i1e}) {
+    auto [reverse_message, forward_message] = messages([op](FunctionBuilder& b) { return ir::sum(op(b.param(ir::f32({4})))); });
+    EXPECT_EQ(forward_message.substr(0, 26), "cannot differentiate chlo.");
+    EXPECT_EQ(forward_message, reverse_message);
+  }
+  auto [reverse_message, forward_message] = messages([](FunctionBuilder& b) {
+    Tensor x = b.param(ir::f32({4}));
+    return ir::sum(ir::next_after(x, x * 2.0));
+  });
+  EXPECT_EQ(forward_message, "cannot differentiate chlo.next_after: it has no derivative (JAX defines none for nextafter either)");
+  EXPECT_EQ(forward_message, reverse_message);
+}
+
 TEST(JvpRefusal, LoopOffTheTangentsPathIsNoError) {
   ir::Module m("refusal");
   const ir::Function& f = ir::build_function(m, "f", [](FunctionBuilder& b) {

@@ -67,6 +67,25 @@ std::vector<Row> elementwise_rows() {
   };
 }
 
+// More elementwise ops (#17): each on an interval where it is smooth (f64 operands, so real, imag
+// and conj act on floats; their complex forms are refused, refusal_test.cpp).
+std::vector<Row> more_elementwise_rows() {
+  using P = const std::vector<Tensor>&;
+  return {
+      unary("tan", OpKind::Tan, ir::tan, -1, 1), unary("cbrt", OpKind::Cbrt, ir::cbrt, 0.5, 3),
+      {"reduce_precision", {OpKind::ReducePrecision}, {{{3, 4}}},
+       [](FunctionBuilder&, P p) { return ir::reduce_precision(p[0], 11, 45); }},
+      unary("real", OpKind::Real, ir::real), unary("imag", OpKind::Imag, ir::imag),
+      unary("conj", OpKind::Conj, ir::conj), unary("erf", OpKind::Erf, ir::erf),
+      unary("erfc", OpKind::Erfc, ir::erfc), unary("erf_inv", OpKind::ErfInv, ir::erf_inv, -0.8, 0.8),
+      unary("lgamma", OpKind::Lgamma, ir::lgamma, 0.5, 3), unary("sinh", OpKind::Sinh, ir::sinh),
+      unary("cosh", OpKind::Cosh, ir::cosh), unary("asin", OpKind::Asin, ir::asin, -0.8, 0.8),
+      unary("acos", OpKind::Acos, ir::acos, -0.8, 0.8), unary("atan", OpKind::Atan, ir::atan),
+      unary("asinh", OpKind::Asinh, ir::asinh), unary("acosh", OpKind::Acosh, ir::acosh, 1.2, 3),
+      unary("atanh", OpKind::Atanh, ir::atanh, -0.8, 0.8), unary("square", OpKind::Square, ir::square),
+  };
+}
+
 std::vector<Row> movement_rows() {
   using P = const std::vector<Tensor>&;
   return {
@@ -218,7 +237,8 @@ std::vector<Row> reduce_rows() {
 
 std::vector<Row> all_rows() {
   std::vector<Row> rows = elementwise_rows();
-  for (auto&& more : {movement_rows(), reduce_rows(), window_rows()}) rows.insert(rows.end(), more.begin(), more.end());
+  for (auto&& more : {more_elementwise_rows(), movement_rows(), reduce_rows(), window_rows()})
+    rows.insert(rows.end(), more.begin(), more.end());
   return rows;
 }
 

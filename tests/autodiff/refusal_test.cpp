@@ -8,7 +8,9 @@
 namespace tessera::autodiff::testing {
 
 std::vector<OpKind> refused_ops() {
-  return {OpKind::While, OpKind::Call, OpKind::CustomCall, OpKind::RunParallel};
+  return {OpKind::While, OpKind::Call, OpKind::CustomCall, OpKind::RunParallel,
+          // More elementwise ops (#17).
+          OpKind::Digamma, OpKind::BesselI1e, OpKind::NextAfter, OpKind::Complex};
 }
 
 namespace {
@@ -104,6 +106,32 @@ TEST(Refusal, ReduceOfTwoInputs) {
             }),
             "cannot differentiate stablehlo.reduce: a reduce of 2 inputs at once (e.g. an argmax) is not "
             "differentiated yet");
+}
+
+// More elementwise ops (#17): JAX has no derivative of nextafter; digamma's and bessel_i1e's need
+// functions Tessera does not define; complex values are never differentiated.
+TEST(Refusal, MoreElementwiseOps) {
+  EXPECT_EQ(reverse_message([](FunctionBuilder& b) { return ir::sum(ir::digamma(b.param(ir::f32({4})))); }),
+            "cannot differentiate chlo.digamma: its derivative is polygamma(1, x), which Tessera does not "
+            "define (chlo.polygamma is not in the op table)");
+  EXPECT_EQ(reverse_message([](FunctionBuilder& b) { return ir::sum(ir::bessel_i1e(b.param(ir::f32({4})))); }),
+            "cannot differentiate chlo.bessel_i1e: its derivative needs bessel_i0e, which Tessera does not define");
+  EXPECT_EQ(reverse_message([](FunctionBuilder& b) {
+              Tensor x = b.param(ir::f32({4}));
+              return ir::sum(ir::next_after(x, x * 2.0));
+            }),
+            "cannot differentiate chlo.next_after: it has no derivative (JAX defines none for nextafter either)");
+  std::string complex_why = ": complex values are not differentiated (their cotangents need conjugation)";
+  EXPECT_EQ(reverse_message([](FunctionBuilder& b) {
+              Tensor x = b.param(ir::f32({4}));
+              return ir::sum(ir::real(ir::complex(x, x)));
+            }),
+            "cannot differentiate stablehlo.real" + complex_why);
+  EXPECT_EQ(reverse_message([](FunctionBuilder& b) {
+              Tensor x = b.param(ir::f32({4}));
+              return ir::sum(ir::imag(ir::conj(ir::complex(x, x))));
+            }),
+            "cannot differentiate stablehlo.imag" + complex_why);
 }
 
 TEST(Refusal, ScatterWithAMaximumBody) {

@@ -24,6 +24,8 @@ const std::vector<OpKind> kNoGradient = {
     OpKind::ShiftRightLogical, OpKind::ShiftRightArithmetic, OpKind::Return, OpKind::ExpectEqConst,
     OpKind::ExpectAlmostEqConst, OpKind::ExpectEq, OpKind::ExpectAlmostEq, OpKind::ExpectClose,
     OpKind::SdyConstant,
+    // More elementwise ops (#17): integer and boolean results.
+    OpKind::Popcnt, OpKind::CountLeadingZeros, OpKind::IsInf, OpKind::IsPosInf, OpKind::IsNegInf,
 };
 
 class VjpFd : public ::testing::TestWithParam<Row> {};

@@ -108,7 +108,7 @@ inline void build_sharded_program(Module& m, ProgramGen& g, int length) {
     for (int step = 0; step < length; ++step) {
       const auto shape = x.shape();
       size_t rank = shape.size();
-      switch (g.pick(22)) {
+      switch (g.pick(23)) {
         case 0: x = tanh(x); break;
         case 1: x = x * param(shape) + 0.5; break;
         case 2: x = maximum(x, param(shape)) - x; break;
@@ -232,6 +232,26 @@ inline void build_sharded_program(Module& m, ProgramGen& g, int length) {
                                  ComparisonDirection::GE, OpKind::Add);
           break;
         }
+        case 22:  // more elementwise ops (#17), each on a domain where it is finite
+          switch (g.pick(11)) {
+            case 0: x = tan(tanh(x)); break;
+            case 1: x = cbrt(x) + erf(x); break;
+            case 2: x = erf_inv(tanh(x) * 0.9) - erfc(x); break;
+            case 3: x = lgamma(x * x + 0.5) * digamma(x * x + 0.5); break;
+            case 4: x = bessel_i1e(x) + sinh(tanh(x)) * cosh(tanh(x)); break;
+            case 5: x = asin(tanh(x) * 0.9) + acos(tanh(x) * 0.9); break;
+            case 6: x = atan(x) * asinh(x); break;
+            case 7: x = acosh(square(x) + 1.5) + atanh(tanh(x) * 0.9); break;
+            case 8: {  // integer ops on an iota (reduce_precision and float-to-int conversions are left
+                       // out: a last-bit difference of a contraction's sum order could cross a step)
+              Tensor i = x.builder().iota(i32(shape), g.pick(static_cast<int>(rank)));
+              x = x + convert(popcnt(i) + count_leading_zeros(i), ElementType::f32) * 0.0625;
+              break;
+            }
+            case 9: x = select(is_inf(x) | is_pos_inf(x) | is_neg_inf(x), x * 0.0, next_after(x, square(x))); break;
+            default: x = real(complex(x, x * 0.5)) - imag(conj(complex(x, x * 0.5))); break;
+          }
+          break;
       }
       if (x.type().num_elements() > 4096) x = reduce_sum(x, {0});
       if (g.coin(0.1)) outs.push_back(x);

@@ -4,6 +4,9 @@
 // all rows run in one NumPy process.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+#include <limits>
+
 #include "numpy_oracle.h"
 #include "test_util.h"
 
@@ -100,6 +103,35 @@ const std::vector<Case>& cases() {
        Domain::Halves},
       {OpKind::IsFinite, "np.isfinite(a0)", kF, Domain::Special},
       {OpKind::Not, "~a0", kInts | kB},
+      // More elementwise ops (#17).
+      {OpKind::Tan, wide("np.tan(@)"), kF, Domain::Small},
+      {OpKind::Tan, wide("np.tan(@)"), kC},
+      {OpKind::Cbrt, wide("np.cbrt(@)"), kF},
+      {OpKind::Popcnt,
+       "np.vectorize(lambda v: bin(int(v) & ((1 << (8 * a0.dtype.itemsize)) - 1)).count('1'), otypes=[a0.dtype])(a0)",
+       kInts},
+      {OpKind::CountLeadingZeros,
+       "np.vectorize(lambda v: 8 * a0.dtype.itemsize - (int(v) & ((1 << (8 * a0.dtype.itemsize)) - 1)).bit_length(), "
+       "otypes=[a0.dtype])(a0)",
+       kInts},
+      {OpKind::Real, "np.real(a0)", kF | kC},
+      {OpKind::Imag, "np.imag(a0)", kF | kC},
+      {OpKind::Sinh, wide("np.sinh(@)"), kF | kC},
+      {OpKind::Cosh, wide("np.cosh(@)"), kF | kC},
+      {OpKind::Asin, wide("np.arcsin(@)"), kF, Domain::Small},
+      {OpKind::Asin, wide("np.arcsin(@)"), kC},
+      {OpKind::Acos, wide("np.arccos(@)"), kF, Domain::Small},
+      {OpKind::Acos, wide("np.arccos(@)"), kC},
+      {OpKind::Atan, wide("np.arctan(@)"), kF | kC},
+      {OpKind::Asinh, wide("np.arcsinh(@)"), kF | kC},
+      {OpKind::Acosh, wide("np.arccosh(@)"), kC},
+      {OpKind::Atanh, wide("np.arctanh(@)"), kF, Domain::Small},
+      {OpKind::Atanh, wide("np.arctanh(@)"), kC},
+      {OpKind::Square, wide("@ * @"), kF | kC},
+      {OpKind::Conj, "np.conj(a0)", kF | kC},
+      {OpKind::IsInf, "np.isinf(a0)", kF, Domain::Special},
+      {OpKind::IsPosInf, "np.isposinf(a0)", kF, Domain::Special},
+      {OpKind::IsNegInf, "np.isneginf(a0)", kF, Domain::Special},
   };
   return kCases;
 }
@@ -256,6 +288,122 @@ TEST(ElementwiseNumpy, IotaMatchesNumpyArange) {
   std::vector<Literal> want = np.run();
   ASSERT_EQ(want.size(), got.size());
   for (size_t i = 0; i < got.size(); ++i) EXPECT_TRUE(same(got[i], want[i])) << "case " << i;
+}
+
+// More elementwise ops (#17) that need their own inputs or attributes: next_after bit for bit (one
+// ulp is below any tolerance), acosh from 1 up, reduce_precision against NumPy's casts to the
+// narrower type (e5m10 is f16, e8m23 is f32: one rounding to nearest even, overflow to inf),
+// complex from two parts.
+TEST(ElementwiseNumpy, MoreOpsWithTheirOwnInputs) {
+  NumPy np;
+  std::vector<Literal> got, bitwise;
+  std::vector<std::string> what;
+  uint64_t seed = 500;
+  for (E e : types_of(kF)) {
+    for (Domain d : {Domain::Any, Domain::Special}) {
+      std::vector<Literal> args = {random_literal(Type(e, {4, 6}), seed++, d),
+                                   random_literal(Type(e, {4, 6}), seed++, d)};
+      bitwise.push_back(run1(args, [](const std::vector<Tensor>& p) { return ir::next_after(p[0], p[1]); }));
+      np.add("np.nextafter(a0, a1)", args);
+    }
+    // From ±0 to the smallest subnormal of either sign, and from the largest finite to inf.
+    Literal zeros = lit(Type(e, {4}), {0.0, -0.0, 0.0, 1.0});
+    Literal toward = lit(Type(e, {4}), {1.0, -1.0, -1.0, 1.0});
+    bitwise.push_back(run1({zeros, toward}, [](const std::vector<Tensor>& p) { return ir::next_after(p[0], p[1]); }));
+    np.add("np.nextafter(a0, a1)", {zeros, toward});
+  }
+  size_t n_bitwise = bitwise.size();
+  for (E e : types_of(kF)) {
+    Literal x = random_literal(Type(e, {3, 5}), seed++, Domain::Positive);
+    got.push_back(run1({x}, [](const std::vector<Tensor>& p) { return ir::acosh(p[0] + 1.0); }));
+    np.add(wide("np.arccosh(@ + 1)"), {x});
+    what.push_back(fmt::format("acosh on {}", ir::spelling(e)));
+  }
+  for (Domain d : {Domain::Any, Domain::Special}) {
+    Literal x = random_literal(Type(E::f32, {4, 6}), seed++, d);
+    got.push_back(run1({x}, [](const std::vector<Tensor>& p) { return ir::reduce_precision(p[0], 5, 10); }));
+    np.add("a0.astype(np.float16).astype(np.float32)", {x});
+    what.push_back("reduce_precision e5m10 on f32");
+    Literal y = random_literal(Type(E::f64, {4, 6}), seed++, d);
+    got.push_back(run1({y}, [](const std::vector<Tensor>& p) { return ir::reduce_precision(p[0], 8, 23); }));
+    np.add("a0.astype(np.float32).astype(np.float64)", {y});
+    what.push_back("reduce_precision e8m23 on f64");
+  }
+  // Rounding up past the largest f16 (65504) overflows; ties round to even.
+  Literal edges = lit(Type(E::f32, {7}), {1e5, -1e5, 65504, 65519, 65520, 1.0009765625 + 0.00048828125, 1e-3});
+  got.push_back(run1({edges}, [](const std::vector<Tensor>& p) { return ir::reduce_precision(p[0], 5, 10); }));
+  np.add("a0.astype(np.float16).astype(np.float32)", {edges});
+  what.push_back("reduce_precision e5m10 at f16's edges");
+  for (E e : {E::f32, E::f64}) {
+    std::vector<Literal> args = {random_literal(Type(e, {3, 4}), seed++), random_literal(Type(e, {3, 4}), seed++)};
+    got.push_back(run1(args, [](const std::vector<Tensor>& p) { return ir::complex(p[0], p[1]); }));
+    np.add(fmt::format("(a0 + 1j * a1.astype(np.complex128)).astype({})", e == E::f32 ? "np.complex64" : "np.complex128"),
+           args);
+    what.push_back(fmt::format("complex of {}", ir::spelling(e)));
+  }
+  std::vector<Literal> want = np.run();
+  ASSERT_EQ(want.size(), n_bitwise + got.size());
+  for (size_t i = 0; i < n_bitwise; ++i) EXPECT_TRUE(same(bitwise[i], want[i])) << "next_after case " << i;
+  for (size_t i = 0; i < got.size(); ++i) EXPECT_TRUE(close(got[i], want[n_bitwise + i])) << what[i];
+}
+
+// CHLO's special functions against PyTorch (torch.special) and mpmath, which this Python has or
+// not: skipped without them. Random operands of every float type, and values at the edges of each function's
+// domain (erf_inv near ±1, bessel_i1e far out where its asymptotic series takes over, digamma and
+// lgamma left of 0).
+TEST(ElementwiseTorch, SpecialFunctionsMatchTorch) {
+  const char* python = std::getenv("PYTHON");
+  std::string probe = fmt::format("'{}' -c 'import torch, mpmath' > /dev/null 2>&1", python && *python ? python : "/usr/bin/python3");
+  if (std::system(probe.c_str()) != 0) GTEST_SKIP() << "PyTorch or mpmath is not installed for " << probe;
+  struct Special {
+    OpKind kind;
+    std::string torch;  // a function of torch.special
+    Domain domain;
+    std::vector<double> edges;
+  };
+  const Special specials[] = {
+      {OpKind::Erf, "erf", Domain::Any, {-6, -0.5, 1e-8, 3.5, 6}},
+      {OpKind::Erfc, "erfc", Domain::Any, {-6, -0.5, 1e-8, 3.5, 9}},
+      {OpKind::ErfInv, "erfinv", Domain::Small, {-0.9999999, -0.999, 1e-9, 0.5, 0.999999, 0.9999999999}},
+      {OpKind::Lgamma, "gammaln", Domain::Any, {-3.5, -0.25, 1e-5, 1, 2, 30, 1000}},
+      {OpKind::Digamma, "digamma", Domain::Any, {-3.5, -0.25, 1e-5, 1, 9.5, 30, 1000}},
+      {OpKind::BesselI1e, "i1e", Domain::Any, {-1000, -60, -50.5, -1e-6, 0, 12, 49.9, 75, 700, 1e6}},
+  };
+  NumPy np;
+  std::vector<Literal> got;
+  std::vector<std::string> what;
+  uint64_t seed = 600;
+  auto add = [&](const Special& s, const Literal& x) {
+    got.push_back(run1({x}, [&](const std::vector<Tensor>& p) { return p[0].builder().emit1(s.kind, p); }));
+    np.add(wide("__import__('torch').special." + s.torch + "(__import__('torch').from_numpy(@)).numpy()"), {x});
+    what.push_back(fmt::format("{} on {}", ir::spelling(s.kind), describe(x)));
+  };
+  for (const Special& s : specials) {
+    for (E e : types_of(kF)) add(s, random_literal(Type(e, {3, 5}), seed++, s.domain));
+    if (s.kind != OpKind::ErfInv) add(s, lit(Type(E::f64, {static_cast<int64_t>(s.edges.size())}), s.edges));
+  }
+  // torch's double erfinv is off by 1e-8 near ±1 (4.572825001 for erfinv(1 - 1e-10), where mpmath
+  // at 30 digits gives 4.5728249585449249); erf_inv's edges are checked against mpmath instead.
+  Literal edges = lit(Type(E::f64, {6}), specials[2].edges);
+  got.push_back(run1({edges}, [](const std::vector<Tensor>& p) { return ir::erf_inv(p[0]); }));
+  np.add("np.array([float(__import__('mpmath').erfinv(v)) for v in a0.tolist()])", {edges});
+  what.push_back("chlo.erf_inv at its edges against mpmath");
+  std::vector<Literal> want = np.run();
+  ASSERT_EQ(want.size(), got.size());
+  for (size_t i = 0; i < got.size(); ++i) EXPECT_TRUE(close(got[i], want[i])) << what[i];
+}
+
+// Where the functions are not finite: erf_inv(±1) = ±inf and NaN beyond; digamma is NaN at its
+// poles (XLA's choice; torch gives -inf at 0); lgamma is +inf there.
+TEST(ElementwiseTorch, SpecialFunctionsAtTheirPoles) {
+  const double inf = std::numeric_limits<double>::infinity(), nan = std::numeric_limits<double>::quiet_NaN();
+  Type t(E::f64, {4});
+  auto apply1 = [&](Tensor (*f)(const Tensor&), std::vector<double> x) {
+    return run1({lit(t, x)}, [&](const std::vector<Tensor>& p) { return f(p[0]); });
+  };
+  EXPECT_TRUE(same(apply1(ir::erf_inv, {1, -1, 1.5, nan}), lit(t, {inf, -inf, nan, nan})));
+  EXPECT_TRUE(close(apply1(ir::digamma, {0, -1, -2, inf}), lit(t, {nan, nan, nan, inf})));
+  EXPECT_TRUE(close(apply1(ir::lgamma, {0, -1, -2, 1}), lit(t, {inf, inf, inf, 0})));
 }
 
 }  // namespace

@@ -326,6 +326,36 @@ const std::vector<Case>& cases() {
       {"manual_out", OpKind::ManualComputation, {f32({2})},
        attrs({{"in_shardings", ShardingList{rows()}}, {"out_shardings", ShardingList{}}}), {f32({2})},
        "sdy.manual_computation: has 0 out_shardings for 1 results"},
+      // More elementwise ops (#17), with the spec's constraint numbers.
+      {"tan_float", OpKind::Tan, {i32({2})}, {}, {},
+       "stablehlo.tan: operand 0 has type tensor<2xi32>, must be float or complex"},
+      {"popcnt_int", OpKind::Popcnt, {f32({2})}, {}, {},
+       "stablehlo.popcnt: operand 0 has type tensor<2xf32>, must be integer"},
+      {"clz_int", OpKind::CountLeadingZeros, {i1({2})}, {}, {},
+       "stablehlo.count_leading_zeros: operand 0 has type tensor<2xi1>, must be integer"},
+      {"reduce_precision_attrs", OpKind::ReducePrecision, {f32({2})}, attrs({{"exponent_bits", int64_t{5}}}), {},
+       "stablehlo.reduce_precision: needs both exponent_bits and mantissa_bits"},
+      {"reduce_precision_c2", OpKind::ReducePrecision, {f32({2})},
+       attrs({{"exponent_bits", int64_t{0}}, {"mantissa_bits", int64_t{3}}}), {},
+       "stablehlo.reduce_precision: (C2) exponent_bits = 0 must be at least 1"},
+      {"reduce_precision_c3", OpKind::ReducePrecision, {f32({2})},
+       attrs({{"exponent_bits", int64_t{5}}, {"mantissa_bits", int64_t{-1}}}), {},
+       "stablehlo.reduce_precision: (C3) mantissa_bits = -1 must not be negative"},
+      {"reduce_precision_float", OpKind::ReducePrecision, {i32({2})},
+       attrs({{"exponent_bits", int64_t{5}}, {"mantissa_bits", int64_t{2}}}), {},
+       "stablehlo.reduce_precision: operand 0 has type tensor<2xi32>, must be float"},
+      {"complex_c1_types", OpKind::Complex, {f32({2}), f32({3})}, {}, {},
+       "stablehlo.complex: (C1) rhs has type tensor<3xf32>, but lhs has type tensor<2xf32>"},
+      {"complex_c1_element", OpKind::Complex, {ty(ElementType::f16, {2}), ty(ElementType::f16, {2})}, {}, {},
+       "stablehlo.complex: (C1) operands have type tensor<2xf16>, must be of f32 or f64"},
+      {"real_operand", OpKind::Real, {i32({2})}, {}, {},
+       "stablehlo.real: operand 0 has type tensor<2xi32>, must be float or complex"},
+      {"erf_real", OpKind::Erf, {ty(C64, {2})}, {}, {},
+       "chlo.erf: operand 0 has type tensor<2xcomplex<f32>>, must be float"},
+      {"is_inf_float", OpKind::IsInf, {i32({2})}, {}, {},
+       "chlo.is_inf: operand 0 has type tensor<2xi32>, must be float"},
+      {"next_after_types", OpKind::NextAfter, {f32({2}), ty(ElementType::f64, {2})}, {}, {},
+       "chlo.next_after: operand 1 has type tensor<2xf64>, but operand 0 has type tensor<2xf32>"},
   };
   return k;
 }
@@ -341,6 +371,20 @@ INSTANTIATE_TEST_SUITE_P(All, ShapeRuleFailure, ::testing::ValuesIn(cases()),
 
 std::vector<Type> infer(OpKind k, std::vector<Type> ops, AttrMap a = {}, std::vector<Type> d = {}) {
   return infer_result_types(ShapeQuery{k, ops, a, d});
+}
+
+TEST(ShapeRules, ResultsOfTheMoreElementwiseOps) {
+  EXPECT_EQ(infer(OpKind::Complex, {f32({3}), f32({3})}), std::vector{Type(C64, {3})});
+  EXPECT_EQ(infer(OpKind::Complex, {Type(ElementType::f64, {3}), Type(ElementType::f64, {3})}),
+            std::vector{Type(ElementType::c128, {3})});
+  EXPECT_EQ(infer(OpKind::Real, {Type(C64, {3})}), std::vector{f32({3})});
+  EXPECT_EQ(infer(OpKind::Imag, {f32({3})}), std::vector{f32({3})});
+  EXPECT_EQ(infer(OpKind::IsNegInf, {f32({3})}), std::vector{i1({3})});
+  EXPECT_EQ(infer(OpKind::Popcnt, {i32({3})}), std::vector{i32({3})});
+  EXPECT_EQ(infer(OpKind::Sinh, {Type(C64, {3})}), std::vector{Type(C64, {3})});
+  EXPECT_EQ(infer(OpKind::ReducePrecision, {f32({3})},
+                  attrs({{"exponent_bits", int64_t{5}}, {"mantissa_bits", int64_t{0}}})),
+            std::vector{f32({3})});
 }
 
 TEST(ShapeRules, ResultsOfWellFormedOps) {

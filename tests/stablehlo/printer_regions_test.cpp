@@ -21,7 +21,8 @@ TEST(PrinterRegions, ReduceWithOneCommutativeOpIsCompact) {
             "return %0 : tensor<2xf32>\n");
 }
 
-TEST(PrinterRegions, OtherReducesPrintGenerically) {
+// Bodies other than one commutative op print in stablehlo-opt's `reducer` form (#17).
+TEST(PrinterRegions, OtherReducesPrintInTheReducerForm) {
   std::string body = print_body([](FunctionBuilder& f) {
     Tensor x = f.param(f32({4}));
     Tensor zero = f.scalar(ElementType::f32, 0);
@@ -30,19 +31,19 @@ TEST(PrinterRegions, OtherReducesPrintGenerically) {
   });
   EXPECT_EQ(body,
             "%cst = stablehlo.constant dense<0.000000e+00> : tensor<f32>\n"
-            "%0 = \"stablehlo.reduce\"(%arg0, %cst) <{dimensions = array<i64: 0>}> ({\n"
-            "^bb0(%arg1: tensor<f32>, %arg2: tensor<f32>):\n"
+            "%0 = stablehlo.reduce(%arg0 init: %cst) across dimensions = [0] : (tensor<4xf32>, tensor<f32>) -> tensor<f32>\n"
+            " reducer(%arg1: tensor<f32>, %arg2: tensor<f32>)  {\n"
             "  %2 = stablehlo.subtract %arg1, %arg2 : tensor<f32>\n"
             "  stablehlo.return %2 : tensor<f32>\n"
-            "}) : (tensor<4xf32>, tensor<f32>) -> tensor<f32>\n"
-            "%1 = \"stablehlo.reduce\"(%arg0, %cst) <{dimensions = array<i64: 0>}> ({\n"
-            "^bb0(%arg1: tensor<f32>, %arg2: tensor<f32>):\n"
+            "}\n"
+            "%1 = stablehlo.reduce(%arg0 init: %cst) across dimensions = [0] : (tensor<4xf32>, tensor<f32>) -> tensor<f32>\n"
+            " reducer(%arg1: tensor<f32>, %arg2: tensor<f32>)  {\n"
             "  stablehlo.return %arg2 : tensor<f32>\n"
-            "}) : (tensor<4xf32>, tensor<f32>) -> tensor<f32>\n"
+            "}\n"
             "return %1 : tensor<f32>\n");
 }
 
-TEST(PrinterRegions, VariadicReducePrintsGenerically) {
+TEST(PrinterRegions, VariadicReducePrintsInTheReducerForm) {
   std::string body = print_body([](FunctionBuilder& f) -> std::vector<Tensor> {
     Tensor x = f.param(f32({4}));
     Tensor i = f.param(i32({4}));
@@ -61,17 +62,18 @@ TEST(PrinterRegions, VariadicReducePrintsGenerically) {
                                     std::vector<Type>{}));
     });
   });
+  // One (accumulator, element) argument pair per input, as JAX's argmax prints.
   EXPECT_EQ(
       body,
       "%cst = stablehlo.constant dense<0.000000e+00> : tensor<f32>\n"
       "%c = stablehlo.constant dense<0> : tensor<i32>\n"
-      "%0:2 = \"stablehlo.reduce\"(%arg0, %arg1, %cst, %c) <{dimensions = array<i64: 0>}> ({\n"
-      "^bb0(%arg2: tensor<f32>, %arg3: tensor<i32>, %arg4: tensor<f32>, %arg5: tensor<i32>):\n"
+      "%0:2 = stablehlo.reduce(%arg0 init: %cst), (%arg1 init: %c) across dimensions = [0] : (tensor<4xf32>, "
+      "tensor<4xi32>, tensor<f32>, tensor<i32>) -> (tensor<f32>, tensor<i32>)\n"
+      " reducer(%arg2: tensor<f32>, %arg4: tensor<f32>) (%arg3: tensor<i32>, %arg5: tensor<i32>)  {\n"
       "  %1 = stablehlo.add %arg2, %arg4 : tensor<f32>\n"
       "  %2 = stablehlo.maximum %arg3, %arg5 : tensor<i32>\n"
       "  stablehlo.return %1, %2 : tensor<f32>, tensor<i32>\n"
-      "}) : (tensor<4xf32>, tensor<4xi32>, tensor<f32>, tensor<i32>) -> (tensor<f32>, "
-      "tensor<i32>)\n"
+      "}\n"
       "return %0#0, %0#1 : tensor<f32>, tensor<i32>\n");
 }
 
