@@ -8,6 +8,8 @@
 // here (see each). reduce_precision and next_after work on the stored bit pattern of the element's
 // own type, as XLA does, so an f16 steps to the next f16 and not to the next f32.
 #include <bit>
+#include <math.h>  // lgamma_r
+
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -34,6 +36,13 @@ inline std::complex<double> cbrt_of(std::complex<double> z) {
 // erf^-1(y): Giles' single-precision approximation ("Approximating the erfinv function", 2010)
 // refined by Newton steps on erf in double; near |y| = 1 the residual is taken through erfc, where
 // 1 - |y| is exact.
+// lgamma_r, not std::lgamma: std::lgamma also writes the global `signgam`, a data race when
+// several devices (threads) run the kernel at once (found by ThreadSanitizer).
+inline double lgamma_of(double x) {
+  int sign = 0;
+  return ::lgamma_r(x, &sign);
+}
+
 double erf_inv_of(double y) {
   if (std::isnan(y) || y < -1 || y > 1) return kNaN;
   if (y == 1) return kInf;
@@ -130,7 +139,7 @@ TESSERA_WIDE_UNARY(Square, x * x)
 TESSERA_REAL_UNARY(Erf, std::erf)
 TESSERA_REAL_UNARY(Erfc, std::erfc)
 TESSERA_REAL_UNARY(ErfInv, erf_inv_of)
-TESSERA_REAL_UNARY(Lgamma, std::lgamma)
+TESSERA_REAL_UNARY(Lgamma, lgamma_of)
 TESSERA_REAL_UNARY(Digamma, digamma_of)
 TESSERA_REAL_UNARY(BesselI1e, bessel_i1e_of)
 #undef TESSERA_REAL_UNARY
