@@ -127,22 +127,13 @@ TESSERA_WIDE_UNARY(Acosh, std::acosh(x))
 TESSERA_WIDE_UNARY(Atanh, std::atanh(x))
 TESSERA_WIDE_UNARY(Square, x * x)
 
-// Functions of real floats only.
-#define TESSERA_REAL_UNARY(Name, fn)                                                  \
-  struct Name {                                                                       \
-    template <typename E, typename T>                                                 \
-    static T apply(T a) {                                                             \
-      if constexpr (is_real<T>) return wide(a, [](double x) { return fn(x); });       \
-      else return unsupported<T>();                                                   \
-    }                                                                                 \
-  };
+// Functions of real floats only (TESSERA_REAL_UNARY, scalar_ops.h).
 TESSERA_REAL_UNARY(Erf, std::erf)
 TESSERA_REAL_UNARY(Erfc, std::erfc)
 TESSERA_REAL_UNARY(ErfInv, erf_inv_of)
 TESSERA_REAL_UNARY(Lgamma, lgamma_of)
 TESSERA_REAL_UNARY(Digamma, digamma_of)
 TESSERA_REAL_UNARY(BesselI1e, bessel_i1e_of)
-#undef TESSERA_REAL_UNARY
 
 struct Conj {
   template <typename E, typename T>

@@ -316,8 +316,9 @@ inline double round_half_even(double x) {
   return std::round(x);
 }
 
-// Rounding ops, defined for floats only (exact in any precision).
-#define TESSERA_ROUNDING(Name, fn)                                     \
+// Functions of real floats only, computed in double and rounded once: the rounding ops here (exact
+// in any precision), and the special functions of kernels_elementwise_more.cpp.
+#define TESSERA_REAL_UNARY(Name, fn)                                   \
   struct Name {                                                        \
     template <typename E, typename T>                                  \
     static T apply(T a) {                                              \
@@ -325,11 +326,10 @@ inline double round_half_even(double x) {
       else return unsupported<T>();                                    \
     }                                                                  \
   };
-TESSERA_ROUNDING(Floor, std::floor)
-TESSERA_ROUNDING(Ceil, std::ceil)
-TESSERA_ROUNDING(RoundNearestEven, round_half_even)
-TESSERA_ROUNDING(RoundNearestAfz, std::round)       // ties away from zero
-#undef TESSERA_ROUNDING
+TESSERA_REAL_UNARY(Floor, std::floor)
+TESSERA_REAL_UNARY(Ceil, std::ceil)
+TESSERA_REAL_UNARY(RoundNearestEven, round_half_even)
+TESSERA_REAL_UNARY(RoundNearestAfz, std::round)       // ties away from zero
 
 // ---- Kernels of one-type elementwise ops, through a functor (shared by the kernel files) ----
 
