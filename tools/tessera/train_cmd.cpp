@@ -21,13 +21,7 @@
 #include "ir/builder.h"
 #ifdef TESSERA_HAVE_MPI
 #include "comm/mpi_communicator.h"
-#include "mpmd/mpi_transfer.h"
 #endif
-#include "mpmd/bubble.h"
-#include "mpmd/generate.h"
-#include "mpmd/stages.h"
-#include "mpmd/svg.h"
-#include "mpmd/trainer.h"
 #include "nn/capture.h"
 #include "nn/model.h"
 #include "nn/plan.h"
@@ -42,6 +36,7 @@
 #include "tools/tessera/train_data.h"
 #include "tools/tessera/train_log.h"
 #include "tools/tessera/train_options.h"
+#include "tools/tessera/train_pipeline.h"
 
 namespace tessera::tools {
 
@@ -62,6 +57,31 @@ nn::ShardingPlan make_plan(const std::string& name, int64_t devices) {
   }
   fail("--plan {}: expected dp, fsdp, tp, dp,tp or a pipeline plan pp=P[,dp=D][,tp=T]", name);
 }
+
+
+
+// This process's peak resident set (getrusage's ru_maxrss, in KiB on Linux), in bytes.
+int64_t peak_rss_bytes() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return static_cast<int64_t>(u.ru_maxrss) * 1024;
+}
+
+// --save's directory, checked before training rather than after it: every part of the path
+// that exists must be a directory. Nothing is created yet, so every MPI rank checks alike.
+void check_save_target(const std::string& dir) {
+  for (fs::path p = dir; !p.empty(); p = p.parent_path()) {
+    std::error_code ec;
+    fs::file_status st = fs::status(p, ec);
+    if (fs::exists(st)) {
+      if (!fs::is_directory(st)) fail("--save {}: {} is not a directory", dir, p.string());
+      return;
+    }
+    if (p == p.parent_path()) return;
+  }
+}
+
+}  // namespace
 
 // Greedy-ish sampling (temperature 0.8) of `count` bytes after `prompt`, one forward per byte on
 // the whole parameters.
@@ -99,244 +119,6 @@ std::string generate(const nn::CausalLM& model, const std::vector<Literal>& para
   }
   return text;
 }
-
-
-// This process's peak resident set (getrusage's ru_maxrss, in KiB on Linux), in bytes.
-int64_t peak_rss_bytes() {
-  rusage u{};
-  getrusage(RUSAGE_SELF, &u);
-  return static_cast<int64_t>(u.ru_maxrss) * 1024;
-}
-
-// --save's directory, checked before training rather than after it: every part of the path
-// that exists must be a directory. Nothing is created yet, so every MPI rank checks alike.
-void check_save_target(const std::string& dir) {
-  for (fs::path p = dir; !p.empty(); p = p.parent_path()) {
-    std::error_code ec;
-    fs::file_status st = fs::status(p, ec);
-    if (fs::exists(st)) {
-      if (!fs::is_directory(st)) fail("--save {}: {} is not a directory", dir, p.string());
-      return;
-    }
-    if (p == p.parent_path()) return;
-  }
-}
-
-// --plan pp=P[,dp=D][,tp=T]: P stages, each a group of D x T host devices.
-struct PipelinePlan {
-  int64_t pp = 0, dp = 1, tp = 1;
-};
-
-PipelinePlan parse_pipeline_plan(const std::string& name) {
-  PipelinePlan p;
-  std::set<std::string> seen;
-  size_t start = 0;
-  while (true) {
-    size_t comma = name.find(',', start);
-    std::string item = name.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
-    size_t eq = item.find('=');
-    std::string key = item.substr(0, eq), value = eq == std::string::npos ? "" : item.substr(eq + 1);
-    std::optional<int64_t> parsed = support::parse_int(value);  // the whole value: "2x" or 2^64 is no size
-    int64_t n = parsed.value_or(0);
-    if (n < 1)
-      fail("--plan {}: '{}' is not axis=N with N >= 1 (expected pp=P[,dp=D][,tp=T])", name, item);
-    if (!seen.insert(key).second) fail("--plan {}: {} is given twice", name, key);
-    if (key == "pp") p.pp = n;
-    else if (key == "dp") p.dp = n;
-    else if (key == "tp") p.tp = n;
-    else fail("--plan {}: unknown axis '{}' (expected pp, dp or tp)", name, key);
-    if (comma == std::string::npos) break;
-    start = comma + 1;
-  }
-  if (p.pp == 0) fail("--plan {}: a pipeline plan needs pp=P", name);
-  return p;
-}
-
-// How each stage's group lays out its programs: none for one device per stage.
-std::optional<nn::ShardingPlan> stage_plan(const PipelinePlan& p) {
-  if (p.dp > 1 && p.tp > 1)
-    return nn::tensor_parallel(ir::Mesh{"stage", {{"data", p.dp}, {"model", p.tp}}, {}}, "model", "data");
-  if (p.dp > 1) return nn::data_parallel(ir::Mesh{"stage", {{"data", p.dp}}, {}}, "data");
-  if (p.tp > 1) return nn::tensor_parallel(ir::Mesh{"stage", {{"model", p.tp}}, {}}, "model");
-  return std::nullopt;
-}
-
-// "embed, 0-1" / "2-3, head": what a stage's virtual stages hold.
-std::string stage_layers(const mpmd::StagedModel& staged, const std::vector<int64_t>& virtual_stages) {
-  std::string out;
-  for (int64_t vs : virtual_stages) {
-    const mpmd::StageProgram& sp = staged.stage(vs);
-    std::string piece = sp.embeds ? "embed " : "";
-    piece += sp.end_layer - sp.first_layer == 1 ? fmt::format("{}", sp.first_layer)
-                                                : fmt::format("{}-{}", sp.first_layer, sp.end_layer - 1);
-    if (sp.has_loss) piece += " head";
-    out += (out.empty() ? "" : ", ") + piece;
-  }
-  return out;
-}
-
-// `tessera train --plan pp=...`: the pipeline trainer on host devices, or with its stages spread
-// over MPI ranks (see train_cmd.h). Over MPI every rank reads the same options and files and makes
-// the same trainer calls; each runs its own stages (stage s of P on rank s·R/P), every rank gets
-// every loss and measurement, and only rank 0 prints and writes files.
-int train_pipeline(const TrainCommand& c, std::ostream& out_stream, const std::string& text,
-                   const std::string& corpus_path, const nn::CausalLM& model) {
-  const PipelinePlan pp = parse_pipeline_plan(c.plan);
-  const int64_t group = pp.dp * pp.tp, devices = pp.pp * group;
-  mpmd::RunOptions run_options;
-#ifdef TESSERA_HAVE_MPI
-  std::unique_ptr<comm::MpiWorld> world;
-  std::unique_ptr<mpmd::MpiRanks> mpi_ranks;
-  if (c.backend == "mpi") {
-    // Its timeout bounds the exchange that ends each step, which waits for the slowest rank's last
-    // backward: as long as a transfer may take.
-    world = std::make_unique<comm::MpiWorld>(1, run_options.transfer_timeout);
-    mpi_ranks = std::make_unique<mpmd::MpiRanks>(*world);
-    run_options.ranks = mpi_ranks.get();
-  }
-#else
-  if (c.backend == "mpi")
-    fail("--backend mpi: this Tessera was built without its MPI backend (install libopenmpi-dev and configure again)");
-#endif
-  const int ranks = run_options.ranks ? run_options.ranks->size() : 1;
-  const bool rank0 = !run_options.ranks || run_options.ranks->rank() == 0;  // the one that prints and writes
-  std::ostream silent(nullptr);
-  std::ostream& out = rank0 ? out_stream : silent;
-  if (pp.pp % ranks != 0)
-    fail("--plan {}: {} stages do not split evenly over {} MPI ranks (run a number of ranks that divides {})", c.plan,
-         pp.pp, ranks, pp.pp);
-  const int64_t per_rank = devices / ranks;  // host devices each rank runs
-  if (c.devices != 0 && c.devices != per_rank) {
-    if (!run_options.ranks)
-      fail("--devices {}: --plan {} runs on {} host devices ({} stages x {})", c.devices, c.plan, devices, pp.pp, group);
-    fail("--devices {}: --plan {} on {} MPI ranks runs {} host devices on each ({} stages x {})", c.devices, c.plan,
-         ranks, per_rank, pp.pp, group);
-  }
-  if (c.accumulate != 1)
-    fail("--accumulate {}: a pipeline plan splits the batch into --microbatches instead", c.accumulate);
-  if (c.remat) fail("--remat: a pipeline stage's backward already recomputes its forward from the saved input");
-  if (!c.save.empty() || !c.resume.empty()) fail("--save and --resume are not available with pipeline plans yet");
-  if (c.eval_every > 0 || c.save_every > 0) fail("--eval-every and --save-every are not available with pipeline plans yet");
-  if (c.profile) fail("--profile is not available with pipeline plans yet");
-  mpmd::Schedule schedule;
-  try {
-    schedule = mpmd::generate(mpmd::parse_schedule_kind(c.schedule), pp.pp, c.microbatches, c.virtual_stages);
-  } catch (const support::UserError& e) {
-    fail("--schedule {} --microbatches {} --virtual {}: {}", c.schedule, c.microbatches, c.virtual_stages, e.what());
-  }
-  std::optional<mpmd::StagedModel> staged;
-  try {
-    staged.emplace(model, schedule.virtual_stages(), c.microbatches, stage_plan(pp));
-  } catch (const support::UserError& e) {
-    fail("--plan {} --microbatches {}: {}", c.plan, c.microbatches, e.what());
-  }
-  // The stages' optimizer programs take a constant lr and see only their own gradients: no
-  // schedule and no global-norm clipping under pipeline plans yet.
-  if (c.precision != "f32") fail("--precision {}: pipeline plans train in f32 for now", c.precision);
-  if (c.clip_norm > 0) fail("--clip-norm: not supported under pipeline plans yet (each stage sees only its own gradients)");
-  if (c.lr_schedule != "constant" || c.warmup > 0)
-    fail("--lr-schedule {} --warmup {}: pipeline plans train with a constant learning rate for now", c.lr_schedule, c.warmup);
-  nn::AdamW adam = adamw_of(c);  // weight decay and no-decay groups as the other plans
-  mpmd::PipelineTrainer trainer(*staged, schedule, nn::init_parameters(model.config(), c.seed), adam, run_options);
-
-  const std::string where =
-      run_options.ranks ? fmt::format("{} MPI rank{} ({} stages x {} host device{}, {} stage{} per rank)", ranks,
-                                      ranks == 1 ? "" : "s", pp.pp, group, group == 1 ? "" : "s", pp.pp / ranks,
-                                      pp.pp / ranks == 1 ? "" : "s")
-                        : fmt::format("{} host devices ({} stages x {})", devices, pp.pp, group);
-  out << fmt::format("tessera train: {} parameters, plan {} on {}, schedule {}, {} microbatches, batch {}x{}, {} steps, "
-                     "corpus {} ({})\n",
-                     nn::parameter_count(model.config()), c.plan, where, schedule.name, c.microbatches, c.batch, c.seq,
-                     c.steps, corpus_path, support::format_bytes(static_cast<int64_t>(text.size())));
-  Batches data{text, c.batch, c.seq, c.seed};
-  LossLog log(c, rank0, 1);
-  std::vector<mpmd::PipelineResult> measured;  // the stages' measurements of steps 2.. (step 1 compiles)
-  for (int64_t t = 1; t <= c.steps; ++t) {
-    auto [x, y] = data.at(t);
-    const mpmd::PipelineResult& r = trainer.step(x, y);
-    if (t > 1 || c.steps == 1) {
-      mpmd::PipelineResult m;
-      m.stages = r.stages;
-      measured.push_back(std::move(m));
-    }
-    log.step(out, t, r.loss.get_double(0));
-  }
-  log.finish(out);
-
-  // The per-stage table: what each device of a stage's group holds, and what the stage did.
-  out << fmt::format("\nper stage ({} stages x {} host device{}{}, plan {}, schedule {}, {} microbatches):\n", pp.pp,
-                     group, group == 1 ? "" : "s", run_options.ranks ? fmt::format(" on {} MPI ranks", ranks) : "",
-                     c.plan, schedule.name, c.microbatches);
-  out << fmt::format("  {:>5}  {:<8}  {:<16}  {:>12}  {:>15}  {:>22}  {:>6}\n", "stage", "devices", "layers",
-                     "params/dev", "optimizer/dev", "peak saved activations", "busy");
-  for (const mpmd::StageSummary& st : trainer.stage_summaries()) {  // over MPI, from every rank
-    const auto s = static_cast<size_t>(st.stage);
-    int64_t peak = 0, peak_bytes = 0;
-    double busy = 0;
-    for (const mpmd::PipelineResult& m : measured) {
-      peak = std::max(peak, m.stages[s].peak_saved);
-      peak_bytes = std::max(peak_bytes, m.stages[s].peak_saved_bytes);
-      mpmd::Simulation sim = mpmd::measured_simulation(schedule, m);
-      busy += sim.busy[s] / sim.makespan / double(measured.size());
-    }
-    // Over MPI a rank numbers its host devices from 0: the stage's rank, then its devices there.
-    int64_t first = (st.stage % (pp.pp / ranks)) * group, last = first + group - 1;
-    std::string where_stage = group == 1 ? fmt::format("{}", first) : fmt::format("{}-{}", first, last);
-    if (run_options.ranks) where_stage = fmt::format("r{}:{}", st.rank, where_stage);
-    out << fmt::format("  {:>5}  {:<8}  {:<16}  {:>12}  {:>15}  {:>22}  {:>5.1f}%\n", st.stage, where_stage,
-                       stage_layers(*staged, st.virtual_stages), support::format_bytes(st.parameter_bytes_per_device),
-                       support::format_bytes(st.optimizer_bytes_per_device),
-                       fmt::format("{} ({} {})", support::format_bytes(peak_bytes), peak,
-                                   schedule.virtual_per_stage > 1 ? "chunks" : "microbatches"),
-                       100 * busy);
-  }
-  const nn::Config& mc = staged->micro_config();
-  const int64_t hops = c.microbatches * (schedule.virtual_stages() - 1);
-  out << fmt::format("  transfers per step: {} activations and {} gradients of {} each (whole arrays, stage to stage)\n",
-                     hops, hops, support::format_bytes(mc.batch * mc.seq * mc.d_model * 4));
-
-  // The bubble: measured, and the simulator replaying the schedule with the measured medians.
-  std::vector<mpmd::FragmentTimes> medians = mpmd::median_fragment_times(schedule, measured);
-  double measured_bubble = mpmd::mean_measured_bubble(schedule, measured);
-  double simulated = mpmd::simulate_with_stage_times(schedule, medians).bubble;
-  out << fmt::format("pipeline bubble over {}: measured {:.4f}, simulator with the measured median fragment times "
-                     "{:.4f} (measured / simulated {:.3f})\n",
-                     measured.size() == 1 && c.steps == 1 ? "step 1" : fmt::format("steps 2-{}", c.steps),
-                     measured_bubble, simulated, simulated > 0 ? measured_bubble / simulated : 0.0);
-  double replayed = mpmd::mean_replayed_bubble(schedule, measured);
-  out << fmt::format("  simulator fed fragment by fragment (each action its own measured time): {:.4f} (measured / "
-                     "simulated {:.3f})\n",
-                     replayed, replayed > 0 ? measured_bubble / replayed : 0.0);
-  std::string fragments;
-  for (size_t s = 0; s < medians.size(); ++s)
-    fragments += fmt::format("{}stage {}: {:.2f} {:.2f} {:.2f}", s == 0 ? "" : "; ", s, medians[s].forward,
-                             medians[s].backward, medians[s].weight);
-  out << "  median ms of F, B (or BI), W: " << fragments << "\n";
-  if (group == 1) {  // the stage threads compute themselves: their CPU time says whether they had a core
-    std::string shares;
-    for (double x : mpmd::compute_cpu_share(schedule, measured)) shares += fmt::format(" {:.2f}", x);
-    double dedicated = mpmd::simulate_with_stage_times(schedule, mpmd::median_fragment_times(schedule, measured, true)).bubble;
-    out << fmt::format("  stage threads' CPU / wall time in F and B:{} (below 1: a stage waited for a core); the "
-                       "simulator with median CPU times, a core per stage: {:.4f}\n",
-                       shares, dedicated);
-  }
-  if (rank0 && !c.schedule_svg.empty()) {
-    const mpmd::PipelineResult& last = measured.back();
-    std::ofstream svg(c.schedule_svg);
-    svg << mpmd::timeline_svg(schedule, mpmd::measured_simulation(schedule, last),
-                              fmt::format("{} P={} M={}: measured, step {} (ms)", schedule.name, pp.pp,
-                                          c.microbatches, c.steps));
-    if (!svg) fail("--schedule-svg {}: cannot write the file", c.schedule_svg);
-    out << fmt::format("measured timeline of step {} written to {}\n", c.steps, c.schedule_svg);
-  }
-  if (c.sample > 0) {
-    std::vector<Literal> trained = trainer.parameters();  // over MPI, gathered from every rank
-    if (rank0) out << "\nsample:\n" << generate(model, trained, "The ", c.sample, c.seed) << "\n";
-  }
-  return 0;
-}
-
-}  // namespace
 
 int train_command(const TrainCommand& c, std::ostream& out_stream) {
   if (c.backend != "host" && c.backend != "mpi") fail("--backend {}: expected host or mpi", c.backend);
