@@ -289,7 +289,16 @@ void parallel_chunks(int64_t count, const std::function<void(int64_t)>& body) {
   job->work();
   release(job->unstarted.exchange(0));
   for (int64_t d = job->done.load(); d < count; d = job->done.load()) job->done.wait(d);
-  if (job->error) std::rethrow_exception(job->error);
+  // The error leaves the job before it is thrown: a late worker may still hold the job and free
+  // it, and must not be the one to drop the exception's last reference while the caller reads it
+  // (libsupc++'s reference count is invisible to ThreadSanitizer).
+  std::exception_ptr error;
+  {
+    std::lock_guard<std::mutex> lock(job->mu);
+    error = std::move(job->error);
+    job->error = nullptr;
+  }
+  if (error) std::rethrow_exception(error);
 }
 
 int64_t available_threads() {
