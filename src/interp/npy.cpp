@@ -27,18 +27,32 @@ struct Descr {
   ElementType type;
   std::string_view descr;
 };
-constexpr std::array<Descr, 14> kDescrs = {{
+constexpr std::array<Descr, 23> kDescrs = {{
     {ElementType::i1, "|b1"},   {ElementType::i8, "|i1"},   {ElementType::i16, "<i2"},
     {ElementType::i32, "<i4"},  {ElementType::i64, "<i8"},  {ElementType::ui8, "|u1"},
     {ElementType::ui16, "<u2"}, {ElementType::ui32, "<u4"}, {ElementType::ui64, "<u8"},
     {ElementType::f16, "<f2"},  {ElementType::f32, "<f4"},  {ElementType::f64, "<f8"},
     {ElementType::c64, "<c8"},  {ElementType::c128, "<c16"},
+    // ml_dtypes' names (str(array.dtype)), what JAX users' files carry for the types NumPy lacks.
+    {ElementType::bf16, "bfloat16"},          {ElementType::f8E4M3FN, "float8_e4m3fn"},
+    {ElementType::f8E5M2, "float8_e5m2"},     {ElementType::f8E4M3, "float8_e4m3"},
+    {ElementType::f8E3M4, "float8_e3m4"},     {ElementType::i4, "int4"},
+    {ElementType::ui4, "uint4"},              {ElementType::i2, "int2"},
+    {ElementType::ui2, "uint2"},
 }};
+
+// What np.save writes for an ml_dtypes array: void elements of the type's width, or '<f1' (the
+// descr ml_dtypes gives float8_e5m2).
+std::optional<int64_t> untyped_width(std::string_view descr) {
+  if (descr == "|V1" || descr == "<V1" || descr == "<f1" || descr == "|f1") return 1;
+  if (descr == "|V2" || descr == "<V2") return 2;
+  return std::nullopt;
+}
 
 std::string_view descr_of(ElementType e) {
   for (const Descr& d : kDescrs)
     if (d.type == e) return d.descr;
-  support::fail("NumPy has no element type for {}; convert it before saving as .npy", ir::spelling(e));
+  support::fail("no .npy element type for {}; convert it before saving as .npy", ir::spelling(e));
 }
 
 std::optional<ElementType> type_of(std::string_view descr) {
@@ -113,7 +127,7 @@ std::string to_npy(const Literal& x) {
   return out;
 }
 
-Literal from_npy(std::string_view bytes, std::string_view what) {
+Literal from_npy(std::string_view bytes, std::string_view what, std::optional<ElementType> untyped_as) {
   if (bytes.size() < 10 || bytes.substr(0, kMagic.size()) != kMagic)
     support::fail("{}: not a .npy file (no \\x93NUMPY magic)", what);
   auto byte = [&](size_t i) { return static_cast<size_t>(static_cast<unsigned char>(bytes[i])); };
@@ -136,7 +150,20 @@ Literal from_npy(std::string_view bytes, std::string_view what) {
     support::fail("{}: .npy descr {} is not a string", what, descr);
   descr = descr.substr(1, descr.size() - 2);
   std::optional<ElementType> e = type_of(descr);
-  if (!e) support::fail("{}: .npy element type '{}' is not supported (little-endian numbers and bools only)", what, descr);
+  if (!e) {
+    std::optional<int64_t> width = untyped_width(descr);
+    if (width && untyped_as && ir::info(*untyped_as).bytes == *width)
+      e = untyped_as;
+    else if (width && untyped_as)
+      support::fail("{}: .npy elements are untyped ('{}', {} byte{}), which cannot be read as {}", what, descr, *width,
+                    *width == 1 ? "" : "s", ir::spelling(*untyped_as));
+    else if (width)
+      support::fail("{}: .npy elements are untyped ('{}', {} byte{}: an ml_dtypes array saved by np.save?); "
+                    "save it with its ml_dtypes name as descr, or as .safetensors", what, descr, *width, *width == 1 ? "" : "s");
+    else
+      support::fail("{}: .npy element type '{}' is not supported (little-endian numbers, bools and the ml_dtypes "
+                    "types only)", what, descr);
+  }
   if (dict_value(header, "fortran_order", what) != "False")
     support::fail("{}: .npy arrays in Fortran order are not supported", what);
   ir::Type type(*e, parse_shape(dict_value(header, "shape", what), what));
@@ -148,6 +175,9 @@ Literal from_npy(std::string_view bytes, std::string_view what) {
     support::fail("{}: .npy data has {} bytes, {} needs {}", what, data.size(), to_string(type), *needed);
   Literal x(type);
   if (!data.empty()) std::memcpy(x.bytes().data(), data.data(), data.size());  // empty: no buffer
+  // Sub-byte integers: taken modulo their width, into the sign- or zero-extended form kept here.
+  if (ir::info(*e).bits < 8 && *e != ElementType::i1)
+    for (int64_t i = 0; i < x.num_elements(); ++i) x.set_int(i, x.get_int(i));
   return x;
 }
 
@@ -157,12 +187,12 @@ void save_npy(const Literal& x, const std::string& path) {
   support::write_file_atomically(path, {data});
 }
 
-Literal load_npy(const std::string& path) {
+Literal load_npy(const std::string& path, std::optional<ElementType> untyped_as) {
   std::ifstream f(path, std::ios::binary);
   if (!f) support::fail("cannot read {}", path);
   std::stringstream ss;
   ss << f.rdbuf();
-  return from_npy(ss.str(), path);
+  return from_npy(ss.str(), path, untyped_as);
 }
 
 }  // namespace tessera::interp

@@ -8,6 +8,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "support/strings.h"
+
 namespace tessera::mpmd {
 
 namespace {
@@ -43,21 +45,6 @@ double tick_step(double span) {
 
 }  // namespace
 
-std::string xml_escape(std::string_view text) {
-  std::string out;
-  for (char c : text) {
-    switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&apos;"; break;
-      default: out += c;
-    }
-  }
-  return out;
-}
-
 std::string timeline_svg(const Schedule& s, const Simulation& sim, std::string_view title) {
   const double span = sim.makespan > 0 ? sim.makespan : 1;
   const double scale = std::clamp(960.0 / span, 2.0, 48.0);  // pixels per time unit
@@ -72,7 +59,7 @@ std::string timeline_svg(const Schedule& s, const Simulation& sim, std::string_v
       num(width), num(height), num(width), num(height));
   out += fmt::format("<rect x=\"0\" y=\"0\" width=\"{}\" height=\"{}\" fill=\"#ffffff\"/>\n", num(width), num(height));
   out += fmt::format("<text x=\"{}\" y=\"20\" font-size=\"14\" font-weight=\"bold\">{}</text>\n", num(kLeft),
-                     xml_escape(title));
+                     support::xml_escape(title));
   // The legend: one coloured word per kind that occurs.
   double legend_x = kLeft;
   for (ActionKind kind : {ActionKind::kForward, ActionKind::kBackward, ActionKind::kBackwardInput,
@@ -84,7 +71,7 @@ std::string timeline_svg(const Schedule& s, const Simulation& sim, std::string_v
     Colours c = colours_of(kind);
     std::string text = fmt::format("{} {}", kind_name(kind), c.meaning);
     out += fmt::format("<text x=\"{}\" y=\"38\" font-size=\"11\" fill=\"{}\">{}</text>\n", num(legend_x), c.dark,
-                       xml_escape(text));
+                       support::xml_escape(text));
     legend_x += 7.0 * static_cast<double>(text.size()) + 16;
   }
   if (s.virtual_per_stage > 1)
@@ -107,7 +94,7 @@ std::string timeline_svg(const Schedule& s, const Simulation& sim, std::string_v
       out += fmt::format(
           "<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"{}\" stroke=\"#ffffff\" "
           "stroke-width=\"1\"><title>{}: {} to {}</title></rect>\n",
-          num(x), num(y), num(w), num(kRow), chunk % 2 == 0 ? c.dark : c.light, xml_escape(describe(a)),
+          num(x), num(y), num(w), num(kRow), chunk % 2 == 0 ? c.dark : c.light, support::xml_escape(describe(a)),
           t.start, t.end);
       if (w >= 14)
         out += fmt::format(

@@ -15,7 +15,4 @@ namespace tessera::mpmd {
 // duration (zero-cost actions, e.g. W with w = 0, are not drawn); nothing else is a rect.
 std::string timeline_svg(const Schedule& s, const Simulation& sim, std::string_view title);
 
-// Escapes &, <, >, " and ' for XML text and attribute values.
-std::string xml_escape(std::string_view text);
-
 }  // namespace tessera::mpmd

@@ -33,4 +33,7 @@ int64_t product(std::span<const int64_t> values);
 // value outside int64. Command-line sizes are read with it, so "data=4x" is an error, not 4.
 std::optional<int64_t> parse_int(std::string_view text);
 
+// Escapes &, <, >, " and ' for XML text and attribute values (the SVG pictures).
+std::string xml_escape(std::string_view text);
+
 }  // namespace tessera::support

@@ -4,6 +4,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 
 #include "interp/npy.h"
@@ -56,11 +57,38 @@ TEST(Npy, SavesAndLoadsFiles) {
   EXPECT_EQ(message_of([&] { load_npy(path.string()); }), "cannot read " + path.string());
 }
 
+TEST(Npy, TypesNumPyLacksGoByTheirMlDtypesNames) {
+  Literal b = lit(Type(E::bf16, {3}), {1.5, -2, 3.25});
+  std::string bytes = to_npy(b);
+  EXPECT_NE(bytes.find("'descr': 'bfloat16'"), std::string::npos);
+  EXPECT_TRUE(same(from_npy(bytes), b));
+  for (auto [e, name] : {std::pair{E::f8E4M3FN, "float8_e4m3fn"}, {E::f8E5M2, "float8_e5m2"}, {E::f8E4M3, "float8_e4m3"},
+                         {E::f8E3M4, "float8_e3m4"}, {E::i4, "int4"}, {E::ui4, "uint4"}, {E::i2, "int2"}, {E::ui2, "uint2"}}) {
+    Literal x = lit(Type(e, {2}), {1, 0});
+    std::string text = to_npy(x);
+    EXPECT_NE(text.find(fmt::format("'descr': '{}'", name)), std::string::npos) << name;
+    EXPECT_TRUE(same(from_npy(text), x)) << name;
+  }
+  // np.save of an ml_dtypes array writes untyped elements: read as the type the caller expects
+  // when the widths agree, refused otherwise (and without an expected type).
+  std::string untyped = bytes;  // the same header length: the 64-byte padding stays right
+  untyped.replace(untyped.find("'descr': 'bfloat16'"), 19, "'descr':      '|V2'");
+  EXPECT_TRUE(same(from_npy(untyped, "x.npy", E::bf16), b));
+  Literal as_f16 = from_npy(untyped, "x.npy", E::f16);  // any 2-byte type: the bits as they are
+  EXPECT_EQ(as_f16.type(), Type(E::f16, {3}));
+  EXPECT_TRUE(std::equal(as_f16.bytes().begin(), as_f16.bytes().end(), b.bytes().begin(), b.bytes().end()));
+  EXPECT_EQ(message_of([&] { from_npy(untyped, "x.npy", E::f32); }),
+            "x.npy: .npy elements are untyped ('|V2', 2 bytes), which cannot be read as f32");
+  EXPECT_EQ(message_of([&] { from_npy(untyped, "x.npy"); }),
+            "x.npy: .npy elements are untyped ('|V2', 2 bytes: an ml_dtypes array saved by np.save?); save it with "
+            "its ml_dtypes name as descr, or as .safetensors");
+  // Sub-byte integers are taken modulo their width: a masked int4 -1 (0x0F) reads as -1.
+  std::string four = to_npy(lit(Type(E::i4, {1}), {-1}));
+  four.back() = '\x0f';
+  EXPECT_EQ(from_npy(four).get_int(0), -1);
+}
+
 TEST(Npy, RefusesWhatItCannotRepresent) {
-  EXPECT_EQ(message_of([] { to_npy(Literal(Type(E::bf16, {2}))); }),
-            "NumPy has no element type for bf16; convert it before saving as .npy");
-  EXPECT_EQ(message_of([] { to_npy(Literal(Type(E::i4, {2}))); }),
-            "NumPy has no element type for i4; convert it before saving as .npy");
   std::string good = to_npy(lit(Type(E::f32, {2, 2}), {1, 2, 3, 4}));
   auto edited = [&](std::string from, std::string to) {
     std::string s = good;
@@ -71,7 +99,7 @@ TEST(Npy, RefusesWhatItCannotRepresent) {
   EXPECT_EQ(message_of([&] { from_npy(edited("False", "True "), "x.npy"); }),
             "x.npy: .npy arrays in Fortran order are not supported");
   EXPECT_EQ(message_of([&] { from_npy(edited("<f4", ">f4"), "x.npy"); }),
-            "x.npy: .npy element type '>f4' is not supported (little-endian numbers and bools only)");
+            "x.npy: .npy element type '>f4' is not supported (little-endian numbers, bools and the ml_dtypes types only)");
   EXPECT_EQ(message_of([&] { from_npy(good.substr(0, good.size() - 1), "x.npy"); }),
             "x.npy: .npy data has 15 bytes, tensor<2x2xf32> needs 16");
   EXPECT_EQ(message_of([&] { from_npy(edited("(2, 2)", "(2, x)"), "x.npy"); }), "x.npy: .npy shape (2, x) is malformed");

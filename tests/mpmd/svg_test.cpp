@@ -13,6 +13,7 @@
 
 #include "mpmd/generate.h"
 #include "mpmd/svg.h"
+#include "support/strings.h"
 
 namespace tessera::mpmd {
 namespace {
@@ -175,7 +176,7 @@ TEST(Svg, TheTitleIsEscaped) {
   Schedule s = gpipe(1, 1);
   std::string svg = timeline_svg(s, simulate(s, Costs{}), "a<b & \"c\"");
   EXPECT_NE(svg.find("a&lt;b &amp; &quot;c&quot;"), std::string::npos);
-  EXPECT_EQ(xml_escape("<'&'>"), "&lt;&apos;&amp;&apos;&gt;");
+  EXPECT_EQ(support::xml_escape("<'&'>"), "&lt;&apos;&amp;&apos;&gt;");
 }
 
 TEST(Svg, TheReaderRefusesMalformedDocuments) {

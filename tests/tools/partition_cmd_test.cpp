@@ -10,6 +10,7 @@
 #include "common/error_of.h"
 #include "interp/interpreter.h"
 #include "interp/npy.h"
+#include "runtime/sharding_picture.h"
 #include "stablehlo/parser.h"
 #include "tools/tessera/partition_cmd.h"
 
@@ -42,6 +43,14 @@ struct TempDir {
   }
 };
 
+PartitionCommand command(const std::string& file, const std::string& function, const std::string& mesh) {
+  PartitionCommand c;
+  c.file = file;
+  c.function = function;
+  c.mesh = mesh;
+  return c;
+}
+
 ir::Literal filled(const ir::Type& t, double scale) {
   ir::Literal l(t);
   for (int64_t i = 0; i < l.num_elements(); ++i) l.set_double(i, scale * std::sin(0.3 * double(i + 1)));
@@ -51,7 +60,7 @@ ir::Literal filled(const ir::Type& t, double scale) {
 TEST(PartitionCommand, PrintsTheLocalProgramAndItsReport) {
   TempDir dir;
   std::ostringstream out;
-  ASSERT_EQ(partition_command({dir.file("m.mlir", kModule), "", ""}, out), 0);
+  ASSERT_EQ(partition_command(command(dir.file("m.mlir", kModule), "", ""), out), 0);
   std::string s = out.str();
   EXPECT_NE(s.find("func.func public @main(%arg0: tensor<2x4xf32>, %arg1: tensor<4x3xf32>) -> (tensor<2x3xf32>, tensor<f32>)"),
             std::string::npos) << s;
@@ -60,8 +69,80 @@ TEST(PartitionCommand, PrintsTheLocalProgramAndItsReport) {
   EXPECT_NE(s.find("// buffer plan per device: "), std::string::npos) << s;
   // --mesh resizes the module's mesh: 2 devices, pieces of 4 rows.
   std::ostringstream two;
-  ASSERT_EQ(partition_command({dir.file("m.mlir", kModule), "", "data=2"}, two), 0);
+  ASSERT_EQ(partition_command(command(dir.file("m.mlir", kModule), "", "data=2"), two), 0);
   EXPECT_NE(two.str().find("%arg0: tensor<4x4xf32>"), std::string::npos) << two.str();
+}
+
+TEST(PartitionCommand, ShowDrawsWhichDeviceHoldsWhichBlock) {
+  TempDir dir;
+  PartitionCommand c = command(dir.file("m.mlir", kModule), "", "");
+  c.show = true;
+  c.show_svg = (dir.path / "svg").string();
+  std::ostringstream out;
+  ASSERT_EQ(partition_command(c, out), 0);
+  std::string s = out.str();
+  // x's rows over "data": one block of 2 rows per device.
+  const char* x_grid =
+      "// %arg0: tensor<8x4xf32> [{\"data\"}, {}] on @mesh [\"data\"=4]\n"
+      "//       0:4\n"
+      "//     ┌─────┐\n"
+      "// 0:2 │  0  │\n"
+      "//     ├─────┤\n"
+      "// 2:4 │  1  │\n"
+      "//     ├─────┤\n"
+      "// 4:6 │  2  │\n"
+      "//     ├─────┤\n"
+      "// 6:8 │  3  │\n"
+      "//     └─────┘\n";
+  EXPECT_NE(s.find(x_grid), std::string::npos) << s;
+  // w replicated: one block held by every device; the scalar result likewise.
+  EXPECT_NE(s.find("// %arg1: tensor<4x3xf32> [{}, {}] on @mesh [\"data\"=4]\n"
+                   "//       0:3\n"
+                   "//     ┌─────┐\n"
+                   "// 0:4 │ 0-3 │\n"),
+            std::string::npos) << s;
+  EXPECT_NE(s.find("// result 1: tensor<f32> [] on @mesh [\"data\"=4]\n// ┌─────┐\n// │ 0-3 │\n// └─────┘\n"),
+            std::string::npos) << s;
+  // The SVG of x: a background and one block per device, each labelled with its device.
+  std::ifstream svg(dir.path / "svg" / "arg0.svg");
+  std::stringstream text;
+  text << svg.rdbuf();
+  std::string picture = text.str();
+  size_t rects = 0;
+  for (size_t at = picture.find("<rect"); at != std::string::npos; at = picture.find("<rect", at + 1)) ++rects;
+  EXPECT_EQ(rects, 5u) << picture;
+  for (const char* label : {">0<", ">1<", ">2<", ">3<", ">0:2<", ">6:8<"})
+    EXPECT_NE(picture.find(label), std::string::npos) << label << "\n" << picture;
+  EXPECT_NE(picture.find("&quot;data&quot;"), std::string::npos) << picture;  // the title, escaped
+  EXPECT_TRUE(fs::exists(dir.path / "svg" / "result1.svg"));
+}
+
+TEST(ShardingPicture, TwoAxesSubAxesUnevenAndUnreduced) {
+  ir::Mesh mesh{"m", {{"data", 2}, {"model", 2}}, {}};
+  // Both dimensions split: a 2x2 grid; device = data * 2 + model.
+  std::string both = runtime::sharding_grid("t", ir::f32({4, 6}), ir::Sharding{"m", {{"data"}, {"model"}}, {}, {}}, mesh);
+  EXPECT_NE(both.find("0:2 │  0  │  1  │"), std::string::npos) << both;
+  EXPECT_NE(both.find("2:4 │  2  │  3  │"), std::string::npos) << both;
+  // Rows over "model" only: devices 0 and 2 (model 0) share the first block.
+  std::string model = runtime::sharding_grid("t", ir::f32({4, 6}), ir::Sharding{"m", {{"model"}, {}}, {}, {}}, mesh);
+  EXPECT_NE(model.find("0:2 │ 0,2 │"), std::string::npos) << model;
+  EXPECT_NE(model.find("2:4 │ 1,3 │"), std::string::npos) << model;
+  // A sub-axis: "x":(1)2 is the major half of x, so devices 0,1 hold the first rows.
+  ir::Mesh x4{"m", {{"x", 4}}, {}};
+  std::string sub = runtime::sharding_grid(
+      "t", ir::f32({8}), ir::Sharding{"m", {{ir::AxisRef("x", ir::SubAxis{1, 2})}}, {}, {}}, x4);
+  EXPECT_NE(sub.find("│ 0,1 │ 2,3 │"), std::string::npos) << sub;
+  // 7 rows over 4 devices: the last block is shorter.
+  std::string uneven = runtime::sharding_grid("t", ir::f32({7}), ir::Sharding{"m", {{"x"}}, {}, {}}, x4);
+  EXPECT_NE(uneven.find("  0:2   2:4   4:6   6:7\n"), std::string::npos) << uneven;
+  EXPECT_NE(uneven.find("│  0  │  1  │  2  │  3  │"), std::string::npos) << uneven;
+  // Partial sums are said.
+  std::string partial = runtime::sharding_grid("t", ir::f32({4}), ir::Sharding{"m", {{}}, {}, {"x"}}, x4);
+  EXPECT_NE(partial.find("unreduced over \"x\": each block holds a partial sum"), std::string::npos) << partial;
+  // Rank 3 is refused with the array named, as JAX refuses it.
+  std::string e = testing::error_of(
+      [&] { runtime::sharding_grid("t", ir::f32({2, 2, 2}), ir::Sharding{"m", {{}, {}, {}}, {}, {}}, x4); });
+  EXPECT_NE(e.find("tensor<2x2x2xf32> has rank 3"), std::string::npos) << e;
 }
 
 TEST(RunCommand, WritesResultsEqualToOneDevice) {
@@ -101,9 +182,9 @@ TEST(RunCommand, ErrorsNameWhatIsWrong) {
   c.inputs = {"arg0=" + (dir.path / "x.npy").string(), "arg1=" + (dir.path / "w.npy").string()};
   e = testing::error_of([&] { run_command(c, out); });
   EXPECT_NE(e.find("mesh @mesh of 4 devices, but the session has 2"), std::string::npos) << e;
-  e = testing::error_of([&] { partition_command({c.file, "", "data=two"}, out); });
+  e = testing::error_of([&] { partition_command(command(c.file, "", "data=two"), out); });
   EXPECT_NE(e.find("size of axis \"data\" is not a positive whole number: 'two'"), std::string::npos) << e;
-  e = testing::error_of([&] { partition_command({c.file, "nope", ""}, out); });
+  e = testing::error_of([&] { partition_command(command(c.file, "nope", ""), out); });
   EXPECT_NE(e.find("no function @nope"), std::string::npos) << e;
 }
 

@@ -69,6 +69,8 @@ int main(int argc, char** argv) {
   part->add_option("file", pc.file, "StableHLO module (.mlir)")->required()->check(CLI::ExistingFile);
   part->add_option("--function", pc.function, "Function to partition (default @main or the first public one)");
   part->add_option("--mesh", pc.mesh, "Axes of the module's mesh, e.g. data=4,model=2");
+  part->add_flag("--show", pc.show, "Draw which device holds which block of each argument and result");
+  part->add_option("--show-svg", pc.show_svg, "Write those pictures as SVG files (arg<i>.svg, result<i>.svg) into this folder");
   auto* run = app.add_subcommand("run", "Run a StableHLO module on host devices or MPI ranks");
   tessera::tools::RunCommand rc;
   run->add_option("file", rc.file, "StableHLO module (.mlir)")->required()->check(CLI::ExistingFile);
@@ -76,8 +78,10 @@ int main(int argc, char** argv) {
       ->check(CLI::PositiveNumber);
   run->add_option("--backend", rc.backend, "host (threads of this process) or mpi (under mpirun; rank 0 prints)")
       ->check(CLI::IsMember({"host", "mpi"}));
-  run->add_option("--input", rc.inputs, "argN=file.npy, one per parameter");
-  run->add_option("--output-dir", rc.output_dir, "Where result<i>.npy are written");
+  run->add_option("--input", rc.inputs, "argN=file.npy, argN=file.safetensors or argN=file.safetensors:NAME, one per parameter");
+  run->add_option("--output-dir", rc.output_dir, "Where result<i>.npy (or results.safetensors) are written");
+  run->add_option("--output-format", rc.output_format, "npy (one file per result) or safetensors (one file)")
+      ->capture_default_str();
   run->add_option("--function", rc.function, "Function to run (default @main or the first public one)");
   run->add_option("--mesh", rc.mesh, "Axes of the module's mesh, e.g. data=4");
   run->add_option("--timeout", rc.timeout_s, "Seconds a collective waits for its peers")->capture_default_str()

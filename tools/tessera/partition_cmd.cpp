@@ -2,6 +2,7 @@
 #include "tools/tessera/partition_cmd.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <filesystem>
 #include <fstream>
@@ -9,11 +10,14 @@
 
 #include "exec/executable.h"
 #include "interp/npy.h"
+#include "runtime/checkpoint.h"
 #include "runtime/session.h"
+#include "runtime/sharding_picture.h"
 #include "spmd/partition.h"
 #include "stablehlo/parser.h"
 #include "stablehlo/printer.h"
 #include "support/error.h"
+#include "support/durable_file.h"
 #include "support/memory.h"
 #include "tools/tessera/cli_options.h"
 
@@ -47,6 +51,60 @@ const ir::Function& entry(const ir::Module& m, const std::string& name) {
   fail("the module has no public function");
 }
 
+// An --input file: .npy (untyped ml_dtypes elements read as the parameter's type), or a
+// .safetensors file holding one array, or FILE.safetensors:NAME for one array of several.
+ir::Literal load_input(const std::string& path, ir::ElementType parameter_type) {
+  static constexpr std::string_view kExt = ".safetensors";
+  size_t at = path.rfind(kExt);
+  if (at == std::string::npos || (at + kExt.size() != path.size() && path[at + kExt.size()] != ':'))
+    return interp::load_npy(path, parameter_type);
+  std::string file = path.substr(0, at + kExt.size());
+  std::string name = at + kExt.size() < path.size() ? path.substr(at + kExt.size() + 1) : "";
+  runtime::NamedArrays arrays = runtime::load_safetensors(file);
+  std::vector<std::string> names;
+  for (auto& [n, value] : arrays) {
+    if (n == name || (name.empty() && arrays.size() == 1)) return std::move(value);
+    names.push_back(n);
+  }
+  if (name.empty()) fail("--input {}: the file holds {} arrays ({}); name one as {}:NAME", path, arrays.size(),
+                         fmt::join(names, ", "), file);
+  fail("--input {}: {} has no array '{}' (it has {})", path, file, name, fmt::join(names, ", "));
+}
+
+// --show and --show-svg: one picture per argument and result of the partitioned function.
+void show_layouts(const PartitionCommand& c, const ir::Module& m, const spmd::Partitioned& info, std::ostream& out) {
+  const ir::Mesh& mesh = m.mesh(info.mesh);
+  struct Item {
+    std::string name, file;
+    const ir::Type* type;
+    const ir::Sharding* sharding;
+  };
+  std::vector<Item> items;
+  for (size_t i = 0; i < info.parameter_types.size(); ++i)
+    items.push_back({fmt::format("%arg{}", i), fmt::format("arg{}.svg", i), &info.parameter_types[i],
+                     &info.parameter_shardings[i]});
+  for (size_t i = 0; i < info.result_types.size(); ++i)
+    items.push_back({fmt::format("result {}", i), fmt::format("result{}.svg", i), &info.result_types[i],
+                     &info.result_shardings[i]});
+  if (!c.show_svg.empty()) {
+    std::error_code ec;
+    std::filesystem::create_directories(c.show_svg, ec);
+    if (ec) fail("--show-svg {}: cannot create the folder: {}", c.show_svg, ec.message());
+  }
+  for (const Item& item : items) {
+    std::string title = runtime::layout_title(item.name, *item.type, *item.sharding, mesh);
+    if (c.show) {
+      std::stringstream grid(runtime::sharding_grid(title, *item.type, *item.sharding, mesh));
+      for (std::string line; std::getline(grid, line);) out << "// " << line << "\n";
+    }
+    if (!c.show_svg.empty()) {
+      std::string path = (std::filesystem::path(c.show_svg) / item.file).string();
+      support::write_file_atomically(path, {runtime::sharding_svg(title, *item.type, *item.sharding, mesh)});
+      out << fmt::format("// {} -> {}\n", item.name, path);
+    }
+  }
+}
+
 }  // namespace
 
 int partition_command(const PartitionCommand& c, std::ostream& out) {
@@ -65,6 +123,7 @@ int partition_command(const PartitionCommand& c, std::ostream& out) {
                        support::format_bytes(e->arena_bytes()), support::format_bytes(e->peak_bytes()),
                        e->planned() ? "" : " (not counting while bodies and calls)");
   }
+  if (c.show || !c.show_svg.empty()) show_layouts(c, *m, info, out);
   return 0;
 }
 
@@ -74,7 +133,7 @@ int run_command(const RunCommand& c, std::ostream& out) {
   std::vector<std::optional<ir::Literal>> given(f.num_parameters());
   for (const std::string& spec : c.inputs) {
     InputSpec input = parse_input_spec(spec, f.name(), given.size());
-    given[input.parameter] = interp::load_npy(input.path);
+    given[input.parameter] = load_input(input.path, f.parameter(input.parameter)->type().element);
   }
   std::vector<ir::Literal> inputs;
   for (size_t i = 0; i < given.size(); ++i) {
@@ -82,6 +141,8 @@ int run_command(const RunCommand& c, std::ostream& out) {
     inputs.push_back(std::move(*given[i]));
   }
   if (c.backend != "host" && c.backend != "mpi") fail("--backend: '{}' is neither host nor mpi", c.backend);
+  if (c.output_format != "npy" && c.output_format != "safetensors")
+    fail("--output-format: '{}' is neither npy nor safetensors", c.output_format);
   runtime::SessionOptions options;
   options.timeout = std::chrono::milliseconds(static_cast<int64_t>(c.timeout_s * 1000));
   runtime::Session session =
@@ -92,10 +153,19 @@ int run_command(const RunCommand& c, std::ostream& out) {
   std::error_code ec;
   std::filesystem::create_directories(c.output_dir, ec);
   if (ec) fail("--output-dir {}: cannot create the folder: {}", c.output_dir, ec.message());
-  for (size_t i = 0; i < results.size(); ++i) {
-    std::string path = (std::filesystem::path(c.output_dir) / fmt::format("result{}.npy", i)).string();
-    interp::save_npy(results[i], path);
-    out << fmt::format("result {}: {} -> {}\n", i, ir::to_string(results[i].type()), path);
+  if (c.output_format == "safetensors") {
+    std::string path = (std::filesystem::path(c.output_dir) / "results.safetensors").string();
+    runtime::NamedArrays named;
+    for (size_t i = 0; i < results.size(); ++i) named.emplace_back(fmt::format("result{}", i), results[i]);
+    runtime::save_safetensors(path, named);
+    for (size_t i = 0; i < results.size(); ++i)
+      out << fmt::format("result {}: {} -> {} (result{})\n", i, ir::to_string(results[i].type()), path, i);
+  } else {
+    for (size_t i = 0; i < results.size(); ++i) {
+      std::string path = (std::filesystem::path(c.output_dir) / fmt::format("result{}.npy", i)).string();
+      interp::save_npy(results[i], path);
+      out << fmt::format("result {}: {} -> {}\n", i, ir::to_string(results[i].type()), path);
+    }
   }
   int64_t ranks = session.num_devices() / c.devices;
   std::string where = session.over_mpi() ? fmt::format("{} devices ({} MPI rank{} of {})", session.num_devices(),

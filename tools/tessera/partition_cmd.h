@@ -13,6 +13,8 @@ struct PartitionCommand {
   std::string file;
   std::string function;  // empty: @main, else the first public function
   std::string mesh;      // "data=4,model=2": the axes of the module's mesh (added as @mesh if none)
+  bool show = false;     // also draw each argument's and result's layout as a text grid
+  std::string show_svg;  // non-empty: write those pictures as SVG files into this folder
 };
 
 // Prints the local program, then the report. Returns the exit status.
@@ -24,12 +26,16 @@ struct RunCommand {
   std::string mesh;
   int64_t devices = 1;              // host: the devices; mpi: devices per rank
   std::string backend = "host";     // "host" or "mpi" (under mpirun: every rank runs, rank 0 writes and prints)
-  std::vector<std::string> inputs;  // "argN=path.npy" or "N=path.npy"
+  // "argN=path.npy" or "N=path.npy"; path.safetensors (one array) or path.safetensors:NAME
+  std::vector<std::string> inputs;
   std::string output_dir = ".";
+  std::string output_format = "npy";  // npy: result<i>.npy; safetensors: results.safetensors (result<i>)
   double timeout_s = 60;  // how long a collective waits for its peers
 };
 
-// Runs on `devices` host devices (or over MPI ranks) and writes result i to output_dir/result<i>.npy.
+// Runs on `devices` host devices (or over MPI ranks) and writes result i to output_dir/result<i>.npy
+// (types NumPy lacks, such as bf16, in the ml_dtypes convention of interp/npy.h), or all of them
+// to output_dir/results.safetensors.
 int run_command(const RunCommand& c, std::ostream& out);
 
 }  // namespace tessera::tools
