@@ -14,10 +14,11 @@ export CCACHE_BASEDIR := $(CURDIR)
 export CCACHE_NOHASHDIR := true
 
 # Debian packages the build and the tests need (NumPy is a test oracle; OpenMPI runs the MPI
-# backend and its tests, label `mpi`; iproute2 makes the network namespaces of label `multihost`).
+# backend and its tests, label `mpi`; iproute2 makes the network namespaces of label `multihost`;
+# Chromium renders the SVG pictures and Pillow reads its screenshots, label `browser`).
 APT_PACKAGES := cmake g++ make ccache libopenblas-dev libfmt-dev nlohmann-json3-dev libcli11-dev \
                 libgtest-dev libgmock-dev libbenchmark-dev python3 python3-numpy \
-                libopenmpi-dev openmpi-bin iproute2 python3-torch fortunes
+                libopenmpi-dev openmpi-bin iproute2 python3-torch fortunes chromium python3-pil
 
 .PHONY: deps configure build run test test-asan test-tsan clean
 
