@@ -15,10 +15,12 @@ export CCACHE_NOHASHDIR := true
 
 # Debian packages the build and the tests need (NumPy is a test oracle; OpenMPI runs the MPI
 # backend and its tests, label `mpi`; iproute2 makes the network namespaces of label `multihost`;
-# Chromium renders the SVG pictures and Pillow reads its screenshots, label `browser`).
+# Chromium renders the SVG pictures and Pillow reads its screenshots, label `browser`; pybind11 and
+# the Python headers build the Python package, label `python`).
 APT_PACKAGES := cmake g++ make ccache libopenblas-dev libfmt-dev nlohmann-json3-dev libcli11-dev \
                 libgtest-dev libgmock-dev libbenchmark-dev python3 python3-numpy \
-                libopenmpi-dev openmpi-bin iproute2 python3-torch fortunes chromium python3-pil
+                libopenmpi-dev openmpi-bin iproute2 python3-torch fortunes chromium python3-pil \
+                pybind11-dev python3-dev
 
 .PHONY: deps configure build run test test-asan test-tsan clean
 

@@ -23,6 +23,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <ostream>
 #include <string>
 
@@ -63,6 +64,8 @@ struct TrainCommand {
   int64_t microbatches = 8;
   int64_t virtual_stages = 1;  // --virtual: virtual stages per stage (interleaved)
   std::string schedule_svg;    // write the last step's measured timeline as SVG
+  // Called after each step with its number and loss (the Python package's per-step callback).
+  std::function<void(int64_t step, double loss)> on_step;
 };
 
 int train_command(const TrainCommand& c, std::ostream& out);

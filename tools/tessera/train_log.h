@@ -51,6 +51,7 @@ class LossLog {
     double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
     mfu_ = step_flops_ > 0 && peak_ > 0 && seconds > 0 ? double(t - first_step_ + 1) * step_flops_ / seconds / peak_ : -1;
     progress(out, c_, t, first_step_, loss, extra, start_, mfu_);
+    if (c_.on_step) c_.on_step(t, loss);
   }
   // The held-out loss after step t.
   void eval(std::ostream& out, int64_t t, double loss) {
