@@ -9,6 +9,7 @@ namespace tessera::support {
 namespace {
 
 std::atomic<int64_t> held{0};
+std::atomic<int64_t> peak_held{0};
 std::atomic<int64_t> limit_override{0};
 
 int64_t physical_memory() {
@@ -54,6 +55,8 @@ int64_t memory_limit() {
 void set_memory_limit(int64_t bytes) { limit_override.store(bytes > 0 ? bytes : 0); }
 
 int64_t bytes_held() { return held.load(std::memory_order_relaxed); }
+int64_t peak_bytes_held() { return peak_held.load(std::memory_order_relaxed); }
+void reset_peak_bytes_held() { peak_held.store(held.load(std::memory_order_relaxed), std::memory_order_relaxed); }
 
 void reserve_bytes(int64_t bytes) {
   int64_t limit = memory_limit();
@@ -66,6 +69,10 @@ void reserve_bytes(int64_t bytes) {
         limit_override.load() > 0 ? "--max-bytes"
         : environment_limit() > 0 ? "TESSERA_MAX_BYTES"
                                   : "this machine's memory"));
+  }
+  int64_t now = before + bytes;
+  for (int64_t peak = peak_held.load(std::memory_order_relaxed);
+       now > peak && !peak_held.compare_exchange_weak(peak, now, std::memory_order_relaxed);) {
   }
 }
 

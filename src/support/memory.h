@@ -36,6 +36,10 @@ class MemoryLimitError : public UserError {
 int64_t memory_limit();              // bytes
 void set_memory_limit(int64_t bytes);  // <= 0: back to the default
 int64_t bytes_held();                // array bytes allocated now, all threads together
+// The most bytes_held has been since the process started or the last reset: the measured peak
+// that memory estimates are checked against.
+int64_t peak_bytes_held();
+void reset_peak_bytes_held();
 void reserve_bytes(int64_t bytes);   // throws MemoryLimitError past the limit
 void release_bytes(int64_t bytes);
 // "2.00 GiB", "512 B": sizes in messages.

@@ -12,6 +12,7 @@
 #include "interp/npy.h"
 #include "runtime/sharding_picture.h"
 #include "stablehlo/parser.h"
+#include "support/memory.h"
 #include "tools/tessera/partition_cmd.h"
 
 namespace tessera::tools {
@@ -166,6 +167,24 @@ TEST(RunCommand, WritesResultsEqualToOneDevice) {
     for (int64_t i = 0; i < got.num_elements(); ++i) EXPECT_NEAR(got.get_double(i), want[r].get_double(i), 1e-5);
   }
   EXPECT_NE(out.str().find("ran @main on 4 host devices; 1 collectives"), std::string::npos) << out.str();
+}
+
+TEST(RunCommand, ARunThatCannotFitIsRefusedBeforeItStarts) {
+  TempDir dir;
+  RunCommand c;
+  c.file = dir.file("m.mlir", kModule);
+  c.devices = 4;
+  interp::save_npy(filled(ir::f32({8, 4}), 1), (dir.path / "x.npy").string());
+  interp::save_npy(filled(ir::f32({4, 3}), 1), (dir.path / "w.npy").string());
+  c.inputs = {"arg0=" + (dir.path / "x.npy").string(), "arg1=" + (dir.path / "w.npy").string()};
+  c.output_dir = (dir.path / "out").string();
+  support::set_memory_limit(256);  // bytes: 4 devices each need more than 64
+  std::ostringstream out;
+  std::string e = testing::error_of([&] { run_command(c, out); });
+  support::set_memory_limit(0);
+  EXPECT_NE(e.find("per device (its buffer plan's peak with arguments and results)"), std::string::npos) << e;
+  EXPECT_NE(e.find("for the 4 devices of this process, more than the limit of 256 B"), std::string::npos) << e;
+  EXPECT_FALSE(fs::exists(dir.path / "out" / "result0.npy"));
 }
 
 TEST(RunCommand, ErrorsNameWhatIsWrong) {

@@ -42,7 +42,8 @@ const std::map<std::string, Setter>& setters() {
       {"corpus", field(&C::corpus)},       {"save", field(&C::save)},           {"resume", field(&C::resume)},
       {"save_every", field(&C::save_every)}, {"keep", field(&C::keep)},         {"eval_every", field(&C::eval_every)},
       {"eval_batches", field(&C::eval_batches)}, {"losses", field(&C::losses)}, {"sample", field(&C::sample)},
-      {"profile", field(&C::profile)},     {"schedule", field(&C::schedule)},   {"microbatches", field(&C::microbatches)},
+      {"profile", field(&C::profile)},     {"dry_run", field(&C::dry_run)},
+      {"schedule", field(&C::schedule)},   {"microbatches", field(&C::microbatches)},
       {"virtual_stages", field(&C::virtual_stages)}, {"schedule_svg", field(&C::schedule_svg)},
   };
   return table;

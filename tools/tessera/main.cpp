@@ -153,6 +153,7 @@ int main(int argc, char** argv) {
   bool bar_on = false, bar_off = false;
   auto* bar_flag = train->add_flag("--progress-bar", bar_on, "Draw the progress bar even when stdout is not a terminal");
   train->add_flag("--no-progress-bar", bar_off, "Print a line per tenth of the run instead of a bar")->excludes(bar_flag);
+  train->add_flag("--dry-run", tc.dry_run, "Print the memory each device will hold and stop (a run that cannot fit is refused)");
   train->add_flag("--profile", tc.profile, "Print the time spent per op kind");
   train->add_flag("--remat", tc.remat, "Recompute element-wise activations in the backward pass");
   train->add_option("--schedule", tc.schedule, "Pipeline schedule (pp plans): gpipe, 1f1b, interleaved or zb-h1")

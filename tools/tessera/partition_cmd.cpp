@@ -148,6 +148,17 @@ int run_command(const RunCommand& c, std::ostream& out) {
   runtime::Session session =
       c.backend == "mpi" ? runtime::Session::mpi(c.devices, options) : runtime::Session::host(c.devices, options);
   runtime::CompiledProgram p = session.compile(*m, f.name());
+  // Refused before running when the devices of this process cannot hold their plans' peaks.
+  {
+    auto e = exec::Executable::compile(p.local_function(), exec::CompileOptions{p.module.get()});
+    int64_t here = session.over_mpi() ? c.devices : session.num_devices();
+    if (e->peak_bytes() * here > support::memory_limit())
+      fail("@{} needs about {} per device (its buffer plan's peak with arguments and results), {} for the {} device{} "
+           "of this process, more than the limit of {} (this machine's memory, TESSERA_MAX_BYTES or --max-bytes); not "
+           "started",
+           f.name(), support::format_bytes(e->peak_bytes()), support::format_bytes(e->peak_bytes() * here), here,
+           here == 1 ? "" : "s", support::format_bytes(support::memory_limit()));
+  }
   std::vector<ir::Literal> results = session.run_sharded(p, inputs);
   if (session.rank() != 0) return 0;  // every rank has the results; rank 0 writes and prints them
   std::error_code ec;

@@ -35,6 +35,7 @@
 #include "support/strings.h"
 #include "tools/tessera/train_data.h"
 #include "tools/tessera/train_log.h"
+#include "tools/tessera/train_memory.h"
 #include "tools/tessera/train_options.h"
 #include "tools/tessera/train_pipeline.h"
 
@@ -190,6 +191,20 @@ int train_command(const TrainCommand& c, std::ostream& out_stream) {
     fail("--no-decay {}: {}", c.no_decay, e.what());
   }
   runtime::CompiledProgram compiled = session.compile(m, programs.train_step);
+  // What a device will hold, before anything is staged: printed with --dry-run, and a run that
+  // cannot fit is refused here rather than killed by the kernel later.
+  const MemoryEstimate memory = estimate_training_memory(compiled, programs, local_devices);
+  if (c.dry_run) {
+    out << fmt::format("tessera train --dry-run: plan {} on {} device{} ({} in this process)\n", plan.name, devices,
+                       devices == 1 ? "" : "s", local_devices)
+        << memory.table();
+    check_fits(memory, fmt::format("--plan {} on {} devices", plan.name, devices));
+    out << fmt::format("fits: the limit is {}\n", support::format_bytes(support::memory_limit()));
+    return 0;
+  }
+  check_fits(memory, fmt::format("--plan {} on {} devices", plan.name, devices));
+  support::reset_peak_bytes_held();
+  const int64_t held_before = support::bytes_held();
   runtime::ShardedProgram step = session.sharded_program(compiled, programs.output_aliases);
 
   // Parameters: initialised from the seed piece by piece, or the checkpoint (whatever plan wrote it).
@@ -390,6 +405,12 @@ int train_command(const TrainCommand& c, std::ostream& out_stream) {
   out << fmt::format("  optimizer state   {:>12}\n", support::format_bytes(state_bytes));
   out << fmt::format("  peak live bytes   {:>12}  (the step program's values at once{})\n",
                      support::format_bytes(spmd::peak_live_bytes(compiled.local_function())), c.remat ? ", with remat" : "");
+  // The arrays this process really held at most (support's count of every array and arena),
+  // from the first staging to the last step, per device: the check on --dry-run's estimate.
+  const int64_t measured = (support::peak_bytes_held() - held_before) / local_devices;
+  out << fmt::format("  array memory peak {:>12}  measured per device; estimated before running {} ({:+.1f} %)\n",
+                     support::format_bytes(measured), support::format_bytes(memory.per_device()),
+                     100.0 * (double(memory.per_device()) - double(measured)) / double(std::max<int64_t>(1, measured)));
   out << "  collectives per step:\n";
   std::map<std::string, int64_t> moved;
   for (const auto& col : r.collectives) moved[col.kind] += col.bytes_per_device;

@@ -59,6 +59,7 @@ struct TrainCommand {
   int64_t sample = 200;  // bytes of generated text at the end (0: none)
   bool progress_bar = false;  // true: a bar redrawn with '\r' (the CLI: when stdout is a terminal)
   bool profile = false;      // print the time per op kind at the end
+  bool dry_run = false;      // print the memory estimate per device (train_memory.h) and stop
   // Pipeline plans only.
   std::string schedule = "1f1b";  // gpipe | 1f1b | interleaved | zb-h1
   int64_t microbatches = 8;

@@ -1,0 +1,119 @@
+// tessera train --dry-run: the memory each device will hold, estimated from the compiled step
+// before anything is staged, against the peak the run really reaches (support's count of every
+// array and arena this process holds); and a run that cannot fit refused before it starts.
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <sstream>
+
+#include "common/error_of.h"
+#include "support/memory.h"
+#include "tools/tessera/train_cmd.h"
+
+namespace tessera::tools {
+namespace {
+
+namespace fs = std::filesystem;
+
+// The estimate is a plan of the same buffers the run allocates; what it cannot see (which of the
+// transient results are alive at once on every device) stays well inside this.
+constexpr double kEstimateTolerance = 0.10;
+
+struct TempDir {
+  fs::path path = fs::temp_directory_path() / ("tessera_memory_" + std::to_string(::getpid()));
+  TempDir() { fs::create_directories(path); }
+  ~TempDir() { fs::remove_all(path); }
+};
+
+TrainCommand model(const fs::path& corpus) {
+  TrainCommand c;
+  c.corpus = corpus.string();
+  c.d_model = 128;
+  c.layers = 2;
+  c.heads = 4;
+  c.kv_heads = 2;
+  c.ffn = 344;
+  c.batch = 8;
+  c.seq = 64;
+  c.steps = 2;
+  c.sample = 0;
+  c.devices = 4;
+  return c;
+}
+
+// "<what>  12.34 MiB" in the output, in bytes.
+double bytes_after(const std::string& out, const std::string& what) {
+  std::smatch m;
+  if (!std::regex_search(out, m, std::regex(what + " +([0-9.]+) (B|KiB|MiB|GiB)"))) {
+    ADD_FAILURE() << "no '" << what << "' in\n" << out;
+    return -1;
+  }
+  double scale = m[2] == "B" ? 1 : m[2] == "KiB" ? 1024 : m[2] == "MiB" ? 1024.0 * 1024 : 1024.0 * 1024 * 1024;
+  return std::stod(m[1]) * scale;
+}
+
+TEST(TrainMemory, TheDryRunEstimateIsWithinTenPercentOfTheMeasuredPeak) {
+  TempDir dir;
+  std::string text;
+  for (int i = 0; i < 400; ++i) text += "the quick brown fox jumps over the lazy dog. ";
+  std::ofstream(dir.path / "corpus.txt") << text;
+  for (const char* plan : {"dp", "fsdp", "tp", "dp,tp"}) {
+    TrainCommand c = model(dir.path / "corpus.txt");
+    c.plan = plan;
+    c.dry_run = true;
+    std::ostringstream dry;
+    ASSERT_EQ(train_command(c, dry), 0);
+    EXPECT_NE(dry.str().find("memory per device (estimated before running):"), std::string::npos) << dry.str();
+    EXPECT_EQ(dry.str().find("step 1/"), std::string::npos) << "a dry run trains nothing\n" << dry.str();
+    double estimate = bytes_after(dry.str(), "total per device");
+    double parts = 0;
+    for (const char* part : {"parameters", "optimizer state", "batch and step inputs", "activations and temporaries \\(plan\\)",
+                             "collective buffers"})
+      parts += bytes_after(dry.str(), part);
+    EXPECT_NEAR(parts, estimate, 0.01 * estimate) << dry.str();  // the table adds up (to its rounding)
+
+    c.dry_run = false;
+    std::ostringstream run;
+    ASSERT_EQ(train_command(c, run), 0);
+    double measured = bytes_after(run.str(), "array memory peak");
+    EXPECT_GT(measured, 0);
+    EXPECT_LE(std::abs(estimate - measured), kEstimateTolerance * measured)
+        << plan << ": estimated " << estimate << ", measured " << measured << "\n" << run.str();
+  }
+}
+
+TEST(TrainMemory, ARunThatCannotFitIsRefusedBeforeItStarts) {
+  TempDir dir;
+  std::string text;
+  for (int i = 0; i < 400; ++i) text += "the quick brown fox jumps over the lazy dog. ";
+  std::ofstream(dir.path / "corpus.txt") << text;
+  TrainCommand c = model(dir.path / "corpus.txt");
+  c.devices = 16;
+  support::set_memory_limit(64 << 20);  // 16 devices of about 8 MiB each do not fit in 64 MiB
+  auto start = std::chrono::steady_clock::now();
+  std::ostringstream out;
+  std::string e = testing::error_of([&] { train_command(c, out); });
+  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  support::set_memory_limit(0);
+  EXPECT_NE(e.find("--plan dp on 16 devices needs about"), std::string::npos) << e;
+  EXPECT_NE(e.find("more than the limit of 64.00 MiB"), std::string::npos) << e;
+  EXPECT_NE(e.find("not started"), std::string::npos) << e;
+  EXPECT_NE(e.find("activations and temporaries (plan)"), std::string::npos) << e;
+  EXPECT_NE(e.find("(16 devices in this process)"), std::string::npos) << e;
+  EXPECT_LT(seconds, 1.0);
+  EXPECT_EQ(out.str().find("step 1/"), std::string::npos) << out.str();
+  // --dry-run says the same, with the table, and fails the same way.
+  c.dry_run = true;
+  support::set_memory_limit(64 << 20);
+  e = testing::error_of([&] { train_command(c, out); });
+  support::set_memory_limit(0);
+  EXPECT_NE(e.find("not started"), std::string::npos) << e;
+}
+
+}  // namespace
+}  // namespace tessera::tools

@@ -1,0 +1,71 @@
+// The memory estimate of a training step (train_memory.h).
+#include "tools/tessera/train_memory.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <functional>
+
+#include "comm/host_communicator.h"
+#include "exec/executable.h"
+#include "spmd/report.h"
+#include "support/error.h"
+#include "support/memory.h"
+
+namespace tessera::tools {
+
+std::string MemoryEstimate::table() const {
+  auto line = [](const char* what, int64_t bytes) { return fmt::format("  {:<34}{:>12}\n", what, support::format_bytes(bytes)); };
+  std::string out = "memory per device (estimated before running):\n";
+  out += line("parameters", parameters);
+  out += line("optimizer state", optimizer);
+  out += line("batch and step inputs", inputs);
+  out += line("activations and temporaries (plan)", temporaries);
+  out += line("collective buffers", collectives);
+  out += line("total per device", per_device());
+  out += fmt::format("  {:<34}{:>12}  ({} device{} in this process)\n", "total in this process",
+                     support::format_bytes(process()), devices_here, devices_here == 1 ? "" : "s");
+  return out;
+}
+
+MemoryEstimate estimate_training_memory(const runtime::CompiledProgram& step, const nn::Programs& programs,
+                                        int64_t devices_here) {
+  MemoryEstimate e;
+  e.devices_here = devices_here;
+  const std::vector<spmd::ParameterPiece>& pieces = step.report().parameters;
+  const size_t np = programs.num_parameters(), nstate = np * (1 + programs.state_per_parameter);
+  int64_t arguments = 0;
+  for (size_t i = 0; i < pieces.size(); ++i) {
+    int64_t b = pieces[i].bytes_per_device;
+    arguments += b;
+    (i < np ? e.parameters : i < nstate ? e.optimizer : e.inputs) += b;
+  }
+  // The plan's peak holds the arguments, the arenas and the fresh results: what is beyond the
+  // arguments is the step's own.
+  const ir::Function& local = step.local_function();
+  auto exe = exec::Executable::compile(local, exec::CompileOptions{step.module.get()});
+  e.temporaries = std::max<int64_t>(0, exe->peak_bytes() - arguments);
+  // A collective's result is a value of the plan; the host communicator works on the members' own
+  // buffers and copies only small inputs (comm/host_communicator.h): at most that copy per device.
+  std::function<void(const ir::Block&)> walk = [&](const ir::Block& block) {
+    for (const auto& op : block.ops()) {
+      for (const auto& region : op->regions()) walk(*region);
+      if (!ir::has_trait(op->kind(), ir::kCollective)) continue;
+      int64_t bytes = 0;
+      for (const ir::Value* v : op->operands()) bytes += spmd::byte_size(v->type());
+      e.collectives = std::max(e.collectives, std::min<int64_t>(bytes, comm::HostWorld::kSmallBytes));
+    }
+  };
+  walk(local.body());
+  return e;
+}
+
+void check_fits(const MemoryEstimate& e, const std::string& what) {
+  int64_t limit = support::memory_limit();
+  if (e.process() <= limit) return;
+  support::fail("{} needs about {} in this process, more than the limit of {} (this machine's memory, TESSERA_MAX_BYTES "
+                "or --max-bytes); not started.\n{}",
+                what, support::format_bytes(e.process()), support::format_bytes(limit), e.table());
+}
+
+}  // namespace tessera::tools

@@ -1,0 +1,37 @@
+// What one device of a training run will hold, before it runs: `tessera train --dry-run`, and the
+// check that refuses a run that cannot fit (a 1,000-device run on one machine grew to 24 GB and was
+// killed by the kernel; now it is refused in well under a second with this table).
+//
+// Per device, from the compiled step: its parameters' and optimizer state's pieces (the
+// partitioner's report), the batch and step scalars, the temporaries of the step (the executable's
+// buffer plan: activations kept for the backward, gradients and every intermediate, at the plan's
+// peak with the results that take fresh buffers, collectives' results among them), and the
+// communicator's own copies (host devices copy only small inputs; large ones are read in place). Host devices share this process, so
+// the process needs the per-device figure times its devices; that is compared with the memory
+// limit (this machine's memory, TESSERA_MAX_BYTES or --max-bytes).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "nn/capture.h"
+#include "runtime/session.h"
+
+namespace tessera::tools {
+
+struct MemoryEstimate {
+  int64_t parameters = 0, optimizer = 0, inputs = 0, temporaries = 0, collectives = 0;
+  int64_t devices_here = 1;  // devices in this process
+  int64_t per_device() const { return parameters + optimizer + inputs + temporaries + collectives; }
+  int64_t process() const { return per_device() * devices_here; }
+  // The table: one line per kind, the per-device total, and this process's total.
+  std::string table() const;
+};
+
+MemoryEstimate estimate_training_memory(const runtime::CompiledProgram& step, const nn::Programs& programs,
+                                        int64_t devices_here);
+
+// A UserError with the table and the limit when the process would need more than the limit.
+void check_fits(const MemoryEstimate& e, const std::string& what);
+
+}  // namespace tessera::tools
