@@ -275,16 +275,24 @@ int train_command(const TrainCommand& c, std::ostream& out_stream) {
     out << fmt::format("mixed precision: matmuls and activations in {}; parameters, optimizer state, norms, softmax and "
                        "loss in {}\n", ir::spelling(*cfg.compute), ir::spelling(cfg.dtype));
   if (resumed) {
-    // What each rank read of the checkpoint for its parameters and moments: the bytes of its own
-    // pieces (the boxes staged), next to the runtime's count of them, and the headers it read.
+    // What each rank read of the checkpoint for its parameters and moments, next to the bytes of
+    // their pieces on its devices (each distinct box once, padding left out: layout's piece_box,
+    // not the reader's count), and the headers it read.
     const runtime::ReadStats& now = resumed->stats();
-    int64_t live = 0;
-    for (const auto& b : state) live += b.local_bytes();
+    int64_t pieces = 0;
+    for (size_t i = 0; i < state_names.size(); ++i) {
+      std::set<std::vector<int64_t>> boxes;
+      for (int64_t d = 0; d < devices; ++d) {
+        if (!session.owns(d)) continue;
+        runtime::PieceBox box = runtime::piece_box(state[i].type, state[i].sharding, m.mesh(state[i].sharding.mesh), d);
+        if (boxes.insert(box.start).second) pieces += ir::Type(state[i].type.element, box.extent).num_elements() * ir::info(state[i].type.element).bytes;
+      }
+    }
     std::vector<std::vector<int64_t>> read = session.per_rank(
-        {now.data_bytes - before_state.data_bytes, live, now.header_bytes, now.files, now.checked_pieces});
+        {now.data_bytes - before_state.data_bytes, pieces, now.header_bytes, now.files, now.checked_pieces});
     out << fmt::format("resuming from {} at step {}\n", resumed->directory(), first_step);
     for (size_t r = 0; r < read.size(); ++r)
-      out << fmt::format("  rank {} read {} B of array data for {} B of live pieces (+ {} B of headers of {} files; {} "
+      out << fmt::format("  rank {} read {} B of array data for {} B of its pieces (+ {} B of headers of {} files; {} "
                          "pieces checked whole)\n", r, read[r][0], read[r][1], read[r][2], read[r][3], read[r][4]);
   }
 

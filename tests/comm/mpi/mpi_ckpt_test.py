@@ -2,8 +2,8 @@
 """Checkpoints written and read by their owners over MPI (issue 15, item 3):
 - `mpirun -np 4 tessera train --backend mpi --plan fsdp --save D` (each rank writing its own device
   file, rank 0 the index), then `mpirun -np 2 ... --plan tp --resume D`: each rank reports the bytes
-  of array data it read, which equal the bytes of its pieces (the runtime's live count) and are well
-  under the checkpoint's total; its losses are bitwise those of the same resume on 2 host devices,
+  of array data it read, which equal the bytes of its pieces (their boxes, as the layout gives
+  them) and are well under the checkpoint's total (at most 0.7x under tp, 0.3x under fsdp); its losses are bitwise those of the same resume on 2 host devices,
   and its first loss is the uninterrupted fsdp run's within 1e-4 (another plan sums in another
   order); resumed under fsdp on 4 ranks the losses are bitwise the uninterrupted run's;
 - one rank SIGKILLed in the middle of a save (TESSERA_CHECKPOINT_FILE_DELAY_MS slows each file
@@ -30,7 +30,7 @@ args = parser.parse_args()
 
 MODEL = ["--d-model", "32", "--layers", "1", "--heads", "4", "--kv-heads", "2", "--ffn", "64", "--batch", "8",
          "--seq", "16", "--lr", "1e-2", "--no-progress-bar", "--sample", "0"]
-READ = re.compile(r"^  rank ([0-9]+) read ([0-9]+) B of array data for ([0-9]+) B of live pieces", re.M)
+READ = re.compile(r"^  rank ([0-9]+) read ([0-9]+) B of array data for ([0-9]+) B of its pieces", re.M)
 
 problems = []
 
@@ -105,9 +105,10 @@ with tempfile.TemporaryDirectory() as tmp:
         problems.append("no step-2/index.json after the save")
     else:
         total = checkpoint_bytes(step_dir)
-        # tp on 2 ranks: each rank's pieces are about half the state (norms replicated).
+        # tp on 2 ranks: each rank's pieces are two thirds of the state (the embedding and the
+        # norms replicated, the rest split in halves); fsdp on 4 ranks: a quarter.
         tp, tp_losses = train(tmp, "mpi", 2, "tp", 2, "--resume", ckpt)
-        expect_reads(tp.stdout, 2, "tp on 2 ranks", int(0.6 * total))
+        expect_reads(tp.stdout, 2, "tp on 2 ranks", int(0.7 * total))
         _, host_tp = train(tmp, "host", 2, "tp", 2, "--resume", ckpt)
         if tp_losses != host_tp or sorted(tp_losses) != [3, 4]:
             problems.append(f"resumed under tp: over MPI {tp_losses}, on 2 host devices {host_tp}")
