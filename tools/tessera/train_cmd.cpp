@@ -294,6 +294,7 @@ int train_command(const TrainCommand& c, std::ostream& out_stream) {
     for (size_t r = 0; r < read.size(); ++r)
       out << fmt::format("  rank {} read {} B of array data for {} B of its pieces (+ {} B of headers of {} files; {} "
                          "pieces checked whole)\n", r, read[r][0], read[r][1], read[r][2], read[r][3], read[r][4]);
+    resumed.reset();  // staged: its files need not stay open while training
   }
 
   // Evaluation: @loss on the parameters where they are, over the same --eval-batches windows of
