@@ -6,6 +6,8 @@
   them) and are well under the checkpoint's total (at most 0.7x under tp, 0.3x under fsdp); its losses are bitwise those of the same resume on 2 host devices,
   and its first loss is the uninterrupted fsdp run's within 1e-4 (another plan sums in another
   order); resumed under fsdp on 4 ranks the losses are bitwise the uninterrupted run's;
+- a write failing on one rank (ENOSPC): the save fails on every rank, rank 0 naming that rank and
+  its file, and the previous checkpoint stays current;
 - one rank SIGKILLed in the middle of a save (TESSERA_CHECKPOINT_FILE_DELAY_MS slows each file
   write): every rank ends within 30 s, `latest` still names the previous checkpoint, and it resumes
   with the uninterrupted run's loss, bit for bit."""
@@ -155,6 +157,26 @@ with tempfile.TemporaryDirectory() as tmp:
         _, again = train(tmp, "host", 4, "fsdp", 1, "--resume", killed)
         if again != {3: ref[3]}:
             problems.append(f"resumed after the killed save: {again}, uninterrupted step 3: {ref.get(3)}")
+
+        # Rank 1's write fails (ENOSPC by the fault hook on its second checkpoint operation, a
+        # write of its device file): the save fails on both ranks, rank 0 naming rank 1 and the
+        # file, at once; step-3 is removed and step-2 stays current.
+        failed = os.path.join(tmp, "failed")
+        shutil.copytree(ckpt, failed)
+        app = [args.tessera, "train", *MODEL, "--corpus", os.path.join(tmp, "corpus.txt"), "--plan", "fsdp",
+               "--steps", "1", "--resume", failed, "--save", failed, "--backend", "mpi", "--devices", "1"]
+        job, took = run([*mpirun(args.mpirun, 1), *app, ":", "-np", "1", "-x", "TESSERA_CHECKPOINT_FAULT=enospc:2", *app])
+        message = (f"error: --save {failed}: save_sharded {failed}: rank 1 failed: {failed}/step-3/device-1.safetensors.tmp: "
+                   "write failed: No space left on device")
+        if job.returncode == 0 or took > 30:
+            problems.append(f"a failed write on rank 1: exit status {job.returncode} after {took:.1f} s")
+        if message not in job.stdout:
+            problems.append(f"rank 0 did not report rank 1's failed write: {message}")
+        if os.path.exists(os.path.join(failed, "step-3")):
+            problems.append("the failed save left step-3 behind")
+        with open(os.path.join(failed, "latest")) as f:
+            if f.read() != "step-2\n":
+                problems.append("after the failed save `latest` no longer names step-2")
 
 for p in problems:
     print("FAIL:", p)
