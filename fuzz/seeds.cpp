@@ -81,11 +81,12 @@ Seeds safetensors_seeds() {
           {"zero_size.safetensors", runtime::to_safetensors({{"e", Literal(ir::f32({0, 3}))}, {"s", ramp(ir::f64({}))}})}};
 }
 
-// One checkpoint in the checkpoint target's format, made by save_sharded in a scratch directory;
-// with `version1`, index.json in the older layout (no file sizes or checksums), which lets the
-// fuzzer change device files without having to fix their CRC-32C.
+// One checkpoint in the checkpoint target's format, made by save_sharded in a scratch directory,
+// its index.json as `version` has it: 3 as written (per-piece checksums), 2 (per-file checksums
+// only: its files are read whole), or 1, the older layout without sizes or checksums, which lets
+// the fuzzer change device files without having to fix their CRC-32C.
 std::string checkpoint(const ir::Mesh& mesh, int64_t devices,
-                       const std::vector<std::tuple<std::string, Literal, ir::Sharding>>& arrays, bool version1) {
+                       const std::vector<std::tuple<std::string, Literal, ir::Sharding>>& arrays, int version) {
   fs::path dir = fs::temp_directory_path() / fmt::format("tessera_fuzz_seeds_{}", ::getpid());
   fs::remove_all(dir);
   std::vector<std::string> names;
@@ -97,10 +98,10 @@ std::string checkpoint(const ir::Mesh& mesh, int64_t devices,
   }
   std::string step = runtime::save_sharded(dir.string(), names, buffers, mesh, 3);
   nlohmann::json index = nlohmann::json::parse(support::read_file_bytes(step + "/index.json"));
-  if (version1) {
-    index.erase("files");
-    index["version"] = 1;
-  }
+  if (version == 1) index.erase("files");
+  if (version == 2)
+    for (auto& f : index["files"]) f.erase("pieces");
+  index["version"] = version;
   std::string out = index.dump(1);
   for (int64_t d = 0; d < int64_t(index["devices"]); ++d)
     out += std::string(kDeviceFileMarker) + support::read_file_bytes(fmt::format("{}/device-{}.safetensors", step, d));
@@ -126,12 +127,12 @@ Seeds checkpoint_seeds() {
   std::vector<std::tuple<std::string, Literal, Sharding>> single = {
       {"d", ramp(ir::f64({2, 2})), Sharding{"m", {{}, {}}, {}, {}}}};
   Seeds out;
-  for (bool v1 : {false, true}) {
-    std::string suffix = v1 ? "_v1" : "";
-    out.push_back({"fsdp4" + suffix + ".ckpt", checkpoint(rows, 4, fsdp, v1)});
-    out.push_back({"tp2x2" + suffix + ".ckpt", checkpoint(grid, 4, tp, v1)});
-    out.push_back({"sub_axis" + suffix + ".ckpt", checkpoint(sub, 4, sub_axis, v1)});
-    out.push_back({"single" + suffix + ".ckpt", checkpoint(one, 1, single, v1)});
+  for (int v : {3, 2, 1}) {
+    std::string suffix = v == 3 ? "" : fmt::format("_v{}", v);
+    out.push_back({"fsdp4" + suffix + ".ckpt", checkpoint(rows, 4, fsdp, v)});
+    out.push_back({"tp2x2" + suffix + ".ckpt", checkpoint(grid, 4, tp, v)});
+    out.push_back({"sub_axis" + suffix + ".ckpt", checkpoint(sub, 4, sub_axis, v)});
+    out.push_back({"single" + suffix + ".ckpt", checkpoint(one, 1, single, v)});
   }
   return out;
 }

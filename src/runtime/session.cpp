@@ -406,22 +406,28 @@ Literal ShardedProgram::replicated(const ShardedBuffer& b) const {
   fail("replicated: this rank holds no device");
 }
 
-std::vector<std::vector<int64_t>> Session::per_rank(const std::vector<int64_t>& values) const {
-  if (!over_mpi()) return {values};
+std::vector<std::string> Session::per_rank_bytes(std::string_view payload, const std::string& what) const {
+  if (!over_mpi()) return {std::string(payload)};
 #ifdef TESSERA_HAVE_MPI
   comm::MpiWorld world(local_devices_, options_.timeout);
-  auto bytes = std::as_bytes(std::span(values));
-  std::vector<std::vector<std::byte>> all = world.exchange_ranks("per-rank figures", bytes);
+  std::vector<std::vector<std::byte>> all = world.exchange_ranks(what, std::as_bytes(std::span(payload)));
+  std::vector<std::string> out;
+  for (const auto& p : all) out.emplace_back(reinterpret_cast<const char*>(p.data()), p.size());
+  return out;
+#else
+  return {std::string(payload)};
+#endif
+}
+
+std::vector<std::vector<int64_t>> Session::per_rank(const std::vector<int64_t>& values) const {
+  std::string bytes(reinterpret_cast<const char*>(values.data()), values.size() * sizeof(int64_t));
   std::vector<std::vector<int64_t>> out;
-  for (const auto& payload : all) {
+  for (const std::string& payload : per_rank_bytes(bytes, "per-rank figures")) {
     std::vector<int64_t> v(payload.size() / sizeof(int64_t));
     std::memcpy(v.data(), payload.data(), v.size() * sizeof(int64_t));
     out.push_back(std::move(v));
   }
   return out;
-#else
-  return {values};
-#endif
 }
 
 }  // namespace tessera::runtime

@@ -25,6 +25,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "comm/accounting.h"
@@ -148,6 +149,9 @@ class Session {
   // Every rank's `values`, in rank order (over MPI an exchange among the ranks; every rank calls
   // it): per-rank figures (memory, bytes sent) for rank 0 to print.
   std::vector<std::vector<int64_t>> per_rank(const std::vector<int64_t>& values) const;
+  // The same for bytes: every rank's `payload` in rank order (`what` names the exchange in errors:
+  // a rank that failed or left, a timeout). A checkpoint save agrees through it (checkpoint.h).
+  std::vector<std::string> per_rank_bytes(std::string_view payload, const std::string& what) const;
   std::vector<ir::Literal> run_sharded(const CompiledProgram& p, const std::vector<ir::Literal>& inputs) const;
   // The shape of each device's piece of each parameter: [parameter][device].
   std::vector<std::vector<std::vector<int64_t>>> shard_dims(const CompiledProgram& p) const;

@@ -4,7 +4,8 @@
 // another layout on 2 devices. The save protocol (checkpoint.h): step directories and `latest`,
 // the previous checkpoint kept, CRC-32C against its specification's vectors, corrupt, truncated and
 // malformed files named, a failed save (ENOSPC or EIO at any of its operations) leaving the
-// previous checkpoint loadable, the version-1 layout still read.
+// previous checkpoint loadable, the version-1 layout still read. (Reading pieces under other
+// layouts, counted: checkpoint_pieces_test.cpp.)
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -174,13 +175,21 @@ TEST(ShardedCheckpoint, EachSaveIsAStepDirectoryAndLatestPointsAtIt) {
   EXPECT_EQ(read(ckpt / "latest"), "step-3\n");
   two.expect_loads(ckpt, 1);
   auto index = nlohmann::json::parse(read(ckpt / "step-3" / "index.json"));
-  EXPECT_EQ(index["version"], 2);
+  EXPECT_EQ(index["version"], 3);
   EXPECT_EQ(index["step"], 3);
   ASSERT_EQ(index["files"].size(), 2u);
   std::string dev1 = read(ckpt / "step-3" / "device-1.safetensors");
   EXPECT_EQ(index["files"][1]["name"], "device-1.safetensors");
   EXPECT_EQ(index["files"][1]["bytes"], dev1.size());
   EXPECT_EQ(index["files"][1]["crc32c"], crc32c(dev1));
+  // Per piece: the CRC-32C of the valid rows of w (3..4) and of v.
+  ASSERT_EQ(index["files"][1]["pieces"].size(), 2u);
+  std::string w_rows;
+  for (int i = 9; i < 15; ++i) {
+    float x = 1.0f * float(i) - 3;
+    w_rows.append(reinterpret_cast<const char*>(&x), 4);
+  }
+  EXPECT_EQ(index["files"][1]["pieces"][0], crc32c(w_rows));
 
   two.save(ckpt, 2, 4);  // the previous one stays; the one before it goes
   EXPECT_EQ(read(ckpt / "latest"), "step-4\n");
@@ -255,7 +264,8 @@ TEST(ShardedCheckpoint, CorruptOrTruncatedFilesAreNamed) {
   fs::path dev1 = fs::path(two.save(ckpt, 1, 3)) / "device-1.safetensors";
   std::string good = read(dev1);
   std::string bad = good;
-  bad[bad.size() - 5] ^= 0x10;  // one bit of the data
+  // One bit of w's piece (rows 3..4 of w, padded to 3 rows: 36 bytes), which precedes v (16).
+  bad[bad.size() - 16 - 36 + 5] ^= 0x10;
   write(dev1, bad);
   std::string e = testing::error_of([&] { load_sharded(ckpt.string()); });
   EXPECT_TRUE(contains(e, dev1.string() + ": CRC-32C 0x")) << e;

@@ -2,7 +2,8 @@
 // runtime/durable_file.h, TESSERA_CHECKPOINT_FAULT): every time, `--resume` finds a whole
 // checkpoint, the previous one or the new one (never a mix), and continues exactly: its next loss
 // is bitwise the uninterrupted run's. A save that hits ENOSPC or EIO exits 1 with the errno's text,
-// and the previous checkpoint still resumes. `--save` under a regular file is a named error.
+// and the previous checkpoint still resumes. Killed from outside (SIGKILL) at delays spread over a
+// slowed save, likewise. `--save` under a regular file is a named error.
 // These run the CLI (TESSERA_CLI, the built `tessera`) as a child process.
 #include <fcntl.h>
 #include <fmt/format.h>
@@ -12,8 +13,11 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
+#include <thread>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <map>
 #include <regex>
 #include <set>
@@ -43,8 +47,10 @@ struct Result {
   std::string output;  // stdout and stderr
 };
 
-// Runs `tessera train` with the small model, `args` added, and TESSERA_CHECKPOINT_FAULT=fault.
-Result train(const fs::path& tmp, const std::vector<std::string>& args, const std::string& fault = "") {
+// A `tessera train` child process with the small model, `args` added, TESSERA_CHECKPOINT_FAULT=fault
+// and `env` added; its stdout and stderr go to run.log.
+pid_t start(const fs::path& tmp, const std::vector<std::string>& args, const std::string& fault = "",
+            const std::vector<std::string>& env_added = {}) {
   std::vector<std::string> argv = {TESSERA_CLI, "train", "--corpus", (tmp / "corpus.txt").string(), "--d-model", "32",
                                    "--layers", "1", "--heads", "4", "--kv-heads", "2", "--ffn", "64", "--batch", "4",
                                    "--seq", "16", "--sample", "0", "--devices", "2", "--lr", "1e-2",
@@ -52,8 +58,9 @@ Result train(const fs::path& tmp, const std::vector<std::string>& args, const st
   argv.insert(argv.end(), args.begin(), args.end());
   std::vector<std::string> env;
   for (char** e = environ; *e; ++e)
-    if (std::string(*e).rfind("TESSERA_CHECKPOINT_FAULT=", 0) != 0) env.push_back(*e);
+    if (std::string(*e).rfind("TESSERA_CHECKPOINT_", 0) != 0) env.push_back(*e);
   if (!fault.empty()) env.push_back("TESSERA_CHECKPOINT_FAULT=" + fault);
+  env.insert(env.end(), env_added.begin(), env_added.end());
   std::vector<char*> cargv, cenv;
   for (auto& a : argv) cargv.push_back(a.data());
   for (auto& e : env) cenv.push_back(e.data());
@@ -68,13 +75,22 @@ Result train(const fs::path& tmp, const std::vector<std::string>& args, const st
     ::execve(cargv[0], cargv.data(), cenv.data());
     ::_exit(127);
   }
+  return pid;
+}
+
+Result finish(const fs::path& tmp, pid_t pid) {
   int status = 0;
   ::waitpid(pid, &status, 0);
   Result r;
   if (WIFEXITED(status)) r.exit_code = WEXITSTATUS(status);
   if (WIFSIGNALED(status)) r.signal = WTERMSIG(status);
-  r.output = read(log);
+  r.output = read(tmp / "run.log");
   return r;
+}
+
+// Runs `tessera train` (start, then finish).
+Result train(const fs::path& tmp, const std::vector<std::string>& args, const std::string& fault = "") {
+  return finish(tmp, start(tmp, args, fault));
 }
 
 // step -> the hex float of its loss, from a --losses file ("step %.9g %a").
@@ -171,6 +187,36 @@ TEST_F(CheckpointKill, KilledAtTwentyMomentsOfTheSaveResumesThePreviousOrTheNewC
   }
 }
 
+// SIGKILL from outside at moments spread over a save slowed to about 0.6 s (150 ms before each of
+// its 4 files: the 2 device files, index.json, latest), counted from the moment its step directory
+// appears: always a whole checkpoint that resumes exactly; the earliest kill leaves the previous.
+TEST_F(CheckpointKill, KilledFromOutsideAtSpreadDelaysIntoTheSaveResumesExactly) {
+  fs::path work = tmp_->path / "work";
+  std::map<int, int64_t> resumed;  // delay -> the step resumed at
+  for (int delay_ms : {0, 100, 200, 300, 400, 500, 650}) {
+    copy_dir(base(), work);
+    pid_t pid = start(tmp_->path, {"--steps", "1", "--resume", work.string(), "--save", work.string()}, "",
+                      {"TESSERA_CHECKPOINT_FILE_DELAY_MS=150"});
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    int status = 0;
+    pid_t ended = 0;
+    while (!fs::exists(work / "step-3") && std::chrono::steady_clock::now() < deadline &&
+           (ended = ::waitpid(pid, &status, WNOHANG)) == 0)
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    ASSERT_EQ(ended, 0) << "the run ended before its save began\n" << read(tmp_->path / "run.log");
+    ASSERT_TRUE(fs::exists(work / "step-3")) << "no save began within 60 s";
+    std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms));
+    ::kill(pid, SIGKILL);
+    Result killed = finish(tmp_->path, pid);
+    std::string what = fmt::format("killed {} ms into the save", delay_ms);
+    EXPECT_TRUE(killed.signal == SIGKILL || killed.exit_code == 0) << what << "\n" << killed.output;
+    resumed[delay_ms] = resume_step(work, what);
+    EXPECT_TRUE(resumed[delay_ms] == 3 || resumed[delay_ms] == 4) << what;
+    std::cout << what << ": resumed at step " << resumed[delay_ms] << "\n";
+  }
+  EXPECT_EQ(resumed[0], 3) << "killed before its first file, the save cannot have switched";
+}
+
 TEST_F(CheckpointKill, AFullDiskOrAnIoErrorExitsNonZeroAndThePreviousCheckpointResumes) {
   fs::path work = tmp_->path / "work";
   const std::pair<std::string, std::string> faults[] = {  // {op, file} of the listed save
@@ -203,10 +249,11 @@ TEST_F(CheckpointKill, SaveUnderARegularFileIsANamedError) {
                                       (tmp_->path / "file").string())),
             std::string::npos)
       << r.output;
-  // A corrupt device file: the resume names it.
+  // A corrupt device file: the resume names it (device 0's: under dp both devices read their
+  // replicated pieces from it).
   fs::path work = tmp_->path / "work";
   copy_dir(base(), work);
-  fs::path dev = work / "step-2" / "device-1.safetensors";
+  fs::path dev = work / "step-2" / "device-0.safetensors";
   std::string bytes = read(dev);
   bytes[bytes.size() / 2] ^= 1;
   std::ofstream(dev, std::ios::binary) << bytes;

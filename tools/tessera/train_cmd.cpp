@@ -207,48 +207,39 @@ int train_command(const TrainCommand& c, std::ostream& out_stream) {
   const int64_t held_before = support::bytes_held();
   runtime::ShardedProgram step = session.sharded_program(compiled, programs.output_aliases);
 
-  // Parameters: initialised from the seed piece by piece, or the checkpoint (whatever plan wrote it).
+  // Parameters: initialised from the seed piece by piece, or read piece by piece from the
+  // checkpoint (whatever plan and device count wrote it): each rank reads only its pieces' bytes.
   size_t np = programs.num_parameters();
-  std::vector<Literal> params, moments;  // whole, from the checkpoint only
   int64_t first_step = 1;
-  std::string resumed_from;
-  std::map<std::string, std::string> saved_metadata;
-  runtime::NamedArrays saved;
-  std::function<const Literal&(const std::string&)> find;
+  std::optional<runtime::CheckpointReader> resumed;
+  std::vector<std::string> state_names;  // the checkpoint's names of parameters and moments
+  for (size_t i = 0; i < np; ++i) state_names.push_back(programs.parameters[i].name);
+  for (const char* kind : {"m.", "v."})
+    for (size_t i = 0; i < np; ++i) state_names.push_back(kind + programs.parameters[i].name);
+  TESSERA_CHECK(programs.state_per_parameter == 2, "AdamW keeps m and v, not {} moments", programs.state_per_parameter);
   if (!c.resume.empty()) {
     try {
-      resumed_from = runtime::checkpoint_directory(c.resume);
-      saved = runtime::load_sharded(resumed_from, &saved_metadata);
+      resumed.emplace(c.resume);
+      resumed->prefer([&](int64_t source_device) { return session.owns(source_device); });
+      first_step = resumed->read_whole("step").get_int(0) + 1;
     } catch (const support::UserError& e) {
       fail("--resume {}: {}", c.resume, e.what());
     }
-    find = [&](const std::string& name) -> const Literal& {
-      for (const auto& [n, l] : saved)
-        if (n == name) return l;
-      fail("--resume {}: the checkpoint has no \"{}\"", c.resume, name);
-    };
-    first_step = find("step").get_int(0) + 1;
   }
   int64_t last_step = first_step + c.steps - 1;
   nn::LrSchedule schedule = schedule_of(c, last_step);
-  if (!c.resume.empty()) {
-    std::string warning = check_resume(c.resume, saved_metadata, cfg, schedule, split ? kHeldOutPercent : 0);
+  if (resumed) {
+    std::string warning = check_resume(c.resume, resumed->metadata(), cfg, schedule, split ? kHeldOutPercent : 0);
     if (!warning.empty() && rank0) std::cerr << warning << "\n";
     // Every array the shape this model gives it: a checkpoint without recorded configuration
     // (check_resume) is still refused when it cannot be this model's.
-    auto expect = [&](const std::string& name, const Literal& l, const Literal& want) -> const Literal& {
-      if (l.type() != want.type())
-        fail("--resume {}: \"{}\" is {} in the checkpoint, this model's is {}", c.resume, name, ir::to_string(l.type()),
-             ir::to_string(want.type()));
-      return l;
-    };
-    for (size_t i = 0; i < np; ++i) {
-      Literal want(ir::Type(cfg.dtype, programs.parameters[i].shape));
-      params.push_back(expect(programs.parameters[i].name, find(programs.parameters[i].name), want));
+    for (size_t i = 0; i < state_names.size(); ++i) {
+      ir::Type want(cfg.dtype, programs.parameters[i % np].shape);
+      if (!resumed->has(state_names[i])) fail("--resume {}: the checkpoint has no \"{}\"", c.resume, state_names[i]);
+      if (const ir::Type& got = resumed->type(state_names[i]); got != want)
+        fail("--resume {}: \"{}\" is {} in the checkpoint, this model's is {}", c.resume, state_names[i],
+             ir::to_string(got), ir::to_string(want));
     }
-    for (const char* kind : {"m.", "v."})
-      for (size_t i = 0; i < np; ++i)
-        moments.push_back(expect(kind + programs.parameters[i].name, find(kind + programs.parameters[i].name), params[i]));
   }
   // The step's inputs (nn::train_step_inputs' order: parameters, moments, step scalars, tokens,
   // targets), each rank making only its own devices' pieces: parameters by the counter-based
@@ -261,28 +252,27 @@ int train_command(const TrainCommand& c, std::ostream& out_stream) {
     });
   };
   std::vector<runtime::ShardedBuffer> state;
-  for (size_t i = 0; i < np; ++i) {
-    if (!params.empty()) {
-      state.push_back(step.stage(i, params[i]));
-      continue;
+  const runtime::ReadStats before_state = resumed ? resumed->stats() : runtime::ReadStats{};
+  for (size_t i = 0; i < np * (1 + programs.state_per_parameter); ++i) {
+    if (resumed) {
+      state.push_back(step.stage_pieces(i, [&](const std::vector<int64_t>& start, const std::vector<int64_t>& extent) {
+        try {
+          return resumed->read(state_names[i], start, extent);
+        } catch (const support::UserError& e) {
+          fail("--resume {}: {}", c.resume, e.what());
+        }
+      }));
+    } else if (i < np) {
+      const nn::ParamSpec& spec = programs.parameters[i];
+      state.push_back(step.stage_pieces(i, [&](const std::vector<int64_t>& start, const std::vector<int64_t>& extent) {
+        return nn::init_parameter_piece(spec, cfg, c.seed, start, extent);
+      }));
+    } else {
+      state.push_back(step.stage_pieces(i, [&](const std::vector<int64_t>&, const std::vector<int64_t>& extent) {
+        return Literal(ir::Type(cfg.dtype, extent));  // zeros
+      }));
     }
-    const nn::ParamSpec& spec = programs.parameters[i];
-    state.push_back(step.stage_pieces(i, [&](const std::vector<int64_t>& start, const std::vector<int64_t>& extent) {
-      return nn::init_parameter_piece(spec, cfg, c.seed, start, extent);
-    }));
   }
-  for (size_t i = 0; i < np * programs.state_per_parameter; ++i) {
-    if (!moments.empty()) {
-      state.push_back(step.stage(np + i, moments[i]));
-      continue;
-    }
-    state.push_back(step.stage_pieces(np + i, [&](const std::vector<int64_t>&, const std::vector<int64_t>& extent) {
-      return Literal(ir::Type(cfg.dtype, extent));  // zeros
-    }));
-  }
-  params.clear();
-  moments.clear();
-  saved.clear();  // the checkpoint's whole arrays: staged, no longer needed
   TESSERA_CHECK(state.size() == si, "the step scalars are input {}, after {} parameters and moments", si, state.size());
   state.push_back(step.stage(si, programs.step_scalars(first_step)));
   TESSERA_CHECK(ti == si + 1, "the tokens are input {}, not right after the step scalars {}", ti, si);
@@ -299,7 +289,28 @@ int train_command(const TrainCommand& c, std::ostream& out_stream) {
   if (cfg.compute)
     out << fmt::format("mixed precision: matmuls and activations in {}; parameters, optimizer state, norms, softmax and "
                        "loss in {}\n", ir::spelling(*cfg.compute), ir::spelling(cfg.dtype));
-  if (!resumed_from.empty()) out << fmt::format("resuming from {} at step {}\n", resumed_from, first_step);
+  if (resumed) {
+    // What each rank read of the checkpoint for its parameters and moments, next to the bytes of
+    // their pieces on its devices (each distinct box once, padding left out: layout's piece_box,
+    // not the reader's count), and the headers it read.
+    const runtime::ReadStats& now = resumed->stats();
+    int64_t pieces = 0;
+    for (size_t i = 0; i < state_names.size(); ++i) {
+      std::set<std::vector<int64_t>> boxes;
+      for (int64_t d = 0; d < devices; ++d) {
+        if (!session.owns(d)) continue;
+        runtime::PieceBox box = runtime::piece_box(state[i].type, state[i].sharding, m.mesh(state[i].sharding.mesh), d);
+        if (boxes.insert(box.start).second) pieces += ir::Type(state[i].type.element, box.extent).num_elements() * ir::info(state[i].type.element).bytes;
+      }
+    }
+    std::vector<std::vector<int64_t>> read = session.per_rank(
+        {now.data_bytes - before_state.data_bytes, pieces, now.header_bytes, now.files, now.checked_pieces});
+    out << fmt::format("resuming from {} at step {}\n", resumed->directory(), first_step);
+    for (size_t r = 0; r < read.size(); ++r)
+      out << fmt::format("  rank {} read {} B of array data for {} B of its pieces (+ {} B of headers of {} files; {} "
+                         "pieces checked whole)\n", r, read[r][0], read[r][1], read[r][2], read[r][3], read[r][4]);
+    resumed.reset();  // staged: its files need not stay open while training
+  }
 
   // Evaluation: @loss on the parameters where they are, over the same --eval-batches windows of
   // the held-out tail each time (staged once), averaged.
@@ -336,36 +347,25 @@ int train_command(const TrainCommand& c, std::ostream& out_stream) {
                      cores * (devices / local_devices) == 1 ? "" : "s", peak * 1e-9 / double(cores * (devices / local_devices)));
   LossLog log(c, rank0, first_step, step_flops, peak);
   int64_t sent_in_step = 0;  // over MPI: the bytes this rank sent in the latest step
-  // A checkpoint of the state after step `at`: every array gathered to rank 0 (fetch_to), which
-  // splits it again by its sharding and writes the pieces. (Each rank writing its own pieces is
-  // the next step: issue 15, item 3.)
+  // A checkpoint of the state after step `at`: each rank writes the files of its own devices from
+  // the pieces it holds (nothing gathered), rank 0 the index and the switch (runtime/checkpoint.h).
+  const runtime::SaveGroup save_group = runtime::save_group(session);
   auto save = [&](int64_t at) {
-    std::vector<std::string> names;
-    std::vector<runtime::ShardedBuffer> bufs;
-    for (size_t i = 0; i < np; ++i) names.push_back(programs.parameters[i].name);
-    for (const char* kind : {"m.", "v."})
-      for (size_t i = 0; i < np; ++i) names.push_back(kind + programs.parameters[i].name);
-    for (size_t i = 0; i < np * 3; ++i) {
-      std::optional<Literal> whole = step.fetch_to(state[i], 0);
-      if (!rank0) continue;
-      const ir::Sharding& s = state[i].sharding;
-      bufs.push_back({state[i].type, s,
-                      std::make_shared<std::vector<Literal>>(runtime::split(*whole, s, m.mesh(s.mesh), devices))});
-    }
+    std::vector<std::string> names = state_names;
+    std::vector<runtime::ShardedBuffer> bufs(state.begin(), state.begin() + static_cast<long>(state_names.size()));
     names.push_back("step");  // replicated: every device holds it
     bufs.push_back(runtime::ShardedBuffer{
         ir::i32(), ir::Sharding{plan.mesh.name, {}, {}, {}},
         std::make_shared<std::vector<Literal>>(static_cast<size_t>(devices),
                                                Literal::scalar(ir::ElementType::i32, static_cast<double>(at)))});
-    if (rank0) {
-      std::string written;
-      try {
-        written = runtime::save_sharded(c.save, names, bufs, plan.mesh, at, run_metadata(cfg, schedule, split ? kHeldOutPercent : 0), c.keep);
-      } catch (const support::UserError& e) {
-        fail("--save {}: {}", c.save, e.what());
-      }
-      log.note(out, fmt::format("saved to {} (step {})", written, at));
+    std::string written;
+    try {
+      written = runtime::save_sharded(c.save, names, bufs, plan.mesh, at, run_metadata(cfg, schedule, split ? kHeldOutPercent : 0),
+                                      int(c.keep), save_group);
+    } catch (const support::UserError& e) {
+      fail("--save {}: {}", c.save, e.what());
     }
+    log.note(out, fmt::format("saved to {} (step {})", written, at));
   };
   const size_t carried = np * (1 + programs.state_per_parameter);  // params and moments
   for (int64_t t = first_step; t <= last_step; ++t) {

@@ -1,14 +1,17 @@
 // `tessera train`: the main job. Trains a byte-level CausalLM (vocab 256) on a text corpus over
 // host devices under a sharding plan, with a progress bar (loss, tokens/s, ETA), then prints the
 // per-device table (parameter and optimizer-state bytes, collectives per step by kind and bytes)
-// and a short generated sample. Checkpoints save and resume as sharded safetensors, under any plan,
+// and a short generated sample. Checkpoints save and resume as sharded safetensors, under any plan
+// and device count (read piece by piece),
 // at the end and every --save-every steps, keeping the newest --keep; a save is atomic
 // (runtime/checkpoint.h): killed or failing, it leaves the previous one loadable. --eval-every
 // holds out the corpus's last 10 % and logs the loss on it; each step's line shows the model FLOPs
 // utilization against this machine's measured SGEMM rate.
 // With backend "mpi" (under `mpirun -np N`), each rank runs `devices` local devices and the plan's
 // mesh has N x devices; every rank makes the same Session calls in the same order, and only rank 0
-// prints, writes --losses and writes checkpoints. The losses are bitwise those of as many host
+// prints and writes --losses. A checkpoint is written by its owners: each rank the files of its own
+// devices, rank 0 the index and the switch; --resume reads on each rank only the byte ranges of its
+// own pieces, and reports per rank the bytes it read. The losses are bitwise those of as many host
 // devices (the MPI communicator folds in group order, as host devices do).
 //
 // A pipeline plan, --plan pp=P[,dp=D][,tp=T], cuts the model by layers into P stages on host
