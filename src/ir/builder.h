@@ -218,6 +218,11 @@ std::vector<Tensor> while_loop(const std::vector<Tensor>& init,
                                const std::function<Tensor(Builder&, const std::vector<Tensor>&)>& cond,
                                const std::function<std::vector<Tensor>(Builder&, const std::vector<Tensor>&)>& body);
 std::vector<Tensor> optimization_barrier(const std::vector<Tensor>& xs);
+// stablehlo.if and stablehlo.case: each branch builds its results (of one list of types) in its
+// own region; a branch may read any value of the enclosing blocks.
+using Branch = std::function<std::vector<Tensor>(Builder&)>;
+std::vector<Tensor> if_op(const Tensor& pred, const Branch& on_true, const Branch& on_false);
+std::vector<Tensor> case_op(const Tensor& index, const std::vector<Branch>& branches);
 // func.call of `callee` (a function of the same module).
 std::vector<Tensor> call(Builder& b, const Function& callee, const std::vector<Tensor>& args);
 

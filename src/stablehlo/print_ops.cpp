@@ -584,6 +584,8 @@ constexpr Rule Reduce = reduce, DotGeneral = dot_general;
 // as stablehlo-opt prints them.
 constexpr Rule Convolution = convolution, ReduceWindow = generic, SelectAndScatter = generic,
                Sort = generic;
+// if and case print in the generic form, as stablehlo-opt prints them.
+constexpr Rule If = generic, Case = generic;
 constexpr Rule While = while_loop, OptimizationBarrier = optimization_barrier, Return = terminator;
 constexpr Rule AllReduce = generic, AllGather = generic, ReduceScatter = generic,
                AllToAll = generic, CollectivePermute = generic, CollectiveBroadcast = generic,
