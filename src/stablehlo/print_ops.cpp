@@ -549,6 +549,28 @@ void chlo_form(Printer& p, const Op& op) {
   p << " -> " << ir::to_string(op.result()->type());
 }
 
+// `chlo.top_k(%x, k = 2) : tensor<3x4xf32> -> (tensor<3x2xf32>, tensor<3x2xi32>)`
+void top_k(Printer& p, const Op& op) {
+  const auto* k = op.attrs().find<int64_t>("k");
+  if (!k || op.num_results() != 2) return generic(p, op);
+  p << op.name() << "(";
+  p.value(op.operand(0));
+  p << ", k = " << std::to_string(*k);
+  if (const auto* stable = op.attrs().find<bool>("is_stable")) p << ", is_stable = " << (*stable ? "true" : "false");
+  p << ")" << except(op, {"k", "is_stable"}) << " : " << ir::to_string(op.operand(0)->type()) << " -> ("
+    << ir::to_string(op.result(0)->type()) << ", " << ir::to_string(op.result(1)->type()) << ")";
+}
+
+// `stablehlo.cholesky %a, lower = true : tensor<3x3xf32>`
+void cholesky(Printer& p, const Op& op) {
+  const auto* lower = op.attrs().find<bool>("lower");
+  if (!lower) return generic(p, op);
+  p << op.name() << " ";
+  p.value(op.operand(0));
+  p << ", lower = " << (*lower ? "true" : "false") << except(op, {"lower"}) << " : ";
+  same_operands_and_result_type(p, op);
+}
+
 // ---- The table ----
 
 namespace rules {
@@ -584,6 +606,9 @@ constexpr Rule Reduce = reduce, DotGeneral = dot_general;
 // as stablehlo-opt prints them.
 constexpr Rule Convolution = convolution, ReduceWindow = generic, SelectAndScatter = generic,
                Sort = generic;
+// top_k and cholesky in their own forms; triangular_solve in the generic form, as stablehlo-opt
+// prints it.
+constexpr Rule TopK = top_k, Cholesky = cholesky, TriangularSolve = generic;
 // if and case print in the generic form, as stablehlo-opt prints them.
 constexpr Rule If = generic, Case = generic;
 constexpr Rule While = while_loop, OptimizationBarrier = optimization_barrier, Return = terminator;
