@@ -15,11 +15,9 @@
 #include "stablehlo/printer.h"
 
 namespace tessera::stablehlo::print_impl {
-namespace {
 
 using ir::Op;
 using ir::OpKind;
-using Rule = void (*)(Printer&, const Op&);
 
 std::string except(const Op& op, std::initializer_list<std::string_view> elided) {
   return attr_dict_except(op.attrs(), elided);
@@ -52,6 +50,11 @@ void same_operands_and_result_type(Printer& p, const Op& op) {
     if (v->type() != result) return p.functional_type(op);
   p << ir::to_string(result);
 }
+
+namespace {
+
+using Rule = void (*)(Printer&, const Op&);
+
 void functional_type(Printer& p, const Op& op) { p.functional_type(op); }
 // select: `pred_type, result_type` when both branches have the result type.
 void select_type(Printer& p, const Op& op) {
@@ -526,49 +529,6 @@ void complex(Printer& p, const Op& op) {
   p << op.name() << " ";
   p.values(op.operands());
   p << except(op, {}) << " : " << ir::to_string(result);
-}
-
-// `stablehlo.reduce_precision %x, format = e5m10 : tensor<4xf32>`
-void reduce_precision(Printer& p, const Op& op) {
-  const auto* e = op.attrs().find<int64_t>("exponent_bits");
-  const auto* m = op.attrs().find<int64_t>("mantissa_bits");
-  if (!e || !m || *e < 0 || *m < 0) return generic(p, op);
-  p << op.name() << " ";
-  p.value(op.operand(0));
-  p << ", format = e" << std::to_string(*e) << "m" << std::to_string(*m)
-    << except(op, {"exponent_bits", "mantissa_bits"}) << " : ";
-  same_operands_and_result_type(p, op);
-}
-
-// CHLO's form: `chlo.erf %x : tensor<4xf32> -> tensor<4xf32>`, `chlo.next_after %x, %y : t, t -> t`.
-void chlo_form(Printer& p, const Op& op) {
-  p << op.name() << " ";
-  p.values(op.operands());
-  p << except(op, {}) << " : ";
-  p.types(op.operand_types());
-  p << " -> " << ir::to_string(op.result()->type());
-}
-
-// `chlo.top_k(%x, k = 2) : tensor<3x4xf32> -> (tensor<3x2xf32>, tensor<3x2xi32>)`
-void top_k(Printer& p, const Op& op) {
-  const auto* k = op.attrs().find<int64_t>("k");
-  if (!k || op.num_results() != 2) return generic(p, op);
-  p << op.name() << "(";
-  p.value(op.operand(0));
-  p << ", k = " << std::to_string(*k);
-  if (const auto* stable = op.attrs().find<bool>("is_stable")) p << ", is_stable = " << (*stable ? "true" : "false");
-  p << ")" << except(op, {"k", "is_stable"}) << " : " << ir::to_string(op.operand(0)->type()) << " -> ("
-    << ir::to_string(op.result(0)->type()) << ", " << ir::to_string(op.result(1)->type()) << ")";
-}
-
-// `stablehlo.cholesky %a, lower = true : tensor<3x3xf32>`
-void cholesky(Printer& p, const Op& op) {
-  const auto* lower = op.attrs().find<bool>("lower");
-  if (!lower) return generic(p, op);
-  p << op.name() << " ";
-  p.value(op.operand(0));
-  p << ", lower = " << (*lower ? "true" : "false") << except(op, {"lower"}) << " : ";
-  same_operands_and_result_type(p, op);
 }
 
 // ---- The table ----
