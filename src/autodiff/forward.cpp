@@ -106,15 +106,17 @@ JvpValues jvp_block(ir::Builder& into, const ir::Block& from, const std::vector<
     if (op.get() == ret) continue;
     Op* copy = ir::clone_op(into.block(), *op, map);
     renumber_channels(into.module(), *copy);
+    std::vector<const Value*> read = {op->operands().begin(), op->operands().end()};
+    for (const Value* v : implicit_operands(*op)) read.push_back(v);
     std::vector<std::optional<Tensor>> operand_tangents;
     bool any = false;
-    for (Value* v : op->operands()) {
+    for (const Value* v : read) {
       operand_tangents.push_back(tangent_of(v));
       any = any || operand_tangents.back().has_value();
     }
     if (!any) continue;  // nothing flows in: every result's tangent is zero
     std::vector<Tensor> operands, results;
-    for (Value* v : op->operands()) operands.push_back(primal(v));
+    for (const Value* v : read) operands.push_back(primal(const_cast<Value*>(v)));
     for (size_t k = 0; k < op->num_results(); ++k) results.push_back(into.wrap(copy->result(k)));
     std::vector<std::optional<Tensor>> result_tangents(op->num_results());
     JvpContext ctx(into, *op, operands, results, operand_tangents, result_tangents);

@@ -174,14 +174,16 @@ ir::Function& build_reverse(ir::Module& module, ir::Function& g, const ir::Funct
     }
     if (!any) continue;
     std::vector<Tensor> operands, results;
-    for (Value* v : op.operands()) operands.push_back(backward_primal(v));
+    std::vector<const Value*> read = {op.operands().begin(), op.operands().end()};
+    for (const Value* v : implicit_operands(op)) read.push_back(v);
+    for (const Value* v : read) operands.push_back(backward_primal(v));
     for (Value* v : op.results()) results.push_back(backward_primal(v));
-    std::vector<std::optional<Tensor>> operand_cots(op.operands().size());
+    std::vector<std::optional<Tensor>> operand_cots(read.size());
     size_t emitted_from = g.body().ops().size();
     VjpContext ctx(b, op, operands, results, result_cots, operand_cots);
     kRules[static_cast<size_t>(op.kind())](ctx);
     for (size_t j = 0; j < operand_cots.size(); ++j)
-      if (operand_cots[j]) accumulate(op.operand(j), *operand_cots[j]);
+      if (operand_cots[j]) accumulate(read[j], *operand_cots[j]);
     inherit(g.body(), emitted_from, op, o);
   }
 

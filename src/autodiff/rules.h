@@ -76,6 +76,10 @@ std::string describe_body(const ir::Block& body);
 // The dimensions of a rank-`rank` array that a reduction over `reduced` keeps, in order
 // (rules_reduce.cpp).
 std::vector<int64_t> kept_dims(int64_t rank, const std::vector<int64_t>& reduced);
+// The values an op reads besides its operands, which the transforms treat as operands after them:
+// for if and case, the values their branches read from around them (rules_branches.cpp); nothing
+// for any other op.
+std::vector<const ir::Value*> implicit_operands(const ir::Op& op);
 // Gives the collectives in `op` (regions included) channel ids of their own, as a copy of an op
 // needs: ids are unique in a module (reverse.cpp).
 void renumber_channels(ir::Module& module, ir::Op& op);

@@ -32,30 +32,6 @@ struct Context {
   std::unordered_set<const ir::Function*> in_progress;
 };
 
-// The values that `op`'s regions read and that are defined outside them (in enclosing blocks).
-std::vector<const Value*> captures_of(const Op& op) {
-  std::unordered_set<const Value*> inside;
-  std::vector<const Value*> out;
-  std::unordered_set<const Value*> seen;
-  auto define = [&](const Block& b, auto& self) -> void {
-    for (const auto& a : b.arguments()) inside.insert(a.get());
-    for (const auto& o : b.ops()) {
-      for (size_t r = 0; r < o->num_results(); ++r) inside.insert(o->result(r));
-      for (const auto& region : o->regions()) self(*region, self);
-    }
-  };
-  auto read = [&](const Block& b, auto& self) -> void {
-    for (const auto& o : b.ops()) {
-      for (const Value* v : o->operands())
-        if (!inside.count(v) && seen.insert(v).second) out.push_back(v);
-      for (const auto& region : o->regions()) self(*region, self);
-    }
-  };
-  for (const auto& region : op.regions()) define(*region, define);
-  for (const auto& region : op.regions()) read(*region, read);
-  return out;
-}
-
 // Records that a value is read by the op that runs at `at`, unless a later one reads it too.
 void note_use(const Value* v, size_t at, std::unordered_map<const Value*, size_t>& last) {
   auto [it, added] = last.try_emplace(v, at);
@@ -148,7 +124,7 @@ class Compiler {
       s.results = list(results);
       // Whether operand k may be moved into a while loop or a call: it dies here, this block owns
       // it, no later operand names it again and the op's regions do not read it.
-      std::vector<const Value*> captures = op.regions().empty() ? std::vector<const Value*>{} : captures_of(op);
+      std::vector<const Value*> captures = op.regions().empty() ? std::vector<const Value*>{} : ir::captures_of(op);
       std::vector<uint8_t> move_in;
       for (size_t k = 0; k < op.operands().size(); ++k) {
         const Value* v = op.operand(k);

@@ -129,6 +129,16 @@ Results eval_While(const EvalContext& ctx) {
   }
 }
 
+// if and case run exactly one branch: if's first on true; case's branch `index`, or its last when
+// the index is out of range (the spec's semantics).
+Results eval_If(const EvalContext& ctx) { return ctx.run_region(ctx.operand(0).get_int(0) != 0 ? 0 : 1, {}); }
+
+Results eval_Case(const EvalContext& ctx) {
+  int64_t index = ctx.operand(0).get_int(0);
+  auto n = static_cast<int64_t>(ctx.op.regions().size());
+  return ctx.run_region(static_cast<size_t>(index >= 0 && index < n ? index : n - 1), {});
+}
+
 // Identities for the interpreter: they only constrain how a compiler may reorder work.
 Results eval_OptimizationBarrier(const EvalContext& ctx) {
   Results out;

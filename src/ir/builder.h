@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "ir/module.h"
+#include "ir/shape_rules.h"
 
 namespace tessera::ir {
 
@@ -218,6 +219,19 @@ std::vector<Tensor> while_loop(const std::vector<Tensor>& init,
                                const std::function<Tensor(Builder&, const std::vector<Tensor>&)>& cond,
                                const std::function<std::vector<Tensor>(Builder&, const std::vector<Tensor>&)>& body);
 std::vector<Tensor> optimization_barrier(const std::vector<Tensor>& xs);
+// chlo.top_k: the k largest entries along the last dimension, in descending order (ties: the
+// lower index first), and their indices (i32) (builder_linalg.cpp).
+std::vector<Tensor> top_k(const Tensor& x, int64_t k);
+// stablehlo.cholesky of the last two dimensions (the others batch); the other triangle is zero.
+Tensor cholesky(const Tensor& a, bool lower);
+// stablehlo.triangular_solve: x with op(a)·x = b (left_side) or x·op(a) = b.
+Tensor triangular_solve(const Tensor& a, const Tensor& b, bool left_side, bool lower, bool unit_diagonal,
+                        Transpose transpose_a);
+// stablehlo.if and stablehlo.case: each branch builds its results (of one list of types) in its
+// own region; a branch may read any value of the enclosing blocks.
+using Branch = std::function<std::vector<Tensor>(Builder&)>;
+std::vector<Tensor> if_op(const Tensor& pred, const Branch& on_true, const Branch& on_false);
+std::vector<Tensor> case_op(const Tensor& index, const std::vector<Branch>& branches);
 // func.call of `callee` (a function of the same module).
 std::vector<Tensor> call(Builder& b, const Function& callee, const std::vector<Tensor>& args);
 

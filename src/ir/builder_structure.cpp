@@ -4,6 +4,7 @@
 #include "ir/builder.h"
 #include "ir/builder_window.h"
 #include "ir/element_traits.h"
+#include "ir/shape_rules.h"
 #include "support/strings.h"
 
 namespace tessera::ir {
@@ -249,6 +250,41 @@ std::vector<Tensor> call(Builder& b, const Function& callee, const std::vector<T
       support::fail("argument {} of the call to @{} has type {}, the parameter {}", i, callee.name(),
                     to_string(args[i].type()), to_string(callee.parameter(i)->type()));
   return b.emit(OpKind::Call, args, std::move(a), callee.result_types);
+}
+
+namespace {
+
+std::vector<Tensor> branching(OpKind kind, const Tensor& selector, const std::vector<Branch>& branches) {
+  Builder& b = selector.builder();
+  // The branches are built first: their return types are the op's result types.
+  std::vector<std::unique_ptr<Block>> regions;
+  std::vector<Type> types;
+  for (size_t r = 0; r < branches.size(); ++r) {
+    regions.push_back(std::make_unique<Block>());
+    Builder rb(b.module(), *regions.back());
+    std::vector<Tensor> out = branches[r](rb);
+    std::vector<Type> these;
+    for (const Tensor& t : out) these.push_back(t.type());
+    if (r == 0) types = these;
+    if (these != types)
+      support::fail("{}: branch {} returns ({}), branch 0 returns ({})", spelling(kind), r,
+                    shape_rules::types_string(these), shape_rules::types_string(types));
+    finish(*regions.back(), out);
+  }
+  return b.emit_with_regions(kind, {selector}, {}, types, [&](Op& op) {
+    for (auto& region : regions) op.adopt_region(std::move(region));
+  });
+}
+
+}  // namespace
+
+std::vector<Tensor> if_op(const Tensor& pred, const Branch& on_true, const Branch& on_false) {
+  return branching(OpKind::If, pred, {on_true, on_false});
+}
+
+std::vector<Tensor> case_op(const Tensor& index, const std::vector<Branch>& branches) {
+  if (branches.empty()) support::fail("stablehlo.case needs at least one branch (C1)");
+  return branching(OpKind::Case, index, branches);
 }
 
 std::vector<Tensor> optimization_barrier(const std::vector<Tensor>& xs) {

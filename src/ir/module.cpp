@@ -3,6 +3,7 @@
 #include <utility>
 
 #include <algorithm>
+#include <unordered_set>
 
 #include "support/error.h"
 
@@ -158,6 +159,29 @@ std::optional<OpKind> region_combiner(const Op& op, size_t region) {
   const Value* b = combine.operand(1);
   bool args = (a == body.argument(0) && b == body.argument(1)) || (a == body.argument(1) && b == body.argument(0));
   return args ? std::optional<OpKind>(combine.kind()) : std::nullopt;
+}
+
+std::vector<const Value*> captures_of(const Op& op) {
+  std::unordered_set<const Value*> inside;
+  std::vector<const Value*> out;
+  std::unordered_set<const Value*> seen;
+  auto define = [&](const Block& b, auto& self) -> void {
+    for (const auto& a : b.arguments()) inside.insert(a.get());
+    for (const auto& o : b.ops()) {
+      for (size_t r = 0; r < o->num_results(); ++r) inside.insert(o->result(r));
+      for (const auto& region : o->regions()) self(*region, self);
+    }
+  };
+  auto read = [&](const Block& b, auto& self) -> void {
+    for (const auto& o : b.ops()) {
+      for (const Value* v : o->operands())
+        if (!inside.count(v) && seen.insert(v).second) out.push_back(v);
+      for (const auto& region : o->regions()) self(*region, self);
+    }
+  };
+  for (const auto& region : op.regions()) define(*region, define);
+  for (const auto& region : op.regions()) read(*region, read);
+  return out;
 }
 
 }  // namespace tessera::ir

@@ -168,6 +168,10 @@ class Module {
 // collectives. Nothing for any other body.
 std::optional<OpKind> region_combiner(const Op& op, size_t region = 0);
 
+// The values that `op`'s regions read and that are defined outside them (in enclosing blocks), in
+// the order they are first read.
+std::vector<const Value*> captures_of(const Op& op);
+
 // Checks the whole module: every op's result types match its shape rule, operands are defined
 // before use, blocks end in returns whose types match, and every sharding validates against its
 // mesh. Throws UserError naming the function and op.

@@ -99,6 +99,18 @@ Types infer_DotGeneral(const ShapeQuery& q) {
 }
 
 Types infer_While(const ShapeQuery& q) { return same_as_operands(q); }
+// if and case: the result types are the branches' (the verifier checks each branch's return
+// against them, C2-C4), so they are read from the written types.
+Types infer_If(const ShapeQuery& q) {
+  if (q.operands.size() != 1 || q.operands[0] != Type(ElementType::i1, {}))
+    reject(q, "pred must be tensor<i1>, not {}", q.operands.empty() ? "nothing" : to_string(q.operands[0]));
+  return {q.declared.begin(), q.declared.end()};
+}
+Types infer_Case(const ShapeQuery& q) {
+  if (q.operands.size() != 1 || q.operands[0] != Type(ElementType::i32, {}))
+    reject(q, "index must be tensor<i32>, not {}", q.operands.empty() ? "nothing" : to_string(q.operands[0]));
+  return {q.declared.begin(), q.declared.end()};
+}
 Types infer_OptimizationBarrier(const ShapeQuery& q) { return same_as_operands(q); }
 Types infer_Return(const ShapeQuery&) { return {}; }
 

@@ -6,6 +6,7 @@
 // iota, bitcast_convert, manual_computation) read it from `declared` and check it instead.
 #pragma once
 
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -23,6 +24,12 @@ struct ShapeQuery {
 };
 
 std::vector<Type> infer_result_types(const ShapeQuery& q);
+
+// triangular_solve's transpose_a, which the text gives as #stablehlo<transpose NO_TRANSPOSE|
+// TRANSPOSE|ADJOINT> (kept as that text); nullopt when absent or another value (shape_linalg.cpp).
+enum class Transpose { kNone, kTranspose, kAdjoint };
+std::optional<Transpose> transpose_of(const AttrMap& attrs);
+Opaque transpose_attr(Transpose t);
 
 namespace shape_rules {
 #define OP(e, spelling, arity, traits) std::vector<Type> infer_##e(const ShapeQuery& q);

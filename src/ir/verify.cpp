@@ -93,6 +93,26 @@ struct Verifier {
     check_signature(o, index, "its programs", params, results);
   }
 
+  // if and case: branches take no arguments and each returns the op's result types (the spec's
+  // if C1-C3, case C1-C4).
+  void check_branches(const Op& o, int index) {
+    size_t want = o.kind() == OpKind::If ? 2 : 0;
+    if (want != 0 && o.regions().size() != want)
+      fail("@{}: op {} ({}) has {} branches, not 2", fn.name(), index, o.name(), o.regions().size());
+    if (o.regions().empty()) fail("@{}: op {} ({}) has no branches (C1)", fn.name(), index, o.name());
+    for (size_t r = 0; r < o.regions().size(); ++r) {
+      const Block& b = o.region(r);
+      if (!b.arguments().empty())
+        fail("@{}: op {} ({}): branch {} takes {} arguments, branches take none (C{})", fn.name(), index,
+             o.name(), r, b.arguments().size(), o.kind() == OpKind::If ? 1 : 2);
+      const Op* ret = b.terminator();
+      if (ret != nullptr && ret->kind() == OpKind::Return && ret->operand_types() != o.result_types())
+        fail("@{}: op {} ({}): branch {} returns ({}) but the op's results are ({}) (C{})", fn.name(), index,
+             o.name(), r, shape_rules::types_string(ret->operand_types()),
+             shape_rules::types_string(o.result_types()), o.kind() == OpKind::If ? 3 : 4);
+    }
+  }
+
   void op(const Op& o, int index) {
     for (size_t i = 0; i < o.operands().size(); ++i)
       if (!visible.count(o.operand(i)))
@@ -108,6 +128,7 @@ struct Verifier {
     }
     if (o.kind() == OpKind::Call) check_call(o, index);
     if (o.kind() == OpKind::RunParallel) check_run_parallel(o, index);
+    if (o.kind() == OpKind::If || o.kind() == OpKind::Case) check_branches(o, index);
     if (const Sharding* s = o.attrs().find<Sharding>("sharding"))
       check_sharding(*s, operands.at(0), fmt::format("op {} ({}) in @{}", index, o.name(), fn.name()));
     if (const Sharding* s = o.attrs().find<Sharding>("out_sharding");

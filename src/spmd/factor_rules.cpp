@@ -403,6 +403,20 @@ FactorRule rule_While(const Op& op) {
   return r;
 }
 
+// if and case: result i and every branch's returned value i share every dimension, so the branches
+// are partitioned alike (propagate.cpp ties the returned values); the predicate or index is a
+// scalar, the same on every device.
+FactorRule rule_If(const Op& op) {
+  FactorRule r = blank(op);
+  for (size_t i = 0; i < op.num_results(); ++i) {
+    const auto& shape = op.result(i)->type().shape;
+    for (size_t d = 0; d < shape.size(); ++d)
+      if (shape[d] != 1) r.results[i][d] = {r.add(shape[d])};
+  }
+  return r;
+}
+FactorRule rule_Case(const Op& op) { return rule_If(op); }
+
 // optimization_barrier: result i is operand i.
 FactorRule rule_OptimizationBarrier(const Op& op) { return rule_While(op); }
 FactorRule rule_Return(const Op& op) { return none(op); }

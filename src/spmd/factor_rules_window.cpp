@@ -8,7 +8,9 @@
 // reads its neighbours (splitting them needs a halo exchange, not done). reduce_window and
 // select_and_scatter pass through every dimension whose window is trivial (size, stride and
 // dilations 1, no padding); window dimensions are whole. sort passes through every dimension but
-// the sorted one.
+// the sorted one, and chlo.top_k every dimension but the last. cholesky and triangular_solve pass
+// their batch dimensions through and keep the matrices whole, except triangular_solve's b and
+// result columns (left side; rows on the right side), each of which is solved alone.
 #include "ir/window.h"
 #include "spmd/factor_rule.h"
 
@@ -101,6 +103,37 @@ FactorRule rule_Sort(const Op& op) {
     for (auto& t : r.operands) t[d] = {f};
     for (auto& t : r.results) t[d] = {f};
   }
+  return r;
+}
+
+FactorRule rule_TopK(const Op& op) {
+  FactorRule r = blank_rule(op);
+  const auto& shape = op.operand(0)->type().shape;
+  for (size_t d = 0; d + 1 < shape.size(); ++d) {
+    if (shape[d] == 1) continue;
+    int f = r.add(shape[d]);
+    r.operands[0][d] = {f};
+    for (auto& t : r.results) t[d] = {f};
+  }
+  return r;
+}
+
+FactorRule rule_Cholesky(const Op& op) {
+  FactorRule r = blank_rule(op);
+  const auto& shape = op.operand(0)->type().shape;
+  for (size_t d = 0; d + 2 < shape.size(); ++d)
+    if (shape[d] != 1) r.operands[0][d] = r.results[0][d] = {r.add(shape[d])};
+  return r;
+}
+
+FactorRule rule_TriangularSolve(const Op& op) {
+  FactorRule r = blank_rule(op);
+  const auto& shape = op.operand(1)->type().shape;
+  size_t rank = shape.size();
+  for (size_t d = 0; d + 2 < rank; ++d)
+    if (shape[d] != 1) r.operands[0][d] = r.operands[1][d] = r.results[0][d] = {r.add(shape[d])};
+  size_t free = op.attrs().get_or<bool>("left_side", true) ? rank - 1 : rank - 2;
+  if (shape[free] != 1) r.operands[1][free] = r.results[0][free] = {r.add(shape[free])};
   return r;
 }
 

@@ -148,6 +148,7 @@ class Partitioner {
           explicit_collective(*op);
           break;
         case OpKind::While: while_op(*op, b); break;
+        case OpKind::If: case OpKind::Case: branches(*op, b); break;
         case OpKind::ManualComputation: manual(*op, b); break;
         case OpKind::Call: support::fail("{}: calls are inlined before partitioning", describe(*op));
         default: generic(*op, b); break;
@@ -359,6 +360,30 @@ class Partitioner {
           Sharding want = r == 0 ? replicated(sm_.at(v).mesh, 0) : sm_.at(op.result(i));
           vals.push_back(get(v, want).value());
         }
+        into.append(std::make_unique<Op>(OpKind::Return, vals, std::vector<Type>{}));
+      }
+    });
+    for (size_t i = 0; i < results.size(); ++i) local_.insert_or_assign(op.result(i), results[i]);
+  }
+
+  // if and case: the predicate or index is whole on every device, so every device runs the same
+  // branch; each branch is partitioned where it stands and returns its values in the results'
+  // layouts (collectives inside a branch then run on all devices or none).
+  void branches(const Op& op, Builder& b) {
+    Tensor selector = get(op.operand(0), replicated(sm_.at(op.operand(0)).mesh, 0));
+    std::vector<Type> types;
+    for (size_t i = 0; i < op.num_results(); ++i) {
+      const Value* r = op.result(i);
+      types.push_back(Type(r->type().element, shape_of(r->type(), sm_.at(r))));
+    }
+    std::vector<Tensor> results = b.emit_with_regions(op.kind(), {selector}, {}, types, [&](Op& copy) {
+      for (const auto& from : op.regions()) {
+        ir::Block& into = copy.add_region();
+        Builder rb(out_, into);
+        block(*from, rb);
+        const Op* ret = from->terminator();
+        std::vector<Value*> vals;
+        for (size_t i = 0; i < ret->operands().size(); ++i) vals.push_back(get(ret->operand(i), sm_.at(op.result(i))).value());
         into.append(std::make_unique<Op>(OpKind::Return, vals, std::vector<Type>{}));
       }
     });

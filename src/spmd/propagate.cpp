@@ -51,7 +51,8 @@ int op_round(const Op& op) {
   if (ir::has_trait(op.kind(), ir::kElementwise)) return 0;
   switch (op.kind()) {
     case OpKind::ShardingConstraint: case OpKind::BroadcastInDim: case OpKind::Transpose:
-    case OpKind::Convert: case OpKind::OptimizationBarrier: case OpKind::While:
+    case OpKind::Convert: case OpKind::OptimizationBarrier: case OpKind::While: case OpKind::If:
+    case OpKind::Case:
       return 0;
     case OpKind::DotGeneral: case OpKind::Reduce: case OpKind::Convolution:
       return 1;
@@ -184,6 +185,10 @@ class Propagator {
       const Op* ret = op.region(1).terminator();
       for (size_t i = 0; ret && i < ret->operands().size(); ++i) tensors.push_back({ret->operand(i), &rule.results[i]});
     }
+    if (op.kind() == OpKind::If || op.kind() == OpKind::Case)  // each branch returns results alike
+      for (const auto& r : op.regions())
+        for (size_t i = 0; i < r->terminator()->operands().size(); ++i)
+          tensors.push_back({r->terminator()->operand(i), &rule.results[i]});
     // An op placed on one device (a maximal mesh) is a barrier: layouts do not flow through it.
     for (auto& [v, tf] : tensors) {
       const Sharding& s = map_.values.at(v);

@@ -27,6 +27,15 @@ void keyword_ints(Parser& p, OpText& op, const char* keyword, const char* attr) 
   op.attrs.set(attr, parse_int_list(p.lx));
 }
 
+// `true` or `false`.
+bool keyword_bool(Parser& p) {
+  p.lx.skip_space();
+  Location at = p.lx.location();
+  std::string word = p.lx.identifier();
+  if (word != "true" && word != "false") p.lx.error_at(at, fmt::format("expected true or false, found '{}'", word));
+  return word == "true";
+}
+
 void finish(Parser& p, OpText& op) {
   p.parse_optional_attrs(op);
   p.parse_trailing_types(op);
@@ -436,6 +445,38 @@ void chlo_form(Parser& p, OpText& op) {
   if (p.lx.try_consume("->")) op.result_types = {parse_type(p.lx)};
 }
 
+// `chlo.top_k(%x, k = 2) {attrs} : tensor<3x4xf32> -> (tensor<3x2xf32>, tensor<3x2xi32>)`, with an
+// optional `, is_stable = true` after k.
+void top_k(Parser& p, OpText& op) {
+  p.lx.expect("(");
+  op.operands = {p.use_value()};
+  p.lx.expect(",");
+  p.lx.expect("k");
+  p.lx.expect("=");
+  op.attrs.set("k", p.lx.integer());
+  if (p.lx.try_consume(",")) {
+    p.lx.expect("is_stable");
+    p.lx.expect("=");
+    op.attrs.set("is_stable", keyword_bool(p));
+  }
+  p.lx.expect(")");
+  p.parse_optional_attrs(op);
+  p.lx.expect(":");
+  p.check_operand_types(op, {parse_type(p.lx)});
+  p.lx.expect("->");
+  op.result_types = parse_type_list(p.lx);
+}
+
+// `stablehlo.cholesky %a, lower = true : tensor<3x3xf32>`
+void cholesky(Parser& p, OpText& op) {
+  op.operands = {p.use_value()};
+  p.lx.expect(",");
+  p.lx.expect("lower");
+  p.lx.expect("=");
+  op.attrs.set("lower", keyword_bool(p));
+  finish(p, op);
+}
+
 using Rule = void (*)(Parser&, OpText&);
 
 constexpr Rule rule_for(OpKind k) {
@@ -454,6 +495,8 @@ constexpr Rule rule_for(OpKind k) {
     case OpKind::Reduce: return reduce;
     case OpKind::Convolution: return parse_convolution;
     case OpKind::While: return while_loop;
+    case OpKind::TopK: return top_k;
+    case OpKind::Cholesky: return cholesky;
     case OpKind::Select: return select;
     case OpKind::ShardingConstraint:
     case OpKind::Reshard: return sharded_value;

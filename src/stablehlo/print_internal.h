@@ -98,4 +98,17 @@ class Printer {
 // The op's text after `%r = `: its rule from print_ops.cpp.
 void print_op_body(Printer& p, const ir::Op& op);
 
+// Shared by the rule files (print_ops.cpp).
+void generic(Printer& p, const ir::Op& op);  // MLIR's generic form
+// The op's attributes but `elided`, as a trailing ` {...}` (nothing when none is left).
+std::string except(const ir::Op& op, std::initializer_list<std::string_view> elided);
+// `t` when every operand type equals the result type, else `(t1, t2) -> t3`.
+void same_operands_and_result_type(Printer& p, const ir::Op& op);
+
+// The pretty forms of the ops added for what JAX exports (#17) (print_more_ops.cpp).
+void reduce_precision(Printer& p, const ir::Op& op);
+void chlo_form(Printer& p, const ir::Op& op);
+void top_k(Printer& p, const ir::Op& op);
+void cholesky(Printer& p, const ir::Op& op);
+
 }  // namespace tessera::stablehlo::print_impl

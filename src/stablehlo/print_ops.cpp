@@ -15,11 +15,9 @@
 #include "stablehlo/printer.h"
 
 namespace tessera::stablehlo::print_impl {
-namespace {
 
 using ir::Op;
 using ir::OpKind;
-using Rule = void (*)(Printer&, const Op&);
 
 std::string except(const Op& op, std::initializer_list<std::string_view> elided) {
   return attr_dict_except(op.attrs(), elided);
@@ -52,6 +50,11 @@ void same_operands_and_result_type(Printer& p, const Op& op) {
     if (v->type() != result) return p.functional_type(op);
   p << ir::to_string(result);
 }
+
+namespace {
+
+using Rule = void (*)(Printer&, const Op&);
+
 void functional_type(Printer& p, const Op& op) { p.functional_type(op); }
 // select: `pred_type, result_type` when both branches have the result type.
 void select_type(Printer& p, const Op& op) {
@@ -528,27 +531,6 @@ void complex(Printer& p, const Op& op) {
   p << except(op, {}) << " : " << ir::to_string(result);
 }
 
-// `stablehlo.reduce_precision %x, format = e5m10 : tensor<4xf32>`
-void reduce_precision(Printer& p, const Op& op) {
-  const auto* e = op.attrs().find<int64_t>("exponent_bits");
-  const auto* m = op.attrs().find<int64_t>("mantissa_bits");
-  if (!e || !m || *e < 0 || *m < 0) return generic(p, op);
-  p << op.name() << " ";
-  p.value(op.operand(0));
-  p << ", format = e" << std::to_string(*e) << "m" << std::to_string(*m)
-    << except(op, {"exponent_bits", "mantissa_bits"}) << " : ";
-  same_operands_and_result_type(p, op);
-}
-
-// CHLO's form: `chlo.erf %x : tensor<4xf32> -> tensor<4xf32>`, `chlo.next_after %x, %y : t, t -> t`.
-void chlo_form(Printer& p, const Op& op) {
-  p << op.name() << " ";
-  p.values(op.operands());
-  p << except(op, {}) << " : ";
-  p.types(op.operand_types());
-  p << " -> " << ir::to_string(op.result()->type());
-}
-
 // ---- The table ----
 
 namespace rules {
@@ -584,6 +566,11 @@ constexpr Rule Reduce = reduce, DotGeneral = dot_general;
 // as stablehlo-opt prints them.
 constexpr Rule Convolution = convolution, ReduceWindow = generic, SelectAndScatter = generic,
                Sort = generic;
+// top_k and cholesky in their own forms; triangular_solve in the generic form, as stablehlo-opt
+// prints it.
+constexpr Rule TopK = top_k, Cholesky = cholesky, TriangularSolve = generic;
+// if and case print in the generic form, as stablehlo-opt prints them.
+constexpr Rule If = generic, Case = generic;
 constexpr Rule While = while_loop, OptimizationBarrier = optimization_barrier, Return = terminator;
 constexpr Rule AllReduce = generic, AllGather = generic, ReduceScatter = generic,
                AllToAll = generic, CollectivePermute = generic, CollectiveBroadcast = generic,

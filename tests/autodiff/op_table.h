@@ -33,6 +33,8 @@ struct Row {
 
 std::vector<Row> all_rows();
 std::vector<Row> window_rows();  // op_table_window.cpp
+std::vector<Row> branch_rows();  // op_table_branches.cpp
+std::vector<Row> linalg_rows();  // op_table_linalg.cpp
 void PrintTo(const Row& row, std::ostream* os);
 
 // The row's parameter values (fixed per row).

@@ -108,7 +108,7 @@ inline void build_sharded_program(Module& m, ProgramGen& g, int length) {
     for (int step = 0; step < length; ++step) {
       const auto shape = x.shape();
       size_t rank = shape.size();
-      switch (g.pick(23)) {
+      switch (g.pick(24)) {
         case 0: x = tanh(x); break;
         case 1: x = x * param(shape) + 0.5; break;
         case 2: x = maximum(x, param(shape)) - x; break;
@@ -221,7 +221,13 @@ inline void build_sharded_program(Module& m, ProgramGen& g, int length) {
             x = convolution(x, kernel, ConvDims{0, 2, {1}, 1, 2, {0}, 0, 2, {1}}, w);
           }
           break;
-        case 20: x = sort({x}, g.pick(static_cast<int>(rank)), ComparisonDirection::LT)[0]; break;
+        case 20:  // a sort, or the top entries of the last dimension (chlo.top_k, #17)
+          if (g.coin()) {
+            x = sort({x}, g.pick(static_cast<int>(rank)), ComparisonDirection::LT)[0];
+          } else {
+            x = top_k(x, 1 + g.pick(static_cast<int>(shape.back())))[0];
+          }
+          break;
         case 21: {  // select_and_scatter of a new source over the windows' maxima
           Window w = random_window(g, shape);
           w.base_dilation.assign(rank, 1);
@@ -254,6 +260,29 @@ inline void build_sharded_program(Module& m, ProgramGen& g, int length) {
             default: x = real(complex(x, x * 0.5)) - imag(conj(complex(x, x * 0.5))); break;
           }
           break;
+        case 23: {  // if or case (#17) on a new scalar parameter (whole on every device), branches
+                    // reading x and a new parameter; one sums over a dimension (a collective inside
+                    // a branch when that dimension is split)
+          Tensor q = param({}), y = param(shape);
+          auto zero = [&](double v) { return q.builder().scalar(ElementType::f32, v); };
+          auto summed = [&] {
+            std::vector<int64_t> dims;
+            for (size_t i = 1; i < rank; ++i) dims.push_back(static_cast<int64_t>(i));
+            return x * broadcast_in_dim(reduce_sum(x, {0}), shape, dims);
+          };
+          if (g.coin()) {
+            x = if_op(compare(q, zero(0), ComparisonDirection::GT), [&](Builder&) { return std::vector<Tensor>{tanh(x) * y}; },
+                      [&](Builder&) { return std::vector<Tensor>{summed() - y}; })[0];
+          } else {  // index 0, 1 or 4 (out of range: the last branch)
+            Tensor index = convert(compare(q, zero(0), ComparisonDirection::GT), ElementType::i32) +
+                           convert(compare(q, zero(0.5), ComparisonDirection::GT), ElementType::i32) *
+                               q.builder().scalar(ElementType::i32, 3);
+            x = case_op(index, {[&](Builder&) { return std::vector<Tensor>{x + y}; },
+                                [&](Builder&) { return std::vector<Tensor>{summed()}; },
+                                [&](Builder&) { return std::vector<Tensor>{maximum(x, y)}; }})[0];
+          }
+          break;
+        }
       }
       if (x.type().num_elements() > 4096) x = reduce_sum(x, {0});
       if (g.coin(0.1)) outs.push_back(x);

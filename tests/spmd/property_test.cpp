@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <functional>
 #include <random>
 
 #include "common/random_programs.h"
@@ -82,6 +83,72 @@ TEST(Property, RandomProgramsShardedEqualUnsharded) {
   // The cases exercise what they claim to: most communicate, and some split dimensions unevenly.
   EXPECT_GT(communicating, kCases / 3);
   EXPECT_GT(uneven, 10);
+}
+
+// Sharded equals unsharded for one built program on `mesh`; returns how many collectives it has.
+size_t expect_sharded_equals_unsharded(const Mesh& mesh, const std::function<Tensor(FunctionBuilder&)>& body) {
+  Module m("case");
+  m.add_mesh(mesh);
+  build_function(m, "f", body);
+  const Function& f = *m.find_function("f");
+  std::mt19937 rng(7);
+  std::vector<Literal> in;
+  for (size_t i = 0; i < f.num_parameters(); ++i) in.push_back(uniform_input(f.parameter(i)->type(), rng));
+  std::vector<Literal> want = interp::evaluate(m, "f", in);
+  runtime::Session s = runtime::Session::host(mesh.num_devices());
+  runtime::CompiledProgram p = s.compile(m, "f");
+  std::vector<Literal> got = s.run_sharded(p, in);
+  EXPECT_EQ(got.size(), want.size());
+  for (size_t r = 0; r < got.size() && r < want.size(); ++r)
+    for (int64_t i = 0; i < want[r].num_elements(); ++i) {
+      double a = got[r].get_double(i), b = want[r].get_double(i);
+      EXPECT_TRUE(std::abs(a - b) <= kTolerance * (1 + std::abs(b)))
+          << "result " << r << " element " << i << ": sharded " << a << ", unsharded " << b << "\n"
+          << stablehlo::print(m);
+    }
+  return p.report().collectives.size();
+}
+
+Sharding on_a(std::vector<DimSharding> dims) { return Sharding{"m", std::move(dims), {}, {}}; }
+
+// if and case with the data split over "a": every device takes the branch of the whole predicate,
+// and a branch that sums over the split dimension runs its all-reduce on every device.
+TEST(Property, BranchesPartitionAlikeWithCollectivesInside) {
+  Mesh mesh{"m", {{"a", 4}}, {}};
+  for (double q : {-0.5, 0.5})
+    for (int index : {0, 1, 7}) {
+      size_t collectives = expect_sharded_equals_unsharded(mesh, [&](FunctionBuilder& b) {
+        Tensor x = b.param(f32({8, 3}), on_a({{"a"}, {}}));
+        Tensor y = b.param(f32({8, 3}), on_a({{}, {}}));
+        Tensor summed = broadcast_in_dim(reduce_sum(x, {0}), {8, 3}, {1});
+        Tensor pred = compare(b.scalar(ElementType::f32, q), b.scalar(ElementType::f32, 0), ComparisonDirection::GT);
+        Tensor t = if_op(pred, [&](Builder&) { return std::vector<Tensor>{tanh(x) * y}; },
+                         [&](Builder&) { return std::vector<Tensor>{x * broadcast_in_dim(reduce_sum(x, {0}), {8, 3}, {1})}; })[0];
+        Tensor i = b.scalar(ElementType::i32, index);
+        return case_op(i, {[&](Builder&) { return std::vector<Tensor>{t + y}; },
+                           [&](Builder&) { return std::vector<Tensor>{t * summed}; },
+                           [&](Builder&) { return std::vector<Tensor>{maximum(t, y)}; }})[0];
+      });
+      EXPECT_GT(collectives, 0u);
+    }
+}
+
+// cholesky, triangular_solve and top_k with their batch (and triangular_solve's free column)
+// dimensions split, and with the matrix dimensions asked split too (gathered for the op).
+TEST(Property, LinearAlgebraAndTopKPartitionByBatch) {
+  Mesh mesh{"m", {{"a", 2}, {"b", 2}}, {}};
+  for (bool split_matrix : {false, true})
+    expect_sharded_equals_unsharded(mesh, [&](FunctionBuilder& b) {
+      Tensor x = b.param(f32({4, 3, 3}), on_a({{"a"}, {}, split_matrix ? DimSharding{"b"} : DimSharding{}}));
+      Tensor rhs = b.param(f32({4, 3, 6}), on_a({{"a"}, {}, {"b"}}));
+      Tensor eye = convert(compare(b.iota(i32({4, 3, 3}), 1), b.iota(i32({4, 3, 3}), 2), ComparisonDirection::EQ),
+                           ElementType::f32);
+      Tensor spd = dot_general(x, x, DotDims{{0}, {0}, {2}, {2}}) + eye * 3.0;
+      Tensor l = cholesky(spd, true);
+      Tensor solved = triangular_solve(l, rhs, true, true, false, Transpose::kNone);
+      Tensor right = triangular_solve(l, transpose(solved, {0, 2, 1}), false, true, false, Transpose::kTranspose);
+      return top_k(right, 2)[0];
+    });
 }
 
 }  // namespace
