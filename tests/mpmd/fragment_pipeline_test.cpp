@@ -1,7 +1,7 @@
 // Pipeline schedules over fragments cut from the whole step (fragment_pipeline.h). A 4-layer
 // residual stack written as named computations stage0 … stage{N−1}, microbatches by scan_calls and
 // the loss a mean over microbatches (glue), runs under GPipe, 1F1B, interleaved (V = 2) and
-// zero-bubble H1 (W merged into BI): loss and gradients bit for bit those of the unsplit whole step
+// zero-bubble H1 (each transpose split into BI and W): loss and gradients bit for bit those of the unsplit whole step
 // and of the executor's program-order run; the activations each stage keeps for its backwards
 // follow the schedule (GPipe M microbatches, 1F1B min(P−s, M)); schedules that do not fit the
 // program are refused naming the schedule, the action and the value. The CausalLM's blocks written
@@ -112,7 +112,7 @@ FragmentPipelineRun run_case(const Case& c) {
   ir::Module m("stack");
   std::vector<std::string> names = add_stack(m, c.stages * c.virtual_per_stage, c.microbatches);
   FragmentPipelineOptions o = weights_only();
-  o.merge_split_backward = c.kind == ScheduleKind::kZeroBubbleH1;
+  o.split_backward = c.kind == ScheduleKind::kZeroBubbleH1;
   FragmentPipeline fp(m, *m.find_function("step"), names, c.stages, o);
   EXPECT_EQ(fp.microbatches(), c.microbatches) << what;
   std::vector<ir::Literal> in = testing::random_inputs(fp.whole(), 41);
@@ -170,7 +170,7 @@ TEST(FragmentPipeline, MapsFragmentsToActions) {
   EXPECT_EQ(count["glue"], 4 + 4 + 3 + 1 + 6 * 3);
   for (size_t f = 0; f < plan.fragments.size(); ++f)
     if (fp.role(f).kind == FragmentRole::Kind::kGlue) {
-      EXPECT_EQ(plan.fragments[f].num_ops, 1u) << f;
+      EXPECT_EQ(plan.fragments[f].num_ops(), 1u) << f;
     }
   for (size_t r = 1; r < plan.results.size(); ++r) {
     ASSERT_EQ(plan.results[r].kind, Binding::Kind::kValue);
@@ -210,7 +210,7 @@ TEST(FragmentPipeline, GPipeAnd1F1BGiveTheWholeStep) {
     }
 }
 
-TEST(FragmentPipeline, InterleavedAndMergedZeroBubble) {
+TEST(FragmentPipeline, InterleavedAndSplitZeroBubble) {
   for (int64_t mb : {4, 8}) run_case({ScheduleKind::kInterleaved, 2, mb, 2});
   run_case({ScheduleKind::kZeroBubbleH1, 2, 4, 1});
   run_case({ScheduleKind::kZeroBubbleH1, 4, 8, 1});
@@ -234,7 +234,7 @@ TEST(FragmentPipeline, RefusesSchedulesThatDoNotFitTheProgram) {
             std::string::npos);
   std::string e = error_of([&] { fp.run(zero_bubble_h1(2, 4), in); });
   EXPECT_NE(e.find("schedule 'zb-h1': stage 0 step"), std::string::npos) << e;
-  EXPECT_NE(e.find("BI(mb 0, vs 0): the transpose fragments of the whole step are not split"), std::string::npos)
+  EXPECT_NE(e.find("BI(mb 0, vs 0): the transposes of the whole step are not split"), std::string::npos)
       << e;
   // Programs that are no pipeline: a named computation that is not a virtual stage, a stage
   // called for fewer microbatches than the others.
