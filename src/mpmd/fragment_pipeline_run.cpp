@@ -217,6 +217,13 @@ FragmentPipelineRun FragmentPipeline::run(const CompiledSchedule& compiled, cons
       leave(in.step);
     }
     TESSERA_CHECK(store.empty(), "stage {} ends holding {} values", st, store.size());
+    // An action with no instruction (a BI with nothing to run, a SEND that carries nothing here)
+    // takes no time where it stands in the list.
+    std::vector<bool> seen(schedule.actions[st].size(), false);
+    for (const Instruction& in : list)
+      if (in.step >= 0) seen[static_cast<size_t>(in.step)] = true;
+    for (size_t k = 0; k < seen.size(); ++k)
+      if (!seen[k]) out.times[st][k].start = out.times[st][k].end = k == 0 ? 0.0 : out.times[st][k - 1].end;
   };
 
   run_on_threads(stages, run_stage, slots);
