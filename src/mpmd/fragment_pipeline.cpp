@@ -24,6 +24,7 @@ std::string FragmentRole::to_string() const {
     case Kind::kGlue: return "glue";
     case Kind::kForward: return fmt::format("F(mb {}, vs {})", microbatch, virtual_stage);
     case Kind::kBackward: return fmt::format("B(mb {}, vs {})", microbatch, virtual_stage);
+    case Kind::kWeight: return fmt::format("W(mb {}, vs {})", microbatch, virtual_stage);
   }
   return "?";
 }
@@ -131,6 +132,7 @@ FragmentPipeline::FragmentPipeline(ir::Module& module, const ir::Function& step,
   whole_ = &whole;
   try {  // a refused program leaves the module as it was
     separate_microbatch_sums(whole);
+    if (options_.split_backward) split_backward(whole);
 
     // Every named computation is a virtual stage, called with counters 0 … M−1.
     std::map<std::string, std::set<int64_t>> counters;
@@ -170,19 +172,21 @@ FragmentPipeline::FragmentPipeline(ir::Module& module, const ir::Function& step,
     for (const Fragment& f : plan_.fragments) {
       FragmentRole r;
       if (f.origin) {
-        r.kind = f.origin->transpose ? FragmentRole::Kind::kBackward : FragmentRole::Kind::kForward;
+        r.kind = !f.origin->transpose ? FragmentRole::Kind::kForward
+                 : f.origin->weight   ? FragmentRole::Kind::kWeight
+                                      : FragmentRole::Kind::kBackward;
         r.microbatch = f.origin->call_counter;
         r.virtual_stage = std::find(names_.begin(), names_.end(), f.origin->name) - names_.begin();
       }
       roles_.push_back(r);
     }
+    compile_fragments();
   } catch (...) {
     module.remove_function(whole);
     throw;
   }
 }
 
-FragmentPipeline::~FragmentPipeline() = default;
 
 std::string FragmentPipeline::summary() const {
   std::string out;
@@ -244,7 +248,7 @@ class Compiler {
   const Schedule& s_;
   CompiledSchedule* out_ = nullptr;
 
-  std::map<std::tuple<bool, int64_t, int64_t>, std::vector<size_t>> by_action_;  // (backward, mb, vs)
+  std::map<std::tuple<FragmentRole::Kind, int64_t, int64_t>, std::vector<size_t>> by_action_;  // (kind, mb, vs)
   std::vector<std::vector<size_t>> glue_;                                        // per mesh, program order
   std::map<std::pair<size_t, size_t>, size_t> transfer_;                         // (value, to) -> transfer
   std::vector<std::optional<Key>> cover_;  // per transfer: the SEND/RECV pair that carries it
@@ -271,7 +275,7 @@ class Compiler {
     for (size_t f = 0; f < plan_.fragments.size(); ++f) {
       const FragmentRole& r = roles_[f];
       if (r.kind == FragmentRole::Kind::kGlue) glue_[plan_.fragments[f].mesh].push_back(f);
-      else by_action_[{r.kind == FragmentRole::Kind::kBackward, r.microbatch, r.virtual_stage}].push_back(f);
+      else by_action_[{r.kind, r.microbatch, r.virtual_stage}].push_back(f);
     }
     std::set<Key> sends;
     for (size_t st = 0; st < s_.actions.size(); ++st)
@@ -397,14 +401,18 @@ class Compiler {
       pos_[st]++;
       return true;
     }
-    std::vector<size_t> none;
-    const std::vector<size_t>* frags = &none;
-    if (a.kind != ActionKind::kBackwardWeight) {
-      auto it = by_action_.find({a.kind != ActionKind::kForward, a.microbatch, a.virtual_stage});
-      if (it != by_action_.end()) frags = &it->second;
-    }
-    for (; sub_[st] < frags->size(); sub_[st]++) {
-      size_t f = (*frags)[sub_[st]];
+    // F runs the forward fragments; BI the transpose's (its input-gradient part when split), W the
+    // weight-gradient part, B both.
+    std::vector<size_t> frags;
+    auto add = [&](FragmentRole::Kind kind) {
+      auto it = by_action_.find({kind, a.microbatch, a.virtual_stage});
+      if (it != by_action_.end()) frags.insert(frags.end(), it->second.begin(), it->second.end());
+    };
+    if (a.kind == ActionKind::kForward) add(FragmentRole::Kind::kForward);
+    if (a.kind == ActionKind::kBackward || a.kind == ActionKind::kBackwardInput) add(FragmentRole::Kind::kBackward);
+    if (a.kind == ActionKind::kBackward || a.kind == ActionKind::kBackwardWeight) add(FragmentRole::Kind::kWeight);
+    for (; sub_[st] < frags.size(); sub_[st]++) {
+      size_t f = frags[sub_[st]];
       if (!ready(st, f, step, true)) return false;
       execute(st, f, step);
     }
@@ -432,13 +440,13 @@ CompiledSchedule FragmentPipeline::compile(const Schedule& s) const {
   if (s.microbatches != microbatches_)
     fail("schedule '{}' has {} microbatches, but the program calls each virtual stage {} times (call counters 0 … {})",
          s.name, s.microbatches, microbatches_, microbatches_ - 1);
-  if (!options_.merge_split_backward)
+  if (!options_.split_backward)
     for (size_t st = 0; st < s.actions.size(); ++st)
       for (size_t k = 0; k < s.actions[st].size(); ++k)
         if (s.actions[st][k].kind == ActionKind::kBackwardInput || s.actions[st][k].kind == ActionKind::kBackwardWeight)
-          fail("schedule '{}': {}: the transpose fragments of the whole step are not split into input- and "
-               "weight-gradient parts yet; use a schedule with whole backwards (gpipe, 1f1b, interleaved) or "
-               "merge_split_backward (BI runs the whole backward, W nothing)",
+          fail("schedule '{}': {}: the transposes of the whole step are not split into input- and weight-gradient "
+               "parts; make the pipeline with split_backward, or use a schedule with whole backwards (gpipe, 1f1b, "
+               "interleaved)",
                s.name, describe_at(static_cast<int64_t>(st), static_cast<int64_t>(k), s.actions[st][k]));
   validate(s);
   return Compiler(plan_, roles_, s).run();

@@ -10,6 +10,8 @@
 //   forward fragment of (stage v, counter mb)   -> F(mb, v)
 //   transpose fragment of (stage v, counter mb) -> B(mb, v)   (several fragments: all of them, in
 //                                                               program order)
+//   with split_backward, its input-gradient part -> BI(mb, v), its weight-gradient part -> W(mb, v)
+//                                                   (B runs both; every transposed op is in one)
 //   unnamed fragment (glue: the loss over microbatches, sums of gradients over microbatches) ->
 //       no action; it runs on the mesh the program-form rules gave it, as soon as its inputs exist.
 //
@@ -42,6 +44,7 @@
 #include "ir/module.h"
 #include "mpmd/fragments.h"
 #include "mpmd/schedule.h"
+#include "mpmd/simulate.h"
 
 namespace tessera::mpmd {
 
@@ -50,18 +53,21 @@ struct FragmentPipelineOptions {
   std::string name;         // of the whole-step function added to the module (default @<step>_pipeline)
   std::chrono::milliseconds transfer_timeout = std::chrono::seconds(60);
   bool fast_kernels = true;
-  // Fragments of a transpose are not split into input- and weight-gradient parts yet, so a schedule
-  // with BI and W (zero-bubble H1) is refused; with this set it runs, BI doing the whole backward
-  // and W nothing — the order of a split schedule without its benefit.
-  bool merge_split_backward = false;
+  // Splits each transpose into its input-gradient part (BI: the ops the cotangent sent to the
+  // previous virtual stage depends on) and its weight-gradient part (W: the rest), see
+  // split_backward below, so that a zero-bubble schedule's BI and W actions run those parts. Without
+  // it a schedule with BI or W is refused.
+  bool split_backward = false;
 };
 
 // What a fragment is to a schedule.
 struct FragmentRole {
-  enum class Kind { kGlue, kForward, kBackward };
+  // kBackward: the transpose, or its input-gradient part when split; kWeight: its weight-gradient
+  // part. A B action runs both, BI the first, W the second.
+  enum class Kind { kGlue, kForward, kBackward, kWeight };
   Kind kind = Kind::kGlue;
-  int64_t microbatch = -1, virtual_stage = -1;  // F and B only
-  std::string to_string() const;               // "F(mb 2, vs 1)", "B(mb 0, vs 3)", "glue"
+  int64_t microbatch = -1, virtual_stage = -1;  // F, B and W only
+  std::string to_string() const;               // "F(mb 2, vs 1)", "B(mb 0, vs 3)", "W(mb 0, vs 3)", "glue"
 };
 
 // One step of a stage's compiled list.
@@ -86,6 +92,18 @@ struct FragmentPipelineRun {
   // on that stage (activations saved for the transpose), and of everything the stage kept.
   std::vector<int64_t> peak_saved_bytes, peak_store_bytes;
   int64_t transferred_bytes = 0;
+  std::vector<int64_t> fragment_runs;  // per fragment: how many times it ran (once, in a run that ends)
+  // Per stage, per action of the schedule: when the stage started and ended it, in ms since the run
+  // started (an action with nothing to do, or a SEND, is an empty interval), and the CPU time of
+  // the stage's thread in it.
+  std::vector<std::vector<Interval>> times;
+  std::vector<std::vector<double>> cpu_ms;
+};
+
+// What a run reads besides the plan: every parameter of the step, by pointer (a stage reads only
+// those on its own mesh, where they stay: a trainer keeps them there across runs).
+struct RunInputs {
+  std::vector<const ir::Literal*> parameters;
 };
 
 class FragmentPipeline {
@@ -110,11 +128,15 @@ class FragmentPipeline {
   std::string summary() const;
 
   // Checks `schedule` against the program and turns it into per-stage instruction lists (see
-  // above). UserError: sizes that differ from the program's, BI/W without merge_split_backward, a
+  // above). UserError: sizes that differ from the program's, BI/W without split_backward, a
   // value needed before it exists on the stage, a stage that cannot finish.
   CompiledSchedule compile(const Schedule& schedule) const;
   // Compiles and runs `schedule`; `parameters` are the step's.
   FragmentPipelineRun run(const Schedule& schedule, const std::vector<ir::Literal>& parameters) const;
+  // Runs `compiled` (compile(schedule)): a trainer compiles its schedule once and runs it every step.
+  // Each fragment runs as an exec::Executable compiled when the pipeline was made, in a run context
+  // of its own, so one run at a time.
+  FragmentPipelineRun run(const CompiledSchedule& compiled, const Schedule& schedule, const RunInputs& inputs) const;
 
  private:
   FragmentPipelineOptions options_;
@@ -123,6 +145,9 @@ class FragmentPipeline {
   const ir::Function* whole_ = nullptr;
   FragmentPlan plan_;
   std::vector<FragmentRole> roles_;
+  struct Compiled;  // per fragment: its executable and run context
+  std::shared_ptr<Compiled> compiled_;  // shared: its deleter is made where Compiled is complete
+  void compile_fragments();
 };
 
 // Strips the mpmd marks from the ops of `whole` that sum cotangents of different microbatches
@@ -131,5 +156,12 @@ class FragmentPipeline {
 // microbatches) are rebuilt at the end of the function as one chain in microbatch order,
 // ((g0 + g1) + g2) + …, instead of autodiff's reverse order. Returns how many ops it unmarked.
 size_t separate_microbatch_sums(ir::Function& whole);
+
+// Zero-bubble's split of each transpose of a named computation call: its input-gradient part is
+// the ops that the values it hands to another named computation (the cotangent sent to the
+// previous virtual stage) depend on, its weight-gradient part the rest (marked kWeightAttr), moved
+// right after the input-gradient part's last op so that each part is one run of ops (fragments.h
+// rule 5 then cuts them into fragments of their own). Returns how many ops it marked.
+size_t split_backward(ir::Function& whole);
 
 }  // namespace tessera::mpmd

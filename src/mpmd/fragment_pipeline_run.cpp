@@ -2,6 +2,11 @@
 // (fragment_pipeline.h). A stage keeps each value it computed or received in its store only while
 // some later instruction of its list still reads it (a fragment input or a post), so what a stage
 // holds follows the schedule's order, not the program's: that is what makes 1F1B hold less than GPipe.
+// Each fragment is compiled once, when the pipeline is made, into an exec::Executable with a run
+// context of its own; a run lends it the parameters (views: never written, never copied).
+#include <time.h>
+
+#include <chrono>
 #include <condition_variable>
 #include <exception>
 #include <map>
@@ -12,6 +17,7 @@
 #include <unordered_map>
 
 #include "exec/accelerate.h"
+#include "exec/executable.h"
 #include "interp/interpreter.h"
 #include "mpmd/fragment_pipeline.h"
 #include "mpmd/value_slots.h"
@@ -26,27 +32,69 @@ namespace {
 
 int64_t bytes_of(const Literal& l) { return static_cast<int64_t>(l.bytes().size()); }
 
+double thread_cpu_ms() {
+  timespec t{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  return static_cast<double>(t.tv_sec) * 1e3 + static_cast<double>(t.tv_nsec) * 1e-6;
+}
+
 }  // namespace
 
+struct FragmentPipeline::Compiled {
+  std::vector<std::shared_ptr<const exec::Executable>> executables;  // per fragment
+  std::vector<std::unique_ptr<exec::RunContext>> contexts;
+};
+
+FragmentPipeline::~FragmentPipeline() = default;
+
+void FragmentPipeline::compile_fragments() {
+  compiled_ = std::make_shared<Compiled>();
+  for (const Fragment& f : plan_.fragments) {
+    exec::CompileOptions o;
+    o.module = f.module.get();
+    if (!options_.fast_kernels) o.accelerate = nullptr;
+    compiled_->executables.push_back(exec::Executable::compile(f.fn(), o));
+    compiled_->contexts.push_back(compiled_->executables.back()->make_context());
+  }
+}
+
 FragmentPipelineRun FragmentPipeline::run(const Schedule& schedule, const std::vector<Literal>& parameters) const {
+  RunInputs in;
+  for (const Literal& p : parameters) in.parameters.push_back(&p);
+  return run(compile(schedule), schedule, in);
+}
+
+FragmentPipelineRun FragmentPipeline::run(const CompiledSchedule& compiled, const Schedule& schedule,
+                                          const RunInputs& inputs) const {
   const FragmentPlan& plan = plan_;
-  CompiledSchedule compiled = compile(schedule);
+  const std::vector<const Literal*>& parameters = inputs.parameters;
   if (parameters.size() != plan.parameter_types.size())
     fail("pipeline run: the step takes {} parameters, got {}", plan.parameter_types.size(), parameters.size());
   for (size_t i = 0; i < parameters.size(); ++i)
-    if (parameters[i].type() != plan.parameter_types[i])
+    if (parameters[i]->type() != plan.parameter_types[i])
       fail("pipeline run: parameter {} is {}, the step's parameter %arg{} is {}", i,
-           ir::to_string(parameters[i].type()), i, ir::to_string(plan.parameter_types[i]));
+           ir::to_string(parameters[i]->type()), i, ir::to_string(plan.parameter_types[i]));
+  TESSERA_CHECK(compiled.stages.size() == static_cast<size_t>(stages_) && schedule.actions.size() == compiled.stages.size(),
+                "a compiled schedule of {} stages run on a pipeline of {}", compiled.stages.size(), stages_);
 
   const size_t stages = compiled.stages.size();
   FragmentPipelineRun out;
   out.peak_saved_bytes.assign(stages, 0);
   out.peak_store_bytes.assign(stages, 0);
+  out.fragment_runs.assign(plan.fragments.size(), 0);
+  out.times.resize(stages);
+  out.cpu_ms.resize(stages);
+  for (size_t st = 0; st < stages; ++st) {
+    out.times[st].assign(schedule.actions[st].size(), Interval{});
+    out.cpu_ms[st].assign(schedule.actions[st].size(), 0.0);
+  }
+  const auto start = std::chrono::steady_clock::now();
+  auto now_ms = [&] { return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count(); };
   std::vector<std::optional<Literal>> results(plan.results.size());
   std::multimap<size_t, size_t> result_of;  // value -> result index
   for (size_t r = 0; r < plan.results.size(); ++r) {
     const Binding& b = plan.results[r];
-    if (b.kind == Binding::Kind::kParameter) results[r] = parameters[b.index];
+    if (b.kind == Binding::Kind::kParameter) results[r] = *parameters[b.index];
     else if (b.kind == Binding::Kind::kConstant) results[r] = b.constant;
     else result_of.insert({b.index, r});
   }
@@ -70,7 +118,8 @@ FragmentPipelineRun FragmentPipeline::run(const Schedule& schedule, const std::v
     for (const Instruction& in : list) {
       if (in.kind == Instruction::Kind::kPost && !plan.values[in.value].parameter) readers[in.value]++;
       if (in.kind != Instruction::Kind::kRun) continue;
-      bool backward = role(in.fragment).kind == FragmentRole::Kind::kBackward;
+      bool backward = role(in.fragment).kind == FragmentRole::Kind::kBackward ||
+                      role(in.fragment).kind == FragmentRole::Kind::kWeight;
       for (const Binding& b : plan.fragments[in.fragment].inputs) {
         if (b.kind != Binding::Kind::kValue) continue;
         readers[b.index]++;
@@ -95,8 +144,23 @@ FragmentPipelineRun FragmentPipeline::run(const Schedule& schedule, const std::v
       if (saved.count(id)) held_saved -= bytes_of(it->second);
       store.erase(it);
     };
+    // An action's interval runs from its first instruction's start to its last one's end.
+    int64_t action = -1;
+    double action_cpu = 0;
+    auto enter = [&](int64_t step) {
+      if (step == action || step < 0) return;
+      action = step;
+      action_cpu = thread_cpu_ms();
+      out.times[st][static_cast<size_t>(step)].start = now_ms();
+    };
+    auto leave = [&](int64_t step) {
+      if (step < 0) return;
+      out.times[st][static_cast<size_t>(step)].end = now_ms();
+      out.cpu_ms[st][static_cast<size_t>(step)] = thread_cpu_ms() - action_cpu;
+    };
     for (const Instruction& in : list) {
       if (slots.aborted()) return;
+      enter(in.step);
       switch (in.kind) {
         case Instruction::Kind::kWait: {
           std::optional<Literal> v = slots.take(in.value, st, options_.transfer_timeout);
@@ -112,7 +176,7 @@ FragmentPipelineRun FragmentPipeline::run(const Schedule& schedule, const std::v
         }
         case Instruction::Kind::kPost: {
           const PlanValue& pv = plan.values[in.value];
-          Literal v = pv.parameter ? parameters[*pv.parameter] : store.at(in.value);  // a copy: it may be read again
+          Literal v = pv.parameter ? *parameters[*pv.parameter] : store.at(in.value);  // a copy: it may be read again
           {
             std::lock_guard lock(mu);
             out.transferred_bytes += bytes_of(v);
@@ -123,17 +187,19 @@ FragmentPipelineRun FragmentPipeline::run(const Schedule& schedule, const std::v
         }
         case Instruction::Kind::kRun: {
           const Fragment& f = plan.fragments[in.fragment];
-          std::vector<Literal> inputs;
-          for (const Binding& b : f.inputs)
-            inputs.push_back(b.kind == Binding::Kind::kParameter ? parameters[b.index] : store.at(b.index));
+          // Parameters and kept values are lent as views: the executable reads them, never writes.
+          std::vector<Literal> args;
+          for (const Binding& b : f.inputs) {
+            const Literal& v = b.kind == Binding::Kind::kParameter ? *parameters[b.index] : store.at(b.index);
+            args.push_back(Literal::view(v.type(), const_cast<std::byte*>(v.bytes().data())));
+          }
           std::vector<Literal> outputs;
           try {
-            interp::Options o;
-            if (options_.fast_kernels) o.accelerate = exec::accelerate;
-            outputs = interp::evaluate(*f.module, f.function, std::move(inputs), o);
+            outputs = compiled_->executables[in.fragment]->run(std::move(args), {}, *compiled_->contexts[in.fragment]);
           } catch (const support::UserError& e) {
             fail("{}: {}: {}", where(st, in.step), label(in.fragment), e.what());
           }
+          out.fragment_runs[in.fragment]++;  // each fragment runs on one stage only
           for (const Binding& b : f.inputs)
             if (b.kind == Binding::Kind::kValue) read_done(b.index);
           for (size_t k = 0; k < f.outputs.size(); ++k) {
@@ -148,8 +214,16 @@ FragmentPipelineRun FragmentPipeline::run(const Schedule& schedule, const std::v
           break;
         }
       }
+      leave(in.step);
     }
     TESSERA_CHECK(store.empty(), "stage {} ends holding {} values", st, store.size());
+    // An action with no instruction (a BI with nothing to run, a SEND that carries nothing here)
+    // takes no time where it stands in the list.
+    std::vector<bool> seen(schedule.actions[st].size(), false);
+    for (const Instruction& in : list)
+      if (in.step >= 0) seen[static_cast<size_t>(in.step)] = true;
+    for (size_t k = 0; k < seen.size(); ++k)
+      if (!seen[k]) out.times[st][k].start = out.times[st][k].end = k == 0 ? 0.0 : out.times[st][k - 1].end;
   };
 
   run_on_threads(stages, run_stage, slots);

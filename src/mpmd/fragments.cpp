@@ -250,7 +250,7 @@ class Cutter {
         cur->mesh = m;
       }
       if (o && !cur->origin) cur->origin = o;
-      cur->num_ops++;
+      cur->ops.push_back(pos);
       fragment_of_[pos] = cur->index;
     }
   }
@@ -432,7 +432,7 @@ std::string FragmentPlan::summary() const {
       ins.push_back(b.kind == Binding::Kind::kParameter ? fmt::format("%arg{}", b.index) : values[b.index].name);
     for (size_t id : f.outputs) outs.push_back(values[id].name);
     out += fmt::format("fragment {} on {}: {} — {} ops{}; in ({}) out ({})\n", f.index, meshes[f.mesh].name,
-                       f.origin ? f.origin->to_string() : std::string("unnamed"), f.num_ops,
+                       f.origin ? f.origin->to_string() : std::string("unnamed"), f.num_ops(),
                        f.num_cloned ? fmt::format(" + {} cloned", f.num_cloned) : std::string(),
                        fmt::join(ins, ", "), fmt::join(outs, ", "));
   }

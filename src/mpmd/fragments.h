@@ -57,7 +57,8 @@ struct Fragment {
   std::vector<Binding> inputs;    // one per parameter of the function (kParameter or kValue)
   std::vector<size_t> outputs;    // value ids, one per result
   std::vector<size_t> frees;      // value ids its mesh's store drops once it has run
-  size_t num_ops = 0;             // ops of the step it holds
+  std::vector<size_t> ops;        // the ops of the step it holds: positions in the step's body
+  size_t num_ops() const { return ops.size(); }
   size_t num_cloned = 0;          // cheap ops cloned into it
   const ir::Function& fn() const;
   std::string label() const;      // "2 A policy#0ᵀ"

@@ -54,6 +54,7 @@ std::string Origin::to_string() const {
   std::string s = name;
   if (call_counter >= 0) s += fmt::format("#{}", call_counter);
   if (transpose) s += "ᵀ";
+  if (weight) s += "w";
   return s;
 }
 
@@ -66,6 +67,7 @@ std::optional<Origin> origin_of(const Op& op) {
   Origin o{*name};
   if (const int64_t* c = op.attrs().find<int64_t>(kCallCounterAttr)) o.call_counter = *c;
   o.transpose = op.attrs().get_or<bool>(kTransposeAttr, false);
+  o.weight = op.attrs().get_or<bool>(kWeightAttr, false);
   return o;
 }
 

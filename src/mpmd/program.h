@@ -32,6 +32,9 @@ namespace tessera::mpmd {
 inline constexpr char kNameAttr[] = "mpmd.name";
 inline constexpr char kCallCounterAttr[] = "mpmd.call_counter";
 inline constexpr char kTransposeAttr[] = "mpmd.transpose";
+// On a transpose op that belongs to the weight-gradient part of its computation's backward (W of a
+// zero-bubble schedule; see split_backward in fragment_pipeline.h).
+inline constexpr char kWeightAttr[] = "mpmd.weight";
 
 // A mesh of the MPMD program: a named group of host devices. With `spmd_mesh` (the name of an
 // ir::Mesh of the module with `devices` devices), the fragments on it are SPMD-partitioned over
@@ -74,8 +77,9 @@ struct Origin {
   std::string name;
   int64_t call_counter = -1;  // −1: none
   bool transpose = false;
+  bool weight = false;  // the weight-gradient part of the transpose (kWeightAttr)
   bool operator==(const Origin&) const = default;
-  std::string to_string() const;  // policy#0, policy#0ᵀ (the transpose), reward
+  std::string to_string() const;  // policy#0, policy#0ᵀ (the transpose), policy#0ᵀw (its weight part), reward
 };
 std::optional<Origin> origin_of(const ir::Op& op);
 

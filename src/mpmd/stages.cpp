@@ -1,11 +1,10 @@
-// The stage programs of a CausalLM (stages.h). A piece's forward repeats the CausalLM's block
-// formula (nn/model.cpp) over its own layers, on the microbatch's shapes; its backward programs are
+// The stage programs of a CausalLM (stages.h). A piece's forward is the CausalLM's own blocks
+// (nn::CausalLM::block) over its layers, on the microbatch's shapes; its backward programs are
 // autodiff::reverse of that forward with different `wrt` sets.
 #include "mpmd/stages.h"
 
 #include <fmt/format.h>
 
-#include <cstring>
 #include <string>
 
 #include "autodiff/reverse.h"
@@ -18,28 +17,6 @@ namespace tessera::mpmd {
 using ir::Tensor;
 
 namespace {
-
-bool in_piece(const std::string& name, int64_t first, int64_t end, bool embeds, bool has_loss) {
-  if (name == "embed") return embeds;
-  if (name == "norm" || name == "head") return has_loss;
-  // "layers.<i>.<rest>"
-  size_t dot = name.find('.', 7);
-  int64_t layer = std::stoll(name.substr(7, dot - 7));
-  return layer >= first && layer < end;
-}
-
-// x + attention(rms_norm(x)) then x + swiglu(rms_norm(x)): one block, as nn::CausalLM::logits,
-// with the same layout constraints on the normed inputs and the residual when a plan gives one.
-Tensor block(const nn::Config& c, const nn::Weights& w, int64_t i, Tensor x, const std::optional<ir::Sharding>& residual) {
-  auto laid_out = [&](const Tensor& t) { return residual ? ir::constrain(t, *residual) : t; };
-  std::string p = "layers." + std::to_string(i) + ".";
-  nn::AttentionWeights aw{w[p + "attn.q"], w[p + "attn.k"], w[p + "attn.v"], w[p + "attn.o"]};
-  x = x + nn::attention(laid_out(nn::rms_norm(x, w[p + "attn_norm"], c.norm_eps)), aw, c.heads, c.kv_heads,
-                        c.rope_theta);
-  x = x + nn::swiglu(laid_out(nn::rms_norm(x, w[p + "mlp_norm"], c.norm_eps)), w[p + "mlp.gate"], w[p + "mlp.up"],
-                     w[p + "mlp.down"]);
-  return laid_out(x);
-}
 
 // The product of the mesh axes that split dimension 0 of `s`.
 int64_t rows_split(const ir::Sharding& s, const ir::Mesh& mesh) { return s.dims.empty() ? 1 : ir::dim_shards(s, 0, mesh); }
@@ -63,6 +40,7 @@ StagedModel::StagedModel(const nn::CausalLM& model, int64_t virtual_stages, int6
     support::fail("mpmd::StagedModel: {} microbatches do not divide the batch of {}", microbatches, c.batch);
   micro_config_.batch = c.batch / microbatches;
   const nn::Config& mc = micro_config_;
+  const nn::CausalLM micro(mc);  // the model's blocks on a microbatch's shapes
   const int64_t per_piece = c.layers / virtual_stages;
   const ir::Type tokens_type = ir::i32({mc.batch, mc.seq});
   const ir::Type activation_type(c.dtype, {mc.batch, mc.seq, c.d_model});
@@ -85,7 +63,6 @@ StagedModel::StagedModel(const nn::CausalLM& model, int64_t virtual_stages, int6
                     "devices that share the batch in stage plan '{}'",
                     mc.batch, c.batch, microbatches, split, plan_->name);
   }
-  auto laid_out = [&](const Tensor& t) { return residual ? ir::constrain(t, *residual) : t; };
 
   for (int64_t v = 0; v < virtual_stages; ++v) {
     StageProgram sp;
@@ -107,11 +84,11 @@ StagedModel::StagedModel(const nn::CausalLM& model, int64_t virtual_stages, int6
       for (const nn::ParamSpec& p : own) params.push_back(f.param(ir::Type(c.dtype, p.shape), param_sharding(p)));
       nn::Weights w(own, params);
       Tensor input = sp.embeds ? f.param(tokens_type, tokens_sharding) : f.param(activation_type, residual);
-      Tensor x = sp.embeds ? laid_out(nn::embedding(w["embed"], input)) : input;
-      for (int64_t i = sp.first_layer; i < sp.end_layer; ++i) x = block(mc, w, i, x, residual);
+      Tensor x = sp.embeds ? micro.embed(w, input, residual) : input;
+      for (int64_t i = sp.first_layer; i < sp.end_layer; ++i) x = micro.block(w, i, x, residual);
       if (!sp.has_loss) return x;
       Tensor targets = f.param(tokens_type, targets_sharding);
-      return nn::cross_entropy(ir::matmul(nn::rms_norm(x, w["norm"], c.norm_eps), w["head"]), targets);
+      return nn::cross_entropy(micro.head(w, x), targets);
     });
     if (residual && !sp.has_loss) fwd.set_result_sharding(0, *residual);
     sp.forward = &fwd;
@@ -158,21 +135,6 @@ const StageProgram& StagedModel::stage(int64_t virtual_stage) const {
     support::fail("mpmd::StagedModel: no virtual stage {} (the model is cut into {})", virtual_stage,
                   virtual_stages());
   return stages_[static_cast<size_t>(virtual_stage)];
-}
-
-ir::Literal microbatch_rows(const ir::Literal& batch, int64_t i, int64_t microbatches) {
-  const std::vector<int64_t>& shape = batch.shape();
-  if (shape.empty() || microbatches < 1 || shape[0] % microbatches != 0 || i < 0 || i >= microbatches)
-    support::fail("mpmd::microbatch_rows: cannot take microbatch {} of {} from an array of type {}", i, microbatches,
-                  ir::to_string(batch.type()));
-  std::vector<int64_t> part_shape = shape;
-  part_shape[0] = shape[0] / microbatches;
-  ir::Literal part(ir::Type(batch.element(), part_shape));
-  const size_t row = batch.bytes().size() / static_cast<size_t>(shape[0]);
-  for (int64_t r = 0; r < part_shape[0]; ++r)
-    std::memcpy(part.bytes().data() + static_cast<size_t>(r) * row,
-                batch.bytes().data() + static_cast<size_t>(i + r * microbatches) * row, row);
-  return part;
 }
 
 }  // namespace tessera::mpmd

@@ -32,6 +32,7 @@
 
 #include "ir/literal.h"
 #include "ir/module.h"
+#include "mpmd/model_step.h"
 #include "nn/model.h"
 #include "nn/plan.h"
 
@@ -76,9 +77,5 @@ class StagedModel {
   std::vector<StageProgram> stages_;
   std::optional<nn::ShardingPlan> plan_;
 };
-
-// Microbatch i of M of a batch-major array [batch, ...]: rows i, i+M, i+2M, ... — the split of
-// nn::TrainingStep::accumulate, so the pipeline and the accumulated step see the same microbatches.
-ir::Literal microbatch_rows(const ir::Literal& batch, int64_t i, int64_t microbatches);
 
 }  // namespace tessera::mpmd

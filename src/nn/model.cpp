@@ -25,28 +25,43 @@ const Tensor& Weights::operator[](const std::string& name) const {
 
 CausalLM::CausalLM(Config config) : config_(config), specs_(parameter_specs(config)) {}
 
-Tensor CausalLM::logits(const Weights& w, const Tensor& tokens, const std::optional<ir::Sharding>& residual) const {
+Tensor CausalLM::embed(const Weights& w, const Tensor& tokens, const std::optional<ir::Sharding>& residual) const {
   const Config& c = config_;
   if (tokens.shape() != std::vector<int64_t>{c.batch, c.seq} || !ir::is_integer(tokens.element()))
     support::fail("nn::CausalLM: tokens must be integers [{}, {}], got {}", c.batch, c.seq,
                   to_string(tokens.type()));
+  Tensor x = embedding(w["embed"], tokens);
+  return residual ? ir::constrain(x, *residual) : x;
+}
+
+// Mixed precision: each matmul reads its weight and its input in the compute type; the residual
+// stream, the norms and the parameters stay in dtype (config.h).
+Tensor CausalLM::block(const Weights& w, int64_t layer, const Tensor& x0,
+                       const std::optional<ir::Sharding>& residual) const {
+  const Config& c = config_;
   auto laid_out = [&](const Tensor& x) { return residual ? ir::constrain(x, *residual) : x; };
-  // Mixed precision: each matmul reads its weight and its input in the compute type; the residual
-  // stream, the norms and the parameters stay in dtype (config.h).
   const ir::ElementType ct = c.compute_type();
   auto weight = [&](const std::string& name) { return cast(w[name], ct); };
-  Tensor x = laid_out(embedding(w["embed"], tokens));
-  for (int64_t i = 0; i < c.layers; ++i) {
-    std::string p = "layers." + std::to_string(i) + ".";
-    AttentionWeights aw{weight(p + "attn.q"), weight(p + "attn.k"), weight(p + "attn.v"), weight(p + "attn.o")};
-    Tensor a = attention(laid_out(cast(rms_norm(x, w[p + "attn_norm"], c.norm_eps), ct)), aw, c.heads, c.kv_heads,
-                         c.rope_theta);
-    x = x + cast(a, x.element());
-    Tensor f = swiglu(laid_out(cast(rms_norm(x, w[p + "mlp_norm"], c.norm_eps), ct)), weight(p + "mlp.gate"),
-                      weight(p + "mlp.up"), weight(p + "mlp.down"));
-    x = laid_out(x + cast(f, x.element()));
-  }
-  return cast(ir::matmul(cast(rms_norm(x, w["norm"], c.norm_eps), ct), weight("head")), x.element());
+  std::string p = "layers." + std::to_string(layer) + ".";
+  AttentionWeights aw{weight(p + "attn.q"), weight(p + "attn.k"), weight(p + "attn.v"), weight(p + "attn.o")};
+  Tensor x = x0;
+  Tensor a = attention(laid_out(cast(rms_norm(x, w[p + "attn_norm"], c.norm_eps), ct)), aw, c.heads, c.kv_heads,
+                       c.rope_theta);
+  x = x + cast(a, x.element());
+  Tensor f = swiglu(laid_out(cast(rms_norm(x, w[p + "mlp_norm"], c.norm_eps), ct)), weight(p + "mlp.gate"),
+                    weight(p + "mlp.up"), weight(p + "mlp.down"));
+  return laid_out(x + cast(f, x.element()));
+}
+
+Tensor CausalLM::head(const Weights& w, const Tensor& x) const {
+  const ir::ElementType ct = config_.compute_type();
+  return cast(ir::matmul(cast(rms_norm(x, w["norm"], config_.norm_eps), ct), cast(w["head"], ct)), x.element());
+}
+
+Tensor CausalLM::logits(const Weights& w, const Tensor& tokens, const std::optional<ir::Sharding>& residual) const {
+  Tensor x = embed(w, tokens, residual);
+  for (int64_t i = 0; i < config_.layers; ++i) x = block(w, i, x, residual);
+  return head(w, x);
 }
 
 Tensor CausalLM::loss(const Weights& w, const Tensor& tokens, const Tensor& targets,

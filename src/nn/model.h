@@ -40,6 +40,13 @@ class CausalLM {
   // that the partitioner moves weights to the activations (FSDP's all-gathers) rather than
   // re-laying the activations out like a weight.
   Tensor logits(const Weights& w, const Tensor& tokens, const std::optional<ir::Sharding>& residual = std::nullopt) const;
+  // The pieces of logits, for programs that cut the model by layers (mpmd/model_step.h): the
+  // embedding of the tokens, block `layer` of the residual stream x, and the logits of x after the
+  // last block. logits is embed, every block, then head.
+  Tensor embed(const Weights& w, const Tensor& tokens, const std::optional<ir::Sharding>& residual = std::nullopt) const;
+  Tensor block(const Weights& w, int64_t layer, const Tensor& x,
+               const std::optional<ir::Sharding>& residual = std::nullopt) const;
+  Tensor head(const Weights& w, const Tensor& x) const;
   // cross_entropy(logits(tokens), targets): the mean next-token loss.
   Tensor loss(const Weights& w, const Tensor& tokens, const Tensor& targets,
               const std::optional<ir::Sharding>& residual = std::nullopt) const;

@@ -1,7 +1,7 @@
 // Pipeline schedules over fragments cut from the whole step (fragment_pipeline.h). A 4-layer
 // residual stack written as named computations stage0 … stage{N−1}, microbatches by scan_calls and
 // the loss a mean over microbatches (glue), runs under GPipe, 1F1B, interleaved (V = 2) and
-// zero-bubble H1 (W merged into BI): loss and gradients bit for bit those of the unsplit whole step
+// zero-bubble H1 (each transpose split into BI and W): loss and gradients bit for bit those of the unsplit whole step
 // and of the executor's program-order run; the activations each stage keeps for its backwards
 // follow the schedule (GPipe M microbatches, 1F1B min(P−s, M)); schedules that do not fit the
 // program are refused naming the schedule, the action and the value. The CausalLM's blocks written
@@ -18,6 +18,7 @@
 #include "mpmd/executor.h"
 #include "mpmd/fragment_pipeline.h"
 #include "mpmd/generate.h"
+#include "mpmd/model_step.h"
 #include "nn/capture.h"
 #include "nn/layers.h"
 #include "nn/nn_test_util.h"
@@ -112,7 +113,7 @@ FragmentPipelineRun run_case(const Case& c) {
   ir::Module m("stack");
   std::vector<std::string> names = add_stack(m, c.stages * c.virtual_per_stage, c.microbatches);
   FragmentPipelineOptions o = weights_only();
-  o.merge_split_backward = c.kind == ScheduleKind::kZeroBubbleH1;
+  o.split_backward = c.kind == ScheduleKind::kZeroBubbleH1;
   FragmentPipeline fp(m, *m.find_function("step"), names, c.stages, o);
   EXPECT_EQ(fp.microbatches(), c.microbatches) << what;
   std::vector<ir::Literal> in = testing::random_inputs(fp.whole(), 41);
@@ -170,7 +171,7 @@ TEST(FragmentPipeline, MapsFragmentsToActions) {
   EXPECT_EQ(count["glue"], 4 + 4 + 3 + 1 + 6 * 3);
   for (size_t f = 0; f < plan.fragments.size(); ++f)
     if (fp.role(f).kind == FragmentRole::Kind::kGlue) {
-      EXPECT_EQ(plan.fragments[f].num_ops, 1u) << f;
+      EXPECT_EQ(plan.fragments[f].num_ops(), 1u) << f;
     }
   for (size_t r = 1; r < plan.results.size(); ++r) {
     ASSERT_EQ(plan.results[r].kind, Binding::Kind::kValue);
@@ -210,7 +211,7 @@ TEST(FragmentPipeline, GPipeAnd1F1BGiveTheWholeStep) {
     }
 }
 
-TEST(FragmentPipeline, InterleavedAndMergedZeroBubble) {
+TEST(FragmentPipeline, InterleavedAndSplitZeroBubble) {
   for (int64_t mb : {4, 8}) run_case({ScheduleKind::kInterleaved, 2, mb, 2});
   run_case({ScheduleKind::kZeroBubbleH1, 2, 4, 1});
   run_case({ScheduleKind::kZeroBubbleH1, 4, 8, 1});
@@ -234,7 +235,7 @@ TEST(FragmentPipeline, RefusesSchedulesThatDoNotFitTheProgram) {
             std::string::npos);
   std::string e = error_of([&] { fp.run(zero_bubble_h1(2, 4), in); });
   EXPECT_NE(e.find("schedule 'zb-h1': stage 0 step"), std::string::npos) << e;
-  EXPECT_NE(e.find("BI(mb 0, vs 0): the transpose fragments of the whole step are not split"), std::string::npos)
+  EXPECT_NE(e.find("BI(mb 0, vs 0): the transposes of the whole step are not split"), std::string::npos)
       << e;
   // Programs that are no pipeline: a named computation that is not a virtual stage, a stage
   // called for fewer microbatches than the others.
@@ -357,13 +358,13 @@ TEST(FragmentPipeline, RefusesAScheduleThatCannotFinishOnTheProgram) {
   expect_bitwise(fp.run(reversed, in).results, interp::evaluate(fp.whole(), in, fast()), "gpipe-reversed");
 }
 
-// The CausalLM of tests/mpmd/pipeline_test.cpp (4 layers) written as two named computations of two
-// blocks each — stage0 the embedding and its blocks, stage1 its blocks, the norm, the head and the
-// microbatch's mean cross-entropy — over M microbatches (rows i, i+M, …, glue on the tokens), the
-// loss (Σ loss_i) · 1/M: under 1F1B on 2 stages it gives nn::TrainingStep::accumulate(M)'s loss and
-// gradients. Bit for bit: the blocks repeat the model's formula, the whole step's backward seeds
-// each microbatch with 1/M where accumulate seeds 1 and scales the sum by 1/M — M a power of two,
-// so the two differ by an exact scaling — and both add the microbatches' terms in the same order.
+// The CausalLM of tests/mpmd/pipeline_test.cpp (4 layers) as model_step writes it: two named
+// computations of two blocks each — stage0 the embedding and its blocks, stage1 its blocks, the
+// norm, the head and the microbatch's mean cross-entropy — over M microbatches (rows i, i+M, …),
+// the loss (Σ loss_i) · 1/M: under 1F1B on 2 stages it gives nn::TrainingStep::accumulate(M)'s loss
+// and gradients. Bit for bit: the blocks are the model's own, the whole step's backward seeds each
+// microbatch with 1/M where accumulate seeds 1 and scales the sum by 1/M — M a power of two, so
+// the two differ by an exact scaling — and both add the microbatches' terms in the same order.
 TEST(FragmentPipeline, CausalLMBlocksGiveTheAccumulatedStep) {
   nn::Config c;
   c.vocab = 32, c.d_model = 32, c.layers = 4, c.heads = 4, c.kv_heads = 2, c.ffn = 64, c.seq = 8, c.batch = 8;
@@ -371,78 +372,23 @@ TEST(FragmentPipeline, CausalLMBlocksGiveTheAccumulatedStep) {
   const std::vector<nn::ParamSpec>& specs = model.parameters();
   std::vector<ir::Literal> in = nn::init_parameters(c, 5);
   nn::testing::Batch batch = nn::testing::make_batch(c, 11);
-  in.push_back(batch.tokens);
-  in.push_back(batch.targets);
   for (int64_t microbatches : {4, 8}) {
     SCOPED_TRACE(fmt::format("M={}", microbatches));
-    nn::Config mc = c;
-    mc.batch = c.batch / microbatches;
-    const ir::Type tokens_type = ir::i32({mc.batch, c.seq});
-    ir::Module m("causal_lm");
-    // Which parameters each piece holds: the embedding and layers 0, 1; layers 2, 3 and the head.
-    auto piece_of = [](const std::string& name) {
-      if (name == "embed") return 0;
-      if (name == "norm" || name == "head") return 1;
-      return std::stoi(name.substr(7, name.find('.', 7) - 7)) < 2 ? 0 : 1;  // layers.<i>.…
-    };
-    std::vector<std::vector<size_t>> own(2);
-    for (size_t i = 0; i < specs.size(); ++i) own[piece_of(specs[i].name)].push_back(i);
-    std::vector<ir::Function*> stage;
-    for (int v = 0; v < 2; ++v)
-      stage.push_back(&ir::build_function(m, fmt::format("stage{}", v), [&](FunctionBuilder& f) {
-        std::vector<nn::ParamSpec> mine;
-        std::vector<Tensor> params;
-        for (size_t i : own[v]) {
-          mine.push_back(specs[i]);
-          params.push_back(f.param(ir::Type(c.dtype, specs[i].shape)));
-        }
-        nn::Weights w(mine, params);
-        Tensor x = v == 0 ? nn::embedding(w["embed"], f.param(tokens_type))
-                          : f.param(ir::Type(c.dtype, {mc.batch, c.seq, c.d_model}));
-        for (int64_t l = 2 * v; l < 2 * v + 2; ++l) {  // nn::CausalLM's block
-          std::string p = fmt::format("layers.{}.", l);
-          nn::AttentionWeights aw{w[p + "attn.q"], w[p + "attn.k"], w[p + "attn.v"], w[p + "attn.o"]};
-          x = x + nn::attention(nn::rms_norm(x, w[p + "attn_norm"], c.norm_eps), aw, c.heads, c.kv_heads, c.rope_theta);
-          x = x + nn::swiglu(nn::rms_norm(x, w[p + "mlp_norm"], c.norm_eps), w[p + "mlp.gate"], w[p + "mlp.up"],
-                             w[p + "mlp.down"]);
-        }
-        if (v == 0) return x;
-        Tensor targets = f.param(tokens_type);
-        return nn::cross_entropy(ir::matmul(nn::rms_norm(x, w["norm"], c.norm_eps), w["head"]), targets);
-      }));
-    ir::build_function(m, "step", [&](FunctionBuilder& f) {
-      std::vector<Tensor> params;
-      for (const nn::ParamSpec& p : specs) params.push_back(f.param(ir::Type(c.dtype, p.shape)));
-      Tensor tokens = f.param(ir::i32({c.batch, c.seq})), targets = f.param(ir::i32({c.batch, c.seq}));
-      auto part = [&](const Tensor& x, int64_t i) {  // rows i, i+M, …: accumulate's split
-        Tensor grouped = ir::reshape(x, {mc.batch, microbatches, c.seq});
-        return ir::reshape(ir::slice(grouped, {0, i, 0}, {mc.batch, i + 1, c.seq}), {mc.batch, c.seq});
-      };
-      std::vector<Tensor> xs, ts;
-      for (int64_t i = 0; i < microbatches; ++i) xs.push_back(part(tokens, i));
-      for (int64_t i = 0; i < microbatches; ++i) ts.push_back(part(targets, i));
-      for (int v = 0; v < 2; ++v) {
-        ScanResult r = scan_calls(f, *stage[v], microbatches, {}, [&](int64_t i) {
-          std::vector<Tensor> args;
-          for (size_t k : own[v]) args.push_back(params[k]);
-          args.push_back(xs[i]);
-          if (v == 1) args.push_back(ts[i]);
-          return args;
-        });
-        for (int64_t i = 0; i < microbatches; ++i) xs[i] = r.ys[i][0];
-      }
-      Tensor loss = xs[0];
-      for (int64_t i = 1; i < microbatches; ++i) loss = loss + xs[i];
-      return loss * (1.0 / static_cast<double>(microbatches));
-    });
+    ModelStep step = model_step(model, 2, microbatches);
+    ir::Module& m = *step.module;
+    std::vector<ir::Literal> step_in = in;
+    for (ir::Literal& x : step.batch_inputs(batch.tokens, batch.targets)) step_in.push_back(std::move(x));
     FragmentPipelineOptions o;
     for (size_t i = 0; i < specs.size(); ++i) o.wrt.push_back(i);
-    FragmentPipeline fp(m, *m.find_function("step"), {"stage0", "stage1"}, 2, o);
-    FragmentPipelineRun run = fp.run(one_f_one_b(2, microbatches), in);
+    FragmentPipeline fp(m, step.step(), step.virtual_stages, 2, o);
+    FragmentPipelineRun run = fp.run(one_f_one_b(2, microbatches), step_in);
 
     ir::Module whole("whole");
     nn::Programs p = nn::capture(whole, nn::TrainingStep{model}.accumulate(microbatches));
-    std::vector<ir::Literal> want = interp::evaluate(whole, p.step, in, fast());
+    std::vector<ir::Literal> whole_in = in;
+    whole_in.push_back(batch.tokens);
+    whole_in.push_back(batch.targets);
+    std::vector<ir::Literal> want = interp::evaluate(whole, p.step, whole_in, fast());
     ASSERT_EQ(run.results.size(), 1 + specs.size());
     ASSERT_EQ(want.size(), run.results.size());
     for (size_t i = 0; i < want.size(); ++i)

@@ -22,6 +22,7 @@
 #include "mpmd/trainer.h"
 #include "nn/capture.h"
 #include "nn/nn_test_util.h"
+#include "pipeline_reference.h"
 #include "pipeline_test_util.h"
 #include "support/error.h"
 
@@ -38,43 +39,8 @@ constexpr double kStepTolerance = 1e-5;   // one step's loss and gradients
 constexpr double kTrainTolerance = 1e-4;  // parameters after six AdamW steps
 constexpr int64_t kSteps = 6;
 
-// Step t's batch (a different one each step).
-const nn::testing::Batch& batch(int64_t t) {
-  static std::map<int64_t, nn::testing::Batch> cache;
-  auto it = cache.find(t);
-  if (it == cache.end()) it = cache.emplace(t, nn::testing::make_batch(pipeline_config(), 100 + static_cast<uint64_t>(t))).first;
-  return it->second;
-}
-
-// The unsharded twin: six steps of @train_step of TrainingStep.accumulate(M).with(AdamW) on the
-// interpreter; per step the loss, and the parameters after the last.
-struct Reference {
-  std::vector<ir::Literal> losses, parameters;
-};
-
-const Reference& reference(int64_t microbatches) {
-  static std::map<int64_t, Reference> cache;
-  auto it = cache.find(microbatches);
-  if (it != cache.end()) return it->second;
-  nn::CausalLM model(pipeline_config());
-  ir::Module m("whole");
-  nn::Programs p = nn::capture(m, nn::TrainingStep{model}.accumulate(microbatches).with(pipeline_adamw()));
-  interp::Options o;
-  o.accelerate = exec::accelerate;
-  const size_t n = p.num_parameters();
-  std::vector<ir::Literal> in = nn::train_step_inputs(p, pipeline_initial_parameters(), 1, batch(1).tokens, batch(1).targets);
-  Reference r;
-  for (int64_t t = 1; t <= kSteps; ++t) {
-    in[p.step_input()] = p.step_scalars(t);
-    in[p.tokens_input()] = batch(t).tokens;
-    in[p.tokens_input() + 1] = batch(t).targets;
-    std::vector<ir::Literal> out = interp::evaluate(m, p.train_step, in, o);
-    r.losses.push_back(out[0]);
-    for (size_t i = 0; i < 3 * n; ++i) in[i] = std::move(out[1 + i]);
-  }
-  r.parameters.assign(in.begin(), in.begin() + static_cast<std::ptrdiff_t>(n));
-  return cache[microbatches] = std::move(r);
-}
+const nn::testing::Batch& batch(int64_t t) { return testing::pipeline_batch(t); }
+const testing::Reference& reference(int64_t microbatches) { return testing::pipeline_reference(microbatches, kSteps); }
 
 // The unsharded step's loss and gradients on step 1's batch.
 std::vector<ir::Literal> reference_gradients(int64_t microbatches) {
@@ -91,7 +57,7 @@ std::vector<ir::Literal> reference_gradients(int64_t microbatches) {
 
 // Six pipeline steps; every step's loss against the reference's, then the parameters.
 void expect_six_steps_match(const StagedModel& staged, const Schedule& s, const std::string& what) {
-  const Reference& want = reference(s.microbatches);
+  const testing::Reference& want = reference(s.microbatches);
   PipelineTrainer trainer(staged, s, pipeline_initial_parameters(), pipeline_adamw());
   double worst_loss = 0, worst_param = 0, least_moved = 1e300;
   for (int64_t t = 1; t <= kSteps; ++t) {

@@ -247,6 +247,17 @@ std::vector<double> read_losses(const fs::path& file) {
   return out;
 }
 
+// The same losses' bits (the hex column).
+std::vector<std::string> read_loss_bits(const fs::path& file) {
+  std::ifstream in(file);
+  std::vector<std::string> out;
+  int64_t step = 0;
+  double loss = 0;
+  std::string hex;
+  while (in >> step >> loss >> hex) out.push_back(hex);
+  return out;
+}
+
 TEST(TrainCommand, PipelineGivesTheLossesOfTheAccumulatedStep) {
   // A pipeline of 2 one-device stages over 4 microbatches computes what one device computes with
   // gradient accumulation over the same 4 microbatches: the same losses, step after step.
@@ -272,7 +283,41 @@ TEST(TrainCommand, PipelineGivesTheLossesOfTheAccumulatedStep) {
   ASSERT_EQ(got.size(), 4u) << a.str();
   ASSERT_EQ(want.size(), 4u) << b.str();
   for (size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got[i], want[i], 1e-5 * want[i]) << "step " << i + 1;
+  // One-device stages train on the program form, whose step is accumulate's bit for bit (M = 4).
+  EXPECT_EQ(read_loss_bits(dir.path / "pp.txt"), read_loss_bits(dir.path / "acc.txt"));
   EXPECT_LT(got[3], got[0]);
+}
+
+TEST(TrainCommand, PipelineOfOneDeviceStagesReportsTheProgramFormAndDrawsItsTimeline) {
+  TempDir dir;
+  std::ofstream(dir.path / "corpus.txt") << corpus_text();
+  TrainCommand c = small(dir.path / "corpus.txt");
+  c.layers = 2;
+  c.plan = "pp=2";
+  c.schedule = "zb-h1";
+  c.microbatches = 4;
+  c.steps = 6;
+  c.schedule_svg = (dir.path / "timeline.svg").string();
+  std::ostringstream out;
+  ASSERT_EQ(train_command(c, out), 0);
+  std::string s = out.str();
+  EXPECT_LT(loss_at(s, 6), loss_at(s, 1)) << s;
+  EXPECT_NE(s.find("per stage (2 stages x 1 host device, plan pp=2, schedule zb-h1, 4 microbatches, program form: "
+                   "activations saved)"),
+            std::string::npos)
+      << s;
+  EXPECT_TRUE(std::regex_search(s, std::regex("\\n +0  0 +embed 0 "))) << s;
+  EXPECT_TRUE(std::regex_search(s, std::regex("\\n +1  1 +1 head "))) << s;
+  EXPECT_TRUE(std::regex_search(s, std::regex("transfers per step: [0-9.]+ KiB between stages"))) << s;
+  EXPECT_TRUE(std::regex_search(s, std::regex("pipeline bubble over steps 2-6: measured 0\\.\\d+"))) << s;
+  // The measured timeline: a background and one box per compute action that ran something: 8 F,
+  // stage 1's 4 BI and 8 W (stage 0's BIs are empty: the tokens have no gradient, its transposes
+  // are all weight gradient).
+  std::ifstream in(c.schedule_svg);
+  std::string svg((std::istreambuf_iterator<char>(in)), {});
+  size_t rects = 0;
+  for (size_t at = svg.find("<rect"); at != std::string::npos; at = svg.find("<rect", at + 1)) ++rects;
+  EXPECT_EQ(rects, 1u + 20u) << svg.substr(0, 400);
 }
 
 TEST(TrainCommand, PipelineTimesDataParallelTrainsAndDrawsItsTimeline) {
@@ -289,7 +334,7 @@ TEST(TrainCommand, PipelineTimesDataParallelTrainsAndDrawsItsTimeline) {
   std::string s = out.str();
   EXPECT_LT(loss_at(s, 20), loss_at(s, 1) - 1.0) << s;
   EXPECT_NE(s.find("plan pp=2,dp=2 on 4 host devices (2 stages x 2), schedule 1f1b, 4 microbatches"), std::string::npos) << s;
-  EXPECT_NE(s.find("per stage (2 stages x 2 host devices, plan pp=2,dp=2, schedule 1f1b, 4 microbatches)"),
+  EXPECT_NE(s.find("per stage (2 stages x 2 host devices, plan pp=2,dp=2, schedule 1f1b, 4 microbatches, layer cut"),
             std::string::npos) << s;
   EXPECT_TRUE(std::regex_search(s, std::regex("\\n +0  0-1 +embed 0 "))) << s;
   EXPECT_TRUE(std::regex_search(s, std::regex("\\n +1  2-3 +1 head "))) << s;
@@ -348,8 +393,11 @@ TEST(TrainCommand, PipelineErrorsNameTheOption) {
   EXPECT_EQ(error([](TrainCommand& c) { c.plan = "pp=2,dp=2", c.devices = 2; }),
             "--devices 2: --plan pp=2,dp=2 runs on 4 host devices (2 stages x 2)");
   EXPECT_EQ(error([](TrainCommand& c) { c.plan = "pp=4"; }),
-            "--plan pp=4 --microbatches 4: mpmd::StagedModel: 2 layers do not split into 4 pipeline stages of whole "
-            "layers");
+            "--plan pp=4 --microbatches 4: pipeline of the CausalLM: 2 layers do not split into 4 pipeline stages of "
+            "whole layers");
+  EXPECT_EQ(error([](TrainCommand& c) { c.plan = "pp=4,dp=2", c.devices = 0; }),
+            "--plan pp=4,dp=2 --microbatches 4: mpmd::StagedModel: 2 layers do not split into 4 pipeline stages of "
+            "whole layers");
   EXPECT_NE(error([](TrainCommand& c) { c.schedule = "2f2b"; }).find("--schedule 2f2b"), std::string::npos);
   EXPECT_EQ(error([](TrainCommand& c) { c.plan = "dp", c.schedule_svg = "x.svg"; }),
             "--schedule-svg x.svg: needs a pipeline plan (--plan pp=P...)");

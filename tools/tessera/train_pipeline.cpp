@@ -24,7 +24,9 @@
 #include "mpmd/mpi_transfer.h"
 #endif
 #include "mpmd/bubble.h"
+#include "mpmd/fragment_trainer.h"
 #include "mpmd/generate.h"
+#include "mpmd/simulate.h"
 #include "mpmd/stages.h"
 #include "mpmd/svg.h"
 #include "mpmd/trainer.h"
@@ -84,18 +86,36 @@ std::optional<nn::ShardingPlan> stage_plan(const PipelinePlan& p) {
   return std::nullopt;
 }
 
-// "embed, 0-1" / "2-3, head": what a stage's virtual stages hold.
-std::string stage_layers(const mpmd::StagedModel& staged, const std::vector<int64_t>& virtual_stages) {
+// "embed, 0-1" / "2-3, head": what a stage's virtual stages hold (the model's L layers cut into N
+// pieces of L/N, model_step.h and stages.h cut alike).
+std::string stage_layers(int64_t layers, int64_t pieces, const std::vector<int64_t>& virtual_stages) {
+  const int64_t per = layers / pieces;
   std::string out;
   for (int64_t vs : virtual_stages) {
-    const mpmd::StageProgram& sp = staged.stage(vs);
-    std::string piece = sp.embeds ? "embed " : "";
-    piece += sp.end_layer - sp.first_layer == 1 ? fmt::format("{}", sp.first_layer)
-                                                : fmt::format("{}-{}", sp.first_layer, sp.end_layer - 1);
-    if (sp.has_loss) piece += " head";
+    std::string piece = vs == 0 ? "embed " : "";
+    piece += per == 1 ? fmt::format("{}", vs * per) : fmt::format("{}-{}", vs * per, (vs + 1) * per - 1);
+    if (vs == pieces - 1) piece += " head";
     out += (out.empty() ? "" : ", ") + piece;
   }
   return out;
+}
+
+// A program-form run's measurements as the layer cut's runtime reports them, so that one report
+// (bubble.h, measured_simulation, the SVG) serves both: the microbatches in flight are the
+// schedule's own (simulate's peak, which the order alone decides), the bytes are measured.
+mpmd::PipelineResult as_pipeline_result(const mpmd::Schedule& schedule, const mpmd::FragmentPipelineRun& run) {
+  mpmd::PipelineResult r;
+  r.loss = run.results[0];
+  const mpmd::Simulation order = mpmd::simulate(schedule, mpmd::Costs{});
+  for (size_t s = 0; s < run.times.size(); ++s) {
+    mpmd::StageMeasurements m;
+    m.times = run.times[s];
+    m.cpu_ms = run.cpu_ms[s];
+    m.peak_saved = order.peak_in_flight[s];
+    m.peak_saved_bytes = run.peak_saved_bytes[s];
+    r.stages.push_back(std::move(m));
+  }
+  return r;
 }
 
 }  // namespace
@@ -139,7 +159,6 @@ int train_pipeline(const TrainCommand& c, std::ostream& out_stream, const std::s
   }
   if (c.accumulate != 1)
     fail("--accumulate {}: a pipeline plan splits the batch into --microbatches instead", c.accumulate);
-  if (c.remat) fail("--remat: a pipeline stage's backward already recomputes its forward from the saved input");
   if (!c.save.empty() || !c.resume.empty()) fail("--save and --resume are not available with pipeline plans yet");
   if (c.eval_every > 0 || c.save_every > 0) fail("--eval-every and --save-every are not available with pipeline plans yet");
   if (c.profile) fail("--profile is not available with pipeline plans yet");
@@ -149,12 +168,13 @@ int train_pipeline(const TrainCommand& c, std::ostream& out_stream, const std::s
   } catch (const support::UserError& e) {
     fail("--schedule {} --microbatches {} --virtual {}: {}", c.schedule, c.microbatches, c.virtual_stages, e.what());
   }
-  std::optional<mpmd::StagedModel> staged;
-  try {
-    staged.emplace(model, schedule.virtual_stages(), c.microbatches, stage_plan(pp));
-  } catch (const support::UserError& e) {
-    fail("--plan {} --microbatches {}: {}", c.plan, c.microbatches, e.what());
-  }
+  // One-device stages on host threads train on the program form (fragment_trainer.h); stages on
+  // device groups (dp, tp) or MPI ranks still on the layer cut (stages.h, trainer.h).
+  const bool program_form = group == 1 && !run_options.ranks;
+  if (c.remat && program_form)
+    fail("--remat: a pipeline plan keeps each stage's forward activations for its backward; rematerialization is not "
+         "available with pipeline plans yet");
+  if (c.remat) fail("--remat: a pipeline stage's backward already recomputes its forward from the saved input");
   // The stages' optimizer programs take a constant lr and see only their own gradients: no
   // schedule and no global-norm clipping under pipeline plans yet.
   if (c.precision != "f32") fail("--precision {}: pipeline plans train in f32 for now", c.precision);
@@ -162,7 +182,21 @@ int train_pipeline(const TrainCommand& c, std::ostream& out_stream, const std::s
   if (c.lr_schedule != "constant" || c.warmup > 0)
     fail("--lr-schedule {} --warmup {}: pipeline plans train with a constant learning rate for now", c.lr_schedule, c.warmup);
   nn::AdamW adam = adamw_of(c);  // weight decay and no-decay groups as the other plans
-  mpmd::PipelineTrainer trainer(*staged, schedule, nn::init_parameters(model.config(), c.seed), adam, run_options);
+  std::optional<mpmd::StagedModel> staged;
+  std::unique_ptr<mpmd::PipelineTrainer> layer_cut;
+  std::unique_ptr<mpmd::FragmentTrainer> trainer;
+  try {
+    if (program_form) {
+      trainer = std::make_unique<mpmd::FragmentTrainer>(model, schedule, nn::init_parameters(model.config(), c.seed), adam);
+    } else {
+      staged.emplace(model, schedule.virtual_stages(), c.microbatches, stage_plan(pp));
+    }
+  } catch (const support::UserError& e) {
+    fail("--plan {} --microbatches {}: {}", c.plan, c.microbatches, e.what());
+  }
+  if (!program_form)
+    layer_cut = std::make_unique<mpmd::PipelineTrainer>(*staged, schedule, nn::init_parameters(model.config(), c.seed),
+                                                         adam, run_options);
 
   const std::string where =
       run_options.ranks ? fmt::format("{} MPI rank{} ({} stages x {} host device{}, {} stage{} per rank)", ranks,
@@ -175,26 +209,48 @@ int train_pipeline(const TrainCommand& c, std::ostream& out_stream, const std::s
                      c.steps, corpus_path, support::format_bytes(static_cast<int64_t>(text.size())));
   Batches data{text, c.batch, c.seq, c.seed};
   LossLog log(c, rank0, 1);
-  std::vector<mpmd::PipelineResult> measured;  // the stages' measurements of steps 2.. (step 1 compiles)
+  std::vector<mpmd::PipelineResult> measured;  // the stages' measurements of steps 2.. (step 1 warms up)
+  int64_t transferred = 0;                     // program form: bytes moved between stages in the last step
   for (int64_t t = 1; t <= c.steps; ++t) {
     auto [x, y] = data.at(t);
-    const mpmd::PipelineResult& r = trainer.step(x, y);
-    if (t > 1 || c.steps == 1) {
-      mpmd::PipelineResult m;
+    mpmd::PipelineResult m;
+    if (program_form) {
+      const mpmd::FragmentPipelineRun& r = trainer->step(x, y);
+      m = as_pipeline_result(schedule, r);
+      transferred = r.transferred_bytes;
+    } else {
+      const mpmd::PipelineResult& r = layer_cut->step(x, y);
+      m.loss = r.loss;
       m.stages = r.stages;
-      measured.push_back(std::move(m));
     }
-    log.step(out, t, r.loss.get_double(0));
+    log.step(out, t, m.loss.get_double(0));
+    if (t > 1 || c.steps == 1) measured.push_back(std::move(m));
   }
   log.finish(out);
 
+  // What each stage holds, in stage order (over MPI gathered from every rank).
+  std::vector<mpmd::StageSummary> summaries;
+  if (program_form) {
+    for (int64_t s = 0; s < pp.pp; ++s) {
+      mpmd::StageSummary st;
+      st.stage = s;
+      for (int64_t v = s; v < schedule.virtual_stages(); v += pp.pp) st.virtual_stages.push_back(v);
+      st.parameter_bytes_per_device = trainer->parameter_bytes(s);
+      st.optimizer_bytes_per_device = 2 * st.parameter_bytes_per_device;  // AdamW's m and v
+      summaries.push_back(st);
+    }
+  } else {
+    summaries = layer_cut->stage_summaries();
+  }
+
   // The per-stage table: what each device of a stage's group holds, and what the stage did.
-  out << fmt::format("\nper stage ({} stages x {} host device{}{}, plan {}, schedule {}, {} microbatches):\n", pp.pp,
+  out << fmt::format("\nper stage ({} stages x {} host device{}{}, plan {}, schedule {}, {} microbatches, {}):\n", pp.pp,
                      group, group == 1 ? "" : "s", run_options.ranks ? fmt::format(" on {} MPI ranks", ranks) : "",
-                     c.plan, schedule.name, c.microbatches);
+                     c.plan, schedule.name, c.microbatches,
+                     program_form ? "program form: activations saved" : "layer cut: backwards recompute");
   out << fmt::format("  {:>5}  {:<8}  {:<16}  {:>12}  {:>15}  {:>22}  {:>6}\n", "stage", "devices", "layers",
                      "params/dev", "optimizer/dev", "peak saved activations", "busy");
-  for (const mpmd::StageSummary& st : trainer.stage_summaries()) {  // over MPI, from every rank
+  for (const mpmd::StageSummary& st : summaries) {
     const auto s = static_cast<size_t>(st.stage);
     int64_t peak = 0, peak_bytes = 0;
     double busy = 0;
@@ -209,16 +265,22 @@ int train_pipeline(const TrainCommand& c, std::ostream& out_stream, const std::s
     std::string where_stage = group == 1 ? fmt::format("{}", first) : fmt::format("{}-{}", first, last);
     if (run_options.ranks) where_stage = fmt::format("r{}:{}", st.rank, where_stage);
     out << fmt::format("  {:>5}  {:<8}  {:<16}  {:>12}  {:>15}  {:>22}  {:>5.1f}%\n", st.stage, where_stage,
-                       stage_layers(*staged, st.virtual_stages), support::format_bytes(st.parameter_bytes_per_device),
+                       stage_layers(model.config().layers, schedule.virtual_stages(), st.virtual_stages),
+                       support::format_bytes(st.parameter_bytes_per_device),
                        support::format_bytes(st.optimizer_bytes_per_device),
                        fmt::format("{} ({} {})", support::format_bytes(peak_bytes), peak,
                                    schedule.virtual_per_stage > 1 ? "chunks" : "microbatches"),
                        100 * busy);
   }
-  const nn::Config& mc = staged->micro_config();
-  const int64_t hops = c.microbatches * (schedule.virtual_stages() - 1);
-  out << fmt::format("  transfers per step: {} activations and {} gradients of {} each (whole arrays, stage to stage)\n",
-                     hops, hops, support::format_bytes(mc.batch * mc.seq * mc.d_model * 4));
+  if (program_form) {
+    out << fmt::format("  transfers per step: {} between stages (the fragments' boundary values)\n",
+                       support::format_bytes(transferred));
+  } else {
+    const nn::Config& mc = staged->micro_config();
+    const int64_t hops = c.microbatches * (schedule.virtual_stages() - 1);
+    out << fmt::format("  transfers per step: {} activations and {} gradients of {} each (whole arrays, stage to stage)\n",
+                       hops, hops, support::format_bytes(mc.batch * mc.seq * mc.d_model * 4));
+  }
 
   // The bubble: measured, and the simulator replaying the schedule with the measured medians.
   std::vector<mpmd::FragmentTimes> medians = mpmd::median_fragment_times(schedule, measured);
@@ -255,7 +317,7 @@ int train_pipeline(const TrainCommand& c, std::ostream& out_stream, const std::s
     out << fmt::format("measured timeline of step {} written to {}\n", c.steps, c.schedule_svg);
   }
   if (c.sample > 0) {
-    std::vector<Literal> trained = trainer.parameters();  // over MPI, gathered from every rank
+    std::vector<Literal> trained = program_form ? trainer->parameters() : layer_cut->parameters();  // over MPI, gathered
     if (rank0) out << "\nsample:\n" << generate(model, trained, "The ", c.sample, c.seed) << "\n";
   }
   return 0;

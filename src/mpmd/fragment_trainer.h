@@ -1,0 +1,87 @@
+// Training on the program form: the CausalLM's step as named computations (model_step.h),
+// differentiated once and cut into fragments (FragmentPipeline), run under a schedule step after
+// step, then AdamW on every stage.
+//
+// Made once: the whole step, its fragments (each compiled into an executable), the schedule's
+// instruction lists (FragmentPipeline::compile) and each stage's AdamW program (nn's
+// adamw_update on that stage's parameters). A step only runs them. Each stage holds its parameters
+// and their AdamW moments for the whole run: a run reads the parameters where they are (lent, not
+// copied), the gradient of a parameter is summed over microbatches on its stage, and after the
+// schedule every stage updates its own parameters, all stages at once. Nothing of a stage's
+// optimizer state moves to another stage. The activations a backward reads are the forward's own
+// values, kept on the stage (nothing is recomputed); zero-bubble schedules (BI and W actions) run
+// the split transposes (split_backward).
+//
+// With M a power of two, step t equals step t of nn::TrainingStep{model}.accumulate(M).with(adamw)
+// bit for bit (model_step.h says why the gradients agree; the update is the same program).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "ir/literal.h"
+#include "mpmd/fragment_pipeline.h"
+#include "mpmd/model_step.h"
+#include "mpmd/schedule.h"
+#include "nn/model.h"
+#include "nn/optimizer.h"
+
+namespace tessera::exec {
+class Executable;
+class RunContext;
+}  // namespace tessera::exec
+
+namespace tessera::mpmd {
+
+class FragmentTrainer {
+ public:
+  // `parameters` in parameter_specs order (the step-0 values). The schedule's stages ×
+  // virtual_per_stage pieces must divide the layers and its microbatches the batch (UserError).
+  FragmentTrainer(const nn::CausalLM& model, Schedule schedule, const std::vector<ir::Literal>& parameters,
+                  nn::AdamW adamw);
+  ~FragmentTrainer();
+  FragmentTrainer(const FragmentTrainer&) = delete;
+  FragmentTrainer& operator=(const FragmentTrainer&) = delete;
+
+  // One AdamW step on a batch (tokens, targets i32 [batch, seq]) at learning rate `lr` (default:
+  // the AdamW's): the schedule's run, whose results[0] is the loss before the update (the
+  // gradients that follow it were handed to the update).
+  const FragmentPipelineRun& step(const ir::Literal& tokens, const ir::Literal& targets,
+                                  std::optional<double> lr = std::nullopt);
+
+  int64_t steps_taken() const { return steps_; }
+  const Schedule& schedule() const { return schedule_; }
+  const FragmentPipeline& pipeline() const { return *pipeline_; }
+  const CompiledSchedule& compiled() const { return compiled_; }
+  const ModelStep& model_step() const { return step_; }
+  // Copies of the current parameters, in parameter_specs order.
+  std::vector<ir::Literal> parameters() const;
+  // The parameters stage s holds (indices into parameter_specs), and its parameter and optimizer bytes.
+  const std::vector<size_t>& stage_parameters(int64_t stage) const;
+  int64_t parameter_bytes(int64_t stage) const;
+  // Wall time of the last step's optimizer updates (all stages at once), in ms.
+  double last_update_ms() const { return update_ms_; }
+
+ private:
+  struct Stage {
+    std::vector<size_t> parameters;     // indices into parameter_specs
+    std::vector<ir::Literal> p, m, v;   // resident, parallel to `parameters`
+    std::unique_ptr<ir::Module> module;  // @adamw(p..., m..., v..., g..., scalars[3]) -> (p'..., m'..., v'...)
+    std::shared_ptr<const exec::Executable> update;
+    std::unique_ptr<exec::RunContext> context;
+  };
+  ModelStep step_;
+  Schedule schedule_;
+  nn::AdamW adamw_;
+  ir::ElementType dtype_ = ir::ElementType::f32;
+  std::unique_ptr<FragmentPipeline> pipeline_;
+  CompiledSchedule compiled_;
+  std::vector<Stage> stages_;
+  std::vector<std::pair<size_t, size_t>> where_;  // per parameter: (stage, slot in it)
+  int64_t steps_ = 0;
+  FragmentPipelineRun last_;
+  double update_ms_ = 0;
+};
+
+}  // namespace tessera::mpmd

@@ -1,0 +1,116 @@
+// split_backward (fragment_pipeline.h): zero-bubble's input- and weight-gradient parts of each
+// transpose of the whole step. The input-gradient part (BI) is what the previous virtual stage
+// waits for, so it runs first; the weight-gradient part (W) only feeds the parameter gradients and
+// can fill a bubble later. Each transposed op is in exactly one part: nothing is recomputed.
+#include <map>
+#include <tuple>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "mpmd/fragment_pipeline.h"
+#include "support/error.h"
+
+namespace tessera::mpmd {
+
+namespace {
+
+using Key = std::tuple<std::string, int64_t>;  // a transpose call: (name, call counter)
+
+std::optional<Key> transpose_key(const ir::Op& op) {
+  auto o = origin_of(op);
+  if (!o || !o->transpose || o->call_counter < 0) return std::nullopt;
+  return Key{o->name, o->call_counter};
+}
+
+// The values defined outside `op` that it reads: its operands and its regions' captures.
+void reads(const ir::Op& op, std::vector<const ir::Value*>& out) {
+  for (const ir::Value* v : op.operands()) out.push_back(v);
+  for (const auto& region : op.regions())
+    for (const auto& inner : region->ops()) reads(*inner, out);
+}
+
+}  // namespace
+
+size_t split_backward(ir::Function& whole) {
+  ir::Op* ret = whole.body().terminator();
+  std::vector<ir::Op*> ops;
+  for (const auto& op : whole.body().ops())
+    if (op.get() != ret) ops.push_back(op.get());
+  std::unordered_map<const ir::Op*, size_t> position;
+  std::vector<std::optional<Key>> key(ops.size());
+  for (size_t p = 0; p < ops.size(); ++p) {
+    position[ops[p]] = p;
+    key[p] = transpose_key(*ops[p]);
+  }
+  // Seeds of BI: transpose ops whose value another named computation reads. Then BI is closed over
+  // the dependencies inside the same call, walking backwards in program order.
+  std::vector<bool> input_part(ops.size(), false);
+  for (size_t p = 0; p < ops.size(); ++p) {
+    auto reader = origin_of(*ops[p]);
+    if (!reader) continue;
+    std::vector<const ir::Value*> used;
+    reads(*ops[p], used);
+    for (const ir::Value* v : used) {
+      auto it = v->defining_op() ? position.find(v->defining_op()) : position.end();
+      if (it == position.end() || !key[it->second]) continue;
+      if (std::get<0>(*key[it->second]) != reader->name) input_part[it->second] = true;
+    }
+  }
+  for (size_t p = ops.size(); p-- > 0;) {
+    if (!input_part[p]) continue;
+    std::vector<const ir::Value*> used;
+    reads(*ops[p], used);
+    for (const ir::Value* v : used) {
+      auto it = v->defining_op() ? position.find(v->defining_op()) : position.end();
+      if (it != position.end() && key[it->second] == key[p]) input_part[it->second] = true;
+    }
+  }
+  // W: every other op of a call that has a BI part (a call without one, like the first virtual
+  // stage's, whose tokens have no gradient, is all W: its BI action has nothing to run).
+  std::map<Key, size_t> last_input;  // per call, the position of its BI's last op
+  for (size_t p = 0; p < ops.size(); ++p)
+    if (key[p] && input_part[p]) last_input[*key[p]] = p;
+  size_t marked = 0;
+  std::vector<bool> weight(ops.size(), false);
+  for (size_t p = 0; p < ops.size(); ++p)
+    if (key[p] && !input_part[p]) {
+      ops[p]->attrs().set(kWeightAttr, true);
+      weight[p] = true;
+      marked++;
+    }
+  // Move each call's W ops that come before its BI's last op to right after it. They only move
+  // later, so their operands are still defined before them; no op they pass may read them.
+  std::map<Key, std::vector<size_t>> pending;
+  std::unordered_set<const ir::Op*> deferred;
+  std::vector<size_t> order;
+  for (size_t p = 0; p < ops.size(); ++p) {
+    if (weight[p] && last_input.count(*key[p]) && p < last_input.at(*key[p])) {
+      pending[*key[p]].push_back(p);
+      deferred.insert(ops[p]);
+      continue;
+    }
+    std::vector<const ir::Value*> used;
+    reads(*ops[p], used);
+    for (const ir::Value* v : used)
+      TESSERA_CHECK(!deferred.count(v->defining_op()) || (key[p] && weight[p]),
+                    "@{}: op {} reads a weight-gradient value of another call before that call's input gradient ends",
+                    whole.name(), p);
+    order.push_back(p);
+    if (key[p] && input_part[p] && last_input.at(*key[p]) == p) {
+      for (size_t q : pending[*key[p]]) {
+        order.push_back(q);
+        deferred.erase(ops[q]);
+      }
+      pending.erase(*key[p]);
+    }
+  }
+  TESSERA_CHECK(order.size() == ops.size(), "@{}: the split moved {} ops of {}", whole.name(), order.size(), ops.size());
+  std::vector<std::unique_ptr<ir::Op>> taken = whole.body().take_ops();
+  std::unordered_map<const ir::Op*, std::unique_ptr<ir::Op>> owner;
+  for (auto& op : taken) owner[op.get()] = std::move(op);
+  for (size_t p : order) whole.body().append(std::move(owner.at(ops[p])));
+  whole.body().append(std::move(owner.at(ret)));
+  return marked;
+}
+
+}  // namespace tessera::mpmd
