@@ -18,6 +18,7 @@
 #include <thread>
 
 #include "common/error_of.h"
+#include "common/temp_dir.h"
 #include "ir/builder.h"
 #include "runtime/checkpoint.h"
 #include "runtime/layout.h"
@@ -28,16 +29,9 @@ namespace {
 using namespace tessera::ir;
 namespace fs = std::filesystem;
 
-struct TempDir {
-  fs::path path = fs::temp_directory_path() / ("tessera_pieces_" + std::to_string(::getpid()));
-  TempDir() { fs::create_directories(path); }
-  ~TempDir() { fs::remove_all(path); }
-};
+using testing::TempDir;
 
-std::string read(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
+std::string read(const fs::path& p) { return testing::read_file(p); }
 void write(const fs::path& p, const std::string& bytes) { std::ofstream(p, std::ios::binary) << bytes; }
 bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
 

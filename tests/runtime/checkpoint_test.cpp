@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/error_of.h"
+#include "common/temp_dir.h"
 #include "ir/builder.h"
 #include "runtime/checkpoint.h"
 #include "support/durable_file.h"
@@ -28,11 +29,7 @@ namespace fs = std::filesystem;
 using support::crc32c;
 using support::set_io_fault;
 
-struct TempDir {
-  fs::path path = fs::temp_directory_path() / ("tessera_ckpt_" + std::to_string(::getpid()));
-  TempDir() { fs::create_directories(path); }
-  ~TempDir() { fs::remove_all(path); }
-};
+using testing::TempDir;
 
 Literal ramp(const Type& t, double scale) {
   Literal l(t);
@@ -117,10 +114,7 @@ TEST(ShardedCheckpoint, SavedOnFourDevicesLoadsUnderAnotherLayoutOnTwo) {
   EXPECT_EQ(p2.fetch(out[1]), v);
 }
 
-std::string read(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
+std::string read(const fs::path& p) { return testing::read_file(p); }
 
 void write(const fs::path& p, const std::string& bytes) { std::ofstream(p, std::ios::binary) << bytes; }
 

@@ -24,22 +24,17 @@
 #include <string>
 #include <vector>
 
+#include "common/temp_dir.h"
+
 extern char** environ;
 
 namespace {
 
 namespace fs = std::filesystem;
 
-struct TempDir {
-  fs::path path = fs::temp_directory_path() / ("tessera_ckpt_kill_" + std::to_string(::getpid()));
-  TempDir() { fs::create_directories(path); }
-  ~TempDir() { fs::remove_all(path); }
-};
+using tessera::testing::TempDir;
 
-std::string read(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
+std::string read(const fs::path& p) { return tessera::testing::read_file(p); }
 
 struct Result {
   int exit_code = -1;  // -1 when killed

@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "common/error_of.h"
+#include "common/temp_dir.h"
 #include "interp/interpreter.h"
 #include "interp/npy.h"
 #include "runtime/sharding_picture.h"
@@ -32,17 +33,7 @@ constexpr const char* kModule = R"(module @jit_loss attributes {mhlo.num_partiti
 }
 )";
 
-struct TempDir {
-  fs::path path;
-  TempDir() : path(fs::temp_directory_path() / fs::path("tessera_cmd_" + std::to_string(::getpid()))) {
-    fs::create_directories(path);
-  }
-  ~TempDir() { fs::remove_all(path); }
-  std::string file(const std::string& name, const std::string& text) const {
-    std::ofstream(path / name) << text;
-    return (path / name).string();
-  }
-};
+using testing::TempDir;
 
 PartitionCommand command(const std::string& file, const std::string& function, const std::string& mesh) {
   PartitionCommand c;
@@ -68,6 +59,14 @@ TEST(PartitionCommand, PrintsTheLocalProgramAndItsReport) {
   EXPECT_NE(s.find("// collectives: 1"), std::string::npos) << s;
   EXPECT_NE(s.find("1 x all_reduce"), std::string::npos) << s;
   EXPECT_NE(s.find("// buffer plan per device: "), std::string::npos) << s;
+  // --memory: the table per device; x's piece is 2x4 f32 (32 B) and w whole (48 B).
+  PartitionCommand mem = command(dir.file("m.mlir", kModule), "", "");
+  mem.memory = true;
+  std::ostringstream table;
+  ASSERT_EQ(partition_command(mem, table), 0);
+  EXPECT_NE(table.str().find("// memory per device (estimated before running):\n//   parameters                                  80 B\n"),
+            std::string::npos) << table.str();
+  EXPECT_NE(table.str().find("(4 devices in this process)"), std::string::npos) << table.str();
   // --mesh resizes the module's mesh: 2 devices, pieces of 4 rows.
   std::ostringstream two;
   ASSERT_EQ(partition_command(command(dir.file("m.mlir", kModule), "", "data=2"), two), 0);

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "common/error_of.h"
+#include "common/temp_dir.h"
 #include "tools/tessera/train_cmd.h"
 #include "tools/tessera/train_data.h"
 
@@ -21,11 +22,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-struct TempDir {
-  fs::path path = fs::temp_directory_path() / ("tessera_train_" + std::to_string(::getpid()));
-  TempDir() { fs::create_directories(path); }
-  ~TempDir() { fs::remove_all(path); }
-};
+using testing::TempDir;
 
 TrainCommand small(const fs::path& corpus) {
   TrainCommand c;

@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "common/error_of.h"
+#include "common/temp_dir.h"
 #include "support/memory.h"
 #include "tools/tessera/train_cmd.h"
 
@@ -24,11 +25,7 @@ namespace fs = std::filesystem;
 // transient results are alive at once on every device) stays well inside this.
 constexpr double kEstimateTolerance = 0.10;
 
-struct TempDir {
-  fs::path path = fs::temp_directory_path() / ("tessera_memory_" + std::to_string(::getpid()));
-  TempDir() { fs::create_directories(path); }
-  ~TempDir() { fs::remove_all(path); }
-};
+using testing::TempDir;
 
 TrainCommand model(const fs::path& corpus) {
   TrainCommand c;

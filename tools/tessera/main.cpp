@@ -69,6 +69,7 @@ int main(int argc, char** argv) {
   part->add_option("file", pc.file, "StableHLO module (.mlir)")->required()->check(CLI::ExistingFile);
   part->add_option("--function", pc.function, "Function to partition (default @main or the first public one)");
   part->add_option("--mesh", pc.mesh, "Axes of the module's mesh, e.g. data=4,model=2");
+  part->add_flag("--memory", pc.memory, "Print what each device holds at its peak: arguments, temporaries, collective copies");
   part->add_flag("--show", pc.show, "Draw which device holds which block of each argument and result");
   part->add_option("--show-svg", pc.show_svg, "Write those pictures as SVG files (arg<i>.svg, result<i>.svg) into this folder");
   auto* run = app.add_subcommand("run", "Run a StableHLO module on host devices or MPI ranks");

@@ -20,6 +20,7 @@
 #include "support/durable_file.h"
 #include "support/memory.h"
 #include "tools/tessera/cli_options.h"
+#include "tools/tessera/train_memory.h"
 
 namespace tessera::tools {
 
@@ -122,6 +123,12 @@ int partition_command(const PartitionCommand& c, std::ostream& out) {
     out << fmt::format("// buffer plan per device: {} arena, {} peak with arguments and results{}\n",
                        support::format_bytes(e->arena_bytes()), support::format_bytes(e->peak_bytes()),
                        e->planned() ? "" : " (not counting while bodies and calls)");
+  }
+  if (c.memory) {
+    if (const ir::Function* lf = local.find_function(info.function)) {
+      std::stringstream table(estimate_memory(local, *lf, info.report, lf->num_parameters(), 0, info.num_devices).table());
+      for (std::string line; std::getline(table, line);) out << "// " << line << "\n";
+    }
   }
   if (c.show || !c.show_svg.empty()) show_layouts(c, *m, info, out);
   return 0;

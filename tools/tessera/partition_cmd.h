@@ -13,6 +13,7 @@ struct PartitionCommand {
   std::string file;
   std::string function;  // empty: @main, else the first public function
   std::string mesh;      // "data=4,model=2": the axes of the module's mesh (added as @mesh if none)
+  bool memory = false;   // also print what each device holds at the peak (train_memory.h's table)
   bool show = false;     // also draw each argument's and result's layout as a text grid
   std::string show_svg;  // non-empty: write those pictures as SVG files into this folder
 };

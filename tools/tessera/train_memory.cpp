@@ -28,12 +28,12 @@ std::string MemoryEstimate::table() const {
   return out;
 }
 
-MemoryEstimate estimate_training_memory(const runtime::CompiledProgram& step, const nn::Programs& programs,
-                                        int64_t devices_here) {
+MemoryEstimate estimate_memory(const ir::Module& module, const ir::Function& local, const spmd::Report& report,
+                               size_t parameters, size_t state, int64_t devices_here) {
   MemoryEstimate e;
   e.devices_here = devices_here;
-  const std::vector<spmd::ParameterPiece>& pieces = step.report().parameters;
-  const size_t np = programs.num_parameters(), nstate = np * (1 + programs.state_per_parameter);
+  const std::vector<spmd::ParameterPiece>& pieces = report.parameters;
+  const size_t np = parameters, nstate = parameters + state;
   int64_t arguments = 0;
   for (size_t i = 0; i < pieces.size(); ++i) {
     int64_t b = pieces[i].bytes_per_device;
@@ -42,8 +42,7 @@ MemoryEstimate estimate_training_memory(const runtime::CompiledProgram& step, co
   }
   // The plan's peak holds the arguments, the arenas and the fresh results: what is beyond the
   // arguments is the step's own.
-  const ir::Function& local = step.local_function();
-  auto exe = exec::Executable::compile(local, exec::CompileOptions{step.module.get()});
+  auto exe = exec::Executable::compile(local, exec::CompileOptions{&module});
   e.temporaries = std::max<int64_t>(0, exe->peak_bytes() - arguments);
   // A collective's result is a value of the plan; the host communicator works on the members' own
   // buffers and copies only small inputs (comm/host_communicator.h): at most that copy per device.
@@ -58,6 +57,12 @@ MemoryEstimate estimate_training_memory(const runtime::CompiledProgram& step, co
   };
   walk(local.body());
   return e;
+}
+
+MemoryEstimate estimate_training_memory(const runtime::CompiledProgram& step, const nn::Programs& programs,
+                                        int64_t devices_here) {
+  return estimate_memory(*step.module, step.local_function(), step.report(), programs.num_parameters(),
+                         programs.num_parameters() * programs.state_per_parameter, devices_here);
 }
 
 void check_fits(const MemoryEstimate& e, const std::string& what) {

@@ -28,6 +28,12 @@ struct MemoryEstimate {
   std::string table() const;
 };
 
+// The estimate of any partitioned program: `local` (of `module`) is one device's program, `report`
+// the partitioner's; its first `parameters` arguments count as parameters, the next `state` as
+// optimizer state, the rest as inputs. `tessera partition --memory` counts every argument a parameter.
+MemoryEstimate estimate_memory(const ir::Module& module, const ir::Function& local, const spmd::Report& report,
+                               size_t parameters, size_t state, int64_t devices_here);
+
 MemoryEstimate estimate_training_memory(const runtime::CompiledProgram& step, const nn::Programs& programs,
                                         int64_t devices_here);
 
