@@ -187,7 +187,7 @@ struct ThreadLimit {
 // docs/PERFORMANCE.md ("Allocations of a training step"). When the buffer plan landed: 36,368 and
 // 172,816 (172,712 with the persistent workers).
 constexpr int64_t kExecutableBound = 584;
-constexpr int64_t kSessionBound = 9096;
+constexpr int64_t kSessionBound = 4184;
 
 TEST(Allocations, ExecutableRunOfATrainingStepInARunContext) {
   ThreadLimit one(1);  // the run's own thread only
