@@ -2,6 +2,7 @@
 #include "comm/host_communicator.h"
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <condition_variable>
 #include <cstring>
@@ -221,8 +222,27 @@ std::pair<size_t, size_t> chunk_of(size_t k, size_t n, size_t elements) {
 // folded block to every destination at the same offset. A destination may be one of the sources
 // (an in-place all_reduce): a block is folded in scratch space, so its sources are read before
 // any destination is written.
-void fold_chunk(ir::ElementType type, ReduceOp reduce, const std::vector<const std::byte*>& srcs, size_t offset,
-                size_t bytes, const std::vector<std::byte*>& dsts, bool stream) {
+// One pointer per member of a meeting, inline for groups of up to kInline (a steady-state
+// collective allocates nothing; larger groups take a heap block).
+template <typename P>
+class PerMember {
+ public:
+  explicit PerMember(size_t n) : n_(n) {
+    if (n > kInline) heap_.resize(n);
+  }
+  P& operator[](size_t k) { return data()[k]; }
+  operator std::span<const P>() const { return {n_ > kInline ? heap_.data() : inline_.data(), n_}; }
+
+ private:
+  static constexpr size_t kInline = 64;
+  P* data() { return n_ > kInline ? heap_.data() : inline_.data(); }
+  size_t n_;
+  std::array<P, kInline> inline_{};
+  std::vector<P> heap_;
+};
+
+void fold_chunk(ir::ElementType type, ReduceOp reduce, std::span<const std::byte* const> srcs, size_t offset,
+                size_t bytes, std::span<std::byte* const> dsts, bool stream) {
   thread_local std::vector<std::byte> scratch(kFoldBlock);
   for (size_t at = 0; at < bytes; at += kFoldBlock) {
     size_t len = std::min(kFoldBlock, bytes - at);
@@ -311,10 +331,11 @@ void HostCommunicator::all_reduce(std::string_view op, const Group& group, ir::E
   bool small = in.size() <= HostWorld::kSmallReduceBytes;
   int64_t e = m.open(Kind::AllReduce, in, out.data(), -1, small);
   m.meet();
-  std::vector<const std::byte*> srcs;
-  for (size_t k = 0; k < n; ++k) srcs.push_back(m.input(k, e, small));
+  PerMember<const std::byte*> srcs(n);
+  for (size_t k = 0; k < n; ++k) srcs[k] = m.input(k, e, small);
+  std::byte* const dst[] = {out.data()};
   if (small) {  // every member folds every copy: one meeting, the least latency
-    fold_chunk(type, reduce, srcs, 0, in.size(), {out.data()}, false);
+    fold_chunk(type, reduce, srcs, 0, in.size(), dst, false);
     count(op, n, in.size(), (n - 1) * in.size(), (n - 1) * in.size());
     return;
   }
@@ -322,8 +343,8 @@ void HostCommunicator::all_reduce(std::string_view op, const Group& group, ir::E
   // and writes it into every member's output; one more meeting, and every output is whole.
   size_t es = static_cast<size_t>(ir::info(type).bytes);
   auto [lo, hi] = chunk_of(me, n, in.size() / es);
-  std::vector<std::byte*> outs;
-  for (size_t k = 0; k < n; ++k) outs.push_back(m.post(k, e).out + lo * es);
+  PerMember<std::byte*> outs(n);
+  for (size_t k = 0; k < n; ++k) outs[k] = m.post(k, e).out + lo * es;
   fold_chunk(type, reduce, srcs, lo * es, (hi - lo) * es, outs, n * in.size() >= kStreamBytes);
   m.meet();
   size_t mine = (hi - lo) * es, moved = (in.size() - mine) + (n - 1) * mine;
@@ -339,9 +360,10 @@ void HostCommunicator::reduce_scatter(std::string_view op, const Group& group, i
   bool small = in.size() <= HostWorld::kSmallBytes;
   int64_t e = m.open(Kind::ReduceScatter, in, out.data(), -1, small);
   m.meet();
-  std::vector<const std::byte*> srcs;
-  for (size_t k = 0; k < n; ++k) srcs.push_back(m.input(k, e, small));
-  fold_chunk(type, reduce, srcs, m.me * out.size(), out.size(), {out.data()}, false);
+  PerMember<const std::byte*> srcs(n);
+  for (size_t k = 0; k < n; ++k) srcs[k] = m.input(k, e, small);
+  std::byte* const dst[] = {out.data()};
+  fold_chunk(type, reduce, srcs, m.me * out.size(), out.size(), dst, false);
   if (!small) m.meet();
   count(op, n, in.size(), in.size() - out.size(), (n - 1) * out.size());
 }

@@ -3,8 +3,10 @@
 #include <algorithm>
 #include <cstring>
 #include <optional>
+#include <unordered_map>
 
 #include "interp/kernels.h"
+#include "support/run_cache.h"
 #include "support/strings.h"
 
 namespace tessera::comm {
@@ -18,7 +20,7 @@ int64_t device_of(const interp::ProcessId& p, const interp::ProcessInfo& grid) {
 }
 
 // This process's group, as device ids in group order; none when its groups leave it out.
-std::optional<Group> my_group(const ir::Op& op, const interp::ProcessInfo& process) {
+std::optional<Group> find_my_group(const ir::Op& op, const interp::ProcessInfo& process) {
   interp::ProcessId self{process.replica_id, process.partition_id};
   auto groups = interp::process_groups(op, process);
   // Every id must name a process of this run's grid (a partition id of a replica-only run would
@@ -37,6 +39,44 @@ std::optional<Group> my_group(const ir::Op& op, const interp::ProcessInfo& proce
     return out;
   }
   return std::nullopt;
+}
+
+// find_my_group's answer, kept in the run's cache (support/run_cache.h) for the op's next run: a
+// step's collectives would
+// otherwise parse and check their groups again on every run, allocating each time. An entry holds
+// what the answer is computed from (the op's kind, collective mode and replica_groups, and the
+// process), compared on every call, so an op address reused by another op gets its own answer.
+// The reference stays valid until the next call in the same run (or thread).
+struct Known {
+  OpKind kind{};
+  interp::CollectiveMode mode{};
+  bool has_groups = false;
+  ir::IntMatrix groups;
+  interp::ProcessInfo process;
+  std::optional<Group> group;
+};
+struct KnownGroups {
+  std::unordered_map<const ir::Op*, Known> map;
+};
+
+const std::optional<Group>& my_group(const ir::Op& op, const interp::ProcessInfo& process) {
+  constexpr size_t kMostEntries = 4096;  // a cache that has seen more ops (tests) starts afresh
+  auto& known = support::run_local<KnownGroups>().map;
+  interp::CollectiveMode mode = interp::collective_mode(op);
+  const ir::IntMatrix* groups = op.attrs().find<ir::IntMatrix>("replica_groups");
+  auto same = [&](const Known& k) {
+    return k.kind == op.kind() && k.mode == mode && k.has_groups == (groups != nullptr) &&
+           (groups == nullptr || k.groups == *groups) && k.process.replica_id == process.replica_id &&
+           k.process.partition_id == process.partition_id && k.process.num_replicas == process.num_replicas &&
+           k.process.num_partitions == process.num_partitions;
+  };
+  auto it = known.find(&op);
+  if (it != known.end() && same(it->second)) return it->second.group;
+  std::optional<Group> group = find_my_group(op, process);  // throws for bad groups: nothing kept
+  if (it == known.end() && known.size() >= kMostEntries) known.clear();
+  Known& k = known[&op];
+  k = Known{op.kind(), mode, groups != nullptr, groups ? *groups : ir::IntMatrix{}, process, std::move(group)};
+  return k.group;
 }
 
 Literal literal_from(const ir::Type& type, std::span<const std::byte> bytes) {
@@ -97,6 +137,31 @@ std::vector<std::byte> blocks_as_chunks(const Literal& x, int64_t dim, int64_t n
     out.insert(out.end(), block.bytes().begin(), block.bytes().end());
   }
   return out;
+}
+
+// The n blocks of `t` along `dim` as [outer, slab]: `outer` rows (the product of the dimensions
+// before dim) of n slabs of `slab` bytes each (block j's part of the row is its j-th slab).
+struct Slabs {
+  int64_t outer = 1, slab = 0;
+};
+Slabs slabs_of(const ir::Type& t, int64_t dim, int64_t n) {
+  Slabs s;
+  for (int64_t i = 0; i < dim; ++i) s.outer *= t.shape[static_cast<size_t>(i)];
+  int64_t inner = ir::info(t.element).bytes;
+  for (size_t i = static_cast<size_t>(dim); i < t.shape.size(); ++i) inner *= t.shape[i];
+  s.slab = inner / n;
+  return s;
+}
+
+// A byte buffer of the run's cache kept between collectives (run_into's steady state allocates
+// nothing).
+struct ChunkBuffer {
+  std::vector<std::byte> bytes;
+};
+std::span<std::byte> scratch_bytes(size_t n) {
+  std::vector<std::byte>& buffer = support::run_local<ChunkBuffer>().bytes;
+  if (buffer.size() < n) buffer.resize(n);
+  return {buffer.data(), n};
 }
 
 // The typed collectives of the communicator, which move what the ring model charges (and, on host
@@ -186,25 +251,50 @@ bool CommCollectives::run_into(const ir::Op& op, const Literal& x, Literal& resu
     case OpKind::ReduceScatter:
       reduce = typed_reduction(op, type);
       dim = op.attrs().get<int64_t>("scatter_dimension");
-      if (!reduce || !blocks_are_chunks(x.type(), dim)) return false;
+      if (!reduce) return false;
       break;
-    case OpKind::AllGather:
-      dim = op.attrs().get<int64_t>("all_gather_dim");
-      if (!blocks_are_chunks(x.type(), dim)) return false;
-      break;
+    case OpKind::AllGather: dim = op.attrs().get<int64_t>("all_gather_dim"); break;
     default: return false;
   }
-  std::optional<Group> group = my_group(op, process);
+  const std::optional<Group>& group = my_group(op, process);
   if (!group) return false;  // run() names the error
-  if (op.kind() == OpKind::ReduceScatter &&
-      x.type().shape[static_cast<size_t>(dim)] % static_cast<int64_t>(group->size()) != 0)
-    return false;
+  auto n = static_cast<int64_t>(group->size());
+  if (op.kind() == OpKind::ReduceScatter && x.type().shape[static_cast<size_t>(dim)] % n != 0) return false;
+  // Blocks along a dimension after others of size > 1 are not the communicator's flat chunks: they
+  // go through a per-thread buffer laid out as chunks (block after block), as typed_collective's
+  // copies do.
+  bool chunks = blocks_are_chunks(x.type(), dim);
   switch (op.kind()) {
     case OpKind::AllReduce: comm_.all_reduce(op.name(), *group, type, *reduce, x.bytes(), result.bytes()); break;
-    case OpKind::ReduceScatter:
-      comm_.reduce_scatter(op.name(), *group, type, *reduce, x.bytes(), result.bytes());
+    case OpKind::ReduceScatter: {
+      if (chunks) {
+        comm_.reduce_scatter(op.name(), *group, type, *reduce, x.bytes(), result.bytes());
+        break;
+      }
+      Slabs s = slabs_of(x.type(), dim, n);
+      std::span<std::byte> in = scratch_bytes(x.bytes().size());
+      const std::byte* src = x.bytes().data();
+      for (int64_t j = 0; j < n && s.slab > 0; ++j)
+        for (int64_t o = 0; o < s.outer; ++o)
+          std::memcpy(in.data() + (j * s.outer + o) * s.slab, src + (o * n + j) * s.slab, static_cast<size_t>(s.slab));
+      comm_.reduce_scatter(op.name(), *group, type, *reduce, in, result.bytes());
       break;
-    default: comm_.all_gather(op.name(), *group, x.bytes(), result.bytes()); break;
+    }
+    default: {
+      if (chunks) {
+        comm_.all_gather(op.name(), *group, x.bytes(), result.bytes());
+        break;
+      }
+      // Member m's block arrives as the m-th chunk; the result takes it as slab m of each row.
+      Slabs s = slabs_of(result.type(), dim, n);
+      std::span<std::byte> gathered = scratch_bytes(result.bytes().size());
+      comm_.all_gather(op.name(), *group, x.bytes(), gathered);
+      std::byte* dst = result.bytes().data();
+      for (int64_t m = 0; m < n && s.slab > 0; ++m)
+        for (int64_t o = 0; o < s.outer; ++o)
+          std::memcpy(dst + (o * n + m) * s.slab, gathered.data() + (m * s.outer + o) * s.slab, static_cast<size_t>(s.slab));
+      break;
+    }
   }
   return true;
 }
@@ -218,7 +308,7 @@ std::vector<Literal> CommCollectives::run(const ir::Op& op, std::vector<Literal>
     // Every process of the group takes part; ids in the pairs are replica (or partition) ids.
     bool by_partition = interp::collective_mode(op) == interp::CollectiveMode::CrossPartition;
     int64_t self = by_partition ? process.partition_id : process.replica_id;
-    std::optional<Group> group = my_group(op, process);
+    const std::optional<Group>& group = my_group(op, process);
     if (!group) support::fail("{}: process is in none of its groups", op.name());
     std::optional<int64_t> source;
     for (auto [s, t] : interp::source_target_pairs(op)) {
@@ -238,7 +328,7 @@ std::vector<Literal> CommCollectives::run(const ir::Op& op, std::vector<Literal>
     roots = std::move(operands.back());
     operands.pop_back();
   }
-  std::optional<Group> found = my_group(op, process);
+  const std::optional<Group>& found = my_group(op, process);
   if (!found) {
     // The spec gives broadcast and reduce zeros on processes outside every group; for the other
     // collectives every process must be in a group.

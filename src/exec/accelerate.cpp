@@ -16,6 +16,7 @@
 #include "exec/fusion.h"
 #include "exec/strided.h"
 #include "interp/scalar_ops.h"
+#include "support/run_cache.h"
 #include "support/threads.h"
 
 namespace tessera::exec {
@@ -86,12 +87,16 @@ class Result {
 
 // bf16 x bf16 (mixed-precision training's matmuls): the operands widened to f32 exactly, one f32
 // GEMM, and each result rounded once to bf16 -- the reference's f32 accumulation, in BLAS's order.
-// The widened copies live in per-thread buffers kept for the next call.
+// The widened copies live in buffers of the run's cache kept for the next call.
+struct WideningBuffers {
+  std::vector<float> a, b, c;
+};
+
 bool dot_bf16(const Op& op, Operands in, std::vector<Literal>& out) {
-  ContractionPlan plan =
-      plan_contraction(in[0]->shape(), in[1]->shape(), op.attrs().get<ir::DotDims>("dot_dimension_numbers"));
+  const ContractionPlan& plan =
+      cached_contraction(&op, in[0]->shape(), in[1]->shape(), op.attrs().get<ir::DotDims>("dot_dimension_numbers"));
   if (!fits_blas(plan)) return false;
-  thread_local std::vector<float> a, b, c;
+  auto& [a, b, c] = support::run_local<WideningBuffers>();
   auto widen = [](const Literal& x, std::vector<float>& to) {
     const auto* bits = data<uint16_t>(x);
     to.resize(static_cast<size_t>(x.num_elements()));
@@ -111,8 +116,8 @@ bool dot_general(const Op& op, Operands in, std::vector<Literal>& out) {
   ElementType e = op.result(0)->type().element;
   if (e == ElementType::bf16 && in[0]->element() == e && in[1]->element() == e) return dot_bf16(op, in, out);
   if (!is_f(e) || in[0]->element() != e || in[1]->element() != e) return false;
-  ContractionPlan plan =
-      plan_contraction(in[0]->shape(), in[1]->shape(), op.attrs().get<ir::DotDims>("dot_dimension_numbers"));
+  const ContractionPlan& plan =
+      cached_contraction(&op, in[0]->shape(), in[1]->shape(), op.attrs().get<ir::DotDims>("dot_dimension_numbers"));
   if (!fits_blas(plan)) return false;
   Result r(op.result(0)->type(), out, false);  // a fresh one is zero-filled: the GEMMs add into it
   if (e == ElementType::f32) run_contraction(plan, data<float>(*in[0]), data<float>(*in[1]), data<float>(*r), r.fresh());
@@ -185,7 +190,8 @@ void reduce_loop(const Literal& x, const Literal& init, const Ints& dims, Litera
   size_t rank = x.shape().size();
   if (x.num_elements() == 0) return;
   // The output offset each input dimension moves by: 0 along reduced dimensions.
-  Ints os(rank, 0), ostr = row_major(out.shape());
+  Dims os(rank);
+  RowMajor ostr(out.shape());
   for (size_t d = 0, o = 0; d < rank; ++d)
     if (std::find(dims.begin(), dims.end(), static_cast<int64_t>(d)) == dims.end()) os[d] = ostr[o++];
   if (rank == 0) {
@@ -195,7 +201,7 @@ void reduce_loop(const Literal& x, const Literal& init, const Ints& dims, Litera
   const int64_t n = x.shape()[rank - 1], step = os[rank - 1];
   // Folds columns [first, last) of the innermost dimension (all of it when that is reduced).
   auto sweep = [&](int64_t first, int64_t last) {
-    Ints index(rank, 0);
+    Dims index(rank);
     int64_t in = 0, o = 0;
     while (true) {
       // Input in row-major order, as the reference kernel folds it.
@@ -263,8 +269,8 @@ bool copy_op(const Op& op, Operands in, std::vector<Literal>& out) {
   Result result(op.result(0)->type(), out, false);  // every element written
   Literal& r = *result;
   const auto& rs = r.shape();
-  Ints xs = x.strides();
-  Ints strides(rs.size(), 0);
+  RowMajor xs(x.shape());
+  Dims strides(rs.size());
   int64_t base = 0;
   switch (op.kind()) {
     case OpKind::Reshape:
@@ -301,11 +307,11 @@ bool concatenate(const Op& op, Operands in, std::vector<Literal>& out) {
   Result result(op.result(0)->type(), out, false);  // the operands cover every element
   Literal& r = *result;
   size_t dim = static_cast<size_t>(op.attrs().get<int64_t>("dimension"));
-  Ints rs = r.strides();
+  RowMajor rs(r.shape());
   int64_t offset = 0;
   bool ok = by_bytes(r.element(), [&]<typename T>() {
     for (const Literal* x : in) {
-      strided_copy(data<T>(*x), 0, x->shape(), x->strides(), data<T>(r) + offset * rs[dim], rs);
+      strided_copy(data<T>(*x), 0, x->shape(), RowMajor(x->shape()), data<T>(r) + offset * rs[dim], rs);
       offset += x->shape()[dim];
     }
   });
@@ -321,7 +327,8 @@ bool pad(const Op& op, Operands in, std::vector<Literal>& out) {
   const Literal& x = *in[0];
   Result result(op.result(0)->type(), out, false);  // filled with the padding value first
   Literal& r = *result;
-  Ints rs = r.strides(), ds(rs.size());
+  RowMajor rs(r.shape());
+  Dims ds(rs.size());
   int64_t base = 0;
   for (size_t d = 0; d < rs.size(); ++d) {
     base += lo[d] * rs[d];
@@ -330,26 +337,20 @@ bool pad(const Op& op, Operands in, std::vector<Literal>& out) {
   bool ok = by_bytes(r.element(), [&]<typename T>() {
     T* dst = data<T>(r);
     std::fill(dst, dst + r.num_elements(), data<T>(*in[1])[0]);
-    strided_copy(data<T>(x), 0, x.shape(), x.strides(), dst + base, ds);
+    strided_copy(data<T>(x), 0, x.shape(), RowMajor(x.shape()), dst + base, ds);
   });
   return result.done(ok);
 }
 
 // ---- Embedding-style gather and scatter-add: whole rows of a [V, D] table ----
 
-// The row index of each of `count` indices (i32 or i64), or nothing for other index types.
-std::optional<std::vector<int64_t>> row_indices(const Literal& idx) {
-  std::vector<int64_t> rows(static_cast<size_t>(idx.num_elements()));
-  if (idx.element() == ElementType::i32) {
-    const int32_t* p = data<int32_t>(idx);
-    for (size_t i = 0; i < rows.size(); ++i) rows[i] = p[i];
-  } else if (idx.element() == ElementType::i64) {
-    const int64_t* p = data<int64_t>(idx);
-    for (size_t i = 0; i < rows.size(); ++i) rows[i] = p[i];
-  } else {
-    return std::nullopt;
-  }
-  return rows;
+// Whether v holds exactly `l` (compared without making a vector: this runs per op).
+bool equals(const Ints& v, std::initializer_list<int64_t> l) { return std::equal(v.begin(), v.end(), l.begin(), l.end()); }
+
+// Row indices read in place (i32 or i64; other index types go to the reference kernel).
+bool row_index_type(const Literal& idx) { return idx.element() == ElementType::i32 || idx.element() == ElementType::i64; }
+int64_t row_index(const Literal& idx, int64_t i) {
+  return idx.element() == ElementType::i32 ? data<int32_t>(idx)[i] : data<int64_t>(idx)[i];
 }
 
 // Whether the indices hold one row number per batch position (index_vector_dim is the indices'
@@ -364,29 +365,29 @@ bool gather(const Op& op, Operands in, std::vector<Literal>& out) {
   const auto& dn = op.attrs().get<ir::GatherDims>("dimension_numbers");
   const Ints& sizes = ints(op, "slice_sizes");
   const auto& res = op.result(0)->type();
-  if (table.shape().size() != 2 || dn.collapsed_slice_dims != Ints{0} || dn.start_index_map != Ints{0} ||
-      !dn.operand_batching_dims.empty() || dn.offset_dims != Ints{res.rank() - 1} ||
-      sizes != Ints{1, table.shape()[1]} || !one_index_per_row(*in[1], dn.index_vector_dim))
+  if (table.shape().size() != 2 || !equals(dn.collapsed_slice_dims, {0}) || !equals(dn.start_index_map, {0}) ||
+      !dn.operand_batching_dims.empty() || !equals(dn.offset_dims, {res.rank() - 1}) ||
+      !equals(sizes, {1, table.shape()[1]}) || !one_index_per_row(*in[1], dn.index_vector_dim))
     return false;
-  auto rows = row_indices(*in[1]);
-  if (!rows) return false;
+  const Literal& idx = *in[1];
+  if (!row_index_type(idx)) return false;
   Result result(res, out, false);  // one whole row per index
   Literal& r = *result;
   size_t row_bytes = static_cast<size_t>(table.shape()[1] * ir::info(table.element()).bytes);
   int64_t v = table.shape()[0];
-  for (size_t i = 0; i < rows->size(); ++i) {
-    int64_t row = std::clamp<int64_t>((*rows)[i], 0, v - 1);  // gather clamps its start indices
-    std::memcpy(r.bytes().data() + i * row_bytes, table.bytes().data() + static_cast<size_t>(row) * row_bytes, row_bytes);
+  for (int64_t i = 0; i < idx.num_elements(); ++i) {
+    int64_t row = std::clamp<int64_t>(row_index(idx, i), 0, v - 1);  // gather clamps its start indices
+    std::memcpy(r.bytes().data() + static_cast<size_t>(i) * row_bytes, table.bytes().data() + static_cast<size_t>(row) * row_bytes, row_bytes);
   }
   return true;
 }
 
 template <typename T>
-void add_rows(Literal& r, const Literal& updates, const std::vector<int64_t>& rows, int64_t v, int64_t d) {
+void add_rows(Literal& r, const Literal& updates, const Literal& idx, int64_t v, int64_t d) {
   T* dst = data<T>(r);
   const T* src = data<T>(updates);
-  for (size_t i = 0; i < rows.size(); ++i) {
-    int64_t row = rows[i];
+  for (int64_t i = 0; i < idx.num_elements(); ++i) {
+    int64_t row = row_index(idx, i);
     if (row < 0 || row >= v) continue;  // scatter skips updates out of bounds
     for (int64_t j = 0; j < d; ++j) dst[row * d + j] += src[static_cast<int64_t>(i) * d + j];
   }
@@ -399,18 +400,18 @@ bool scatter(const Op& op, Operands in, std::vector<Literal>& out) {
   const auto& dn = op.attrs().get<ir::ScatterDims>("scatter_dimension_numbers");
   int64_t urank = static_cast<int64_t>(updates.shape().size());
   if (!is_f(table.element()) || updates.element() != table.element() || table.shape().size() != 2 ||
-      dn.inserted_window_dims != Ints{0} || dn.scatter_dims_to_operand_dims != Ints{0} ||
-      !dn.input_batching_dims.empty() || dn.update_window_dims != Ints{urank - 1} ||
+      !equals(dn.inserted_window_dims, {0}) || !equals(dn.scatter_dims_to_operand_dims, {0}) ||
+      !dn.input_batching_dims.empty() || !equals(dn.update_window_dims, {urank - 1}) ||
       updates.shape().back() != table.shape()[1] || !one_index_per_row(*in[1], dn.index_vector_dim) ||
       combiner(op) != OpKind::Add)
     return false;
-  auto rows = row_indices(*in[1]);
-  if (!rows || static_cast<int64_t>(rows->size()) * table.shape()[1] != updates.num_elements()) return false;
+  const Literal& idx = *in[1];
+  if (!row_index_type(idx) || idx.num_elements() * table.shape()[1] != updates.num_elements()) return false;
   Result result(op.result(0)->type(), out, false);
   Literal& r = *result;
   std::memcpy(r.bytes().data(), table.bytes().data(), table.bytes().size());
-  if (table.element() == ElementType::f32) add_rows<float>(r, updates, *rows, table.shape()[0], table.shape()[1]);
-  else add_rows<double>(r, updates, *rows, table.shape()[0], table.shape()[1]);
+  if (table.element() == ElementType::f32) add_rows<float>(r, updates, idx, table.shape()[0], table.shape()[1]);
+  else add_rows<double>(r, updates, idx, table.shape()[0], table.shape()[1]);
   return true;
 }
 
@@ -481,7 +482,7 @@ bool iota(const Op& op, std::vector<Literal>& out) {
   int64_t d = op.attrs().get<int64_t>("iota_dimension");
   Result result(t, out, false);  // every element written
   Literal& r = *result;
-  Ints stride = row_major(t.shape);
+  RowMajor stride(t.shape);
   int64_t n = r.num_elements(), size = t.shape.empty() ? 1 : t.shape[static_cast<size_t>(d)],
           step = t.shape.empty() ? 1 : stride[static_cast<size_t>(d)];
   auto fill = [&]<typename T>() {
@@ -494,6 +495,16 @@ bool iota(const Op& op, std::vector<Literal>& out) {
     case ElementType::f32: fill.template operator()<float>(); break;
     default: fill.template operator()<double>(); break;
   }
+  return true;
+}
+
+// A constant: its value copied into the destination (an executable's arena slot takes it with no
+// allocation; the reference kernel returns a fresh copy every run).
+bool constant(const Op& op, std::vector<Literal>& out) {
+  const Literal* v = op.attrs().find<Literal>("value");
+  if (v == nullptr || v->type() != op.result(0)->type()) return false;
+  Result result(v->type(), out, false);  // every byte written
+  if (!v->bytes().empty()) std::memcpy(result->bytes().data(), v->bytes().data(), v->bytes().size());
   return true;
 }
 
@@ -571,6 +582,7 @@ bool accelerate(const ir::Op& op, std::span<const ir::Literal* const> operands, 
       return binary(op, operands, results);
     case OpKind::Select: return select(op, operands, results);
     case OpKind::Iota: return iota(op, results);
+    case OpKind::Constant: return constant(op, results);
     default: return false;
   }
 }

@@ -9,9 +9,11 @@
 #include <memory>
 #include <numeric>
 #include <optional>
+#include <unordered_map>
 
 #include "exec/strided.h"
 #include "support/error.h"
+#include "support/run_cache.h"
 #include "support/threads.h"
 
 namespace tessera::exec {
@@ -177,6 +179,33 @@ ContractionPlan plan_contraction(Shape lhs, Shape rhs, const ir::DotDims& dd) {
   return p;
 }
 
+namespace {
+struct KnownPlan {
+  Ints lhs, rhs;
+  ir::DotDims dims;
+  ContractionPlan plan;
+};
+struct KnownPlans {
+  std::unordered_map<const void*, KnownPlan> map;
+};
+}  // namespace
+
+const ContractionPlan& cached_contraction(const void* key, Shape lhs, Shape rhs, const ir::DotDims& dims) {
+  using Entry = KnownPlan;
+  // A program's dot_generals are a few hundred at most; a cache that has seen many more (a thread
+  // running program after program in tests) starts afresh rather than grow without bound.
+  constexpr size_t kMostEntries = 4096;
+  auto& plans = support::run_local<KnownPlans>().map;
+  auto it = plans.find(key);
+  if (it != plans.end() && std::equal(lhs.begin(), lhs.end(), it->second.lhs.begin(), it->second.lhs.end()) &&
+      std::equal(rhs.begin(), rhs.end(), it->second.rhs.begin(), it->second.rhs.end()) && it->second.dims == dims)
+    return it->second.plan;
+  if (it == plans.end() && plans.size() >= kMostEntries) plans.clear();
+  Entry& e = plans[key];
+  e = Entry{Ints(lhs.begin(), lhs.end()), Ints(rhs.begin(), rhs.end()), dims, plan_contraction(lhs, rhs, dims)};
+  return e.plan;
+}
+
 bool fits_blas(const ContractionPlan& p) {
   for (int64_t v : {p.m, p.n, p.k, p.lda, p.ldb, p.ldc})
     if (v > INT_MAX) return false;
@@ -196,17 +225,20 @@ void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const double* a, in
               1.0, a, int(lda), b, int(ldb), beta, c, int(ldc));
 }
 
-// A per-thread buffer for operand copies, kept between calls: a steady-state step allocates
-// nothing for them, and its pages stay faulted in (DESIGN.md §6). Not zero-filled: the copy
-// writes every element.
+// Buffers for operand copies, kept between calls in the run's cache (support/run_cache.h): a
+// steady-state step allocates nothing for them, and its pages stay faulted in (DESIGN.md §6). Not
+// zero-filled: the copy writes every element.
 template <typename T>
-T* scratch(int which, int64_t n) {
+struct CopyBuffers {
   struct Buffer {
     std::unique_ptr<T[]> data;
     int64_t size = 0;
-  };
-  thread_local Buffer buffers[2];
-  Buffer& b = buffers[which];
+  } buffers[2];
+};
+
+template <typename T>
+T* scratch(int which, int64_t n) {
+  auto& b = support::run_local<CopyBuffers<T>>().buffers[which];
   if (b.size < n) {
     b.data.reset();
     b.data.reset(new T[static_cast<size_t>(n)]);

@@ -51,14 +51,22 @@ struct ContractionPlan {
 ContractionPlan plan_contraction(std::span<const int64_t> lhs_shape, std::span<const int64_t> rhs_shape,
                                  const ir::DotDims& dims);
 
+// plan_contraction's plan for the op at `key` (a dot_general), kept in the run's cache
+// (support/run_cache.h) for the next call with the same key: a steady-state step plans nothing
+// and allocates nothing. The shapes and dimension numbers are compared on every call, so a key
+// reused by another op (a freed module's address) gets its own plan. The reference stays valid
+// until the next call in the same run (or thread).
+const ContractionPlan& cached_contraction(const void* key, std::span<const int64_t> lhs_shape,
+                                          std::span<const int64_t> rhs_shape, const ir::DotDims& dims);
+
 // Whether every size and leading dimension of the plan fits BLAS's 32-bit integers.
 bool fits_blas(const ContractionPlan& plan);
 
 // out (the result, row-major) = the contraction of lhs and rhs (row-major), by BLAS (float and
 // double). `out_is_zero`: out already holds zeros (a fresh literal), so each GEMM adds into it
 // (beta 1, which skips BLAS's pass that clears C and gives the bits of beta 0); otherwise out's
-// contents are ignored. Copies go to a per-thread buffer kept for the next call (no allocation
-// in the steady state).
+// contents are ignored. Copies go to buffers of the run's cache kept for the next call (no
+// allocation in the steady state).
 template <typename T>
 void run_contraction(const ContractionPlan& plan, const T* lhs, const T* rhs, T* out, bool out_is_zero);
 

@@ -7,6 +7,7 @@
 
 #include "exec/executable_code.h"
 #include "support/error.h"
+#include "support/run_cache.h"
 
 namespace tessera::exec {
 
@@ -38,6 +39,9 @@ struct Frame {
   // arguments handed to them.
   std::vector<std::unique_ptr<Frame>> callees;
   std::vector<Literal> call_args;
+  // What kernels keep from run to run (contraction plans, fused loops' workspaces, collectives'
+  // groups): current while a run in this frame's context runs.
+  support::RunCache cache;
 };
 
 namespace {
@@ -321,6 +325,7 @@ std::vector<ir::Literal> Executable::run(std::vector<ir::Literal> args, const in
   interp::check_arguments(*code_->fn, args);
   RunSetup run(*code_, options);
   f.state = &run.state;
+  support::RunCache::Scope scope(f.cache);
   // The vector of the arguments carries the results back (no allocation when it is long enough).
   try {
     detail::run_function(f, args, args);

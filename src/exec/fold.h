@@ -8,6 +8,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "exec/dims.h"
+
 namespace tessera::exec {
 
 // The reductions a fused loop can fold: the innermost dimension kept (each input row adds into a
@@ -26,7 +28,7 @@ void fold_block(const FoldShape& f, const T* v, int64_t start, int64_t n, T* dst
     // Result offset of the block's first element, then row by row along the innermost dimension
     // (whose result stride is 1).
     size_t rank = f.shape.size();
-    std::vector<int64_t> index(rank);
+    Dims index(rank);
     int64_t rest = start, offset = 0;
     for (size_t d = rank; d-- > 0;) {
       index[d] = rest % f.shape[d];

@@ -13,6 +13,7 @@
 
 #include <emmintrin.h>
 
+#include "exec/dims.h"
 #include "exec/exp.h"
 #include "interp/scalar_ops.h"
 
@@ -54,11 +55,7 @@ void for_rows(const std::vector<int64_t>& shape, const std::vector<int64_t>& str
     row(int64_t{0}, int64_t{0}, int64_t{0}, n);
     return;
   }
-  // The index of `start`, without allocating (this runs once per block and load).
-  constexpr size_t kInline = 8;
-  int64_t inline_index[kInline];
-  std::vector<int64_t> heap_index(rank > kInline ? rank : 0);
-  int64_t* index = rank > kInline ? heap_index.data() : inline_index;
+  Dims index(rank);  // the index of `start` (inline: this runs once per block and load)
   int64_t rest = start, offset = 0;
   for (size_t d = rank; d-- > 0;) {
     index[d] = rest % shape[d];

@@ -17,16 +17,21 @@
 #include "exec/fusion.h"
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <cstring>
 #include <functional>
+#include <memory>
 #include <numeric>
-#include <optional>
+#include <span>
 #include <unordered_map>
 #include <unordered_set>
 
+#include "exec/dims.h"
 #include "exec/fold.h"
 #include "exec/fused_kernels.h"
+#include "support/error.h"
+#include "support/run_cache.h"
 #include "support/threads.h"
 
 namespace tessera::exec {
@@ -89,40 +94,44 @@ bool same_convert_as_fast_kernel(ElementType from, ElementType to) {
 // dimensions into rows short enough for a block to hold several (or into fewer rows than the
 // unfused kernel folds side by side: then it is no slower). Anything else leaves its operand
 // stored and the reduce to the fast kernel.
-std::optional<FoldShape> fold_shape(const Op& op) {
-  if (op.kind() != OpKind::Reduce || op.operands().size() != 2 || op.num_results() != 1) return std::nullopt;
+// Fills `f` (reusing its vectors' storage: this runs per fused reduce and run).
+bool fold_shape(const Op& op, FoldShape& f) {
+  if (op.kind() != OpKind::Reduce || op.operands().size() != 2 || op.num_results() != 1) return false;
   const ir::Type& x = op.operand(0)->type();
   ElementType e = x.element;
   if (!is_real(e) || op.operand(1)->type() != ir::Type(e, {}) || op.result(0)->type().element != e ||
       op.region(0).argument(0)->type().element != e || x.rank() == 0 || x.num_elements() == 0)
-    return std::nullopt;
+    return false;
   auto kind = ir::region_combiner(op);
   if (!kind || (*kind != OpKind::Add && *kind != OpKind::Multiply && *kind != OpKind::Maximum &&
                 *kind != OpKind::Minimum))
-    return std::nullopt;
+    return false;
   const auto& dims = op.attrs().get<std::vector<int64_t>>("dimensions");
   size_t rank = x.shape.size();
-  FoldShape f;
-  f.shape = x.shape;
+  f.rows = false;
+  f.row = 0;
+  f.shape.assign(x.shape.begin(), x.shape.end());
   f.out_strides.assign(rank, 0);
-  std::vector<int64_t> out = ir::row_major_strides(op.result(0)->type().shape);
+  RowMajor out(op.result(0)->type().shape);
   for (size_t d = 0, o = 0; d < rank; ++d)
     if (std::find(dims.begin(), dims.end(), static_cast<int64_t>(d)) == dims.end()) f.out_strides[d] = out[o++];
   bool inner_kept = std::find(dims.begin(), dims.end(), static_cast<int64_t>(rank - 1)) == dims.end();
-  if (inner_kept) return f;
+  if (inner_kept) return true;
   for (int64_t d : dims)
-    if (d < static_cast<int64_t>(rank - dims.size())) return std::nullopt;  // not all trailing
+    if (d < static_cast<int64_t>(rank - dims.size())) return false;  // not all trailing
   f.rows = true;
   f.row = 1;
   for (int64_t d : dims) f.row *= x.shape[static_cast<size_t>(d)];
   int64_t rows = x.num_elements() / f.row;
-  if (f.row > kBlock / 2 && rows >= 8) return std::nullopt;
-  return f;
+  return !(f.row > kBlock / 2 && rows >= 8);
 }
 
 // Whether the fused loop computes `op` (its kinds and element types; the reference keeps the rest).
 bool fusable(const Op& op) {
-  if (op.kind() == OpKind::Reduce) return fold_shape(op).has_value();
+  if (op.kind() == OpKind::Reduce) {
+    FoldShape f;
+    return fold_shape(op, f);
+  }
   if (op.num_results() != 1 || !op.regions().empty()) return false;
   const ir::Type& r = op.result(0)->type();
   OpKind k = op.kind();
@@ -219,53 +228,118 @@ int64_t chunk_elements(int64_t total, int64_t unit = kBlock) {
   return (chunk + unit - 1) / unit * unit;
 }
 
+// A register of a loop: a value read where it lies, or a block of the per-thread scratch.
+struct Reg {
+  bool in_place = false;  // a value read where it lies
+  const std::byte* src = nullptr;
+  int64_t width = 0, offset = 0;  // element bytes; scratch offset
+};
+
+// What a Program is built in, kept in the run's cache (support/run_cache.h) from one fused loop to
+// the next: each run builds its loop's program in vectors that already have their capacity, so a
+// steady-state step allocates nothing for it. Instrs past `used` are left over from earlier programs, kept for their vectors.
+struct Workspace {
+  std::vector<std::pair<const Value*, int>> regs;  // a tree has a few dozen values: searched in order
+  std::vector<const Value*> in_place;
+  std::vector<Reg> kinds;
+  std::vector<Instr> instrs;
+  size_t used = 0;
+  FoldShape fold;
+  bool busy = false;
+};
+
+// The registers of a loop's chunk, in the run's cache on the thread that runs the program and in
+// the thread's own on a worker running its chunks (kept between loops: a chunk allocates nothing).
+// One chunk runs on a thread at a time: chunks never nest.
+struct RegisterStorage {
+  std::unique_ptr<std::byte[]> scratch;
+  int64_t bytes = 0;
+  std::vector<std::byte*> regs;
+};
+
+std::byte** registers(size_t count, int64_t scratch_bytes, std::byte*& scratch) {
+  RegisterStorage& s = support::run_local<RegisterStorage>();
+  if (s.bytes < scratch_bytes) {
+    s.scratch.reset();
+    s.scratch.reset(new std::byte[static_cast<size_t>(scratch_bytes)]);  // uninitialized: written before read
+    s.bytes = scratch_bytes;
+  }
+  if (s.regs.size() < count) s.regs.resize(count);
+  scratch = s.scratch.get();
+  return s.regs.data();
+}
+
 // The instructions of one root's loop.
 class Program {
  public:
   Program(const Plan& plan, const std::function<const Literal&(const Value*)>& value, const ir::Type& loop)
-      : plan_(plan), value_(value), loop_(loop) {}
+      : plan_(plan), value_(value), loop_(loop) {
+    Workspace& mine = support::run_local<Workspace>();
+    if (mine.busy) {  // never expected (programs do not nest), but then a workspace of its own
+      own_ = std::make_unique<Workspace>();
+      w_ = own_.get();
+    } else {
+      w_ = &mine;
+    }
+    w_->busy = true;
+    w_->regs.clear();
+    w_->in_place.clear();
+    w_->kinds.clear();
+    w_->used = 0;
+  }
+  ~Program() { w_->busy = false; }
+  Program(const Program&) = delete;
+  Program& operator=(const Program&) = delete;
 
   // The register holding `v` for the current block.
   int reg(const Value* v) {
-    auto it = regs_.find(v);
-    if (it != regs_.end()) return it->second;
+    for (const auto& [value, r] : w_->regs)
+      if (value == v) return r;
     const Op* def = v->defining_op();
     int r;
     if (def && plan_.inlined(*def)) {
       r = compute(*def);
     } else {
       r = read(value_(v), v->type());
-      if (kinds_[static_cast<size_t>(r)].in_place) in_place_.push_back(v);
+      if (w_->kinds[static_cast<size_t>(r)].in_place) w_->in_place.push_back(v);
     }
-    regs_.emplace(v, r);
+    w_->regs.emplace_back(v, r);
     return r;
   }
 
   // The values the loop reads where they lie, and whether one is also read through strides.
-  const std::vector<const Value*>& in_place_reads() const { return in_place_; }
+  const std::vector<const Value*>& in_place_reads() const { return w_->in_place; }
   bool loaded(const Value* v) const {
     const std::byte* data = value_(v).bytes().data();
-    for (const Instr& s : instrs_)
+    for (const Instr& s : instrs())
       if (s.src == data) return true;
     return false;
   }
 
+  // The loop's FoldShape (run_reduce's), in the workspace.
+  FoldShape& fold() { return w_->fold; }
+
   // The register of `op`'s result, computed from its operands' registers.
   int compute(const Op& op) {
     const ir::Type& t = op.result(0)->type();
-    Instr s;
+    if (op.kind() == OpKind::BroadcastInDim) {
+      const Literal& x = value_(op.operand(0));
+      const auto& dims = op.attrs().get<std::vector<int64_t>>("broadcast_dimensions");
+      RowMajor xs(x.shape());
+      Dims strides(t.shape.size());
+      for (size_t k = 0; k < dims.size(); ++k)
+        if (x.shape()[k] == t.shape[static_cast<size_t>(dims[k])]) strides[static_cast<size_t>(dims[k])] = xs[k];
+      return load(x, strides);
+    }
+    // The operands' registers first: computing them adds their instructions before this one.
+    std::array<int, 3> in{-1, -1, -1};
+    for (size_t i = 0; i < op.operands().size(); ++i) in[i] = reg(op.operand(i));
+    Instr& s = add();
+    s.in = in;
     switch (op.kind()) {
-      case OpKind::BroadcastInDim: {
-        const Literal& x = value_(op.operand(0));
-        const auto& dims = op.attrs().get<std::vector<int64_t>>("broadcast_dimensions");
-        std::vector<int64_t> xs = x.strides(), strides(t.shape.size(), 0);
-        for (size_t k = 0; k < dims.size(); ++k)
-          if (x.shape()[k] == t.shape[static_cast<size_t>(dims[k])]) strides[static_cast<size_t>(dims[k])] = xs[k];
-        return load(x, std::move(strides));
-      }
       case OpKind::Iota:
         s.dim = t.rank() == 0 ? 0 : op.attrs().get<int64_t>("iota_dimension");
-        s.shape = t.shape;
+        s.shape.assign(t.shape.begin(), t.shape.end());
         s.strides.assign(t.shape.size(), 0);  // for_rows' offsets, unused
         s.fn = by_type(t.element, []<typename T>() -> Kernel { return &iota<T>; });
         break;
@@ -279,10 +353,8 @@ class Program {
       case OpKind::Convert: s.fn = converter(op.operand(0)->type().element, t.element); break;
       default: s.fn = arithmetic(op.kind(), t.element); break;
     }
-    for (size_t i = 0; i < op.operands().size(); ++i) s.in[i] = reg(op.operand(i));
     s.out = scratch(t.element);
-    instrs_.push_back(std::move(s));
-    return instrs_.back().out;
+    return s.out;
   }
 
   // Runs the loop over `total` elements, handing each block's register `result` to
@@ -292,17 +364,16 @@ class Program {
   template <typename F>
   void sweep(int result, int64_t total, F&& consume, int64_t unit = 0) {
     auto blocks = [&](int64_t first, int64_t last) {  // first: a multiple of kBlock
-      // Uninitialized: each register is written before it is read.
-      std::unique_ptr<std::byte[]> scratch(new std::byte[static_cast<size_t>(scratch_bytes_)]);
-      std::vector<std::byte*> regs(kinds_.size());
+      std::byte* scratch = nullptr;
+      std::byte** regs = registers(kinds().size(), scratch_bytes_, scratch);
       for (int64_t start = first; start < last; start += kBlock) {
         int64_t n = std::min(kBlock, last - start);
-        for (size_t r = 0; r < kinds_.size(); ++r) {
-          const Reg& g = kinds_[r];
-          regs[r] = g.in_place ? const_cast<std::byte*>(g.src) + start * g.width : scratch.get() + g.offset;
+        for (size_t r = 0; r < kinds().size(); ++r) {
+          const Reg& g = kinds()[r];
+          regs[r] = g.in_place ? const_cast<std::byte*>(g.src) + start * g.width : scratch + g.offset;
         }
-        for (const Instr& s : instrs_)
-          if (start == first || !s.invariant) s.fn(s, regs.data(), start, n);
+        for (const Instr& s : instrs())
+          if (start == first || !s.invariant) s.fn(s, regs, start, n);
         consume(static_cast<const std::byte*>(regs[static_cast<size_t>(result)]), start, n);
       }
     };
@@ -324,22 +395,21 @@ class Program {
     int64_t total = out.num_elements(), width = ir::info(out.element()).bytes;
     // The result register writes straight into the result; so does a root whose value is a
     // plain read (a select of a scalar predicate, say) through one copy.
-    bool direct = !instrs_.empty() && instrs_.back().out == result;
+    bool direct = w_->used > 0 && instrs().back().out == result;
     auto blocks = [&](int64_t first, int64_t last) {  // first: a multiple of kBlock
-      // Uninitialized: each register is written before it is read.
-      std::unique_ptr<std::byte[]> scratch(new std::byte[static_cast<size_t>(scratch_bytes_)]);
-      std::vector<std::byte*> regs(kinds_.size());
+      std::byte* scratch = nullptr;
+      std::byte** regs = registers(kinds().size(), scratch_bytes_, scratch);
       for (int64_t start = first; start < last; start += kBlock) {
         int64_t n = std::min(kBlock, last - start);
-        for (size_t r = 0; r < kinds_.size(); ++r) {
-          const Reg& g = kinds_[r];
-          regs[r] = g.in_place ? const_cast<std::byte*>(g.src) + start * g.width : scratch.get() + g.offset;
+        for (size_t r = 0; r < kinds().size(); ++r) {
+          const Reg& g = kinds()[r];
+          regs[r] = g.in_place ? const_cast<std::byte*>(g.src) + start * g.width : scratch + g.offset;
         }
         std::byte* dst = out.bytes().data() + start * width;
         if (direct) regs[static_cast<size_t>(result)] = dst;
         // An invariant load gives every block the same elements: once per chunk.
-        for (const Instr& s : instrs_)
-          if (start == first || !s.invariant) s.fn(s, regs.data(), start, n);
+        for (const Instr& s : instrs())
+          if (start == first || !s.invariant) s.fn(s, regs, start, n);
         if (!direct) std::memcpy(dst, regs[static_cast<size_t>(result)], static_cast<size_t>(n * width));
       }
     };
@@ -354,19 +424,32 @@ class Program {
   }
 
  private:
-  struct Reg {
-    bool in_place = false;  // a value read where it lies
-    const std::byte* src = nullptr;
-    int64_t width = 0, offset = 0;  // element bytes; scratch offset
-  };
+  const std::vector<Reg>& kinds() const { return w_->kinds; }
+  std::span<const Instr> instrs() const { return {w_->instrs.data(), w_->used}; }
+
+  // The next instruction, reset (its vectors keep their storage). Invalidated by the next add().
+  Instr& add() {
+    if (w_->used == w_->instrs.size()) w_->instrs.emplace_back();
+    Instr& s = w_->instrs[w_->used++];
+    s.fn = nullptr;
+    s.in = {-1, -1, -1};
+    s.out = -1;
+    s.src = nullptr;
+    s.strides.clear();
+    s.shape.clear();
+    s.dim = 0;
+    s.direction = {};
+    s.invariant = false;
+    return s;
+  }
 
   int scratch(ElementType e) {
     Reg g;
     g.width = ir::info(e).bytes;
     g.offset = scratch_bytes_;
     scratch_bytes_ += kBlock * 8;
-    kinds_.push_back(g);
-    return static_cast<int>(kinds_.size()) - 1;
+    w_->kinds.push_back(g);
+    return static_cast<int>(w_->kinds.size()) - 1;
   }
 
   // A value the loop reads: in place at the loop's shape, else (a scalar) through strides.
@@ -376,17 +459,17 @@ class Program {
       g.in_place = true;
       g.src = x.bytes().data();
       g.width = ir::info(t.element).bytes;
-      kinds_.push_back(g);
-      return static_cast<int>(kinds_.size()) - 1;
+      w_->kinds.push_back(g);
+      return static_cast<int>(w_->kinds.size()) - 1;
     }
-    return load(x, std::vector<int64_t>(loop_.shape.size(), 0));
+    return load(x, Dims(loop_.shape.size()));
   }
 
-  int load(const Literal& x, std::vector<int64_t> strides) {
-    Instr s;
+  int load(const Literal& x, std::span<const int64_t> strides) {
+    Instr& s = add();
     s.src = x.bytes().data();
-    s.strides = std::move(strides);
-    s.shape = loop_.shape;
+    s.strides.assign(strides.begin(), strides.end());
+    s.shape.assign(loop_.shape.begin(), loop_.shape.end());
     // Block-invariant when only trailing dimensions of total size dividing kBlock have strides.
     int64_t period = 1;
     size_t d = s.shape.size();
@@ -396,17 +479,14 @@ class Program {
     s.invariant = period > 0 && kBlock % period == 0;
     s.fn = by_type(x.element(), []<typename T>() -> Kernel { return &gather<T>; });
     s.out = scratch(x.element());
-    instrs_.push_back(std::move(s));
-    return instrs_.back().out;
+    return s.out;
   }
 
   const Plan& plan_;
   const std::function<const Literal&(const Value*)>& value_;
   const ir::Type& loop_;
-  std::unordered_map<const Value*, int> regs_;
-  std::vector<const Value*> in_place_;
-  std::vector<Reg> kinds_;
-  std::vector<Instr> instrs_;
+  Workspace* w_ = nullptr;
+  std::unique_ptr<Workspace> own_;
   int64_t scratch_bytes_ = 0;
 };
 
@@ -440,8 +520,9 @@ bool run_reduce(const Plan& plan, const Op& op, const std::function<const Litera
                 std::vector<Literal>& results) {
   const Value* x = op.operand(0);
   if (x->defining_op() == nullptr || !plan.inlined(*x->defining_op())) return false;  // a stored operand
-  FoldShape f = *fold_shape(op);
   Program p(plan, value, x->type());
+  FoldShape& f = p.fold();
+  TESSERA_CHECK(fold_shape(op, f), "a fused reduce the plan could not fold");
   int reg = p.reg(x);
   // The caller's destination (an executable's arena) or a fresh literal: filled with init first.
   if (results.empty()) results.emplace_back(op.result(0)->type());

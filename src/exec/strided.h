@@ -9,6 +9,7 @@
 #include <span>
 #include <vector>
 
+#include "exec/dims.h"
 #include "support/threads.h"
 
 namespace tessera::exec {
@@ -24,18 +25,11 @@ void strided_copy(const T* src, int64_t base, std::span<const int64_t> shape, st
     return;
   }
   // Row-major destination unless strides are given (for writing into part of a larger buffer).
-  std::vector<int64_t> ds(rank);
-  if (dst_strides.empty()) {
-    int64_t s = 1;
-    for (size_t d = rank; d-- > 0;) {
-      ds[d] = s;
-      s *= shape[d];
-    }
-  } else {
-    ds.assign(dst_strides.begin(), dst_strides.end());
-  }
+  Dims ds(rank);
+  if (dst_strides.empty()) Dims::row_major(shape, ds.data());
+  else std::copy(dst_strides.begin(), dst_strides.end(), ds.begin());
   const int64_t n = shape[rank - 1], step = strides[rank - 1], dstep = ds[rank - 1];
-  std::vector<int64_t> index(rank, 0);
+  Dims index(rank);
   int64_t in = base, out = 0;
   while (true) {
     if (step == 1 && dstep == 1) {
@@ -80,7 +74,7 @@ void strided_copy_spread(const T* src, int64_t base, std::span<const int64_t> sh
   int64_t pieces = (shape[d] + per - 1) / per;
   support::parallel_chunks(pieces, [&](int64_t c) {
     int64_t first = c * per;
-    std::vector<int64_t> part(shape.begin(), shape.end());
+    Dims part(shape);
     part[d] = std::min(per, shape[d] - first);
     strided_copy(src, base + first * strides[d], part, strides, dst + first * inner);
   });

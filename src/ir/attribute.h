@@ -7,8 +7,10 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
+#include <string_view>
 #include <variant>
 #include <vector>
 
@@ -90,12 +92,14 @@ using Attribute = std::variant<bool, int64_t, double, std::string, std::vector<i
 // Ordered by name so printing is deterministic.
 class AttrMap {
  public:
-  bool has(const std::string& name) const { return map_.count(name) != 0; }
+  // Looked up by string_view (the map's comparator is transparent): kernels name attributes with
+  // literals, and a std::string made per lookup would allocate for names over 15 characters.
+  bool has(std::string_view name) const { return map_.find(name) != map_.end(); }
   void set(const std::string& name, Attribute value) { map_[name] = std::move(value); }
   void erase(const std::string& name) { map_.erase(name); }
 
   template <typename T>
-  const T& get(const std::string& name) const {
+  const T& get(std::string_view name) const {
     auto it = map_.find(name);
     TESSERA_CHECK(it != map_.end(), "missing attribute '{}'", name);
     const T* v = std::get_if<T>(&it->second);
@@ -103,12 +107,12 @@ class AttrMap {
     return *v;
   }
   template <typename T>
-  const T* find(const std::string& name) const {
+  const T* find(std::string_view name) const {
     auto it = map_.find(name);
     return it == map_.end() ? nullptr : std::get_if<T>(&it->second);
   }
   template <typename T>
-  T get_or(const std::string& name, T fallback) const {
+  T get_or(std::string_view name, T fallback) const {
     const T* v = find<T>(name);
     return v ? *v : fallback;
   }
@@ -120,7 +124,7 @@ class AttrMap {
   bool operator==(const AttrMap&) const = default;
 
  private:
-  std::map<std::string, Attribute> map_;
+  std::map<std::string, Attribute, std::less<>> map_;
 };
 
 std::string_view to_string(ComparisonDirection d);

@@ -14,6 +14,7 @@
 #include "exec_tolerance.h"
 #include "interp/interpreter.h"
 #include "ir/builder.h"
+#include "support/run_cache.h"
 
 namespace tessera::exec {
 namespace {
@@ -173,6 +174,39 @@ TEST(Contraction, PlansReadInPlaceWhereStridesAllow) {
   }
   // Merged batch loops: one loop of 6 over contiguous [2, 3] batches.
   EXPECT_EQ(plan_contraction(Ints{2, 3, 5, 7}, Ints{2, 3, 7, 4}, {{0, 1}, {0, 1}, {3}, {2}}).batch.size(), 1u);
+}
+
+// cached_contraction keeps a plan per key, but a key asked again with other shapes or dimension
+// numbers (another op at a freed op's address) gets the plan of what it is asked now; and a run's
+// cache (support/run_cache.h) keeps plans apart from the thread's own.
+TEST(Contraction, CachedPlansFollowTheShapesAndDimensionsAskedNow) {
+  auto same = [](const ContractionPlan& a, const ContractionPlan& b) {
+    return a.m == b.m && a.n == b.n && a.k == b.k && a.ta == b.ta && a.tb == b.tb && a.lda == b.lda &&
+           a.ldb == b.ldb && a.calls == b.calls && a.lhs_copy.needed == b.lhs_copy.needed &&
+           a.rhs_copy.needed == b.rhs_copy.needed;
+  };
+  int key = 0;
+  ir::DotDims matmul{{}, {}, {1}, {0}}, transposed{{}, {}, {0}, {0}};
+  const ContractionPlan& first = cached_contraction(&key, Ints{5, 7}, Ints{7, 3}, matmul);
+  EXPECT_TRUE(same(first, plan_contraction(Ints{5, 7}, Ints{7, 3}, matmul)));
+  EXPECT_EQ(&cached_contraction(&key, Ints{5, 7}, Ints{7, 3}, matmul), &first);  // kept
+  EXPECT_TRUE(same(cached_contraction(&key, Ints{4, 9}, Ints{9, 2}, matmul), plan_contraction(Ints{4, 9}, Ints{9, 2}, matmul)));
+  EXPECT_EQ(cached_contraction(&key, Ints{4, 9}, Ints{9, 2}, matmul).m, 4);
+  EXPECT_TRUE(same(cached_contraction(&key, Ints{7, 4}, Ints{7, 3}, transposed),
+                   plan_contraction(Ints{7, 4}, Ints{7, 3}, transposed)));
+  EXPECT_TRUE(cached_contraction(&key, Ints{7, 4}, Ints{7, 3}, transposed).ta);
+  support::RunCache run;
+  {
+    support::RunCache::Scope scope(run);
+    EXPECT_EQ(cached_contraction(&key, Ints{6, 7}, Ints{7, 3}, matmul).m, 6);
+  }
+  EXPECT_EQ(cached_contraction(&key, Ints{7, 4}, Ints{7, 3}, transposed).m, 4);  // the thread's own, as it was
+  {
+    support::RunCache::Scope scope(run);
+    EXPECT_EQ(cached_contraction(&key, Ints{6, 7}, Ints{7, 3}, matmul).m, 6);
+    EXPECT_EQ(support::RunCache::current(), &run);
+  }
+  EXPECT_EQ(support::RunCache::current(), nullptr);
 }
 
 // Run into a buffer of NaNs with out_is_zero false: every element is written (beta 0), including

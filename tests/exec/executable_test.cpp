@@ -319,6 +319,42 @@ TEST(Executable, CollectivesOnHostDevicesGiveTheInterpretersBits) {
   for (int run = 0; run < 2; ++run) expect_same_bits(comm::run_parallel(m, grid, in, compiled), want, "run " + std::to_string(run));
 }
 
+// all_gather and reduce_scatter along dimensions after others of size > 1 (their blocks are not
+// the communicator's flat chunks), in run contexts (where collectives write straight into the
+// arena, through a per-thread buffer laid out as chunks), on 4 host devices, groups of 4 and of 2:
+// the interpreter's bits on every device, run after run.
+TEST(Executable, CollectivesAlongInnerDimensionsInRunContextsGiveTheInterpretersBits) {
+  Module m;
+  build_function(m, "f", [](FunctionBuilder& f) {
+    Tensor x = f.param(f32({4, 6}));
+    Tensor z = f.param(f32({2, 3, 8}));
+    Tensor g = all_gather(x, 1, {{0, 1, 2, 3}});
+    Tensor r = reduce_scatter(g * 0.5, 1, {{0, 1, 2, 3}});
+    Tensor g3 = all_gather(z, 1, {{0, 1}, {2, 3}});
+    Tensor r3 = reduce_scatter(z * z, 2, {{0, 1, 2, 3}});
+    Tensor r2 = reduce_scatter(g3, 1, {{0, 2}, {1, 3}});
+    return std::vector<Tensor>{g, r, g3, r3, r2};
+  });
+  std::vector<Literal> in;
+  for (int d = 0; d < 4; ++d) {
+    in.push_back(testing::random_literal(f32({4, 6}), 20 + static_cast<uint64_t>(d)));
+    in.push_back(testing::random_literal(f32({2, 3, 8}), 30 + static_cast<uint64_t>(d)));
+  }
+  std::vector<std::vector<std::string>> grid = {{"f", "f", "f", "f"}};
+  comm::ParallelOptions interpreted;
+  interpreted.base.accelerate = accelerate;
+  std::vector<Literal> want = comm::run_parallel(m, grid, in, interpreted);
+  std::shared_ptr<const Executable> e = Executable::compile(*m.find_function("f"), CompileOptions{&m});
+  ASSERT_TRUE(e->planned());
+  std::vector<std::unique_ptr<RunContext>> contexts;
+  for (int d = 0; d < 4; ++d) contexts.push_back(e->make_context());
+  comm::ParallelOptions compiled = interpreted;
+  compiled.evaluate = [&](int64_t d, const Function&, std::vector<Literal> args, const interp::Options& o) {
+    return e->run(std::move(args), o, *contexts[static_cast<size_t>(d)]);
+  };
+  for (int run = 0; run < 2; ++run) expect_same_bits(comm::run_parallel(m, grid, in, compiled), want, "run " + std::to_string(run));
+}
+
 // A training-like step whose parameters and moments are donated and chained from step to step:
 // large enough to fuse (the fused loops may write over the donated buffers), the same bits as the
 // whole-array interpreter at every step, and a donated buffer that another buffer shares is copied,
