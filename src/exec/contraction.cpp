@@ -85,7 +85,7 @@ ContractionPlan::Copy copy_into(Shape shape, const Ints& perm, Ints& strides) {
     c.shape.push_back(shape[static_cast<size_t>(d)]);
     c.strides.push_back(strides[static_cast<size_t>(d)]);
   }
-  Ints rm = row_major(c.shape);
+  Ints rm = ir::row_major_strides(c.shape);
   for (size_t i = 0; i < perm.size(); ++i) strides[static_cast<size_t>(perm[i])] = rm[i];
   c.elements = product(shape, perm);
   return c;
@@ -111,7 +111,7 @@ ContractionPlan plan_contraction(Shape lhs, Shape rhs, const ir::DotDims& dd) {
   p.ldc = std::max<int64_t>(1, p.n);
   p.calls = batch;
   if (p.out_elements == 0 || p.k == 0) return p;  // no GEMM: nothing to write, or zeros
-  Ints ls = row_major(lhs), rs = row_major(rhs);
+  Ints ls = ir::row_major_strides(lhs), rs = ir::row_major_strides(rhs);
   int64_t lhs_elements = product(lhs, concat({&dd.lhs_batch, &lf, &dd.lhs_contracting}));
   int64_t rhs_elements = product(rhs, concat({&dd.rhs_batch, &rf, &dd.rhs_contracting}));
 

@@ -80,14 +80,5 @@ void strided_copy_spread(const T* src, int64_t base, std::span<const int64_t> sh
   });
 }
 
-inline std::vector<int64_t> row_major(std::span<const int64_t> shape) {
-  std::vector<int64_t> s(shape.size());
-  int64_t n = 1;
-  for (size_t d = shape.size(); d-- > 0;) {
-    s[d] = n;
-    n *= shape[d];
-  }
-  return s;
-}
 
 }  // namespace tessera::exec

@@ -64,7 +64,7 @@ TEST(PartitionCommand, PrintsTheLocalProgramAndItsReport) {
   mem.memory = true;
   std::ostringstream table;
   ASSERT_EQ(partition_command(mem, table), 0);
-  EXPECT_NE(table.str().find("// memory per device (estimated before running):\n//   parameters                                  80 B\n"),
+  EXPECT_NE(table.str().find("// memory per device (estimated before running):\n//   parameters" + std::string(32, ' ') + "80 B\n"),
             std::string::npos) << table.str();
   EXPECT_NE(table.str().find("(4 devices in this process)"), std::string::npos) << table.str();
   // --mesh resizes the module's mesh: 2 devices, pieces of 4 rows.
