@@ -257,10 +257,12 @@ const T* read(const ContractionPlan::Copy& c, const T* x, int which) {
 
 
 // How the GEMM calls of a plan are cut into tasks for the free threads: whole calls, each cut
-// into `parts` pieces of `size` rows of C (split_m) or columns. K is never cut, so each element
-// of C is the same sum in the same order whichever thread computes it, and the result has the
-// bits of the single-threaded run (OpenBLAS's kernels compute an element of C from its row of A,
-// its column of B and K alone; tests/exec checks it).
+// into `parts` pieces of `size` rows of C (split_m) or columns. K is never cut. The cut depends on
+// the shape alone, never on the number of threads: OpenBLAS's kernels do not compute an element of
+// C from its row of A, its column of B and K alone (on a Zen 5 core its Haswell kernels give other
+// bits for a column of C when the call's N changes), so the same pieces are computed whether one
+// thread runs them in turn or several run them at once, and the result has the same bits under
+// any thread budget (tests/exec/parallel_kernels_test.cpp).
 struct Split {
   bool parallel = false;  // worth spreading over threads at all
   int64_t parts = 1, size = 0;
@@ -268,23 +270,23 @@ struct Split {
 };
 
 // A piece below this many multiply-adds (about 20 µs on a core) would cost a good share of its
-// time in handing it to another thread; it also keeps every piece of a split GEMM as large as the
-// GEMM, for OpenBLAS's choice of kernel by size (its small-matrix path on AVX-512 cores).
+// time in handing it to another thread.
 constexpr int64_t kMinPieceWork = int64_t{1} << 21;
 // Pieces start at multiples of this many rows or columns: whole register tiles of the kernels.
 constexpr int64_t kPieceAlign = 16;
+// At most this many pieces per call (and no cut once the calls alone are this many): tasks that
+// divide evenly among 1, 2, 4 or 8 threads.
+constexpr int64_t kMaxPieces = 8;
 
-Split split_for(const ContractionPlan& p, int64_t threads) {
+Split split_for(const ContractionPlan& p) {
   Split s;
   int64_t work = p.m * p.n * p.k;
-  if (threads <= 1 || work * p.calls < 2 * kMinPieceWork) return s;
+  if (work * p.calls < 2 * kMinPieceWork) return s;
   s.parallel = true;
-  // As many pieces per call as make the tasks a multiple of the threads (balanced), within the
-  // minimum piece size and alignment.
-  int64_t parts = threads / std::gcd(p.calls, threads);
+  if (p.calls >= kMaxPieces) return s;
   s.split_m = p.m > p.n;
   int64_t dim = s.split_m ? p.m : p.n;
-  parts = std::min({parts, work / kMinPieceWork, dim / kPieceAlign});
+  int64_t parts = std::min({kMaxPieces, work / kMinPieceWork, dim / kPieceAlign});
   if (parts <= 1) return s;
   s.size = (dim + parts - 1) / parts;
   s.size = (s.size + kPieceAlign - 1) / kPieceAlign * kPieceAlign;
@@ -314,7 +316,7 @@ void run_contraction(const ContractionPlan& p, const T* lhs, const T* rhs, T* ou
   // clears) C, then kernels that add into C, so beta 1 on zeros gives the bits of beta 0 without
   // the extra pass.
   T beta = out_is_zero ? T(1) : T(0);
-  Split split = split_for(p, support::available_threads());
+  Split split = split_for(p);
   auto task = [&](int64_t t) {
     int64_t call = t / split.parts, piece = t % split.parts;
     int64_t oa = 0, ob = 0, oc = 0, rest = call;
@@ -340,7 +342,7 @@ void run_contraction(const ContractionPlan& p, const T* lhs, const T* rhs, T* ou
     gemm(p.ta, p.tb, m, n, p.k, a + oa, p.lda, b + ob, p.ldb, beta, out + oc, p.ldc);
   };
   int64_t tasks = p.calls * split.parts;
-  if (split.parallel && tasks > 1)
+  if (split.parallel && tasks > 1 && support::available_threads() > 1)
     support::parallel_chunks(tasks, task);
   else
     for (int64_t t = 0; t < tasks; ++t) task(t);

@@ -245,13 +245,15 @@ TEST(TorchOracleTrainer, WeightDecayGroupsWarmupCosineAndClippingUnderEveryPlan)
 // loss; f32 parameters and AdamW). Both round the same values to bf16 at the same points, but their
 // matmuls add in different orders, so a sum near a rounding boundary may round to the neighbouring
 // bf16 (2^-8 relative), and the runs drift apart as training goes on (here it overfits one batch,
-// the loss falling from 3.5 to 0.65). Measured (relative to the largest loss): within 1.1e-4 over
-// the first 10 steps, 1.2e-3 over all 20, where torch's own f32 run is 1.1e-3 from its bf16 run
-// over the first 10. So the tolerances are 3e-4 for the first 10 steps, below the f32 gap (the
-// script checks that it stays below: a Tessera that silently trained in f32 fails), and 2e-3 for
-// all 20, where both kinds of drift have grown alike.
+// the loss falling from 3.5 to 0.65). How fast they drift depends on the CPU, through both
+// libraries' summation orders. Measured (relative to the largest loss): on Zen 3/4 within 1.1e-4
+// over the first 10 steps and 1.2e-3 over all 20; on Zen 5 (AVX512-BF16) 2.0e-4 and 3.0e-3, where
+// torch's own f32 run is 1.1e-3 from its bf16 run over the first 10 steps and 3.9e-3 over all 20.
+// So the tolerances are 3e-4 for the first 10 steps, below the f32 gap (the script checks that it
+// stays below: a Tessera that silently trained in f32 fails), and 5e-3 for all 20, where both
+// kinds of drift have grown alike and only a run that left the track fails.
 constexpr int kMixedSteps = 20, kMixedEarlySteps = 10;
-constexpr double kMixedTolerance = 2e-3, kMixedEarlyTolerance = 3e-4;
+constexpr double kMixedTolerance = 5e-3, kMixedEarlyTolerance = 3e-4;
 
 void write_mixed_case(const fs::path& dir) {
   Config c = testing::acceptance_config();
