@@ -86,7 +86,6 @@ struct Code {
   std::vector<int32_t> return_donor;
   int64_t arena_bytes = 0, peak_bytes = 0;
   int64_t context_bytes = 0;  // the arenas of a run context: this one and its callees'
-  int64_t in_call_bytes = 0;  // the most that a call's fresh results (nested ones too) hold at once
   bool planned = false;
   size_t max_operands = 0, max_results = 0;
 

@@ -118,19 +118,12 @@ void plan_arena(Code& code) {
       }
     if (code.return_donor[r] < 0) peak += bytes_of(*code.slot_types[s]);
   }
-  // A run context holds every callee's frame with its arena; a callee's arguments are views, its
-  // results fresh buffers while they are copied into this arena (one call at a time).
+  // A run context holds every callee's frame with its arena; a callee's arguments are views of
+  // this frame's values, and it writes its results straight into this arena (exact when planned:
+  // a call's results go to fresh buffers only in while bodies).
   code.context_bytes = plan.bytes;
-  int64_t in_call = 0;
-  for (const CallCode& c : code.calls) {
-    const Code& callee = Access::code(*c.callee);
-    code.context_bytes += callee.context_bytes;
-    int64_t results = callee.in_call_bytes;
-    for (Slot r : callee.body.returns) results += bytes_of(*callee.slot_types[r]);
-    in_call = std::max(in_call, results);
-  }
-  code.in_call_bytes = in_call;
-  code.peak_bytes = peak - plan.bytes + code.context_bytes + in_call;
+  for (const CallCode& c : code.calls) code.context_bytes += Access::code(*c.callee).context_bytes;
+  code.peak_bytes = peak - plan.bytes + code.context_bytes;
   code.planned = code.whiles.empty();
   for (const CallCode& c : code.calls) code.planned = code.planned && c.callee->planned();
 }

@@ -200,20 +200,23 @@ TEST(Allocations, ExecutableRunOfATrainingStepInARunContext) {
   const ir::Literal t = tokens(c);
   const size_t state = p.step_input();  // parameters and moments: inputs 0.., results 1..
   std::vector<ir::Literal> in = nn::train_step_inputs(p, nn::init_parameters(c, 1), 1, t, t);
+  // The batch is lent (the caller's, read in place); the parameters and moments are donated, and
+  // come back in their own buffers; the loss is refilled in place from the second step on.
+  std::vector<uint8_t> lent(state + 3, 0);
+  lent[p.step_input()] = lent[p.tokens_input()] = lent[p.tokens_input() + 1] = 1;
+  std::vector<ir::Literal> out;
   int64_t counted = 0;
   for (int step = 0; step <= kLast; ++step) {
-    // The step's scalars and batch are made outside the count (the caller's data).
+    // The step's scalars are made outside the count (the caller's data).
     in[p.step_input()] = p.step_scalars(step + 1);
-    in[p.tokens_input()] = t;
-    in[p.tokens_input() + 1] = t;
     if (step >= kFirst) trace_on();
     int64_t before = allocations.load();
-    std::vector<ir::Literal> out = e->run(std::move(in), interp::Options{}, *context);
+    e->run_into(in, lent, out, interp::Options{}, *context);
     if (step >= kFirst) counted += allocations.load() - before;
     trace_off();
     ASSERT_EQ(out.size(), state + 1);
     ASSERT_TRUE(std::isfinite(out[0].get_double(0))) << "step " << step;
-    in.assign(state + 3, ir::Literal());
+    ASSERT_EQ(in[p.tokens_input()], t) << "the lent batch is handed back as it was";
     for (size_t i = 0; i < state; ++i) in[i] = std::move(out[i + 1]);
   }
   print_trace();
@@ -224,7 +227,7 @@ TEST(Allocations, ExecutableRunOfATrainingStepInARunContext) {
     in[p.tokens_input()] = t;
     in[p.tokens_input() + 1] = t;
     int64_t before = allocations.load();
-    std::vector<ir::Literal> out = e->run(std::move(in), interp::Options{});
+    out = e->run(std::move(in), interp::Options{});
     if (step >= kFirst) fresh += allocations.load() - before;
     in.assign(state + 3, ir::Literal());
     for (size_t i = 0; i < state; ++i) in[i] = std::move(out[i + 1]);
@@ -248,6 +251,7 @@ TEST(Allocations, TrainingStepOnFourHostDevicesUnderFsdp) {
   for (size_t i = 0; i < init.size(); ++i) in.push_back(sp.stage(i, init[i]));
   const runtime::ShardedBuffer tok = in[p.tokens_input()], tgt = in[p.tokens_input() + 1];
   const size_t state = p.step_input();
+  std::vector<runtime::ShardedBuffer> out;  // kept: the loss is refilled, the state comes back in it
   int64_t counted = 0;
   for (int step = 0; step <= kLast; ++step) {
     in[p.step_input()] = sp.stage(p.step_input(), p.step_scalars(step + 1));
@@ -255,7 +259,7 @@ TEST(Allocations, TrainingStepOnFourHostDevicesUnderFsdp) {
     in[p.tokens_input() + 1] = tgt;
     if (step >= kFirst) trace_on();
     int64_t before = allocations.load();
-    std::vector<runtime::ShardedBuffer> out = sp.execute(in);
+    sp.execute(in, out);
     if (step >= kFirst) counted += allocations.load() - before;
     trace_off();
     ASSERT_TRUE(std::isfinite(sp.fetch(out[0]).get_double(0))) << "step " << step;
