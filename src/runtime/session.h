@@ -58,7 +58,9 @@ int64_t ring_model_bytes(const CompiledProgram& p);
 struct ShardedBuffer {
   ir::Type type;
   ir::Sharding sharding;
-  std::shared_ptr<std::vector<ir::Literal>> pieces;  // null once donated
+  // Null once donated; a donated buffer's type and sharding are then unspecified (execute may hand
+  // them to the output that takes its place).
+  std::shared_ptr<std::vector<ir::Literal>> pieces;
   bool donated() const { return pieces == nullptr; }
   // The bytes of the pieces this process holds (0 once donated): the runtime's count of a buffer's
   // live bytes on this rank.

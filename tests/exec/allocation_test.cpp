@@ -2,13 +2,13 @@
 // replaces the global operator new, so every C++ allocation of every thread (array buffers,
 // vectors, std::function, threads' state) adds to one counter. Counted over steps 3 to 10 of the
 // AdamW TrainingStep of issue #6's configuration:
-//   - one device, the step's Executable run directly in a RunContext: what the executable itself
-//     allocates per step once its arena is laid out;
-//   - 4 host devices under FSDP through Session::sharded_program with the step's donations: what a
-//     whole training step allocates, runtime included.
-// Each count must stay at or below the bound measured when the buffer plan landed (a bound that
-// fails when anything allocates more); the remaining allocations and why they are there are in
-// docs/DESIGN.md §7 and docs/PERFORMANCE.md.
+//   - one device, the step's Executable run directly in a RunContext (Executable::run_into, the
+//     batch and the step's scalars lent, parameters and moments donated, the loss refilled): what
+//     the executable itself allocates per step once its arena is laid out;
+//   - 4 host devices under FSDP through Session::sharded_program with the step's donations
+//     (ShardedProgram::execute into the outputs it keeps): what a whole training step allocates,
+//     runtime included.
+// Both must be 0 (docs/PERFORMANCE.md, "Allocations of a training step", says how).
 #include <gtest/gtest.h>
 
 // gcc 12 inlines this file's operator delete (free) into std::vector's destructor and then warns
@@ -181,13 +181,11 @@ struct ThreadLimit {
   ~ThreadLimit() { tessera::support::set_thread_limit(0); }
 };
 
-// The counts measured last, exact (they are deterministic: what kernels keep from run to run lives
-// in each run context's cache, not per thread): any change that allocates more fails, one that
-// allocates less should lower them. The issue's goal is 0; what is left is listed in
-// docs/PERFORMANCE.md ("Allocations of a training step"). When the buffer plan landed: 36,368 and
-// 172,816 (172,712 with the persistent workers).
-constexpr int64_t kExecutableBound = 584;
-constexpr int64_t kSessionBound = 4184;
+// The counts are deterministic (what kernels keep from run to run lives in each run context's
+// cache, not per thread). When the buffer plan landed: 36,368 and 172,816; then 584 and 4,184;
+// with the execution plan, 0.
+constexpr int64_t kExecutableBound = 0;
+constexpr int64_t kSessionBound = 0;
 
 TEST(Allocations, ExecutableRunOfATrainingStepInARunContext) {
   ThreadLimit one(1);  // the run's own thread only
@@ -234,7 +232,7 @@ TEST(Allocations, ExecutableRunOfATrainingStepInARunContext) {
   }
   std::printf("executable, one device: %lld allocations in steps %d-%d (%lld without a run context)\n",
               static_cast<long long>(counted), kFirst, kLast, static_cast<long long>(fresh));
-  EXPECT_LE(counted, kExecutableBound);
+  EXPECT_EQ(counted, kExecutableBound);
 }
 
 TEST(Allocations, TrainingStepOnFourHostDevicesUnderFsdp) {
@@ -268,7 +266,7 @@ TEST(Allocations, TrainingStepOnFourHostDevicesUnderFsdp) {
   print_trace();
   std::printf("session, 4 devices, fsdp: %lld allocations in steps %d-%d\n", static_cast<long long>(counted), kFirst,
               kLast);
-  EXPECT_LE(counted, kSessionBound);
+  EXPECT_EQ(counted, kSessionBound);
 }
 
 }  // namespace
