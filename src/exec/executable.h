@@ -128,6 +128,7 @@ class Executable {
     size_t inlined = 0;   // ops computed inside fused loops, with no step of their own
     size_t fused = 0;     // steps that run a fused loop
     size_t nested = 0;    // while loops compiled inline, and calls of compiled callees
+    size_t in_donor = 0;  // results computed in a donated argument's buffer (when one is there)
   };
   const Stats& stats() const;
   // How many executables were compiled in this process (callees included): tests check that a

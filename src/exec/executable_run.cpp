@@ -43,6 +43,14 @@ struct Frame {
   // Per slot: a parameter lent by the caller (read in place, handed back after the run, never
   // written over nor given a result).
   std::vector<uint8_t> lent;
+  // Per return of a planned frame: a view of its donor's buffer (kept while the buffer stays put),
+  // swapped with the result's arena view while the result is computed there (in_donor).
+  std::vector<Literal> donor_views;
+  std::vector<uint8_t> in_donor;
+  // When set, the only slot f.dying may give a fused loop (a donor, at the step that computes its
+  // result in place).
+  Slot dying_only = kNoSlot;
+  static constexpr Slot kNoSlot = ~Slot{0};
   // What kernels keep from run to run (contraction plans, fused loops' workspaces, collectives'
   // groups): current while a run in this frame's context runs.
   support::RunCache cache;
@@ -205,12 +213,47 @@ void run_call(Frame& f, const Step& s) {
   store(f, s, results);
 }
 
+// A fused step that computes return r in its donor's buffer, which dies here (kind 2 of
+// Code::return_in_donor): the loop gets no destination, and f.dying offers it the donor only. When
+// it writes over the donor in place, the donor's parameter gets its buffer back; when it computes
+// into a fresh buffer (it reads the donor through a broadcast) or declines, the result goes to the
+// arena as usual and is copied in after the run, from now on.
+void run_fused_in_donor(Frame& f, const BlockCode& b, size_t i, int32_t r) {
+  const Step& s = b.steps[i];
+  const Code& code = f.code;
+  Slot donor = code.params[static_cast<size_t>(code.return_donor[static_cast<size_t>(r)])];
+  Slot out = code.list(s.results)[0];
+  std::byte* storage = f.slots[donor].bytes().data();
+  f.results.clear();
+  f.dying_only = donor;
+  bool ran = b.plan->run(*s.op, f.value, f.dying, f.results);
+  f.dying_only = Frame::kNoSlot;
+  if (ran && f.results.size() == 1 && f.results[0].bytes().data() == storage) {
+    f.slots[donor] = std::move(f.results[0]);
+    f.results.clear();
+    return;
+  }
+  code.in_donor_declined[static_cast<size_t>(r)].store(true, std::memory_order_relaxed);
+  if (ran) {  // a fresh buffer: the donor, dead from here on, takes it
+    store(f, s, f.results);
+    return;
+  }
+  std::swap(f.slots[out], f.donor_views[static_cast<size_t>(r)]);  // the arena's view again
+  f.in_donor[static_cast<size_t>(r)] = 0;
+  run_kernel(f, b, i);
+}
+
 void run_step(Frame& f, const BlockCode& b, size_t i) {
   const Step& s = b.steps[i];
   switch (s.kind) {
     case StepKind::kKernel: run_kernel(f, b, i); return;
     case StepKind::kFused:
       f.step = &s;
+      if (f.planned && &b == &f.code.body && f.code.step_in_donor[i] >= 0 &&
+          f.in_donor[static_cast<size_t>(f.code.step_in_donor[i])]) {
+        run_fused_in_donor(f, b, i, f.code.step_in_donor[i]);
+        return;
+      }
       lend(f, s);
       if (b.plan->run(*s.op, f.value, f.dying, f.results)) {
         store(f, s, f.results);
@@ -247,7 +290,7 @@ void bind(Frame& f) {
   f.value = [&f](const ir::Value* v) -> const Literal& { return f.slots[f.code.slot_of.at(v)]; };
   f.dying = [&f](const ir::Value* v) -> Literal* {
     Slot slot = f.code.slot_of.at(v);
-    if (f.slots[slot].is_view() || f.lent[slot]) return nullptr;
+    if (f.slots[slot].is_view() || f.lent[slot] || (f.dying_only != Frame::kNoSlot && slot != f.dying_only)) return nullptr;
     const Slot* s = f.code.list(f.step->frees);
     for (uint32_t k = 0; k < f.step->frees.size; ++k)
       if (s[k] == slot) return &f.slots[slot];
@@ -259,6 +302,32 @@ void bind(Frame& f) {
 // run, or a view of a caller's slot).
 bool takes(const Literal& out, const Literal& v) {
   return out.type() == v.type() && out.bytes().size() == v.bytes().size();
+}
+
+// Points the slots of results computed in their donors' buffers (Code::return_in_donor) there for
+// this run, where the donor is an owned argument of the result's type.
+void point_into_donors(Frame& f) {
+  const Code& code = f.code;
+  for (size_t r = 0; r < code.return_in_donor.size(); ++r) {
+    uint8_t how = code.return_in_donor[r];
+    if (how == 0 || (how == 2 && code.in_donor_declined[r].load(std::memory_order_relaxed))) continue;
+    Slot d = code.params[static_cast<size_t>(code.return_donor[r])];
+    Slot s = code.body.returns[r];
+    Literal& donor = f.slots[d];
+    if (donor.is_view() || f.lent[d] || donor.type() != *code.slot_types[s] || donor.bytes().empty()) continue;
+    point_at(f.donor_views[r], donor);
+    std::swap(f.slots[s], f.donor_views[r]);
+    f.in_donor[r] = 1;
+  }
+}
+
+// Gives the slots pointed into donors their arena views back.
+void point_back(Frame& f) {
+  for (size_t r = 0; r < f.in_donor.size(); ++r)
+    if (f.in_donor[r]) {
+      std::swap(f.slots[f.code.body.returns[r]], f.donor_views[r]);
+      f.in_donor[r] = 0;
+    }
 }
 
 // Hands the lent parameters of a planned frame back to the caller's `args` (swapped in, swapped
@@ -288,6 +357,7 @@ void run_function(Frame& f, std::vector<Literal>& args, std::vector<Literal>& ou
       f.slots[p] = std::move(a);
     }
   }
+  if (f.planned) point_into_donors(f);
   interp::Profile* profile = f.state->options ? f.state->options->profile : nullptr;
   if (profile) f.profile.assign(code.profile_keys.size(), {0, 0.0});
   else f.profile.clear();
@@ -309,7 +379,9 @@ void run_function(Frame& f, std::vector<Literal>& args, std::vector<Literal>& ou
           std::memmove(out[k].bytes().data(), v.bytes().data(), v.bytes().size());
       } else if (v.is_view() && donor != nullptr && !donor->is_view() && !f.lent[code.params[static_cast<size_t>(d)]] &&
                  donor->type() == v.type()) {
-        if (!v.bytes().empty()) std::memcpy(donor->bytes().data(), v.bytes().data(), v.bytes().size());
+        // Nothing to copy when the result was computed in the donor's buffer.
+        if (!v.bytes().empty() && donor->bytes().data() != v.bytes().data())
+          std::memcpy(donor->bytes().data(), v.bytes().data(), v.bytes().size());
         out[k] = std::move(*donor);
       } else if (!v.is_view() && code.body.move_return[k] && !f.lent[code.body.returns[k]]) {
         out[k] = std::move(v);
@@ -317,6 +389,7 @@ void run_function(Frame& f, std::vector<Literal>& args, std::vector<Literal>& ou
         out[k] = v;
       }
     }
+    point_back(f);
     hand_back(f, args);
     for (Slot p : code.params) f.slots[p] = Literal();
   }
@@ -420,6 +493,8 @@ std::unique_ptr<Frame> planned_frame(const Code& code) {
   for (const CallCode& c : code.calls) f.callees.push_back(planned_frame(Access::code(*c.callee)));
   f.call_args.resize(code.calls.size());
   f.call_results.resize(code.calls.size());
+  f.donor_views.resize(code.body.returns.size());
+  f.in_donor.assign(code.body.returns.size(), 0);
   bind(f);
   return frame;
 }

@@ -116,8 +116,9 @@ TEST(BufferPlan, ArenaAndPeakOfAChainAreExact) {
 }
 
 // run_into on an optimizer-like step (the new parameter and moment), with the fusion planner on and
-// off: the interpreter's bits, the donated arguments' own buffers handed back with the results, and
-// the lent argument handed back as it was, run after run.
+// off: both results computed in their donors' buffers (true aliasing), the interpreter's bits, the
+// donated arguments' own buffers handed back with the results, and the lent argument handed back as
+// it was, run after run.
 TEST(BufferPlan, DonatedArgumentsComeBackInTheirOwnBuffers) {
   using namespace tessera::ir;
   for (bool fusion : {false, true}) {
@@ -133,6 +134,7 @@ TEST(BufferPlan, DonatedArgumentsComeBackInTheirOwnBuffers) {
     if (!fusion) o.planner = nullptr;
     auto e = Executable::compile(fn, o);
     ASSERT_TRUE(e->planned());
+    EXPECT_EQ(e->stats().in_donor, 2u) << "both results computed in their donors' buffers";
     auto context = e->make_context();
     std::vector<Literal> x;
     for (int i = 0; i < 3; ++i) {
