@@ -444,11 +444,18 @@ bool binary_typed(OpKind kind, const Literal& a, const Literal& b, Literal& r) {
 
 bool binary(const Op& op, Operands in, std::vector<Literal>& out) {
   ElementType e = in[0]->element();
-  if ((!is_f(e) && e != ElementType::bf16) || in[1]->type() != in[0]->type() || op.result(0)->type() != in[0]->type())
+  // 32- and 64-bit integers: maximum and minimum only (the clamps of counts and indices, which
+  // would otherwise allocate in the reference kernel on every step).
+  bool extremum = op.kind() == OpKind::Maximum || op.kind() == OpKind::Minimum;
+  bool integer = extremum && (e == ElementType::i32 || e == ElementType::i64);
+  if ((!is_f(e) && e != ElementType::bf16 && !integer) || in[1]->type() != in[0]->type() ||
+      op.result(0)->type() != in[0]->type())
     return false;
   Result r(op.result(0)->type(), out, false);  // every element written
   bool ok = e == ElementType::f32   ? binary_typed<ir::Elem<ElementType::f32>>(op.kind(), *in[0], *in[1], *r)
             : e == ElementType::f64 ? binary_typed<ir::Elem<ElementType::f64>>(op.kind(), *in[0], *in[1], *r)
+            : e == ElementType::i32 ? binary_typed<ir::Elem<ElementType::i32>>(op.kind(), *in[0], *in[1], *r)
+            : e == ElementType::i64 ? binary_typed<ir::Elem<ElementType::i64>>(op.kind(), *in[0], *in[1], *r)
                                     : binary_typed<ir::Elem<ElementType::bf16>>(op.kind(), *in[0], *in[1], *r);
   return r.done(ok);
 }

@@ -17,11 +17,13 @@
 //     offset in one arena from its live range, so a run in a RunContext (the arena and the values'
 //     views of it, made once and reused by every run) allocates no array: kernels write their
 //     results into the arena (nothing fully written is zero-filled; an element-wise kernel may
-//     write over an operand that dies there), and each result is copied out into the buffer of a
-//     parameter of its type that is not itself returned (a donated input: the optimizer's
-//     parameters and moments come back in their own buffers), else into a fresh one. Callees
-//     run in planned frames of their own in the context; values of while bodies are still
-//     allocated per run;
+//     write over an operand that dies there), and each result is copied out into the caller's
+//     destination (run_into), else the buffer of a parameter of its type that is not itself
+//     returned (a donated input: the optimizer's parameters and moments come back in their own
+//     buffers), else a fresh one. Callees run in planned frames of their own in the context: their
+//     arguments are views of the caller's values (kept per call site) and they write their
+//     results straight into the caller's slots; values of while bodies are still allocated per
+//     run;
 //   - `while` bodies and conditions are compiled inline (their values are slots of the same run,
 //     the loop state moves from body to condition without copies), `func.call` callees are
 //     compiled once into their own Executables; the scalar bodies of reduce, scatter and the
@@ -95,16 +97,26 @@ class Executable {
   // reader, or reused by a fused loop). Options as for interp::evaluate, except `accelerate`, which
   // the executable fixed when it was compiled.
   std::vector<ir::Literal> run(std::vector<ir::Literal> args, const interp::Options& options = {}) const;
-  // The same, with the values in `context`'s arena (made by this executable's make_context); the
-  // vector of `args` carries the results back. An argument that is a view (Literal::view) is read
-  // and never written, so a caller may lend its buffers; the others may take results.
+  // The same, with the values in `context`'s arena (made by this executable's make_context). An
+  // argument that is a view (Literal::view) is read and never written, so a caller may lend its
+  // buffers; the others may take results.
   std::vector<ir::Literal> run(std::vector<ir::Literal> args, const interp::Options& options, RunContext& context) const;
+  // The steady-state form of the run in a context, which allocates nothing once warm. Arguments
+  // that are views, or that `lent` marks (per argument; shorter: the rest unmarked), are borrowed:
+  // read in place, never written, and handed back in `args` after the run, also when it fails (a
+  // caller may lend its own buffers, views of them kept from run to run). The others are moved into
+  // the run (their buffers may carry results). `results` is refilled: an entry that already holds
+  // a buffer of its result's type (owned, or a view the caller lends as the destination) receives
+  // the result, copied into it; the others get the buffer of an unlent argument of the result's
+  // type (a donated input), else a fresh one. `args` and `results` are distinct vectors.
+  void run_into(std::vector<ir::Literal>& args, std::span<const uint8_t> lent, std::vector<ir::Literal>& results,
+                const interp::Options& options, RunContext& context) const;
   std::unique_ptr<RunContext> make_context() const;
 
   // The buffer plan: the arena's bytes, and the peak of a run in a context: the arenas (this
-  // function's and its callees'), the arguments, the results that go to fresh buffers (no
-  // parameter of their type to take), and the most a call's results hold while they are copied
-  // in. Exact when planned(): values of while bodies are not planned.
+  // function's and its callees'), the arguments, and the results that go to fresh buffers (no
+  // parameter of their type to take; callees write theirs into the caller's arena). Exact when
+  // planned(): values of while bodies are not planned.
   int64_t arena_bytes() const;
   int64_t peak_bytes() const;
   bool planned() const;
@@ -116,6 +128,7 @@ class Executable {
     size_t inlined = 0;   // ops computed inside fused loops, with no step of their own
     size_t fused = 0;     // steps that run a fused loop
     size_t nested = 0;    // while loops compiled inline, and calls of compiled callees
+    size_t in_donor = 0;  // results computed in a donated argument's buffer (when one is there)
   };
   const Stats& stats() const;
   // How many executables were compiled in this process (callees included): tests check that a

@@ -84,9 +84,18 @@ struct Code {
   // whose buffer takes the result (-1: a fresh one, or the value is a parameter itself).
   std::vector<int64_t> slot_offset;
   std::vector<int32_t> return_donor;
+  // Per return with a donor: how the donor's buffer takes the result. 0: the result is copied in
+  // after the run. 1: it is computed there (the result's slot points into the donor's buffer for
+  // the run): no step reads the donor from the result's defining step on, or that step is an
+  // element-wise kernel (it reads each element before writing it). 2: the defining step is a
+  // fused loop that reads the donor for the last time: it gets no destination and may write over
+  // the donor in place (as over any dying value), which it decides by its reads; when it does not,
+  // the result is copied in from then on (in_donor_declined).
+  std::vector<uint8_t> return_in_donor;
+  std::vector<int32_t> step_in_donor;  // per step of the body: the return it computes (kind 2), or -1
+  std::unique_ptr<std::atomic<bool>[]> in_donor_declined;  // per return
   int64_t arena_bytes = 0, peak_bytes = 0;
   int64_t context_bytes = 0;  // the arenas of a run context: this one and its callees'
-  int64_t in_call_bytes = 0;  // the most that a call's fresh results (nested ones too) hold at once
   bool planned = false;
   size_t max_operands = 0, max_results = 0;
 

@@ -118,19 +118,53 @@ void plan_arena(Code& code) {
       }
     if (code.return_donor[r] < 0) peak += bytes_of(*code.slot_types[s]);
   }
-  // A run context holds every callee's frame with its arena; a callee's arguments are views, its
-  // results fresh buffers while they are copied into this arena (one call at a time).
-  code.context_bytes = plan.bytes;
-  int64_t in_call = 0;
-  for (const CallCode& c : code.calls) {
-    const Code& callee = Access::code(*c.callee);
-    code.context_bytes += callee.context_bytes;
-    int64_t results = callee.in_call_bytes;
-    for (Slot r : callee.body.returns) results += bytes_of(*callee.slot_types[r]);
-    in_call = std::max(in_call, results);
+  // Results computed in their donors' buffers (executable_code.h: return_in_donor). Without while
+  // loops every read of a parameter is an operand or a capture of a step of the body.
+  code.return_in_donor.assign(body.returns.size(), 0);
+  code.step_in_donor.assign(n, -1);
+  code.in_donor_declined = std::make_unique<std::atomic<bool>[]>(body.returns.size());
+  if (code.whiles.empty()) {
+    // A slot's last read: the last step naming it as an operand or capture, or freeing it (the
+    // liveness's frees count the reads of ops inlined into a fused loop).
+    std::vector<int64_t> last_read(code.slot_types.size(), -1);
+    auto read_at = [&](Slot slot, int64_t k) { last_read[slot] = std::max(last_read[slot], k); };
+    for (uint32_t k = 0; k < n; ++k) {
+      const Step& s = body.steps[k];
+      const Slot* in = code.list(s.operands);
+      for (uint32_t i = 0; i < s.operands.size; ++i) read_at(in[i], k);
+      for (uint32_t i = 0; i < s.captures.size; ++i) read_at(code.captured[s.captures.begin + i].second, k);
+      const Slot* fr = code.list(s.frees);
+      for (uint32_t i = 0; i < s.frees.size; ++i) read_at(fr[i], k);
+    }
+    const Slot* fr = code.list(body.return_frees);
+    for (uint32_t i = 0; i < body.return_frees.size; ++i) read_at(fr[i], n);
+    for (size_t r = 0; r < body.returns.size(); ++r) {
+      int32_t d = code.return_donor[r];
+      Slot s = body.returns[r];
+      if (d < 0 || value_of[s] < 0) continue;
+      auto v = static_cast<size_t>(value_of[s]);
+      // Not a reshape's view, nor viewed by one; returned once.
+      if (slots_of_value[v].size() != 1 || std::count(body.returns.begin(), body.returns.end(), s) != 1) continue;
+      uint32_t k = ranges[v].first;
+      const Step& def = body.steps[k];
+      int64_t read = last_read[code.params[static_cast<size_t>(d)]];
+      if (read < static_cast<int64_t>(k) ||
+          (read == k && def.kind == StepKind::kKernel && element_by_element(def.op->kind()) && def.results.size == 1)) {
+        code.return_in_donor[r] = 1;
+      } else if (read == k && def.kind == StepKind::kFused && def.results.size == 1) {
+        code.return_in_donor[r] = 2;
+        code.step_in_donor[k] = static_cast<int32_t>(r);
+      }
+    }
   }
-  code.in_call_bytes = in_call;
-  code.peak_bytes = peak - plan.bytes + code.context_bytes + in_call;
+  code.stats.in_donor = static_cast<size_t>(
+      std::count_if(code.return_in_donor.begin(), code.return_in_donor.end(), [](uint8_t k) { return k != 0; }));
+  // A run context holds every callee's frame with its arena; a callee's arguments are views of
+  // this frame's values, and it writes its results straight into this arena (exact when planned:
+  // a call's results go to fresh buffers only in while bodies).
+  code.context_bytes = plan.bytes;
+  for (const CallCode& c : code.calls) code.context_bytes += Access::code(*c.callee).context_bytes;
+  code.peak_bytes = peak - plan.bytes + code.context_bytes;
   code.planned = code.whiles.empty();
   for (const CallCode& c : code.calls) code.planned = code.planned && c.callee->planned();
 }

@@ -21,7 +21,7 @@ using ir::Literal;
 // The values of one run of one function's code, and scratch reused from step to step. A
 // RunContext keeps one across runs: its planned slots are views of the context's arena.
 struct Frame {
-  explicit Frame(const Code& c) : code(c), slots(c.slot_types.size()) {}
+  explicit Frame(const Code& c) : code(c), slots(c.slot_types.size()), lent(c.slot_types.size(), 0) {}
 
   const Code& code;
   const interp::RunState* state = nullptr;
@@ -35,10 +35,22 @@ struct Frame {
   const Step* step = nullptr;
   std::function<const Literal&(const ir::Value*)> value;
   std::function<Literal*(const ir::Value*)> dying;
-  // A planned frame's frames of its compiled callees (per Code::calls), planned too, and the
-  // arguments handed to them.
+  // A planned frame's frames of its compiled callees (per Code::calls), planned too, and per call
+  // the views of its arguments and of the slots that take its results (made on the first call,
+  // kept while the viewed storage stays where it is: a call in the steady state allocates nothing).
   std::vector<std::unique_ptr<Frame>> callees;
-  std::vector<Literal> call_args;
+  std::vector<std::vector<Literal>> call_args, call_results;
+  // Per slot: a parameter lent by the caller (read in place, handed back after the run, never
+  // written over nor given a result).
+  std::vector<uint8_t> lent;
+  // Per return of a planned frame: a view of its donor's buffer (kept while the buffer stays put),
+  // swapped with the result's arena view while the result is computed there (in_donor).
+  std::vector<Literal> donor_views;
+  std::vector<uint8_t> in_donor;
+  // When set, the only slot f.dying may give a fused loop (a donor, at the step that computes its
+  // result in place).
+  Slot dying_only = kNoSlot;
+  static constexpr Slot kNoSlot = ~Slot{0};
   // What kernels keep from run to run (contraction plans, fused loops' workspaces, collectives'
   // groups): current while a run in this frame's context runs.
   support::RunCache cache;
@@ -156,23 +168,39 @@ void run_while(Frame& f, const Step& s) {
   for (size_t k = 0; k < w.state.size(); ++k) put(f, out[k], std::move(f.slots[w.state[k]]));
 }
 
-void run_function(Frame& f, std::vector<Literal>& args, std::vector<Literal>& out);
+void run_function(Frame& f, std::vector<Literal>& args, std::vector<Literal>& out,
+                  std::span<const uint8_t> lent = {});
+
+// Makes `view` a view of `v`'s storage, unless it is one already (a new view copies the shape).
+void point_at(Literal& view, Literal& v) {
+  std::byte* data = v.bytes().data();
+  if (view.is_view() && view.bytes().data() == data && view.type() == v.type()) return;
+  view = Literal::view(v.type(), data);
+}
 
 void run_call(Frame& f, const Step& s) {
   const CallCode& c = f.code.calls[static_cast<size_t>(s.nested)];
   const Slot* in = f.code.list(s.operands);
   if (f.planned) {
-    // The callee's own planned frame, its arguments lent as views (it never writes them); its
-    // results, fresh, are copied into this frame's arena.
+    // The callee's own planned frame, its arguments lent as views (it never writes them); it
+    // writes its results into this frame's slots in the arena (the views of call_results), and
+    // hands back those it has nowhere to write (slots of while bodies) in fresh buffers.
     Frame& callee = *f.callees[static_cast<size_t>(s.nested)];
     callee.state = f.state;
-    f.call_args.clear();
-    for (uint32_t k = 0; k < s.operands.size; ++k) {
-      Literal& v = f.slots[in[k]];
-      f.call_args.push_back(Literal::view(v.type(), v.bytes().data()));
+    std::vector<Literal>& args = f.call_args[static_cast<size_t>(s.nested)];
+    std::vector<Literal>& results = f.call_results[static_cast<size_t>(s.nested)];
+    args.resize(s.operands.size);
+    results.resize(s.results.size);
+    for (uint32_t k = 0; k < s.operands.size; ++k) point_at(args[k], f.slots[in[k]]);
+    const Slot* out = f.code.list(s.results);
+    for (uint32_t k = 0; k < s.results.size; ++k) {
+      Literal& r = f.slots[out[k]];
+      if (r.is_view()) point_at(results[k], r);
+      else results[k] = Literal();
     }
-    run_function(callee, f.call_args, f.call_args);
-    store(f, s, f.call_args);
+    run_function(callee, args, results);
+    for (uint32_t k = 0; k < s.results.size; ++k)
+      if (!f.slots[out[k]].is_view()) f.slots[out[k]] = std::move(results[k]);
     return;
   }
   std::vector<Literal> args;
@@ -185,12 +213,47 @@ void run_call(Frame& f, const Step& s) {
   store(f, s, results);
 }
 
+// A fused step that computes return r in its donor's buffer, which dies here (kind 2 of
+// Code::return_in_donor): the loop gets no destination, and f.dying offers it the donor only. When
+// it writes over the donor in place, the donor's parameter gets its buffer back; when it computes
+// into a fresh buffer (it reads the donor through a broadcast) or declines, the result goes to the
+// arena as usual and is copied in after the run, from now on.
+void run_fused_in_donor(Frame& f, const BlockCode& b, size_t i, int32_t r) {
+  const Step& s = b.steps[i];
+  const Code& code = f.code;
+  Slot donor = code.params[static_cast<size_t>(code.return_donor[static_cast<size_t>(r)])];
+  Slot out = code.list(s.results)[0];
+  std::byte* storage = f.slots[donor].bytes().data();
+  f.results.clear();
+  f.dying_only = donor;
+  bool ran = b.plan->run(*s.op, f.value, f.dying, f.results);
+  f.dying_only = Frame::kNoSlot;
+  if (ran && f.results.size() == 1 && f.results[0].bytes().data() == storage) {
+    f.slots[donor] = std::move(f.results[0]);
+    f.results.clear();
+    return;
+  }
+  code.in_donor_declined[static_cast<size_t>(r)].store(true, std::memory_order_relaxed);
+  if (ran) {  // a fresh buffer: the donor, dead from here on, takes it
+    store(f, s, f.results);
+    return;
+  }
+  std::swap(f.slots[out], f.donor_views[static_cast<size_t>(r)]);  // the arena's view again
+  f.in_donor[static_cast<size_t>(r)] = 0;
+  run_kernel(f, b, i);
+}
+
 void run_step(Frame& f, const BlockCode& b, size_t i) {
   const Step& s = b.steps[i];
   switch (s.kind) {
     case StepKind::kKernel: run_kernel(f, b, i); return;
     case StepKind::kFused:
       f.step = &s;
+      if (f.planned && &b == &f.code.body && f.code.step_in_donor[i] >= 0 &&
+          f.in_donor[static_cast<size_t>(f.code.step_in_donor[i])]) {
+        run_fused_in_donor(f, b, i, f.code.step_in_donor[i]);
+        return;
+      }
       lend(f, s);
       if (b.plan->run(*s.op, f.value, f.dying, f.results)) {
         store(f, s, f.results);
@@ -227,7 +290,7 @@ void bind(Frame& f) {
   f.value = [&f](const ir::Value* v) -> const Literal& { return f.slots[f.code.slot_of.at(v)]; };
   f.dying = [&f](const ir::Value* v) -> Literal* {
     Slot slot = f.code.slot_of.at(v);
-    if (f.slots[slot].is_view()) return nullptr;
+    if (f.slots[slot].is_view() || f.lent[slot] || (f.dying_only != Frame::kNoSlot && slot != f.dying_only)) return nullptr;
     const Slot* s = f.code.list(f.step->frees);
     for (uint32_t k = 0; k < f.step->frees.size; ++k)
       if (s[k] == slot) return &f.slots[slot];
@@ -235,10 +298,66 @@ void bind(Frame& f) {
   };
 }
 
-// Runs the function's block in `f` on `args` and leaves its results in `out`.
-void run_function(Frame& f, std::vector<Literal>& args, std::vector<Literal>& out) {
+// Whether `out` is a destination for `v`: a buffer of its type (an owned one from an earlier
+// run, or a view of a caller's slot).
+bool takes(const Literal& out, const Literal& v) {
+  return out.type() == v.type() && out.bytes().size() == v.bytes().size();
+}
+
+// Points the slots of results computed in their donors' buffers (Code::return_in_donor) there for
+// this run, where the donor is an owned argument of the result's type.
+void point_into_donors(Frame& f) {
   const Code& code = f.code;
-  for (size_t k = 0; k < code.params.size(); ++k) f.slots[code.params[k]] = std::move(args[k]);
+  for (size_t r = 0; r < code.return_in_donor.size(); ++r) {
+    uint8_t how = code.return_in_donor[r];
+    if (how == 0 || (how == 2 && code.in_donor_declined[r].load(std::memory_order_relaxed))) continue;
+    Slot d = code.params[static_cast<size_t>(code.return_donor[r])];
+    Slot s = code.body.returns[r];
+    Literal& donor = f.slots[d];
+    if (donor.is_view() || f.lent[d] || donor.type() != *code.slot_types[s] || donor.bytes().empty()) continue;
+    point_at(f.donor_views[r], donor);
+    std::swap(f.slots[s], f.donor_views[r]);
+    f.in_donor[r] = 1;
+  }
+}
+
+// Gives the slots pointed into donors their arena views back.
+void point_back(Frame& f) {
+  for (size_t r = 0; r < f.in_donor.size(); ++r)
+    if (f.in_donor[r]) {
+      std::swap(f.slots[f.code.body.returns[r]], f.donor_views[r]);
+      f.in_donor[r] = 0;
+    }
+}
+
+// Hands the lent parameters of a planned frame back to the caller's `args` (swapped in, swapped
+// back: the caller's literals, views included, keep their storage).
+void hand_back(Frame& f, std::vector<Literal>& args) {
+  for (size_t k = 0; k < f.code.params.size(); ++k) {
+    Slot p = f.code.params[k];
+    if (!f.lent[p]) continue;
+    std::swap(f.slots[p], args[k]);
+    f.lent[p] = 0;
+  }
+}
+
+// Runs the function's block in `f` on `args` and leaves its results in `out` (at least as long as
+// the results; `args` and `out` are distinct in a planned frame). A planned frame borrows the
+// arguments that are views, or that `lent` marks, and hands them back after; it writes results
+// into the entries of `out` that take them (takes()).
+void run_function(Frame& f, std::vector<Literal>& args, std::vector<Literal>& out, std::span<const uint8_t> lent) {
+  const Code& code = f.code;
+  for (size_t k = 0; k < code.params.size(); ++k) {
+    Literal& a = args[k];
+    Slot p = code.params[k];
+    if (f.planned && (a.is_view() || (k < lent.size() && lent[k]))) {
+      std::swap(f.slots[p], a);
+      f.lent[p] = 1;
+    } else {
+      f.slots[p] = std::move(a);
+    }
+  }
+  if (f.planned) point_into_donors(f);
   interp::Profile* profile = f.state->options ? f.state->options->profile : nullptr;
   if (profile) f.profile.assign(code.profile_keys.size(), {0, 0.0});
   else f.profile.clear();
@@ -246,22 +365,32 @@ void run_function(Frame& f, std::vector<Literal>& args, std::vector<Literal>& ou
   if (!f.planned) {
     take_returns(f, code.body, out);
   } else {
-    // Views are copied out (the next run writes over the arena): into a parameter's buffer, else
-    // a fresh one. Parameters still held are dropped after.
-    out.resize(code.body.returns.size());
+    // Views are copied out (the next run writes over the arena): into the caller's destination,
+    // else a parameter's buffer, else a fresh one. Lent parameters go back to the caller; those
+    // still held are dropped.
+    if (out.size() < code.body.returns.size()) out.resize(code.body.returns.size());
     for (size_t k = 0; k < code.body.returns.size(); ++k) {
       Literal& v = f.slots[code.body.returns[k]];
       int32_t d = code.return_donor[k];
       Literal* donor = d >= 0 ? &f.slots[code.params[static_cast<size_t>(d)]] : nullptr;
-      if (v.is_view() && donor != nullptr && !donor->is_view() && donor->type() == v.type()) {
-        if (!v.bytes().empty()) std::memcpy(donor->bytes().data(), v.bytes().data(), v.bytes().size());
+      if (takes(out[k], v)) {
+        // memmove: a callee may return its argument, a view of the caller's slot.
+        if (!v.bytes().empty() && out[k].bytes().data() != v.bytes().data())
+          std::memmove(out[k].bytes().data(), v.bytes().data(), v.bytes().size());
+      } else if (v.is_view() && donor != nullptr && !donor->is_view() && !f.lent[code.params[static_cast<size_t>(d)]] &&
+                 donor->type() == v.type()) {
+        // Nothing to copy when the result was computed in the donor's buffer.
+        if (!v.bytes().empty() && donor->bytes().data() != v.bytes().data())
+          std::memcpy(donor->bytes().data(), v.bytes().data(), v.bytes().size());
         out[k] = std::move(*donor);
-      } else if (!v.is_view() && code.body.move_return[k]) {
+      } else if (!v.is_view() && code.body.move_return[k] && !f.lent[code.body.returns[k]]) {
         out[k] = std::move(v);
       } else {
         out[k] = v;
       }
     }
+    point_back(f);
+    hand_back(f, args);
     for (Slot p : code.params) f.slots[p] = Literal();
   }
   if (profile) {
@@ -320,22 +449,32 @@ std::vector<ir::Literal> Executable::run(std::vector<ir::Literal> args, const in
 
 std::vector<ir::Literal> Executable::run(std::vector<ir::Literal> args, const interp::Options& options,
                                          RunContext& context) const {
+  std::vector<ir::Literal> results;
+  run_into(args, {}, results, options, context);
+  return results;
+}
+
+void Executable::run_into(std::vector<ir::Literal>& args, std::span<const uint8_t> lent,
+                          std::vector<ir::Literal>& results, const interp::Options& options,
+                          RunContext& context) const {
   detail::Frame& f = *detail::Access::frame(context);
   TESSERA_CHECK(&f.code == code_.get(), "a run context of another executable");
+  TESSERA_CHECK(&args != &results, "run_into: the arguments and the results are one vector");
   interp::check_arguments(*code_->fn, args);
   RunSetup run(*code_, options);
   f.state = &run.state;
   support::RunCache::Scope scope(f.cache);
-  // The vector of the arguments carries the results back (no allocation when it is long enough).
   try {
-    detail::run_function(f, args, args);
+    detail::run_function(f, args, results, lent);
   } catch (...) {
-    // A step that threw may hold views lent to its kernel: lay the context out afresh.
+    // A step that threw may hold views lent to its kernel: lay the context out afresh, after
+    // handing the caller's lent arguments back.
+    detail::hand_back(f, args);
     detail::Access::frame(context) = detail::planned_frame(*code_);
     throw;
   }
   f.state = nullptr;
-  return args;
+  results.resize(code_->body.returns.size());
 }
 
 namespace detail {
@@ -351,12 +490,11 @@ std::unique_ptr<Frame> planned_frame(const Code& code) {
   f.operands.reserve(code.max_operands);
   f.results.reserve(code.max_results);
   f.profile.reserve(code.profile_keys.size());
-  size_t most_args = 0;
-  for (const CallCode& c : code.calls) {
-    f.callees.push_back(planned_frame(Access::code(*c.callee)));
-    most_args = std::max(most_args, std::max(c.callee->function().num_parameters(), c.callee->function().result_types.size()));
-  }
-  f.call_args.reserve(most_args);
+  for (const CallCode& c : code.calls) f.callees.push_back(planned_frame(Access::code(*c.callee)));
+  f.call_args.resize(code.calls.size());
+  f.call_results.resize(code.calls.size());
+  f.donor_views.resize(code.body.returns.size());
+  f.in_donor.assign(code.body.returns.size(), 0);
   bind(f);
   return frame;
 }

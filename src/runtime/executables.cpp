@@ -27,6 +27,14 @@ std::shared_ptr<const exec::Executable> ExecutableCache::get(const std::shared_p
 std::vector<ir::Literal> ExecutableCache::run(const std::shared_ptr<const ir::Module>& module, const ir::Function& fn,
                                               int64_t device, bool fast_kernels, std::vector<ir::Literal> args,
                                               const interp::Options& options) {
+  std::vector<ir::Literal> results;
+  run_into(module, fn, device, fast_kernels, args, {}, results, options);
+  return results;
+}
+
+void ExecutableCache::run_into(const std::shared_ptr<const ir::Module>& module, const ir::Function& fn, int64_t device,
+                               bool fast_kernels, std::vector<ir::Literal>& args, std::span<const uint8_t> lent,
+                               std::vector<ir::Literal>& results, const interp::Options& options) {
   const exec::Executable* executable;
   std::unique_ptr<exec::RunContext> context;
   Entry* e;
@@ -40,10 +48,16 @@ std::vector<ir::Literal> ExecutableCache::run(const std::shared_ptr<const ir::Mo
     }
   }
   if (!context) context = executable->make_context();
-  std::vector<ir::Literal> results = executable->run(std::move(args), options, *context);
-  std::lock_guard<std::mutex> lock(mu_);
-  e->idle.push_back(std::move(context));
-  return results;
+  struct GiveBack {  // the context goes back to the idle ones, also when the run fails
+    ExecutableCache* cache;
+    Entry* e;
+    std::unique_ptr<exec::RunContext>& context;
+    ~GiveBack() {
+      std::lock_guard<std::mutex> lock(cache->mu_);
+      e->idle.push_back(std::move(context));
+    }
+  } give_back{this, e, context};
+  executable->run_into(args, lent, results, options, *context);
 }
 
 size_t ExecutableCache::size() const {

@@ -6,6 +6,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <tuple>
 #include <vector>
 
@@ -27,6 +28,11 @@ class ExecutableCache {
   std::vector<ir::Literal> run(const std::shared_ptr<const ir::Module>& module, const ir::Function& fn,
                                int64_t device, bool fast_kernels, std::vector<ir::Literal> args,
                                const interp::Options& options);
+  // The same through Executable::run_into: `lent` arguments borrowed and handed back, `results`
+  // refilled (a steady-state run allocates nothing).
+  void run_into(const std::shared_ptr<const ir::Module>& module, const ir::Function& fn, int64_t device,
+                bool fast_kernels, std::vector<ir::Literal>& args, std::span<const uint8_t> lent,
+                std::vector<ir::Literal>& results, const interp::Options& options);
 
  private:
   using Key = std::tuple<const ir::Module*, const ir::Function*, int64_t, bool, interp::FusionPlanner>;

@@ -18,8 +18,8 @@
 #ifdef TESSERA_HAVE_MPI
 #include "comm/mpi_communicator.h"
 #endif
-#include "exec/accelerate.h"
 #include "runtime/executables.h"
+#include "runtime/execution_plan.h"
 #include "runtime/layout.h"
 #include "spmd/report.h"
 #include "spmd/reshard.h"
@@ -146,8 +146,7 @@ std::vector<std::vector<Literal>> Session::run_devices(const CompiledProgram& p,
   }
   comm::ParallelOptions o;
   o.timeout = options_.timeout;
-  if (options_.fast_kernels) o.base.accelerate = exec::accelerate;
-  o.base.profile = options_.profile;
+  o.base = device_options(options_);
   o.traffic = options_.traffic;
   if (options_.executable) {
     // Device d runs its executable, compiled on its first run (per run without a cache).
@@ -217,6 +216,7 @@ ShardedProgram::ShardedProgram(const Session& session, CompiledProgram program,
       fail("sharded_program: input {} ({}) cannot alias output {} ({})", in,
            ir::to_string(program_.info.parameter_types[in]), out, ir::to_string(program_.info.result_types[out]));
   }
+  plan_ = std::make_shared<ExecutionPlan>(session.options(), session.num_devices(), program_, aliases_);
 }
 
 ShardedBuffer ShardedProgram::stage(size_t index, const Literal& host) const {
@@ -275,11 +275,15 @@ int64_t ShardedBuffer::local_bytes() const {
 }
 
 std::vector<ShardedBuffer> ShardedProgram::execute(std::vector<ShardedBuffer>& inputs) const {
+  std::vector<ShardedBuffer> outputs;
+  execute(inputs, outputs);
+  return outputs;
+}
+
+void ShardedProgram::execute(std::vector<ShardedBuffer>& inputs, std::vector<ShardedBuffer>& outputs) const {
   const auto& info = program_.info;
   if (inputs.size() != info.parameter_types.size())
     fail("execute: @{} takes {} inputs, got {}", info.function, info.parameter_types.size(), inputs.size());
-  size_t n = static_cast<size_t>(session_->num_devices());
-  std::vector<std::vector<Literal>> per(n);
   for (size_t i = 0; i < inputs.size(); ++i) {
     const ShardedBuffer& b = inputs[i];
     if (b.donated()) fail("execute: input {} of @{} was donated to an earlier execution and cannot be used again", i, info.function);
@@ -287,6 +291,18 @@ std::vector<ShardedBuffer> ShardedProgram::execute(std::vector<ShardedBuffer>& i
       fail("execute: input {} of @{} is {} laid out otherwise than the program expects", i, info.function,
            ir::to_string(b.type));
   }
+  if (!session_->over_mpi() && session_->options().executable) {
+    std::unique_lock<std::mutex> lock(plan_->mu, std::try_to_lock);
+    if (lock.owns_lock()) {
+      plan_->execute(inputs, outputs);
+    } else {  // another copy of this program runs now: a plan of this run's own
+      ExecutionPlan own(session_->options(), session_->num_devices(), program_, aliases_);
+      own.execute(inputs, outputs);
+    }
+    return;
+  }
+  size_t n = static_cast<size_t>(session_->num_devices());
+  std::vector<std::vector<Literal>> per(n);
   for (size_t i = 0; i < inputs.size(); ++i) {
     ShardedBuffer& b = inputs[i];
     // Over MPI only this rank's pieces exist, and only its devices run.
@@ -310,14 +326,13 @@ std::vector<ShardedBuffer> ShardedProgram::execute(std::vector<ShardedBuffer>& i
   }
   for (auto [in, out] : aliases_) inputs[in].pieces.reset();  // donated
   std::vector<std::vector<Literal>> results = session_->run_owned(program_, std::move(per));
-  std::vector<ShardedBuffer> outs;
+  outputs.clear();
   for (size_t r = 0; r < info.result_types.size(); ++r) {
     auto pieces = std::make_shared<std::vector<Literal>>(n);
     for (size_t d = 0; d < n; ++d)
       if (session_->owns(static_cast<int64_t>(d))) (*pieces)[d] = std::move(results[d][r]);
-    outs.push_back({info.result_types[r], info.result_shardings[r], std::move(pieces)});
+    outputs.push_back({info.result_types[r], info.result_shardings[r], std::move(pieces)});
   }
-  return outs;
 }
 
 namespace {

@@ -37,6 +37,7 @@
 namespace tessera::runtime {
 
 class ExecutableCache;  // runtime/executables.h
+class ExecutionPlan;   // runtime/execution_plan.h
 
 struct CompiledProgram {
   std::shared_ptr<ir::Module> module;  // the local program and the meshes
@@ -57,7 +58,9 @@ int64_t ring_model_bytes(const CompiledProgram& p);
 struct ShardedBuffer {
   ir::Type type;
   ir::Sharding sharding;
-  std::shared_ptr<std::vector<ir::Literal>> pieces;  // null once donated
+  // Null once donated; a donated buffer's type and sharding are then unspecified (execute may hand
+  // them to the output that takes its place).
+  std::shared_ptr<std::vector<ir::Literal>> pieces;
   bool donated() const { return pieces == nullptr; }
   // The bytes of the pieces this process holds (0 once donated): the runtime's count of a buffer's
   // live bytes on this rank.
@@ -82,6 +85,13 @@ class ShardedProgram {
   // Runs on the buffers; inputs that alias an output (output_aliases: {input, output}) are donated:
   // they may not be used again. Results stay where they were computed: over MPI, on their owners.
   std::vector<ShardedBuffer> execute(std::vector<ShardedBuffer>& inputs) const;
+  // The same into `outputs` (resized to the program's results), reusing what it holds: an output
+  // whose pieces no other buffer shares is refilled in place, and a donated input's buffer becomes
+  // its aliased output's. On host devices the program keeps an execution plan from one execute to
+  // the next (runtime/execution_plan.h), so that a loop which keeps `outputs` and moves the
+  // donated ones back into `inputs` allocates nothing per step once warm. After a failure the
+  // outputs are unspecified (the donated inputs are gone, as always).
+  void execute(std::vector<ShardedBuffer>& inputs, std::vector<ShardedBuffer>& outputs) const;
   // The whole array, on every rank: over MPI a collective (every rank calls it, in the same order),
   // in which each rank holding a piece the whole needs sends it to the others.
   ir::Literal fetch(const ShardedBuffer& b) const;
@@ -97,6 +107,7 @@ class ShardedProgram {
   const Session* session_;
   CompiledProgram program_;
   std::vector<std::pair<size_t, size_t>> aliases_;
+  std::shared_ptr<ExecutionPlan> plan_;  // shared by copies; a copy that finds it busy makes its own
 };
 
 struct SessionOptions {

@@ -201,12 +201,21 @@ void set_thread_limit(int64_t n) {
 
 void run_concurrently(size_t count, const std::function<void(size_t)>& body) {
   if (count == 0) return;
+  // Up to kInline tasks' errors live in the batch itself: a steady-state run of a few devices
+  // allocates nothing here (each task's std::function holds two pointers, inline).
+  constexpr size_t kInline = 16;
   struct Batch {
     std::mutex mu;
     std::condition_variable cv;
     size_t left;
-    std::vector<std::exception_ptr> errors;
-  } batch{{}, {}, count, std::vector<std::exception_ptr>(count)};
+    const std::function<void(size_t)>* body;
+    std::exception_ptr inline_errors[kInline];
+    std::vector<std::exception_ptr> more_errors;
+    std::exception_ptr& error(size_t i) { return i < kInline ? inline_errors[i] : more_errors[i - kInline]; }
+  } batch;
+  batch.left = count;
+  batch.body = &body;
+  if (count > kInline) batch.more_errors.resize(count - kInline);
   // A thread that waits here is not busy: its token serves the tasks meanwhile. The tasks' tokens
   // are taken before any starts, so that the first to start cannot hand the later ones' cores to
   // its kernels' chunks.
@@ -219,26 +228,26 @@ void run_concurrently(size_t count, const std::function<void(size_t)>& body) {
   for (size_t i = 0; i < count; ++i) {
     try {
       Pool::get().dispatch(
-          [&batch, &body, i] {
+          [b = &batch, i] {
             holds_token = true;  // taken above
             try {
-              body(i);
+              (*b->body)(i);
             } catch (...) {
-              batch.errors[i] = std::current_exception();
+              b->error(i) = std::current_exception();
             }
             release(1);
             holds_token = false;
           },
-          [&batch] {
-            std::lock_guard<std::mutex> lock(batch.mu);  // notified under the lock: batch outlives it
-            if (--batch.left == 0) batch.cv.notify_all();
+          [b = &batch] {
+            std::lock_guard<std::mutex> lock(b->mu);  // notified under the lock: batch outlives it
+            if (--b->left == 0) b->cv.notify_all();
           });
     } catch (...) {
       // No thread for tasks i..count-1: they fail; those started end in bounded time (their
       // waits for the missing ones time out).
       release(static_cast<int64_t>(count - i));
       std::lock_guard<std::mutex> lock(batch.mu);
-      for (size_t j = i; j < count; ++j) batch.errors[j] = std::current_exception();
+      for (size_t j = i; j < count; ++j) batch.error(j) = std::current_exception();
       batch.left -= count - i;
       break;
     }
@@ -251,8 +260,8 @@ void run_concurrently(size_t count, const std::function<void(size_t)>& body) {
     acquire_forced();
     holds_token = true;
   }
-  for (const std::exception_ptr& e : batch.errors)
-    if (e) std::rethrow_exception(e);
+  for (size_t i = 0; i < count; ++i)
+    if (batch.error(i)) std::rethrow_exception(batch.error(i));
 }
 
 void parallel_chunks(int64_t count, const std::function<void(int64_t)>& body) {
