@@ -148,6 +148,7 @@ std::vector<std::vector<Literal>> Session::run_devices(const CompiledProgram& p,
   o.timeout = options_.timeout;
   if (options_.fast_kernels) o.base.accelerate = exec::accelerate;
   o.base.profile = options_.profile;
+  o.base.trace = options_.trace;
   o.traffic = options_.traffic;
   if (options_.executable) {
     // Device d runs its executable, compiled on its first run (per run without a cache).
