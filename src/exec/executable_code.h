@@ -78,6 +78,7 @@ struct Code {
   std::vector<CallCode> calls;
   // Per timed step: the op's name, and its name with its result types (Profile::by_type).
   std::vector<std::pair<std::string, std::string>> profile_keys;
+  std::vector<interp::TraceLabel> trace_labels;  // per timed step too (interp/trace.h)
   Executable::Stats stats;
   // The buffer plan (executable_plan.cpp): per slot, its offset in the arena (-1: not planned:
   // parameters, inlined values, values of nested blocks); per return of the body, the parameter

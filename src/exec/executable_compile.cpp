@@ -153,6 +153,7 @@ class Compiler {
           typed += to_string(op.result(r)->type());
         }
         code_.profile_keys.emplace_back(std::string(op.name()), std::move(typed));
+        code_.trace_labels.push_back(interp::op_label(op, s.kind == StepKind::kFused));
       }
       step_of[i] = static_cast<int64_t>(out.steps.size());
       out.steps.push_back(s);

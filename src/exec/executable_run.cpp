@@ -31,6 +31,12 @@ struct Frame {
   std::vector<const Literal*> operands;  // the current kernel step's
   std::vector<Literal> results;          // what fast kernels and fused loops append to
   std::vector<std::pair<int64_t, double>> profile;  // per Code::profile_keys, when profiling
+  // When tracing: the device's track, and the trace's ids of Code::trace_labels (interned once
+  // per frame and trace).
+  interp::Trace* trace = nullptr;
+  std::vector<interp::TraceSpan>* track = nullptr;
+  std::vector<uint32_t> trace_ids;
+  uint64_t trace_ids_of = 0;  // Trace::serial
   // The fused loops' view of the values: by Value, and those dying at the current step.
   const Step* step = nullptr;
   std::function<const Literal&(const ir::Value*)> value;
@@ -267,16 +273,25 @@ void run_step(Frame& f, const BlockCode& b, size_t i) {
   }
 }
 
+// One timed step's interval, for the profile and the trace alike.
+void record(Frame& f, int32_t key, std::chrono::steady_clock::time_point start, std::chrono::steady_clock::time_point end) {
+  const size_t k = static_cast<size_t>(key);
+  if (!f.profile.empty()) {
+    auto& [count, seconds] = f.profile[k];
+    ++count;
+    seconds += std::chrono::duration<double>(end - start).count();
+  }
+  if (f.track) f.trace->add(*f.track, f.trace_ids[k], f.trace->ns(start), f.trace->ns(end));
+}
+
 void run_steps(Frame& f, const BlockCode& b) {
-  const bool timed = !f.profile.empty();
+  const bool timed = !f.profile.empty() || f.track != nullptr;  // the one branch per step when off
   for (size_t i = 0; i < b.steps.size(); ++i) {
     const Step& s = b.steps[i];
     if (timed && s.profile >= 0) {
       auto start = std::chrono::steady_clock::now();
       run_step(f, b, i);
-      auto& [count, seconds] = f.profile[static_cast<size_t>(s.profile)];
-      ++count;
-      seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      record(f, s.profile, start, std::chrono::steady_clock::now());
     } else {
       run_step(f, b, i);
     }
@@ -361,6 +376,16 @@ void run_function(Frame& f, std::vector<Literal>& args, std::vector<Literal>& ou
   interp::Profile* profile = f.state->options ? f.state->options->profile : nullptr;
   if (profile) f.profile.assign(code.profile_keys.size(), {0, 0.0});
   else f.profile.clear();
+  f.trace = f.state->options ? f.state->options->trace : nullptr;
+  f.track = nullptr;
+  if (f.trace) {
+    if (f.trace_ids_of != f.trace->serial()) {
+      f.trace_ids.clear();
+      for (const interp::TraceLabel& l : code.trace_labels) f.trace_ids.push_back(f.trace->intern(l));
+      f.trace_ids_of = f.trace->serial();
+    }
+    f.track = &f.trace->track(interp::trace_device(*f.state->options));
+  }
   run_steps(f, code.body);
   if (!f.planned) {
     take_returns(f, code.body, out);

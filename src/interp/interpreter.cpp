@@ -168,21 +168,32 @@ Results run_block(const ir::Block& block, std::vector<Literal> args, const Scope
     if (op->kind() == ir::OpKind::Return) return take_returned(*op, scope);
     if (plan && plan->inlined(*op)) continue;  // computed inside the loops of its readers
     Results results;
+    // One interval per op feeds the profile and the trace (the ops of a loop or call are timed,
+    // not the loop or call itself).
     Profile* profile = state.options ? state.options->profile : nullptr;
-    auto start = profile ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
-    if (!(plan && plan->run(*op, value, dying, results))) {
+    Trace* trace = state.options ? state.options->trace : nullptr;
+    const bool timed = (profile || trace) && op->kind() != ir::OpKind::While && op->kind() != ir::OpKind::Call;
+    auto start = timed ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
+    const bool fused = plan && plan->run(*op, value, dying, results);
+    if (!fused) {
       EvalContext ctx(*op, scope, state);
       if (!fast || !fast(*op, ctx.operands(), results)) results = kKernels[static_cast<size_t>(op->kind())](ctx);
     }
-    if (profile && op->kind() != ir::OpKind::While && op->kind() != ir::OpKind::Call) {
-      double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-      std::lock_guard<std::mutex> lock(profile->mutex);
-      std::string key(op->name());
-      if (profile->by_type)
-        for (size_t i = 0; i < op->num_results(); ++i) key += " " + to_string(op->result(i)->type());
-      auto& entry = profile->by_op[key];
-      ++entry.first;
-      entry.second += s;
+    if (timed) {
+      auto end = std::chrono::steady_clock::now();
+      if (profile) {
+        std::lock_guard<std::mutex> lock(profile->mutex);
+        std::string key(op->name());
+        if (profile->by_type)
+          for (size_t i = 0; i < op->num_results(); ++i) key += " " + to_string(op->result(i)->type());
+        auto& entry = profile->by_op[key];
+        ++entry.first;
+        entry.second += std::chrono::duration<double>(end - start).count();
+      }
+      // The reference walk interns each op's label as it goes (the executable does it once).
+      if (trace)
+        trace->add(trace->track(trace_device(*state.options)), trace->intern(op_label(*op, fused)), trace->ns(start),
+                   trace->ns(end));
     }
     check_results(*op, results);
     for (size_t i = 0; i < results.size(); ++i) scope.values.emplace(op->result(i), std::move(results[i]));

@@ -19,6 +19,7 @@
 
 #include "ir/literal.h"
 #include "ir/module.h"
+#include "interp/trace.h"
 
 namespace tessera::interp {
 
@@ -140,7 +141,16 @@ struct Options {
   bool (*accelerate)(const ir::Op& op, std::span<const ir::Literal* const> operands,
                      std::vector<ir::Literal>& results) = nullptr;
   Profile* profile = nullptr;
+  // Spans of every timed op on this device's track (trace.h); the device is `trace_device`, or
+  // when that is -1 the process's flattened id (replica * partitions + partition).
+  Trace* trace = nullptr;
+  int64_t trace_device = -1;
 };
+
+inline int64_t trace_device(const Options& o) {
+  if (o.trace_device >= 0) return o.trace_device;
+  return static_cast<int64_t>(o.process.replica_id) * o.process.num_partitions + o.process.partition_id;
+}
 
 // ---- Element-wise fusion (behind the fast kernels) ----
 

@@ -40,6 +40,7 @@
 #include <string>
 #include <vector>
 
+#include "interp/trace.h"
 #include "ir/literal.h"
 #include "ir/module.h"
 #include "mpmd/fragments.h"
@@ -98,12 +99,17 @@ struct FragmentPipelineRun {
   // the stage's thread in it.
   std::vector<std::vector<Interval>> times;
   std::vector<std::vector<double>> cpu_ms;
+  // Per stage, per action: the bytes it posted (SEND) or received (RECV) to or from other stages.
+  std::vector<std::vector<int64_t>> action_bytes;
 };
 
 // What a run reads besides the plan: every parameter of the step, by pointer (a stage reads only
 // those on its own mesh, where they stay: a trainer keeps them there across runs).
 struct RunInputs {
   std::vector<const ir::Literal*> parameters;
+  // When set: each stage's fragments add their ops' spans to the track of device `stage`, and
+  // each schedule action its own span around them (interp/trace.h).
+  interp::Trace* trace = nullptr;
 };
 
 class FragmentPipeline {

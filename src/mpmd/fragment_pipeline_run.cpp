@@ -7,6 +7,7 @@
 #include <time.h>
 
 #include <chrono>
+#include <cmath>
 #include <condition_variable>
 #include <exception>
 #include <map>
@@ -36,6 +37,24 @@ double thread_cpu_ms() {
   timespec t{};
   clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
   return static_cast<double>(t.tv_sec) * 1e3 + static_cast<double>(t.tv_nsec) * 1e-6;
+}
+
+// Each schedule action's interval as a span on its stage's track: F, B, BI and W (category
+// "pipeline") enclose the spans of the ops their fragments ran; SEND and RECV ("transfer") carry
+// their bytes. `base_ns` is the run's start on the trace's clock.
+void trace_actions(interp::Trace& trace, const Schedule& schedule, const FragmentPipelineRun& run, int64_t base_ns) {
+  for (size_t st = 0; st < run.times.size(); ++st) {
+    std::vector<interp::TraceSpan>& track = trace.track(static_cast<int64_t>(st));
+    for (size_t k = 0; k < run.times[st].size(); ++k) {
+      const Action& a = schedule.actions[st][k];
+      interp::TraceLabel l{describe(a), a.is_compute() ? "pipeline" : "transfer",
+                           fmt::format("\"stage\": {}, \"microbatch\": {}, \"virtual_stage\": {}", st, a.microbatch,
+                                       a.virtual_stage)};
+      if (!a.is_compute()) l.args += fmt::format(", \"peer\": {}, \"bytes\": {}", a.peer, run.action_bytes[st][k]);
+      trace.add(track, trace.intern(l), base_ns + std::llround(run.times[st][k].start * 1e6),
+                base_ns + std::llround(run.times[st][k].end * 1e6));
+    }
+  }
 }
 
 }  // namespace
@@ -88,6 +107,8 @@ FragmentPipelineRun FragmentPipeline::run(const CompiledSchedule& compiled, cons
     out.times[st].assign(schedule.actions[st].size(), Interval{});
     out.cpu_ms[st].assign(schedule.actions[st].size(), 0.0);
   }
+  out.action_bytes = std::vector<std::vector<int64_t>>(out.times.size());
+  for (size_t st = 0; st < stages; ++st) out.action_bytes[st].assign(schedule.actions[st].size(), 0);
   const auto start = std::chrono::steady_clock::now();
   auto now_ms = [&] { return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count(); };
   std::vector<std::optional<Literal>> results(plan.results.size());
@@ -129,6 +150,9 @@ FragmentPipelineRun FragmentPipeline::run(const CompiledSchedule& compiled, cons
     }
     std::unordered_map<size_t, Literal> store;
     int64_t held = 0, held_saved = 0;
+    interp::Options exec_options;  // the fragments' ops on this stage's track when tracing
+    exec_options.trace = inputs.trace;
+    exec_options.trace_device = static_cast<int64_t>(st);
     auto keep = [&](size_t id, Literal v) {
       held += bytes_of(v);
       if (saved.count(id)) held_saved += bytes_of(v);
@@ -171,6 +195,7 @@ FragmentPipelineRun FragmentPipeline::run(const CompiledSchedule& compiled, cons
                  in.mesh, pv.parameter ? std::string("a parameter") : label(pv.producer),
                  options_.transfer_timeout.count());
           }
+          if (in.step >= 0) out.action_bytes[st][static_cast<size_t>(in.step)] += bytes_of(*v);
           keep(in.value, std::move(*v));
           break;
         }
@@ -181,6 +206,7 @@ FragmentPipelineRun FragmentPipeline::run(const CompiledSchedule& compiled, cons
             std::lock_guard lock(mu);
             out.transferred_bytes += bytes_of(v);
           }
+          if (in.step >= 0) out.action_bytes[st][static_cast<size_t>(in.step)] += bytes_of(v);
           slots.post(in.value, in.mesh, std::move(v));
           if (!pv.parameter) read_done(in.value);
           break;
@@ -195,7 +221,7 @@ FragmentPipelineRun FragmentPipeline::run(const CompiledSchedule& compiled, cons
           }
           std::vector<Literal> outputs;
           try {
-            outputs = compiled_->executables[in.fragment]->run(std::move(args), {}, *compiled_->contexts[in.fragment]);
+            outputs = compiled_->executables[in.fragment]->run(std::move(args), exec_options, *compiled_->contexts[in.fragment]);
           } catch (const support::UserError& e) {
             fail("{}: {}: {}", where(st, in.step), label(in.fragment), e.what());
           }
@@ -227,6 +253,7 @@ FragmentPipelineRun FragmentPipeline::run(const CompiledSchedule& compiled, cons
   };
 
   run_on_threads(stages, run_stage, slots);
+  if (inputs.trace) trace_actions(*inputs.trace, schedule, out, inputs.trace->ns(start));
   for (size_t r = 0; r < results.size(); ++r) {
     TESSERA_CHECK(results[r].has_value(), "result {} of the step was never computed", r);
     out.results.push_back(std::move(*results[r]));

@@ -94,6 +94,7 @@ const FragmentPipelineRun& FragmentTrainer::step(const ir::Literal& tokens, cons
   RunInputs in;
   for (size_t i = 0; i < n; ++i) in.parameters.push_back(&stages_[where_[i].first].p[where_[i].second]);
   for (const ir::Literal& x : batch) in.parameters.push_back(&x);
+  in.trace = trace_;
   last_ = pipeline_->run(compiled_, schedule_, in);
 
   // AdamW on every stage at once, each on its own parameters, moments and gradients.
@@ -108,7 +109,14 @@ const FragmentPipelineRun& FragmentTrainer::step(const ir::Literal& tokens, cons
       for (ir::Literal& x : *group) args.push_back(std::move(x));
     for (size_t i : s.parameters) args.push_back(std::move(last_.results[1 + i]));
     args.push_back(scalars);
-    std::vector<ir::Literal> out = s.update->run(std::move(args), {}, *s.context);
+    interp::Options options;  // the update's ops, and the update itself, on the stage's track
+    options.trace = trace_;
+    options.trace_device = static_cast<int64_t>(st);
+    const int64_t begin = trace_ ? trace_->now_ns() : 0;
+    std::vector<ir::Literal> out = s.update->run(std::move(args), options, *s.context);
+    if (trace_)
+      trace_->add(trace_->track(static_cast<int64_t>(st)), trace_->intern({"AdamW update", "pipeline", ""}), begin,
+                  trace_->now_ns());
     for (size_t j = 0; j < k; ++j) {
       s.p[j] = std::move(out[j]);
       s.m[j] = std::move(out[k + j]);

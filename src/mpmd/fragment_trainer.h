@@ -60,6 +60,9 @@ class FragmentTrainer {
   // The parameters stage s holds (indices into parameter_specs), and its parameter and optimizer bytes.
   const std::vector<size_t>& stage_parameters(int64_t stage) const;
   int64_t parameter_bytes(int64_t stage) const;
+  // Records the following steps into `trace` (null: stop): stage s's fragments, schedule actions
+  // and AdamW update on the track of device s (interp/trace.h).
+  void trace_into(interp::Trace* trace) { trace_ = trace; }
   // Wall time of the last step's optimizer updates (all stages at once), in ms.
   double last_update_ms() const { return update_ms_; }
 
@@ -78,6 +81,7 @@ class FragmentTrainer {
   std::unique_ptr<FragmentPipeline> pipeline_;
   CompiledSchedule compiled_;
   std::vector<Stage> stages_;
+  interp::Trace* trace_ = nullptr;
   std::vector<std::pair<size_t, size_t>> where_;  // per parameter: (stage, slot in it)
   int64_t steps_ = 0;
   FragmentPipelineRun last_;

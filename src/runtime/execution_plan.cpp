@@ -14,6 +14,7 @@ interp::Options device_options(const SessionOptions& options) {
   interp::Options o;
   if (options.fast_kernels) o.accelerate = exec::accelerate;
   o.profile = options.profile;
+  o.trace = options.trace;
   return o;
 }
 

@@ -121,6 +121,7 @@ struct SessionOptions {
   // turns it off for every session.
   bool executable = true;
   interp::Profile* profile = nullptr;  // time per op kind, summed over devices
+  interp::Trace* trace = nullptr;      // a span per op on each device's track (interp/trace.h)
   // Bytes each device sent and received in its collectives, added up over every run, next to the
   // ring model (comm/accounting.h; Traffic::table prints them); one counter per session device.
   // Host devices only for now.

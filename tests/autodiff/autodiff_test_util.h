@@ -12,6 +12,8 @@
 #include <vector>
 
 #include "autodiff/reverse.h"
+#include <cmath>
+
 #include "interp/interpreter.h"
 #include "ir/builder.h"
 
@@ -27,6 +29,10 @@ using ir::Type;
 // accurate to about 1e-9 on these small, smooth problems.
 inline constexpr double kRelTolerance = 1e-6;
 inline constexpr double kAbsTolerance = 1e-6;
+// That rule, written so that a NaN on either side never passes.
+inline bool within_fd_tolerance(double g, double e) {
+  return std::abs(g - e) <= kAbsTolerance + kRelTolerance * std::abs(e);
+}
 // Forward and reverse mode agree when |<J v, u> - <v, J^T u>| <= kIdentityTolerance * (1 + |<J v, u>|):
 // the same math evaluated in a different order, in f64.
 inline constexpr double kIdentityTolerance = 1e-10;

@@ -84,7 +84,7 @@ TEST_P(Jvp, TangentMatchesCentralDifferences) {
   int failures = 0;
   for (int64_t j = 0; j < jvp[1].num_elements(); ++j) {
     double fd = (plus.get_double(j) - minus.get_double(j)) / (2 * row.step), t = jvp[1].get_double(j);
-    if (std::abs(t - fd) > kAbsTolerance + kRelTolerance * std::abs(fd) && ++failures <= 5)
+    if (!within_fd_tolerance(t, fd) && ++failures <= 5)
       ADD_FAILURE() << row.name << ": (J v)[" << j << "] = " << t << ", finite differences give " << fd;
   }
 }

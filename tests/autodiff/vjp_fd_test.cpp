@@ -54,11 +54,20 @@ TEST_P(VjpFd, GradientMatchesCentralDifferences) {
       minus[i].set_double(j, v - row.step);
       double fd = (loss(plus) - loss(minus)) / (2 * row.step);
       double g = grads[i].get_double(j);
-      if (std::abs(g - fd) > kAbsTolerance + kRelTolerance * std::abs(fd) && ++failures <= 5)
+      if (!within_fd_tolerance(g, fd) && ++failures <= 5)
         ADD_FAILURE() << row.name << ": d loss / d param " << i << "[" << j << "] = " << g
                       << ", finite differences give " << fd;
     }
   }
+}
+
+// A NaN gradient (or estimate) fails: `|g - e| > tol` alone is false for NaN and let it pass.
+TEST(FdTolerance, NaNNeverPasses) {
+  EXPECT_FALSE(within_fd_tolerance(NAN, 1.0));
+  EXPECT_FALSE(within_fd_tolerance(1.0, NAN));
+  EXPECT_FALSE(within_fd_tolerance(INFINITY, INFINITY));
+  EXPECT_TRUE(within_fd_tolerance(1.0, 1.0 + 1e-7));
+  EXPECT_FALSE(within_fd_tolerance(1.0, 1.0 + 1e-5));
 }
 
 INSTANTIATE_TEST_SUITE_P(Ops, VjpFd, ::testing::ValuesIn(all_rows()),

@@ -29,12 +29,16 @@ using ir::FunctionBuilder;
 using ir::Tensor;
 using testing::error_of;
 
-// The largest |a − b| / max(1, |b|) over every element; types must match.
+// The largest |a − b| / max(1, |b|) over every element, NaN when any element's is (std::max
+// would keep the largest before it); types must match.
 double max_relative(const ir::Literal& a, const ir::Literal& b) {
   EXPECT_EQ(ir::to_string(a.type()), ir::to_string(b.type()));
   double worst = 0;
-  for (int64_t i = 0; i < a.num_elements(); ++i)
-    worst = std::max(worst, std::abs(a.get_double(i) - b.get_double(i)) / std::max(1.0, std::abs(b.get_double(i))));
+  for (int64_t i = 0; i < a.num_elements(); ++i) {
+    double e = std::abs(a.get_double(i) - b.get_double(i)) / std::max(1.0, std::abs(b.get_double(i)));
+    if (std::isnan(e)) return e;
+    worst = std::max(worst, e);
+  }
   return worst;
 }
 
@@ -112,6 +116,17 @@ std::vector<std::string> moves(const FragmentPlan& plan) {
     out.push_back(fmt::format("{} {}->{}", ir::to_string(plan.values[t.value].type), plan.meshes[t.from].name,
                               plan.meshes[t.to].name));
   return out;
+}
+
+// A NaN in the results is the worst error there is, not one skipped.
+TEST(ProgramForm, MaxRelativeIsNaNWhenAnElementIs) {
+  ir::Literal got(f32({3})), want(f32({3}));
+  for (int64_t i = 0; i < 3; ++i) {
+    got.set_double(i, double(i));
+    want.set_double(i, double(i) + 0.5);
+  }
+  got.set_double(1, NAN);
+  EXPECT_TRUE(std::isnan(max_relative(got, want))) << max_relative(got, want);
 }
 
 TEST(ProgramForm, TwoMeshFragmentsAndTransfers) {

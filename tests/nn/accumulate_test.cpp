@@ -3,6 +3,9 @@
 // once (the peak live bytes of the local program, as the partitioner's report measures them).
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <tuple>
+
 #include "interp/interpreter.h"
 #include "nn/capture.h"
 #include "nn/plan.h"
@@ -22,6 +25,20 @@ std::vector<ir::Literal> step_inputs(const Config& c, const Programs& p) {
   in.push_back(b.targets);
   (void)p;
   return in;
+}
+
+// A wrong smaller entry beside a large one: 2 % of the array's scale, but 10 % of itself.
+TEST(RelativeError, JudgesEntriesAboveTheFloorByTheirOwnSize) {
+  ir::Literal want(ir::f32({3})), got(ir::f32({3}));
+  for (auto [i, w, g] : {std::tuple{0, 100.0, 100.0}, {1, 20.0, 22.0}, {2, 1e-5, 2e-5}}) {
+    want.set_double(i, w);
+    got.set_double(i, g);
+  }
+  EXPECT_NEAR(testing::relative_error(got, want), 0.1, 1e-6);
+  got.set_double(1, 20.0);  // the entry under the floor (1e-5) counts against the array's scale only
+  EXPECT_NEAR(testing::relative_error(got, want), 1e-7, 1e-9);
+  got.set_double(0, NAN);
+  EXPECT_EQ(testing::relative_error(got, want), INFINITY);
 }
 
 TEST(Accumulate, FourMicrobatchesEqualTheFullBatch) {

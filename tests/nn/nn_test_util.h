@@ -25,8 +25,11 @@ Batch make_batch(const Config& c, uint64_t seed);
 // Uniform values in [lo, hi] of type t from a fixed seed.
 ir::Literal random_literal(const ir::Type& t, uint64_t seed, double lo = -1, double hi = 1);
 
-// max |got - want| / max |want| over the array (0 when both are zero): the relative error of the
-// array as a whole, so that entries near zero are judged against the array's scale.
+// The larger of max |got - want| / max |want| over the array (0 when both are zero: entries near
+// zero are judged against the array's scale) and, over the entries whose |want| is at least
+// kElementFloor of that scale, |got - want| / |want| (each such entry against its own size).
+// INFINITY when one side has a NaN the other has not.
+inline constexpr double kElementFloor = 0.1;
 double relative_error(const ir::Literal& got, const ir::Literal& want);
 
 }  // namespace tessera::nn::testing

@@ -1,9 +1,10 @@
 // The examples' sharded loss printed whole and compared with golden/sharded_loss.mlir.
 //
-// On a mismatch the test prints both texts line by line. TESSERA_UPDATE_GOLDEN=1 rewrites the
-// golden file with the current output instead of comparing.
+// On a mismatch the test prints both texts line by line. TESSERA_UPDATE_GOLDEN=1 (that value
+// only) rewrites the golden file with the current output instead of comparing (common/golden.h).
 #include <gtest/gtest.h>
 
+#include "common/golden.h"
 #include "common/worked_example.h"
 
 #include <cstdlib>
@@ -25,41 +26,34 @@ std::string sharded_loss_text() {
   return print(m);
 }
 
-std::vector<std::string> lines_of(const std::string& text) {
-  std::vector<std::string> out;
-  std::istringstream in(text);
-  for (std::string line; std::getline(in, line);) out.push_back(line);
-  return out;
-}
-
-// "line N: expected ... / actual ..." for each differing line.
-std::string line_diff(const std::string& expected, const std::string& actual) {
-  std::vector<std::string> e = lines_of(expected), a = lines_of(actual);
-  std::string out;
-  for (size_t i = 0; i < std::max(e.size(), a.size()); ++i) {
-    std::string el = i < e.size() ? e[i] : "<end of file>";
-    std::string al = i < a.size() ? a[i] : "<end of file>";
-    if (el != al)
-      out += "line " + std::to_string(i + 1) + ":\n  golden: " + el + "\n  actual: " + al + "\n";
-  }
-  return out;
-}
-
 TEST(PrinterGolden, ShardedLossMatchesGoldenFile) {
   const std::string path = std::string(TESSERA_STABLEHLO_GOLDEN_DIR) + "/sharded_loss.mlir";
   const std::string actual = sharded_loss_text();
-  const char* update = std::getenv("TESSERA_UPDATE_GOLDEN");
-  if (update != nullptr && std::string(update) == "1") {
-    std::ofstream(path) << actual;
-    GTEST_SKIP() << "rewrote " << path;
+  tessera::testing::Golden g = tessera::testing::compare_golden(path, actual);
+  if (g.rewritten) GTEST_SKIP() << "rewrote " << path;
+  EXPECT_EQ(g.mismatch, "") << "(rerun with TESSERA_UPDATE_GOLDEN=1 to accept)";
+}
+
+// Only TESSERA_UPDATE_GOLDEN=1 rewrites: with 0 (or anything else) the file is compared, and left alone.
+TEST(GoldenFile, OnlyTheValueOneRewrites) {
+  const std::string path = ::testing::TempDir() + "tessera_golden_probe.txt";
+  const char* saved = std::getenv("TESSERA_UPDATE_GOLDEN");
+  std::string before = saved ? saved : "";
+  for (const char* value : {"0", "yes", ""}) {
+    std::ofstream(path) << "old\n";
+    setenv("TESSERA_UPDATE_GOLDEN", value, 1);
+    tessera::testing::Golden g = tessera::testing::compare_golden(path, "new\n");
+    EXPECT_FALSE(g.rewritten) << value;
+    EXPECT_NE(g.mismatch.find("golden: old"), std::string::npos) << value << ": " << g.mismatch;
+    std::ifstream in(path);
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    EXPECT_EQ(text, "old\n") << value;
   }
-  std::ifstream in(path);
-  ASSERT_TRUE(in) << "cannot read " << path << " (TESSERA_UPDATE_GOLDEN=1 writes it)";
-  std::stringstream golden;
-  golden << in.rdbuf();
-  EXPECT_EQ(golden.str(), actual) << "printed module differs from " << path << ":\n"
-                                  << line_diff(golden.str(), actual)
-                                  << "(rerun with TESSERA_UPDATE_GOLDEN=1 to accept)";
+  setenv("TESSERA_UPDATE_GOLDEN", "1", 1);
+  EXPECT_TRUE(tessera::testing::compare_golden(path, "new\n").rewritten);
+  if (saved) setenv("TESSERA_UPDATE_GOLDEN", before.c_str(), 1);
+  else unsetenv("TESSERA_UPDATE_GOLDEN");
+  EXPECT_EQ(tessera::testing::compare_golden(path, "new\n").mismatch, "");
 }
 
 TEST(PrinterGolden, ShardedLossNamesMeshAndShardings) {

@@ -1,7 +1,8 @@
 """Every kind of SVG Tessera writes, rendered by a real browser (headless Chromium) to PNG.
 
 The pictures are made the way a user makes them: `tessera schedule --svg` (a simulated timeline),
-`tessera train --plan pp=2 --schedule-svg` (the measured timeline of a real run), `tessera
+`tessera train --plan pp=2 --schedule-svg` (the measured timeline of a real run) with `--trace-svg`
+(the timeline of its trace: every op, action and transfer per device), `tessera
 partition --show-svg` (sharding grids) and examples/04_comm_efficient (its bar charts). Each is
 shown by Chromium as an image on a coloured page and screenshot; the picture's box in the PNG must
 have exactly the size its root element declares (the SVG parsed and laid out as declared; a file
@@ -76,8 +77,9 @@ def main():
         make("measured pipeline", [cli, "train", "--corpus", corpus, "--plan", "pp=2", "--devices", "2",
                                    "--microbatches", "4", "--steps", "3", "--d-model", "32", "--layers", "2",
                                    "--heads", "4", "--kv-heads", "2", "--ffn", "64", "--batch", "8", "--seq", "16",
-                                   "--sample", "0", "--no-progress-bar", "--schedule-svg", os.path.join(d, "measured.svg")])
-        svgs.append(os.path.join(d, "measured.svg"))
+                                   "--sample", "0", "--no-progress-bar", "--schedule-svg", os.path.join(d, "measured.svg"),
+                                   "--trace", os.path.join(d, "trace.json"), "--trace-svg", os.path.join(d, "trace.svg")])
+        svgs += [os.path.join(d, "measured.svg"), os.path.join(d, "trace.svg")]
         make("sharding grids", [cli, "partition", os.path.join(source, "examples", "01_sharded_loss.mlir"),
                                 "--show-svg", os.path.join(d, "grids")])
         svgs += [os.path.join(d, "grids", n) for n in ("arg0.svg", "arg1.svg", "result0.svg")]

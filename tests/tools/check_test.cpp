@@ -160,14 +160,33 @@ TEST(Check, DeadlockFailsWithTheTimeoutInBoundedTime) {
       << r.output;
 }
 
+TEST(Check, ACaseThatChecksNothingFailsAndAnEmptyFileToo) {
+  // It ran, but nothing compared its results: not a pass ("PASS (0 checks)" before).
+  std::string path = write_temp("unchecked.mlir", R"(func.func @main() {
+  %0 = stablehlo.constant dense<[1, 2]> : tensor<2xi32>
+  %1 = stablehlo.add %0, %0 : tensor<2xi32>
+  func.return
+}
+)");
+  CheckRun r = run(path);
+  EXPECT_EQ(r.counts.passed, 0) << r.output;
+  EXPECT_EQ(r.counts.failed, 1) << r.output;
+  EXPECT_NE(r.output.find(fmt::format("FAIL {}:1 @main: no check ran", path)), std::string::npos) << r.output;
+  r = run(write_temp("empty.mlir", ""));
+  EXPECT_EQ(r.counts.passed, 0) << r.output;
+  EXPECT_EQ(r.counts.failed, 1) << r.output;
+  EXPECT_NE(r.output.find("no test cases"), std::string::npos) << r.output;
+}
+
 TEST(Check, ParseErrorsAreFailuresWithLocations) {
   std::string path = write_temp("bad.mlir",
-                                "func.func @ok() {\n  func.return\n}\n// -----\nfunc.func @bad() {\n"
-                                "  %0 = stablehlo.nonsense : tensor<f32>\n  func.return\n}\n");
+                                "func.func @ok() {\n  %0 = stablehlo.constant dense<1> : tensor<i32>\n"
+                                "  check.expect_eq_const %0, dense<1> : tensor<i32>\n  func.return\n}\n// -----\n"
+                                "func.func @bad() {\n  %0 = stablehlo.nonsense : tensor<f32>\n  func.return\n}\n");
   CheckRun r = run(path);
   EXPECT_EQ(r.counts.passed, 1);
   EXPECT_EQ(r.counts.failed, 1);
-  EXPECT_NE(r.output.find(fmt::format("FAIL {}:6:8: unknown op 'stablehlo.nonsense'", path)),
+  EXPECT_NE(r.output.find(fmt::format("FAIL {}:8:8: unknown op 'stablehlo.nonsense'", path)),
             std::string::npos)
       << r.output;
 }

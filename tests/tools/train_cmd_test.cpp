@@ -347,8 +347,21 @@ TEST(TrainCommand, PipelineTimesDataParallelTrainsAndDrawsItsTimeline) {
 }
 
 TEST(TrainCommand, EveryPipelinePlanRuns) {
+  // Each plan's losses are those of one device accumulating the same 4 microbatches (DESIGN.md: a
+  // schedule never changes results), not merely positive.
   TempDir dir;
   std::ofstream(dir.path / "corpus.txt") << corpus_text();
+  TrainCommand accumulated = small(dir.path / "corpus.txt");
+  accumulated.layers = 4;
+  accumulated.devices = 1;
+  accumulated.accumulate = 4;
+  accumulated.steps = 3;
+  accumulated.losses = (dir.path / "acc.txt").string();
+  std::ostringstream acc_out;
+  ASSERT_EQ(train_command(accumulated, acc_out), 0) << acc_out.str();
+  const std::vector<double> want = read_losses(dir.path / "acc.txt");
+  ASSERT_EQ(want.size(), 3u) << acc_out.str();
+  constexpr double kTolerance = 1e-5;  // relative, per step
   struct Run {
     std::string plan, schedule;
     int64_t virtual_stages, devices;
@@ -361,8 +374,14 @@ TEST(TrainCommand, EveryPipelinePlanRuns) {
     c.virtual_stages = r.virtual_stages;
     c.microbatches = 4;
     c.steps = 3;
+    c.losses = (dir.path / "pp.txt").string();
     std::ostringstream out;
     ASSERT_EQ(train_command(c, out), 0) << r.plan;
+    std::vector<double> got = read_losses(dir.path / "pp.txt");
+    ASSERT_EQ(got.size(), want.size()) << r.plan;
+    for (size_t i = 0; i < got.size(); ++i)
+      EXPECT_TRUE(std::abs(got[i] - want[i]) <= kTolerance * std::abs(want[i]))
+          << r.plan << " " << r.schedule << " step " << i + 1 << ": " << got[i] << ", accumulated " << want[i];
     std::string s = out.str();
     EXPECT_NE(s.find(fmt::format("plan {} on {} host devices", r.plan, r.devices)), std::string::npos) << s;
     EXPECT_NE(s.find("schedule " + std::string(r.schedule == "interleaved" ? "interleaved" : r.schedule)),

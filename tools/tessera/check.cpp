@@ -163,6 +163,11 @@ CheckCounts check_file(const std::string& path, std::ostream& out, const CheckOp
       out << "FAIL " << e.what() << "\n";
       ++counts.failed;
       continue;
+    } catch (const std::exception& e) {
+      // A bug of ours on this piece is its failure, said as one, and the next piece still runs.
+      out << fmt::format("FAIL {}:{}: internal error: {}\n", path, piece.first_line, e.what());
+      ++counts.failed;
+      continue;
     }
     for (const ir::Function* fn : cases_of(*module)) {
       std::string where = fmt::format("{}:{} @{}", path, fn->loc.line, fn->name());
@@ -183,6 +188,9 @@ CheckCounts check_file(const std::string& path, std::ostream& out, const CheckOp
         out << fmt::format("FAIL {}: {} at {}:{}: {}; largest difference {}\n", where,
                            failed->check, path, failed->loc.line, failed->detail,
                            failed->max_difference);
+      } else if (checks.empty()) {
+        // A case that checks nothing shows nothing: it ran, but no result was compared.
+        out << fmt::format("FAIL {}: no check ran (a case compares its results with check.* ops)\n", where);
       } else {
         out << fmt::format("PASS {} ({} checks)\n", where, checks.size());
         ++counts.passed;

@@ -85,6 +85,9 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   run->add_option("--function", rc.function, "Function to run (default @main or the first public one)");
   run->add_option("--mesh", rc.mesh, "Axes of the module's mesh, e.g. data=4");
+  run->add_option("--trace", rc.trace, "Write a Chrome trace-event JSON (Perfetto): a track per device, a span per op "
+                  "and collective");
+  run->add_option("--trace-svg", rc.trace_svg, "Draw the trace's timeline as SVG");
   run->add_option("--timeout", rc.timeout_s, "Seconds a collective waits for its peers")->capture_default_str()
       ->check(CLI::PositiveNumber);
   auto* sched = app.add_subcommand("schedule", "Simulate a pipeline schedule; print its timeline and bubble");
@@ -156,6 +159,9 @@ int main(int argc, char** argv) {
   train->add_flag("--no-progress-bar", bar_off, "Print a line per tenth of the run instead of a bar")->excludes(bar_flag);
   train->add_flag("--dry-run", tc.dry_run, "Print the memory each device will hold and stop (a run that cannot fit is refused)");
   train->add_flag("--profile", tc.profile, "Print the time spent per op kind");
+  train->add_option("--trace", tc.trace, "Write a Chrome trace-event JSON (Perfetto): a track per device, a span per op, "
+                    "collective and pipeline action");
+  train->add_option("--trace-svg", tc.trace_svg, "Draw the trace's timeline as SVG");
   train->add_flag("--remat", tc.remat, "Recompute element-wise activations in the backward pass");
   train->add_option("--schedule", tc.schedule, "Pipeline schedule (pp plans): gpipe, 1f1b, interleaved or zb-h1")
       ->capture_default_str();

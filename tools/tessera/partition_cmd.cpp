@@ -20,6 +20,7 @@
 #include "support/durable_file.h"
 #include "support/memory.h"
 #include "tools/tessera/cli_options.h"
+#include "tools/tessera/trace_out.h"
 #include "tools/tessera/train_memory.h"
 
 namespace tessera::tools {
@@ -152,8 +153,14 @@ int run_command(const RunCommand& c, std::ostream& out) {
     fail("--output-format: '{}' is neither npy nor safetensors", c.output_format);
   runtime::SessionOptions options;
   options.timeout = std::chrono::milliseconds(static_cast<int64_t>(c.timeout_s * 1000));
+  std::unique_ptr<interp::Trace> trace;
+  if (!c.trace.empty() || !c.trace_svg.empty()) {
+    trace = std::make_unique<interp::Trace>();
+    options.trace = trace.get();
+  }
   runtime::Session session =
       c.backend == "mpi" ? runtime::Session::mpi(c.devices, options) : runtime::Session::host(c.devices, options);
+  if (trace) trace->set_pid(session.rank());
   runtime::CompiledProgram p = session.compile(*m, f.name());
   // Refused before running when the devices of this process cannot hold their plans' peaks.
   {
@@ -167,6 +174,8 @@ int run_command(const RunCommand& c, std::ostream& out) {
            here == 1 ? "" : "s", support::format_bytes(support::memory_limit()));
   }
   std::vector<ir::Literal> results = session.run_sharded(p, inputs);
+  std::vector<std::string> trace_events;  // every rank's, on every rank
+  if (trace) trace_events = session.per_rank_bytes(trace->events_json(), "trace");
   if (session.rank() != 0) return 0;  // every rank has the results; rank 0 writes and prints them
   std::error_code ec;
   std::filesystem::create_directories(c.output_dir, ec);
@@ -191,6 +200,7 @@ int run_command(const RunCommand& c, std::ostream& out) {
                                           : fmt::format("{} host devices", c.devices);
   out << fmt::format("ran @{} on {}; {} collectives, {} bytes moved per device\n", f.name(), where,
                      p.report().collectives.size(), p.report().bytes_per_device());
+  if (trace) write_trace(trace_events, c.trace, c.trace_svg, out);
   return 0;
 }
 

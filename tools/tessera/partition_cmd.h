@@ -32,6 +32,8 @@ struct RunCommand {
   std::string output_dir = ".";
   std::string output_format = "npy";  // npy: result<i>.npy; safetensors: results.safetensors (result<i>)
   double timeout_s = 60;  // how long a collective waits for its peers
+  std::string trace;      // non-empty: write the run's trace-event JSON here (trace_out.h)
+  std::string trace_svg;  // non-empty: draw its timeline here
 };
 
 // Runs on `devices` host devices (or over MPI ranks) and writes result i to output_dir/result<i>.npy

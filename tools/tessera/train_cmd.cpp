@@ -33,6 +33,7 @@
 #include "support/error.h"
 #include "support/memory.h"
 #include "support/strings.h"
+#include "tools/tessera/trace_out.h"
 #include "tools/tessera/train_data.h"
 #include "tools/tessera/train_log.h"
 #include "tools/tessera/train_memory.h"
@@ -167,12 +168,18 @@ int train_command(const TrainCommand& c, std::ostream& out_stream) {
   interp::Profile profile;
   runtime::SessionOptions session_options;
   if (c.profile) session_options.profile = &profile;
+  std::unique_ptr<interp::Trace> trace;  // --trace: every step's spans, on every device's track
+  if (!c.trace.empty() || !c.trace_svg.empty()) {
+    trace = std::make_unique<interp::Trace>();
+    session_options.trace = trace.get();
+  }
   bool over_mpi = c.backend == "mpi";
   int64_t local_devices = c.devices > 0 ? c.devices : over_mpi ? 1 : 4;
   runtime::Session session = over_mpi ? runtime::Session::mpi(local_devices, session_options)
                                       : runtime::Session::host(local_devices, session_options);
   int64_t devices = session.num_devices();
   bool rank0 = session.rank() == 0;  // the one that prints and writes files
+  if (trace) trace->set_pid(session.rank());
   std::ostream silent(nullptr);      // the other ranks' output goes nowhere
   std::ostream& out = rank0 ? out_stream : silent;
   nn::ShardingPlan plan = make_plan(c.plan, devices);
@@ -376,6 +383,7 @@ int train_command(const TrainCommand& c, std::ostream& out_stream) {
     // The schedule's lr and AdamW's bias corrections, in double on the host (nn/optimizer.h).
     double lr = nn::lr_at(schedule, t);
     state[si] = step.stage(si, programs.step_scalars(t, lr));
+    if (trace) trace->set_step(t);
 #ifdef TESSERA_HAVE_MPI
     const int64_t sent_before = over_mpi ? comm::mpi::bytes_sent() : 0;
 #endif
@@ -437,6 +445,10 @@ int train_command(const TrainCommand& c, std::ostream& out_stream) {
   }
 
   if (c.profile) out << fmt::format("\ntime per op kind, {}:\n", over_mpi ? "rank 0's devices" : "all devices") << profile.to_string();
+  if (trace) {  // every rank's events, joined by rank 0
+    std::vector<std::string> events = session.per_rank_bytes(trace->events_json(), "trace");
+    if (rank0) write_trace(events, c.trace, c.trace_svg, out);
+  }
 
   if (!c.save.empty()) save(last_step);
   if (c.sample > 0) {  // the parameters gathered to rank 0, which samples

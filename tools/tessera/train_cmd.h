@@ -63,6 +63,8 @@ struct TrainCommand {
   bool progress_bar = false;  // true: a bar redrawn with '\r' (the CLI: when stdout is a terminal)
   bool profile = false;      // print the time per op kind at the end
   bool dry_run = false;      // print the memory estimate per device (train_memory.h) and stop
+  std::string trace;         // non-empty: write every step's trace-event JSON here (trace_out.h)
+  std::string trace_svg;     // non-empty: draw its timeline here
   // Pipeline plans only.
   std::string schedule = "1f1b";  // gpipe | 1f1b | interleaved | zb-h1
   int64_t microbatches = 8;

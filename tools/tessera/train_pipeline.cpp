@@ -35,6 +35,7 @@
 #include "support/error.h"
 #include "support/memory.h"
 #include "support/strings.h"
+#include "tools/tessera/trace_out.h"
 #include "tools/tessera/train_data.h"
 #include "tools/tessera/train_log.h"
 #include "tools/tessera/train_options.h"
@@ -175,6 +176,10 @@ int train_pipeline(const TrainCommand& c, std::ostream& out_stream, const std::s
     fail("--remat: a pipeline plan keeps each stage's forward activations for its backward; rematerialization is not "
          "available with pipeline plans yet");
   if (c.remat) fail("--remat: a pipeline stage's backward already recomputes its forward from the saved input");
+  const bool tracing = !c.trace.empty() || !c.trace_svg.empty();
+  if (tracing && !program_form)
+    fail("--trace: pipeline plans with device groups (dp, tp) or MPI ranks run on the layer cut, which records no "
+         "trace yet; one-device stages on host devices (--plan pp=P) do");
   // The stages' optimizer programs take a constant lr and see only their own gradients: no
   // schedule and no global-norm clipping under pipeline plans yet.
   if (c.precision != "f32") fail("--precision {}: pipeline plans train in f32 for now", c.precision);
@@ -209,12 +214,15 @@ int train_pipeline(const TrainCommand& c, std::ostream& out_stream, const std::s
                      c.steps, corpus_path, support::format_bytes(static_cast<int64_t>(text.size())));
   Batches data{text, c.batch, c.seq, c.seed};
   LossLog log(c, rank0, 1);
+  interp::Trace trace;  // --trace: stage s's actions, fragments' ops and update on the track of device s
+  if (tracing) trainer->trace_into(&trace);
   std::vector<mpmd::PipelineResult> measured;  // the stages' measurements of steps 2.. (step 1 warms up)
   int64_t transferred = 0;                     // program form: bytes moved between stages in the last step
   for (int64_t t = 1; t <= c.steps; ++t) {
     auto [x, y] = data.at(t);
     mpmd::PipelineResult m;
     if (program_form) {
+      trace.set_step(t);
       const mpmd::FragmentPipelineRun& r = trainer->step(x, y);
       m = as_pipeline_result(schedule, r);
       transferred = r.transferred_bytes;
@@ -316,6 +324,7 @@ int train_pipeline(const TrainCommand& c, std::ostream& out_stream, const std::s
     if (!svg) fail("--schedule-svg {}: cannot write the file", c.schedule_svg);
     out << fmt::format("measured timeline of step {} written to {}\n", c.steps, c.schedule_svg);
   }
+  if (tracing) write_trace({trace.events_json()}, c.trace, c.trace_svg, out);
   if (c.sample > 0) {
     std::vector<Literal> trained = program_form ? trainer->parameters() : layer_cut->parameters();  // over MPI, gathered
     if (rank0) out << "\nsample:\n" << generate(model, trained, "The ", c.sample, c.seed) << "\n";

@@ -1,10 +1,12 @@
 #!/usr/bin/env python3
 """`tessera train --backend mpi` under mpirun against `tessera train` on 4 host devices: every step's
 loss (written exactly by --losses) and the checkpoint files are bitwise the same, and only rank 0
-prints and writes. With --bad-plan instead: a user error (an unknown --plan) makes every rank fail
+prints and writes. The MPI run's --trace, joined by rank 0, has a track per device under its
+rank's pid, and the same collectives on every device in every step. With --bad-plan instead: a user error (an unknown --plan) makes every rank fail
 alike before any collective, and the job exits non-zero at once."""
 import argparse
 import filecmp
+import json
 import os
 import re
 import sys
@@ -48,13 +50,27 @@ with tempfile.TemporaryDirectory() as tmp:
     else:
         host, _ = run([args.tessera, *common, "--backend", "host", "--devices", "4",
                        "--losses", os.path.join(tmp, "host.txt"), "--save", os.path.join(tmp, "host_ckpt")])
-        mpi, _ = run([*mpi_args, "--losses", os.path.join(tmp, "mpi.txt"), "--save", os.path.join(tmp, "mpi_ckpt")])
+        trace = os.path.join(tmp, "trace.json")
+        mpi, _ = run([*mpi_args, "--losses", os.path.join(tmp, "mpi.txt"), "--save", os.path.join(tmp, "mpi_ckpt"),
+                      "--trace", trace])
         if host.returncode != 0 or mpi.returncode != 0:
             problems.append(f"exit status: host {host.returncode}, mpi {mpi.returncode}")
         else:
             expect_same_losses(os.path.join(tmp, "host.txt"), host.stdout, os.path.join(tmp, "mpi.txt"), mpi.stdout,
                                STEPS, problems)
             expect_printed_once(mpi.stdout, ("tessera train:", f"step {STEPS}/{STEPS}", "per device (4 devices", "saved to"), problems)
+            collectives = {}  # (pid, device) -> step -> collective spans
+            with open(trace) as f:
+                for e in json.load(f)["traceEvents"]:
+                    if e["ph"] == "X" and e["cat"] == "collective":
+                        steps = collectives.setdefault((e["pid"], e["tid"]), {})
+                        steps[e["args"]["step"]] = steps.get(e["args"]["step"], 0) + 1
+            want = {(d // args.devices_per_rank, d) for d in range(4)}
+            if set(collectives) != want:
+                problems.append(f"trace tracks (rank, device) with collectives: {sorted(collectives)}, want {sorted(want)}")
+            counts = {tuple(sorted(s.items())) for s in collectives.values()}
+            if len(counts) != 1 or [t for t, _ in next(iter(counts))] != list(range(1, STEPS + 1)):
+                problems.append(f"collective spans per step differ between devices or miss a step: {collectives}")
             ranks = "1 MPI rank" if args.np == 1 else f"{args.np} MPI ranks"
             where = f"plan {args.plan} on 4 devices ({ranks} of {args.devices_per_rank})"
             if where not in mpi.stdout:
