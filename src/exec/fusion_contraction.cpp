@@ -104,7 +104,10 @@ void fold_transposes(const ir::Block& block, const std::unordered_map<const Valu
     const Op* t = rs.size() == 1 ? rs[0] : nullptr;
     if (t && t->kind() == OpKind::Transpose && !inlined.count(t) && foldable(*t) && !region_reads.count(op->result(0))) {
       f.plan = plan_of(*op, l, r, out_strides(*t));
-      if (f.plan.ok && fits_blas(f.plan) && copied(f.plan) <= copied(plan_of(*op, l, r, {}))) {
+      // Not as C^T (swapped): OpenBLAS's Haswell kernels give other bits with the operands' roles
+      // swapped (transpose flags and leading dimensions keep them), and a fold must not change
+      // the bits a program computes.
+      if (f.plan.ok && !f.plan.swapped && fits_blas(f.plan) && copied(f.plan) <= copied(plan_of(*op, l, r, {}))) {
         inlined.insert(op.get());
         f.result = &t->result(0)->type();
         folded.emplace(t, f);
