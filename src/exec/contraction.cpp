@@ -99,7 +99,9 @@ Ints concat(std::initializer_list<const Ints*> parts) {
 
 }  // namespace
 
-ContractionPlan plan_contraction(Shape lhs, Shape rhs, const ir::DotDims& dd) {
+ContractionPlan plan_contraction(Shape lhs, Shape rhs, const ir::DotDims& dd) { return plan_contraction(lhs, rhs, dd, {}); }
+
+ContractionPlan plan_contraction(Shape lhs, Shape rhs, const ir::DotDims& dd, const ContractionStrides& st) {
   ContractionPlan p;
   Ints lf = free_dims(lhs.size(), dd.lhs_batch, dd.lhs_contracting);
   Ints rf = free_dims(rhs.size(), dd.rhs_batch, dd.rhs_contracting);
@@ -111,7 +113,30 @@ ContractionPlan plan_contraction(Shape lhs, Shape rhs, const ir::DotDims& dd) {
   p.ldc = std::max<int64_t>(1, p.n);
   p.calls = batch;
   if (p.out_elements == 0 || p.k == 0) return p;  // no GEMM: nothing to write, or zeros
-  Ints ls = ir::row_major_strides(lhs), rs = ir::row_major_strides(rhs);
+  auto strides_of = [](Shape shape, std::span<const int64_t> given) {
+    return given.empty() ? ir::row_major_strides(shape) : Ints(given.begin(), given.end());
+  };
+  Ints ls = strides_of(lhs, st.lhs), rs = strides_of(rhs, st.rhs);
+
+  // The result [batch..., lhs free..., rhs free...] as a matrix: rows (lhs free) by columns (rhs
+  // free), one group at unit stride; with lhs's at unit stride each call computes C^T (swapped).
+  Ints out_shape, out_rows, out_cols;
+  for (int64_t d : dd.lhs_batch) out_shape.push_back(lhs[static_cast<size_t>(d)]);
+  for (int64_t d : lf) {
+    out_rows.push_back(static_cast<int64_t>(out_shape.size()));
+    out_shape.push_back(lhs[static_cast<size_t>(d)]);
+  }
+  for (int64_t d : rf) {
+    out_cols.push_back(static_cast<int64_t>(out_shape.size()));
+    out_shape.push_back(rhs[static_cast<size_t>(d)]);
+  }
+  Ints os = strides_of(out_shape, st.out);
+  auto ors = group_stride(out_shape, os, out_rows), ocs = group_stride(out_shape, os, out_cols);
+  Fit fc = ors && ocs ? fit(p.m, p.n, *ors, *ocs) : Fit{};
+  if (!fc.ok) {
+    p.ok = false;
+    return p;
+  }
   int64_t lhs_elements = product(lhs, concat({&dd.lhs_batch, &lf, &dd.lhs_contracting}));
   int64_t rhs_elements = product(rhs, concat({&dd.rhs_batch, &rf, &dd.rhs_contracting}));
 
@@ -157,22 +182,28 @@ ContractionPlan plan_contraction(Shape lhs, Shape rhs, const ir::DotDims& dd) {
     fb = fit_operand(rhs, rs, rc, p.k, rf, p.n);
   }
   TESSERA_CHECK(fa.ok && fb.ok, "a copied dot_general operand must read as a matrix");
-  p.ta = fa.trans, p.lda = fa.ld, p.tb = fb.trans, p.ldb = fb.ld;
+  p.ldc = fc.ld;
+  p.swapped = fc.trans;
+  if (!p.swapped) {
+    p.ta = fa.trans, p.lda = fa.ld, p.tb = fb.trans, p.ldb = fb.ld;
+  } else {
+    // C^T[n x m] = op(B)^T op(A)^T: rhs's matrix is the new A, transposed the other way.
+    std::swap(p.m, p.n);
+    p.ta = !fb.trans, p.lda = fb.ld, p.tb = !fa.trans, p.ldb = fa.ld;
+  }
 
-  // Batch loops, outermost first: the result's batch dimensions lead it in lhs_batch order.
+  // Batch loops, outermost first: the result's batch dimensions come in lhs_batch order.
   std::vector<GemmLoop> loops(dd.lhs_batch.size());
-  int64_t out_stride = p.m * p.n;
-  for (size_t i = loops.size(); i-- > 0;) {
-    int64_t size = lhs[static_cast<size_t>(dd.lhs_batch[i])];
-    loops[i] = {size, ls[static_cast<size_t>(dd.lhs_batch[i])], rs[static_cast<size_t>(dd.rhs_batch[i])], out_stride};
-    out_stride *= size;
+  for (size_t i = 0; i < loops.size(); ++i) {
+    int64_t l = ls[static_cast<size_t>(dd.lhs_batch[i])], r = rs[static_cast<size_t>(dd.rhs_batch[i])];
+    loops[i] = {lhs[static_cast<size_t>(dd.lhs_batch[i])], p.swapped ? r : l, p.swapped ? l : r, os[i]};
   }
   for (const GemmLoop& l : loops) {
     if (l.size == 1) continue;
     GemmLoop* outer = p.batch.empty() ? nullptr : &p.batch.back();
     // One loop when the outer one steps exactly over the inner one in all three arrays.
-    if (outer && outer->lhs == l.lhs * l.size && outer->rhs == l.rhs * l.size && outer->out == l.out * l.size)
-      *outer = {outer->size * l.size, l.lhs, l.rhs, l.out};
+    if (outer && outer->a == l.a * l.size && outer->b == l.b * l.size && outer->out == l.out * l.size)
+      *outer = {outer->size * l.size, l.a, l.b, l.out};
     else
       p.batch.push_back(l);
   }
@@ -181,7 +212,7 @@ ContractionPlan plan_contraction(Shape lhs, Shape rhs, const ir::DotDims& dd) {
 
 namespace {
 struct KnownPlan {
-  Ints lhs, rhs;
+  Ints lhs, rhs, lhs_strides, rhs_strides, out_strides;
   ir::DotDims dims;
   ContractionPlan plan;
 };
@@ -190,19 +221,24 @@ struct KnownPlans {
 };
 }  // namespace
 
-const ContractionPlan& cached_contraction(const void* key, Shape lhs, Shape rhs, const ir::DotDims& dims) {
+const ContractionPlan& cached_contraction(const void* key, Shape lhs, Shape rhs, const ir::DotDims& dims,
+                                          const ContractionStrides& strides) {
   using Entry = KnownPlan;
   // A program's dot_generals are a few hundred at most; a cache that has seen many more (a thread
   // running program after program in tests) starts afresh rather than grow without bound.
   constexpr size_t kMostEntries = 4096;
   auto& plans = support::run_local<KnownPlans>().map;
   auto it = plans.find(key);
-  if (it != plans.end() && std::equal(lhs.begin(), lhs.end(), it->second.lhs.begin(), it->second.lhs.end()) &&
-      std::equal(rhs.begin(), rhs.end(), it->second.rhs.begin(), it->second.rhs.end()) && it->second.dims == dims)
+  auto same = [](Shape a, const Ints& b) { return std::equal(a.begin(), a.end(), b.begin(), b.end()); };
+  if (it != plans.end() && same(lhs, it->second.lhs) && same(rhs, it->second.rhs) &&
+      same(strides.lhs, it->second.lhs_strides) && same(strides.rhs, it->second.rhs_strides) &&
+      same(strides.out, it->second.out_strides) && it->second.dims == dims)
     return it->second.plan;
   if (it == plans.end() && plans.size() >= kMostEntries) plans.clear();
   Entry& e = plans[key];
-  e = Entry{Ints(lhs.begin(), lhs.end()), Ints(rhs.begin(), rhs.end()), dims, plan_contraction(lhs, rhs, dims)};
+  auto ints = [](Shape a) { return Ints(a.begin(), a.end()); };
+  e = Entry{ints(lhs), ints(rhs), ints(strides.lhs), ints(strides.rhs), ints(strides.out), dims,
+            plan_contraction(lhs, rhs, dims, strides)};
   return e.plan;
 }
 
@@ -298,6 +334,7 @@ Split split_for(const ContractionPlan& p) {
 
 template <typename T>
 void run_contraction(const ContractionPlan& p, const T* lhs, const T* rhs, T* out, bool out_is_zero) {
+  TESSERA_CHECK(p.ok, "a contraction run on a plan that found no layout for its result");
   if (p.out_elements == 0) return;
   if (p.k == 0) {
     if (!out_is_zero) std::fill(out, out + p.out_elements, T(0));
@@ -310,8 +347,10 @@ void run_contraction(const ContractionPlan& p, const T* lhs, const T* rhs, T* ou
     return true;
   }();
   (void)one_blas_thread;
-  const T* a = read(p.lhs_copy, lhs, 0);
-  const T* b = read(p.rhs_copy, rhs, 1);
+  const T* l = read(p.lhs_copy, lhs, 0);
+  const T* r = read(p.rhs_copy, rhs, 1);
+  const T* a = p.swapped ? r : l;
+  const T* b = p.swapped ? l : r;
   // C += A·B into zeros: OpenBLAS computes C = beta·C + A·B as a pass that scales (beta 0:
   // clears) C, then kernels that add into C, so beta 1 on zeros gives the bits of beta 0 without
   // the extra pass.
@@ -324,7 +363,7 @@ void run_contraction(const ContractionPlan& p, const T* lhs, const T* rhs, T* ou
       const GemmLoop& l = p.batch[d];
       int64_t i = rest % l.size;
       rest /= l.size;
-      oa += i * l.lhs, ob += i * l.rhs, oc += i * l.out;
+      oa += i * l.a, ob += i * l.b, oc += i * l.out;
     }
     int64_t m = p.m, n = p.n;
     if (split.parts > 1) {

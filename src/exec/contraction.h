@@ -15,7 +15,13 @@
 // contracting, free] (rhs) order; when both orders of the contracting pairs would need a copy, the
 // one that copies fewer elements wins.
 //
-// The plan depends only on the shapes and dimension numbers, so an executable can make it once.
+// Operands and the result may be strided views (a transpose folded into the contraction: its
+// operand read through the permuted strides, or the contraction's result written in a transpose's
+// order). The result must have one of its two free groups at unit stride: rhs's (each call writes
+// C row-major) or lhs's (each call computes C^T = op(B)^T op(A)^T, the operands swapped).
+//
+// The plan depends only on the shapes, strides and dimension numbers, so an executable can make it
+// once.
 #pragma once
 
 #include <cstdint>
@@ -26,15 +32,18 @@
 
 namespace tessera::exec {
 
-// One batch loop of GEMM calls: its size and the pointer step of lhs, rhs and the result per index.
+// One batch loop of GEMM calls: its size and the pointer step of A, B (the GEMM's operands: lhs and
+// rhs, or rhs and lhs when the plan is `swapped`) and the result per index.
 struct GemmLoop {
-  int64_t size = 1, lhs = 0, rhs = 0, out = 0;
+  int64_t size = 1, a = 0, b = 0, out = 0;
 };
 
 struct ContractionPlan {
   int64_t m = 0, n = 0, k = 0;        // each call: out[m x n] (+)= op(a)[m x k] · op(b)[k x n]
   bool ta = false, tb = false;        // a (b) is stored transposed: k x m (n x k) row-major
   int64_t lda = 1, ldb = 1, ldc = 1;  // leading dimensions of the row-major storage
+  bool swapped = false;               // A is rhs and B is lhs: each call computes the result's C^T
+  bool ok = true;                     // false: the result's layout reads as no matrix (no plan)
   std::vector<GemmLoop> batch;        // outermost first; size-1 loops dropped, contiguous ones merged
   int64_t calls = 1;                  // GEMM calls (the product of the batch sizes)
   int64_t out_elements = 0;           // elements of the result
@@ -51,18 +60,28 @@ struct ContractionPlan {
 ContractionPlan plan_contraction(std::span<const int64_t> lhs_shape, std::span<const int64_t> rhs_shape,
                                  const ir::DotDims& dims);
 
+// The element strides of an operand or of the result (empty: row-major), for plan_contraction.
+struct ContractionStrides {
+  std::span<const int64_t> lhs, rhs, out;
+};
+// The plan for strided operands and result. `ok` is false when the result has neither free group at
+// unit stride (a layout no GEMM writes).
+ContractionPlan plan_contraction(std::span<const int64_t> lhs_shape, std::span<const int64_t> rhs_shape,
+                                 const ir::DotDims& dims, const ContractionStrides& strides);
+
 // plan_contraction's plan for the op at `key` (a dot_general), kept in the run's cache
 // (support/run_cache.h) for the next call with the same key: a steady-state step plans nothing
 // and allocates nothing. The shapes and dimension numbers are compared on every call, so a key
 // reused by another op (a freed module's address) gets its own plan. The reference stays valid
 // until the next call in the same run (or thread).
 const ContractionPlan& cached_contraction(const void* key, std::span<const int64_t> lhs_shape,
-                                          std::span<const int64_t> rhs_shape, const ir::DotDims& dims);
+                                          std::span<const int64_t> rhs_shape, const ir::DotDims& dims,
+                                          const ContractionStrides& strides = {});
 
 // Whether every size and leading dimension of the plan fits BLAS's 32-bit integers.
 bool fits_blas(const ContractionPlan& plan);
 
-// out (the result, row-major) = the contraction of lhs and rhs (row-major), by BLAS (float and
+// out = the contraction of lhs and rhs, each laid out as the plan was made for, by BLAS (float and
 // double). `out_is_zero`: out already holds zeros (a fresh literal), so each GEMM adds into it
 // (beta 1, which skips BLAS's pass that clears C and gives the bits of beta 0); otherwise out's
 // contents are ignored. Copies go to buffers of the run's cache kept for the next call (no

@@ -30,6 +30,7 @@
 #include "exec/dims.h"
 #include "exec/fold.h"
 #include "exec/fused_kernels.h"
+#include "exec/fusion_contraction.h"
 #include "support/error.h"
 #include "support/run_cache.h"
 #include "support/threads.h"
@@ -189,8 +190,11 @@ class Plan final : public interp::FusionPlan {
     }
     // Values read inside regions: the region's op is not fusable, so readers[] above missed them;
     // a value so read must stay materialized.
+    std::unordered_set<const Value*> region_reads;
     for (const auto& op : block.ops())
-      for (const auto& region : op->regions()) unmark_read_in(*region);
+      for (const auto& region : op->regions()) unmark_read_in(*region, region_reads);
+    // Transposes read through strides by dot_generals, or written by one (fusion_contraction.h).
+    fold_transposes(block, readers, region_reads, std::max<int64_t>(1, min_fused_), inlined_, folded_);
   }
 
   bool inlined(const Op& op) const override { return inlined_.count(&op) != 0; }
@@ -201,15 +205,18 @@ class Plan final : public interp::FusionPlan {
            const std::function<Literal*(const Value*)>& dying, std::vector<Literal>& results) const override;
 
  private:
-  void unmark_read_in(const ir::Block& b) {
+  void unmark_read_in(const ir::Block& b, std::unordered_set<const Value*>& read) {
     for (const auto& op : b.ops()) {
-      for (const Value* v : op->operands())
+      for (const Value* v : op->operands()) {
+        read.insert(v);
         if (v->defining_op()) inlined_.erase(v->defining_op());
-      for (const auto& region : op->regions()) unmark_read_in(*region);
+      }
+      for (const auto& region : op->regions()) unmark_read_in(*region, read);
     }
   }
 
   std::unordered_set<const Op*> fused_, inlined_;
+  FoldedContractions folded_;  // contractions that read or write through a folded transpose
   int64_t min_fused_ = min_fused;  // as the plan was made (tests change the minimum between runs)
   friend class Program;
 };
@@ -543,6 +550,7 @@ bool run_reduce(const Plan& plan, const Op& op, const std::function<const Litera
 
 // Which ops run() computes: decided by the op and the plan alone, never by the values.
 bool Plan::runs(const Op& op) const {
+  if (folded_.count(&op)) return !inlined_.count(&op);
   if (!fused_.count(&op) || inlined_.count(&op)) return false;
   const auto inlined_operand = [&](const Value* v) {
     return v->defining_op() != nullptr && inlined_.count(v->defining_op()) != 0;
@@ -560,6 +568,10 @@ bool Plan::runs(const Op& op) const {
 bool Plan::run(const Op& op, const std::function<const Literal&(const Value*)>& value,
                const std::function<Literal*(const Value*)>& dying, std::vector<Literal>& results) const {
   if (!runs(op)) return false;
+  if (auto it = folded_.find(&op); it != folded_.end()) {
+    run_folded(it->second, value, results);
+    return true;
+  }
   if (op.kind() == OpKind::Reduce) return run_reduce(*this, op, value, results);
   const ir::Type& t = op.result(0)->type();
   Program p(*this, value, t);

@@ -1,7 +1,9 @@
 // dot_general as strided GEMM calls (exec/contraction.h) against the reference interpreter: random
 // dimension numbers (batch dimensions anywhere, several contracting and free dimensions in any
 // order, transposed forms, size-0 and size-1 dimensions), the plans of the layouts that must read
-// in place (no copy), and the plan run into a buffer that is not zero.
+// in place (no copy), and the plan run into a buffer that is not zero. Transposes folded into the
+// GEMM calls (exec/fusion_contraction.h): random transposed operands and results, fused, through
+// the interpreter and an Executable.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -11,6 +13,8 @@
 
 #include "exec/accelerate.h"
 #include "exec/contraction.h"
+#include "exec/executable.h"
+#include "exec/fusion.h"
 #include "exec_tolerance.h"
 #include "interp/interpreter.h"
 #include "ir/builder.h"
@@ -77,12 +81,14 @@ RandomDot random_dot(std::mt19937& rng) {
   return d;
 }
 
+std::string ints_str(const Ints& v) {
+  std::string s = "[";
+  for (size_t i = 0; i < v.size(); ++i) s += (i ? "," : "") + std::to_string(v[i]);
+  return s + "]";
+}
+
 std::string describe(const RandomDot& d) {
-  auto list = [](const Ints& v) {
-    std::string s = "[";
-    for (size_t i = 0; i < v.size(); ++i) s += (i ? "," : "") + std::to_string(v[i]);
-    return s + "]";
-  };
+  auto list = ints_str;
   return to_string(d.lhs) + " . " + to_string(d.rhs) + " batch " + list(d.dims.lhs_batch) + list(d.dims.rhs_batch) +
          " contracting " + list(d.dims.lhs_contracting) + list(d.dims.rhs_contracting);
 }
@@ -235,6 +241,96 @@ TEST(Contraction, OverwritesAnOutputThatIsNotZero) {
     for (size_t i = 0; i < out.size(); ++i)
       ASSERT_TRUE(testing::close(out[i], want.get_double(static_cast<int64_t>(i)))) << "element " << i;
   }
+}
+
+// Transposes folded into the contraction (exec/fusion_contraction.h): dot_general(transpose(x),
+// transpose(y)) transposed again, with random dimension numbers and permutations, fused (values
+// of any size) through the interpreter and through an Executable in a run context (the arena),
+// within the contraction tolerance of the reference; some trials must fold all three transposes
+// (one op runs where four were).
+TEST(Contraction, TransposesFoldIntoTheGemmCalls) {
+  std::mt19937 rng(77);
+  auto permutation = [&](size_t rank) {
+    Ints p(rank);
+    std::iota(p.begin(), p.end(), 0);
+    std::shuffle(p.begin(), p.end(), rng);
+    return p;
+  };
+  // x such that transpose(x, p) has shape `shape`: x's dimension p[i] is shape[i].
+  auto source = [](const Type& t, const Ints& p) {
+    Ints s(p.size());
+    for (size_t i = 0; i < p.size(); ++i) s[static_cast<size_t>(p[i])] = t.shape[i];
+    return Type(t.element, s);
+  };
+  set_fusion_min_elements(0);
+  interp::set_fusion_planner(&plan_fusion);
+  int folded_all = 0, folded_some = 0, trials = 300;
+  for (int trial = 0; trial < trials; ++trial) {
+    RandomDot d = random_dot(rng);
+    Ints lp = permutation(d.lhs.rank()), rp = permutation(d.rhs.rank());
+    size_t out_rank = d.lhs.rank() + d.rhs.rank() - d.dims.lhs_batch.size() - 2 * d.dims.lhs_contracting.size();
+    Ints op = permutation(out_rank);
+    Type xt = source(d.lhs, lp), yt = source(d.rhs, rp);
+    Module m;
+    build_function(m, "f", [&](FunctionBuilder& f) -> std::vector<Tensor> {
+      Tensor x = f.param(xt), y = f.param(yt), s = f.param(Type(xt.element, {}));
+      Tensor z = transpose(dot_general(transpose(x, lp), transpose(y, rp), d.dims), op);
+      for (int i = 0; i < 16; ++i) s = s + s;  // a block long enough to be planned
+      return {z, s};
+    });
+    std::vector<Literal> in = {random_literal(xt, rng), random_literal(yt, rng), random_literal(Type(xt.element, {}), rng)};
+    Literal want = interp::evaluate(m, "f", in)[0];
+    interp::Options o;
+    o.accelerate = accelerate;
+    interp::Profile profile;
+    o.profile = &profile;
+    std::vector<Literal> got;
+    try {
+      got = {interp::evaluate(m, "f", in, o)[0]};
+    } catch (const std::exception& ex) {
+      FAIL() << ex.what() << " " << describe(d) << " perms " << ints_str(lp) << ints_str(rp) << ints_str(op);
+    }
+    std::shared_ptr<const Executable> e = Executable::compile(*m.find_function("f"), CompileOptions{&m});
+    std::unique_ptr<RunContext> context = e->make_context();
+    for (int k = 0; k < 2; ++k) got.push_back(e->run(in, interp::Options{}, *context)[0]);
+    for (const Literal& g : got) {
+      ASSERT_EQ(g.type(), want.type()) << describe(d);
+      for (int64_t i = 0; i < g.num_elements(); ++i)
+        ASSERT_TRUE(testing::close(g.get_double(i), want.get_double(i)))
+            << describe(d) << " element " << i << ": " << g.get_double(i) << " against " << want.get_double(i);
+    }
+    // Unfolded, four ops run (three transposes and the dot_general); all folded, one.
+    int64_t ran = 0;
+    for (const auto& [name, entry] : profile.by_op)
+      if (name.find("transpose") != std::string::npos || name.find("dot_general") != std::string::npos) ran += entry.first;
+    folded_all += ran == 1;
+    folded_some += ran < 4;
+  }
+  set_fusion_min_elements(16384);
+  EXPECT_GT(folded_some, trials / 10);
+  EXPECT_GT(folded_all, 0);
+}
+
+// A result with neither free group at unit stride has no plan; one with lhs's free group at unit
+// stride is computed as C^T (the operands swapped).
+TEST(Contraction, StridedResultsPlanAsTransposedGemms) {
+  DotDims matmul{{}, {}, {1}, {0}};
+  ContractionPlan t = plan_contraction(Ints{5, 7}, Ints{7, 3}, matmul, {{}, {}, Ints{1, 5}});
+  EXPECT_TRUE(t.ok);
+  EXPECT_TRUE(t.swapped);
+  EXPECT_EQ(t.m, 3);
+  EXPECT_EQ(t.n, 5);
+  EXPECT_EQ(t.ldc, 5);
+  EXPECT_FALSE(t.lhs_copy.needed || t.rhs_copy.needed);
+  // [b, m, n] written as [m, b, n]: rows 2*3 apart, batches 3 apart.
+  ContractionPlan b = plan_contraction(Ints{2, 5, 7}, Ints{2, 7, 3}, {{0}, {0}, {2}, {1}}, {{}, {}, Ints{3, 6, 1}});
+  EXPECT_TRUE(b.ok && !b.swapped);
+  EXPECT_EQ(b.ldc, 6);
+  ASSERT_EQ(b.batch.size(), 1u);
+  EXPECT_EQ(b.batch[0].out, 3);
+  // [m1, m2, n] with m1 at unit stride, m2 outside n: no GEMM writes it.
+  EXPECT_FALSE(plan_contraction(Ints{2, 3, 7}, Ints{7, 4}, DotDims{{}, {}, {2}, {0}},
+                                {{}, {}, Ints{1, 8, 2}}).ok);
 }
 
 TEST(Contraction, TheToleranceFailsOnNaN) {
