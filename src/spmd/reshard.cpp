@@ -204,7 +204,9 @@ Tensor reshard(LocalContext& ctx, Tensor x, const ir::Type& global, const Shardi
   }
   if (is_maximal(tm)) return reshard(ctx, x, global, from, replicated(from.mesh, rank), combiner);
   if (from.mesh != to.mesh && !(fm.axes == tm.axes && fm.device_ids == tm.device_ids)) {
-    if (std::optional<Tensor> p = permute(ctx, x, global, from, to, fm, tm)) return *p;
+    // (a partial target is made on its own mesh, from the replicated value)
+    if (to.unreduced.empty())
+      if (std::optional<Tensor> p = permute(ctx, x, global, from, to, fm, tm)) return *p;
     x = reshard(ctx, x, global, from, replicated(from.mesh, rank), combiner);
     return reshard(ctx, x, global, replicated(to.mesh, rank), to);
   }
@@ -214,6 +216,12 @@ Tensor reshard(LocalContext& ctx, Tensor x, const ir::Type& global, const Shardi
   // 1. Partial sums: reduce_scatter along each dimension the target splits next by summed axes,
   //    all_reduce over the rest. Axes the target wants partial that are not: keep the value on
   //    the first device along them and zeros elsewhere, so the sum is unchanged.
+  //    A target's unreduced axes mean a sum: partial results of another combiner (a max, a
+  //    product) are combined whatever the target says, and made partial again below.
+  if (combiner != OpKind::Add && !from.unreduced.empty() && !to.unreduced.empty()) {
+    x = reshard(ctx, x, global, from, [&] { Sharding s = from; s.unreduced.clear(); return s; }(), combiner);
+    from.unreduced.clear();
+  }
   Axes pending;
   for (const AxisRef& a : from.unreduced)
     if (std::find(to.unreduced.begin(), to.unreduced.end(), a) == to.unreduced.end()) pending.push_back(a);
@@ -245,17 +253,28 @@ Tensor reshard(LocalContext& ctx, Tensor x, const ir::Type& global, const Shardi
   Axes added;
   for (const AxisRef& a : to.unreduced)
     if (std::find(from.unreduced.begin(), from.unreduced.end(), a) == from.unreduced.end()) added.push_back(a);
-  if (!added.empty()) {
+  from.unreduced = to.unreduced;
+  // Axes the value becomes partial along are masked last, once the pieces are in place: every
+  // device along them then holds the same piece, and keeping the first one's makes the sum the
+  // value. (Masked before a gather, the gather would spread the first piece and the zeros.)
+  auto partial_along_added = [&](Tensor y) {
+    if (added.empty()) return y;
     Tensor index = piece_offset(ctx, b, mesh, added, 1);
     Tensor first = ir::compare(index, b.scalar(ir::ElementType::i32, 0), ir::ComparisonDirection::EQ);
-    x = ir::select(ir::broadcast_to(first, x.shape()), x, ir::broadcast_to(b.scalar(x.element(), 0), x.shape()));
-  }
-  from.unreduced = to.unreduced;
+    return ir::select(ir::broadcast_to(first, y.shape()), y, ir::broadcast_to(b.scalar(y.element(), 0), y.shape()));
+  };
 
   // A layout with the same number of pieces along every dimension, other devices holding them:
   // collective_permute.
-  if (from == to) return x;
-  if (std::optional<Tensor> p = permute(ctx, x, global, from, to, fm, tm)) return *p;
+  if (from == to) return partial_along_added(x);
+  // Pieces partial along axes kept partial differ along them, which permute does not track: it
+  // is used only when the sole partial axes are the added ones.
+  Sharding moved_from = from, moved_to = to;
+  moved_from.unreduced.clear();
+  for (const AxisRef& a : to.unreduced)
+    if (std::find(added.begin(), added.end(), a) == added.end()) moved_from.unreduced.push_back(a);
+  moved_to.unreduced.clear();
+  if (std::optional<Tensor> p = permute(ctx, x, global, moved_from, moved_to, fm, tm)) return partial_along_added(*p);
 
   // 2. An axis leaving dimension i for dimension j: all_to_all.
   for (bool moved = true; moved;) {
@@ -336,7 +355,7 @@ Tensor reshard(LocalContext& ctx, Tensor x, const ir::Type& global, const Shardi
     x = ir::dynamic_slice(x, at, sizes);
   }
   TESSERA_CHECK(from == to, "reshard did not reach its target");
-  return x;
+  return partial_along_added(x);
 }
 
 }  // namespace tessera::spmd
