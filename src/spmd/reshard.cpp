@@ -185,6 +185,14 @@ Tensor reshard(LocalContext& ctx, Tensor x, const ir::Type& global, const Shardi
                const Sharding& to_in, OpKind combiner) {
   size_t rank = static_cast<size_t>(global.rank());
   Sharding from = normalized(from_in, rank), to = normalized(to_in, rank);
+  // A target's unreduced axes mean a sum: partial results of another combiner (a max, a product)
+  // are combined first, whatever the target says, and made partial again below.
+  if (combiner != OpKind::Add && !from.unreduced.empty() && !to.unreduced.empty()) {
+    Sharding whole = from;
+    whole.unreduced.clear();
+    x = reshard(ctx, x, global, from, whole, combiner);
+    from = whole;
+  }
   if (from == to) return x;
   ir::Builder& b = x.builder();
   const Mesh& fm = ctx.mesh(from.mesh);
@@ -216,12 +224,6 @@ Tensor reshard(LocalContext& ctx, Tensor x, const ir::Type& global, const Shardi
   // 1. Partial sums: reduce_scatter along each dimension the target splits next by summed axes,
   //    all_reduce over the rest. Axes the target wants partial that are not: keep the value on
   //    the first device along them and zeros elsewhere, so the sum is unchanged.
-  //    A target's unreduced axes mean a sum: partial results of another combiner (a max, a
-  //    product) are combined whatever the target says, and made partial again below.
-  if (combiner != OpKind::Add && !from.unreduced.empty() && !to.unreduced.empty()) {
-    x = reshard(ctx, x, global, from, [&] { Sharding s = from; s.unreduced.clear(); return s; }(), combiner);
-    from.unreduced.clear();
-  }
   Axes pending;
   for (const AxisRef& a : from.unreduced)
     if (std::find(to.unreduced.begin(), to.unreduced.end(), a) == to.unreduced.end()) pending.push_back(a);
