@@ -2,6 +2,7 @@
 #include "spmd/partition.h"
 
 #include <algorithm>
+#include <cmath>
 #include <functional>
 #include <unordered_map>
 
@@ -259,7 +260,8 @@ class Partitioner {
     // A reduce split along its reduced dimension reduces each piece from the combiner's identity
     // (its padding holds the identity too) and folds the init in once, below: the init is a
     // runtime value, counted once as unsharded however many devices and padding rows there are.
-    bool fold_init = op.kind() == OpKind::Reduce && !partial.empty();
+    // (An init that is a constant equal to the identity, the usual case, needs none of this.)
+    bool fold_init = op.kind() == OpKind::Reduce && !partial.empty() && !identity_constant(*combiner, op.operand(1));
     std::vector<Tensor> operands;
     for (size_t i = 0; i < op.operands().size(); ++i) {
       Value* v = op.operand(i);
@@ -313,6 +315,24 @@ class Partitioner {
     // (a reduce split along a reduced dimension is partial: its identity, see generic)
     Tensor fill = is_reduce_input ? identity_of(*combiner_of(op), t, b) : b.scalar(t.element(), 0);
     return ir::select(*mask, t, ir::broadcast_to(fill, t.shape()));
+  }
+
+  // Whether v is a constant scalar equal to the identity of `combiner` (0 for a sum, 1 for a
+  // product, -inf for a float max, ...).
+  static bool identity_constant(OpKind combiner, const Value* v) {
+    const Op* d = v->defining_op();
+    if (!d || d->kind() != OpKind::Constant) return false;
+    const ir::Literal& l = d->attrs().get<ir::Literal>("value");
+    if (l.num_elements() != 1 || ir::is_complex(l.element())) return false;
+    bool fp = ir::is_float(l.element());
+    double x = l.get_double(0);
+    switch (combiner) {
+      case OpKind::Add: case OpKind::Or: return x == 0;
+      case OpKind::Multiply: return x == 1;
+      case OpKind::Maximum: return fp && x == -INFINITY;
+      case OpKind::Minimum: return fp && x == INFINITY;
+      default: return false;  // (folding the init is right for every init; this only saves the work)
+    }
   }
 
   // The identity of a combinable reduction for x's element type, as a scalar constant.

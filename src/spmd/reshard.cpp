@@ -21,7 +21,20 @@ Sharding normalized(const Sharding& s, size_t rank) {
   out.mesh = s.mesh;
   out.dims.resize(rank);
   for (size_t d = 0; d < rank && d < s.dims.size(); ++d) out.dims[d].axes = s.dims[d].axes;
-  out.unreduced = s.unreduced;
+  // An axis cannot both split a dimension and hold partial sums; propagation can still meet a
+  // declared unreduced result with a dimension split by the same axis. The split wins: the value
+  // is whole along it (a declared layout, which is validated, never has both).
+  auto overlap = [](const AxisRef& a, const AxisRef& r) {  // the same axis, intersecting parts
+    if (a.name != r.name) return false;
+    if (!a.sub || !r.sub) return true;
+    return a.sub->pre_size < r.sub->pre_size * r.sub->size && r.sub->pre_size < a.sub->pre_size * a.sub->size;
+  };
+  for (const AxisRef& a : s.unreduced) {
+    bool splits = false;
+    for (const auto& d : out.dims)
+      for (const AxisRef& r : d.axes) splits |= overlap(a, r);
+    if (!splits) out.unreduced.push_back(a);
+  }
   return out;
 }
 

@@ -124,9 +124,12 @@ inline Literal random_rows(ProgramGen& g, int64_t n, int64_t size, bool distinct
 // 5-30 ops drawn from the op table on the newest value (contractions, layout ops, reductions with
 // any init, scatter and gather, element-wise ops, constraints, some to partial layouts); results
 // are sometimes declared partial.
-inline void build_sharded_program(Module& m, ProgramGen& g, int length) {
+// `extended` adds the cases 24-28 below, partial arguments and partial results (and draws another
+// sequence of programs); without it the programs are those of the original op table.
+inline void build_sharded_program(Module& m, ProgramGen& g, int length, bool extended = false) {
   Function& fn = build_function(m, "f", [&](FunctionBuilder& f) {
     auto param = [&](const std::vector<int64_t>& shape) {
+      if (!extended) return f.param(f32(shape), g.coin(0.8) ? std::optional<Sharding>(g.random_sharding(shape.size())) : std::nullopt);
       if (!g.coin(0.8)) return f.param(f32(shape));
       return f.param(f32(shape), g.coin(0.1) ? g.random_partial_sharding(shape.size()) : g.random_sharding(shape.size()));
     };
@@ -135,7 +138,7 @@ inline void build_sharded_program(Module& m, ProgramGen& g, int length) {
     for (int step = 0; step < length; ++step) {
       const auto shape = x.shape();
       size_t rank = shape.size();
-      switch (g.pick(29)) {
+      switch (g.pick(extended ? 29 : 24)) {
         case 0: x = tanh(x); break;
         case 1: x = x * param(shape) + 0.5; break;
         case 2: x = maximum(x, param(shape)) - x; break;
@@ -391,7 +394,7 @@ inline void build_sharded_program(Module& m, ProgramGen& g, int length) {
     return outs;
   });
   // Some results declared partial: assembled, they are the sum of their pieces.
-  for (size_t i = 0; i < fn.result_types.size(); ++i)
+  for (size_t i = 0; extended && i < fn.result_types.size(); ++i)
     if (g.coin(0.15)) fn.set_result_sharding(i, g.random_partial_sharding(fn.result_types[i].shape.size(), 0.8));
 }
 
