@@ -440,8 +440,13 @@ std::string save_sharded(const std::string& where, const std::vector<std::string
   TESSERA_CHECK(names.size() == buffers.size(), "{} names for {} buffers", names.size(), buffers.size());
   if (step < 0) fail("save_sharded {}: step {} is negative", dir, step);
   if (keep < 1) fail("save_sharded {}: keep {} checkpoints: at least the new one is kept", dir, keep);
-  for (size_t i = 0; i < names.size(); ++i)
+  for (size_t i = 0; i < names.size(); ++i) {
     if (buffers[i].donated()) fail("save_sharded: \"{}\" was donated", names[i]);
+    // A checkpoint holds arrays, not partial sums: each device's file would hold its summand.
+    if (!buffers[i].sharding.unreduced.empty())
+      fail("save_sharded: \"{}\" is unreduced (each device holds a partial sum); reshard it to a layout "
+           "without unreduced axes, or fetch it, before saving", names[i]);
+  }
   size_t devices = buffers.empty() ? 0 : buffers[0].pieces->size();
   for (const auto& b : buffers) TESSERA_CHECK(b.pieces->size() == devices, "{} pieces, expected {}", b.pieces->size(), devices);
   const bool leader = group.rank == 0;

@@ -64,6 +64,28 @@ Box box_of(const ir::Type& global, const ir::Sharding& s, const ir::Mesh& mesh, 
   return b;
 }
 
+// Whether mesh position p is not the first along the sharding's unreduced axes: from a whole
+// array, its piece is zeros.
+bool zero_part(const ir::Sharding& s, const ir::Mesh& mesh, int64_t p) {
+  return !s.unreduced.empty() && spmd::shard_index(mesh, p, s.unreduced) != 0;
+}
+
+// acc += x, element by element (x's box [0, extent) onto acc's at `start`); bools or.
+void add_box(const Literal& x, Literal& acc, const std::vector<int64_t>& start, const std::vector<int64_t>& extent) {
+  Literal part(acc.type());
+  std::vector<int64_t> zero(extent.size(), 0);
+  copy_box(x, zero, part, start, extent);
+  ir::ElementType e = acc.element();
+  for (int64_t i = 0; i < acc.num_elements(); ++i) {
+    if (ir::is_complex(e)) acc.set_complex(i, acc.get_complex(i) + part.get_complex(i));
+    else if (ir::is_float(e)) acc.set_double(i, acc.get_double(i) + part.get_double(i));
+    else if (e == ir::ElementType::i1) acc.set_int(i, (acc.get_int(i) | part.get_int(i)) != 0);
+    else if (ir::info(e).kind == ir::ElementKind::Unsigned)
+      acc.set_int(i, static_cast<int64_t>(acc.get_uint(i) + part.get_uint(i)));  // wraps, as add does
+    else acc.set_int(i, static_cast<int64_t>(static_cast<uint64_t>(acc.get_int(i)) + static_cast<uint64_t>(part.get_int(i))));
+  }
+}
+
 // A value every device holds whole: on a maximal mesh, or a mesh without axes.
 bool whole_everywhere(const ir::Mesh& mesh) { return spmd::is_maximal(mesh) || mesh.axes.empty(); }
 
@@ -74,7 +96,7 @@ PieceBox piece_box(const ir::Type& global, const ir::Sharding& sharding, const i
   for (int64_t p = 0; p < mesh.num_devices(); ++p)
     if (spmd::device_at(mesh, p) == device) {
       Box b = box_of(global, sharding, mesh, p);
-      return {b.start, b.extent, b.local};
+      return {b.start, b.extent, b.local, zero_part(sharding, mesh, p)};
     }
   support::internal_failure(__FILE__, __LINE__, fmt::format("device {} is not on mesh @{}", device, mesh.name));
 }
@@ -91,8 +113,8 @@ std::vector<Literal> split(const Literal& whole, const ir::Sharding& sharding, c
     int64_t device = spmd::device_at(mesh, p);
     if (keep && !keep(device)) continue;
     Box b = box_of(whole.type(), sharding, mesh, p);
-    Literal piece(ir::Type(whole.element(), b.local));
-    copy_box(whole, b.start, piece, std::vector<int64_t>(b.start.size(), 0), b.extent);
+    Literal piece(ir::Type(whole.element(), b.local));  // zeros
+    if (!zero_part(sharding, mesh, p)) copy_box(whole, b.start, piece, std::vector<int64_t>(b.start.size(), 0), b.extent);
     out[static_cast<size_t>(device)] = std::move(piece);
   }
   return out;
@@ -101,10 +123,12 @@ std::vector<Literal> split(const Literal& whole, const ir::Sharding& sharding, c
 std::vector<int64_t> holders(const ir::Type& global, const ir::Sharding& sharding, const ir::Mesh& mesh) {
   if (spmd::is_maximal(mesh)) return {mesh.device_ids[0]};
   if (mesh.axes.empty()) return {0};
-  std::set<std::vector<int64_t>> seen;
+  std::set<std::pair<std::vector<int64_t>, int64_t>> seen;  // box start, index along the unreduced axes
   std::vector<int64_t> out;
-  for (int64_t p = 0; p < mesh.num_devices(); ++p)
-    if (seen.insert(box_of(global, sharding, mesh, p).start).second) out.push_back(spmd::device_at(mesh, p));
+  for (int64_t p = 0; p < mesh.num_devices(); ++p) {
+    int64_t u = sharding.unreduced.empty() ? 0 : spmd::shard_index(mesh, p, sharding.unreduced);
+    if (seen.insert({box_of(global, sharding, mesh, p).start, u}).second) out.push_back(spmd::device_at(mesh, p));
+  }
   std::sort(out.begin(), out.end());
   return out;
 }
@@ -115,7 +139,12 @@ Literal assemble(const std::vector<Literal>& pieces, const ir::Type& global, con
   Literal whole(global);
   for (int64_t d : holders(global, sharding, mesh)) {
     PieceBox pb = piece_box(global, sharding, mesh, d);
+    if (pb.zeros) continue;  // added below
     copy_box(pieces.at(static_cast<size_t>(d)), std::vector<int64_t>(pb.start.size(), 0), whole, pb.start, pb.extent);
+  }
+  for (int64_t d : holders(global, sharding, mesh)) {
+    PieceBox pb = piece_box(global, sharding, mesh, d);
+    if (pb.zeros) add_box(pieces.at(static_cast<size_t>(d)), whole, pb.start, pb.extent);
   }
   return whole;
 }

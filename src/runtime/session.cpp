@@ -242,15 +242,20 @@ ShardedBuffer ShardedProgram::stage_pieces(size_t index, const PieceMaker& make)
   const ir::Sharding& s = info.parameter_shardings[index];
   const ir::Mesh& mesh = program_.module->mesh(s.mesh);
   auto pieces = std::make_shared<std::vector<Literal>>(static_cast<size_t>(session_->num_devices()));
-  std::map<std::vector<int64_t>, int64_t> made;  // box start -> the device whose piece it is already
+  // (box start, zeros) -> the device whose piece it is already
+  std::map<std::pair<std::vector<int64_t>, bool>, int64_t> made;
   for (int64_t d = 0; d < session_->num_devices(); ++d) {
     if (!session_->owns(d)) continue;
     PieceBox box = piece_box(type, s, mesh, d);
-    if (auto it = made.find(box.start); it != made.end()) {  // a replica of a piece made already
+    if (auto it = made.find({box.start, box.zeros}); it != made.end()) {  // a replica of a piece made already
       (*pieces)[static_cast<size_t>(d)] = (*pieces)[static_cast<size_t>(it->second)];
       continue;
     }
-    made.emplace(box.start, d);
+    made.emplace(std::pair{box.start, box.zeros}, d);
+    if (box.zeros) {  // off the first device along unreduced axes: the pieces sum to the array
+      (*pieces)[static_cast<size_t>(d)] = Literal(ir::Type(type.element, box.shape));
+      continue;
+    }
     Literal part = make(box.start, box.extent);
     if (part.type() != ir::Type(type.element, box.extent))
       fail("stage: the piece of parameter {} of @{} at [{}] is {}, expected {}", index, info.function,
@@ -410,6 +415,9 @@ std::optional<Literal> ShardedProgram::fetch_to(const ShardedBuffer& b, int64_t 
 
 Literal ShardedProgram::replicated(const ShardedBuffer& b) const {
   if (b.donated()) fail("replicated: the buffer was donated");
+  if (!b.sharding.unreduced.empty())
+    fail("replicated: the {} array is unreduced over mesh @{} (each device holds a partial sum); fetch it instead",
+         ir::to_string(b.type), b.sharding.mesh);
   for (int64_t d = 0; d < session_->num_devices(); ++d) {
     if (!session_->owns(d)) continue;
     const Literal& piece = (*b.pieces)[static_cast<size_t>(d)];

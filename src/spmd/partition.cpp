@@ -2,10 +2,12 @@
 #include "spmd/partition.h"
 
 #include <algorithm>
+#include <cmath>
 #include <functional>
 #include <unordered_map>
 
 #include "ir/builder.h"
+#include "ir/builder_window.h"
 #include "ir/clone.h"
 #include "spmd/assign.h"
 #include "spmd/combine.h"
@@ -192,7 +194,10 @@ class Partitioner {
   void constant(const Op& op, Builder& b) {
     const ir::Literal& value = op.attrs().get<ir::Literal>("value");
     const Sharding& s = sm_.at(op.result(0));
-    if (value.is_splat()) {  // every piece is the same: make it locally
+    // Every piece is the same: make it locally (not a partial layout's, unless zero: the pieces
+    // of one must sum to the value, which reshard makes below).
+    bool zero = std::all_of(value.bytes().begin(), value.bytes().end(), [](std::byte x) { return x == std::byte{0}; });
+    if (value.is_splat() && (s.unreduced.empty() || zero)) {
       Type local(value.element(), shape_of(value.type(), s));
       ir::Literal piece(local);
       size_t n = static_cast<size_t>(ir::info(value.element()).bytes);
@@ -252,9 +257,18 @@ class Partitioner {
       partial.insert(partial.end(), assign[f].begin(), assign[f].end());
       uneven_reduction |= rule.sizes[f] % shard_count(mesh, assign[f]) != 0;
     }
+    // A reduce split along its reduced dimension reduces each piece from the combiner's identity
+    // (its padding holds the identity too) and folds the init in once, below: the init is a
+    // runtime value, counted once as unsharded however many devices and padding rows there are.
+    // (An init that is a constant equal to the identity, the usual case, needs none of this.)
+    bool fold_init = op.kind() == OpKind::Reduce && !partial.empty() && !identity_constant(*combiner, op.operand(1));
     std::vector<Tensor> operands;
     for (size_t i = 0; i < op.operands().size(); ++i) {
       Value* v = op.operand(i);
+      if (fold_init && i >= op.num_results()) {
+        operands.push_back(identity_of(*combiner, get(v, replicated(mesh_name, 0)), b));
+        continue;
+      }
       Sharding want = compose(rule.operands[i], rule, assign, mesh);
       // A scatter whose updates are split adds into the operand on every device: it must count
       // once in the sum, so it is made partial (whole on the first device, zeros elsewhere).
@@ -276,6 +290,14 @@ class Partitioner {
       TESSERA_CHECK(results[i].type() == types[i], "{}: local result {} is {}, expected {}", describe(op), i,
                     ir::to_string(results[i].type()), ir::to_string(types[i]));
     fix_iota(op, results, rule, assign, mesh, b);
+    if (fold_init) {
+      Tensor index = piece_offset(ctx_, b, mesh, partial, 1);
+      Tensor first = ir::compare(index, b.scalar(ir::ElementType::i32, 0), ir::ComparisonDirection::EQ);
+      Tensor init = get(op.operand(1), replicated(mesh_name, 0));
+      Tensor& r = results[0];
+      Tensor folded = b.emit1(*combiner, {r, ir::broadcast_to(init, r.shape())});
+      r = ir::select(ir::broadcast_to(first, r.shape()), folded, r);
+    }
     for (size_t i = 0; i < results.size(); ++i)
       local_.insert_or_assign(op.result(i), reshard(ctx_, results[i], op.result(i)->type(), have[i], sm_.at(op.result(i)),
                                      combiner.value_or(OpKind::Add)));
@@ -284,11 +306,46 @@ class Partitioner {
   // Padding of an uneven split read by a reduction is set to the reduction's identity.
   Tensor mask_padding(const Op& op, size_t i, Tensor t, const Type& global, const Sharding& s, Builder& b) {
     bool is_reduce_input = op.kind() == OpKind::Reduce && i < op.num_results();
-    if (op.kind() != OpKind::DotGeneral && op.kind() != OpKind::Convolution && !is_reduce_input) return t;
+    // (a scatter-add's updates: padding rows, whatever they hold, must add nothing)
+    bool is_updates = op.kind() == OpKind::Scatter && i > op.num_results();
+    if (op.kind() != OpKind::DotGeneral && op.kind() != OpKind::Convolution && !is_reduce_input && !is_updates)
+      return t;
     auto mask = valid_mask(ctx_, b, global, s);
     if (!mask) return t;
-    Tensor fill = is_reduce_input ? local_.at(op.operand(op.num_results() + i)) : b.scalar(t.element(), 0);
+    // (a reduce split along a reduced dimension is partial: its identity, see generic)
+    Tensor fill = is_reduce_input ? identity_of(*combiner_of(op), t, b) : b.scalar(t.element(), 0);
     return ir::select(*mask, t, ir::broadcast_to(fill, t.shape()));
+  }
+
+  // Whether v is a constant scalar equal to the identity of `combiner` (0 for a sum, 1 for a
+  // product, -inf for a float max, ...).
+  static bool identity_constant(OpKind combiner, const Value* v) {
+    const Op* d = v->defining_op();
+    if (!d || d->kind() != OpKind::Constant) return false;
+    const ir::Literal& l = d->attrs().get<ir::Literal>("value");
+    if (l.num_elements() != 1 || ir::is_complex(l.element())) return false;
+    bool fp = ir::is_float(l.element());
+    double x = l.get_double(0);
+    switch (combiner) {
+      case OpKind::Add: case OpKind::Or: return x == 0;
+      case OpKind::Multiply: return x == 1;
+      case OpKind::Maximum: return fp && x == -INFINITY;
+      case OpKind::Minimum: return fp && x == INFINITY;
+      default: return false;  // (folding the init is right for every init; this only saves the work)
+    }
+  }
+
+  // The identity of a combinable reduction for x's element type, as a scalar constant.
+  static Tensor identity_of(OpKind combiner, const Tensor& x, Builder& b) {
+    switch (combiner) {
+      case OpKind::Maximum: return ir::extreme(x, true);
+      case OpKind::Minimum: return ir::extreme(x, false);
+      case OpKind::Multiply: return b.scalar(x.element(), 1);
+      case OpKind::And:  // all bits set: true, or -1 / the largest value of an integer type
+        return x.element() == ir::ElementType::i1 ? b.scalar(x.element(), 1)
+                                                  : b.emit1(OpKind::Not, {b.scalar(x.element(), 0)});
+      default: return b.scalar(x.element(), 0);  // Add, Or
+    }
   }
 
   // iota along a split dimension counts from this device's offset.
@@ -407,24 +464,30 @@ class Partitioner {
     info_.report.collectives.push_back({kind, ctx_.origin + " (written)", n, bytes, &op});
   }
 
-  // manual_computation: inputs are brought to in_shardings; the body, already local, is copied.
+  // manual_computation: the body is written for pieces split by the manual axes; a free axis in
+  // an in or out sharding is Shardy's to partition automatically in the body. Here the body runs
+  // on pieces whole along the free axes (the inputs are brought to in_shardings less the free
+  // axes, the results read as out_shardings less them): every device of a free group computes the
+  // same piece, which is correct for any body, and the results are then resharded to their layouts.
   void manual(const Op& op, Builder& b) {
     const auto& in = op.attrs().get<ir::ShardingList>("in_shardings");
     const auto& out = op.attrs().get<ir::ShardingList>("out_shardings");
     const auto& axes = op.attrs().get<ir::AxisNames>("manual_axes");
-    auto check_manual = [&](const Sharding& s) {
-      for (const auto& d : s.dims)
-        for (const AxisRef& a : d.axes)
-          if (std::find(axes.begin(), axes.end(), a.name) == axes.end())
-            support::fail("{}: axis \"{}\" is free (not manual) and splits an input or output; Tessera runs "
-                          "manual_computation bodies only on pieces split by manual axes",
-                          describe(op), a.name);
+    auto is_manual = [&](const AxisRef& a) { return std::find(axes.begin(), axes.end(), a.name) != axes.end(); };
+    auto manual_part = [&](const Sharding& s, std::string_view what, size_t i) {
+      Sharding m = s;
+      for (auto& d : m.dims) {
+        auto free = std::find_if(d.axes.begin(), d.axes.end(), [&](const AxisRef& a) { return !is_manual(a); });
+        if (std::any_of(free, d.axes.end(), is_manual))
+          support::fail("{}: {} {}: axis \"{}\" is free (not manual) and comes before a manual axis in a dimension; "
+                        "manual axes come first",
+                        describe(op), what, i, free->name);
+        d.axes.erase(free, d.axes.end());
+      }
+      return m;
     };
     std::vector<Tensor> operands;
-    for (size_t i = 0; i < op.operands().size(); ++i) {
-      check_manual(in.at(i));
-      operands.push_back(get(op.operand(i), in[i]));
-    }
+    for (size_t i = 0; i < op.operands().size(); ++i) operands.push_back(get(op.operand(i), manual_part(in.at(i), "input", i)));
     const ir::Block& body = op.region(0);
     ir::ValueMap map;
     for (size_t i = 0; i < body.arguments().size(); ++i) map[body.argument(i)] = operands[i].value();
@@ -435,10 +498,10 @@ class Partitioner {
     }
     const Op* ret = body.terminator();
     for (size_t i = 0; i < op.num_results(); ++i) {
-      check_manual(out.at(i));
       auto it = map.find(ret->operand(i));
       Tensor t = b.wrap(it == map.end() ? ret->operand(i) : it->second);
-      local_.insert_or_assign(op.result(i), reshard(ctx_, t, op.result(i)->type(), out[i], sm_.at(op.result(i))));
+      local_.insert_or_assign(op.result(i), reshard(ctx_, t, op.result(i)->type(), manual_part(out.at(i), "result", i),
+                                                    sm_.at(op.result(i))));
     }
   }
 

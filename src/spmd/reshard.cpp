@@ -21,7 +21,20 @@ Sharding normalized(const Sharding& s, size_t rank) {
   out.mesh = s.mesh;
   out.dims.resize(rank);
   for (size_t d = 0; d < rank && d < s.dims.size(); ++d) out.dims[d].axes = s.dims[d].axes;
-  out.unreduced = s.unreduced;
+  // An axis cannot both split a dimension and hold partial sums; propagation can still meet a
+  // declared unreduced result with a dimension split by the same axis. The split wins: the value
+  // is whole along it (a declared layout, which is validated, never has both).
+  auto overlap = [](const AxisRef& a, const AxisRef& r) {  // the same axis, intersecting parts
+    if (a.name != r.name) return false;
+    if (!a.sub || !r.sub) return true;
+    return a.sub->pre_size < r.sub->pre_size * r.sub->size && r.sub->pre_size < a.sub->pre_size * a.sub->size;
+  };
+  for (const AxisRef& a : s.unreduced) {
+    bool splits = false;
+    for (const auto& d : out.dims)
+      for (const AxisRef& r : d.axes) splits |= overlap(a, r);
+    if (!splits) out.unreduced.push_back(a);
+  }
   return out;
 }
 
@@ -185,6 +198,14 @@ Tensor reshard(LocalContext& ctx, Tensor x, const ir::Type& global, const Shardi
                const Sharding& to_in, OpKind combiner) {
   size_t rank = static_cast<size_t>(global.rank());
   Sharding from = normalized(from_in, rank), to = normalized(to_in, rank);
+  // A target's unreduced axes mean a sum: partial results of another combiner (a max, a product)
+  // are combined first, whatever the target says, and made partial again below.
+  if (combiner != OpKind::Add && !from.unreduced.empty() && !to.unreduced.empty()) {
+    Sharding whole = from;
+    whole.unreduced.clear();
+    x = reshard(ctx, x, global, from, whole, combiner);
+    from = whole;
+  }
   if (from == to) return x;
   ir::Builder& b = x.builder();
   const Mesh& fm = ctx.mesh(from.mesh);
@@ -204,7 +225,9 @@ Tensor reshard(LocalContext& ctx, Tensor x, const ir::Type& global, const Shardi
   }
   if (is_maximal(tm)) return reshard(ctx, x, global, from, replicated(from.mesh, rank), combiner);
   if (from.mesh != to.mesh && !(fm.axes == tm.axes && fm.device_ids == tm.device_ids)) {
-    if (std::optional<Tensor> p = permute(ctx, x, global, from, to, fm, tm)) return *p;
+    // (a partial target is made on its own mesh, from the replicated value)
+    if (to.unreduced.empty())
+      if (std::optional<Tensor> p = permute(ctx, x, global, from, to, fm, tm)) return *p;
     x = reshard(ctx, x, global, from, replicated(from.mesh, rank), combiner);
     return reshard(ctx, x, global, replicated(to.mesh, rank), to);
   }
@@ -245,17 +268,28 @@ Tensor reshard(LocalContext& ctx, Tensor x, const ir::Type& global, const Shardi
   Axes added;
   for (const AxisRef& a : to.unreduced)
     if (std::find(from.unreduced.begin(), from.unreduced.end(), a) == from.unreduced.end()) added.push_back(a);
-  if (!added.empty()) {
+  from.unreduced = to.unreduced;
+  // Axes the value becomes partial along are masked last, once the pieces are in place: every
+  // device along them then holds the same piece, and keeping the first one's makes the sum the
+  // value. (Masked before a gather, the gather would spread the first piece and the zeros.)
+  auto partial_along_added = [&](Tensor y) {
+    if (added.empty()) return y;
     Tensor index = piece_offset(ctx, b, mesh, added, 1);
     Tensor first = ir::compare(index, b.scalar(ir::ElementType::i32, 0), ir::ComparisonDirection::EQ);
-    x = ir::select(ir::broadcast_to(first, x.shape()), x, ir::broadcast_to(b.scalar(x.element(), 0), x.shape()));
-  }
-  from.unreduced = to.unreduced;
+    return ir::select(ir::broadcast_to(first, y.shape()), y, ir::broadcast_to(b.scalar(y.element(), 0), y.shape()));
+  };
 
   // A layout with the same number of pieces along every dimension, other devices holding them:
   // collective_permute.
-  if (from == to) return x;
-  if (std::optional<Tensor> p = permute(ctx, x, global, from, to, fm, tm)) return *p;
+  if (from == to) return partial_along_added(x);
+  // Pieces partial along axes kept partial differ along them, which permute does not track: it
+  // is used only when the sole partial axes are the added ones.
+  Sharding moved_from = from, moved_to = to;
+  moved_from.unreduced.clear();
+  for (const AxisRef& a : to.unreduced)
+    if (std::find(added.begin(), added.end(), a) == added.end()) moved_from.unreduced.push_back(a);
+  moved_to.unreduced.clear();
+  if (std::optional<Tensor> p = permute(ctx, x, global, moved_from, moved_to, fm, tm)) return partial_along_added(*p);
 
   // 2. An axis leaving dimension i for dimension j: all_to_all.
   for (bool moved = true; moved;) {
@@ -336,7 +370,7 @@ Tensor reshard(LocalContext& ctx, Tensor x, const ir::Type& global, const Shardi
     x = ir::dynamic_slice(x, at, sizes);
   }
   TESSERA_CHECK(from == to, "reshard did not reach its target");
-  return x;
+  return partial_along_added(x);
 }
 
 }  // namespace tessera::spmd

@@ -65,6 +65,19 @@ struct ProgramGen {
     return s;
   }
 
+  // A random sharding that is sometimes also partial (unreduced) along axes its dimensions leave
+  // free: the array is then the sum of the pieces along them.
+  Sharding random_partial_sharding(size_t rank, double p = 0.5) {
+    Sharding s = random_sharding(rank);
+    for (const auto& a : mesh.axes) {
+      bool used = false;
+      for (const auto& d : s.dims)
+        for (const auto& r : d.axes) used |= r.name == a.name;
+      if (!used && coin(p)) s.unreduced.emplace_back(a.name);
+    }
+    return s;
+  }
+
   std::vector<int64_t> random_shape() {
     static const int64_t sizes[] = {1, 2, 3, 4, 5, 6, 8};
     std::vector<int64_t> s(static_cast<size_t>(1 + pick(3)));
@@ -96,19 +109,36 @@ inline Window random_window(ProgramGen& g, const std::vector<int64_t>& shape) {
   return w;
 }
 
-// One random program: parameters with random shardings, then a chain of 5-30 ops drawn from the op
-// table on the newest value (contractions, layout ops, reductions, element-wise ops, constraints).
-inline void build_sharded_program(Module& m, ProgramGen& g, int length) {
-  build_function(m, "f", [&](FunctionBuilder& f) {
+// `n` row numbers below `size` (distinct when `distinct`, and then n <= size) as i32[n, 1].
+inline Literal random_rows(ProgramGen& g, int64_t n, int64_t size, bool distinct) {
+  std::vector<int64_t> rows(static_cast<size_t>(size));
+  for (int64_t i = 0; i < size; ++i) rows[static_cast<size_t>(i)] = i;
+  std::shuffle(rows.begin(), rows.end(), g.rng);
+  rows.resize(static_cast<size_t>(n));
+  if (!distinct)
+    for (auto& r : rows) r = g.pick(static_cast<int>(size));
+  return Literal::from_ints(i32({n, 1}), rows);
+}
+
+// One random program: parameters with random shardings (some partial: unreduced), then a chain of
+// 5-30 ops drawn from the op table on the newest value (contractions, layout ops, reductions with
+// any init, scatter and gather, element-wise ops, constraints, some to partial layouts); results
+// are sometimes declared partial.
+// `extended` adds the cases 24-28 below, partial arguments and partial results (and draws another
+// sequence of programs); without it the programs are those of the original op table.
+inline void build_sharded_program(Module& m, ProgramGen& g, int length, bool extended = false) {
+  Function& fn = build_function(m, "f", [&](FunctionBuilder& f) {
     auto param = [&](const std::vector<int64_t>& shape) {
-      return f.param(f32(shape), g.coin(0.8) ? std::optional<Sharding>(g.random_sharding(shape.size())) : std::nullopt);
+      if (!extended) return f.param(f32(shape), g.coin(0.8) ? std::optional<Sharding>(g.random_sharding(shape.size())) : std::nullopt);
+      if (!g.coin(0.8)) return f.param(f32(shape));
+      return f.param(f32(shape), g.coin(0.1) ? g.random_partial_sharding(shape.size()) : g.random_sharding(shape.size()));
     };
     Tensor x = param(g.random_shape());
     std::vector<Tensor> outs;
     for (int step = 0; step < length; ++step) {
       const auto shape = x.shape();
       size_t rank = shape.size();
-      switch (g.pick(24)) {
+      switch (g.pick(extended ? 29 : 24)) {
         case 0: x = tanh(x); break;
         case 1: x = x * param(shape) + 0.5; break;
         case 2: x = maximum(x, param(shape)) - x; break;
@@ -283,6 +313,79 @@ inline void build_sharded_program(Module& m, ProgramGen& g, int length) {
           }
           break;
         }
+        case 24:  // scatter (add, with repeated rows, or replace, with distinct ones) of a new
+                  // parameter into rows of a dimension of x, laid out anew; the rows split too
+        case 25: {  // gather of rows of a dimension of x
+          size_t d = static_cast<size_t>(g.pick(static_cast<int>(rank)));
+          bool add = g.coin();
+          int64_t n = 1 + g.pick(static_cast<int>(std::min<int64_t>(shape[d], 6)));
+          if (!add && n > shape[d]) n = shape[d];
+          Tensor rows = x.builder().constant(random_rows(g, n, shape[d], !add));
+          if (g.coin()) rows = constrain(rows, g.random_sharding(2));
+          if (g.coin()) x = constrain(x, g.random_sharding(rank));
+          std::vector<int64_t> window, other;
+          for (size_t i = 0; i < rank; ++i) {
+            if (i == d) continue;
+            window.push_back(static_cast<int64_t>(window.size()) + 1);
+            other.push_back(shape[i]);
+          }
+          other.insert(other.begin(), n);
+          if (step % 2 == 0 || g.coin()) {
+            ScatterDims sd;
+            sd.update_window_dims = window;
+            sd.inserted_window_dims = {static_cast<int64_t>(d)};
+            sd.scatter_dims_to_operand_dims = {static_cast<int64_t>(d)};
+            sd.index_vector_dim = 1;
+            x = scatter(x, rows, param(other), sd, add ? OpKind::Add : OpKind::Return);
+          } else {
+            GatherDims gd;
+            gd.offset_dims = window;
+            gd.collapsed_slice_dims = {static_cast<int64_t>(d)};
+            gd.start_index_map = {static_cast<int64_t>(d)};
+            gd.index_vector_dim = 1;
+            std::vector<int64_t> sizes = shape;
+            sizes[d] = 1;
+            x = gather(x, rows, gd, sizes);
+          }
+          break;
+        }
+        case 26:  // a constraint to a partial layout, read by a non-linear op or a sum
+          x = constrain(x, g.random_partial_sharding(rank, 0.8));
+          x = g.coin() ? tanh(x) : x + x;
+          break;
+        case 27: {  // a reduction from an init that is not the reducer's identity
+          int64_t d = g.pick(static_cast<int>(rank));
+          if (rank < 2) break;
+          switch (g.pick(4)) {
+            case 0: x = reduce(x, x.builder().scalar(ElementType::f32, 5), {d}, OpKind::Add); break;
+            case 1: x = reduce(x, x.builder().scalar(ElementType::f32, 0.25), {d}, OpKind::Maximum); break;
+            case 2: x = reduce(x, x.builder().scalar(ElementType::f32, -0.25), {d}, OpKind::Minimum); break;
+            default: x = reduce(tanh(x) * 0.5 + 1.0, x.builder().scalar(ElementType::f32, 2), {d}, OpKind::Multiply); break;
+          }
+          break;
+        }
+        case 28: {  // manual_computation over the first mesh axis, which splits a dimension it
+                    // divides; other axes (free) may split the same or other dimensions
+          const MeshAxis& a = g.mesh.axes[0];
+          std::vector<size_t> divisible;
+          for (size_t d = 0; d < rank; ++d)
+            if (shape[d] % a.size == 0) divisible.push_back(d);
+          if (divisible.empty()) break;
+          Sharding in{g.mesh.name, std::vector<DimSharding>(rank), {}, {}};
+          in.dims[divisible[static_cast<size_t>(g.pick(static_cast<int>(divisible.size())))]].axes.emplace_back(a.name);
+          if (g.mesh.axes.size() > 1 && g.coin(0.7))
+            in.dims[static_cast<size_t>(g.pick(static_cast<int>(rank)))].axes.emplace_back(g.mesh.axes[1].name);
+          Sharding out = in;  // the free axis, if any, moved to another dimension or dropped
+          if (g.mesh.axes.size() > 1 && g.coin()) {
+            const std::string& free = g.mesh.axes[1].name;
+            for (auto& d : out.dims) std::erase_if(d.axes, [&](const AxisRef& r) { return r.name == free; });
+            if (g.coin()) out.dims[static_cast<size_t>(g.pick(static_cast<int>(rank)))].axes.emplace_back(free);
+          }
+          x = manual({x}, {in}, {out}, {a.name}, [](Builder&, const std::vector<Tensor>& v) {
+            return std::vector<Tensor>{tanh(v[0]) * 2.0 + v[0]};
+          })[0];
+          break;
+        }
       }
       if (x.type().num_elements() > 4096) x = reduce_sum(x, {0});
       if (g.coin(0.1)) outs.push_back(x);
@@ -290,6 +393,9 @@ inline void build_sharded_program(Module& m, ProgramGen& g, int length) {
     outs.push_back(x);
     return outs;
   });
+  // Some results declared partial: assembled, they are the sum of their pieces.
+  for (size_t i = 0; extended && i < fn.result_types.size(); ++i)
+    if (g.coin(0.15)) fn.set_result_sharding(i, g.random_partial_sharding(fn.result_types[i].shape.size(), 0.8));
 }
 
 inline Literal uniform_input(const Type& t, std::mt19937& rng) {

@@ -373,6 +373,16 @@ TEST(ShardedCheckpoint, SavingUnderARegularFileIsANamedError) {
   EXPECT_TRUE(contains(e, "a.safetensors.tmp: open failed: Not a directory")) << e;
 }
 
+// A buffer of partial sums (unreduced) is not an array a checkpoint can hold piece by piece.
+TEST(ShardedCheckpoint, AnUnreducedBufferIsRefused) {
+  TempDir dir;
+  TwoDevices two;
+  ShardedBuffer v = two.program->stage(1, ramp(f32({4}), 1));
+  v.sharding.unreduced = {AxisRef("data")};
+  std::string e = testing::error_of([&] { save_sharded((dir.path / "ckpt").string(), {"v"}, {v}, two.m.meshes[0], 1); });
+  EXPECT_TRUE(contains(e, "save_sharded: \"v\" is unreduced")) << e;
+}
+
 // Restores the fault plan however a test ends.
 struct FaultGuard {
   ~FaultGuard() { set_io_fault(""); }

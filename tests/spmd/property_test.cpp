@@ -4,8 +4,11 @@
 // has its own seed; a failure prints the seed and the program.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <functional>
+#include <map>
 #include <random>
 
 #include "common/random_programs.h"
@@ -33,13 +36,80 @@ uint32_t first_seed() {
   return s ? static_cast<uint32_t>(std::atol(s)) : 1000;
 }
 
+// Sharded a against unsharded b: within the tolerance, or NaN on both sides (which NaN is the
+// kernels' choice). A NaN on one side only fails: `abs(a - b) > tol` alone would pass it.
+bool agrees(double a, double b) {
+  if (a == b) return true;  // infinities too
+  if (std::isinf(a) || std::isinf(b)) return false;
+  if (std::isnan(a) || std::isnan(b)) return std::isnan(a) && std::isnan(b);
+  return std::abs(a - b) <= kTolerance * (1 + std::abs(b));
+}
+
 using Gen = testing::ProgramGen;
+
+// Counts the ops and layouts of f the property test claims to cover.
+void count_coverage(const Function& f, std::map<std::string, int>& covered) {
+  for (size_t i = 0; i < f.num_parameters(); ++i)
+    if (auto s = f.arg_sharding(i); s && !s->unreduced.empty()) ++covered["unreduced argument"];
+  for (size_t i = 0; i < f.result_types.size(); ++i)
+    if (auto s = f.result_sharding(i); s && !s->unreduced.empty()) ++covered["unreduced result"];
+  for (const auto& op : f.body().ops()) {
+    switch (op->kind()) {
+      case OpKind::Scatter:
+        ++covered[region_combiner(*op) == OpKind::Add ? "scatter-add" : "scatter-replace"];
+        break;
+      case OpKind::Gather: ++covered["gather"]; break;
+      case OpKind::Pad: ++covered["pad"]; break;
+      case OpKind::Slice: ++covered["slice"]; break;
+      case OpKind::Concatenate: ++covered["concatenate"]; break;
+      case OpKind::Reverse: ++covered["reverse"]; break;
+      case OpKind::ShardingConstraint:
+        if (!op->attrs().get<Sharding>("sharding").unreduced.empty()) ++covered["unreduced constraint"];
+        break;
+      case OpKind::ManualComputation: {
+        const auto& manual = op->attrs().get<AxisNames>("manual_axes");
+        bool free = false;
+        for (const auto& s : op->attrs().get<ShardingList>("in_shardings"))
+          for (const auto& d : s.dims)
+            for (const auto& a : d.axes) free |= std::find(manual.begin(), manual.end(), a.name) == manual.end();
+        if (free) ++covered["manual with free axes"];
+        break;
+      }
+      case OpKind::Reduce: {
+        const Op* init = op->operand(1)->defining_op();
+        double v = init && init->kind() == OpKind::Constant ? init->attrs().get<Literal>("value").get_double(0) : 0;
+        if (std::isfinite(v) && v != 0) ++covered["non-identity init"];  // (not 0, -inf: sum and max's)
+        break;
+      }
+      default: break;
+    }
+  }
+}
+
+TEST(Property, ComparisonFailsOnNaN) {
+  double nan = std::nan("");
+  EXPECT_FALSE(agrees(nan, 1.0));
+  EXPECT_FALSE(agrees(1.0, nan));
+  EXPECT_FALSE(agrees(1.0, 1.1));
+  EXPECT_TRUE(agrees(nan, nan));
+  EXPECT_TRUE(agrees(INFINITY, INFINITY));
+  EXPECT_FALSE(agrees(INFINITY, -INFINITY));
+}
 using testing::uniform_input;
+
+// The original op table by default; TESSERA_PROPERTY_EXTENDED=1 adds scatter, gather, partial
+// (unreduced) arguments, constraints and results, non-identity inits and manual computations with
+// free axes (tests/common/random_programs.h), with a check that the cases hold each of them.
+bool extended() {
+  const char* e = std::getenv("TESSERA_PROPERTY_EXTENDED");
+  return e && std::string(e) == "1";
+}
 
 TEST(Property, RandomProgramsShardedEqualUnsharded) {
   const std::vector<std::vector<MeshAxis>> meshes = {
       {{"a", 2}}, {{"a", 4}}, {{"a", 8}}, {{"a", 2}, {"b", 2}}, {{"a", 2}, {"b", 4}}, {{"a", 4}, {"b", 2}}};
   int failures = 0, communicating = 0, uneven = 0;
+  std::map<std::string, int> covered;  // what the cases hold, beyond the chains of PR #1
   const int kCases = cases();
   for (int c = 0; c < kCases && failures < 5; ++c) {
     uint32_t seed = first_seed() + static_cast<uint32_t>(c);
@@ -49,9 +119,10 @@ TEST(Property, RandomProgramsShardedEqualUnsharded) {
     m.add_mesh(g.mesh);
     std::string text;
     try {
-      testing::build_sharded_program(m, g, 5 + g.pick(26));
+      testing::build_sharded_program(m, g, 5 + g.pick(26), extended());
       text = stablehlo::print(m);
       const Function& f = *m.find_function("f");
+      count_coverage(f, covered);
       std::vector<Literal> in;
       for (size_t i = 0; i < f.num_parameters(); ++i) in.push_back(uniform_input(f.parameter(i)->type(), g.rng));
       std::vector<Literal> want = interp::evaluate(m, "f", in);
@@ -66,7 +137,7 @@ TEST(Property, RandomProgramsShardedEqualUnsharded) {
         ASSERT_EQ(got[r].type(), want[r].type()) << "seed " << seed;
         for (int64_t i = 0; i < got[r].num_elements(); ++i) {
           double a = got[r].get_double(i), b = want[r].get_double(i);
-          if (std::abs(a - b) > kTolerance * (1 + std::abs(b))) {
+          if (!agrees(a, b)) {
             ADD_FAILURE() << "seed " << seed << ": result " << r << " element " << i << ": sharded " << a
                           << ", unsharded " << b << "\n"
                           << text;
@@ -83,6 +154,11 @@ TEST(Property, RandomProgramsShardedEqualUnsharded) {
   // The cases exercise what they claim to: most communicate, and some split dimensions unevenly.
   EXPECT_GT(communicating, kCases / 3);
   EXPECT_GT(uneven, 10);
+  std::vector<std::string> claims = {"pad", "slice", "concatenate", "reverse"};
+  if (extended())
+    claims.insert(claims.end(), {"scatter-add", "scatter-replace", "gather", "unreduced argument", "unreduced constraint",
+                                 "unreduced result", "non-identity init", "manual with free axes"});
+  for (const std::string& what : claims) EXPECT_GT(covered[what], kCases / 100) << what;
 }
 
 // Sharded equals unsharded for one built program on `mesh`; returns how many collectives it has.
@@ -102,7 +178,7 @@ size_t expect_sharded_equals_unsharded(const Mesh& mesh, const std::function<Ten
   for (size_t r = 0; r < got.size() && r < want.size(); ++r)
     for (int64_t i = 0; i < want[r].num_elements(); ++i) {
       double a = got[r].get_double(i), b = want[r].get_double(i);
-      EXPECT_TRUE(std::abs(a - b) <= kTolerance * (1 + std::abs(b)))
+      EXPECT_TRUE(agrees(a, b))
           << "result " << r << " element " << i << ": sharded " << a << ", unsharded " << b << "\n"
           << stablehlo::print(m);
     }

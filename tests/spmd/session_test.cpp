@@ -177,6 +177,35 @@ TEST(Session, ManualComputationBodiesRunAsWritten) {
   EXPECT_NEAR(s.run_sharded(p, in)[0].get_double(0), want, 1e-5 * want);
 }
 
+// A free (non-manual) axis in the in and out shardings: the body, written for pieces split by the
+// manual axis x, runs on pieces whole along y, and its results are laid out as declared.
+TEST(Session, ManualComputationWithFreeAxes) {
+  Module m;
+  m.add_mesh(Mesh{"m", {{"x", 2}, {"y", 2}}, {}});
+  build_function(m, "f", [](FunctionBuilder& f) {
+    Tensor x = f.param(f32({8, 6}), Sharding{"m", {{"x", "y"}, {}}, {}, {}});
+    Sharding in{"m", {{"x", "y"}, {}}, {}, {}}, rows{"m", {{"x"}, {"y"}}, {}, {}}, cols{"m", {{"y"}}, {}, {}};
+    return manual({x}, {in}, {rows, cols}, {"x"}, [](Builder&, const std::vector<Tensor>& in) {
+      Tensor local = tanh(in[0]) * 2.0;                                     // [4, 6]: x's rows, every column
+      Tensor total = all_reduce(reduce_sum(in[0], {0}), {{0, 2}, {1, 3}});  // [6]: over x, at each y
+      return std::vector<Tensor>{local, total};
+    });
+  });
+  Session s = Session::host(4);
+  CompiledProgram p = s.compile(m, "f");
+  std::vector<Literal> in = inputs_for(*m.find_function("f"));
+  std::vector<Literal> got = s.run_sharded(p, in);
+  ASSERT_EQ(got.size(), 2u);
+  expect_close(got[0], interp::evaluate(m, "f", in)[0]);  // no collective: the interpreter's value
+  Literal sums(f32({6}));  // the interpreter's single-process all_reduce would double one half instead
+  for (int64_t j = 0; j < 6; ++j) {
+    double t = 0;
+    for (int64_t i = 0; i < 8; ++i) t += in[0].get_double(i * 6 + j);
+    sums.set_double(j, t);
+  }
+  expect_close(got[1], sums);
+}
+
 // A loop carries a row-split value: the body runs on pieces, nothing moves.
 TEST(Session, WhileLoopKeepsItsLayout) {
   Module m;

@@ -63,6 +63,32 @@ TEST(SessionMpi, WorkedExampleGradientEqualsHostDevicesBitwise) {
   expect_mpi_equals_host(m, "sharded_loss_grad");
 }
 
+// Unreduced layouts over ranks: an unreduced argument's whole array counts once, and results
+// declared unreduced (a split contraction's partial products, the argument itself) are assembled
+// as the sums of their pieces, which live on other ranks: the same bits as host devices.
+TEST(SessionMpi, UnreducedArgumentsAndResultsEqualHostDevices) {
+  Module m("partial");
+  m.add_mesh(Mesh{"m", {{"x", 2}, {"y", 2}}, {}});
+  Function& f = build_function(m, "partial", [](FunctionBuilder& b) {
+    Tensor a = b.param(f32({8, 12}), Sharding{"m", {{}, {"x"}}, {}, {}});
+    Tensor w = b.param(f32({12, 6}), Sharding{"m", {{"x"}, {}}, {}, {}});
+    Tensor u = b.param(f32({4, 6}), Sharding{"m", {{"y"}, {}}, {}, {AxisRef("x")}});
+    return std::vector<Tensor>{dot_general(a, w, DotDims{{}, {}, {1}, {0}}), u * 2.0 + 1.0, u};
+  });
+  f.set_result_sharding(0, Sharding{"m", {{}, {}}, {}, {AxisRef("x")}});
+  f.set_result_sharding(2, Sharding{"m", {{"y"}, {}}, {}, {AxisRef("x")}});
+  expect_mpi_equals_host(m, "partial");
+  Session mpi = Session::mpi(k());
+  ShardedProgram sp = mpi.sharded_program(mpi.compile(m, "partial"));
+  std::vector<Literal> in = inputs_for(f);
+  std::vector<ShardedBuffer> bufs = {sp.stage(0, in[0]), sp.stage(1, in[1]), sp.stage(2, in[2])};
+  std::vector<ShardedBuffer> out = sp.execute(bufs);
+  EXPECT_TRUE(sp.fetch(out[2]) == in[2]);  // the argument, given whole, comes back whole
+  std::optional<Literal> at_last = sp.fetch_to(out[2], mpi.num_ranks() - 1);
+  EXPECT_EQ(at_last.has_value(), mpi.rank() == mpi.num_ranks() - 1);
+  if (at_last) EXPECT_TRUE(*at_last == in[2]);
+}
+
 TEST(SessionMpi, EveryRankGetsEveryDevicesResults) {
   Module m("sharded_loss");
   testing::build_sharded_loss(m);
