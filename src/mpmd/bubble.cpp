@@ -162,4 +162,23 @@ double mean_measured_bubble(const Schedule& schedule, const std::vector<Pipeline
   return sum / static_cast<double>(runs.size());
 }
 
+Simulation measured_simulation(const Schedule& schedule, const PipelineResult& result) {
+  Simulation sim;
+  for (size_t s = 0; s < result.stages.size(); ++s) {
+    const StageMeasurements& m = result.stages[s];
+    sim.times.push_back(m.times);
+    double busy = 0;
+    for (size_t i = 0; i < m.times.size(); ++i) {
+      sim.makespan = std::max(sim.makespan, m.times[i].end);
+      if (schedule.actions[s][i].is_compute()) busy += m.times[i].end - m.times[i].start;
+    }
+    sim.busy.push_back(busy);
+    sim.peak_in_flight.push_back(m.peak_saved);
+  }
+  double total = sim.makespan * static_cast<double>(result.stages.size()), busy = 0;
+  for (double b : sim.busy) busy += b;
+  sim.bubble = total > 0 ? (total - busy) / total : 0.0;
+  return sim;
+}
+
 }  // namespace tessera::mpmd

@@ -10,13 +10,34 @@
 // P x makespan not spent in compute actions.
 #pragma once
 
+#include <cstdint>
 #include <vector>
 
-#include "mpmd/runtime.h"
 #include "mpmd/schedule.h"
 #include "mpmd/simulate.h"
 
 namespace tessera::mpmd {
+
+// What one stage did in a pipeline run (FragmentPipelineRun's figures, per stage).
+struct StageMeasurements {
+  // The most microbatches held at once for a later backward, and the most bytes of activations
+  // saved for a backward.
+  int64_t peak_saved = 0;
+  int64_t peak_saved_bytes = 0;
+  std::vector<Interval> times;  // per action of the stage's list: ms since the run started
+  // Per action, the CPU time of the stage's thread (ms): its wall time when the thread had a core
+  // to itself, less when stage threads outnumber cores (on a device group, the devices' threads
+  // compute, so it is only the stage thread's share).
+  std::vector<double> cpu_ms;
+};
+
+struct PipelineResult {
+  std::vector<StageMeasurements> stages;
+};
+
+// The measured run as a Simulation (times in ms; busy, makespan, bubble from them; peak_in_flight
+// the measured peak_saved), so timeline_svg (svg.h) draws the real run like a simulated one.
+Simulation measured_simulation(const Schedule& schedule, const PipelineResult& result);
 
 // Median durations (ms) of one stage's compute actions: F, B or BI, W (0 when there are none).
 struct FragmentTimes {

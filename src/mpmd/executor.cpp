@@ -79,7 +79,7 @@ std::vector<Literal> Executor::run(const std::vector<Literal>& parameters) {
       fail("mpmd run: parameter {} is {}, the step's parameter %arg{} is {}", i, ir::to_string(parameters[i].type()), i,
            ir::to_string(plan.parameter_types[i]));
 
-  ValueSlots mail;
+  ValueSlots<> mail;
   std::mutex mu;  // guards results and stats
   std::vector<std::optional<Literal>> results(plan.results.size());
   stats_ = ExecutionStats{};

@@ -162,7 +162,14 @@ FragmentPipeline::FragmentPipeline(ir::Module& module, const ir::Function& step,
     }
 
     std::vector<MeshSpec> meshes;
-    for (int64_t s = 0; s < stages; ++s) meshes.push_back({fmt::format("pp{}", s), 1, ""});
+    int64_t devices = 1;
+    if (!options_.stage_mesh.empty()) {
+      const ir::Mesh* mesh = module.find_mesh(options_.stage_mesh);
+      if (mesh == nullptr) fail("pipeline of @{}: stage mesh @{} is not in the module", step.name(), options_.stage_mesh);
+      devices = mesh->num_devices();
+      mesh_ = *mesh;
+    }
+    for (int64_t s = 0; s < stages; ++s) meshes.push_back({fmt::format("pp{}", s), devices, options_.stage_mesh});
     Assignment assignment;
     for (int64_t v = 0; v < n; ++v) assignment[names_[v]] = fmt::format("pp{}", v % stages);
     FragmentOptions fo;

@@ -37,6 +37,7 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -44,8 +45,10 @@
 #include "ir/literal.h"
 #include "ir/module.h"
 #include "mpmd/fragments.h"
+#include "mpmd/ranks.h"
 #include "mpmd/schedule.h"
 #include "mpmd/simulate.h"
+#include "runtime/session.h"
 
 namespace tessera::mpmd {
 
@@ -59,6 +62,16 @@ struct FragmentPipelineOptions {
   // split_backward below, so that a zero-bubble schedule's BI and W actions run those parts. Without
   // it a schedule with BI or W is refused.
   bool split_backward = false;
+  // The ir::Mesh of the module (by name) that every stage is a group of devices of: each stage's
+  // fragments are partitioned over its own devices (spmd) by the layouts fragments.h rule 7 gives
+  // them, and their values stay there as pieces. Empty: one device per stage.
+  std::string stage_mesh;
+  // The processes the stages are spread over (ranks.h), or null for every stage in this one. With
+  // ranks every rank makes the same pipeline and the same run calls; each runs only the stages
+  // owner_rank gives it, values between ranks go piece by piece through `ranks`, parameters of
+  // other ranks' stages may be null in RunInputs, and results computed elsewhere come back empty
+  // (ShardedBuffer without pieces). A rank that fails tells the others (report_failure). Not owned.
+  Ranks* ranks = nullptr;
 };
 
 // What a fragment is to a schedule.
@@ -88,10 +101,15 @@ struct CompiledSchedule {
 };
 
 struct FragmentPipelineRun {
-  std::vector<ir::Literal> results;  // the whole step's: its results, then the gradients
+  // The whole step's results (its results, then the gradients), where they were computed: on a
+  // stage of several devices as its pieces there.
+  std::vector<runtime::ShardedBuffer> values;
+  std::vector<ir::Literal> results;  // the same, whole (RunInputs::whole_results; else empty)
   // Per stage, the most bytes held at once of values produced by forwards and kept for a backward
   // on that stage (activations saved for the transpose), and of everything the stage kept.
   std::vector<int64_t> peak_saved_bytes, peak_store_bytes;
+  // Bytes moved between stages: the sum, over the transfers, of the pieces each destination device
+  // received (each exactly the part of the value its layout holds; reshard below).
   int64_t transferred_bytes = 0;
   std::vector<int64_t> fragment_runs;  // per fragment: how many times it ran (once, in a run that ends)
   // Per stage, per action of the schedule: when the stage started and ended it, in ms since the run
@@ -104,13 +122,26 @@ struct FragmentPipelineRun {
 };
 
 // What a run reads besides the plan: every parameter of the step, by pointer (a stage reads only
-// those on its own mesh, where they stay: a trainer keeps them there across runs).
+// those on its own mesh, where they stay: a trainer keeps them there across runs). A buffer of one
+// piece is a whole array (split onto a stage's devices when read there); one of several pieces is
+// laid out on its stage's devices.
 struct RunInputs {
-  std::vector<const ir::Literal*> parameters;
-  // When set: each stage's fragments add their ops' spans to the track of device `stage`, and
-  // each schedule action its own span around them (interp/trace.h).
+  std::vector<const runtime::ShardedBuffer*> parameters;
+  bool whole_results = true;
+  // When set: each one-device stage's fragments add their ops' spans to the track of device
+  // `stage`, and each schedule action its own span around them (interp/trace.h).
   interp::Trace* trace = nullptr;
 };
+
+// A whole array as a buffer of one piece (what RunInputs takes for an input not yet on a stage).
+runtime::ShardedBuffer whole_buffer(ir::Literal value);
+
+// The mesh-to-mesh reshard: `from` (on `from_mesh`'s devices, or one whole piece when the mesh is
+// null or the buffer has one piece) laid out as `to` on `to_mesh`'s devices (null: one device, one
+// whole piece). Each destination piece receives exactly the overlapping parts of the source pieces
+// (one holder per distinct source box), never a whole array; `bytes` grows by what they received.
+runtime::ShardedBuffer reshard(const runtime::ShardedBuffer& from, const ir::Mesh* from_mesh, const ir::Sharding& to,
+                               const ir::Mesh* to_mesh, int64_t& bytes);
 
 class FragmentPipeline {
  public:
@@ -141,8 +172,17 @@ class FragmentPipeline {
   FragmentPipelineRun run(const Schedule& schedule, const std::vector<ir::Literal>& parameters) const;
   // Runs `compiled` (compile(schedule)): a trainer compiles its schedule once and runs it every step.
   // Each fragment runs as an exec::Executable compiled when the pipeline was made, in a run context
-  // of its own, so one run at a time.
+  // of its own (on a stage of several devices: a runtime::ShardedProgram on the stage's session), so
+  // one run at a time.
   FragmentPipelineRun run(const CompiledSchedule& compiled, const Schedule& schedule, const RunInputs& inputs) const;
+
+  // The devices of each stage: its session (null for one-device stages) and the spmd mesh.
+  const runtime::Session* session(int64_t stage) const;
+  const ir::Mesh* stage_mesh() const { return mesh_ ? &*mesh_ : nullptr; }
+  // Whether this process runs stage `stage` (always without ranks).
+  bool runs_here(int64_t stage) const;
+  // A value of a stage, whole.
+  ir::Literal whole(const runtime::ShardedBuffer& b) const;
 
  private:
   FragmentPipelineOptions options_;
@@ -150,6 +190,7 @@ class FragmentPipeline {
   int64_t stages_ = 1, microbatches_ = 0;
   const ir::Function* whole_ = nullptr;
   FragmentPlan plan_;
+  std::optional<ir::Mesh> mesh_;  // each stage's devices; none: one device per stage
   std::vector<FragmentRole> roles_;
   struct Compiled;  // per fragment: its executable and run context
   std::shared_ptr<Compiled> compiled_;  // shared: its deleter is made where Compiled is complete

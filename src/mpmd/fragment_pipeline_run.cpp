@@ -2,8 +2,12 @@
 // (fragment_pipeline.h). A stage keeps each value it computed or received in its store only while
 // some later instruction of its list still reads it (a fragment input or a post), so what a stage
 // holds follows the schedule's order, not the program's: that is what makes 1F1B hold less than GPipe.
-// Each fragment is compiled once, when the pipeline is made, into an exec::Executable with a run
-// context of its own; a run lends it the parameters (views: never written, never copied).
+// Each fragment is compiled once, when the pipeline is made: on a one-device stage into an
+// exec::Executable with a run context of its own, which a run lends the parameters (views: never
+// written, never copied); on a stage of several devices into a runtime::ShardedProgram on the
+// stage's session, whose values are pieces that stay on the stage's devices from fragment to
+// fragment. A value crosses to another stage as pieces too (reshard): each destination device gets
+// only its part.
 #include <time.h>
 
 #include <chrono>
@@ -22,16 +26,24 @@
 #include "interp/interpreter.h"
 #include "mpmd/fragment_pipeline.h"
 #include "mpmd/value_slots.h"
+#include "runtime/layout.h"
+#include "spmd/reshard.h"
 #include "support/error.h"
 
 namespace tessera::mpmd {
 
 using ir::Literal;
+using runtime::ShardedBuffer;
 using support::fail;
 
 namespace {
 
-int64_t bytes_of(const Literal& l) { return static_cast<int64_t>(l.bytes().size()); }
+int64_t bytes_of(const ShardedBuffer& b) { return b.local_bytes(); }
+
+runtime::PieceBox box_of(const ir::Type& type, const ir::Sharding& s, const ir::Mesh* mesh, int64_t device) {
+  if (mesh == nullptr) return {std::vector<int64_t>(type.shape.size(), 0), type.shape, type.shape};
+  return runtime::piece_box(type, s, *mesh, device);
+}
 
 double thread_cpu_ms() {
   timespec t{};
@@ -59,40 +71,145 @@ void trace_actions(interp::Trace& trace, const Schedule& schedule, const Fragmen
 
 }  // namespace
 
+ShardedBuffer whole_buffer(Literal value) {
+  ShardedBuffer b;
+  b.type = value.type();
+  b.pieces = std::make_shared<std::vector<Literal>>();
+  b.pieces->push_back(std::move(value));
+  return b;
+}
+
+ShardedBuffer reshard(const ShardedBuffer& from, const ir::Mesh* from_mesh, const ir::Sharding& to,
+                      const ir::Mesh* to_mesh, int64_t& bytes) {
+  TESSERA_CHECK(!from.donated(), "reshard of a donated buffer");
+  if (from.pieces->size() == 1) from_mesh = nullptr;
+  const ir::Type& type = from.type;
+  const auto element = static_cast<int64_t>(ir::info(type.element).bytes);
+  std::vector<int64_t> holders =
+      from_mesh ? runtime::holders(type, from.sharding, *from_mesh) : std::vector<int64_t>{0};
+  std::vector<runtime::PieceBox> source;
+  for (int64_t h : holders) source.push_back(box_of(type, from.sharding, from_mesh, h));
+  ShardedBuffer out;
+  out.type = type;
+  out.sharding = to_mesh ? to : ir::Sharding{};
+  const int64_t n = to_mesh ? to_mesh->num_devices() : 1;
+  out.pieces = std::make_shared<std::vector<Literal>>();
+  const size_t rank = type.shape.size();
+  for (int64_t d = 0; d < n; ++d) {
+    runtime::PieceBox dst = box_of(type, out.sharding, to_mesh, d);
+    Literal piece(ir::Type(type.element, dst.shape));
+    for (size_t k = 0; k < holders.size(); ++k) {
+      const runtime::PieceBox& src = source[k];
+      std::vector<int64_t> at_src(rank), at_dst(rank), extent(rank);
+      int64_t volume = 1;
+      for (size_t i = 0; i < rank; ++i) {
+        int64_t lo = std::max(src.start[i], dst.start[i]);
+        int64_t hi = std::min(src.start[i] + src.extent[i], dst.start[i] + dst.extent[i]);
+        extent[i] = std::max<int64_t>(hi - lo, 0);
+        at_src[i] = lo - src.start[i];
+        at_dst[i] = lo - dst.start[i];
+        volume *= extent[i];
+      }
+      if (volume == 0) continue;
+      runtime::copy_box((*from.pieces)[static_cast<size_t>(holders[k])], at_src, piece, at_dst, extent);
+      bytes += volume * element;
+    }
+    out.pieces->push_back(std::move(piece));
+  }
+  return out;
+}
+
 struct FragmentPipeline::Compiled {
-  std::vector<std::shared_ptr<const exec::Executable>> executables;  // per fragment
+  // Per fragment: on a one-device stage its executable and run context, else its sharded program.
+  std::vector<std::shared_ptr<const exec::Executable>> executables;
   std::vector<std::unique_ptr<exec::RunContext>> contexts;
+  std::vector<std::unique_ptr<runtime::ShardedProgram>> programs;
+  std::vector<std::unique_ptr<runtime::Session>> sessions;  // per stage; empty: one device each
+  // The layout a fragment's input k takes ([fragment][k]), and the layout a value posted to a mesh
+  // takes there: that of its first reader on the mesh.
+  std::vector<std::vector<ir::Sharding>> input_layouts;
+  std::map<std::pair<size_t, size_t>, ir::Sharding> arrival_layouts;
 };
 
 FragmentPipeline::~FragmentPipeline() = default;
 
 void FragmentPipeline::compile_fragments() {
   compiled_ = std::make_shared<Compiled>();
+  Compiled& c = *compiled_;
+  if (mesh_)
+    for (int64_t s = 0; s < stages_; ++s) {
+      runtime::SessionOptions so;
+      so.fast_kernels = options_.fast_kernels;
+      so.timeout = options_.transfer_timeout;
+      c.sessions.push_back(std::make_unique<runtime::Session>(runtime::Session::host(mesh_->num_devices(), so)));
+    }
   for (const Fragment& f : plan_.fragments) {
-    exec::CompileOptions o;
-    o.module = f.module.get();
-    if (!options_.fast_kernels) o.accelerate = nullptr;
-    compiled_->executables.push_back(exec::Executable::compile(f.fn(), o));
-    compiled_->contexts.push_back(compiled_->executables.back()->make_context());
+    std::vector<ir::Sharding> layouts(f.inputs.size());
+    if (mesh_) {
+      runtime::CompiledProgram p;
+      try {
+        p = c.sessions[f.mesh]->compile(*f.module, f.function);
+      } catch (const support::UserError& e) {
+        fail("fragment {} on stage {}: {}", f.index, f.mesh, e.what());
+      }
+      layouts = p.info.parameter_shardings;
+      c.programs.push_back(std::make_unique<runtime::ShardedProgram>(c.sessions[f.mesh]->sharded_program(p)));
+      c.executables.emplace_back();
+      c.contexts.emplace_back();
+    } else {
+      exec::CompileOptions o;
+      o.module = f.module.get();
+      if (!options_.fast_kernels) o.accelerate = nullptr;
+      c.executables.push_back(exec::Executable::compile(f.fn(), o));
+      c.contexts.push_back(c.executables.back()->make_context());
+      c.programs.emplace_back();
+    }
+    for (size_t k = 0; k < f.inputs.size(); ++k)
+      if (f.inputs[k].kind == Binding::Kind::kValue) c.arrival_layouts.try_emplace({f.inputs[k].index, f.mesh}, layouts[k]);
+    c.input_layouts.push_back(std::move(layouts));
   }
 }
 
+const runtime::Session* FragmentPipeline::session(int64_t stage) const {
+  if (!mesh_) return nullptr;
+  return compiled_->sessions.at(static_cast<size_t>(stage)).get();
+}
+
+bool FragmentPipeline::runs_here(int64_t stage) const {
+  return options_.ranks == nullptr || owner_rank(stage, stages_, options_.ranks->size()) == options_.ranks->rank();
+}
+
+Literal FragmentPipeline::whole(const ShardedBuffer& b) const {
+  TESSERA_CHECK(!b.donated(), "whole of a donated buffer");
+  if (b.pieces->size() == 1) return (*b.pieces)[0];
+  return runtime::assemble(*b.pieces, b.type, b.sharding, *mesh_);
+}
+
 FragmentPipelineRun FragmentPipeline::run(const Schedule& schedule, const std::vector<Literal>& parameters) const {
+  std::vector<ShardedBuffer> buffers;
+  for (const Literal& p : parameters) buffers.push_back(whole_buffer(p));
   RunInputs in;
-  for (const Literal& p : parameters) in.parameters.push_back(&p);
+  for (const ShardedBuffer& b : buffers) in.parameters.push_back(&b);
   return run(compile(schedule), schedule, in);
 }
 
 FragmentPipelineRun FragmentPipeline::run(const CompiledSchedule& compiled, const Schedule& schedule,
                                           const RunInputs& inputs) const {
   const FragmentPlan& plan = plan_;
-  const std::vector<const Literal*>& parameters = inputs.parameters;
-  if (parameters.size() != plan.parameter_types.size())
-    fail("pipeline run: the step takes {} parameters, got {}", plan.parameter_types.size(), parameters.size());
-  for (size_t i = 0; i < parameters.size(); ++i)
-    if (parameters[i]->type() != plan.parameter_types[i])
-      fail("pipeline run: parameter {} is {}, the step's parameter %arg{} is {}", i,
-           ir::to_string(parameters[i]->type()), i, ir::to_string(plan.parameter_types[i]));
+  const std::vector<const ShardedBuffer*>& parameters = inputs.parameters;
+  const Compiled& c = *compiled_;
+  const ir::Mesh* mesh = stage_mesh();
+  try {
+    if (parameters.size() != plan.parameter_types.size())
+      fail("pipeline run: the step takes {} parameters, got {}", plan.parameter_types.size(), parameters.size());
+    for (size_t i = 0; i < parameters.size(); ++i)
+      if (parameters[i] != nullptr && parameters[i]->type != plan.parameter_types[i])
+        fail("pipeline run: parameter {} is {}, the step's parameter %arg{} is {}", i,
+             ir::to_string(parameters[i]->type), i, ir::to_string(plan.parameter_types[i]));
+  } catch (const support::UserError& e) {
+    if (options_.ranks) options_.ranks->report_failure(e.what());  // the others would wait for this rank
+    throw;
+  }
   TESSERA_CHECK(compiled.stages.size() == static_cast<size_t>(stages_) && schedule.actions.size() == compiled.stages.size(),
                 "a compiled schedule of {} stages run on a pipeline of {}", compiled.stages.size(), stages_);
 
@@ -111,15 +228,20 @@ FragmentPipelineRun FragmentPipeline::run(const CompiledSchedule& compiled, cons
   for (size_t st = 0; st < stages; ++st) out.action_bytes[st].assign(schedule.actions[st].size(), 0);
   const auto start = std::chrono::steady_clock::now();
   auto now_ms = [&] { return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count(); };
-  std::vector<std::optional<Literal>> results(plan.results.size());
+  std::vector<std::optional<ShardedBuffer>> results(plan.results.size());
   std::multimap<size_t, size_t> result_of;  // value -> result index
   for (size_t r = 0; r < plan.results.size(); ++r) {
     const Binding& b = plan.results[r];
-    if (b.kind == Binding::Kind::kParameter) results[r] = *parameters[b.index];
-    else if (b.kind == Binding::Kind::kConstant) results[r] = b.constant;
+    if (b.kind == Binding::Kind::kParameter) {
+      if (parameters[b.index]) results[r] = *parameters[b.index];
+    }
+    else if (b.kind == Binding::Kind::kConstant) results[r] = whole_buffer(b.constant);
     else result_of.insert({b.index, r});
   }
-  ValueSlots slots;
+  ValueSlots<ShardedBuffer> slots;
+  Ranks* ranks = options_.ranks;
+  const uint64_t run_number = ranks ? ranks->next_run() : 0;
+  auto owner = [&](size_t st) { return ranks ? owner_rank(static_cast<int64_t>(st), stages_, ranks->size()) : 0; };
   std::mutex mu;  // guards results and out.transferred_bytes
 
   auto where = [&](size_t st, int64_t step) {
@@ -148,12 +270,12 @@ FragmentPipelineRun FragmentPipeline::run(const CompiledSchedule& compiled, cons
         if (backward && !v.parameter && role(v.producer).kind == FragmentRole::Kind::kForward) saved.insert(b.index);
       }
     }
-    std::unordered_map<size_t, Literal> store;
+    std::unordered_map<size_t, ShardedBuffer> store;
     int64_t held = 0, held_saved = 0;
     interp::Options exec_options;  // the fragments' ops on this stage's track when tracing
     exec_options.trace = inputs.trace;
     exec_options.trace_device = static_cast<int64_t>(st);
-    auto keep = [&](size_t id, Literal v) {
+    auto keep = [&](size_t id, ShardedBuffer v) {
       held += bytes_of(v);
       if (saved.count(id)) held_saved += bytes_of(v);
       out.peak_store_bytes[st] = std::max(out.peak_store_bytes[st], held);
@@ -187,7 +309,29 @@ FragmentPipelineRun FragmentPipeline::run(const CompiledSchedule& compiled, cons
       enter(in.step);
       switch (in.kind) {
         case Instruction::Kind::kWait: {
-          std::optional<Literal> v = slots.take(in.value, st, options_.transfer_timeout);
+          std::optional<ShardedBuffer> v;
+          if (!runs_here(static_cast<int64_t>(in.mesh))) {  // piece by piece from the owning rank
+            const int from = owner(in.mesh);
+            ShardedBuffer b;
+            b.type = plan.values[in.value].type;
+            if (mesh) b.sharding = c.arrival_layouts.at({in.value, st});
+            b.pieces = std::make_shared<std::vector<Literal>>(mesh ? static_cast<size_t>(mesh->num_devices()) : 1);
+            ReceiveStatus got = ReceiveStatus::kReceived;
+            for (size_t d = 0; d < b.pieces->size() && got == ReceiveStatus::kReceived; ++d) {
+              WireKey key{static_cast<int64_t>(in.value), static_cast<int64_t>(in.mesh), static_cast<int64_t>(st),
+                          static_cast<int64_t>(d)};
+              try {
+                got = ranks->receive(from, run_number, key, options_.transfer_timeout, slots.abort_flag(), (*b.pieces)[d]);
+              } catch (const support::UserError& e) {
+                fail("{}: waits for {} from stage {} (on rank {}): {}", where(st, in.step), plan.values[in.value].name,
+                     in.mesh, from, e.what());
+              }
+            }
+            if (got == ReceiveStatus::kAborted) return;
+            if (got == ReceiveStatus::kReceived) v = std::move(b);
+          } else {
+            v = slots.take(in.value, st, options_.transfer_timeout);
+          }
           if (!v) {
             if (slots.aborted()) return;
             const PlanValue& pv = plan.values[in.value];
@@ -200,28 +344,56 @@ FragmentPipelineRun FragmentPipeline::run(const CompiledSchedule& compiled, cons
           break;
         }
         case Instruction::Kind::kPost: {
+          // The destination's pieces, cut from this stage's (which it may read again).
           const PlanValue& pv = plan.values[in.value];
-          Literal v = pv.parameter ? *parameters[*pv.parameter] : store.at(in.value);  // a copy: it may be read again
+          const ShardedBuffer& v = pv.parameter ? *parameters[*pv.parameter] : store.at(in.value);
+          int64_t moved = 0;
+          ShardedBuffer sent = reshard(v, mesh, c.arrival_layouts.at({in.value, in.mesh}), mesh, moved);
           {
             std::lock_guard lock(mu);
-            out.transferred_bytes += bytes_of(v);
+            out.transferred_bytes += moved;
           }
-          if (in.step >= 0) out.action_bytes[st][static_cast<size_t>(in.step)] += bytes_of(v);
-          slots.post(in.value, in.mesh, std::move(v));
+          if (runs_here(static_cast<int64_t>(in.mesh))) {
+            slots.post(in.value, in.mesh, std::move(sent));
+          } else {
+            for (size_t d = 0; d < sent.pieces->size(); ++d)
+              ranks->send(owner(in.mesh), run_number,
+                          {static_cast<int64_t>(in.value), static_cast<int64_t>(st), static_cast<int64_t>(in.mesh),
+                           static_cast<int64_t>(d)},
+                          (*sent.pieces)[d]);
+          }
+          if (in.step >= 0) out.action_bytes[st][static_cast<size_t>(in.step)] += moved;
           if (!pv.parameter) read_done(in.value);
           break;
         }
         case Instruction::Kind::kRun: {
           const Fragment& f = plan.fragments[in.fragment];
-          // Parameters and kept values are lent as views: the executable reads them, never writes.
-          std::vector<Literal> args;
-          for (const Binding& b : f.inputs) {
-            const Literal& v = b.kind == Binding::Kind::kParameter ? *parameters[b.index] : store.at(b.index);
-            args.push_back(Literal::view(v.type(), const_cast<std::byte*>(v.bytes().data())));
+          // Each input as the fragment lays it out: a value of this stage already is (fragments.h
+          // rule 7); a whole input (a microbatch's tokens) is split here.
+          std::vector<ShardedBuffer> args;
+          for (size_t k = 0; k < f.inputs.size(); ++k) {
+            const Binding& b = f.inputs[k];
+            const ShardedBuffer& v = b.kind == Binding::Kind::kParameter ? *parameters[b.index] : store.at(b.index);
+            const ir::Sharding& want = c.input_layouts[in.fragment][k];
+            bool fits = !mesh ? v.pieces->size() == 1
+                              : v.pieces->size() == static_cast<size_t>(mesh->num_devices()) &&
+                                    spmd::same_layout(v.sharding, want, v.type.shape.size());
+            int64_t local = 0;
+            args.push_back(fits ? v : reshard(v, mesh, want, mesh, local));
           }
-          std::vector<Literal> outputs;
+          std::vector<ShardedBuffer> outputs;
           try {
-            outputs = compiled_->executables[in.fragment]->run(std::move(args), exec_options, *compiled_->contexts[in.fragment]);
+            if (mesh) {
+              outputs = c.programs[in.fragment]->execute(args);
+            } else {  // lent as views: the executable reads them, never writes
+              std::vector<Literal> views;
+              for (const ShardedBuffer& a : args) {
+                const Literal& x = (*a.pieces)[0];
+                views.push_back(Literal::view(x.type(), const_cast<std::byte*>(x.bytes().data())));
+              }
+              for (Literal& r : c.executables[in.fragment]->run(std::move(views), exec_options, *c.contexts[in.fragment]))
+                outputs.push_back(whole_buffer(std::move(r)));
+            }
           } catch (const support::UserError& e) {
             fail("{}: {}: {}", where(st, in.step), label(in.fragment), e.what());
           }
@@ -252,11 +424,21 @@ FragmentPipelineRun FragmentPipeline::run(const CompiledSchedule& compiled, cons
       if (!seen[k]) out.times[st][k].start = out.times[st][k].end = k == 0 ? 0.0 : out.times[st][k - 1].end;
   };
 
-  run_on_threads(stages, run_stage, slots);
+  std::vector<size_t> here;
+  for (size_t st = 0; st < stages; ++st)
+    if (runs_here(static_cast<int64_t>(st))) here.push_back(st);
+  try {
+    run_on_threads(here.size(), [&](size_t i) { run_stage(here[i]); }, slots);
+  } catch (const std::exception& e) {
+    if (ranks) ranks->report_failure(e.what());  // the other ranks' waits on this one end now
+    throw;
+  }
   if (inputs.trace) trace_actions(*inputs.trace, schedule, out, inputs.trace->ns(start));
   for (size_t r = 0; r < results.size(); ++r) {
-    TESSERA_CHECK(results[r].has_value(), "result {} of the step was never computed", r);
-    out.results.push_back(std::move(*results[r]));
+    TESSERA_CHECK(ranks || results[r].has_value(), "result {} of the step was never computed", r);
+    ShardedBuffer b = results[r].value_or(ShardedBuffer{});
+    if (inputs.whole_results) out.results.push_back(b.pieces ? whole(b) : Literal());
+    out.values.push_back(std::move(b));
   }
   return out;
 }

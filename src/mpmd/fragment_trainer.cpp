@@ -6,6 +6,9 @@
 #include <chrono>
 
 #include "exec/executable.h"
+#include "comm/mpi_wire.h"
+#include "runtime/layout.h"
+#include "spmd/reshard.h"
 #include "ir/builder.h"
 #include "support/error.h"
 #include "support/threads.h"
@@ -24,10 +27,12 @@ bool splits_backward(const Schedule& s) {
 }  // namespace
 
 FragmentTrainer::FragmentTrainer(const nn::CausalLM& model, Schedule schedule,
-                                 const std::vector<ir::Literal>& parameters, nn::AdamW adamw)
-    : step_(mpmd::model_step(model, schedule.stages * schedule.virtual_per_stage, schedule.microbatches)),
+                                 const std::vector<ir::Literal>& parameters, nn::AdamW adamw,
+                                 const std::optional<nn::ShardingPlan>& stage_plan, Ranks* ranks)
+    : step_(mpmd::model_step(model, schedule.stages * schedule.virtual_per_stage, schedule.microbatches, stage_plan)),
       schedule_(std::move(schedule)),
-      adamw_(std::move(adamw)) {
+      adamw_(std::move(adamw)),
+      ranks_(ranks) {
   const std::vector<nn::ParamSpec>& specs = step_.parameters;
   if (parameters.size() != specs.size())
     support::fail("pipeline trainer: {} parameters given, the model has {}", parameters.size(), specs.size());
@@ -37,6 +42,8 @@ FragmentTrainer::FragmentTrainer(const nn::CausalLM& model, Schedule schedule,
   FragmentPipelineOptions o;
   for (size_t i = 0; i < specs.size(); ++i) o.wrt.push_back(i);
   o.split_backward = splits_backward(schedule_);
+  if (stage_plan) o.stage_mesh = stage_plan->mesh.name;
+  o.ranks = ranks;
   pipeline_ = std::make_unique<FragmentPipeline>(*step_.module, step_.step(), step_.virtual_stages, schedule_.stages, o);
   compiled_ = pipeline_->compile(schedule_);
 
@@ -53,17 +60,17 @@ FragmentTrainer::FragmentTrainer(const nn::CausalLM& model, Schedule schedule,
     Stage& s = stages_[*plan.parameter_mesh[i]];
     where_[i] = {*plan.parameter_mesh[i], s.parameters.size()};
     s.parameters.push_back(i);
-    s.p.push_back(parameters[i]);
-    s.m.emplace_back(parameters[i].type());  // zeros
-    s.v.emplace_back(parameters[i].type());
   }
   for (size_t st = 0; st < stages_.size(); ++st) {
+    if (!pipeline_->runs_here(static_cast<int64_t>(st))) continue;  // another rank's
     Stage& s = stages_[st];
     s.module = std::make_unique<ir::Module>("adamw");
+    if (stage_plan) s.module->add_mesh(stage_plan->mesh);
     const ir::Function& fn = ir::build_function(*s.module, "adamw", [&](ir::FunctionBuilder& f) {
       std::vector<ir::Tensor> p, m, v, g;
       for (auto* group : {&p, &m, &v, &g})
-        for (size_t i : s.parameters) group->push_back(f.param(ir::Type(dtype, specs[i].shape)));
+        for (size_t i : s.parameters)
+          group->push_back(f.param(ir::Type(dtype, specs[i].shape), step_.step().arg_sharding(i)));
       ir::Tensor scalars = f.param(ir::Type(dtype, {3}));
       std::vector<ir::Tensor> out_p, out_m, out_v;
       for (size_t k = 0; k < s.parameters.size(); ++k) {
@@ -78,24 +85,92 @@ FragmentTrainer::FragmentTrainer(const nn::CausalLM& model, Schedule schedule,
       out.insert(out.end(), out_v.begin(), out_v.end());
       return out;
     });
-    exec::CompileOptions co;
-    co.module = s.module.get();
-    s.update = exec::Executable::compile(fn, co);
-    s.context = s.update->make_context();
+    const size_t k = s.parameters.size();
+    if (const runtime::Session* session = pipeline_->session(static_cast<int64_t>(st))) {
+      std::vector<std::pair<size_t, size_t>> donated;  // p, m, v update in place
+      for (size_t j = 0; j < 3 * k; ++j) donated.emplace_back(j, j);
+      s.program = std::make_unique<runtime::ShardedProgram>(session->sharded_program(session->compile(*s.module, "adamw"), donated));
+      for (size_t j = 0; j < k; ++j) {
+        const ir::Literal& x = parameters[s.parameters[j]];
+        s.p.push_back(s.program->stage(j, x));
+        s.m.push_back(s.program->stage(k + j, ir::Literal(x.type())));  // zeros
+        s.v.push_back(s.program->stage(2 * k + j, ir::Literal(x.type())));
+      }
+    } else {
+      exec::CompileOptions co;
+      co.module = s.module.get();
+      s.update = exec::Executable::compile(fn, co);
+      s.context = s.update->make_context();
+      for (size_t i : s.parameters) {
+        s.p.push_back(whole_buffer(parameters[i]));
+        s.m.push_back(whole_buffer(ir::Literal(parameters[i].type())));  // zeros
+        s.v.push_back(whole_buffer(ir::Literal(parameters[i].type())));
+      }
+    }
   }
 }
 
 FragmentTrainer::~FragmentTrainer() = default;
+
+// Over ranks: every rank gets the loss (computed on one) and every stage's measurements from the
+// rank that ran it, so that each reports the whole pipeline. The exchange also ends the run on
+// every rank together.
+void FragmentTrainer::share_measurements() {
+  std::vector<std::byte> mine;
+  comm::wire::put<uint8_t>(mine, last_.results[0].bytes().empty() ? 0 : 1);
+  if (!last_.results[0].bytes().empty()) {
+    std::vector<std::byte> loss;
+    encode_literal(loss, last_.results[0]);
+    comm::wire::put_bytes(mine, loss);
+  }
+  comm::wire::put<int64_t>(mine, last_.transferred_bytes);
+  for (size_t st = 0; st < stages_.size(); ++st) {
+    if (!pipeline_->runs_here(static_cast<int64_t>(st))) continue;
+    comm::wire::put<uint64_t>(mine, st);
+    comm::wire::put<int64_t>(mine, last_.peak_saved_bytes[st]);
+    comm::wire::put<int64_t>(mine, last_.peak_store_bytes[st]);
+    for (size_t a = 0; a < last_.times[st].size(); ++a) {
+      comm::wire::put<double>(mine, last_.times[st][a].start);
+      comm::wire::put<double>(mine, last_.times[st][a].end);
+      comm::wire::put<double>(mine, last_.cpu_ms[st][a]);
+    }
+  }
+  int64_t transferred = 0;
+  for (const std::vector<std::byte>& payload : ranks_->exchange("pipeline step results", mine)) {
+    comm::wire::Reader r(payload);
+    if (r.get<uint8_t>() == 1) last_.results[0] = decode_literal(r.get_bytes());
+    transferred += r.get<int64_t>();
+    while (!r.done()) {
+      auto st = static_cast<size_t>(r.get<uint64_t>());
+      last_.peak_saved_bytes.at(st) = r.get<int64_t>();
+      last_.peak_store_bytes.at(st) = r.get<int64_t>();
+      for (size_t a = 0; a < last_.times.at(st).size(); ++a) {
+        last_.times[st][a].start = r.get<double>();
+        last_.times[st][a].end = r.get<double>();
+        last_.cpu_ms[st][a] = r.get<double>();
+      }
+    }
+  }
+  last_.transferred_bytes = transferred;
+}
 
 const FragmentPipelineRun& FragmentTrainer::step(const ir::Literal& tokens, const ir::Literal& targets,
                                                  std::optional<double> lr) {
   const size_t n = step_.parameters.size();
   std::vector<ir::Literal> batch = step_.batch_inputs(tokens, targets);
   RunInputs in;
-  for (size_t i = 0; i < n; ++i) in.parameters.push_back(&stages_[where_[i].first].p[where_[i].second]);
-  for (const ir::Literal& x : batch) in.parameters.push_back(&x);
+  for (size_t i = 0; i < n; ++i) {
+    const Stage& s = stages_[where_[i].first];
+    in.parameters.push_back(s.p.empty() ? nullptr : &s.p[where_[i].second]);  // null: on another rank
+  }
+  std::vector<runtime::ShardedBuffer> whole;  // the microbatches, split where a stage reads them
+  for (ir::Literal& x : batch) whole.push_back(whole_buffer(std::move(x)));
+  for (const runtime::ShardedBuffer& x : whole) in.parameters.push_back(&x);
+  in.whole_results = false;  // gradients stay on their stages
   in.trace = trace_;
   last_ = pipeline_->run(compiled_, schedule_, in);
+  last_.results = {last_.values[0].pieces ? pipeline_->whole(last_.values[0]) : ir::Literal()};  // the loss
+  if (ranks_) share_measurements();
 
   // AdamW on every stage at once, each on its own parameters, moments and gradients.
   ++steps_;
@@ -104,10 +179,33 @@ const FragmentPipelineRun& FragmentTrainer::step(const ir::Literal& tokens, cons
   support::run_concurrently(stages_.size(), [&](size_t st) {
     Stage& s = stages_[st];
     const size_t k = s.parameters.size();
+    if (s.p.size() != k) return;  // another rank's stage
+    if (s.program) {
+      std::vector<runtime::ShardedBuffer> args;
+      for (auto* group : {&s.p, &s.m, &s.v})
+        for (runtime::ShardedBuffer& x : *group) args.push_back(std::move(x));
+      const ir::Mesh* mesh = pipeline_->stage_mesh();
+      const auto& want = s.program->program().info.parameter_shardings;
+      for (size_t j = 0; j < k; ++j) {  // a gradient laid out otherwise than its parameter is moved there
+        runtime::ShardedBuffer& g = last_.values[1 + s.parameters[j]];
+        int64_t local = 0;
+        args.push_back(spmd::same_layout(g.sharding, want[3 * k + j], g.type.shape.size())
+                           ? g
+                           : reshard(g, mesh, want[3 * k + j], mesh, local));
+      }
+      args.push_back(s.program->stage(4 * k, scalars));
+      std::vector<runtime::ShardedBuffer> out = s.program->execute(args);
+      for (size_t j = 0; j < k; ++j) {
+        s.p[j] = std::move(out[j]);
+        s.m[j] = std::move(out[k + j]);
+        s.v[j] = std::move(out[2 * k + j]);
+      }
+      return;
+    }
     std::vector<ir::Literal> args;
     for (auto* group : {&s.p, &s.m, &s.v})
-      for (ir::Literal& x : *group) args.push_back(std::move(x));
-    for (size_t i : s.parameters) args.push_back(std::move(last_.results[1 + i]));
+      for (runtime::ShardedBuffer& x : *group) args.push_back(std::move((*x.pieces)[0]));
+    for (size_t i : s.parameters) args.push_back(std::move((*last_.values[1 + i].pieces)[0]));
     args.push_back(scalars);
     interp::Options options;  // the update's ops, and the update itself, on the stage's track
     options.trace = trace_;
@@ -118,9 +216,9 @@ const FragmentPipelineRun& FragmentTrainer::step(const ir::Literal& tokens, cons
       trace_->add(trace_->track(static_cast<int64_t>(st)), trace_->intern({"AdamW update", "pipeline", ""}), begin,
                   trace_->now_ns());
     for (size_t j = 0; j < k; ++j) {
-      s.p[j] = std::move(out[j]);
-      s.m[j] = std::move(out[k + j]);
-      s.v[j] = std::move(out[2 * k + j]);
+      s.p[j] = whole_buffer(std::move(out[j]));
+      s.m[j] = whole_buffer(std::move(out[k + j]));
+      s.v[j] = whole_buffer(std::move(out[2 * k + j]));
     }
   });
   update_ms_ = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
@@ -128,8 +226,27 @@ const FragmentPipelineRun& FragmentTrainer::step(const ir::Literal& tokens, cons
 }
 
 std::vector<ir::Literal> FragmentTrainer::parameters() const {
-  std::vector<ir::Literal> out;
-  for (const auto& [st, slot] : where_) out.push_back(stages_[st].p[slot]);
+  std::vector<ir::Literal> out(where_.size());
+  std::vector<std::byte> mine;
+  for (size_t i = 0; i < where_.size(); ++i) {
+    const Stage& s = stages_[where_[i].first];
+    if (s.p.empty()) continue;
+    out[i] = pipeline_->whole(s.p[where_[i].second]);
+    if (ranks_) {
+      std::vector<std::byte> one;
+      encode_literal(one, out[i]);
+      comm::wire::put<uint64_t>(mine, i);
+      comm::wire::put_bytes(mine, one);
+    }
+  }
+  if (!ranks_) return out;
+  for (const std::vector<std::byte>& payload : ranks_->exchange("pipeline parameters", mine)) {
+    comm::wire::Reader r(payload);
+    while (!r.done()) {
+      auto i = static_cast<size_t>(r.get<uint64_t>());
+      out.at(i) = decode_literal(r.get_bytes());
+    }
+  }
   return out;
 }
 
@@ -141,8 +258,20 @@ const std::vector<size_t>& FragmentTrainer::stage_parameters(int64_t stage) cons
 
 int64_t FragmentTrainer::parameter_bytes(int64_t stage) const {
   int64_t bytes = 0;
-  for (const ir::Literal& p : stages_.at(static_cast<size_t>(stage)).p) bytes += static_cast<int64_t>(p.bytes().size());
+  const ir::Mesh* mesh = pipeline_->stage_mesh();
+  for (size_t i : stage_parameters(stage)) {  // device 0's piece; the others hold as much
+    const ir::Type type(dtype_, step_.parameters[i].shape);
+    int64_t n = ir::info(dtype_).bytes;
+    std::optional<ir::Sharding> s = step_.step().arg_sharding(i);
+    for (int64_t e : mesh && s ? runtime::piece_box(type, *s, *mesh, 0).extent : type.shape) n *= e;
+    bytes += n;
+  }
   return bytes;
+}
+
+int64_t FragmentTrainer::devices_per_stage() const {
+  const ir::Mesh* mesh = pipeline_->stage_mesh();
+  return mesh ? mesh->num_devices() : 1;
 }
 
 }  // namespace tessera::mpmd

@@ -14,6 +14,13 @@
 //
 // With M a power of two, step t equals step t of nn::TrainingStep{model}.accumulate(M).with(adamw)
 // bit for bit (model_step.h says why the gradients agree; the update is the same program).
+//
+// With a stage plan (model_step.h: dp, tp or both over one stage's devices) every stage is a group
+// of host devices: its fragments and its AdamW program run partitioned there (the optimizer takes
+// its parameters and moments donated and returns the next ones in place), its parameters, moments,
+// gradients and activations stay there as pieces, and only pieces cross between stages. The
+// results then equal the accumulated step's within the sharded programs' rounding (the tests'
+// documented tolerance), not bit for bit.
 #pragma once
 
 #include <cstdint>
@@ -39,11 +46,16 @@ class FragmentTrainer {
   // `parameters` in parameter_specs order (the step-0 values). The schedule's stages ×
   // virtual_per_stage pieces must divide the layers and its microbatches the batch (UserError).
   FragmentTrainer(const nn::CausalLM& model, Schedule schedule, const std::vector<ir::Literal>& parameters,
-                  nn::AdamW adamw);
+                  nn::AdamW adamw, const std::optional<nn::ShardingPlan>& stage_plan = std::nullopt,
+                  Ranks* ranks = nullptr);
   ~FragmentTrainer();
   FragmentTrainer(const FragmentTrainer&) = delete;
   FragmentTrainer& operator=(const FragmentTrainer&) = delete;
 
+  // With `ranks` (FragmentPipelineOptions::ranks) every rank makes the same trainer and the same
+  // calls; each holds and updates only its own stages, every rank gets every step's loss and every
+  // stage's measurements, and parameters() gathers the whole parameters to every rank.
+  //
   // One AdamW step on a batch (tokens, targets i32 [batch, seq]) at learning rate `lr` (default:
   // the AdamW's): the schedule's run, whose results[0] is the loss before the update (the
   // gradients that follow it were handed to the update).
@@ -57,22 +69,26 @@ class FragmentTrainer {
   const ModelStep& model_step() const { return step_; }
   // Copies of the current parameters, in parameter_specs order.
   std::vector<ir::Literal> parameters() const;
-  // The parameters stage s holds (indices into parameter_specs), and its parameter and optimizer bytes.
+  // The parameters stage s holds (indices into parameter_specs), and the parameter bytes each of its
+  // devices holds (the optimizer's moments are twice that, on the same devices).
   const std::vector<size_t>& stage_parameters(int64_t stage) const;
   int64_t parameter_bytes(int64_t stage) const;
   // Records the following steps into `trace` (null: stop): stage s's fragments, schedule actions
   // and AdamW update on the track of device s (interp/trace.h).
   void trace_into(interp::Trace* trace) { trace_ = trace; }
+  int64_t devices_per_stage() const;
   // Wall time of the last step's optimizer updates (all stages at once), in ms.
   double last_update_ms() const { return update_ms_; }
 
  private:
   struct Stage {
     std::vector<size_t> parameters;     // indices into parameter_specs
-    std::vector<ir::Literal> p, m, v;   // resident, parallel to `parameters`
+    std::vector<runtime::ShardedBuffer> p, m, v;  // resident, parallel to `parameters`
     std::unique_ptr<ir::Module> module;  // @adamw(p..., m..., v..., g..., scalars[3]) -> (p'..., m'..., v'...)
+    // One device: the update's executable; a device group: its sharded program.
     std::shared_ptr<const exec::Executable> update;
     std::unique_ptr<exec::RunContext> context;
+    std::unique_ptr<runtime::ShardedProgram> program;
   };
   ModelStep step_;
   Schedule schedule_;
@@ -83,8 +99,10 @@ class FragmentTrainer {
   std::vector<Stage> stages_;
   interp::Trace* trace_ = nullptr;
   std::vector<std::pair<size_t, size_t>> where_;  // per parameter: (stage, slot in it)
+  Ranks* ranks_ = nullptr;
   int64_t steps_ = 0;
   FragmentPipelineRun last_;
+  void share_measurements();
   double update_ms_ = 0;
 };
 

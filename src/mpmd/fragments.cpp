@@ -16,6 +16,7 @@
 
 #include "interp/interpreter.h"
 #include "ir/clone.h"
+#include "spmd/propagate.h"
 #include "support/error.h"
 
 namespace tessera::mpmd {
@@ -61,6 +62,11 @@ class Cutter {
 
   FragmentPlan run() {
     check_meshes();
+    for (const MeshSpec& m : plan_.meshes)  // the layouts fragment boundaries take (rule 7)
+      if (!m.spmd_mesh.empty()) {
+        layouts_ = spmd::propagate(module_, whole_);
+        break;
+      }
     collect();
     assign_named();
     assign_unnamed();
@@ -83,6 +89,21 @@ class Cutter {
   std::vector<std::optional<size_t>> mesh_;  // per op position
   std::vector<std::string> param_reader_;    // who fixed a parameter's mesh, for messages
   std::vector<size_t> fragment_of_;          // per op position
+  std::optional<spmd::ShardingMap> layouts_;  // the whole step propagated, with spmd meshes only
+
+  // Rule 7: a boundary value's layout on `mesh`: the whole step's propagated sharding, closed and
+  // without pending reductions, when it is on that mesh's spmd mesh; none otherwise.
+  std::optional<ir::Sharding> layout(const Value* v, size_t mesh) const {
+    if (!layouts_ || !layouts_->values.count(v)) return std::nullopt;
+    ir::Sharding s = layouts_->at(v);
+    if (s.mesh != plan_.meshes[mesh].spmd_mesh) return std::nullopt;
+    s.unreduced.clear();
+    for (ir::DimSharding& d : s.dims) {
+      d.open = false;
+      d.priority.reset();
+    }
+    return s;
+  }
 
   bool is_param(const Value* v) const { return v->defining_op() == nullptr && v->owner_block() == &whole_.body(); }
   bool is_cheap(const Value* v) const { return v->defining_op() && cheap_.count(v->defining_op()); }
@@ -290,7 +311,8 @@ class Cutter {
       auto& h = plan_.parameter_mesh[p];
       if (!h) h = frag.mesh;  // read only by the transpose (through a simplified cotangent)
       if (*h == frag.mesh) {
-        Value* x = b.fn->add_parameter(v->type(), whole_.arg_sharding(p));
+        std::optional<ir::Sharding> given = whole_.arg_sharding(p);
+        Value* x = b.fn->add_parameter(v->type(), given ? given : layout(v, frag.mesh));
         frag.inputs.push_back({Binding::Kind::kParameter, p, {}});
         return b.map[v] = x;
       }
@@ -301,7 +323,7 @@ class Cutter {
         values_by_id_.push_back(v);
       }
       add_transfer(it->second, *h, 0, f);
-      Value* x = b.fn->add_parameter(v->type());
+      Value* x = b.fn->add_parameter(v->type(), layout(v, frag.mesh));
       frag.inputs.push_back({Binding::Kind::kValue, it->second, {}});
       return b.map[v] = x;
     }
@@ -319,7 +341,7 @@ class Cutter {
     TESSERA_CHECK(producer < f, "fragment {} reads {} of the later fragment {}", f, plan_.values[id].name, producer);
     building_[producer].outputs.insert(id);
     add_transfer(id, plan_.fragments[producer].mesh, producer, f);
-    Value* x = b.fn->add_parameter(v->type());
+    Value* x = b.fn->add_parameter(v->type(), layout(v, frag.mesh));
     frag.inputs.push_back({Binding::Kind::kValue, id, {}});
     return b.map[v] = x;
   }
@@ -377,6 +399,8 @@ class Cutter {
         results.push_back(b.map.at(value_of(id)));
       }
       b.fn->set_results(results);
+      for (size_t k = 0; k < frag.outputs.size(); ++k)
+        if (auto s = layout(value_of(frag.outputs[k]), frag.mesh)) b.fn->set_result_sharding(k, *s);
       for (const Binding& in : frag.inputs)
         if (in.kind == Binding::Kind::kValue) last_use[{frag.mesh, in.index}] = frag.index;
       try {

@@ -26,6 +26,10 @@
 //      a value from an earlier fragment on the same mesh (kept in that mesh's store), or a value from
 //      another mesh, moved by a transfer — one per (value, destination mesh), however many fragments
 //      there read it.
+//   7. With meshes that have an spmd mesh, the whole step's shardings are propagated once
+//      (spmd::propagate) and every fragment on such a mesh takes its boundary values' layouts from
+//      it (closed, reductions done): producer and consumer agree, so values cross fragments and
+//      meshes of the same shape as they are, piece for piece.
 #pragma once
 
 #include <cstdint>

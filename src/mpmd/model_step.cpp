@@ -31,7 +31,8 @@ std::vector<ir::Literal> ModelStep::batch_inputs(const ir::Literal& tokens, cons
   return out;
 }
 
-ModelStep model_step(const nn::CausalLM& model, int64_t virtual_stages, int64_t microbatches) {
+ModelStep model_step(const nn::CausalLM& model, int64_t virtual_stages, int64_t microbatches,
+                     const std::optional<nn::ShardingPlan>& plan) {
   const nn::Config& c = model.config();
   c.validate();
   if (virtual_stages < 1 || c.layers % virtual_stages != 0)
@@ -47,6 +48,24 @@ ModelStep model_step(const nn::CausalLM& model, int64_t virtual_stages, int64_t 
 
   ModelStep out;
   out.module = std::make_unique<ir::Module>("pipeline");
+  // The plan's layouts (none: plain single-device programs): parameters as it lays them out, the
+  // tokens and targets by its input rule, the residual stream like the tokens with features whole.
+  std::optional<ir::Sharding> tokens_sharding, targets_sharding, residual;
+  auto param_sharding = [&](const nn::ParamSpec& p) -> std::optional<ir::Sharding> {
+    return plan ? std::optional(plan->parameter(p)) : std::nullopt;
+  };
+  if (plan) {
+    out.module->add_mesh(plan->mesh);
+    tokens_sharding = plan->input({"tokens", tokens_type});
+    targets_sharding = plan->input({"targets", tokens_type});
+    residual = tokens_sharding;
+    residual->dims.emplace_back();
+    const int64_t split = tokens_sharding->dims.empty() ? 1 : ir::dim_shards(*tokens_sharding, 0, plan->mesh);
+    if (mc.batch % split != 0)
+      support::fail("pipeline of the CausalLM: a microbatch of {} rows ({} / {} microbatches) does not split over the "
+                    "{} devices that share the batch in stage plan '{}'",
+                    mc.batch, c.batch, microbatches, split, plan->name);
+  }
   out.parameters = model.parameters();
   out.microbatches = microbatches;
   const std::vector<nn::ParamSpec>& specs = out.parameters;
@@ -65,19 +84,20 @@ ModelStep model_step(const nn::CausalLM& model, int64_t virtual_stages, int64_t 
     out.stage_parameters.push_back(own);
     pieces.push_back(&ir::build_function(*out.module, out.virtual_stages.back(), [&](ir::FunctionBuilder& f) {
       std::vector<Tensor> params;
-      for (const nn::ParamSpec& p : own_specs) params.push_back(f.param(ir::Type(c.dtype, p.shape)));
+      for (const nn::ParamSpec& p : own_specs) params.push_back(f.param(ir::Type(c.dtype, p.shape), param_sharding(p)));
       nn::Weights w(own_specs, params);
-      Tensor x = embeds ? micro.embed(w, f.param(tokens_type)) : f.param(ir::Type(c.dtype, {mc.batch, mc.seq, c.d_model}));
-      for (int64_t l = first; l < end; ++l) x = micro.block(w, l, x);
+      Tensor x = embeds ? micro.embed(w, f.param(tokens_type, tokens_sharding), residual)
+                        : f.param(ir::Type(c.dtype, {mc.batch, mc.seq, c.d_model}), residual);
+      for (int64_t l = first; l < end; ++l) x = micro.block(w, l, x, residual);
       if (!has_loss) return x;
-      return nn::cross_entropy(micro.head(w, x), f.param(tokens_type));
+      return nn::cross_entropy(micro.head(w, x), f.param(tokens_type, targets_sharding));
     }));
   }
   ir::build_function(*out.module, "step", [&](ir::FunctionBuilder& f) {
     std::vector<Tensor> params, tokens, targets;
-    for (const nn::ParamSpec& p : specs) params.push_back(f.param(ir::Type(c.dtype, p.shape)));
-    for (int64_t i = 0; i < microbatches; ++i) tokens.push_back(f.param(tokens_type));
-    for (int64_t i = 0; i < microbatches; ++i) targets.push_back(f.param(tokens_type));
+    for (const nn::ParamSpec& p : specs) params.push_back(f.param(ir::Type(c.dtype, p.shape), param_sharding(p)));
+    for (int64_t i = 0; i < microbatches; ++i) tokens.push_back(f.param(tokens_type, tokens_sharding));
+    for (int64_t i = 0; i < microbatches; ++i) targets.push_back(f.param(tokens_type, targets_sharding));
     std::vector<Tensor> xs = tokens;
     for (int64_t v = 0; v < virtual_stages; ++v) {
       ScanResult r = scan_calls(f, *pieces[static_cast<size_t>(v)], microbatches, {}, [&](int64_t i) {

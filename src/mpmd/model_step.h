@@ -20,12 +20,14 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "ir/literal.h"
 #include "ir/module.h"
 #include "nn/model.h"
+#include "nn/plan.h"
 
 namespace tessera::mpmd {
 
@@ -45,8 +47,13 @@ struct ModelStep {
 };
 
 // UserError when the layers do not split into `virtual_stages` pieces of whole layers or the
-// microbatches do not divide the batch.
-ModelStep model_step(const nn::CausalLM& model, int64_t virtual_stages, int64_t microbatches);
+// microbatches do not divide the batch (or, with a stage plan, a microbatch does not split over the
+// devices that share the batch). With `stage_plan` (an nn::ShardingPlan over the mesh of one
+// stage's devices: dp, tp or both) the step carries the plan's layouts — parameters as it lays them
+// out, tokens and targets by its input rule, the residual stream constrained like the tokens — and
+// the module has its mesh (FragmentPipelineOptions::stage_mesh).
+ModelStep model_step(const nn::CausalLM& model, int64_t virtual_stages, int64_t microbatches,
+                     const std::optional<nn::ShardingPlan>& stage_plan = std::nullopt);
 
 // Whether parameter `name` (config.h's names) belongs to the piece of blocks [first_layer,
 // end_layer) that `embeds` (piece 0) or `has_loss` (the last).

@@ -3,6 +3,7 @@
 // waits for, so it runs first; the weight-gradient part (W) only feeds the parameter gradients and
 // can fill a bubble later. Each transposed op is in exactly one part: nothing is recomputed.
 #include <map>
+#include <optional>
 #include <tuple>
 #include <unordered_map>
 #include <unordered_set>
@@ -81,20 +82,32 @@ size_t split_backward(ir::Function& whole) {
   // Move each call's W ops that come before its BI's last op to right after it. They only move
   // later, so their operands are still defined before them; no op they pass may read them.
   std::map<Key, std::vector<size_t>> pending;
-  std::unordered_set<const ir::Op*> deferred;
+  std::unordered_map<const ir::Op*, Key> deferred;  // op -> the call whose BI end it waits for
   std::vector<size_t> order;
   for (size_t p = 0; p < ops.size(); ++p) {
     if (weight[p] && last_input.count(*key[p]) && p < last_input.at(*key[p])) {
       pending[*key[p]].push_back(p);
-      deferred.insert(ops[p]);
+      deferred.emplace(ops[p], *key[p]);
       continue;
     }
     std::vector<const ir::Value*> used;
     reads(*ops[p], used);
-    for (const ir::Value* v : used)
-      TESSERA_CHECK(!deferred.count(v->defining_op()) || (key[p] && weight[p]),
+    // Glue reading a deferred weight-gradient value (e.g. the constraint autodiff puts on a
+    // gradient's layout) moves with it, after the latest such call's BI.
+    std::optional<Key> wait;
+    for (const ir::Value* v : used) {
+      auto it = deferred.find(v->defining_op());
+      if (it == deferred.end()) continue;
+      TESSERA_CHECK(!key[p] || weight[p],
                     "@{}: op {} reads a weight-gradient value of another call before that call's input gradient ends",
                     whole.name(), p);
+      if (!key[p] && (!wait || last_input.at(it->second) > last_input.at(*wait))) wait = it->second;
+    }
+    if (wait) {
+      pending[*wait].push_back(p);
+      deferred.emplace(ops[p], *wait);
+      continue;
+    }
     order.push_back(p);
     if (key[p] && input_part[p] && last_input.at(*key[p]) == p) {
       for (size_t q : pending[*key[p]]) {

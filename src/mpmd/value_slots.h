@@ -3,6 +3,7 @@
 // anywhere aborts every wait at once, so no thread outlives a failed run.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstddef>
@@ -19,9 +20,12 @@
 
 namespace tessera::mpmd {
 
+// T: what moves (a whole ir::Literal for the executor, a runtime::ShardedBuffer of pieces for the
+// pipeline).
+template <typename T = ir::Literal>
 class ValueSlots {
  public:
-  void post(size_t value, size_t to, ir::Literal v) {
+  void post(size_t value, size_t to, T v) {
     {
       std::lock_guard lock(mu_);
       slots_.insert_or_assign({value, to}, std::move(v));
@@ -29,12 +33,12 @@ class ValueSlots {
     cv_.notify_all();
   }
   // The value, or nothing when the run was aborted or `timeout` passed.
-  std::optional<ir::Literal> take(size_t value, size_t to, std::chrono::milliseconds timeout) {
+  std::optional<T> take(size_t value, size_t to, std::chrono::milliseconds timeout) {
     std::unique_lock lock(mu_);
     auto key = std::make_pair(value, to);
     if (!cv_.wait_for(lock, timeout, [&] { return aborted_ || slots_.count(key); }) || !slots_.count(key))
       return std::nullopt;
-    ir::Literal v = std::move(slots_.at(key));
+    T v = std::move(slots_.at(key));
     slots_.erase(key);
     return v;
   }
@@ -45,22 +49,22 @@ class ValueSlots {
     }
     cv_.notify_all();
   }
-  bool aborted() {
-    std::lock_guard lock(mu_);
-    return aborted_;
-  }
+  bool aborted() const { return aborted_; }
+  // For waits elsewhere (a receive from another rank) to give up when the run is aborted.
+  const std::atomic<bool>& abort_flag() const { return aborted_; }
 
  private:
   std::mutex mu_;
   std::condition_variable cv_;
-  std::map<std::pair<size_t, size_t>, ir::Literal> slots_;
-  bool aborted_ = false;
+  std::map<std::pair<size_t, size_t>, T> slots_;
+  std::atomic<bool> aborted_{false};
 };
 
 // Runs body(0) ... body(count - 1) at once, each on a persistent worker of its own
 // (support/threads.h), and waits for all; the first to fail aborts `slots` (so the others stop
 // waiting) and its exception is rethrown here.
-inline void run_on_threads(size_t count, const std::function<void(size_t)>& body, ValueSlots& slots) {
+template <typename Slots>
+void run_on_threads(size_t count, const std::function<void(size_t)>& body, Slots& slots) {
   std::mutex mu;
   std::exception_ptr error;
   try {

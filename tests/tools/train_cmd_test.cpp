@@ -299,8 +299,8 @@ TEST(TrainCommand, PipelineOfOneDeviceStagesReportsTheProgramFormAndDrawsItsTime
   ASSERT_EQ(train_command(c, out), 0);
   std::string s = out.str();
   EXPECT_LT(loss_at(s, 6), loss_at(s, 1)) << s;
-  EXPECT_NE(s.find("per stage (2 stages x 1 host device, plan pp=2, schedule zb-h1, 4 microbatches, program form: "
-                   "activations saved)"),
+  EXPECT_NE(s.find("per stage (2 stages x 1 host device, plan pp=2, schedule zb-h1, 4 microbatches, activations "
+                   "saved)"),
             std::string::npos)
       << s;
   EXPECT_TRUE(std::regex_search(s, std::regex("\\n +0  0 +embed 0 "))) << s;
@@ -331,8 +331,12 @@ TEST(TrainCommand, PipelineTimesDataParallelTrainsAndDrawsItsTimeline) {
   std::string s = out.str();
   EXPECT_LT(loss_at(s, 20), loss_at(s, 1) - 1.0) << s;
   EXPECT_NE(s.find("plan pp=2,dp=2 on 4 host devices (2 stages x 2), schedule 1f1b, 4 microbatches"), std::string::npos) << s;
-  EXPECT_NE(s.find("per stage (2 stages x 2 host devices, plan pp=2,dp=2, schedule 1f1b, 4 microbatches, layer cut"),
+  EXPECT_NE(s.find("per stage (2 stages x 2 host devices, plan pp=2,dp=2, schedule 1f1b, 4 microbatches, activations "
+                   "saved)"),
             std::string::npos) << s;
+  // Shards between stages: 4 activations and 4 cotangents of f32 [2, 16, 32], each split over the
+  // receiving stage's 2 devices, 4 KiB each in all.
+  EXPECT_NE(s.find("transfers per step: 32.00 KiB between stages"), std::string::npos) << s;
   EXPECT_TRUE(std::regex_search(s, std::regex("\\n +0  0-1 +embed 0 "))) << s;
   EXPECT_TRUE(std::regex_search(s, std::regex("\\n +1  2-3 +1 head "))) << s;
   EXPECT_TRUE(std::regex_search(s, std::regex("pipeline bubble over steps 2-20: measured 0\\.\\d+, simulator with "
@@ -412,7 +416,7 @@ TEST(TrainCommand, PipelineErrorsNameTheOption) {
             "--plan pp=4 --microbatches 4: pipeline of the CausalLM: 2 layers do not split into 4 pipeline stages of "
             "whole layers");
   EXPECT_EQ(error([](TrainCommand& c) { c.plan = "pp=4,dp=2", c.devices = 0; }),
-            "--plan pp=4,dp=2 --microbatches 4: mpmd::StagedModel: 2 layers do not split into 4 pipeline stages of "
+            "--plan pp=4,dp=2 --microbatches 4: pipeline of the CausalLM: 2 layers do not split into 4 pipeline stages of "
             "whole layers");
   EXPECT_NE(error([](TrainCommand& c) { c.schedule = "2f2b"; }).find("--schedule 2f2b"), std::string::npos);
   EXPECT_EQ(error([](TrainCommand& c) { c.plan = "dp", c.schedule_svg = "x.svg"; }),

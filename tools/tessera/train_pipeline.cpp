@@ -21,15 +21,13 @@
 #include "ir/builder.h"
 #ifdef TESSERA_HAVE_MPI
 #include "comm/mpi_communicator.h"
-#include "mpmd/mpi_transfer.h"
+#include "mpmd/mpi_ranks.h"
 #endif
 #include "mpmd/bubble.h"
 #include "mpmd/fragment_trainer.h"
 #include "mpmd/generate.h"
 #include "mpmd/simulate.h"
-#include "mpmd/stages.h"
 #include "mpmd/svg.h"
-#include "mpmd/trainer.h"
 #include "nn/model.h"
 #include "nn/plan.h"
 #include "support/error.h"
@@ -88,7 +86,7 @@ std::optional<nn::ShardingPlan> stage_plan(const PipelinePlan& p) {
 }
 
 // "embed, 0-1" / "2-3, head": what a stage's virtual stages hold (the model's L layers cut into N
-// pieces of L/N, model_step.h and stages.h cut alike).
+// pieces of L/N, model_step.h).
 std::string stage_layers(int64_t layers, int64_t pieces, const std::vector<int64_t>& virtual_stages) {
   const int64_t per = layers / pieces;
   std::string out;
@@ -101,12 +99,10 @@ std::string stage_layers(int64_t layers, int64_t pieces, const std::vector<int64
   return out;
 }
 
-// A program-form run's measurements as the layer cut's runtime reports them, so that one report
-// (bubble.h, measured_simulation, the SVG) serves both: the microbatches in flight are the
-// schedule's own (simulate's peak, which the order alone decides), the bytes are measured.
+// A run's measurements as bubble.h takes them: the microbatches in flight are the schedule's own
+// (simulate's peak, which the order alone decides), the bytes are measured.
 mpmd::PipelineResult as_pipeline_result(const mpmd::Schedule& schedule, const mpmd::FragmentPipelineRun& run) {
   mpmd::PipelineResult r;
-  r.loss = run.results[0];
   const mpmd::Simulation order = mpmd::simulate(schedule, mpmd::Costs{});
   for (size_t s = 0; s < run.times.size(); ++s) {
     mpmd::StageMeasurements m;
@@ -121,31 +117,31 @@ mpmd::PipelineResult as_pipeline_result(const mpmd::Schedule& schedule, const mp
 
 }  // namespace
 
-// `tessera train --plan pp=...`: the pipeline trainer on host devices, or with its stages spread
-// over MPI ranks (see train_cmd.h). Over MPI every rank reads the same options and files and makes
-// the same trainer calls; each runs its own stages (stage s of P on rank s·R/P), every rank gets
-// every loss and measurement, and only rank 0 prints and writes files.
+// `tessera train --plan pp=...`: the pipeline trainer (fragment_trainer.h) on host devices, or with
+// its stages spread over MPI ranks (see train_cmd.h). Over MPI every rank reads the same options
+// and files and makes the same trainer calls; each runs its own stages (stage s of P on rank
+// s·R/P), every rank gets every loss and measurement, and only rank 0 prints and writes files.
 int train_pipeline(const TrainCommand& c, std::ostream& out_stream, const std::string& text,
                    const std::string& corpus_path, const nn::CausalLM& model) {
   const PipelinePlan pp = parse_pipeline_plan(c.plan);
   const int64_t group = pp.dp * pp.tp, devices = pp.pp * group;
-  mpmd::RunOptions run_options;
+  mpmd::Ranks* over = nullptr;  // the MPI ranks, or none
 #ifdef TESSERA_HAVE_MPI
   std::unique_ptr<comm::MpiWorld> world;
   std::unique_ptr<mpmd::MpiRanks> mpi_ranks;
   if (c.backend == "mpi") {
     // Its timeout bounds the exchange that ends each step, which waits for the slowest rank's last
     // backward: as long as a transfer may take.
-    world = std::make_unique<comm::MpiWorld>(1, run_options.transfer_timeout);
+    world = std::make_unique<comm::MpiWorld>(1, mpmd::FragmentPipelineOptions{}.transfer_timeout);
     mpi_ranks = std::make_unique<mpmd::MpiRanks>(*world);
-    run_options.ranks = mpi_ranks.get();
+    over = mpi_ranks.get();
   }
 #else
   if (c.backend == "mpi")
     fail("--backend mpi: this Tessera was built without its MPI backend (install libopenmpi-dev and configure again)");
 #endif
-  const int ranks = run_options.ranks ? run_options.ranks->size() : 1;
-  const bool rank0 = !run_options.ranks || run_options.ranks->rank() == 0;  // the one that prints and writes
+  const int ranks = over ? over->size() : 1;
+  const bool rank0 = !over || over->rank() == 0;  // the one that prints and writes
   std::ostream silent(nullptr);
   std::ostream& out = rank0 ? out_stream : silent;
   if (pp.pp % ranks != 0)
@@ -153,7 +149,7 @@ int train_pipeline(const TrainCommand& c, std::ostream& out_stream, const std::s
          pp.pp, ranks, pp.pp);
   const int64_t per_rank = devices / ranks;  // host devices each rank runs
   if (c.devices != 0 && c.devices != per_rank) {
-    if (!run_options.ranks)
+    if (!over)
       fail("--devices {}: --plan {} runs on {} host devices ({} stages x {})", c.devices, c.plan, devices, pp.pp, group);
     fail("--devices {}: --plan {} on {} MPI ranks runs {} host devices on each ({} stages x {})", c.devices, c.plan,
          ranks, per_rank, pp.pp, group);
@@ -169,17 +165,13 @@ int train_pipeline(const TrainCommand& c, std::ostream& out_stream, const std::s
   } catch (const support::UserError& e) {
     fail("--schedule {} --microbatches {} --virtual {}: {}", c.schedule, c.microbatches, c.virtual_stages, e.what());
   }
-  // One-device stages on host threads train on the program form (fragment_trainer.h); stages on
-  // device groups (dp, tp) or MPI ranks still on the layer cut (stages.h, trainer.h).
-  const bool program_form = group == 1 && !run_options.ranks;
-  if (c.remat && program_form)
+  if (c.remat)
     fail("--remat: a pipeline plan keeps each stage's forward activations for its backward; rematerialization is not "
          "available with pipeline plans yet");
-  if (c.remat) fail("--remat: a pipeline stage's backward already recomputes its forward from the saved input");
   const bool tracing = !c.trace.empty() || !c.trace_svg.empty();
-  if (tracing && !program_form)
-    fail("--trace: pipeline plans with device groups (dp, tp) or MPI ranks run on the layer cut, which records no "
-         "trace yet; one-device stages on host devices (--plan pp=P) do");
+  if (tracing && (group != 1 || over))
+    fail("--trace: pipeline plans with device groups (dp, tp) per stage or MPI ranks record no trace yet; "
+         "one-device stages on host devices (--plan pp=P) do");
   // The stages' optimizer programs take a constant lr and see only their own gradients: no
   // schedule and no global-norm clipping under pipeline plans yet.
   if (c.precision != "f32") fail("--precision {}: pipeline plans train in f32 for now", c.precision);
@@ -187,24 +179,16 @@ int train_pipeline(const TrainCommand& c, std::ostream& out_stream, const std::s
   if (c.lr_schedule != "constant" || c.warmup > 0)
     fail("--lr-schedule {} --warmup {}: pipeline plans train with a constant learning rate for now", c.lr_schedule, c.warmup);
   nn::AdamW adam = adamw_of(c);  // weight decay and no-decay groups as the other plans
-  std::optional<mpmd::StagedModel> staged;
-  std::unique_ptr<mpmd::PipelineTrainer> layer_cut;
   std::unique_ptr<mpmd::FragmentTrainer> trainer;
   try {
-    if (program_form) {
-      trainer = std::make_unique<mpmd::FragmentTrainer>(model, schedule, nn::init_parameters(model.config(), c.seed), adam);
-    } else {
-      staged.emplace(model, schedule.virtual_stages(), c.microbatches, stage_plan(pp));
-    }
+    trainer = std::make_unique<mpmd::FragmentTrainer>(model, schedule, nn::init_parameters(model.config(), c.seed),
+                                                      adam, stage_plan(pp), over);
   } catch (const support::UserError& e) {
     fail("--plan {} --microbatches {}: {}", c.plan, c.microbatches, e.what());
   }
-  if (!program_form)
-    layer_cut = std::make_unique<mpmd::PipelineTrainer>(*staged, schedule, nn::init_parameters(model.config(), c.seed),
-                                                         adam, run_options);
 
   const std::string where =
-      run_options.ranks ? fmt::format("{} MPI rank{} ({} stages x {} host device{}, {} stage{} per rank)", ranks,
+      over ? fmt::format("{} MPI rank{} ({} stages x {} host device{}, {} stage{} per rank)", ranks,
                                       ranks == 1 ? "" : "s", pp.pp, group, group == 1 ? "" : "s", pp.pp / ranks,
                                       pp.pp / ranks == 1 ? "" : "s")
                         : fmt::format("{} host devices ({} stages x {})", devices, pp.pp, group);
@@ -217,48 +201,43 @@ int train_pipeline(const TrainCommand& c, std::ostream& out_stream, const std::s
   interp::Trace trace;  // --trace: stage s's actions, fragments' ops and update on the track of device s
   if (tracing) trainer->trace_into(&trace);
   std::vector<mpmd::PipelineResult> measured;  // the stages' measurements of steps 2.. (step 1 warms up)
-  int64_t transferred = 0;                     // program form: bytes moved between stages in the last step
+  int64_t transferred = 0;                     // bytes moved between stages in the last step
   for (int64_t t = 1; t <= c.steps; ++t) {
     auto [x, y] = data.at(t);
-    mpmd::PipelineResult m;
-    if (program_form) {
-      trace.set_step(t);
-      const mpmd::FragmentPipelineRun& r = trainer->step(x, y);
-      m = as_pipeline_result(schedule, r);
-      transferred = r.transferred_bytes;
-    } else {
-      const mpmd::PipelineResult& r = layer_cut->step(x, y);
-      m.loss = r.loss;
-      m.stages = r.stages;
-    }
-    log.step(out, t, m.loss.get_double(0));
+    trace.set_step(t);
+    const mpmd::FragmentPipelineRun& r = trainer->step(x, y);
+    mpmd::PipelineResult m = as_pipeline_result(schedule, r);
+    transferred = r.transferred_bytes;
+    log.step(out, t, r.results[0].get_double(0));
     if (t > 1 || c.steps == 1) measured.push_back(std::move(m));
   }
   log.finish(out);
 
-  // What each stage holds, in stage order (over MPI gathered from every rank).
-  std::vector<mpmd::StageSummary> summaries;
-  if (program_form) {
-    for (int64_t s = 0; s < pp.pp; ++s) {
-      mpmd::StageSummary st;
-      st.stage = s;
-      for (int64_t v = s; v < schedule.virtual_stages(); v += pp.pp) st.virtual_stages.push_back(v);
-      st.parameter_bytes_per_device = trainer->parameter_bytes(s);
-      st.optimizer_bytes_per_device = 2 * st.parameter_bytes_per_device;  // AdamW's m and v
-      summaries.push_back(st);
-    }
-  } else {
-    summaries = layer_cut->stage_summaries();
+  // What each stage holds, in stage order.
+  struct StageSummary {
+    int64_t stage = 0;
+    int rank = 0;
+    std::vector<int64_t> virtual_stages;
+    int64_t parameter_bytes_per_device = 0, optimizer_bytes_per_device = 0;
+  };
+  std::vector<StageSummary> summaries;
+  for (int64_t s = 0; s < pp.pp; ++s) {
+    StageSummary st;
+    st.stage = s;
+    st.rank = over ? mpmd::owner_rank(s, pp.pp, ranks) : 0;
+    for (int64_t v = s; v < schedule.virtual_stages(); v += pp.pp) st.virtual_stages.push_back(v);
+    st.parameter_bytes_per_device = trainer->parameter_bytes(s);
+    st.optimizer_bytes_per_device = 2 * st.parameter_bytes_per_device;  // AdamW's m and v
+    summaries.push_back(st);
   }
 
   // The per-stage table: what each device of a stage's group holds, and what the stage did.
   out << fmt::format("\nper stage ({} stages x {} host device{}{}, plan {}, schedule {}, {} microbatches, {}):\n", pp.pp,
-                     group, group == 1 ? "" : "s", run_options.ranks ? fmt::format(" on {} MPI ranks", ranks) : "",
-                     c.plan, schedule.name, c.microbatches,
-                     program_form ? "program form: activations saved" : "layer cut: backwards recompute");
+                     group, group == 1 ? "" : "s", over ? fmt::format(" on {} MPI ranks", ranks) : "",
+                     c.plan, schedule.name, c.microbatches, "activations saved");
   out << fmt::format("  {:>5}  {:<8}  {:<16}  {:>12}  {:>15}  {:>22}  {:>6}\n", "stage", "devices", "layers",
                      "params/dev", "optimizer/dev", "peak saved activations", "busy");
-  for (const mpmd::StageSummary& st : summaries) {
+  for (const StageSummary& st : summaries) {
     const auto s = static_cast<size_t>(st.stage);
     int64_t peak = 0, peak_bytes = 0;
     double busy = 0;
@@ -271,7 +250,7 @@ int train_pipeline(const TrainCommand& c, std::ostream& out_stream, const std::s
     // Over MPI a rank numbers its host devices from 0: the stage's rank, then its devices there.
     int64_t first = (st.stage % (pp.pp / ranks)) * group, last = first + group - 1;
     std::string where_stage = group == 1 ? fmt::format("{}", first) : fmt::format("{}-{}", first, last);
-    if (run_options.ranks) where_stage = fmt::format("r{}:{}", st.rank, where_stage);
+    if (over) where_stage = fmt::format("r{}:{}", st.rank, where_stage);
     out << fmt::format("  {:>5}  {:<8}  {:<16}  {:>12}  {:>15}  {:>22}  {:>5.1f}%\n", st.stage, where_stage,
                        stage_layers(model.config().layers, schedule.virtual_stages(), st.virtual_stages),
                        support::format_bytes(st.parameter_bytes_per_device),
@@ -280,15 +259,8 @@ int train_pipeline(const TrainCommand& c, std::ostream& out_stream, const std::s
                                    schedule.virtual_per_stage > 1 ? "chunks" : "microbatches"),
                        100 * busy);
   }
-  if (program_form) {
-    out << fmt::format("  transfers per step: {} between stages (the fragments' boundary values)\n",
-                       support::format_bytes(transferred));
-  } else {
-    const nn::Config& mc = staged->micro_config();
-    const int64_t hops = c.microbatches * (schedule.virtual_stages() - 1);
-    out << fmt::format("  transfers per step: {} activations and {} gradients of {} each (whole arrays, stage to stage)\n",
-                       hops, hops, support::format_bytes(mc.batch * mc.seq * mc.d_model * 4));
-  }
+  out << fmt::format("  transfers per step: {} between stages (each destination device receives its own piece)\n",
+                     support::format_bytes(transferred));
 
   // The bubble: measured, and the simulator replaying the schedule with the measured medians.
   std::vector<mpmd::FragmentTimes> medians = mpmd::median_fragment_times(schedule, measured);
@@ -326,7 +298,7 @@ int train_pipeline(const TrainCommand& c, std::ostream& out_stream, const std::s
   }
   if (tracing) write_trace({trace.events_json()}, c.trace, c.trace_svg, out);
   if (c.sample > 0) {
-    std::vector<Literal> trained = program_form ? trainer->parameters() : layer_cut->parameters();  // over MPI, gathered
+    std::vector<Literal> trained = trainer->parameters();  // over MPI, gathered
     if (rank0) out << "\nsample:\n" << generate(model, trained, "The ", c.sample, c.seed) << "\n";
   }
   return 0;

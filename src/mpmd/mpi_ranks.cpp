@@ -1,5 +1,5 @@
-// MpiRanks (mpi_transfer.h): pipeline transfers as MpiWorld point-to-point messages.
-#include "mpmd/mpi_transfer.h"
+// MpiRanks (mpi_ranks.h): pipeline transfers as MpiWorld point-to-point messages.
+#include "mpmd/mpi_ranks.h"
 
 #include <fmt/format.h>
 
@@ -13,9 +13,9 @@ namespace {
 
 // The name both ends give a transfer: MpiWorld checks that a message meets a receive of the same
 // name, and a timeout names it.
-std::string transfer_name(const TransferKey& key) {
-  return fmt::format("pipeline transfer {}(mb {}, vs {}) from stage {} to stage {}", payload_name(key.payload),
-                     key.microbatch, key.virtual_stage, key.from, key.to);
+std::string transfer_name(const WireKey& key) {
+  return fmt::format("pipeline transfer of value {} (piece {}) from stage {} to stage {}", key.value, key.piece,
+                     key.from, key.to);
 }
 
 // A receive waits at most this long at a time, then looks whether its run was aborted.
@@ -23,31 +23,29 @@ constexpr std::chrono::milliseconds kSlice{20};
 
 }  // namespace
 
-int64_t MpiRanks::tag(uint64_t run, const TransferKey& key) {
-  // Bits, low to high: microbatch 16, virtual stage 12, payload 2, from 10, to 10, run 13 (modulo:
-  // two runs 8192 apart never overlap, every run ends with an exchange among all ranks).
+int64_t MpiRanks::tag(uint64_t run, const WireKey& key) {
+  // Bits, low to high: piece 10, value 28, to 12, run 12 (modulo: two runs 4096 apart never
+  // overlap, every run ends with an exchange among all ranks).
   auto field = [&](int64_t value, int bits, const char* what) {
     if (value < 0 || value >= (int64_t{1} << bits))
       support::fail("pipeline stages on ranks: {} {} does not fit the transfer tag's {} bits", what, value, bits);
     return value;
   };
-  int64_t t = static_cast<int64_t>(run % 8192);
-  t = (t << 10) | field(key.to, 10, "stage");
-  t = (t << 10) | field(key.from, 10, "stage");
-  t = (t << 2) | field(static_cast<int64_t>(key.payload), 2, "payload");
-  t = (t << 12) | field(key.virtual_stage, 12, "virtual stage");
-  t = (t << 16) | field(key.microbatch, 16, "microbatch");
+  int64_t t = static_cast<int64_t>(run % 4096);
+  t = (t << 12) | field(key.to, 12, "stage");
+  t = (t << 28) | field(key.value, 28, "value");
+  t = (t << 10) | field(key.piece, 10, "piece");
   return t;
 }
 
-void MpiRanks::send(int to, uint64_t run, const TransferKey& key, const ir::Literal& value) {
+void MpiRanks::send(int to, uint64_t run, const WireKey& key, const ir::Literal& value) {
   std::vector<std::byte> payload;
   payload.reserve(value.bytes().size() + 64);
   encode_literal(payload, value);
   world_.send_to(to, transfer_name(key), tag(run, key), std::move(payload));
 }
 
-ReceiveStatus MpiRanks::receive(int from, uint64_t run, const TransferKey& key, std::chrono::milliseconds timeout,
+ReceiveStatus MpiRanks::receive(int from, uint64_t run, const WireKey& key, std::chrono::milliseconds timeout,
                                 const std::atomic<bool>& aborted, ir::Literal& out) {
   const std::string what = transfer_name(key);
   const int64_t t = tag(run, key);
