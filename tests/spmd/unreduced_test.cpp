@@ -3,7 +3,8 @@
 // it is short to write, the values NumPy gives):
 //   - scatter-add whose operand becomes partial (the operand split on its columns, on its scattered
 //     rows, a 2x2 mesh, sub-axes, uneven index counts); scatter-replace alike;
-//   - a result declared unreduced (assembled as the sum of its pieces);
+//   - a result declared unreduced (assembled as the sum of its pieces), also of a value split by
+//     the unreduced axis;
 //   - a sharding constraint to an unreduced layout;
 //   - an argument declared unreduced (a whole array given for it is the sum of its pieces);
 //   - reduce with an init that is not the reducer's identity, over a split (and uneven) dimension.
@@ -174,6 +175,22 @@ TEST(Unreduced, DeclaredUnreducedResultOfAMax) {
   m.find_function("f")->set_result_sharding(0, on("m", {{}}, {AxisRef("x")}));
   m.find_function("f")->set_result_sharding(1, on("m", {{}}, {AxisRef("x")}));
   expect_sharded_equals_unsharded(m, {testing::random_literal(f32({8, 6}), 5, 0.5, 1.5)});
+}
+
+// Property seed 1173, reduced: a result declared [{"a"}, {}] unreduced={"b"} of a value split
+// [{"a"}, {"b"}] (an argument times one so split). Propagation met both layouts on the value: its
+// columns split by "b" and partial over "b" at once; the whole value, counted as partial, came back
+// twice its size. The split wins (reshard's normalized), and the result is the value made partial.
+TEST(Unreduced, DeclaredUnreducedResultOfAValueSplitByTheSameAxis) {
+  Module m;
+  m.add_mesh(Mesh{"m", {{"a", 2}, {"b", 2}}, {}});
+  build_function(m, "f", [&](FunctionBuilder& f) {
+    Tensor x = f.param(f32({4, 2}));
+    Tensor y = f.param(f32({4, 2}), on("m", {{"a"}, {"b"}}));
+    return x * y + 0.5;
+  });
+  m.find_function("f")->set_result_sharding(0, on("m", {{"a"}, {}}, {AxisRef("b")}));
+  expect_sharded_equals_unsharded(m, {testing::random_literal(f32({4, 2}), 1), testing::random_literal(f32({4, 2}), 2)});
 }
 
 // The issue's: a constraint to [{}, {}] unreduced={x} of rows split by x, then c + c.
