@@ -78,7 +78,9 @@ class Partitioner {
       ctx_.origin = fmt::format("result {} of @{}", i, gf_.name());
       results.push_back(get(v, want).value());
       info_.result_types.push_back(v->type());
-      info_.result_shardings.push_back(want);
+      // The layout the piece has: normalized as get() made it (an unreduced axis that also splits
+      // a dimension is dropped), so the runtime never sums pieces that are not partial.
+      info_.result_shardings.push_back(normalized(want, static_cast<size_t>(v->type().rank())));
     }
     lf.set_results(results);
   }

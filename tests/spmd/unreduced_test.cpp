@@ -194,6 +194,26 @@ TEST(Unreduced, DeclaredUnreducedResultOfAValueSplitByTheSameAxis) {
 }
 
 // The issue's: a constraint to [{}, {}] unreduced={x} of rows split by x, then c + c.
+// One value returned twice, once as declared unreduced over the whole axis "a" and once with no
+// declared layout, while a sub-axis of "a" splits it (property generator seeds 4288, 4447 and
+// 4955, reduced). Propagation gives the value the declared unreduced axis; the partitioner drops
+// it (the split wins), so the undeclared result must not be summed over "a" either: it came back
+// twice the value.
+TEST(Unreduced, OneValueReturnedUnreducedAndPlainUnderASubAxisSplit) {
+  Module m;
+  m.add_mesh(Mesh{"m", {{"a", 4}}, {}});
+  build_function(m, "f", [&](FunctionBuilder& f) {
+    Tensor y = f.param(f32({2}), on("m", {DimSharding{{AxisRef("a", SubAxis{1, 2})}}}));
+    Tensor n = -y;
+    return std::vector<Tensor>{n, n};
+  });
+  m.find_function("f")->set_result_sharding(1, on("m", {{}}, {AxisRef("a")}));
+  Literal y = testing::random_literal(f32({2}), 7);
+  Literal numpy(f32({2}));
+  for (int64_t i = 0; i < 2; ++i) numpy.set_double(i, -y.get_double(i));
+  expect_sharded_equals_unsharded(m, {y}, {numpy, numpy});
+}
+
 TEST(Unreduced, ConstraintToUnreducedLayout) {
   for (Sharding in : {on("m", {{"x"}, {}}), on("m", {{}, {"x"}}), on("m", {{}, {}})}) {
     Module m;
