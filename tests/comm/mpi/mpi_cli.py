@@ -2,14 +2,20 @@
 ranks than cores, and `timeout` so that a hung job never outlives its test), running a command
 with its output shown, and reading losses from `--losses` files and from the printed step lines."""
 import math
+import os
 import re
 import struct
 import subprocess
 import time
 
 
+def job_limit(seconds=50):
+    """`seconds`, scaled as ctest scales the tests' limits in sanitized builds."""
+    return str(seconds * int(os.environ.get("TESSERA_TEST_TIME_SCALE", "1")))
+
+
 def mpirun(mpirun_path, np):
-    return ["timeout", "-k", "5", "50", mpirun_path, "--allow-run-as-root", "--oversubscribe", "-np", str(np)]
+    return ["timeout", "-k", "5", job_limit(), mpirun_path, "--allow-run-as-root", "--oversubscribe", "-np", str(np)]
 
 
 def run(cmd, env=None):

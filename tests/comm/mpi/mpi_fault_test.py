@@ -9,6 +9,8 @@ import subprocess
 import sys
 import time
 
+from mpi_cli import mpirun
+
 parser = argparse.ArgumentParser()
 parser.add_argument("--mpirun", required=True)
 parser.add_argument("--driver", required=True)
@@ -17,8 +19,7 @@ parser.add_argument("--mode", required=True, choices=["throw", "exit", "kill", "
 args = parser.parse_args()
 
 marker = f"tessera-fault-{args.mode}-{os.getpid()}"
-cmd = ["timeout", "-k", "5", "50", args.mpirun, "--allow-run-as-root", "--oversubscribe",
-       "-np", str(args.np), args.driver, args.mode, marker]
+cmd = [*mpirun(args.mpirun, args.np), args.driver, args.mode, marker]
 start = time.monotonic()
 run = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
 elapsed = time.monotonic() - start

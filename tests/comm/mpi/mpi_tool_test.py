@@ -9,6 +9,8 @@ import tempfile
 
 import numpy as np
 
+from mpi_cli import mpirun
+
 MODULE = """module @jit_loss attributes {mhlo.num_partitions = 4 : i32} {
   sdy.mesh @mesh = <["data"=4]>
   func.func public @main(%arg0: tensor<8x4xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"data"}, {}]>}, %arg1: tensor<4x3xf32> {sdy.sharding = #sdy.sharding<@mesh, [{}, {}]>}) -> (tensor<8x3xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"data"}, {}]>}, tensor<f32>) {
@@ -40,8 +42,7 @@ with tempfile.TemporaryDirectory() as tmp:
     host = subprocess.run([args.tessera, "run", *common, "--devices", "4", "--output-dir", os.path.join(tmp, "host")],
                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     print(host.stdout)
-    mpi = subprocess.run(["timeout", "-k", "5", "50", args.mpirun, "--allow-run-as-root", "--oversubscribe",
-                          "-np", str(args.np), args.tessera, "run", *common, "--backend", "mpi",
+    mpi = subprocess.run([*mpirun(args.mpirun, args.np), args.tessera, "run", *common, "--backend", "mpi",
                           "--devices", str(args.devices_per_rank), "--output-dir", os.path.join(tmp, "mpi")],
                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     print(mpi.stdout)
