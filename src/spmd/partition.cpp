@@ -62,7 +62,9 @@ class Partitioner {
     ir::FunctionBuilder fb(out_, lf);
     for (size_t i = 0; i < gf_.num_parameters(); ++i) {
       const Value* p = gf_.parameter(i);
-      const Sharding& s = sm_.at(p);
+      // The layout the piece has, normalized as for results: an unreduced axis that also splits a
+      // dimension is dropped, so no device is handed zeros for a piece that is not partial.
+      const Sharding s = normalized(sm_.at(p), static_cast<size_t>(p->type().rank()));
       Type local(p->type().element, shape_of(p->type(), s));
       local_.insert_or_assign(p, fb.param(local));
       info_.parameter_types.push_back(p->type());

@@ -4,7 +4,7 @@
 //   - scatter-add whose operand becomes partial (the operand split on its columns, on its scattered
 //     rows, a 2x2 mesh, sub-axes, uneven index counts); scatter-replace alike;
 //   - a result declared unreduced (assembled as the sum of its pieces), also of a value split by
-//     the unreduced axis;
+//     the unreduced axis, and of an undeclared argument that a sub-axis of the unreduced axis splits;
 //   - a sharding constraint to an unreduced layout;
 //   - an argument declared unreduced (a whole array given for it is the sum of its pieces);
 //   - reduce with an init that is not the reducer's identity, over a split (and uneven) dimension.
@@ -212,6 +212,26 @@ TEST(Unreduced, OneValueReturnedUnreducedAndPlainUnderASubAxisSplit) {
   Literal numpy(f32({2}));
   for (int64_t i = 0; i < 2; ++i) numpy.set_double(i, -y.get_double(i));
   expect_sharded_equals_unsharded(m, {y}, {numpy, numpy});
+}
+
+// An argument with no declared layout, returned as a result declared unreduced over "a" (and "b"),
+// while a use constrains it to be split by the sub-axis "a":(1)2 (property seed 3767, reduced).
+// Propagation gives the argument the unreduced axes too; the partitioner drops "a" (the split
+// wins), but the runtime was handed the unnormalized layout and gave every device off a = 0
+// zeros for its piece: columns 2-3 came back 0.
+TEST(Unreduced, UndeclaredArgumentReturnedUnreducedUnderASubAxisSplit) {
+  for (std::vector<AxisRef> unreduced : {std::vector<AxisRef>{AxisRef("a")}, {AxisRef("a"), AxisRef("b")}}) {
+    Module m;
+    m.add_mesh(Mesh{"m", {{"a", 4}, {"b", 2}}, {}});
+    build_function(m, "f", [&](FunctionBuilder& f) {
+      Tensor x = f.param(f32({8, 4}));
+      Tensor wide = constrain(broadcast_in_dim(x, {3, 8, 4}, {1, 2}), on("m", {{}, {}, {AxisRef("a", SubAxis{1, 2})}}));
+      return std::vector<Tensor>{x, wide};
+    });
+    m.find_function("f")->set_result_sharding(0, on("m", {{}, {}}, unreduced));
+    Literal x = arange(f32({8, 4}), 0.5);
+    expect_sharded_equals_unsharded(m, {x}, {x});
+  }
 }
 
 TEST(Unreduced, ConstraintToUnreducedLayout) {
