@@ -98,12 +98,14 @@ TEST(Property, ComparisonFailsOnNaN) {
 }
 using testing::uniform_input;
 
-// The original op table by default; TESSERA_PROPERTY_EXTENDED=1 adds scatter, gather, partial
-// (unreduced) arguments, constraints and results, non-identity inits and manual computations with
-// free axes (tests/common/random_programs.h), with a check that the cases hold each of them.
+// The whole op table by default: the original one plus scatter, gather, partial (unreduced)
+// arguments, constraints and results, non-identity inits and manual computations with free axes
+// (tests/common/random_programs.h), with a check that the cases hold each of them (seeds
+// 1300-6299 pass: TESSERA_PROPERTY_SEED=1300 TESSERA_PROPERTY_CASES=5000, 47 s).
+// TESSERA_PROPERTY_EXTENDED=0 draws from the original table only (as seeds were drawn before #18).
 bool extended() {
   const char* e = std::getenv("TESSERA_PROPERTY_EXTENDED");
-  return e && std::string(e) == "1";
+  return !(e && std::string(e) == "0");
 }
 
 TEST(Property, RandomProgramsShardedEqualUnsharded) {
