@@ -1,5 +1,6 @@
 // reshard (see reshard.h).
 #include "spmd/reshard.h"
+#include "spmd/reshard_plan.h"
 
 #include <algorithm>
 #include <map>
@@ -67,13 +68,6 @@ size_t common_prefix(const Axes& a, const Axes& b) {
   return n;
 }
 
-Tensor gather(LocalContext& ctx, Tensor x, int64_t dim, const Mesh& mesh, const Axes& axes) {
-  Groups g = groups_over(mesh, axes);
-  Tensor y = ir::all_gather(x, dim, g);
-  int64_t n = static_cast<int64_t>(g[0].size());
-  record(ctx, "all_gather", n, elements_bytes(y) * (n - 1) / n, y);
-  return y;
-}
 
 Tensor sum_over(LocalContext& ctx, Tensor x, const Mesh& mesh, const Axes& axes, OpKind combiner) {
   Groups g = groups_over(mesh, axes);
@@ -82,6 +76,26 @@ Tensor sum_over(LocalContext& ctx, Tensor x, const Mesh& mesh, const Axes& axes,
   record(ctx, "all_reduce", n, 2 * elements_bytes(x) * (n - 1) / n, y);
   return y;
 }
+
+}  // namespace
+
+Tensor gather_axes(LocalContext& ctx, Tensor x, int64_t dim, const Mesh& mesh, const Axes& axes) {
+  Groups g = groups_over(mesh, axes);
+  Tensor y = ir::all_gather(x, dim, g);
+  int64_t n = static_cast<int64_t>(g[0].size());
+  record(ctx, "all_gather", n, elements_bytes(y) * (n - 1) / n, y);
+  return y;
+}
+
+Tensor all_to_all_axes(LocalContext& ctx, Tensor x, int64_t from_dim, int64_t to_dim, const Mesh& mesh, const Axes& axes) {
+  Groups g = groups_over(mesh, axes);
+  int64_t n = static_cast<int64_t>(g[0].size());
+  x = across_devices(ctx, ir::all_to_all(x, to_dim, from_dim, g));
+  record(ctx, "all_to_all", n, elements_bytes(x) * (n - 1) / n, x);
+  return x;
+}
+
+namespace {
 
 // Trims (or pads with zeros) dimension d of x to `size`.
 Tensor resize_dim(Tensor x, int64_t d, int64_t size) {
@@ -144,12 +158,8 @@ std::optional<Tensor> valid_mask(LocalContext& ctx, ir::Builder& b, const ir::Ty
   return mask;
 }
 
-namespace {
-
-// collective_permute between two layouts that cut every dimension into the same number of pieces:
-// each device receives the piece it needs from a device that holds it (itself when it can).
-std::optional<Tensor> permute(LocalContext& ctx, Tensor x, const ir::Type& global, const Sharding& from,
-                              const Sharding& to, const Mesh& fm, const Mesh& tm) {
+std::optional<Tensor> permute_pieces(LocalContext& ctx, Tensor x, const Sharding& from, const Sharding& to,
+                                     const Mesh& fm, const Mesh& tm) {
   size_t rank = from.dims.size();
   if (fm.num_devices() != tm.num_devices() || !from.unreduced.empty()) return std::nullopt;
   for (size_t d = 0; d < rank; ++d)
@@ -184,15 +194,12 @@ std::optional<Tensor> permute(LocalContext& ctx, Tensor x, const ir::Type& globa
     f.erase(f.begin());
     moves = true;
   }
-  (void)global;
   if (!moves) return x;
   std::sort(pairs.begin(), pairs.end());
   Tensor y = across_devices(ctx, ir::collective_permute(x, pairs));
   record(ctx, "collective_permute", 2, elements_bytes(x), y);
   return y;
 }
-
-}  // namespace
 
 Tensor reshard(LocalContext& ctx, Tensor x, const ir::Type& global, const Sharding& from_in,
                const Sharding& to_in, OpKind combiner) {
@@ -227,7 +234,7 @@ Tensor reshard(LocalContext& ctx, Tensor x, const ir::Type& global, const Shardi
   if (from.mesh != to.mesh && !(fm.axes == tm.axes && fm.device_ids == tm.device_ids)) {
     // (a partial target is made on its own mesh, from the replicated value)
     if (to.unreduced.empty())
-      if (std::optional<Tensor> p = permute(ctx, x, global, from, to, fm, tm)) return *p;
+      if (std::optional<Tensor> p = permute_pieces(ctx, x, from, to, fm, tm)) return *p;
     x = reshard(ctx, x, global, from, replicated(from.mesh, rank), combiner);
     return reshard(ctx, x, global, replicated(to.mesh, rank), to);
   }
@@ -282,6 +289,9 @@ Tensor reshard(LocalContext& ctx, Tensor x, const ir::Type& global, const Shardi
   // A layout with the same number of pieces along every dimension, other devices holding them:
   // collective_permute.
   if (from == to) return partial_along_added(x);
+  // Whole values of even layouts: the cheapest sequence of collectives, found by search.
+  if (to.unreduced.empty())
+    if (std::optional<Tensor> p = planned_reshard(ctx, x, global, from, to, mesh)) return *p;
   // Pieces partial along axes kept partial differ along them, which permute does not track: it
   // is used only when the sole partial axes are the added ones.
   Sharding moved_from = from, moved_to = to;
@@ -289,7 +299,7 @@ Tensor reshard(LocalContext& ctx, Tensor x, const ir::Type& global, const Shardi
   for (const AxisRef& a : to.unreduced)
     if (std::find(added.begin(), added.end(), a) == added.end()) moved_from.unreduced.push_back(a);
   moved_to.unreduced.clear();
-  if (std::optional<Tensor> p = permute(ctx, x, global, moved_from, moved_to, fm, tm)) return partial_along_added(*p);
+  if (std::optional<Tensor> p = permute_pieces(ctx, x, moved_from, moved_to, fm, tm)) return partial_along_added(*p);
 
   // 2. An axis leaving dimension i for dimension j: all_to_all.
   for (bool moved = true; moved;) {
@@ -307,10 +317,7 @@ Tensor reshard(LocalContext& ctx, Tensor x, const ir::Type& global, const Shardi
         Axes grown = fj;
         grown.push_back(a);
         if (!shape_even(j, grown)) continue;
-        Groups g = groups_over(mesh, {a});
-        int64_t n = static_cast<int64_t>(g[0].size());
-        x = across_devices(ctx, ir::all_to_all(x, static_cast<int64_t>(j), static_cast<int64_t>(i), g));
-        record(ctx, "all_to_all", n, elements_bytes(x) * (n - 1) / n, x);
+        x = all_to_all_axes(ctx, x, static_cast<int64_t>(i), static_cast<int64_t>(j), mesh, {a});
         from.dims[i].axes = rest;
         from.dims[j].axes = grown;
         moved = true;
@@ -325,10 +332,10 @@ Tensor reshard(LocalContext& ctx, Tensor x, const ir::Type& global, const Shardi
     // An axis that another dimension of the target needs must leave even a common prefix.
     if (k == fd.size()) continue;
     if (shape_even(d, fd)) {
-      x = gather(ctx, x, static_cast<int64_t>(d), mesh, Axes(fd.begin() + static_cast<ptrdiff_t>(k), fd.end()));
+      x = gather_axes(ctx, x, static_cast<int64_t>(d), mesh, Axes(fd.begin() + static_cast<ptrdiff_t>(k), fd.end()));
       fd.erase(fd.begin() + static_cast<ptrdiff_t>(k), fd.end());
     } else {
-      x = gather(ctx, x, static_cast<int64_t>(d), mesh, fd);
+      x = gather_axes(ctx, x, static_cast<int64_t>(d), mesh, fd);
       x = resize_dim(x, static_cast<int64_t>(d), global.shape[d]);
       fd.clear();
     }
@@ -343,7 +350,7 @@ Tensor reshard(LocalContext& ctx, Tensor x, const ir::Type& global, const Shardi
     const Axes& td = to.dims[d].axes;
     if (td.size() == fd.size()) continue;
     if (!fd.empty() && !shape_even(d, td)) {  // an uneven target is cut from the whole dimension
-      x = gather(ctx, x, static_cast<int64_t>(d), mesh, fd);
+      x = gather_axes(ctx, x, static_cast<int64_t>(d), mesh, fd);
       x = resize_dim(x, static_cast<int64_t>(d), global.shape[d]);
       fd.clear();
     }

@@ -2,7 +2,9 @@
 // turn a local piece laid out as `from` into one laid out as `to`.
 //
 // Order of work, each step only where needed: sum partial values (all_reduce, or reduce_scatter
-// when the target splits a dimension by exactly the summed axes); move an axis from one dimension
+// when the target splits a dimension by exactly the summed axes). Between even layouts of one
+// mesh the rest is the cheapest sequence of slices, all_to_alls, gathers and permutes that
+// reshard_plan.h's search finds; otherwise, in this order: move an axis from one dimension
 // to another (all_to_all); gather the axes a dimension loses (all_gather; an uneven dimension is
 // gathered whole and trimmed); slice the axes a dimension gains (dynamic_slice at this device's
 // offset, read from a table indexed by partition id, which also covers meshes with explicit device
@@ -36,6 +38,18 @@ bool same_layout(const ir::Sharding& a, const ir::Sharding& b, size_t rank);
 // `from.unreduced` lists axes along which x holds partial results of `combiner`.
 ir::Tensor reshard(LocalContext& ctx, ir::Tensor x, const ir::Type& global, const ir::Sharding& from,
                    const ir::Sharding& to, ir::OpKind combiner = ir::OpKind::Add);
+
+// Single steps, each recorded in the report (reshard_plan.cpp composes them too):
+// gather the pieces of dimension `dim` along `axes` (the dimension's minor axes);
+ir::Tensor gather_axes(LocalContext& ctx, ir::Tensor x, int64_t dim, const ir::Mesh& mesh,
+                       const std::vector<ir::AxisRef>& axes);
+// move `axes` (the minor axes of `from_dim`) to the minor end of `to_dim`;
+ir::Tensor all_to_all_axes(LocalContext& ctx, ir::Tensor x, int64_t from_dim, int64_t to_dim, const ir::Mesh& mesh,
+                           const std::vector<ir::AxisRef>& axes);
+// between two layouts that cut every dimension into the same number of pieces, each device takes
+// the piece it needs from a device that holds it (itself when it can); nullopt when the counts differ.
+std::optional<ir::Tensor> permute_pieces(LocalContext& ctx, ir::Tensor x, const ir::Sharding& from,
+                                         const ir::Sharding& to, const ir::Mesh& fm, const ir::Mesh& tm);
 
 // This device's id (its partition id, or replica id on an N x 1 grid) as an i32 scalar.
 ir::Tensor partition_id_i32(LocalContext& ctx, ir::Builder& b);
