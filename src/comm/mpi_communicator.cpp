@@ -23,12 +23,22 @@ std::string plural(std::string_view word, size_t n) { return fmt::format("{}{}",
 
 }  // namespace
 
-MpiWorld::MpiWorld(int64_t local_devices, std::chrono::milliseconds timeout)
-    : process_(&MpiProcess::get()), rank_(process_->rank()), num_ranks_(process_->size()),
-      local_devices_(checked_local_devices(local_devices)), timeout_(timeout), id_(process_->next_world_id()),
+MpiWorld::MpiWorld(int64_t local_devices, std::chrono::milliseconds timeout, WorldRanks ranks)
+    : process_(&MpiProcess::get()), first_rank_(ranks.first),
+      num_ranks_(ranks.count == 0 ? process_->size() : ranks.count),
+      local_devices_(checked_local_devices(local_devices)), timeout_(timeout),
       // Local peers wait in the second meeting while their leader waits on MPI (up to timeout_),
       // so the local deadline must be later than the MPI one.
       local_(local_devices_, timeout + std::chrono::seconds(1)) {
+  if (first_rank_ < 0 || num_ranks_ < 1 || first_rank_ + num_ranks_ > process_->size())
+    support::fail("an MPI world over ranks {}..{}: the job has ranks 0..{}", first_rank_, first_rank_ + num_ranks_ - 1,
+                  process_->size() - 1);
+  if (process_->rank() < first_rank_ || process_->rank() >= first_rank_ + num_ranks_)
+    support::fail("rank {} makes an MPI world over ranks {}..{}, which it is not one of", process_->rank(), first_rank_,
+                  first_rank_ + num_ranks_ - 1);
+  rank_ = process_->rank() - first_rank_;
+  id_ = ranks.count == 0 ? process_->next_world_id() : process_->next_world_id(first_rank_, num_ranks_);
+  if (ranks.parent) process_->link_failures(id_, *ranks.parent);
   process_->extend_exit_timeout(timeout);
 }
 
@@ -54,30 +64,34 @@ Group point_to_point(int from, int to) { return {-1, from, to}; }
 void MpiWorld::send_to(int rank, const std::string& what, int64_t tag, std::vector<std::byte> payload) {
   if (rank < 0 || rank >= num_ranks_ || rank == rank_)
     support::fail("{}: rank {} cannot send to rank {} of {}", what, rank_, rank, num_ranks_);
-  process_->send(MpiProcess::Key{id_, point_to_point(rank_, rank), tag}, what, {rank}, std::move(payload));
+  const int to = first_rank_ + rank, me = job_rank();
+  process_->send(MpiProcess::Key{id_, point_to_point(me, to), tag}, what, {to}, std::move(payload));
 }
 
 std::vector<std::byte> MpiWorld::receive_from(int rank, const std::string& what, int64_t tag,
                                               std::chrono::milliseconds timeout) {
   if (rank < 0 || rank >= num_ranks_ || rank == rank_)
     support::fail("{}: rank {} cannot receive from rank {} of {}", what, rank_, rank, num_ranks_);
+  // Errors name the job's ranks, as mpirun numbers them.
+  const int me = job_rank();
+  rank += first_rank_;
   auto waiting = [&](const std::vector<int>&) {
-    return fmt::format("tessera: rank {} stopped by SIGTERM while in {}, waiting for rank {}", rank_, what, rank);
+    return fmt::format("tessera: rank {} stopped by SIGTERM while in {}, waiting for rank {}", me, what, rank);
   };
-  MpiProcess::Outcome o = process_->receive(MpiProcess::Key{id_, point_to_point(rank, rank_), tag}, what, {rank},
+  MpiProcess::Outcome o = process_->receive(MpiProcess::Key{id_, point_to_point(rank, me), tag}, what, {rank},
                                             std::chrono::steady_clock::now() + timeout, waiting);
   switch (o.kind) {
     case MpiProcess::Outcome::Ok:
       return std::move(o.payloads.at(0));
     case MpiProcess::Outcome::Timeout:
       throw TimeoutError(fmt::format("{} on rank {} timed out after {} ms waiting for rank {} (message {})", what,
-                                     rank_, timeout.count(), rank, tag));
+                                     me, timeout.count(), rank, tag));
     case MpiProcess::Outcome::PeerFailed:
-      support::fail("{} on rank {}: rank {} failed: {}", what, rank_, o.peer, o.detail);
+      support::fail("{} on rank {}: rank {} failed: {}", what, me, o.peer, o.detail);
     case MpiProcess::Outcome::PeerLeft:
-      support::fail("{} on rank {}: rank {} exited before sending it", what, rank_, o.peer);
+      support::fail("{} on rank {}: rank {} exited before sending it", what, me, o.peer);
     case MpiProcess::Outcome::Mismatch:
-      support::fail("{} on rank {} meets {} of rank {}: the ranks run different programs", what, rank_, o.detail,
+      support::fail("{} on rank {} meets {} of rank {}: the ranks run different programs", what, me, o.detail,
                     o.peer);
   }
   support::fail("{}: unknown outcome of a receive", what);
@@ -95,7 +109,7 @@ MpiWorld::Received MpiWorld::transfer(std::string_view op, const Group& group, c
   process_->send(key, op, ranks, std::move(payload));
   auto deadline = std::chrono::steady_clock::now() + timeout_;
   auto waiting = [&](const std::vector<int>& missing) {
-    return fmt::format("tessera: rank {} stopped by SIGTERM while in {} ({}), waiting for {} {} ({})", rank_, op,
+    return fmt::format("tessera: rank {} stopped by SIGTERM while in {} ({}), waiting for {} {} ({})", job_rank(), op,
                        context, plural("rank", missing.size()), support::join(missing, ", "),
                        devices_of(missing, group));
   };
@@ -132,8 +146,8 @@ std::vector<std::vector<std::byte>> MpiWorld::exchange_ranks(const std::string& 
                                                              std::span<const std::byte> payload) {
   std::vector<int> others;
   for (int r = 0; r < num_ranks_; ++r)
-    if (r != rank_) others.push_back(r);
-  Received rec = transfer(what, {}, fmt::format("rank {}", rank_), others,
+    if (r != rank_) others.push_back(first_rank_ + r);
+  Received rec = transfer(what, {}, fmt::format("rank {}", job_rank()), others,
                           std::vector<std::byte>(payload.begin(), payload.end()));
   if (rec.status == 1) throw TimeoutError(rec.error);
   if (rec.status != 0) throw support::UserError(rec.error);
@@ -145,7 +159,7 @@ std::vector<std::vector<std::byte>> MpiWorld::exchange_ranks(const std::string& 
 }
 
 MpiCommunicator::MpiCommunicator(MpiWorld& world, int64_t device)
-    : world_(&world), device_(device),
+    : world_(&world), device_(device), job_offset_(int64_t{world.first_rank()} * world.local_devices()),
       local_(world.local_, [&] {
         if (device < world.first_local_device() || device >= world.first_local_device() + world.local_devices())
           support::fail("device {} is not on rank {}, which owns devices {}..{}", device, world.rank(),
@@ -199,10 +213,15 @@ std::unique_ptr<MpiCommunicator::Run> MpiCommunicator::run(mpi::Kind kind, std::
   auto r = std::make_unique<Run>();
   r->members = group.size();
   r->index = index_in_group(op, group, device_);
-  mpi::Layout l = mpi::layout(group, world_->local_devices(), world_->rank());
-  int64_t first = world_->first_local_device();
+  // From here on the job's devices and ranks: MPI communicators, messages and errors use them.
+  Group job_group;
+  for (int64_t d : group) job_group.push_back(d + job_offset_);
+  const int me = world_->job_rank();
+  const int64_t device = device_ + job_offset_;
+  mpi::Layout l = mpi::layout(job_group, world_->local_devices(), me);
+  int64_t first = world_->first_local_device() + job_offset_;
   Group local;
-  for (size_t i : l.members[l.me]) local.push_back(group[i] - first);
+  for (size_t i : l.members[l.me]) local.push_back(job_group[i] - first);
 
   // The local meeting: every local member's buffers, in group order.
   r->post = mpi::LocalPost{in.data(), in.size(), out.data(), out.size(), source};
@@ -211,33 +230,33 @@ std::unique_ptr<MpiCommunicator::Run> MpiCommunicator::run(mpi::Kind kind, std::
   for (size_t i = 0; i < local.size(); ++i) {
     std::memcpy(&posts[i], r->meeting->input(i).data(), sizeof(mpi::LocalPost));
     if (kind != mpi::Kind::Exchange && posts[i].in_bytes != in.size())
-      support::fail("{} on device {} has {} bytes, but device {} of group [{}] has {} bytes for it", op, device_,
-                    in.size(), local[i] + first, support::join(group, ", "), posts[i].in_bytes);
+      support::fail("{} on device {} has {} bytes, but device {} of group [{}] has {} bytes for it", op, device,
+                    in.size(), local[i] + first, support::join(job_group, ", "), posts[i].in_bytes);
   }
 
   mpi::Call call{kind, op, type, reduce};
   std::vector<std::byte>& status = r->status;
-  if (local.front() == device_ - first) {
+  if (local.front() == device - first) {
     std::vector<int> others;
     for (int q : l.ranks)
-      if (q != world_->rank()) others.push_back(q);
+      if (q != me) others.push_back(q);
     std::vector<int64_t> mine;
     for (int64_t d : local) mine.push_back(d + first);
-    std::string who = fmt::format("rank {} ({} {})", world_->rank(), plural("device", mine.size()), support::join(mine, ", "));
-    std::string context = fmt::format("group [{}]", support::join(group, ", "));
+    std::string who = fmt::format("rank {} ({} {})", me, plural("device", mine.size()), support::join(mine, ", "));
+    std::string context = fmt::format("group [{}]", support::join(job_group, ", "));
     auto deadline = std::chrono::steady_clock::now() + world_->timeout();
     try {
       bool handshaken;
       {
         std::lock_guard lock(world_->mu_);
-        handshaken = others.empty() || world_->handshaken_.count(group) > 0;
+        handshaken = others.empty() || world_->handshaken_.count(job_group) > 0;
       }
       if (!handshaken) {
-        MpiWorld::Received rec = world_->transfer(op, group, who, others, {});
+        MpiWorld::Received rec = world_->transfer(op, job_group, who, others, {});
         if (rec.status == 1) throw TimeoutError(rec.error);
         if (rec.status != 0) throw support::UserError(rec.error);
         std::lock_guard lock(world_->mu_);
-        world_->handshaken_.insert(group);
+        world_->handshaken_.insert(job_group);
       }
       MpiProcess* process = world_->process_;
       uint64_t id = world_->id_;
@@ -249,8 +268,8 @@ std::unique_ptr<MpiCommunicator::Run> MpiCommunicator::run(mpi::Kind kind, std::
                        fmt::format("{} on {} ({})", op, who, context)};
       if (!others.empty())
         process->report_waiting(fmt::format("tessera: rank {} stopped by SIGTERM while in {} ({}), waiting for {} {} ({})",
-                                            world_->rank(), op, context, plural("rank", others.size()),
-                                            support::join(others, ", "), world_->devices_of(others, group)));
+                                            me, op, context, plural("rank", others.size()),
+                                            support::join(others, ", "), world_->devices_of(others, job_group)));
       
       struct Clear {  // the SIGTERM text goes back to "outside any collective", however this ends
         MpiProcess* p;
@@ -276,7 +295,7 @@ std::unique_ptr<MpiCommunicator::Run> MpiCommunicator::run(mpi::Kind kind, std::
   if (outcome == 1) throw TimeoutError(h.get_string());
   if (outcome != 0) throw support::UserError(h.get_string());
   r->leader = reinterpret_cast<const Run*>(static_cast<uintptr_t>(h.get<uint64_t>()));
-  auto self = static_cast<size_t>(std::find(local.begin(), local.end(), device_ - first) - local.begin());
+  auto self = static_cast<size_t>(std::find(local.begin(), local.end(), device - first) - local.begin());
   mpi::finish(call, l, posts, self);
   return r;
 }
@@ -394,7 +413,8 @@ std::vector<std::vector<ir::Literal>> run_on_ranks(MpiWorld& world, const ir::Mo
   for (int64_t j = 0; j < k; ++j)
     if (!errors[static_cast<size_t>(j)].empty())
       failure += fmt::format("{}device {}: {}", failure.empty() ? "" : "; ", first + j, errors[static_cast<size_t>(j)]);
-  if (!failure.empty()) throw support::UserError(fmt::format("@{} on rank {}: {}", function, world.rank(), failure));
+  if (!failure.empty())
+    throw support::UserError(fmt::format("@{} on rank {}: {}", function, world.job_rank(), failure));
   if (!results_everywhere) {
     std::vector<std::vector<ir::Literal>> out(static_cast<size_t>(n));
     for (int64_t j = 0; j < k; ++j) out[static_cast<size_t>(first + j)] = std::move(mine[static_cast<size_t>(j)]);

@@ -14,6 +14,14 @@
 // world, the leaders first meet through the rank's mailbox (a handshake): it checks that the ranks
 // issued the same collective and names a rank that is missing, failed or gone, before any MPI call.
 //
+// A world may span some of the job's ranks only (WorldRanks: consecutive ranks, e.g. the ranks of
+// one pipeline stage). Its ranks and devices are then numbered from 0 within it (world rank w is
+// the job's rank first + w; world device d the job's device first·k + d), which is what its users
+// (a Session, a program's partition ids) see; messages, MPI communicators and errors use the job's
+// ranks and devices. Only its ranks create it, in the same order among themselves (its id comes
+// from a counter of its own rank range). With a parent world, a failure notice of the parent
+// (another part of the same run failed) also ends this world's waits on that rank.
+//
 // Waits have a deadline: a rank that does not answer the handshake in time is a TimeoutError
 // naming the op, this rank and its devices, and the missing ranks and their devices; a rank that
 // failed (FAIL notice) or exited (BYE) ends the wait at once with a UserError naming it. Once MPI
@@ -23,6 +31,7 @@
 #include <chrono>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -36,16 +45,27 @@
 
 namespace tessera::comm {
 
-// One run's communication over every rank: created by every rank, in the same order.
+// The ranks of a world: `count` consecutive ranks of the job from `first` (count 0: every rank),
+// and the world whose failure notices end its waits too (see above).
+struct WorldRanks {
+  int first = 0, count = 0;
+  std::optional<uint64_t> parent;
+};
+
+// One run's communication over its ranks (every rank by default): created by each of them, in
+// the same order.
 class MpiWorld {
  public:
-  MpiWorld(int64_t local_devices, std::chrono::milliseconds timeout = std::chrono::seconds(30));
+  MpiWorld(int64_t local_devices, std::chrono::milliseconds timeout = std::chrono::seconds(30), WorldRanks ranks = {});
   ~MpiWorld();  // drops the world's leftovers (what peers sent to collectives that failed)
   MpiWorld(const MpiWorld&) = delete;
   MpiWorld& operator=(const MpiWorld&) = delete;
 
-  int rank() const { return rank_; }
+  int rank() const { return rank_; }  // within the world
   int num_ranks() const { return num_ranks_; }
+  int first_rank() const { return first_rank_; }  // the job's rank of world rank 0
+  int job_rank() const { return first_rank_ + rank_; }
+  uint64_t id() const { return id_; }
   int64_t local_devices() const { return local_devices_; }
   int64_t num_devices() const { return local_devices_ * num_ranks_; }
   int64_t first_local_device() const { return rank_ * local_devices_; }
@@ -61,10 +81,10 @@ class MpiWorld {
   void report_failure(const std::string& reason);
 
   // Point to point, outside any device program (the transfers between pipeline stages on
-  // different ranks). `tag` tells apart the messages of one rank to another: a receive takes the
-  // message with its tag whatever the order they arrive in. Sends never wait. A receive waits up to
-  // `timeout`: then a TimeoutError naming `what`, both ranks and the tag; a UserError at once when
-  // the peer failed or exited.
+  // different ranks); `rank` within the world. `tag` tells apart the messages of one rank to
+  // another: a receive takes the message with its tag whatever the order they arrive in. Sends
+  // never wait. A receive waits up to `timeout`: then a TimeoutError naming `what`, both ranks and
+  // the tag; a UserError at once when the peer failed or exited.
   void send_to(int rank, const std::string& what, int64_t tag, std::vector<std::byte> payload);
   std::vector<std::byte> receive_from(int rank, const std::string& what, int64_t tag,
                                       std::chrono::milliseconds timeout);
@@ -80,12 +100,13 @@ class MpiWorld {
   };
   Received transfer(std::string_view op, const Group& group, const std::string& who, const std::vector<int>& ranks,
                     std::vector<std::byte> payload);
+  // `ranks` (the job's) and `group` (the job's devices) as text for errors.
   std::string devices_of(const std::vector<int>& ranks, const Group& group) const;
   // Whether `group` still needs its handshake in this world (and marks it done).
   bool first_in_world(const Group& group);
 
   MpiProcess* process_;
-  int rank_, num_ranks_;
+  int first_rank_, rank_, num_ranks_;
   int64_t local_devices_;
   std::chrono::milliseconds timeout_;
   uint64_t id_;
@@ -97,7 +118,7 @@ class MpiWorld {
 
 class MpiCommunicator : public Communicator {
  public:
-  // `device` is a global id owned by this rank.
+  // `device` is a world device owned by this rank; groups are world devices too.
   MpiCommunicator(MpiWorld& world, int64_t device);
   int64_t device() const override { return device_; }
   int64_t num_devices() const override { return world_->num_devices(); }
@@ -124,7 +145,8 @@ class MpiCommunicator : public Communicator {
                            std::span<const std::byte> in, std::span<std::byte> out, int64_t source);
 
   MpiWorld* world_;
-  int64_t device_;
+  int64_t device_;       // within the world
+  int64_t job_offset_;  // world device d is the job's device d + job_offset_
   HostCommunicator local_;
 };
 

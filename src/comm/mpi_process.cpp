@@ -276,11 +276,10 @@ MpiProcess::Outcome MpiProcess::receive(const Key& key, std::string_view op, con
       return finish(std::move(o));
     }
     for (int r : o.missing) {
-      auto world = failed_.find(key.world);
-      if (world != failed_.end() && world->second.count(r)) {
+      if (const std::string* reason = failure(key.world, r)) {
         o.kind = Outcome::PeerFailed;
         o.peer = r;
-        o.detail = world->second.at(r);
+        o.detail = *reason;
         return finish(std::move(o));
       }
       if (departed_.count(r)) {
@@ -300,11 +299,9 @@ MpiProcess::Outcome MpiProcess::receive(const Key& key, std::string_view op, con
 
 std::optional<std::pair<int, std::string>> MpiProcess::peer_trouble(uint64_t world, const std::vector<int>& ranks) {
   std::lock_guard lock(mu_);
-  auto failed = failed_.find(world);
   for (int r : ranks) {
-    if (failed != failed_.end())
-      if (auto it = failed->second.find(r); it != failed->second.end())
-        return std::pair{r, fmt::format("rank {} failed: {}", r, it->second)};
+    if (const std::string* reason = failure(world, r))
+      return std::pair{r, fmt::format("rank {} failed: {}", r, *reason)};
     if (departed_.count(r)) return std::pair{r, fmt::format("rank {} exited without joining it", r)};
   }
   return std::nullopt;
@@ -335,6 +332,32 @@ void MpiProcess::forget(uint64_t world) {
   std::lock_guard lock(mu_);
   std::erase_if(mailbox_, [&](const auto& entry) { return entry.first.world == world; });
   failed_.erase(world);
+  parent_.erase(world);
+}
+
+uint64_t MpiProcess::next_world_id(int first, int count) {
+  std::lock_guard lock(mu_);
+  // Top bit set: never one of next_world_'s ids; then the range, then the range's own counter.
+  uint64_t n = range_worlds_[{first, count}]++;
+  TESSERA_CHECK(first >= 0 && first < (1 << 15) && count > 0 && count < (1 << 15) && n < (uint64_t{1} << 32),
+                "world id of ranks {}+{} (world {}) out of range", first, count, n);
+  return (uint64_t{1} << 63) | (static_cast<uint64_t>(first) << 47) | (static_cast<uint64_t>(count) << 32) | n;
+}
+
+void MpiProcess::link_failures(uint64_t world, uint64_t parent) {
+  std::lock_guard lock(mu_);
+  parent_[world] = parent;
+}
+
+const std::string* MpiProcess::failure(uint64_t world, int rank) const {
+  for (int hop = 0; hop < 2; ++hop) {
+    if (auto it = failed_.find(world); it != failed_.end())
+      if (auto r = it->second.find(rank); r != it->second.end()) return &r->second;
+    auto up = parent_.find(world);
+    if (up == parent_.end()) return nullptr;
+    world = up->second;
+  }
+  return nullptr;
 }
 
 void MpiProcess::call(std::function<void()> fn) {

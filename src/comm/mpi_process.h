@@ -90,6 +90,12 @@ class MpiProcess {
 
   // A fresh id for a world; every rank creates its worlds in the same order, so ids agree.
   uint64_t next_world_id() { return next_world_++; }
+  // The same for a world over `count` ranks from `first` only: a counter per rank range, which
+  // only those ranks advance (ids of different ranges never meet).
+  uint64_t next_world_id(int first, int count);
+  // A failure notice of world `parent` also ends the waits of world `world` (until it is
+  // forgotten): a part of a run that spans several worlds failed.
+  void link_failures(uint64_t world, uint64_t parent);
   // Drops what is left of a world that ended (messages of collectives that failed, notices).
   void forget(uint64_t world);
   // Leaving waits at most this long for the other ranks (at least every world's timeout).
@@ -126,6 +132,10 @@ class MpiProcess {
   std::deque<std::packaged_task<void()>> calls_;
   std::map<Key, std::map<int, Message>> mailbox_;
   std::map<uint64_t, std::map<int, std::string>> failed_;  // world -> rank -> reason
+  std::map<uint64_t, uint64_t> parent_;                    // link_failures: world -> parent
+  std::map<std::pair<int, int>, uint64_t> range_worlds_;   // next_world_id(first, count)
+  // The reason rank `rank` failed in `world` or its parent, or null (mu_ held).
+  const std::string* failure(uint64_t world, int rank) const;
   std::set<int> departed_;                                 // ranks that said BYE
   std::thread thread_;
 

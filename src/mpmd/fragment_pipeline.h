@@ -68,7 +68,8 @@ struct FragmentPipelineOptions {
   std::string stage_mesh;
   // The processes the stages are spread over (ranks.h), or null for every stage in this one. With
   // ranks every rank makes the same pipeline and the same run calls; each runs only the stages
-  // owner_rank gives it, values between ranks go piece by piece through `ranks`, parameters of
+  // stage_ranks gives it (a stage on several ranks as a session over them, each rank holding only
+  // its devices' pieces), values between ranks go shard by shard through `ranks`, parameters of
   // other ranks' stages may be null in RunInputs, and results computed elsewhere come back empty
   // (ShardedBuffer without pieces). A rank that fails tells the others (report_failure). Not owned.
   Ranks* ranks = nullptr;
@@ -140,8 +141,11 @@ runtime::ShardedBuffer whole_buffer(ir::Literal value);
 // null or the buffer has one piece) laid out as `to` on `to_mesh`'s devices (null: one device, one
 // whole piece). Each destination piece receives exactly the overlapping parts of the source pieces
 // (one holder per distinct source box), never a whole array; `bytes` grows by what they received.
+// With `on` (the session of to_mesh's devices): over MPI only the pieces of this rank's devices
+// are made (the others stay empty), from source pieces this rank holds (an InternalError when a
+// piece needs another rank's; between ranks, transfers go by transfer_messages, ranks.h).
 runtime::ShardedBuffer reshard(const runtime::ShardedBuffer& from, const ir::Mesh* from_mesh, const ir::Sharding& to,
-                               const ir::Mesh* to_mesh, int64_t& bytes);
+                               const ir::Mesh* to_mesh, int64_t& bytes, const runtime::Session* on = nullptr);
 
 class FragmentPipeline {
  public:
@@ -181,7 +185,8 @@ class FragmentPipeline {
   const ir::Mesh* stage_mesh() const { return mesh_ ? &*mesh_ : nullptr; }
   // Whether this process runs stage `stage` (always without ranks).
   bool runs_here(int64_t stage) const;
-  // A value of a stage, whole.
+  // A value of a stage, whole. On a stage of several ranks, every rank of the stage calls it alike
+  // (it may gather pieces among them).
   ir::Literal whole(const runtime::ShardedBuffer& b) const;
 
  private:

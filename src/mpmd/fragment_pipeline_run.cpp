@@ -80,13 +80,25 @@ ShardedBuffer whole_buffer(Literal value) {
 }
 
 ShardedBuffer reshard(const ShardedBuffer& from, const ir::Mesh* from_mesh, const ir::Sharding& to,
-                      const ir::Mesh* to_mesh, int64_t& bytes) {
+                      const ir::Mesh* to_mesh, int64_t& bytes, const runtime::Session* on) {
   TESSERA_CHECK(!from.donated(), "reshard of a donated buffer");
   if (from.pieces->size() == 1) from_mesh = nullptr;
+  if (to_mesh == nullptr) on = nullptr;
   const ir::Type& type = from.type;
   const auto element = static_cast<int64_t>(ir::info(type.element).bytes);
   std::vector<int64_t> holders =
       from_mesh ? runtime::holders(type, from.sharding, *from_mesh) : std::vector<int64_t>{0};
+  if (on && from_mesh)  // over MPI, a holder of each box on this rank where there is one (a replica)
+    for (int64_t& h : holders) {
+      if (on->owns(h)) continue;
+      const runtime::PieceBox want = box_of(type, from.sharding, from_mesh, h);
+      for (int64_t d = 0; d < from_mesh->num_devices(); ++d)
+        if (on->owns(d) && box_of(type, from.sharding, from_mesh, d).start == want.start && !want.zeros &&
+            !box_of(type, from.sharding, from_mesh, d).zeros) {
+          h = d;
+          break;
+        }
+    }
   std::vector<runtime::PieceBox> source;
   for (int64_t h : holders) source.push_back(box_of(type, from.sharding, from_mesh, h));
   ShardedBuffer out;
@@ -96,6 +108,10 @@ ShardedBuffer reshard(const ShardedBuffer& from, const ir::Mesh* from_mesh, cons
   out.pieces = std::make_shared<std::vector<Literal>>();
   const size_t rank = type.shape.size();
   for (int64_t d = 0; d < n; ++d) {
+    if (on && !on->owns(d)) {  // another rank's piece
+      out.pieces->emplace_back();
+      continue;
+    }
     runtime::PieceBox dst = box_of(type, out.sharding, to_mesh, d);
     Literal piece(ir::Type(type.element, dst.shape));
     for (size_t k = 0; k < holders.size(); ++k) {
@@ -111,6 +127,9 @@ ShardedBuffer reshard(const ShardedBuffer& from, const ir::Mesh* from_mesh, cons
         volume *= extent[i];
       }
       if (volume == 0) continue;
+      TESSERA_CHECK(!on || !from_mesh || on->owns(holders[k]),
+                    "reshard on rank {}: piece {} needs device {}'s part, held by another rank only", on->rank(), d,
+                    holders[k]);
       runtime::copy_box((*from.pieces)[static_cast<size_t>(holders[k])], at_src, piece, at_dst, extent);
       bytes += volume * element;
     }
@@ -124,7 +143,11 @@ struct FragmentPipeline::Compiled {
   std::vector<std::shared_ptr<const exec::Executable>> executables;
   std::vector<std::unique_ptr<exec::RunContext>> contexts;
   std::vector<std::unique_ptr<runtime::ShardedProgram>> programs;
-  std::vector<std::unique_ptr<runtime::Session>> sessions;  // per stage; empty: one device each
+  // Per stage (empty: one device each): a stage this rank runs over several ranks has a session
+  // over those ranks (Ranks::stage_session), every other one host devices (the latter only
+  // compile, for the layouts, where another rank runs the stage).
+  std::vector<std::unique_ptr<runtime::Session>> sessions;
+  int64_t spanning_stage = -1;  // the stage this rank runs with other ranks, if any
   // The layout a fragment's input k takes ([fragment][k]), and the layout a value posted to a mesh
   // takes there: that of its first reader on the mesh.
   std::vector<std::vector<ir::Sharding>> input_layouts;
@@ -136,12 +159,28 @@ FragmentPipeline::~FragmentPipeline() = default;
 void FragmentPipeline::compile_fragments() {
   compiled_ = std::make_shared<Compiled>();
   Compiled& c = *compiled_;
+  Ranks* ranks = options_.ranks;
+  if (ranks)
+    for (int64_t s = 0; s < stages_; ++s) {
+      const StageRanks sr = stage_ranks(s, stages_, ranks->size());
+      const int64_t devices = mesh_ ? mesh_->num_devices() : 1;
+      if (sr.count > 1 && devices % sr.count != 0)
+        fail("pipeline stages on ranks: a stage of {} device{} cannot split over {} ranks ({} ranks for {} stages); "
+             "run a number of ranks whose share of a stage divides its devices",
+             devices, devices == 1 ? "" : "s", sr.count, ranks->size(), stages_);
+    }
   if (mesh_)
     for (int64_t s = 0; s < stages_; ++s) {
       runtime::SessionOptions so;
       so.fast_kernels = options_.fast_kernels;
       so.timeout = options_.transfer_timeout;
-      c.sessions.push_back(std::make_unique<runtime::Session>(runtime::Session::host(mesh_->num_devices(), so)));
+      const StageRanks sr = ranks ? stage_ranks(s, stages_, ranks->size()) : StageRanks{};
+      if (sr.count > 1 && sr.contains(ranks->rank())) {
+        c.sessions.push_back(ranks->stage_session(sr.first, sr.count, mesh_->num_devices() / sr.count, so));
+        c.spanning_stage = s;
+      } else {
+        c.sessions.push_back(std::make_unique<runtime::Session>(runtime::Session::host(mesh_->num_devices(), so)));
+      }
     }
   for (const Fragment& f : plan_.fragments) {
     std::vector<ir::Sharding> layouts(f.inputs.size());
@@ -176,13 +215,39 @@ const runtime::Session* FragmentPipeline::session(int64_t stage) const {
 }
 
 bool FragmentPipeline::runs_here(int64_t stage) const {
-  return options_.ranks == nullptr || owner_rank(stage, stages_, options_.ranks->size()) == options_.ranks->rank();
+  return options_.ranks == nullptr ||
+         stage_ranks(stage, stages_, options_.ranks->size()).contains(options_.ranks->rank());
 }
 
 Literal FragmentPipeline::whole(const ShardedBuffer& b) const {
   TESSERA_CHECK(!b.donated(), "whole of a donated buffer");
   if (b.pieces->size() == 1) return (*b.pieces)[0];
-  return runtime::assemble(*b.pieces, b.type, b.sharding, *mesh_);
+  const Compiled& c = *compiled_;
+  if (c.spanning_stage < 0) return runtime::assemble(*b.pieces, b.type, b.sharding, *mesh_);
+  // A stage over several ranks. When every one of its ranks holds a piece of every distinct box (a
+  // replicated loss, dp's parameters), each assembles its own; otherwise its ranks gather the
+  // pieces (a collective among them: they all call this alike, as the layout decides the same).
+  const runtime::Session& session = *c.sessions[static_cast<size_t>(c.spanning_stage)];
+  const int64_t n = mesh_->num_devices(), per = n / session.num_ranks();
+  std::vector<int64_t> boxes = runtime::holders(b.type, b.sharding, *mesh_);
+  bool local = true;
+  std::vector<Literal> pieces = *b.pieces;
+  for (int64_t h : boxes) {
+    const runtime::PieceBox want = runtime::piece_box(b.type, b.sharding, *mesh_, h);
+    for (int64_t r = 0; r < session.num_ranks(); ++r) {
+      int64_t found = -1;
+      for (int64_t d = r * per; d < (r + 1) * per && found < 0; ++d) {
+        const runtime::PieceBox got = runtime::piece_box(b.type, b.sharding, *mesh_, d);
+        if (got.start == want.start && got.zeros == want.zeros) found = d;
+      }
+      if (found < 0) local = false;
+      else if (r == session.rank()) pieces[static_cast<size_t>(h)] = (*b.pieces)[static_cast<size_t>(found)];
+    }
+  }
+  if (local) return runtime::assemble(pieces, b.type, b.sharding, *mesh_);
+  for (size_t f = 0; f < plan_.fragments.size(); ++f)
+    if (static_cast<int64_t>(plan_.fragments[f].mesh) == c.spanning_stage) return c.programs[f]->fetch(b);
+  TESSERA_CHECK(false, "stage {} has no fragment to gather a value with", c.spanning_stage);
 }
 
 FragmentPipelineRun FragmentPipeline::run(const Schedule& schedule, const std::vector<Literal>& parameters) const {
@@ -241,7 +306,14 @@ FragmentPipelineRun FragmentPipeline::run(const CompiledSchedule& compiled, cons
   ValueSlots<ShardedBuffer> slots;
   Ranks* ranks = options_.ranks;
   const uint64_t run_number = ranks ? ranks->next_run() : 0;
-  auto owner = [&](size_t st) { return ranks ? owner_rank(static_cast<int64_t>(st), stages_, ranks->size()) : 0; };
+  // Where a value of stage st laid out as `sharding` has its pieces (on rank 0 without ranks).
+  auto placement = [&](size_t st, const ir::Sharding& sharding) {
+    Placement p;
+    p.mesh = mesh;
+    p.sharding = sharding;
+    if (ranks) p.ranks = stage_ranks(static_cast<int64_t>(st), stages_, ranks->size());
+    return p;
+  };
   std::mutex mu;  // guards results and out.transferred_bytes
 
   auto where = [&](size_t st, int64_t step) {
@@ -310,21 +382,31 @@ FragmentPipelineRun FragmentPipeline::run(const CompiledSchedule& compiled, cons
       switch (in.kind) {
         case Instruction::Kind::kWait: {
           std::optional<ShardedBuffer> v;
-          if (!runs_here(static_cast<int64_t>(in.mesh))) {  // piece by piece from the owning rank
-            const int from = owner(in.mesh);
+          if (!runs_here(static_cast<int64_t>(in.mesh))) {
+            // Each of this rank's pieces, part by part from each rank of the source stage.
+            const StageRanks source = stage_ranks(static_cast<int64_t>(in.mesh), stages_, ranks->size());
+            const Placement here = placement(st, mesh ? c.arrival_layouts.at({in.value, st}) : ir::Sharding{});
             ShardedBuffer b;
             b.type = plan.values[in.value].type;
-            if (mesh) b.sharding = c.arrival_layouts.at({in.value, st});
-            b.pieces = std::make_shared<std::vector<Literal>>(mesh ? static_cast<size_t>(mesh->num_devices()) : 1);
+            b.sharding = here.sharding;
+            b.pieces = std::make_shared<std::vector<Literal>>(static_cast<size_t>(here.devices()));
             ReceiveStatus got = ReceiveStatus::kReceived;
-            for (size_t d = 0; d < b.pieces->size() && got == ReceiveStatus::kReceived; ++d) {
-              WireKey key{static_cast<int64_t>(in.value), static_cast<int64_t>(in.mesh), static_cast<int64_t>(st),
-                          static_cast<int64_t>(d)};
-              try {
-                got = ranks->receive(from, run_number, key, options_.transfer_timeout, slots.abort_flag(), (*b.pieces)[d]);
-              } catch (const support::UserError& e) {
-                fail("{}: waits for {} from stage {} (on rank {}): {}", where(st, in.step), plan.values[in.value].name,
-                     in.mesh, from, e.what());
+            for (int64_t d = 0; d < here.devices() && got == ReceiveStatus::kReceived; ++d) {
+              if (here.rank_of(d) != ranks->rank()) continue;  // another rank's piece
+              Literal& piece = (*b.pieces)[static_cast<size_t>(d)];
+              piece = Literal(ir::Type(b.type.element, box_of(b.type, b.sharding, mesh, d).shape));
+              const WireKey key{static_cast<int64_t>(in.value), static_cast<int64_t>(in.mesh),
+                                static_cast<int64_t>(st), d};
+              for (int from = source.first; from < source.first + source.count && got == ReceiveStatus::kReceived;
+                   ++from) {
+                std::vector<std::byte> message;
+                try {
+                  got = ranks->receive(from, run_number, key, options_.transfer_timeout, slots.abort_flag(), message);
+                  if (got == ReceiveStatus::kReceived) unpack_parts(message, piece);
+                } catch (const support::UserError& e) {
+                  fail("{}: waits for {} from stage {} (on rank {}): {}", where(st, in.step),
+                       plan.values[in.value].name, in.mesh, from, e.what());
+                }
               }
             }
             if (got == ReceiveStatus::kAborted) return;
@@ -344,23 +426,29 @@ FragmentPipelineRun FragmentPipeline::run(const CompiledSchedule& compiled, cons
           break;
         }
         case Instruction::Kind::kPost: {
-          // The destination's pieces, cut from this stage's (which it may read again).
+          // The destination's pieces, cut from this stage's (which it may read again): in the
+          // process, or as the parts this rank holds to each destination piece's rank.
           const PlanValue& pv = plan.values[in.value];
           const ShardedBuffer& v = pv.parameter ? *parameters[*pv.parameter] : store.at(in.value);
+          const ir::Sharding& arrival = c.arrival_layouts.at({in.value, in.mesh});
           int64_t moved = 0;
-          ShardedBuffer sent = reshard(v, mesh, c.arrival_layouts.at({in.value, in.mesh}), mesh, moved);
+          if (runs_here(static_cast<int64_t>(in.mesh))) {
+            slots.post(in.value, in.mesh, reshard(v, mesh, arrival, mesh, moved));
+          } else {
+            Placement from = placement(st, v.sharding);
+            if (v.pieces->size() == 1) from.mesh = nullptr;  // a whole array
+            const Placement to = placement(in.mesh, mesh ? arrival : ir::Sharding{});
+            for (const PieceMessage& m : transfer_messages(v.type, from, to)) {
+              if (m.from != ranks->rank()) continue;
+              for (const PiecePart& part : m.parts) moved += part.elements() * ir::info(v.type.element).bytes;
+              const WireKey key{static_cast<int64_t>(in.value), static_cast<int64_t>(st),
+                                static_cast<int64_t>(in.mesh), m.piece};
+              ranks->send(m.to, run_number, key, pack_parts(m, *v.pieces));
+            }
+          }
           {
             std::lock_guard lock(mu);
             out.transferred_bytes += moved;
-          }
-          if (runs_here(static_cast<int64_t>(in.mesh))) {
-            slots.post(in.value, in.mesh, std::move(sent));
-          } else {
-            for (size_t d = 0; d < sent.pieces->size(); ++d)
-              ranks->send(owner(in.mesh), run_number,
-                          {static_cast<int64_t>(in.value), static_cast<int64_t>(st), static_cast<int64_t>(in.mesh),
-                           static_cast<int64_t>(d)},
-                          (*sent.pieces)[d]);
           }
           if (in.step >= 0) out.action_bytes[st][static_cast<size_t>(in.step)] += moved;
           if (!pv.parameter) read_done(in.value);
@@ -379,7 +467,7 @@ FragmentPipelineRun FragmentPipeline::run(const CompiledSchedule& compiled, cons
                               : v.pieces->size() == static_cast<size_t>(mesh->num_devices()) &&
                                     spmd::same_layout(v.sharding, want, v.type.shape.size());
             int64_t local = 0;
-            args.push_back(fits ? v : reshard(v, mesh, want, mesh, local));
+            args.push_back(fits ? v : reshard(v, mesh, want, mesh, local, session(static_cast<int64_t>(st))));
           }
           std::vector<ShardedBuffer> outputs;
           try {

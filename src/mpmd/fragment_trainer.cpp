@@ -136,14 +136,16 @@ void FragmentTrainer::share_measurements() {
     }
   }
   int64_t transferred = 0;
+  // A stage on several ranks holds the sum of its ranks' bytes; its times are its last rank's.
+  std::vector<int64_t> saved(stages_.size(), 0), store(stages_.size(), 0);
   for (const std::vector<std::byte>& payload : ranks_->exchange("pipeline step results", mine)) {
     comm::wire::Reader r(payload);
     if (r.get<uint8_t>() == 1) last_.results[0] = decode_literal(r.get_bytes());
     transferred += r.get<int64_t>();
     while (!r.done()) {
       auto st = static_cast<size_t>(r.get<uint64_t>());
-      last_.peak_saved_bytes.at(st) = r.get<int64_t>();
-      last_.peak_store_bytes.at(st) = r.get<int64_t>();
+      saved.at(st) += r.get<int64_t>();
+      store.at(st) += r.get<int64_t>();
       for (size_t a = 0; a < last_.times.at(st).size(); ++a) {
         last_.times[st][a].start = r.get<double>();
         last_.times[st][a].end = r.get<double>();
@@ -152,6 +154,8 @@ void FragmentTrainer::share_measurements() {
     }
   }
   last_.transferred_bytes = transferred;
+  last_.peak_saved_bytes = std::move(saved);
+  last_.peak_store_bytes = std::move(store);
 }
 
 const FragmentPipelineRun& FragmentTrainer::step(const ir::Literal& tokens, const ir::Literal& targets,
@@ -186,12 +190,13 @@ const FragmentPipelineRun& FragmentTrainer::step(const ir::Literal& tokens, cons
         for (runtime::ShardedBuffer& x : *group) args.push_back(std::move(x));
       const ir::Mesh* mesh = pipeline_->stage_mesh();
       const auto& want = s.program->program().info.parameter_shardings;
+      const runtime::Session* session = pipeline_->session(static_cast<int64_t>(st));
       for (size_t j = 0; j < k; ++j) {  // a gradient laid out otherwise than its parameter is moved there
         runtime::ShardedBuffer& g = last_.values[1 + s.parameters[j]];
         int64_t local = 0;
         args.push_back(spmd::same_layout(g.sharding, want[3 * k + j], g.type.shape.size())
                            ? g
-                           : reshard(g, mesh, want[3 * k + j], mesh, local));
+                           : reshard(g, mesh, want[3 * k + j], mesh, local, session));
       }
       args.push_back(s.program->stage(4 * k, scalars));
       std::vector<runtime::ShardedBuffer> out = s.program->execute(args);

@@ -38,15 +38,12 @@ int64_t MpiRanks::tag(uint64_t run, const WireKey& key) {
   return t;
 }
 
-void MpiRanks::send(int to, uint64_t run, const WireKey& key, const ir::Literal& value) {
-  std::vector<std::byte> payload;
-  payload.reserve(value.bytes().size() + 64);
-  encode_literal(payload, value);
+void MpiRanks::send(int to, uint64_t run, const WireKey& key, std::vector<std::byte> payload) {
   world_.send_to(to, transfer_name(key), tag(run, key), std::move(payload));
 }
 
 ReceiveStatus MpiRanks::receive(int from, uint64_t run, const WireKey& key, std::chrono::milliseconds timeout,
-                                const std::atomic<bool>& aborted, ir::Literal& out) {
+                                const std::atomic<bool>& aborted, std::vector<std::byte>& out) {
   const std::string what = transfer_name(key);
   const int64_t t = tag(run, key);
   const auto deadline = std::chrono::steady_clock::now() + timeout;
@@ -56,12 +53,18 @@ ReceiveStatus MpiRanks::receive(int from, uint64_t run, const WireKey& key, std:
     if (left.count() <= 0) return ReceiveStatus::kTimedOut;
     try {
       // A failed or departed rank `from` throws a UserError naming it: passed on as it is.
-      out = decode_literal(world_.receive_from(from, what, t, std::min(left, kSlice)));
+      out = world_.receive_from(from, what, t, std::min(left, kSlice));
       return ReceiveStatus::kReceived;
     } catch (const comm::TimeoutError&) {
       // Only this slice ran out; the deadline is checked above.
     }
   }
+}
+
+std::unique_ptr<runtime::Session> MpiRanks::stage_session(int first, int count, int64_t local_devices,
+                                                          const runtime::SessionOptions& options) {
+  runtime::SessionRanks r{world_.first_rank() + first, count, world_.id()};
+  return std::make_unique<runtime::Session>(runtime::Session::mpi(local_devices, options, r));
 }
 
 std::vector<std::vector<std::byte>> MpiRanks::exchange(const std::string& what, std::span<const std::byte> payload) {

@@ -1,9 +1,13 @@
-// Literals on the wire and the owner of each stage (ranks.h).
+// Literals on the wire, the ranks of each stage, and the shard-by-shard transfer plan between
+// stages on different ranks (ranks.h).
 #include "mpmd/ranks.h"
 
 #include <algorithm>
+#include <map>
 
 #include "comm/mpi_wire.h"
+#include "runtime/layout.h"
+#include "spmd/mesh_math.h"
 #include "support/error.h"
 
 namespace tessera::mpmd {
@@ -28,13 +32,130 @@ ir::Literal decode_literal(std::span<const std::byte> in) {
   return x;
 }
 
-int owner_rank(int64_t stage, int64_t stages, int ranks) {
-  if (ranks < 1 || stages < 1 || stages % ranks != 0)
+std::unique_ptr<runtime::Session> Ranks::stage_session(int first, int count, int64_t, const runtime::SessionOptions&) {
+  support::fail("pipeline stages on ranks: a stage on ranks {}..{} needs MPI ranks; these ranks run in one process",
+                first, first + count - 1);
+}
+
+StageRanks stage_ranks(int64_t stage, int64_t stages, int ranks) {
+  if (ranks < 1 || stages < 1 || (stages % ranks != 0 && ranks % stages != 0))
     support::fail("pipeline stages on ranks: {} stages do not split evenly over {} ranks (the ranks must divide the "
-                  "stages)",
+                  "stages, or be a multiple of them)",
                   stages, ranks);
   if (stage < 0 || stage >= stages) support::fail("pipeline stages on ranks: no stage {} of {}", stage, stages);
-  return static_cast<int>(stage * ranks / stages);
+  if (stages % ranks == 0) return {static_cast<int>(stage * ranks / stages), 1};
+  const auto per = static_cast<int>(ranks / stages);
+  return {static_cast<int>(stage) * per, per};
+}
+
+int64_t PiecePart::elements() const {
+  int64_t n = 1;
+  for (int64_t e : extent) n *= e;
+  return n;
+}
+
+namespace {
+
+runtime::PieceBox box_on(const ir::Type& type, const Placement& p, int64_t device) {
+  if (p.mesh == nullptr) return {std::vector<int64_t>(type.shape.size(), 0), type.shape, type.shape};
+  return runtime::piece_box(type, p.sharding, *p.mesh, device);
+}
+
+}  // namespace
+
+std::vector<PieceMessage> transfer_messages(const ir::Type& type, const Placement& from, const Placement& to) {
+  // The distinct source boxes, in the order of their first holder (runtime::holders' order), each
+  // with every device holding it.
+  struct Source {
+    runtime::PieceBox box;
+    std::vector<int64_t> devices;
+  };
+  std::vector<Source> sources;
+  if (from.mesh == nullptr) {
+    sources.push_back({box_on(type, from, 0), {0}});
+  } else {
+    std::map<std::pair<std::vector<int64_t>, int64_t>, size_t> index;
+    for (int64_t p = 0; p < from.mesh->num_devices(); ++p) {
+      const int64_t d = spmd::device_at(*from.mesh, p);
+      const int64_t u = from.sharding.unreduced.empty() ? 0 : spmd::shard_index(*from.mesh, p, from.sharding.unreduced);
+      runtime::PieceBox box = box_on(type, from, d);
+      auto [it, fresh] = index.try_emplace({box.start, u}, sources.size());
+      if (fresh) sources.push_back({std::move(box), {}});
+      sources[it->second].devices.push_back(d);
+    }
+    std::sort(sources.begin(), sources.end(),
+              [](const Source& a, const Source& b) { return a.devices.front() < b.devices.front(); });
+  }
+  const size_t rank = type.shape.size();
+  std::vector<PieceMessage> out;
+  for (int64_t e = 0; e < to.devices(); ++e) {
+    const runtime::PieceBox dst = box_on(type, to, e);
+    const size_t base = out.size();  // this piece's messages: one per rank of the source stage
+    for (int r = 0; r < from.ranks.count; ++r) out.push_back({from.ranks.first + r, to.rank_of(e), e, {}});
+    for (const Source& src : sources) {
+      PiecePart part;
+      part.at_src.resize(rank);
+      part.at_dst.resize(rank);
+      part.extent.resize(rank);
+      for (size_t i = 0; i < rank; ++i) {
+        int64_t lo = std::max(src.box.start[i], dst.start[i]);
+        int64_t hi = std::min(src.box.start[i] + src.box.extent[i], dst.start[i] + dst.extent[i]);
+        part.extent[i] = std::max<int64_t>(hi - lo, 0);
+        part.at_src[i] = lo - src.box.start[i];
+        part.at_dst[i] = lo - dst.start[i];
+      }
+      if (part.elements() == 0) continue;
+      // Replicas of a box take turns by destination piece, so that no rank sends every piece.
+      part.source_device = src.devices[static_cast<size_t>(e) % src.devices.size()];
+      const auto sender = static_cast<size_t>(from.rank_of(part.source_device) - from.ranks.first);
+      out[base + sender].parts.push_back(std::move(part));
+    }
+  }
+  return out;
+}
+
+std::vector<std::byte> pack_parts(const PieceMessage& m, const std::vector<ir::Literal>& source_pieces) {
+  std::vector<std::byte> out;
+  comm::wire::put<uint32_t>(out, static_cast<uint32_t>(m.parts.size()));
+  for (const PiecePart& part : m.parts) {
+    const ir::Literal& source = source_pieces.at(static_cast<size_t>(part.source_device));
+    comm::wire::put<uint32_t>(out, static_cast<uint32_t>(part.extent.size()));
+    for (size_t i = 0; i < part.extent.size(); ++i) {
+      comm::wire::put<int64_t>(out, part.at_dst[i]);
+      comm::wire::put<int64_t>(out, part.extent[i]);
+    }
+    ir::Literal box(ir::Type(source.element(), part.extent));
+    runtime::copy_box(source, part.at_src, box, std::vector<int64_t>(part.extent.size(), 0), part.extent);
+    comm::wire::put_bytes(out, box.bytes());
+  }
+  return out;
+}
+
+int64_t unpack_parts(std::span<const std::byte> message, ir::Literal& piece) {
+  comm::wire::Reader r(message);
+  int64_t bytes = 0;
+  const size_t rank = piece.shape().size();
+  for (uint32_t k = r.get<uint32_t>(); k > 0; --k) {
+    if (r.get<uint32_t>() != rank)
+      support::fail("a transferred part has another rank than its {} piece", ir::to_string(piece.type()));
+    std::vector<int64_t> at(rank), extent(rank);
+    for (size_t i = 0; i < rank; ++i) {
+      at[i] = r.get<int64_t>();
+      extent[i] = r.get<int64_t>();
+      if (at[i] < 0 || extent[i] < 0 || at[i] + extent[i] > piece.shape()[i])
+        support::fail("a transferred part [{}, +{}) leaves its {} piece in dimension {}", at[i], extent[i],
+                      ir::to_string(piece.type()), i);
+    }
+    std::span<const std::byte> data = r.get_bytes();
+    ir::Literal box(ir::Type(piece.element(), extent));
+    if (data.size() != box.bytes().size())
+      support::fail("a transferred part of {} elements brings {} bytes", box.num_elements(), data.size());
+    std::copy(data.begin(), data.end(), box.bytes().begin());
+    runtime::copy_box(box, std::vector<int64_t>(rank, 0), piece, at, extent);
+    bytes += static_cast<int64_t>(data.size());
+  }
+  if (!r.done()) support::fail("a transfer message has {} bytes after its parts", r.rest().size());
+  return bytes;
 }
 
 }  // namespace tessera::mpmd

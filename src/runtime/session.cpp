@@ -41,6 +41,10 @@ const ir::Function& CompiledProgram::local_function() const {
 
 namespace {
 
+#ifdef TESSERA_HAVE_MPI
+comm::WorldRanks world_ranks(const SessionRanks& r) { return {r.first, r.count, r.parent_world}; }
+#endif
+
 int64_t ring_model_of(const ir::Block& block) {
   int64_t n = 0;
   for (const auto& op : block.ops()) {
@@ -90,13 +94,19 @@ Session Session::host(int64_t num_devices, SessionOptions options) {
   return Session(num_devices, from_environment(options));
 }
 
-Session Session::mpi(int64_t local_devices, SessionOptions options) {
+Session Session::mpi(int64_t local_devices, SessionOptions options, SessionRanks ranks) {
 #ifdef TESSERA_HAVE_MPI
   if (local_devices < 1) fail("Session::mpi: {} local devices per rank; need at least 1", local_devices);
   comm::MpiProcess& mpi = comm::MpiProcess::get();
-  Session s(local_devices * mpi.size(), from_environment(options));
+  const int count = ranks.count == 0 ? mpi.size() : ranks.count;
+  if (ranks.first < 0 || count < 1 || ranks.first + count > mpi.size() || mpi.rank() < ranks.first ||
+      mpi.rank() >= ranks.first + count)
+    fail("Session::mpi: ranks {}..{} of a job of {}, on rank {} (a session is made by its own ranks only)", ranks.first,
+         ranks.first + count - 1, mpi.size(), mpi.rank());
+  Session s(local_devices * count, from_environment(options));
   s.local_devices_ = local_devices;
-  s.rank_ = mpi.rank();
+  s.rank_ = mpi.rank() - ranks.first;
+  s.ranks_ = ranks;
   return s;
 #else
   fail("Session::mpi: this Tessera was built without its MPI backend (install libopenmpi-dev and configure "
@@ -160,7 +170,7 @@ std::vector<std::vector<Literal>> Session::run_devices(const CompiledProgram& p,
   }
 #ifdef TESSERA_HAVE_MPI
   if (over_mpi()) {  // this rank's devices run; with results_everywhere, every rank gets every device's results
-    comm::MpiWorld world(local_devices_, options_.timeout);
+    comm::MpiWorld world(local_devices_, options_.timeout, world_ranks(ranks_));
     return comm::run_on_ranks(world, *p.module, p.info.function, std::move(inputs), o.base, o.evaluate,
                               results_everywhere);
   }
@@ -368,7 +378,7 @@ void gather_pieces(const Session& session, const ShardedBuffer& b, const ir::Mes
       pieces[static_cast<size_t>(d)] = std::move(piece);
     }
   };
-  comm::MpiWorld world(k, session.options().timeout);
+  comm::MpiWorld world(k, session.options().timeout, world_ranks(session.ranks()));
   std::string what = fmt::format("fetch of a {} array", ir::to_string(b.type));
   if (!to) {
     std::vector<std::vector<std::byte>> all = world.exchange_ranks(what, mine);
@@ -432,7 +442,7 @@ Literal ShardedProgram::replicated(const ShardedBuffer& b) const {
 std::vector<std::string> Session::per_rank_bytes(std::string_view payload, const std::string& what) const {
   if (!over_mpi()) return {std::string(payload)};
 #ifdef TESSERA_HAVE_MPI
-  comm::MpiWorld world(local_devices_, options_.timeout);
+  comm::MpiWorld world(local_devices_, options_.timeout, world_ranks(ranks_));
   std::vector<std::vector<std::byte>> all = world.exchange_ranks(what, std::as_bytes(std::span(payload)));
   std::vector<std::string> out;
   for (const auto& p : all) out.emplace_back(reinterpret_cast<const char*>(p.data()), p.size());

@@ -128,6 +128,14 @@ struct SessionOptions {
   comm::Traffic* traffic = nullptr;
 };
 
+// Over MPI, the job's ranks a session runs on: `count` consecutive ranks from `first` (count 0:
+// every rank), and a world whose failure notices also end the session's waits (a pipeline's
+// transfers, whose stages are sessions on groups of ranks; comm::WorldRanks).
+struct SessionRanks {
+  int first = 0, count = 0;
+  std::optional<uint64_t> parent_world;
+};
+
 class Session {
  public:
   static Session host(int64_t num_devices, SessionOptions options = {});
@@ -136,10 +144,13 @@ class Session {
   // (r+1)*local_devices-1. Every rank must make the same calls in the same order, with the same
   // inputs (each rank uses its own devices' part); run_per_device and run_sharded give every rank the
   // whole results, a sharded program's buffers stay on their owners (see the top). A UserError
-  // when Tessera was built without MPI.
-  static Session mpi(int64_t local_devices, SessionOptions options = {});
+  // when Tessera was built without MPI. With `ranks`, only those ranks make the session (and
+  // every call on it): rank() and the devices are then numbered within them, and collectives
+  // involve only them.
+  static Session mpi(int64_t local_devices, SessionOptions options = {}, SessionRanks ranks = {});
   int64_t num_devices() const { return num_devices_; }
-  int64_t rank() const { return rank_; }  // this process's MPI rank; 0 for host devices
+  int64_t rank() const { return rank_; }  // this process's MPI rank (within ranks()); 0 for host devices
+  const SessionRanks& ranks() const { return ranks_; }
   bool over_mpi() const { return local_devices_ > 0; }
   const SessionOptions& options() const { return options_; }
 
@@ -177,6 +188,7 @@ class Session {
   SessionOptions options_;
   int64_t local_devices_ = 0;  // over MPI: devices per rank; 0: host devices
   int64_t rank_ = 0;
+  SessionRanks ranks_;
 };
 
 }  // namespace tessera::runtime

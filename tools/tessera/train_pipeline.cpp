@@ -120,7 +120,8 @@ mpmd::PipelineResult as_pipeline_result(const mpmd::Schedule& schedule, const mp
 // `tessera train --plan pp=...`: the pipeline trainer (fragment_trainer.h) on host devices, or with
 // its stages spread over MPI ranks (see train_cmd.h). Over MPI every rank reads the same options
 // and files and makes the same trainer calls; each runs its own stages (stage s of P on rank
-// s·R/P), every rank gets every loss and measurement, and only rank 0 prints and writes files.
+// s·R/P when R divides P; on ranks s·R/P .. (s+1)·R/P−1, its device group split over them, when P
+// divides R), every rank gets every loss and measurement, and only rank 0 prints and writes files.
 int train_pipeline(const TrainCommand& c, std::ostream& out_stream, const std::string& text,
                    const std::string& corpus_path, const nn::CausalLM& model) {
   const PipelinePlan pp = parse_pipeline_plan(c.plan);
@@ -144,9 +145,16 @@ int train_pipeline(const TrainCommand& c, std::ostream& out_stream, const std::s
   const bool rank0 = !over || over->rank() == 0;  // the one that prints and writes
   std::ostream silent(nullptr);
   std::ostream& out = rank0 ? out_stream : silent;
-  if (pp.pp % ranks != 0)
-    fail("--plan {}: {} stages do not split evenly over {} MPI ranks (run a number of ranks that divides {})", c.plan,
-         pp.pp, ranks, pp.pp);
+  // Whole stages per rank (ranks divide the stages), or each stage's group over ranks/P ranks.
+  if (pp.pp % ranks != 0 && ranks % pp.pp != 0)
+    fail("--plan {}: {} stages do not split evenly over {} MPI ranks (run a number of ranks that divides {}, or a "
+         "multiple of {} whose share of a stage divides its {} device{})",
+         c.plan, pp.pp, ranks, pp.pp, pp.pp, group, group == 1 ? "" : "s");
+  const int64_t ranks_per_stage = ranks > pp.pp ? ranks / pp.pp : 1;
+  if (group % ranks_per_stage != 0)
+    fail("--plan {}: a stage's {} device{} cannot split over {} MPI ranks ({} ranks for {} stages; run a number of "
+         "ranks that divides {}, or a multiple of {} whose share of a stage divides {})",
+         c.plan, group, group == 1 ? "" : "s", ranks_per_stage, ranks, pp.pp, pp.pp, pp.pp, group);
   const int64_t per_rank = devices / ranks;  // host devices each rank runs
   if (c.devices != 0 && c.devices != per_rank) {
     if (!over)
@@ -188,10 +196,13 @@ int train_pipeline(const TrainCommand& c, std::ostream& out_stream, const std::s
   }
 
   const std::string where =
-      over ? fmt::format("{} MPI rank{} ({} stages x {} host device{}, {} stage{} per rank)", ranks,
-                                      ranks == 1 ? "" : "s", pp.pp, group, group == 1 ? "" : "s", pp.pp / ranks,
-                                      pp.pp / ranks == 1 ? "" : "s")
-                        : fmt::format("{} host devices ({} stages x {})", devices, pp.pp, group);
+      !over ? fmt::format("{} host devices ({} stages x {})", devices, pp.pp, group)
+      : ranks_per_stage > 1
+          ? fmt::format("{} MPI ranks ({} stages x {} devices, {} ranks per stage, {} device{} per rank)", ranks, pp.pp,
+                        group, ranks_per_stage, per_rank, per_rank == 1 ? "" : "s")
+          : fmt::format("{} MPI rank{} ({} stages x {} host device{}, {} stage{} per rank)", ranks,
+                        ranks == 1 ? "" : "s", pp.pp, group, group == 1 ? "" : "s", pp.pp / ranks,
+                        pp.pp / ranks == 1 ? "" : "s");
   out << fmt::format("tessera train: {} parameters, plan {} on {}, schedule {}, {} microbatches, batch {}x{}, {} steps, "
                      "corpus {} ({})\n",
                      nn::parameter_count(model.config()), c.plan, where, schedule.name, c.microbatches, c.batch, c.seq,
@@ -216,7 +227,7 @@ int train_pipeline(const TrainCommand& c, std::ostream& out_stream, const std::s
   // What each stage holds, in stage order.
   struct StageSummary {
     int64_t stage = 0;
-    int rank = 0;
+    mpmd::StageRanks ranks;
     std::vector<int64_t> virtual_stages;
     int64_t parameter_bytes_per_device = 0, optimizer_bytes_per_device = 0;
   };
@@ -224,7 +235,7 @@ int train_pipeline(const TrainCommand& c, std::ostream& out_stream, const std::s
   for (int64_t s = 0; s < pp.pp; ++s) {
     StageSummary st;
     st.stage = s;
-    st.rank = over ? mpmd::owner_rank(s, pp.pp, ranks) : 0;
+    if (over) st.ranks = mpmd::stage_ranks(s, pp.pp, ranks);
     for (int64_t v = s; v < schedule.virtual_stages(); v += pp.pp) st.virtual_stages.push_back(v);
     st.parameter_bytes_per_device = trainer->parameter_bytes(s);
     st.optimizer_bytes_per_device = 2 * st.parameter_bytes_per_device;  // AdamW's m and v
@@ -247,10 +258,14 @@ int train_pipeline(const TrainCommand& c, std::ostream& out_stream, const std::s
       mpmd::Simulation sim = mpmd::measured_simulation(schedule, m);
       busy += sim.busy[s] / sim.makespan / double(measured.size());
     }
-    // Over MPI a rank numbers its host devices from 0: the stage's rank, then its devices there.
-    int64_t first = (st.stage % (pp.pp / ranks)) * group, last = first + group - 1;
-    std::string where_stage = group == 1 ? fmt::format("{}", first) : fmt::format("{}-{}", first, last);
-    if (over) where_stage = fmt::format("r{}:{}", st.rank, where_stage);
+    // Over MPI a rank numbers its host devices from 0: the stage's rank(s), then its devices there.
+    const int64_t on_rank = group / st.ranks.count;  // the stage's devices on each of its ranks
+    int64_t first = ranks_per_stage > 1 ? 0 : (st.stage % (pp.pp / ranks)) * group, last = first + on_rank - 1;
+    std::string where_stage = on_rank == 1 ? fmt::format("{}", first) : fmt::format("{}-{}", first, last);
+    if (over)
+      where_stage = st.ranks.count == 1
+                        ? fmt::format("r{}:{}", st.ranks.first, where_stage)
+                        : fmt::format("r{}-{}:{}", st.ranks.first, st.ranks.first + st.ranks.count - 1, where_stage);
     out << fmt::format("  {:>5}  {:<8}  {:<16}  {:>12}  {:>15}  {:>22}  {:>5.1f}%\n", st.stage, where_stage,
                        stage_layers(model.config().layers, schedule.virtual_stages(), st.virtual_stages),
                        support::format_bytes(st.parameter_bytes_per_device),

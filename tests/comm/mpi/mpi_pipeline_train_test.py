@@ -3,7 +3,8 @@
 against the same pipeline on host devices. Every step's loss (written exactly by --losses) is
 bitwise the same, and only rank 0 prints. With --fault instead: rank 0 cannot write --losses and
 leaves; the rank waiting for its activations stops at once naming rank 0, and the job exits
-non-zero well within the timeout."""
+non-zero well within the timeout (with stages on rank pairs, rank 0's stage peer rank 1 stops too,
+naming rank 0, in whatever it waits for: a collective of the stage, or a transfer)."""
 import argparse
 import os
 import re
@@ -45,6 +46,8 @@ with tempfile.TemporaryDirectory() as tmp:
             problems.append("rank 0 did not print its error")
         if not re.search(r"from stage 0 \(on rank 0\): .*rank 0 exited before sending it", mpi.stdout):
             problems.append("no rank named rank 0 as the one that left")
+        if args.np == 4 and "dp=2" in args.plan and not re.search(r"on rank 1\b.*rank 0 exited", mpi.stdout):
+            problems.append("rank 1, on stage 0 with rank 0, did not name rank 0 as the one that left")
         if printed_losses(mpi.stdout):
             problems.append("a step was printed though rank 0 failed before the first")
     else:
@@ -58,12 +61,16 @@ with tempfile.TemporaryDirectory() as tmp:
             expect_printed_once(mpi.stdout, ("tessera train:", f"step {STEPS}/{STEPS}", "per stage (", "pipeline bubble over"), problems)
             stages = int(re.match(r"pp=([0-9]+)", args.plan).group(1))
             where = f"plan {args.plan} on {args.np} MPI ranks ("
-            if where not in mpi.stdout or f"{stages // args.np} stage" not in mpi.stdout:
-                problems.append(f"no '{where}... {stages // args.np} stage(s) per rank' in the header")
-            # The table names each stage's rank: stage s on rank s * np / P.
+            # Whole stages per rank (np divides P), or each stage on np / P ranks (P divides np).
+            per_stage = args.np // stages if args.np > stages else 0
+            layout = f"{per_stage} ranks per stage" if per_stage else f"{stages // args.np} stage"
+            if where not in mpi.stdout or layout not in mpi.stdout:
+                problems.append(f"no '{where}... {layout}' in the header")
+            # The table names each stage's ranks: stage s on rank s * np / P, or ranks s * k .. s * k + k - 1.
             for s in range(stages):
-                if not re.search(rf"^ +{s}  r{s * args.np // stages}:", mpi.stdout, re.M):
-                    problems.append(f"the per-stage table does not put stage {s} on rank {s * args.np // stages}")
+                ranks = f"r{s * per_stage}-{s * per_stage + per_stage - 1}" if per_stage else f"r{s * args.np // stages}"
+                if not re.search(rf"^ +{s}  {ranks}:", mpi.stdout, re.M):
+                    problems.append(f"the per-stage table does not put stage {s} on {ranks}")
 
 for p in problems:
     print("FAIL:", p)
