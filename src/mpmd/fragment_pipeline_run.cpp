@@ -141,6 +141,7 @@ void FragmentPipeline::compile_fragments() {
       runtime::SessionOptions so;
       so.fast_kernels = options_.fast_kernels;
       so.timeout = options_.transfer_timeout;
+      so.profile = options_.profile;
       c.sessions.push_back(std::make_unique<runtime::Session>(runtime::Session::host(mesh_->num_devices(), so)));
     }
   for (const Fragment& f : plan_.fragments) {
@@ -275,6 +276,7 @@ FragmentPipelineRun FragmentPipeline::run(const CompiledSchedule& compiled, cons
     interp::Options exec_options;  // the fragments' ops on this stage's track when tracing
     exec_options.trace = inputs.trace;
     exec_options.trace_device = static_cast<int64_t>(st);
+    exec_options.profile = options_.profile;
     auto keep = [&](size_t id, ShardedBuffer v) {
       held += bytes_of(v);
       if (saved.count(id)) held_saved += bytes_of(v);

@@ -141,7 +141,7 @@ int main(int argc, char** argv) {
   train->add_option("--seed", tc.seed, "Initialisation and data seed")->capture_default_str();
   train->add_option("--corpus", tc.corpus, "Text file or directory (default: Debian's fortunes)");
   train->add_option("--save", tc.save, "Checkpoint directory: each save adds step-<N>/ and then points DIR/latest at it");
-  train->add_option("--resume", tc.resume, "Checkpoint to start from: a --save directory (its latest) or a step directory (any plan or device count)");
+  train->add_option("--resume", tc.resume, "Checkpoint to start from: a --save directory (its latest) or a step directory (any plan, pipelines included, or device count)");
   train->add_option("--save-every", tc.save_every, "Also save every N steps (needs --save)")
       ->check(CLI::PositiveNumber);
   train->add_option("--keep", tc.keep, "Checkpoints kept in the --save directory (the newest)")
@@ -158,7 +158,7 @@ int main(int argc, char** argv) {
   auto* bar_flag = train->add_flag("--progress-bar", bar_on, "Draw the progress bar even when stdout is not a terminal");
   train->add_flag("--no-progress-bar", bar_off, "Print a line per tenth of the run instead of a bar")->excludes(bar_flag);
   train->add_flag("--dry-run", tc.dry_run, "Print the memory each device will hold and stop (a run that cannot fit is refused)");
-  train->add_flag("--profile", tc.profile, "Print the time spent per op kind");
+  train->add_flag("--profile", tc.profile, "Print the time spent per op kind (pp plans: and per stage in F, B, W)");
   train->add_option("--trace", tc.trace, "Write a Chrome trace-event JSON (Perfetto): a track per device, a span per op, "
                     "collective and pipeline action");
   train->add_option("--trace-svg", tc.trace_svg, "Draw the trace's timeline as SVG");
