@@ -163,12 +163,16 @@ int main(int argc, char** argv) {
                     "collective and pipeline action");
   train->add_option("--trace-svg", tc.trace_svg, "Draw the trace's timeline as SVG");
   train->add_flag("--remat", tc.remat, "Recompute element-wise activations in the backward pass");
-  train->add_option("--schedule", tc.schedule, "Pipeline schedule (pp plans): gpipe, 1f1b, interleaved or zb-h1")
+  auto* train_schedule = train->add_option("--schedule", tc.schedule, "Pipeline schedule (pp plans): gpipe, 1f1b, interleaved or zb-h1")
       ->capture_default_str();
-  train->add_option("--microbatches", tc.microbatches, "Microbatches per step (pp plans)")
+  auto* train_microbatches = train->add_option("--microbatches", tc.microbatches, "Microbatches per step (pp plans)")
       ->capture_default_str()->check(CLI::PositiveNumber);
-  train->add_option("--virtual", tc.virtual_stages, "Virtual stages per stage (pp plans, interleaved)")
+  auto* train_virtual = train->add_option("--virtual", tc.virtual_stages, "Virtual stages per stage (pp plans, interleaved)")
       ->capture_default_str()->check(CLI::PositiveNumber);
+  train->add_option("--schedule-csv", tc.schedule_csv,
+                    "Your own pipeline schedule (pp plans), as PyTorch's pipelining _load_csv reads it (compute_only): a "
+                    "row per stage, a column per time step, cells like 1F0, 0B2, 1I3, 0W1; validated first")
+      ->excludes(train_schedule)->excludes(train_microbatches)->excludes(train_virtual);
   train->add_option("--schedule-svg", tc.schedule_svg, "Write the last step's measured pipeline timeline as SVG");
   auto* bench = app.add_subcommand("bench", "Time collectives against OpenMPI's and memcpy (nccl-tests' bandwidths)");
   tessera::tools::BenchCommand bc;

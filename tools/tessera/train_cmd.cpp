@@ -140,6 +140,7 @@ int train_command(const TrainCommand& c, std::ostream& out_stream) {
   if (c.plan.find("pp=") != std::string::npos)
     return train_pipeline(c, out_stream, text, corpus_path, model);
   if (!c.schedule_svg.empty()) fail("--schedule-svg {}: needs a pipeline plan (--plan pp=P...)", c.schedule_svg);
+  if (!c.schedule_csv.empty()) fail("--schedule-csv {}: needs a pipeline plan (--plan pp=P...)", c.schedule_csv);
   check_checkpoint_options(c);
   // With --eval-every the last 10 % of the corpus is held out: it is never trained on.
   std::optional<CorpusSplit> split;

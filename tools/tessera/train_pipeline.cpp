@@ -30,6 +30,7 @@
 #include "mpmd/generate.h"
 #include "mpmd/simulate.h"
 #include "mpmd/svg.h"
+#include "mpmd/torch_csv.h"
 #include "exec/executable.h"
 #include "nn/capture.h"
 #include "nn/model.h"
@@ -163,10 +164,21 @@ int train_pipeline(const TrainCommand& c, std::ostream& out_stream, const std::s
     fail("--accumulate {}: a pipeline plan splits the batch into --microbatches instead", c.accumulate);
   check_checkpoint_options(c);
   mpmd::Schedule schedule;
-  try {
-    schedule = mpmd::generate(mpmd::parse_schedule_kind(c.schedule), pp.pp, c.microbatches, c.virtual_stages);
-  } catch (const support::UserError& e) {
-    fail("--schedule {} --microbatches {} --virtual {}: {}", c.schedule, c.microbatches, c.virtual_stages, e.what());
+  if (!c.schedule_csv.empty()) {  // a user's own, in PyTorch's form: its rows, virtual stages and microbatches
+    try {
+      schedule = mpmd::load_torch_csv(c.schedule_csv);
+    } catch (const support::UserError& e) {
+      fail("--schedule-csv: {}", e.what());
+    }
+    if (schedule.stages != pp.pp)
+      fail("--schedule-csv {}: {} rows (one per stage), --plan {} has {} stages", c.schedule_csv, schedule.stages,
+           c.plan, pp.pp);
+  } else {
+    try {
+      schedule = mpmd::generate(mpmd::parse_schedule_kind(c.schedule), pp.pp, c.microbatches, c.virtual_stages);
+    } catch (const support::UserError& e) {
+      fail("--schedule {} --microbatches {} --virtual {}: {}", c.schedule, c.microbatches, c.virtual_stages, e.what());
+    }
   }
   if (c.remat)
     fail("--remat: a pipeline plan keeps each stage's forward activations for its backward; rematerialization is not "
@@ -186,7 +198,7 @@ int train_pipeline(const TrainCommand& c, std::ostream& out_stream, const std::s
     trainer = std::make_unique<mpmd::FragmentTrainer>(model, schedule, nn::init_parameters(model.config(), c.seed),
                                                       adam, stage_plan(pp), over, options);
   } catch (const support::UserError& e) {
-    fail("--plan {} --microbatches {}: {}", c.plan, c.microbatches, e.what());
+    fail("--plan {} --microbatches {}: {}", c.plan, schedule.microbatches, e.what());
   }
   const nn::Config& cfg = model.config();
   const std::vector<nn::ParamSpec>& specs = trainer->model_step().parameters;
@@ -233,7 +245,7 @@ int train_pipeline(const TrainCommand& c, std::ostream& out_stream, const std::s
                         : fmt::format("{} host devices ({} stages x {})", devices, pp.pp, group);
   out << fmt::format("tessera train: {} parameters, plan {} on {}, schedule {}, {} microbatches, batch {}x{}, {} steps, "
                      "corpus {} ({})\n",
-                     nn::parameter_count(model.config()), c.plan, where, schedule.name, c.microbatches, c.batch, c.seq,
+                     nn::parameter_count(model.config()), c.plan, where, schedule.name, schedule.microbatches, c.batch, c.seq,
                      c.steps, corpus_path, support::format_bytes(static_cast<int64_t>(text.size())));
   if (resumed) out << fmt::format("resuming from {} at step {}\n", resumed->directory(), first_step);
   resumed.reset();  // restored: its files need not stay open while training
@@ -393,7 +405,7 @@ int train_pipeline(const TrainCommand& c, std::ostream& out_stream, const std::s
   // The per-stage table: what each device of a stage's group holds, and what the stage did.
   out << fmt::format("\nper stage ({} stages x {} host device{}{}, plan {}, schedule {}, {} microbatches, {}):\n", pp.pp,
                      group, group == 1 ? "" : "s", over ? fmt::format(" on {} MPI ranks", ranks) : "",
-                     c.plan, schedule.name, c.microbatches, "activations saved");
+                     c.plan, schedule.name, schedule.microbatches, "activations saved");
   out << fmt::format("  {:>5}  {:<8}  {:<16}  {:>12}  {:>15}  {:>22}  {:>6}\n", "stage", "devices", "layers",
                      "params/dev", "optimizer/dev", "peak saved activations", "busy");
   for (const StageSummary& st : summaries) {
@@ -451,7 +463,7 @@ int train_pipeline(const TrainCommand& c, std::ostream& out_stream, const std::s
     std::ofstream svg(c.schedule_svg);
     svg << mpmd::timeline_svg(schedule, mpmd::measured_simulation(schedule, last),
                               fmt::format("{} P={} M={}: measured, step {} (ms)", schedule.name, pp.pp,
-                                          c.microbatches, last_step));
+                                          schedule.microbatches, last_step));
     if (!svg) fail("--schedule-svg {}: cannot write the file", c.schedule_svg);
     out << fmt::format("measured timeline of step {} written to {}\n", last_step, c.schedule_svg);
   }
