@@ -188,22 +188,26 @@ TEST(TrainPipeline, ClipNormAndLrScheduleEqualFsdp) {
     c.weight_decay = 0.1;
     return c;
   };
-  const std::string a = run(options(pipeline(corpus), "pp.txt"));
   const std::string b = run(options(fsdp(corpus), "fsdp.txt"));
-  const std::vector<double> got = read_losses(dir.path / "pp.txt"), want = read_losses(dir.path / "fsdp.txt");
-  ASSERT_EQ(got.size(), 5u) << a;
+  const std::vector<double> want = read_losses(dir.path / "fsdp.txt");
   ASSERT_EQ(want.size(), 5u) << b;
-  EXPECT_NE(a.find("step 1/5  loss"), std::string::npos) << a;
-  EXPECT_GT(field_at(a, 1, "norm"), 0.5) << a;
-  EXPECT_EQ(field_at(a, 1, "lr"), 5e-3) << a;  // warmup: step 1 at lr / 2
-  for (int64_t t = 1; t <= 5; ++t) {
-    const size_t i = static_cast<size_t>(t - 1);
-    EXPECT_TRUE(close(got[i], want[i])) << "step " << t << ": " << got[i] << ", fsdp " << want[i];
-    // The norm is printed to 4 decimals: one unit of the last one more.
-    const double norm = field_at(a, t, "norm"), norm_fsdp = field_at(b, t, "norm");
-    EXPECT_TRUE(std::abs(norm - norm_fsdp) <= 1e-4 + kCrossPlan * norm_fsdp)
-        << "step " << t << ": norm " << field_at(a, t, "norm") << ", fsdp " << field_at(b, t, "norm");
-    EXPECT_EQ(field_at(a, t, "lr"), field_at(b, t, "lr")) << "step " << t;
+  for (const char* plan : {"pp=2", "pp=2,tp=2"}) {  // one-device stages, and stages whose gradients are split
+    SCOPED_TRACE(plan);
+    const std::string a = run(options(pipeline(corpus, plan), "pp.txt"));
+    const std::vector<double> got = read_losses(dir.path / "pp.txt");
+    ASSERT_EQ(got.size(), 5u) << a;
+    EXPECT_NE(a.find("step 1/5  loss"), std::string::npos) << a;
+    EXPECT_GT(field_at(a, 1, "norm"), 0.5) << a;
+    EXPECT_EQ(field_at(a, 1, "lr"), 5e-3) << a;  // warmup: step 1 at lr / 2
+    for (int64_t t = 1; t <= 5; ++t) {
+      const size_t i = static_cast<size_t>(t - 1);
+      EXPECT_TRUE(close(got[i], want[i])) << "step " << t << ": " << got[i] << ", fsdp " << want[i];
+      // The norm is printed to 4 decimals: one unit of the last one more.
+      const double norm = field_at(a, t, "norm"), norm_fsdp = field_at(b, t, "norm");
+      EXPECT_TRUE(std::abs(norm - norm_fsdp) <= 1e-4 + kCrossPlan * norm_fsdp)
+          << "step " << t << ": norm " << field_at(a, t, "norm") << ", fsdp " << field_at(b, t, "norm");
+      EXPECT_EQ(field_at(a, t, "lr"), field_at(b, t, "lr")) << "step " << t;
+    }
   }
 }
 

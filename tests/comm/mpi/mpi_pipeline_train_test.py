@@ -6,7 +6,8 @@ leaves; the rank waiting for its activations stops at once naming rank 0, and th
 non-zero well within the timeout. With --checkpoint: 3 steps saved over MPI (rank 0 writes the
 device files from every rank's stages' pieces) give the same files, byte for byte, as the same save
 on host devices; resumed over MPI (each rank reading its own stages' pieces) and on host devices,
-steps 4 and 5 are bitwise the unbroken run's."""
+steps 4 and 5 are bitwise the unbroken run's (with clipping, whose norm sums every rank's stages,
+and a cosine schedule, which continues)."""
 import argparse
 import os
 import re
@@ -52,9 +53,11 @@ with tempfile.TemporaryDirectory() as tmp:
         if printed_losses(mpi.stdout):
             problems.append("a step was printed though rank 0 failed before the first")
     elif args.checkpoint:
-        host, _ = run([args.tessera, *common, "--losses", os.path.join(tmp, "host.txt")])
         at = common.index("--steps")
         common = common[:at] + common[at + 2:]  # each run below sets its own
+        # The schedule and the clipping continue across the resume; the norm is summed over ranks.
+        common += ["--clip-norm", "0.5", "--lr-schedule", "cosine", "--warmup", "2", "--lr-steps", str(STEPS)]
+        host, _ = run([args.tessera, *common, "--steps", str(STEPS), "--losses", os.path.join(tmp, "host.txt")])
         mpi_args = [*MPIRUN, args.tessera, *common, "--backend", "mpi"]
         first = ["--steps", "3"]
         saved = [run([*mpi_args, *first, "--save", os.path.join(tmp, "mpi_ckpt")])[0],
