@@ -73,6 +73,9 @@ struct FragmentPipelineOptions {
   // other ranks' stages may be null in RunInputs, and results computed elsewhere come back empty
   // (ShardedBuffer without pieces). A rank that fails tells the others (report_failure). Not owned.
   Ranks* ranks = nullptr;
+  // When set: every fragment's ops add their time per op kind to it (interp::Profile, summed over
+  // the stages' devices; its own mutex serializes the stages). Not owned.
+  interp::Profile* profile = nullptr;
 };
 
 // What a fragment is to a schedule.

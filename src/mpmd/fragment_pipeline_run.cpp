@@ -174,6 +174,7 @@ void FragmentPipeline::compile_fragments() {
       runtime::SessionOptions so;
       so.fast_kernels = options_.fast_kernels;
       so.timeout = options_.transfer_timeout;
+      so.profile = options_.profile;
       const StageRanks sr = ranks ? stage_ranks(s, stages_, ranks->size()) : StageRanks{};
       if (sr.count > 1 && sr.contains(ranks->rank())) {
         c.sessions.push_back(ranks->stage_session(sr.first, sr.count, mesh_->num_devices() / sr.count, so));
@@ -347,6 +348,7 @@ FragmentPipelineRun FragmentPipeline::run(const CompiledSchedule& compiled, cons
     interp::Options exec_options;  // the fragments' ops on this stage's track when tracing
     exec_options.trace = inputs.trace;
     exec_options.trace_device = static_cast<int64_t>(st);
+    exec_options.profile = options_.profile;
     auto keep = [&](size_t id, ShardedBuffer v) {
       held += bytes_of(v);
       if (saved.count(id)) held_saved += bytes_of(v);

@@ -3,7 +3,9 @@
 // stage's update.
 #include "mpmd/fragment_trainer.h"
 
+#include <algorithm>
 #include <chrono>
+#include <cmath>
 
 #include "exec/executable.h"
 #include "comm/mpi_wire.h"
@@ -28,11 +30,13 @@ bool splits_backward(const Schedule& s) {
 
 FragmentTrainer::FragmentTrainer(const nn::CausalLM& model, Schedule schedule,
                                  const std::vector<ir::Literal>& parameters, nn::AdamW adamw,
-                                 const std::optional<nn::ShardingPlan>& stage_plan, Ranks* ranks)
+                                 const std::optional<nn::ShardingPlan>& stage_plan, Ranks* ranks,
+                                 FragmentTrainerOptions options)
     : step_(mpmd::model_step(model, schedule.stages * schedule.virtual_per_stage, schedule.microbatches, stage_plan)),
       schedule_(std::move(schedule)),
       adamw_(std::move(adamw)),
-      ranks_(ranks) {
+      ranks_(ranks),
+      options_(options) {
   const std::vector<nn::ParamSpec>& specs = step_.parameters;
   if (parameters.size() != specs.size())
     support::fail("pipeline trainer: {} parameters given, the model has {}", parameters.size(), specs.size());
@@ -44,6 +48,7 @@ FragmentTrainer::FragmentTrainer(const nn::CausalLM& model, Schedule schedule,
   o.split_backward = splits_backward(schedule_);
   if (stage_plan) o.stage_mesh = stage_plan->mesh.name;
   o.ranks = ranks;
+  o.profile = options_.profile;
   pipeline_ = std::make_unique<FragmentPipeline>(*step_.module, step_.step(), step_.virtual_stages, schedule_.stages, o);
   compiled_ = pipeline_->compile(schedule_);
 
@@ -72,6 +77,10 @@ FragmentTrainer::FragmentTrainer(const nn::CausalLM& model, Schedule schedule,
         for (size_t i : s.parameters)
           group->push_back(f.param(ir::Type(dtype, specs[i].shape), step_.step().arg_sharding(i)));
       ir::Tensor scalars = f.param(ir::Type(dtype, {3}));
+      if (options_.clip_norm > 0) {  // clip_grad_norm_'s coefficient, from every stage's gradients
+        ir::Tensor coef = f.param(ir::Type(dtype, {}));
+        for (ir::Tensor& x : g) x = x * coef;
+      }
       std::vector<ir::Tensor> out_p, out_m, out_v;
       for (size_t k = 0; k < s.parameters.size(); ++k) {
         nn::AdamWState next =
@@ -179,6 +188,8 @@ const FragmentPipelineRun& FragmentTrainer::step(const ir::Literal& tokens, cons
   // AdamW on every stage at once, each on its own parameters, moments and gradients.
   ++steps_;
   const ir::Literal scalars = nn::adamw_scalars_literal(adamw_, steps_, lr.value_or(adamw_.lr), dtype_);
+  std::optional<ir::Literal> coef;  // with clipping: the update program's last input
+  if (options_.clip_norm > 0) coef = ir::Literal::scalar(dtype_, clip_coefficient());
   const auto start = std::chrono::steady_clock::now();
   support::run_concurrently(stages_.size(), [&](size_t st) {
     Stage& s = stages_[st];
@@ -199,6 +210,7 @@ const FragmentPipelineRun& FragmentTrainer::step(const ir::Literal& tokens, cons
                            : reshard(g, mesh, want[3 * k + j], mesh, local, session));
       }
       args.push_back(s.program->stage(4 * k, scalars));
+      if (coef) args.push_back(s.program->stage(4 * k + 1, *coef));
       std::vector<runtime::ShardedBuffer> out = s.program->execute(args);
       for (size_t j = 0; j < k; ++j) {
         s.p[j] = std::move(out[j]);
@@ -212,7 +224,9 @@ const FragmentPipelineRun& FragmentTrainer::step(const ir::Literal& tokens, cons
       for (runtime::ShardedBuffer& x : *group) args.push_back(std::move((*x.pieces)[0]));
     for (size_t i : s.parameters) args.push_back(std::move((*last_.values[1 + i].pieces)[0]));
     args.push_back(scalars);
+    if (coef) args.push_back(*coef);
     interp::Options options;  // the update's ops, and the update itself, on the stage's track
+    options.profile = options_.profile;
     options.trace = trace_;
     options.trace_device = static_cast<int64_t>(st);
     const int64_t begin = trace_ ? trace_->now_ns() : 0;
@@ -228,6 +242,76 @@ const FragmentPipelineRun& FragmentTrainer::step(const ir::Literal& tokens, cons
   });
   update_ms_ = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   return last_;
+}
+
+// clip_grad_norm_'s coefficient for the last run's gradients: each stage's sum of squares (in
+// double, in parameter order), the stages' sums added in stage order, so that every rank and a
+// run on host devices get the same norm.
+double FragmentTrainer::clip_coefficient() {
+  std::vector<double> squares(stages_.size(), 0.0);
+  for (size_t i = 0; i < where_.size(); ++i) {
+    const size_t st = where_[i].first;
+    if (stages_[st].p.empty()) continue;  // another rank's
+    const ir::Literal g = pipeline_->whole(last_.values[1 + i]);
+    for (int64_t e = 0; e < g.num_elements(); ++e) squares[st] += g.get_double(e) * g.get_double(e);
+  }
+  if (ranks_) {
+    std::vector<std::byte> mine;
+    for (size_t st = 0; st < stages_.size(); ++st)
+      if (pipeline_->runs_here(static_cast<int64_t>(st))) {
+        comm::wire::put<uint64_t>(mine, st);
+        comm::wire::put<double>(mine, squares[st]);
+      }
+    for (const std::vector<std::byte>& payload : ranks_->exchange("pipeline gradient norm", mine)) {
+      comm::wire::Reader r(payload);
+      while (!r.done()) {
+        auto st = static_cast<size_t>(r.get<uint64_t>());
+        squares.at(st) = r.get<double>();
+      }
+    }
+  }
+  double total = 0;
+  for (double x : squares) total += x;
+  grad_norm_ = std::sqrt(total);
+  return std::min(options_.clip_norm / (grad_norm_ + 1e-6), 1.0);
+}
+
+const runtime::ShardedBuffer& FragmentTrainer::state(size_t i, int kind) const {
+  if (i >= where_.size() || kind < 0 || kind > 2)
+    support::fail("pipeline trainer: no state {} of parameter {} (the model has {})", kind, i, where_.size());
+  static const runtime::ShardedBuffer kNone;  // another rank's stage
+  const Stage& s = stages_[where_[i].first];
+  if (s.p.empty()) return kNone;
+  const std::vector<runtime::ShardedBuffer>& group = kind == 0 ? s.p : kind == 1 ? s.m : s.v;
+  return group[where_[i].second];
+}
+
+void FragmentTrainer::restore(const StateReader& read, int64_t steps) {
+  if (steps < 0) support::fail("pipeline trainer: restored at step {}, which is negative", steps);
+  for (Stage& s : stages_) {
+    const size_t k = s.parameters.size();
+    if (s.p.size() != k) continue;  // another rank's stage
+    for (int kind = 0; kind < 3; ++kind) {
+      std::vector<runtime::ShardedBuffer>& group = kind == 0 ? s.p : kind == 1 ? s.m : s.v;
+      for (size_t j = 0; j < k; ++j) {
+        const size_t i = s.parameters[j];
+        const std::vector<int64_t>& shape = step_.parameters[i].shape;
+        if (s.program) {
+          group[j] = s.program->stage_pieces(kind * k + j, [&](const std::vector<int64_t>& start,
+                                                                const std::vector<int64_t>& extent) {
+            return read(i, kind, start, extent);
+          });
+        } else {
+          ir::Literal whole = read(i, kind, std::vector<int64_t>(shape.size(), 0), shape);
+          if (whole.type() != ir::Type(dtype_, shape))
+            support::fail("pipeline trainer: state {} of parameter {} ('{}') read as {}, the model needs {}", kind, i,
+                          step_.parameters[i].name, ir::to_string(whole.type()), ir::to_string(ir::Type(dtype_, shape)));
+          group[j] = whole_buffer(std::move(whole));
+        }
+      }
+    }
+  }
+  steps_ = steps;
 }
 
 std::vector<ir::Literal> FragmentTrainer::parameters() const {

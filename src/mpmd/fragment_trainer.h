@@ -24,6 +24,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -41,13 +42,25 @@ class RunContext;
 
 namespace tessera::mpmd {
 
+// What a trainer does besides the schedule and AdamW (tools' --clip-norm and --profile).
+struct FragmentTrainerOptions {
+  // > 0: the gradients are clipped to this global norm before the update, as
+  // torch.nn.utils.clip_grad_norm_ (and nn::TrainingStep::clipped) clip them: norm = sqrt of the sum
+  // over every parameter of every stage of its gradient's squares (each stage's sum computed where
+  // the stage runs, in double; over ranks, summed across them), every gradient times
+  // min(1, clip_norm / (norm + 1e-6)) inside each stage's update program.
+  double clip_norm = 0;
+  // Time per op kind of every fragment and update (FragmentPipelineOptions::profile). Not owned.
+  interp::Profile* profile = nullptr;
+};
+
 class FragmentTrainer {
  public:
   // `parameters` in parameter_specs order (the step-0 values). The schedule's stages ×
   // virtual_per_stage pieces must divide the layers and its microbatches the batch (UserError).
   FragmentTrainer(const nn::CausalLM& model, Schedule schedule, const std::vector<ir::Literal>& parameters,
                   nn::AdamW adamw, const std::optional<nn::ShardingPlan>& stage_plan = std::nullopt,
-                  Ranks* ranks = nullptr);
+                  Ranks* ranks = nullptr, FragmentTrainerOptions options = {});
   ~FragmentTrainer();
   FragmentTrainer(const FragmentTrainer&) = delete;
   FragmentTrainer& operator=(const FragmentTrainer&) = delete;
@@ -63,6 +76,20 @@ class FragmentTrainer {
                                   std::optional<double> lr = std::nullopt);
 
   int64_t steps_taken() const { return steps_; }
+  // The last step's global gradient norm before clipping (clip_norm > 0 only; 0 otherwise).
+  double last_grad_norm() const { return grad_norm_; }
+
+  // Checkpoints. The state of parameter i where its stage holds it (kind 0: the parameter, 1 and
+  // 2: AdamW's m and v): its pieces on the stage's devices, laid out on stage_mesh() by its
+  // sharding there, or one whole piece on a one-device stage; over ranks, no pieces when another
+  // rank's stage holds it.
+  const runtime::ShardedBuffer& state(size_t i, int kind) const;
+  // Replaces the parameters and moments of this process's stages, each piece made alone by
+  // `read(i, kind, start, extent)` (the box [start, start + extent) of parameter i's state `kind`),
+  // and sets the steps taken to `steps`: the next step is step steps + 1 (AdamW's bias corrections).
+  using StateReader = std::function<ir::Literal(size_t i, int kind, const std::vector<int64_t>& start,
+                                                const std::vector<int64_t>& extent)>;
+  void restore(const StateReader& read, int64_t steps);
   const Schedule& schedule() const { return schedule_; }
   const FragmentPipeline& pipeline() const { return *pipeline_; }
   const CompiledSchedule& compiled() const { return compiled_; }
@@ -101,7 +128,10 @@ class FragmentTrainer {
   std::vector<std::pair<size_t, size_t>> where_;  // per parameter: (stage, slot in it)
   Ranks* ranks_ = nullptr;
   int64_t steps_ = 0;
+  FragmentTrainerOptions options_;
+  double grad_norm_ = 0;
   FragmentPipelineRun last_;
+  double clip_coefficient();
   void share_measurements();
   double update_ms_ = 0;
 };

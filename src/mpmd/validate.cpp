@@ -30,7 +30,7 @@ Key compute_key(ActionKind kind, int64_t mb, int64_t vs) { return {kind, Payload
 
 class Validator {
  public:
-  explicit Validator(const Schedule& s) : s_(s) {}
+  Validator(const Schedule& s, const PlaceName& place) : s_(s), place_(place) {}
 
   void run() {
     check_sizes();
@@ -51,7 +51,9 @@ class Validator {
     }
   }
 
-  std::string at(int64_t stage, int64_t step, const Action& a) const { return describe_at(stage, step, a); }
+  std::string at(int64_t stage, int64_t step, const Action& a) const {
+    return place_ ? fmt::format("{} {}", place_(stage, step), describe(a)) : describe_at(stage, step, a);
+  }
   std::string at(const Place& p) const { return at(p.stage, p.step, action(p)); }
   const Action& action(const Place& p) const {
     return s_.actions[static_cast<size_t>(p.stage)][static_cast<size_t>(p.step)];
@@ -230,11 +232,12 @@ class Validator {
   }
 
   const Schedule& s_;
+  const PlaceName& place_;
   std::map<Key, Place> places_;
 };
 
 }  // namespace
 
-void validate(const Schedule& s) { Validator(s).run(); }
+void validate(const Schedule& s, const PlaceName& place) { Validator(s, place).run(); }
 
 }  // namespace tessera::mpmd

@@ -2,6 +2,9 @@
 // with a UserError that names the offending action and its place ("stage 1 step 4 F(mb 2, vs 1)").
 #pragma once
 
+#include <functional>
+#include <string>
+
 #include "mpmd/schedule.h"
 
 namespace tessera::mpmd {
@@ -19,6 +22,10 @@ namespace tessera::mpmd {
 //     gradient's producer (or RECV), W after BI, a SEND after the action producing its value;
 //  7. progress: executed in order with receives waiting for their sends, every stage finishes —
 //     a receive that comes before its matching send can ever run (a cycle) is refused.
-void validate(const Schedule& s);
+//
+// `place`, when given, names where an action comes from in messages instead of "stage 1 step 4"
+// (a file's row and column: torch_csv.h).
+using PlaceName = std::function<std::string(int64_t stage, int64_t step)>;
+void validate(const Schedule& s, const PlaceName& place = nullptr);
 
 }  // namespace tessera::mpmd

@@ -14,6 +14,7 @@
 
 #include "common/error_of.h"
 #include "common/temp_dir.h"
+#include "tools/train_test_util.h"
 #include "tools/tessera/train_cmd.h"
 #include "tools/tessera/train_data.h"
 
@@ -23,36 +24,6 @@ namespace {
 namespace fs = std::filesystem;
 
 using testing::TempDir;
-
-TrainCommand small(const fs::path& corpus) {
-  TrainCommand c;
-  c.corpus = corpus.string();
-  c.d_model = 32;
-  c.layers = 1;
-  c.heads = 4;
-  c.kv_heads = 2;
-  c.ffn = 64;
-  c.batch = 8;
-  c.seq = 16;
-  c.lr = 1e-2;
-  c.sample = 0;
-  c.progress_bar = false;
-  return c;
-}
-
-std::string corpus_text() {
-  std::string text;
-  for (int i = 0; i < 400; ++i) text += "the quick brown fox jumps over the lazy dog. ";
-  return text;
-}
-
-// The loss printed for step `t`.
-double loss_at(const std::string& out, int64_t t) {
-  std::regex line("step " + std::to_string(t) + "/[0-9]+  loss ([0-9.]+)");
-  std::smatch m;
-  EXPECT_TRUE(std::regex_search(out, m, line)) << out;
-  return m.empty() ? -1 : std::stod(m[1]);
-}
 
 TEST(TrainData, ABoxOfABatchIsTheSliceOfTheWholeBatch) {
   std::string text = corpus_text();
@@ -106,14 +77,6 @@ TEST(TrainCommand, FsdpCheckpointResumesUnderTensorParallelOnTwoDevices) {
   std::ostringstream c;
   ASSERT_EQ(train_command(resumed, c), 0);
   EXPECT_NEAR(loss_at(c.str(), 4), loss_at(a.str(), 4), 1e-4 * loss_at(a.str(), 4)) << c.str();
-}
-
-// The lines of a --losses file ("<step> <%.9g> <hex float>"), by step.
-std::vector<std::string> loss_lines(const fs::path& file) {
-  std::ifstream in(file);
-  std::vector<std::string> out;
-  for (std::string line; std::getline(in, line);) out.push_back(line);
-  return out;
 }
 
 // Issue #21: AdamW with weight decay (no-decay norms and embedding), warmup + cosine, clipping;
@@ -231,28 +194,6 @@ TEST(TrainCommand, ErrorsNameTheOption) {
   c.plan = "pp";
   e = testing::error_of([&] { train_command(c, out); });
   EXPECT_NE(e.find("--plan pp"), std::string::npos) << e;
-}
-
-// The losses a --losses file holds, by step.
-std::vector<double> read_losses(const fs::path& file) {
-  std::ifstream in(file);
-  std::vector<double> out;
-  int64_t step = 0;
-  double loss = 0;
-  std::string hex;
-  while (in >> step >> loss >> hex) out.push_back(loss);
-  return out;
-}
-
-// The same losses' bits (the hex column).
-std::vector<std::string> read_loss_bits(const fs::path& file) {
-  std::ifstream in(file);
-  std::vector<std::string> out;
-  int64_t step = 0;
-  double loss = 0;
-  std::string hex;
-  while (in >> step >> loss >> hex) out.push_back(hex);
-  return out;
 }
 
 TEST(TrainCommand, PipelineGivesTheLossesOfTheAccumulatedStep) {

@@ -141,7 +141,7 @@ int main(int argc, char** argv) {
   train->add_option("--seed", tc.seed, "Initialisation and data seed")->capture_default_str();
   train->add_option("--corpus", tc.corpus, "Text file or directory (default: Debian's fortunes)");
   train->add_option("--save", tc.save, "Checkpoint directory: each save adds step-<N>/ and then points DIR/latest at it");
-  train->add_option("--resume", tc.resume, "Checkpoint to start from: a --save directory (its latest) or a step directory (any plan or device count)");
+  train->add_option("--resume", tc.resume, "Checkpoint to start from: a --save directory (its latest) or a step directory (any plan, pipelines included, or device count)");
   train->add_option("--save-every", tc.save_every, "Also save every N steps (needs --save)")
       ->check(CLI::PositiveNumber);
   train->add_option("--keep", tc.keep, "Checkpoints kept in the --save directory (the newest)")
@@ -158,17 +158,21 @@ int main(int argc, char** argv) {
   auto* bar_flag = train->add_flag("--progress-bar", bar_on, "Draw the progress bar even when stdout is not a terminal");
   train->add_flag("--no-progress-bar", bar_off, "Print a line per tenth of the run instead of a bar")->excludes(bar_flag);
   train->add_flag("--dry-run", tc.dry_run, "Print the memory each device will hold and stop (a run that cannot fit is refused)");
-  train->add_flag("--profile", tc.profile, "Print the time spent per op kind");
+  train->add_flag("--profile", tc.profile, "Print the time spent per op kind (pp plans: and per stage in F, B, W)");
   train->add_option("--trace", tc.trace, "Write a Chrome trace-event JSON (Perfetto): a track per device, a span per op, "
                     "collective and pipeline action");
   train->add_option("--trace-svg", tc.trace_svg, "Draw the trace's timeline as SVG");
   train->add_flag("--remat", tc.remat, "Recompute element-wise activations in the backward pass");
-  train->add_option("--schedule", tc.schedule, "Pipeline schedule (pp plans): gpipe, 1f1b, interleaved or zb-h1")
+  auto* train_schedule = train->add_option("--schedule", tc.schedule, "Pipeline schedule (pp plans): gpipe, 1f1b, interleaved or zb-h1")
       ->capture_default_str();
-  train->add_option("--microbatches", tc.microbatches, "Microbatches per step (pp plans)")
+  auto* train_microbatches = train->add_option("--microbatches", tc.microbatches, "Microbatches per step (pp plans)")
       ->capture_default_str()->check(CLI::PositiveNumber);
-  train->add_option("--virtual", tc.virtual_stages, "Virtual stages per stage (pp plans, interleaved)")
+  auto* train_virtual = train->add_option("--virtual", tc.virtual_stages, "Virtual stages per stage (pp plans, interleaved)")
       ->capture_default_str()->check(CLI::PositiveNumber);
+  train->add_option("--schedule-csv", tc.schedule_csv,
+                    "Your own pipeline schedule (pp plans), as PyTorch's pipelining _load_csv reads it (compute_only): a "
+                    "row per stage, a column per time step, cells like 1F0, 0B2, 1I3, 0W1; validated first")
+      ->excludes(train_schedule)->excludes(train_microbatches)->excludes(train_virtual);
   train->add_option("--schedule-svg", tc.schedule_svg, "Write the last step's measured pipeline timeline as SVG");
   auto* bench = app.add_subcommand("bench", "Time collectives against OpenMPI's and memcpy (nccl-tests' bandwidths)");
   tessera::tools::BenchCommand bc;

@@ -69,20 +69,6 @@ int64_t peak_rss_bytes() {
   return static_cast<int64_t>(u.ru_maxrss) * 1024;
 }
 
-// --save's directory, checked before training rather than after it: every part of the path
-// that exists must be a directory. Nothing is created yet, so every MPI rank checks alike.
-void check_save_target(const std::string& dir) {
-  for (fs::path p = dir; !p.empty(); p = p.parent_path()) {
-    std::error_code ec;
-    fs::file_status st = fs::status(p, ec);
-    if (fs::exists(st)) {
-      if (!fs::is_directory(st)) fail("--save {}: {} is not a directory", dir, p.string());
-      return;
-    }
-    if (p == p.parent_path()) return;
-  }
-}
-
 }  // namespace
 
 // Greedy-ish sampling (temperature 0.8) of `count` bytes after `prompt`, one forward per byte on
@@ -154,10 +140,8 @@ int train_command(const TrainCommand& c, std::ostream& out_stream) {
   if (c.plan.find("pp=") != std::string::npos)
     return train_pipeline(c, out_stream, text, corpus_path, model);
   if (!c.schedule_svg.empty()) fail("--schedule-svg {}: needs a pipeline plan (--plan pp=P...)", c.schedule_svg);
-  if (!c.save.empty()) check_save_target(c.save);
-  if (c.save_every > 0 && c.save.empty()) fail("--save-every {}: needs --save DIR to save into", c.save_every);
-  if (c.keep < 1) fail("--keep {}: at least the newest checkpoint is kept", c.keep);
-  if (c.eval_batches < 1) fail("--eval-batches {}: expected a positive number", c.eval_batches);
+  if (!c.schedule_csv.empty()) fail("--schedule-csv {}: needs a pipeline plan (--plan pp=P...)", c.schedule_csv);
+  check_checkpoint_options(c);
   // With --eval-every the last 10 % of the corpus is held out: it is never trained on.
   std::optional<CorpusSplit> split;
   if (c.eval_every > 0) split = split_corpus(text, c.seq, corpus_path);
@@ -219,10 +203,7 @@ int train_command(const TrainCommand& c, std::ostream& out_stream) {
   size_t np = programs.num_parameters();
   int64_t first_step = 1;
   std::optional<runtime::CheckpointReader> resumed;
-  std::vector<std::string> state_names;  // the checkpoint's names of parameters and moments
-  for (size_t i = 0; i < np; ++i) state_names.push_back(programs.parameters[i].name);
-  for (const char* kind : {"m.", "v."})
-    for (size_t i = 0; i < np; ++i) state_names.push_back(kind + programs.parameters[i].name);
+  const std::vector<std::string> state_names = checkpoint_state_names(programs.parameters);
   TESSERA_CHECK(programs.state_per_parameter == 2, "AdamW keeps m and v, not {} moments", programs.state_per_parameter);
   if (!c.resume.empty()) {
     try {
@@ -238,15 +219,7 @@ int train_command(const TrainCommand& c, std::ostream& out_stream) {
   if (resumed) {
     std::string warning = check_resume(c.resume, resumed->metadata(), cfg, schedule, split ? kHeldOutPercent : 0);
     if (!warning.empty() && rank0) std::cerr << warning << "\n";
-    // Every array the shape this model gives it: a checkpoint without recorded configuration
-    // (check_resume) is still refused when it cannot be this model's.
-    for (size_t i = 0; i < state_names.size(); ++i) {
-      ir::Type want(cfg.dtype, programs.parameters[i % np].shape);
-      if (!resumed->has(state_names[i])) fail("--resume {}: the checkpoint has no \"{}\"", c.resume, state_names[i]);
-      if (const ir::Type& got = resumed->type(state_names[i]); got != want)
-        fail("--resume {}: \"{}\" is {} in the checkpoint, this model's is {}", c.resume, state_names[i],
-             ir::to_string(got), ir::to_string(want));
-    }
+    check_checkpoint_arrays(c.resume, *resumed, state_names, programs.parameters, cfg.dtype);
   }
   // The step's inputs (nn::train_step_inputs' order: parameters, moments, step scalars, tokens,
   // targets), each rank making only its own devices' pieces: parameters by the counter-based

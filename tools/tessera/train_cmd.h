@@ -16,10 +16,12 @@
 //
 // A pipeline plan, --plan pp=P[,dp=D][,tp=T], cuts the model by layers into P stages on host
 // devices, each stage a group of D x T devices laid out data- and/or tensor-parallel, and trains
-// with a pipeline schedule over --microbatches (mpmd::PipelineTrainer: AdamW on every stage after
+// with a pipeline schedule over --microbatches (mpmd::FragmentTrainer: AdamW on every stage after
 // the schedule's backward). It prints the same progress and a per-stage table, the measured bubble
 // next to the simulator fed with the measured per-fragment times, and can draw the measured
-// timeline (--schedule-svg). With backend "mpi" the stages are spread over the N ranks (N divides
+// timeline (--schedule-svg). The learning-rate schedule, clipping (the global norm over every
+// stage), --eval-every, --profile and checkpoints work as under the other plans, in the same format
+// (a pipeline checkpoint resumes under fsdp and back). With backend "mpi" the stages are spread over the N ranks (N divides
 // P; stage s on rank s·N/P, each rank running its stages' D x T host devices): activations and
 // gradients cross between ranks as point-to-point messages, every rank gets every loss, and the
 // losses are bitwise those of the same pipeline on host devices.
@@ -69,6 +71,9 @@ struct TrainCommand {
   std::string schedule = "1f1b";  // gpipe | 1f1b | interleaved | zb-h1
   int64_t microbatches = 8;
   int64_t virtual_stages = 1;  // --virtual: virtual stages per stage (interleaved)
+  // --schedule-csv: a user's own schedule in PyTorch's compute_only CSV (mpmd/torch_csv.h), instead
+  // of --schedule, --microbatches and --virtual.
+  std::string schedule_csv;
   std::string schedule_svg;    // write the last step's measured timeline as SVG
   // Called after each step with its number and loss (the Python package's per-step callback).
   std::function<void(int64_t step, double loss)> on_step;

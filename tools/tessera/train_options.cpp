@@ -3,6 +3,8 @@
 
 #include <fmt/format.h>
 
+#include <filesystem>
+
 #include "support/error.h"
 
 namespace tessera::tools {
@@ -81,6 +83,42 @@ std::string check_resume(const std::string& resume, const std::map<std::string, 
            key, it->second, value, option.at(key));
   }
   return warning;
+}
+
+void check_checkpoint_options(const TrainCommand& c) {
+  namespace fs = std::filesystem;
+  for (fs::path p = c.save; !c.save.empty() && !p.empty(); p = p.parent_path()) {
+    std::error_code ec;
+    fs::file_status st = fs::status(p, ec);
+    if (fs::exists(st)) {
+      if (!fs::is_directory(st)) fail("--save {}: {} is not a directory", c.save, p.string());
+      break;
+    }
+    if (p == p.parent_path()) break;
+  }
+  if (c.save_every > 0 && c.save.empty()) fail("--save-every {}: needs --save DIR to save into", c.save_every);
+  if (c.keep < 1) fail("--keep {}: at least the newest checkpoint is kept", c.keep);
+  if (c.eval_batches < 1) fail("--eval-batches {}: expected a positive number", c.eval_batches);
+}
+
+std::vector<std::string> checkpoint_state_names(const std::vector<nn::ParamSpec>& parameters) {
+  std::vector<std::string> names;
+  for (const nn::ParamSpec& p : parameters) names.push_back(p.name);
+  for (const char* kind : {"m.", "v."})
+    for (const nn::ParamSpec& p : parameters) names.push_back(kind + p.name);
+  return names;
+}
+
+void check_checkpoint_arrays(const std::string& resume, const runtime::CheckpointReader& reader,
+                             const std::vector<std::string>& names, const std::vector<nn::ParamSpec>& parameters,
+                             ir::ElementType dtype) {
+  for (size_t i = 0; i < names.size(); ++i) {
+    ir::Type want(dtype, parameters[i % parameters.size()].shape);
+    if (!reader.has(names[i])) fail("--resume {}: the checkpoint has no \"{}\"", resume, names[i]);
+    if (const ir::Type& got = reader.type(names[i]); got != want)
+      fail("--resume {}: \"{}\" is {} in the checkpoint, this model's is {}", resume, names[i], ir::to_string(got),
+           ir::to_string(want));
+  }
 }
 
 }  // namespace tessera::tools

@@ -6,9 +6,12 @@
 
 #include <map>
 #include <string>
+#include <vector>
 
 #include "nn/config.h"
+#include "nn/model.h"
 #include "nn/optimizer.h"
+#include "runtime/checkpoint.h"
 #include "tools/tessera/train_cmd.h"
 
 namespace tessera::tools {
@@ -28,5 +31,20 @@ std::map<std::string, std::string> run_metadata(const nn::Config& config, const 
 // recorded) is accepted; the return value is then a warning to print (empty otherwise).
 std::string check_resume(const std::string& resume, const std::map<std::string, std::string>& saved,
                          const nn::Config& config, const nn::LrSchedule& schedule, int held_out_percent);
+
+// The checkpoint options of every plan, checked before training rather than after it: --save's
+// directory (every part of the path that exists must be a directory; nothing is created yet, so
+// every MPI rank checks alike), --save-every needing --save, --keep and --eval-batches.
+void check_checkpoint_options(const TrainCommand& c);
+
+// What a checkpoint names the parameters and AdamW's moments, in its order: every parameter's
+// name, then "m." and "v." before each (every plan saves and reads these, pipelines included).
+std::vector<std::string> checkpoint_state_names(const std::vector<nn::ParamSpec>& parameters);
+// UserError naming --resume unless the checkpoint holds every one of `names` with this model's
+// type (names[i] is parameters[i % P]'s); a checkpoint without recorded configuration
+// (check_resume) is still refused when it cannot be this model's.
+void check_checkpoint_arrays(const std::string& resume, const runtime::CheckpointReader& reader,
+                             const std::vector<std::string>& names, const std::vector<nn::ParamSpec>& parameters,
+                             ir::ElementType dtype);
 
 }  // namespace tessera::tools

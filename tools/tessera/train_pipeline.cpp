@@ -14,8 +14,10 @@
 #include <random>
 #include <optional>
 #include <set>
+#include <span>
 #include <thread>
 
+#include "comm/mpi_wire.h"
 #include "exec/accelerate.h"
 #include "interp/interpreter.h"
 #include "ir/builder.h"
@@ -28,8 +30,12 @@
 #include "mpmd/generate.h"
 #include "mpmd/simulate.h"
 #include "mpmd/svg.h"
+#include "mpmd/torch_csv.h"
+#include "exec/executable.h"
+#include "nn/capture.h"
 #include "nn/model.h"
 #include "nn/plan.h"
+#include "runtime/checkpoint.h"
 #include "support/error.h"
 #include "support/memory.h"
 #include "support/strings.h"
@@ -164,14 +170,23 @@ int train_pipeline(const TrainCommand& c, std::ostream& out_stream, const std::s
   }
   if (c.accumulate != 1)
     fail("--accumulate {}: a pipeline plan splits the batch into --microbatches instead", c.accumulate);
-  if (!c.save.empty() || !c.resume.empty()) fail("--save and --resume are not available with pipeline plans yet");
-  if (c.eval_every > 0 || c.save_every > 0) fail("--eval-every and --save-every are not available with pipeline plans yet");
-  if (c.profile) fail("--profile is not available with pipeline plans yet");
+  check_checkpoint_options(c);
   mpmd::Schedule schedule;
-  try {
-    schedule = mpmd::generate(mpmd::parse_schedule_kind(c.schedule), pp.pp, c.microbatches, c.virtual_stages);
-  } catch (const support::UserError& e) {
-    fail("--schedule {} --microbatches {} --virtual {}: {}", c.schedule, c.microbatches, c.virtual_stages, e.what());
+  if (!c.schedule_csv.empty()) {  // a user's own, in PyTorch's form: its rows, virtual stages and microbatches
+    try {
+      schedule = mpmd::load_torch_csv(c.schedule_csv);
+    } catch (const support::UserError& e) {
+      fail("--schedule-csv: {}", e.what());
+    }
+    if (schedule.stages != pp.pp)
+      fail("--schedule-csv {}: {} rows (one per stage), --plan {} has {} stages", c.schedule_csv, schedule.stages,
+           c.plan, pp.pp);
+  } else {
+    try {
+      schedule = mpmd::generate(mpmd::parse_schedule_kind(c.schedule), pp.pp, c.microbatches, c.virtual_stages);
+    } catch (const support::UserError& e) {
+      fail("--schedule {} --microbatches {} --virtual {}: {}", c.schedule, c.microbatches, c.virtual_stages, e.what());
+    }
   }
   if (c.remat)
     fail("--remat: a pipeline plan keeps each stage's forward activations for its backward; rematerialization is not "
@@ -180,19 +195,55 @@ int train_pipeline(const TrainCommand& c, std::ostream& out_stream, const std::s
   if (tracing && (group != 1 || over))
     fail("--trace: pipeline plans with device groups (dp, tp) per stage or MPI ranks record no trace yet; "
          "one-device stages on host devices (--plan pp=P) do");
-  // The stages' optimizer programs take a constant lr and see only their own gradients: no
-  // schedule and no global-norm clipping under pipeline plans yet.
   if (c.precision != "f32") fail("--precision {}: pipeline plans train in f32 for now", c.precision);
-  if (c.clip_norm > 0) fail("--clip-norm: not supported under pipeline plans yet (each stage sees only its own gradients)");
-  if (c.lr_schedule != "constant" || c.warmup > 0)
-    fail("--lr-schedule {} --warmup {}: pipeline plans train with a constant learning rate for now", c.lr_schedule, c.warmup);
   nn::AdamW adam = adamw_of(c);  // weight decay and no-decay groups as the other plans
+  interp::Profile profile;       // --profile: every fragment's and update's ops, per op kind
+  mpmd::FragmentTrainerOptions options;
+  options.clip_norm = c.clip_norm;  // the global norm over every stage's gradients
+  if (c.profile) options.profile = &profile;
   std::unique_ptr<mpmd::FragmentTrainer> trainer;
   try {
     trainer = std::make_unique<mpmd::FragmentTrainer>(model, schedule, nn::init_parameters(model.config(), c.seed),
-                                                      adam, stage_plan(pp), over);
+                                                      adam, stage_plan(pp), over, options);
   } catch (const support::UserError& e) {
-    fail("--plan {} --microbatches {}: {}", c.plan, c.microbatches, e.what());
+    fail("--plan {} --microbatches {}: {}", c.plan, schedule.microbatches, e.what());
+  }
+  const nn::Config& cfg = model.config();
+  const std::vector<nn::ParamSpec>& specs = trainer->model_step().parameters;
+  // With --eval-every the last 10 % of the corpus is held out, as under the other plans.
+  std::optional<CorpusSplit> split;
+  if (c.eval_every > 0) split = split_corpus(text, c.seq, corpus_path);
+  const int held_out = split ? kHeldOutPercent : 0;
+
+  // --resume: every stage reads its parameters and moments piece by piece from the checkpoint,
+  // whatever plan wrote it (the names and format every plan saves: runtime/checkpoint.h).
+  const std::vector<std::string> state_names = checkpoint_state_names(specs);
+  int64_t first_step = 1;
+  std::optional<runtime::CheckpointReader> resumed;
+  if (!c.resume.empty()) {
+    try {
+      resumed.emplace(c.resume);
+      first_step = resumed->read_whole("step").get_int(0) + 1;
+    } catch (const support::UserError& e) {
+      fail("--resume {}: {}", c.resume, e.what());
+    }
+  }
+  const int64_t last_step = first_step + c.steps - 1;
+  const nn::LrSchedule lr_schedule = schedule_of(c, last_step);
+  if (resumed) {
+    std::string warning = check_resume(c.resume, resumed->metadata(), cfg, lr_schedule, held_out);
+    if (!warning.empty() && rank0) std::cerr << warning << "\n";
+    check_checkpoint_arrays(c.resume, *resumed, state_names, specs, cfg.dtype);
+    const size_t np = specs.size();
+    try {
+      trainer->restore(
+          [&](size_t i, int kind, const std::vector<int64_t>& start, const std::vector<int64_t>& extent) {
+            return resumed->read(state_names[static_cast<size_t>(kind) * np + i], start, extent);
+          },
+          first_step - 1);
+    } catch (const support::UserError& e) {
+      fail("--resume {}: {}", c.resume, e.what());
+    }
   }
 
   const std::string where =
@@ -205,22 +256,142 @@ int train_pipeline(const TrainCommand& c, std::ostream& out_stream, const std::s
                         pp.pp / ranks == 1 ? "" : "s");
   out << fmt::format("tessera train: {} parameters, plan {} on {}, schedule {}, {} microbatches, batch {}x{}, {} steps, "
                      "corpus {} ({})\n",
-                     nn::parameter_count(model.config()), c.plan, where, schedule.name, c.microbatches, c.batch, c.seq,
+                     nn::parameter_count(model.config()), c.plan, where, schedule.name, schedule.microbatches, c.batch, c.seq,
                      c.steps, corpus_path, support::format_bytes(static_cast<int64_t>(text.size())));
-  Batches data{text, c.batch, c.seq, c.seed};
-  LossLog log(c, rank0, 1);
+  if (resumed) out << fmt::format("resuming from {} at step {}\n", resumed->directory(), first_step);
+  resumed.reset();  // restored: its files need not stay open while training
+  Batches data{split ? split->train : text, c.batch, c.seq, c.seed};
+
+  // Evaluation: the model's @loss (nn::capture's) on the whole parameters (over MPI gathered to
+  // every rank), over the same --eval-batches windows of the held-out tail each time, averaged.
+  ir::Module eval_module("eval");
+  std::shared_ptr<const exec::Executable> eval_loss;
+  std::vector<std::pair<Literal, Literal>> eval_batches;
+  if (split) {
+    const nn::Programs programs = nn::capture(eval_module, nn::TrainingStep{model});
+    exec::CompileOptions co;
+    co.module = &eval_module;
+    eval_loss = exec::Executable::compile(*eval_module.find_function(programs.loss), co);
+    Batches held{split->held_out, c.batch, c.seq, c.seed + 0x5eed};
+    for (int64_t k = 1; k <= c.eval_batches; ++k) eval_batches.push_back(held.at(k));
+    out << fmt::format("evaluating every {} steps on {} batches of the held-out last {} % of the corpus ({})\n",
+                       c.eval_every, c.eval_batches, kHeldOutPercent,
+                       support::format_bytes(static_cast<int64_t>(split->held_out.size())));
+  }
+  auto evaluate = [&] {
+    const std::vector<Literal> params = trainer->parameters();
+    std::unique_ptr<exec::RunContext> context = eval_loss->make_context();
+    double sum = 0;
+    for (const auto& [x, y] : eval_batches) {
+      std::vector<Literal> in = params;
+      in.push_back(x);
+      in.push_back(y);
+      sum += eval_loss->run(std::move(in), interp::Options{}, *context)[0].get_double(0);
+    }
+    return sum / double(eval_batches.size());
+  };
+
+  // A checkpoint of the state after step `at`, in the sharded format every plan writes: on the
+  // stage mesh (a stage's group of devices, or one device), device d's file holding device d's
+  // pieces of every stage's parameters and moments, each array laid out as its stage lays it out.
+  // A device file thus holds pieces of every stage: over MPI the ranks send rank 0 the pieces of
+  // their stages and rank 0 writes the files (the others take part in the save's agreement, so a
+  // failure fails it on every rank); a resume reads on each rank only its own stages' pieces.
+  const std::optional<nn::ShardingPlan> group_plan = stage_plan(pp);
+  const ir::Mesh save_mesh = group_plan ? group_plan->mesh : ir::Mesh{"stage", {{"data", 1}}, {}};
+  runtime::SaveGroup save_group;
+  if (over) {
+    save_group.rank = over->rank();
+    save_group.owns = [rank0](int64_t) { return rank0; };
+    save_group.exchange = [over](const std::string& payload) {
+      std::vector<std::string> all;
+      for (const std::vector<std::byte>& p : over->exchange("checkpoint save", std::as_bytes(std::span(payload))))
+        all.emplace_back(reinterpret_cast<const char*>(p.data()), p.size());
+      return all;
+    };
+  }
+  auto save = [&](int64_t at) {
+    std::vector<std::string> names = state_names;
+    std::vector<runtime::ShardedBuffer> bufs;
+    const size_t np = specs.size();
+    for (size_t k = 0; k < names.size(); ++k) {
+      runtime::ShardedBuffer b = trainer->state(k % np, static_cast<int>(k / np));
+      if (!b.pieces) {  // another rank's stage: its pieces come below (to rank 0)
+        b.type = ir::Type(cfg.dtype, specs[k % np].shape);
+        b.pieces = std::make_shared<std::vector<Literal>>(static_cast<size_t>(group));
+      }
+      if (!group_plan)  // one whole piece: replicated on the one-device mesh
+        b.sharding = ir::Sharding{save_mesh.name, std::vector<ir::DimSharding>(b.type.shape.size()), {}, {}};
+      bufs.push_back(std::move(b));
+    }
+    if (over) {
+      std::vector<std::byte> mine;  // (array, device, piece) of every piece this rank holds
+      for (size_t k = 0; k < bufs.size(); ++k)
+        for (size_t d = 0; d < bufs[k].pieces->size(); ++d)
+          if (!(*bufs[k].pieces)[d].bytes().empty()) {
+            std::vector<std::byte> piece;
+            mpmd::encode_literal(piece, (*bufs[k].pieces)[d]);
+            comm::wire::put<uint64_t>(mine, k);
+            comm::wire::put<uint64_t>(mine, d);
+            comm::wire::put_bytes(mine, piece);
+          }
+      std::vector<std::vector<std::byte>> all = over->exchange("checkpoint pieces", mine);
+      if (rank0)
+        for (size_t r = 1; r < all.size(); ++r) {
+          comm::wire::Reader in(all[r]);
+          while (!in.done()) {
+            const auto k = static_cast<size_t>(in.get<uint64_t>());
+            const auto d = static_cast<size_t>(in.get<uint64_t>());
+            Literal piece = mpmd::decode_literal(in.get_bytes());
+            runtime::ShardedBuffer& b = bufs.at(k);
+            if (b.sharding.dims.size() != b.type.shape.size() || b.sharding.mesh != save_mesh.name) {
+              // Laid out as the owning rank's stage lays it out: its program's parameter layout.
+              b.sharding = trainer->model_step().step().arg_sharding(k % np).value_or(
+                  ir::Sharding{save_mesh.name, std::vector<ir::DimSharding>(b.type.shape.size()), {}, {}});
+            }
+            b.pieces->at(d) = std::move(piece);
+          }
+        }
+    }
+    names.push_back("step");  // replicated: every device holds it
+    bufs.push_back(runtime::ShardedBuffer{
+        ir::i32(), ir::Sharding{save_mesh.name, {}, {}, {}},
+        std::make_shared<std::vector<Literal>>(static_cast<size_t>(group),
+                                               Literal::scalar(ir::ElementType::i32, static_cast<double>(at)))});
+    std::string written;
+    try {
+      written = runtime::save_sharded(c.save, names, bufs, save_mesh, at, run_metadata(cfg, lr_schedule, held_out),
+                                      int(c.keep), save_group);
+    } catch (const support::UserError& e) {
+      fail("--save {}: {}", c.save, e.what());
+    }
+    return written;
+  };
+
+  LossLog log(c, rank0, first_step);
   interp::Trace trace;  // --trace: stage s's actions, fragments' ops and update on the track of device s
   if (tracing) trainer->trace_into(&trace);
   std::vector<mpmd::PipelineResult> measured;  // the stages' measurements of steps 2.. (step 1 warms up)
   int64_t transferred = 0;                     // bytes moved between stages in the last step
-  for (int64_t t = 1; t <= c.steps; ++t) {
+  std::vector<double> update_ms;               // the stages' AdamW updates, per measured step
+  for (int64_t t = first_step; t <= last_step; ++t) {
     auto [x, y] = data.at(t);
     trace.set_step(t);
-    const mpmd::FragmentPipelineRun& r = trainer->step(x, y);
+    // The schedule's lr and AdamW's bias corrections, in double on the host (nn/optimizer.h).
+    const double lr = nn::lr_at(lr_schedule, t);
+    const mpmd::FragmentPipelineRun& r = trainer->step(x, y, lr);
     mpmd::PipelineResult m = as_pipeline_result(schedule, r);
     transferred = r.transferred_bytes;
-    log.step(out, t, r.results[0].get_double(0));
-    if (t > 1 || c.steps == 1) measured.push_back(std::move(m));
+    std::string extra = fmt::format("  lr {:.3e}", lr);
+    if (c.clip_norm > 0) extra += fmt::format("  norm {:.4f}", trainer->last_grad_norm());
+    log.step(out, t, r.results[0].get_double(0), extra);
+    if (t > first_step || c.steps == 1) {
+      measured.push_back(std::move(m));
+      update_ms.push_back(trainer->last_update_ms());
+    }
+    if (split && (t % c.eval_every == 0 || t == last_step)) log.eval(out, t, evaluate());
+    if (c.save_every > 0 && t % c.save_every == 0 && t != last_step)
+      log.note(out, fmt::format("saved to {} (step {})", save(t), t));
   }
   log.finish(out);
 
@@ -245,7 +416,7 @@ int train_pipeline(const TrainCommand& c, std::ostream& out_stream, const std::s
   // The per-stage table: what each device of a stage's group holds, and what the stage did.
   out << fmt::format("\nper stage ({} stages x {} host device{}{}, plan {}, schedule {}, {} microbatches, {}):\n", pp.pp,
                      group, group == 1 ? "" : "s", over ? fmt::format(" on {} MPI ranks", ranks) : "",
-                     c.plan, schedule.name, c.microbatches, "activations saved");
+                     c.plan, schedule.name, schedule.microbatches, "activations saved");
   out << fmt::format("  {:>5}  {:<8}  {:<16}  {:>12}  {:>15}  {:>22}  {:>6}\n", "stage", "devices", "layers",
                      "params/dev", "optimizer/dev", "peak saved activations", "busy");
   for (const StageSummary& st : summaries) {
@@ -283,7 +454,7 @@ int train_pipeline(const TrainCommand& c, std::ostream& out_stream, const std::s
   double simulated = mpmd::simulate_with_stage_times(schedule, medians).bubble;
   out << fmt::format("pipeline bubble over {}: measured {:.4f}, simulator with the measured median fragment times "
                      "{:.4f} (measured / simulated {:.3f})\n",
-                     measured.size() == 1 && c.steps == 1 ? "step 1" : fmt::format("steps 2-{}", c.steps),
+                     c.steps == 1 ? fmt::format("step {}", first_step) : fmt::format("steps {}-{}", first_step + 1, last_step),
                      measured_bubble, simulated, simulated > 0 ? measured_bubble / simulated : 0.0);
   double replayed = mpmd::mean_replayed_bubble(schedule, measured);
   out << fmt::format("  simulator fed fragment by fragment (each action its own measured time): {:.4f} (measured / "
@@ -307,11 +478,39 @@ int train_pipeline(const TrainCommand& c, std::ostream& out_stream, const std::s
     std::ofstream svg(c.schedule_svg);
     svg << mpmd::timeline_svg(schedule, mpmd::measured_simulation(schedule, last),
                               fmt::format("{} P={} M={}: measured, step {} (ms)", schedule.name, pp.pp,
-                                          c.microbatches, c.steps));
+                                          schedule.microbatches, last_step));
     if (!svg) fail("--schedule-svg {}: cannot write the file", c.schedule_svg);
-    out << fmt::format("measured timeline of step {} written to {}\n", c.steps, c.schedule_svg);
+    out << fmt::format("measured timeline of step {} written to {}\n", last_step, c.schedule_svg);
+  }
+  if (c.profile) {
+    // Per stage, the mean ms per step of its F, B (or BI) and W actions (the measured steps'), and
+    // the updates; then the ops of every fragment and update by kind, as the other plans print them.
+    out << fmt::format("\ntime per stage, ms per step (mean of {}):\n", measured.size() == 1 ? "1 step"
+                                                                       : fmt::format("{} steps", measured.size()));
+    out << fmt::format("  {:>5}  {:>10}  {:>10}  {:>10}  {:>10}\n", "stage", "forward", "backward", "weight", "busy");
+    for (size_t s = 0; s < static_cast<size_t>(pp.pp); ++s) {
+      double sum[3] = {0, 0, 0};
+      for (const mpmd::PipelineResult& m : measured)
+        for (size_t a = 0; a < schedule.actions[s].size(); ++a) {
+          const mpmd::ActionKind kind = schedule.actions[s][a].kind;
+          const int k = kind == mpmd::ActionKind::kForward                                              ? 0
+                        : kind == mpmd::ActionKind::kBackward || kind == mpmd::ActionKind::kBackwardInput ? 1
+                        : kind == mpmd::ActionKind::kBackwardWeight                                     ? 2
+                                                                                                       : -1;
+          if (k >= 0) sum[k] += m.stages[s].times[a].end - m.stages[s].times[a].start;
+        }
+      const double n = double(measured.size());
+      out << fmt::format("  {:>5}  {:>10.3f}  {:>10.3f}  {:>10.3f}  {:>10.3f}\n", s, sum[0] / n, sum[1] / n, sum[2] / n,
+                         (sum[0] + sum[1] + sum[2]) / n);
+    }
+    double update = 0;
+    for (double u : update_ms) update += u / double(update_ms.size());
+    out << fmt::format("  AdamW updates (every stage at once): {:.3f} ms per step\n", update);
+    out << fmt::format("\ntime per op kind, {}:\n", over ? "rank 0's stages' devices" : "all stages' devices")
+        << profile.to_string();
   }
   if (tracing) write_trace({trace.events_json()}, c.trace, c.trace_svg, out);
+  if (!c.save.empty()) log.note(out, fmt::format("saved to {} (step {})", save(last_step), last_step));
   if (c.sample > 0) {
     std::vector<Literal> trained = trainer->parameters();  // over MPI, gathered
     if (rank0) out << "\nsample:\n" << generate(model, trained, "The ", c.sample, c.seed) << "\n";

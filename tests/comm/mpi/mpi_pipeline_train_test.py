@@ -4,7 +4,12 @@ against the same pipeline on host devices. Every step's loss (written exactly by
 bitwise the same, and only rank 0 prints. With --fault instead: rank 0 cannot write --losses and
 leaves; the rank waiting for its activations stops at once naming rank 0, and the job exits
 non-zero well within the timeout (with stages on rank pairs, rank 0's stage peer rank 1 stops too,
-naming rank 0, in whatever it waits for: a collective of the stage, or a transfer)."""
+naming rank 0, in whatever it waits for: a collective of the stage, or a transfer). With
+--checkpoint: 3 steps saved over MPI (rank 0 writes the device files from every rank's stages'
+pieces) give the same files, byte for byte, as the same save on host devices; resumed over MPI
+(each rank reading its own stages' pieces) and on host devices, steps 4 and 5 are bitwise the
+unbroken run's (with clipping, whose norm sums every rank's stages, and a cosine schedule, which
+continues)."""
 import argparse
 import os
 import re
@@ -20,6 +25,7 @@ parser.add_argument("--np", type=int, required=True)
 parser.add_argument("--plan", default="pp=2")
 parser.add_argument("--schedule", default="1f1b")
 parser.add_argument("--fault", action="store_true")
+parser.add_argument("--checkpoint", action="store_true")
 args = parser.parse_args()
 
 STEPS = 5
@@ -50,6 +56,38 @@ with tempfile.TemporaryDirectory() as tmp:
             problems.append("rank 1, on stage 0 with rank 0, did not name rank 0 as the one that left")
         if printed_losses(mpi.stdout):
             problems.append("a step was printed though rank 0 failed before the first")
+    elif args.checkpoint:
+        at = common.index("--steps")
+        common = common[:at] + common[at + 2:]  # each run below sets its own
+        # The schedule and the clipping continue across the resume; the norm is summed over ranks.
+        common += ["--clip-norm", "0.5", "--lr-schedule", "cosine", "--warmup", "2", "--lr-steps", str(STEPS)]
+        host, _ = run([args.tessera, *common, "--steps", str(STEPS), "--losses", os.path.join(tmp, "host.txt")])
+        mpi_args = [*MPIRUN, args.tessera, *common, "--backend", "mpi"]
+        first = ["--steps", "3"]
+        saved = [run([*mpi_args, *first, "--save", os.path.join(tmp, "mpi_ckpt")])[0],
+                 run([args.tessera, *common, *first, "--save", os.path.join(tmp, "host_ckpt")])[0]]
+        resumed = [run([*mpi_args, "--steps", "2", "--resume", os.path.join(tmp, "mpi_ckpt"),
+                        "--losses", os.path.join(tmp, "mpi_resumed.txt")])[0],
+                   run([args.tessera, *common, "--steps", "2", "--resume", os.path.join(tmp, "mpi_ckpt"),
+                        "--losses", os.path.join(tmp, "host_resumed.txt")])[0]]
+        if any(p.returncode != 0 for p in [host, *saved, *resumed]):
+            problems.append("exit status: " + ", ".join(str(p.returncode) for p in [host, *saved, *resumed]))
+        else:
+            names = sorted(os.listdir(os.path.join(tmp, "host_ckpt", "step-3")))
+            if sorted(os.listdir(os.path.join(tmp, "mpi_ckpt", "step-3"))) != names:
+                problems.append(f"the MPI checkpoint's files differ from the host's {names}")
+            for name in names:
+                with open(os.path.join(tmp, "host_ckpt", "step-3", name), "rb") as a, \
+                        open(os.path.join(tmp, "mpi_ckpt", "step-3", name), "rb") as b:
+                    if a.read() != b.read():
+                        problems.append(f"step-3/{name} saved over MPI differs from the host save's")
+            with open(os.path.join(tmp, "host.txt")) as f:
+                want = f.read().splitlines()[3:]
+            for who in ("mpi_resumed", "host_resumed"):
+                with open(os.path.join(tmp, who + ".txt")) as f:
+                    got = f.read().splitlines()
+                if got != want:
+                    problems.append(f"{who}: steps 4-5 {got}, the unbroken run's {want}")
     else:
         host, _ = run([args.tessera, *common, "--losses", os.path.join(tmp, "host.txt")])
         mpi, _ = run([*mpi_args, "--losses", os.path.join(tmp, "mpi.txt")])
