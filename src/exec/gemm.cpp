@@ -5,8 +5,12 @@
 #include <cblas.h>
 
 #if TESSERA_HAVE_ONEDNN
-#include <omp.h>
 #include <oneapi/dnnl/dnnl.h>
+
+// The OpenMP runtime oneDNN was built on (Debian's: GCC's libgomp, linked by exec/CMakeLists.txt
+// by name): declared here rather than through <omp.h>, which a clang build would take from LLVM's
+// runtime, a second runtime whose setting oneDNN would never read.
+extern "C" void omp_set_num_threads(int threads);
 #endif
 
 #include "support/error.h"

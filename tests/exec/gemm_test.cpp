@@ -127,6 +127,18 @@ double cpu_seconds() {
   return double(u.ru_utime.tv_sec + u.ru_stime.tv_sec) + 1e-6 * double(u.ru_utime.tv_usec + u.ru_stime.tv_usec);
 }
 
+// Waits (up to 2 s) until the process uses no CPU while this thread sleeps: OpenBLAS's pool
+// threads, started when the library loads, poll for work for about 0.1-0.2 s before they sleep
+// (measured here: 60-90 ms of CPU in the first 0.1 s of a process that only sleeps), which is not
+// a call's doing.
+void settle() {
+  for (int i = 0; i < 40; ++i) {
+    double c0 = cpu_seconds();
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    if (cpu_seconds() - c0 < 0.002) return;
+  }
+}
+
 TEST(Gemm, CallsRunOnTheCallingThreadAlone) {
   // A library team (OpenMP's, OpenBLAS's) would be threads outside the budget: no call may start
   // one, on the main thread or on a thread that never called before (OpenMP's setting is per
@@ -136,6 +148,7 @@ TEST(Gemm, CallsRunOnTheCallingThreadAlone) {
   Operands o = operands(s, rng);
   for (GemmLibrary lib : sgemm_libraries()) {
     run(lib, s, o, 1.0f, 0.0f);  // the library's own start-up (OpenBLAS's pool exists from loading)
+    settle();
     int64_t before = process_threads();
     double cpu0 = cpu_seconds();
     auto t0 = std::chrono::steady_clock::now();
