@@ -13,11 +13,12 @@ CTEST_ARGS ?=
 export CCACHE_BASEDIR := $(CURDIR)
 export CCACHE_NOHASHDIR := true
 
-# Debian packages the build and the tests need (NumPy is a test oracle; OpenMPI runs the MPI
+# Debian packages the build and the tests need (oneDNN runs f32 GEMMs, OpenBLAS f64 ones and f32
+# where oneDNN is absent; NumPy is a test oracle; OpenMPI runs the MPI
 # backend and its tests, label `mpi`; iproute2 makes the network namespaces of label `multihost`;
 # Chromium renders the SVG pictures and Pillow reads its screenshots, label `browser`; pybind11 and
 # the Python headers build the Python package, label `python`).
-APT_PACKAGES := cmake g++ make ccache libopenblas-dev libfmt-dev nlohmann-json3-dev libcli11-dev \
+APT_PACKAGES := cmake g++ make ccache libopenblas-dev libdnnl-dev libfmt-dev nlohmann-json3-dev libcli11-dev \
                 libgtest-dev libgmock-dev libbenchmark-dev python3 python3-numpy \
                 libopenmpi-dev openmpi-bin iproute2 python3-torch fortunes chromium python3-pil \
                 pybind11-dev python3-dev

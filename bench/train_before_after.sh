@@ -5,7 +5,9 @@
 # machine moves every row between repetitions; alternating spreads that over both builds).
 #
 # Usage: bench/train_before_after.sh BEFORE_BINARY AFTER_BINARY [REPS (default 3)]
-# Builds nothing: pass two train_step_bench binaries of the same build type. The environment's
+# Builds nothing: pass two train_step_bench binaries of the same build type. The after binary's
+# contraction GFLOP/s against the best single-core SGEMM of its libraries, and its median step
+# wall and CPU times (its stderr), follow the table, one line per repetition and row. The environment's
 # OPENBLAS_CORETYPE / OPENBLAS_L2_SIZE are left as they are (UNSET_OPENBLAS=1 unsets both).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -17,12 +19,13 @@ python=${PYTHON:-/usr/bin/python3}
 configs=("tiny   256   64      2      8     4  172 8     16  30"
          "larger 4096  256     4      8     4  684 8     128 10")
 results=$(mktemp)
+rates=$(mktemp)
 for ((r = 1; r <= reps; ++r)); do
   for c in "${configs[@]}"; do
     set -- $c
     # One line per row: who config devices threads tokens/s (PyTorch: devices 1).
     "$before" "$@" 2>/dev/null | awk '{print "before", $2, $3, $5, $4}' >> "$results"
-    "$after" "$@" 2>/dev/null | awk '{print "after", $2, $3, $5, $4}' >> "$results"
+    "$after" "$@" 2> >(grep -E "SGEMM|median step" >> "$rates") | awk '{print "after", $2, $3, $5, $4}' >> "$results"
     "$python" "$root/bench/train_vs_torch.py" "$@" | awk '{print "torch", $2, 1, $3, $4}' >> "$results"
   done
   echo "repetition $r done, load average: $(cut -d' ' -f1-3 /proc/loadavg)"
@@ -41,4 +44,6 @@ for c in "${configs[@]}"; do
       "$(awk -v a="$a" -v b="$b" 'BEGIN {print a / b}')" "$t" "$(awk -v a="$a" -v b="$t" 'BEGIN {print a / b}')"
   done < <(awk -v c="$name" '$1=="after" && $2==c {print $3, $4}' "$results" | sort -u)
 done
-rm -f "$results"
+echo "after: contraction GFLOP/s and single-core SGEMM, step wall and CPU time, per repetition"
+cat "$rates"
+rm -f "$results" "$rates"

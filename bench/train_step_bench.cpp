@@ -10,7 +10,9 @@
 // With PROFILE=1 in the environment, also prints the time per op kind of the timed steps (stderr;
 // PROFILE=2: per op kind and result type);
 // DEVICES=1 (or 2) runs only that device count. Each run also prints (stderr) the median CPU time
-// and minor page faults of the process per step, which a busy machine disturbs less than wall time.
+// and minor page faults of the process per step, which a busy machine disturbs less than wall time,
+// and the step's contraction GFLOP/s (FLOPs counted from its dot_generals) against the best
+// single-core SGEMM rate of the libraries this build links, measured first in the same process.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -20,6 +22,8 @@
 
 #include <sys/resource.h>
 
+#include "exec/flops.h"
+#include "exec/gemm.h"
 #include "nn/capture.h"
 #include "nn/plan.h"
 #include "runtime/session.h"
@@ -48,6 +52,13 @@ int main(int argc, char** argv) {
   bool profile = profile_env == "1" || profile_env == "2";
   int64_t only = std::getenv("DEVICES") ? std::atol(std::getenv("DEVICES")) : 0;
   int64_t budget = support::thread_limit();
+  double best_sgemm = 0;
+  for (exec::GemmLibrary lib : exec::sgemm_libraries()) {
+    double rate = exec::measure_sgemm_gflops(1024, 5, 0.1, lib);
+    fmt::print(stderr, "# {} single-core SGEMM 1024x1024x1024: {:.1f} GFLOP/s{}\n", exec::library_name(lib), rate,
+               lib == exec::sgemm_library() ? " (the kernels' library)" : "");
+    best_sgemm = std::max(best_sgemm, rate);
+  }
   // (devices, thread limit): 0 is the whole budget.
   std::vector<std::pair<int64_t, int64_t>> runs;
   if (budget > 1 && only <= 1) runs.emplace_back(1, 1);
@@ -100,8 +111,12 @@ int main(int argc, char** argv) {
     std::sort(cpu.begin(), cpu.end());
     std::sort(faults.begin(), faults.end());
     int64_t threads = support::thread_limit();
+    double step = times[times.size() / 2];
+    double gflops = exec::dot_flops(m, *m.find_function(p.train_step)) / step * 1e-9;
     fmt::print(stderr, "# {} {} device(s), {} thread(s): median step {:.3f} s wall, {:.3f} s cpu, {:.0f} page faults\n",
-               name, devices, threads, times[times.size() / 2], cpu[cpu.size() / 2], faults[faults.size() / 2]);
+               name, devices, threads, step, cpu[cpu.size() / 2], faults[faults.size() / 2]);
+    fmt::print(stderr, "# {} {} device(s), {} thread(s): {:.1f} contraction GFLOP/s, {:.0f} % of the best single-core SGEMM "
+               "({:.1f}) per thread\n", name, devices, threads, gflops, 100 * gflops / double(threads) / best_sgemm, best_sgemm);
     fmt::print("tessera {} {} {:.0f} {}\n", name, devices, double(c.batch * c.seq) / times[times.size() / 2], threads);
     std::fflush(stdout);
   }

@@ -1,7 +1,6 @@
 // The fast kernels and the dispatch that picks them (see accelerate.h).
 #include "exec/accelerate.h"
 
-#include <cblas.h>
 #include <malloc.h>
 
 #include <algorithm>
@@ -569,10 +568,7 @@ const bool kFusionRegistered = [] {
 
 bool accelerate(const ir::Op& op, std::span<const ir::Literal* const> operands, std::vector<ir::Literal>& results) {
   static std::once_flag once;
-  std::call_once(once, [] {
-    openblas_set_num_threads(1);  // one core per host device
-    keep_freed_memory();
-  });
+  std::call_once(once, [] { keep_freed_memory(); });
   switch (op.kind()) {
     case OpKind::DotGeneral: return dot_general(op, operands, results);
     case OpKind::Convolution: return accelerate_convolution(op, operands, results);

@@ -2,8 +2,6 @@
 // spread over the threads the budget has free (support/threads.h).
 #include "exec/contraction.h"
 
-#include <cblas.h>
-
 #include <algorithm>
 #include <climits>
 #include <memory>
@@ -11,6 +9,7 @@
 #include <optional>
 #include <unordered_map>
 
+#include "exec/gemm.h"
 #include "exec/strided.h"
 #include "support/error.h"
 #include "support/run_cache.h"
@@ -250,17 +249,6 @@ bool fits_blas(const ContractionPlan& p) {
 
 namespace {
 
-void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* b,
-          int64_t ldb, float beta, float* c, int64_t ldc) {
-  cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, int(m), int(n), int(k),
-              1.0f, a, int(lda), b, int(ldb), beta, c, int(ldc));
-}
-void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const double* a, int64_t lda, const double* b,
-          int64_t ldb, double beta, double* c, int64_t ldc) {
-  cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, int(m), int(n), int(k),
-              1.0, a, int(lda), b, int(ldb), beta, c, int(ldc));
-}
-
 // Buffers for operand copies, kept between calls in the run's cache (support/run_cache.h): a
 // steady-state step allocates nothing for them, and its pages stay faulted in (DESIGN.md §6). Not
 // zero-filled: the copy writes every element.
@@ -294,11 +282,12 @@ const T* read(const ContractionPlan::Copy& c, const T* x, int which) {
 
 // How the GEMM calls of a plan are cut into tasks for the free threads: whole calls, each cut
 // into `parts` pieces of `size` rows of C (split_m) or columns. K is never cut. The cut depends on
-// the shape alone, never on the number of threads: OpenBLAS's kernels do not compute an element of
-// C from its row of A, its column of B and K alone (on a Zen 5 core its Haswell kernels give other
-// bits for a column of C when the call's N changes), so the same pieces are computed whether one
-// thread runs them in turn or several run them at once, and the result has the same bits under
-// any thread budget (tests/exec/parallel_kernels_test.cpp).
+// the shape alone, never on the number of threads: neither library computes an element of C from
+// its row of A, its column of B and K alone (on a Zen 5 core OpenBLAS's Haswell kernels give other
+// bits for a column of C when the call's N changes; oneDNN's for a transposed-B call's last piece
+// of under 16 rows, and for a 1024x256x4096 transposed-B call cut into columns), so the same
+// pieces are computed whether one thread runs them in turn or several run them at once, and the
+// result has the same bits under any thread budget (tests/exec/parallel_kernels_test.cpp).
 struct Split {
   bool parallel = false;  // worth spreading over threads at all
   int64_t parts = 1, size = 0;
@@ -340,20 +329,13 @@ void run_contraction(const ContractionPlan& p, const T* lhs, const T* rhs, T* ou
     if (!out_is_zero) std::fill(out, out + p.out_elements, T(0));
     return;
   }
-  // OpenBLAS's own threads would be a second pool outside the budget (DESIGN.md §6): every call is
-  // single-threaded, whoever calls first (accelerate, or a caller of this function alone).
-  static const bool one_blas_thread = [] {
-    openblas_set_num_threads(1);
-    return true;
-  }();
-  (void)one_blas_thread;
   const T* l = read(p.lhs_copy, lhs, 0);
   const T* r = read(p.rhs_copy, rhs, 1);
   const T* a = p.swapped ? r : l;
   const T* b = p.swapped ? l : r;
   // C += A·B into zeros: OpenBLAS computes C = beta·C + A·B as a pass that scales (beta 0:
   // clears) C, then kernels that add into C, so beta 1 on zeros gives the bits of beta 0 without
-  // the extra pass.
+  // the extra pass (oneDNN gives the bits of beta 0 too: gemm.h).
   T beta = out_is_zero ? T(1) : T(0);
   Split split = split_for(p);
   auto task = [&](int64_t t) {

@@ -10,7 +10,7 @@
 //   its free dimensions, in increasing order (the result's order);
 // * one of the two groups is innermost (unit stride) and the other lies outside it;
 // and its batch dimensions may lie anywhere: each batch index is one GEMM call on pointers offset by
-// the batch strides (Debian's OpenBLAS 0.3.21 has no batched GEMM).
+// the batch strides (neither Debian's OpenBLAS 0.3.21 nor oneDNN 2.6 has a batched GEMM).
 // Only an operand that fails is copied, into [batch, free, contracting] (lhs) or [batch,
 // contracting, free] (rhs) order; when both orders of the contracting pairs would need a copy, the
 // one that copies fewer elements wins.
@@ -81,8 +81,8 @@ const ContractionPlan& cached_contraction(const void* key, std::span<const int64
 // Whether every size and leading dimension of the plan fits BLAS's 32-bit integers.
 bool fits_blas(const ContractionPlan& plan);
 
-// out = the contraction of lhs and rhs, each laid out as the plan was made for, by BLAS (float and
-// double). `out_is_zero`: out already holds zeros (a fresh literal), so each GEMM adds into it
+// out = the contraction of lhs and rhs, each laid out as the plan was made for, by the GEMM library
+// of gemm.h (float and double). `out_is_zero`: out already holds zeros (a fresh literal), so each GEMM adds into it
 // (beta 1, which skips BLAS's pass that clears C and gives the bits of beta 0); otherwise out's
 // contents are ignored. Copies go to buffers of the run's cache kept for the next call (no
 // allocation in the steady state).

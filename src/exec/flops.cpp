@@ -1,13 +1,12 @@
 // Contraction FLOPs of a program and the measured SGEMM rate (flops.h).
 #include "exec/flops.h"
 
-#include <cblas.h>
-
 #include <algorithm>
 #include <chrono>
 #include <string>
 #include <vector>
 
+#include "exec/gemm.h"
 #include "support/error.h"
 
 namespace tessera::exec {
@@ -38,21 +37,15 @@ double block_flops(const ir::Module& module, const ir::Block& block, int depth) 
 
 double dot_flops(const ir::Module& module, const ir::Function& fn) { return block_flops(module, fn.body(), 0); }
 
-double measure_sgemm_gflops(int64_t n, int reps, double min_seconds) {
+double measure_sgemm_gflops(int64_t n, int reps, double min_seconds, GemmLibrary library) {
   const auto size = static_cast<size_t>(n * n);
   std::vector<float> a(size), b(size), c(size);
   for (size_t i = 0; i < size; ++i) {  // small values of both signs: no overflow, no denormals
     a[i] = float(int(i % 7) - 3) * 0.25f;
     b[i] = float(int(i % 5) - 2) * 0.5f;
   }
-  const int ni = static_cast<int>(n);
-  auto gemm = [&] {
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, ni, ni, ni, 1.0f, a.data(), ni, b.data(), ni, 0.0f,
-                c.data(), ni);
-  };
-  const int threads = openblas_get_num_threads();
-  openblas_set_num_threads(1);  // one core's rate, whatever the runtime lets BLAS use
-  gemm();                       // warm: first touch of the buffers and of BLAS's own
+  auto gemm = [&] { sgemm_on(library, false, false, n, n, n, a.data(), n, b.data(), n, 0.0f, c.data(), n); };
+  gemm();  // warm: first touch of the buffers and of the library's own
   std::vector<double> rates;
   for (int r = 0; r < reps; ++r) {
     auto start = std::chrono::steady_clock::now();
@@ -65,7 +58,6 @@ double measure_sgemm_gflops(int64_t n, int reps, double min_seconds) {
     } while (seconds < min_seconds);
     rates.push_back(2.0 * double(n) * double(n) * double(n) * double(calls) / seconds * 1e-9);
   }
-  openblas_set_num_threads(threads);
   std::sort(rates.begin(), rates.end());
   return rates[rates.size() / 2];
 }

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cmath>
+#include <cstdint>
 
 namespace tessera::exec::testing {
 
@@ -14,6 +15,11 @@ constexpr double kContractionTolerance = 1e-6;  // relative, f32 BLAS vs in-orde
 // to neighbouring bf16 values when they lie near a rounding boundary: one bf16 ulp, at most 2^-7
 // of the value.
 constexpr double kBf16ContractionTolerance = 1.0 / 128;
+
+// One GEMM call of any size against its product summed in f64: an f32 sum of K products is off by
+// at most K·2^-24 times the sum of the products' magnitudes (the standard bound for any order of
+// summation; `gemm_error_bound`).
+inline double gemm_error_bound(int64_t k, double abs_sum) { return double(k) * 0x1p-24 * abs_sum; }
 
 inline bool close(double got, double want, double tolerance = kContractionTolerance) {
   return std::abs(got - want) <= tolerance * (1 + std::abs(want));
