@@ -86,7 +86,9 @@ TEST(SessionMpi, UnreducedArgumentsAndResultsEqualHostDevices) {
   EXPECT_TRUE(sp.fetch(out[2]) == in[2]);  // the argument, given whole, comes back whole
   std::optional<Literal> at_last = sp.fetch_to(out[2], mpi.num_ranks() - 1);
   EXPECT_EQ(at_last.has_value(), mpi.rank() == mpi.num_ranks() - 1);
-  if (at_last) EXPECT_TRUE(*at_last == in[2]);
+  if (at_last) {
+    EXPECT_TRUE(*at_last == in[2]);
+  }
 }
 
 TEST(SessionMpi, EveryRankGetsEveryDevicesResults) {
