@@ -22,6 +22,7 @@
 #include "tools/tessera/partition_cmd.h"
 #include "tools/tessera/trace_out.h"
 #include "tools/tessera/train_cmd.h"
+#include "tools/train_test_util.h"
 
 namespace tessera::tools {
 namespace {
@@ -84,26 +85,6 @@ std::string nesting_error(std::vector<Span> spans) {
     open.push_back(&s);
   }
   return "";
-}
-
-std::string corpus_text() {
-  std::string text;
-  for (int i = 0; i < 400; ++i) text += "the quick brown fox jumps over the lazy dog. ";
-  return text;
-}
-
-TrainCommand small(const fs::path& corpus) {
-  TrainCommand c;
-  c.corpus = corpus.string();
-  c.d_model = 32;
-  c.layers = 1;
-  c.heads = 4;
-  c.kv_heads = 2;
-  c.ffn = 64;
-  c.batch = 8;
-  c.seq = 16;
-  c.sample = 0;
-  return c;
 }
 
 TEST(Trace, RunOnTwoDevicesHasATrackPerDeviceAndTheAllReduceBytes) {
