@@ -111,4 +111,14 @@ void chlo_form(Printer& p, const ir::Op& op);
 void top_k(Printer& p, const ir::Op& op);
 void cholesky(Printer& p, const ir::Op& op);
 
+// Shardy's ops (print_sdy_ops.cpp).
+void sharding_op(Printer& p, const ir::Op& op);  // sharding_constraint, reshard
+void sdy_all_gather(Printer& p, const ir::Op& op);
+void sdy_all_slice(Printer& p, const ir::Op& op);
+void sdy_reduce_scatter(Printer& p, const ir::Op& op);
+void sdy_all_reduce(Printer& p, const ir::Op& op);
+void sdy_all_to_all(Printer& p, const ir::Op& op);
+void sdy_collective_permute(Printer& p, const ir::Op& op);
+void manual_computation(Printer& p, const ir::Op& op);
+
 }  // namespace tessera::stablehlo::print_impl
