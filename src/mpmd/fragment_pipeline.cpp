@@ -198,6 +198,7 @@ FragmentPipeline::FragmentPipeline(ir::Module& module, const ir::Function& step,
 
 FragmentPipeline::FragmentPipeline(FragmentPlan plan, FragmentPipelineOptions options)
     : options_(std::move(options)), stages_(static_cast<int64_t>(plan.meshes.size())), plan_(std::move(plan)) {
+  if (options_.ranks) fail("a fragment plan runs in one process; stages on ranks are for a pipeline made from a step");
   roles_.resize(plan_.fragments.size());
   meshes_.resize(plan_.meshes.size());
   for (const Fragment& f : plan_.fragments) {  // an spmd mesh is copied into its fragments' modules

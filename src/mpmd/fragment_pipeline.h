@@ -166,8 +166,9 @@ class FragmentPipeline {
   // 0 … M−1 for some virtual stage.
   FragmentPipeline(ir::Module& module, const ir::Function& step, std::vector<std::string> virtual_stages,
                    int64_t stages, FragmentPipelineOptions options = {});
-  // Runs `plan` (from fragment()) as it is: stage m is plan.meshes[m]. Of the options only
-  // transfer_timeout, fast_kernels, ranks and profile apply; whole() has no function then.
+  // Runs `plan` (from fragment()) as it is, in this process: stage m is plan.meshes[m]. Of the
+  // options only transfer_timeout, fast_kernels and profile apply (ranks: a UserError); whole() has
+  // no function then.
   explicit FragmentPipeline(FragmentPlan plan, FragmentPipelineOptions options = {});
   ~FragmentPipeline();
   FragmentPipeline(const FragmentPipeline&) = delete;
