@@ -29,6 +29,6 @@ for p in 2 4; do
   echo "== tessera train --plan pp=$p --schedule 1f1b --microbatches 8 --steps 8 ${model[*]} $*"
   "$TESSERA" train --plan "pp=$p" --schedule 1f1b --microbatches 8 --steps 8 "${model[@]}" --corpus "$corpus" \
     --no-progress-bar --sample 0 --schedule-svg "${SVG_DIR:-/tmp}/pipeline_bubble_pp$p.svg" "$@" |
-    grep -E "^(pipeline bubble|  simulator fed|  median|  stage threads|per stage|  +[0-9]+  )"
+    grep -E "^(pipeline bubble|  simulator fed|  median|  stage threads|per stage|  +[0-9]+  )|tok/s"
   echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
 done

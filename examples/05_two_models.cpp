@@ -15,7 +15,7 @@
 
 #include "interp/interpreter.h"
 #include "ir/builder.h"
-#include "mpmd/executor.h"
+#include "mpmd/fragment_pipeline.h"
 #include "mpmd/fragments.h"
 #include "mpmd/program.h"
 
@@ -91,22 +91,23 @@ int main() {
 
   std::vector<Literal> in = {wave(f32({8, 4}), 1.0, 0.7), wave(f32({4, 8}), 0.5, 1.3), wave(f32({8, 3}), 0.5, 0.9),
                              wave(f32({3, 6}), 1.0, 0.3), wave(f32({6, 1}), 1.0, 0.4)};
-  mpmd::Executor executor(plan);
+  mpmd::FragmentPipeline runner(plan);
   for (const mpmd::Fragment& f : plan.fragments)
     fmt::print("fragment {} ({}) runs partitioned over {} devices of mesh {}\n", f.index, f.origin->to_string(),
-               executor.devices_of(f.index), meshes[f.mesh].name);
-  std::vector<Literal> split = executor.run(in);
+               runner.devices_of(f.index), meshes[f.mesh].name);
+  mpmd::FragmentPipelineRun run = runner.run(in);
+  std::vector<Literal> split = run.results;
   std::vector<Literal> unsplit = interp::evaluate(module, whole.name(), in);
   double difference = largest_difference(split, unsplit);
   fmt::print("loss on meshes A and B = {:.6f}, unsplit = {:.6f}; largest difference {:.1e}\n",
              split[0].get_double(0), unsplit[0].get_double(0), difference);
-  fmt::print("moved between meshes: {} bytes\n", executor.stats().transferred_bytes);
+  fmt::print("moved between meshes: {} bytes\n", run.transferred_bytes);
 
   // SGD (learning rate 0.5) on the policy only; the reward model's parameters stay as they are.
   double first = -split[0].get_double(0), last = first;
   bool rising = true;
   for (int s = 0; s < 5; ++s) {
-    std::vector<Literal> out = executor.run(in);
+    std::vector<Literal> out = runner.run(in).results;
     rising = rising && (s == 0 || -out[0].get_double(0) > last);
     last = -out[0].get_double(0);
     fmt::print("step {}: mean reward {:.6f}\n", s, last);
@@ -114,12 +115,12 @@ int main() {
       for (int64_t i = 0; i < in[p].num_elements(); ++i)
         in[p].set_double(i, in[p].get_double(i) - 0.5 * out[p].get_double(i));
   }
-  std::vector<Literal> out = executor.run(in);
+  std::vector<Literal> out = runner.run(in).results;
   rising = rising && -out[0].get_double(0) > last;
   last = -out[0].get_double(0);
   fmt::print("mean reward {:.6f} -> {:.6f}: {}\n", first, last, rising ? "raised at every step" : "NOT raised");
   bool partitioned = true;
-  for (const mpmd::Fragment& f : plan.fragments) partitioned = partitioned && executor.devices_of(f.index) == 2;
+  for (const mpmd::Fragment& f : plan.fragments) partitioned = partitioned && runner.devices_of(f.index) == 2;
   bool ok = frozen && partitioned && difference <= 1e-5 && rising;
   fmt::print("{}: two_models\n", ok ? "PASS" : "FAIL");
   return ok ? 0 : 1;

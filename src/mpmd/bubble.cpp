@@ -2,10 +2,6 @@
 #include "mpmd/bubble.h"
 
 #include <algorithm>
-#include <functional>
-#include <string_view>
-#include <map>
-#include <tuple>
 
 #include "support/error.h"
 
@@ -61,65 +57,6 @@ std::vector<double> compute_cpu_share(const Schedule& schedule, const std::vecto
   }
   return out;
 }
-
-namespace {
-
-// The simulator's rules with `duration(stage, index, action)` for each compute action.
-Simulation replay(const Schedule& schedule, const std::function<double(size_t, size_t, const Action&)>& duration,
-                  double transfer, std::string_view who) {
-  const size_t P = schedule.actions.size();
-  Simulation sim;
-  sim.times.resize(P);
-  sim.busy.assign(P, 0);
-  sim.peak_in_flight.assign(P, 0);
-  std::vector<size_t> next(P, 0);
-  std::vector<double> clock(P, 0);
-  std::vector<int64_t> in_flight(P, 0);
-  // (to, payload, microbatch, producing virtual stage) -> arrival time
-  std::map<std::tuple<int64_t, Payload, int64_t, int64_t>, double> arrived;
-  for (size_t s = 0; s < P; ++s) sim.times[s].resize(schedule.actions[s].size());
-  bool progress = true;
-  while (progress) {
-    progress = false;
-    for (size_t s = 0; s < P; ++s) {
-      const auto& list = schedule.actions[s];
-      while (next[s] < list.size()) {
-        const Action& a = list[next[s]];
-        double start = clock[s], end = start;
-        if (a.kind == ActionKind::kRecv) {
-          auto it = arrived.find({static_cast<int64_t>(s), a.payload, a.microbatch, a.virtual_stage});
-          if (it == arrived.end()) break;  // its SEND has not run yet: come back later
-          end = std::max(start, it->second);
-        } else if (a.kind == ActionKind::kSend) {
-          arrived[{a.peer, a.payload, a.microbatch, a.virtual_stage}] = start + transfer;
-        } else {
-          double d = duration(s, next[s], a);
-          end = start + d;
-          sim.busy[s] += d;
-          // In flight from F until B, or until W when the backward is split.
-          if (a.kind == ActionKind::kForward)
-            sim.peak_in_flight[s] = std::max(sim.peak_in_flight[s], ++in_flight[s]);
-          if (a.kind == ActionKind::kBackward || a.kind == ActionKind::kBackwardWeight) --in_flight[s];
-        }
-        sim.times[s][next[s]] = {start, end};
-        clock[s] = end;
-        sim.makespan = std::max(sim.makespan, end);
-        ++next[s];
-        progress = true;
-      }
-    }
-  }
-  for (size_t s = 0; s < P; ++s)
-    if (next[s] < schedule.actions[s].size())
-      support::fail("mpmd::{}: schedule '{}' deadlocks at {}", who, schedule.name,
-                    describe_at(static_cast<int64_t>(s), static_cast<int64_t>(next[s]), schedule.actions[s][next[s]]));
-  double total = sim.makespan * static_cast<double>(P), busy = 0;
-  for (double b : sim.busy) busy += b;
-  sim.bubble = total > 0 ? (total - busy) / total : 0.0;
-  return sim;
-}
-
-}  // namespace
 
 Simulation simulate_with_stage_times(const Schedule& schedule, const std::vector<FragmentTimes>& times,
                                      double transfer) {

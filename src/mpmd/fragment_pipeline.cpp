@@ -163,12 +163,14 @@ FragmentPipeline::FragmentPipeline(ir::Module& module, const ir::Function& step,
 
     std::vector<MeshSpec> meshes;
     int64_t devices = 1;
+    std::optional<ir::Mesh> stage_mesh;
     if (!options_.stage_mesh.empty()) {
       const ir::Mesh* mesh = module.find_mesh(options_.stage_mesh);
       if (mesh == nullptr) fail("pipeline of @{}: stage mesh @{} is not in the module", step.name(), options_.stage_mesh);
       devices = mesh->num_devices();
-      mesh_ = *mesh;
+      stage_mesh = *mesh;
     }
+    meshes_.assign(static_cast<size_t>(stages), stage_mesh);
     for (int64_t s = 0; s < stages; ++s) meshes.push_back({fmt::format("pp{}", s), devices, options_.stage_mesh});
     Assignment assignment;
     for (int64_t v = 0; v < n; ++v) assignment[names_[v]] = fmt::format("pp{}", v % stages);
@@ -194,6 +196,20 @@ FragmentPipeline::FragmentPipeline(ir::Module& module, const ir::Function& step,
   }
 }
 
+FragmentPipeline::FragmentPipeline(FragmentPlan plan, FragmentPipelineOptions options)
+    : options_(std::move(options)), stages_(static_cast<int64_t>(plan.meshes.size())), plan_(std::move(plan)) {
+  if (options_.ranks) fail("a fragment plan runs in one process; stages on ranks are for a pipeline made from a step");
+  roles_.resize(plan_.fragments.size());
+  meshes_.resize(plan_.meshes.size());
+  for (const Fragment& f : plan_.fragments) {  // an spmd mesh is copied into its fragments' modules
+    const std::string& name = plan_.meshes[f.mesh].spmd_mesh;
+    if (name.empty() || meshes_[f.mesh]) continue;
+    const ir::Mesh* mesh = f.module->find_mesh(name);
+    TESSERA_CHECK(mesh != nullptr, "fragment {}'s module lacks its mesh's spmd mesh @{}", f.index, name);
+    meshes_[f.mesh] = *mesh;
+  }
+  compile_fragments();
+}
 
 std::string FragmentPipeline::summary() const {
   std::string out;
@@ -333,7 +349,11 @@ class Compiler {
              roles_[v.producer].to_string());
       }
       if (here_.count({b.index, st})) continue;
-      size_t t = transfer_.at({b.index, st});
+      auto it = transfer_.find({b.index, st});
+      if (it == transfer_.end())
+        fail("{}: {} needs {} from stage {} ({}), and the plan has no transfer that brings it", where(st, step),
+             label(f), v.name, from, v.parameter ? std::string("a parameter") : label(v.producer));
+      size_t t = it->second;
       if (cover_[t] && strict)
         fail("schedule '{}': {}: {} needs {} from stage {} ({} = {}), and no earlier RECV on this stage brought it",
              s_.name, where(st, step), label(f), v.name, from, label(v.producer), roles_[v.producer].to_string());
@@ -364,13 +384,22 @@ class Compiler {
     return false;
   }
 
+  // The action glue run now belongs to: the compute action the stage ran last, when it is the one
+  // just before (a gradient's sum over microbatches right after the B that made its term), so that
+  // its time is that action's, in the measured bubble as in the replay fed with action times.
+  int64_t glue_step(size_t st) const {
+    if (pos_[st] == 0 && sub_[st] == 0) return -1;
+    const size_t k = sub_[st] > 0 ? pos_[st] : pos_[st] - 1;
+    return s_.actions[st][k].is_compute() ? static_cast<int64_t>(k) : -1;
+  }
+
   bool run_glue(size_t st) {
     bool any = false;
     for (bool again = true; again;) {
       again = false;
       for (size_t g : glue_[st])
         if (!ran_[g] && ready(st, g, -1, false)) {
-          execute(st, g, -1);
+          execute(st, g, glue_step(st));
           any = again = true;
         }
     }
@@ -457,6 +486,15 @@ CompiledSchedule FragmentPipeline::compile(const Schedule& s) const {
                s.name, describe_at(static_cast<int64_t>(st), static_cast<int64_t>(k), s.actions[st][k]));
   validate(s);
   return Compiler(plan_, roles_, s).run();
+}
+
+FragmentPipelineRun FragmentPipeline::run(const std::vector<ir::Literal>& parameters) const {
+  Schedule none;
+  none.name = "program order";
+  none.stages = stages_;
+  none.actions.resize(plan_.meshes.size());
+  const std::vector<FragmentRole> glue(plan_.fragments.size());
+  return run(Compiler(plan_, glue, none).run(), none, parameters);
 }
 
 }  // namespace tessera::mpmd

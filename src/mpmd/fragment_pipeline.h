@@ -13,7 +13,9 @@
 //   with split_backward, its input-gradient part -> BI(mb, v), its weight-gradient part -> W(mb, v)
 //                                                   (B runs both; every transposed op is in one)
 //   unnamed fragment (glue: the loss over microbatches, sums of gradients over microbatches) ->
-//       no action; it runs on the mesh the program-form rules gave it, as soon as its inputs exist.
+//       no action; it runs on the mesh the program-form rules gave it, as soon as its inputs exist,
+//       and counts as part of the compute action its stage ran just before (if any): a gradient's
+//       sum is the B's that made its term, in the measured bubble and in the replay.
 //
 // Autodiff sums a parameter's gradient over the microbatches inside the transposes, in reverse
 // program order (the sum of microbatch 2's contribution is an op of stage0#2ᵀ and reads the partial
@@ -32,6 +34,11 @@
 // producer and awaited at first use; a schedule that cannot finish is refused naming each stuck
 // stage. The result is an instruction list per stage (run fragment, post value, wait for value),
 // which `run` executes with one thread per stage, so a run does exactly what was checked.
+//
+// It is also the runner of any plan as fragment() cut it (a program of named computations on meshes
+// that is not a pipeline, e.g. two models on two meshes): made from the plan, each mesh is a stage
+// (partitioned over its spmd mesh's devices when it has one), every fragment is glue, and
+// run(parameters) runs them in program order. A pipeline runs its own plan that way too.
 #pragma once
 
 #include <chrono>
@@ -95,7 +102,7 @@ struct Instruction {
   size_t fragment = 0;  // kRun
   size_t value = 0;     // kPost, kWait: FragmentPlan::values
   size_t mesh = 0;      // kPost: destination; kWait: source
-  int64_t step = -1;    // the schedule action it belongs to (−1: glue or the start)
+  int64_t step = -1;    // the schedule action it belongs to (−1: the start, or glue after no compute)
 };
 
 struct CompiledSchedule {
@@ -116,6 +123,7 @@ struct FragmentPipelineRun {
   // received (each exactly the part of the value its layout holds; reshard below).
   int64_t transferred_bytes = 0;
   std::vector<int64_t> fragment_runs;  // per fragment: how many times it ran (once, in a run that ends)
+  std::vector<Interval> fragment_times;  // per fragment: when it ran, in ms since the run started
   // Per stage, per action of the schedule: when the stage started and ended it, in ms since the run
   // started (an action with nothing to do, or a SEND, is an empty interval), and the CPU time of
   // the stage's thread in it.
@@ -158,6 +166,10 @@ class FragmentPipeline {
   // 0 … M−1 for some virtual stage.
   FragmentPipeline(ir::Module& module, const ir::Function& step, std::vector<std::string> virtual_stages,
                    int64_t stages, FragmentPipelineOptions options = {});
+  // Runs `plan` (from fragment()) as it is, in this process: stage m is plan.meshes[m]. Of the
+  // options only transfer_timeout, fast_kernels and profile apply (ranks: a UserError); whole() has
+  // no function then.
+  explicit FragmentPipeline(FragmentPlan plan, FragmentPipelineOptions options = {});
   ~FragmentPipeline();
   FragmentPipeline(const FragmentPipeline&) = delete;
   FragmentPipeline& operator=(const FragmentPipeline&) = delete;
@@ -182,15 +194,20 @@ class FragmentPipeline {
   // of its own (on a stage of several devices: a runtime::ShardedProgram on the stage's session), so
   // one run at a time.
   FragmentPipelineRun run(const CompiledSchedule& compiled, const Schedule& schedule, const RunInputs& inputs) const;
+  // Runs every fragment as glue, each stage its own in program order (no schedule): the results of
+  // the step as the plan computes them. A transfer the plan lacks is a UserError naming the value.
+  FragmentPipelineRun run(const std::vector<ir::Literal>& parameters) const;
 
-  // The devices of each stage: its session (null for one-device stages) and the spmd mesh.
+  // The devices of each stage: its session and spmd mesh (both null for a one-device stage), and
+  // how many of them fragment `f` runs on.
   const runtime::Session* session(int64_t stage) const;
-  const ir::Mesh* stage_mesh() const { return mesh_ ? &*mesh_ : nullptr; }
+  const ir::Mesh* stage_mesh(int64_t stage = 0) const;
+  int64_t devices_of(size_t fragment) const;
   // Whether this process runs stage `stage` (always without ranks).
   bool runs_here(int64_t stage) const;
-  // A value of a stage, whole. On a stage of several ranks, every rank of the stage calls it alike
-  // (it may gather pieces among them).
-  ir::Literal whole(const runtime::ShardedBuffer& b) const;
+  // A value of stage `stage`, whole. On a stage of several ranks, every rank of the stage calls it
+  // alike (it may gather pieces among them).
+  ir::Literal whole(const runtime::ShardedBuffer& b, int64_t stage = 0) const;
 
  private:
   FragmentPipelineOptions options_;
@@ -198,11 +215,14 @@ class FragmentPipeline {
   int64_t stages_ = 1, microbatches_ = 0;
   const ir::Function* whole_ = nullptr;
   FragmentPlan plan_;
-  std::optional<ir::Mesh> mesh_;  // each stage's devices; none: one device per stage
+  std::vector<std::optional<ir::Mesh>> meshes_;  // per stage, its devices; none: one device
   std::vector<FragmentRole> roles_;
   struct Compiled;  // per fragment: its executable and run context
   std::shared_ptr<Compiled> compiled_;  // shared: its deleter is made where Compiled is complete
   void compile_fragments();
+  // run(compiled, schedule, RunInputs) on whole arrays.
+  FragmentPipelineRun run(const CompiledSchedule& compiled, const Schedule& schedule,
+                          const std::vector<ir::Literal>& parameters) const;
 };
 
 // Strips the mpmd marks from the ops of `whole` that sum cotangents of different microbatches

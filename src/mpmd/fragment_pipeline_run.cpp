@@ -10,10 +10,12 @@
 // only its part.
 #include <time.h>
 
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <condition_variable>
 #include <exception>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -25,10 +27,10 @@
 #include "exec/executable.h"
 #include "interp/interpreter.h"
 #include "mpmd/fragment_pipeline.h"
-#include "mpmd/value_slots.h"
 #include "runtime/layout.h"
 #include "spmd/reshard.h"
 #include "support/error.h"
+#include "support/threads.h"
 
 namespace tessera::mpmd {
 
@@ -67,6 +69,71 @@ void trace_actions(interp::Trace& trace, const Schedule& schedule, const Fragmen
                 base_ns + std::llround(run.times[st][k].end * 1e6));
     }
   }
+}
+
+// Values in flight between stages in this process: one slot per (value id, destination stage). A
+// post never waits; a take waits for its own slot up to a timeout; a failure anywhere aborts every
+// wait at once, so no thread outlives a failed run.
+class ValueSlots {
+ public:
+  void post(size_t value, size_t to, ShardedBuffer v) {
+    {
+      std::lock_guard lock(mu_);
+      slots_.insert_or_assign({value, to}, std::move(v));
+    }
+    cv_.notify_all();
+  }
+  // The value, or nothing when the run was aborted or `timeout` passed.
+  std::optional<ShardedBuffer> take(size_t value, size_t to, std::chrono::milliseconds timeout) {
+    std::unique_lock lock(mu_);
+    auto key = std::make_pair(value, to);
+    if (!cv_.wait_for(lock, timeout, [&] { return aborted_ || slots_.count(key); }) || !slots_.count(key))
+      return std::nullopt;
+    ShardedBuffer v = std::move(slots_.at(key));
+    slots_.erase(key);
+    return v;
+  }
+  void abort() {
+    {
+      std::lock_guard lock(mu_);
+      aborted_ = true;
+    }
+    cv_.notify_all();
+  }
+  bool aborted() const { return aborted_; }
+  // For waits elsewhere (a receive from another rank) to give up when the run is aborted.
+  const std::atomic<bool>& abort_flag() const { return aborted_; }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::map<std::pair<size_t, size_t>, ShardedBuffer> slots_;
+  std::atomic<bool> aborted_{false};
+};
+
+// Runs body(0) ... body(count - 1) at once, each on a persistent worker of its own
+// (support/threads.h), and waits for all; the first to fail aborts `slots` (so the others stop
+// waiting) and its exception is rethrown here.
+void run_on_threads(size_t count, const std::function<void(size_t)>& body, ValueSlots& slots) {
+  std::mutex mu;
+  std::exception_ptr error;
+  try {
+    support::run_concurrently(count, [&](size_t i) {
+      try {
+        body(i);
+      } catch (...) {
+        {
+          std::lock_guard lock(mu);
+          if (!error) error = std::current_exception();
+        }
+        slots.abort();
+      }
+    });
+  } catch (...) {  // no thread to be had for some: stop those started (they have ended by now)
+    slots.abort();
+    throw;
+  }
+  if (error) std::rethrow_exception(error);
 }
 
 }  // namespace
@@ -163,29 +230,35 @@ void FragmentPipeline::compile_fragments() {
   if (ranks)
     for (int64_t s = 0; s < stages_; ++s) {
       const StageRanks sr = stage_ranks(s, stages_, ranks->size());
-      const int64_t devices = mesh_ ? mesh_->num_devices() : 1;
+      const int64_t devices = stage_mesh(s) ? stage_mesh(s)->num_devices() : 1;
       if (sr.count > 1 && devices % sr.count != 0)
         fail("pipeline stages on ranks: a stage of {} device{} cannot split over {} ranks ({} ranks for {} stages); "
              "run a number of ranks whose share of a stage divides its devices",
              devices, devices == 1 ? "" : "s", sr.count, ranks->size(), stages_);
     }
-  if (mesh_)
-    for (int64_t s = 0; s < stages_; ++s) {
+  for (int64_t s = 0; s < stages_; ++s) {
+    const ir::Mesh* mesh = stage_mesh(s);
+    if (mesh == nullptr) {
+      c.sessions.emplace_back();
+      continue;
+    }
+    {
       runtime::SessionOptions so;
       so.fast_kernels = options_.fast_kernels;
       so.timeout = options_.transfer_timeout;
       so.profile = options_.profile;
       const StageRanks sr = ranks ? stage_ranks(s, stages_, ranks->size()) : StageRanks{};
       if (sr.count > 1 && sr.contains(ranks->rank())) {
-        c.sessions.push_back(ranks->stage_session(sr.first, sr.count, mesh_->num_devices() / sr.count, so));
+        c.sessions.push_back(ranks->stage_session(sr.first, sr.count, mesh->num_devices() / sr.count, so));
         c.spanning_stage = s;
       } else {
-        c.sessions.push_back(std::make_unique<runtime::Session>(runtime::Session::host(mesh_->num_devices(), so)));
+        c.sessions.push_back(std::make_unique<runtime::Session>(runtime::Session::host(mesh->num_devices(), so)));
       }
     }
+  }
   for (const Fragment& f : plan_.fragments) {
     std::vector<ir::Sharding> layouts(f.inputs.size());
-    if (mesh_) {
+    if (c.sessions[f.mesh]) {
       runtime::CompiledProgram p;
       try {
         p = c.sessions[f.mesh]->compile(*f.module, f.function);
@@ -211,8 +284,17 @@ void FragmentPipeline::compile_fragments() {
 }
 
 const runtime::Session* FragmentPipeline::session(int64_t stage) const {
-  if (!mesh_) return nullptr;
   return compiled_->sessions.at(static_cast<size_t>(stage)).get();
+}
+
+const ir::Mesh* FragmentPipeline::stage_mesh(int64_t stage) const {
+  const std::optional<ir::Mesh>& m = meshes_.at(static_cast<size_t>(stage));
+  return m ? &*m : nullptr;
+}
+
+int64_t FragmentPipeline::devices_of(size_t fragment) const {
+  const ir::Mesh* mesh = stage_mesh(static_cast<int64_t>(plan_.fragments.at(fragment).mesh));
+  return mesh ? mesh->num_devices() : 1;
 }
 
 bool FragmentPipeline::runs_here(int64_t stage) const {
@@ -220,43 +302,50 @@ bool FragmentPipeline::runs_here(int64_t stage) const {
          stage_ranks(stage, stages_, options_.ranks->size()).contains(options_.ranks->rank());
 }
 
-Literal FragmentPipeline::whole(const ShardedBuffer& b) const {
+Literal FragmentPipeline::whole(const ShardedBuffer& b, int64_t stage) const {
   TESSERA_CHECK(!b.donated(), "whole of a donated buffer");
   if (b.pieces->size() == 1) return (*b.pieces)[0];
   const Compiled& c = *compiled_;
-  if (c.spanning_stage < 0) return runtime::assemble(*b.pieces, b.type, b.sharding, *mesh_);
+  const ir::Mesh* mesh = stage_mesh(c.spanning_stage < 0 ? stage : c.spanning_stage);
+  TESSERA_CHECK(mesh != nullptr, "a value of {} pieces on stage {} of one device", b.pieces->size(), stage);
+  if (c.spanning_stage < 0) return runtime::assemble(*b.pieces, b.type, b.sharding, *mesh);
   // A stage over several ranks. When every one of its ranks holds a piece of every distinct box (a
   // replicated loss, dp's parameters), each assembles its own; otherwise its ranks gather the
   // pieces (a collective among them: they all call this alike, as the layout decides the same).
   const runtime::Session& session = *c.sessions[static_cast<size_t>(c.spanning_stage)];
-  const int64_t n = mesh_->num_devices(), per = n / session.num_ranks();
-  std::vector<int64_t> boxes = runtime::holders(b.type, b.sharding, *mesh_);
+  const int64_t n = mesh->num_devices(), per = n / session.num_ranks();
+  std::vector<int64_t> boxes = runtime::holders(b.type, b.sharding, *mesh);
   bool local = true;
   std::vector<Literal> pieces = *b.pieces;
   for (int64_t h : boxes) {
-    const runtime::PieceBox want = runtime::piece_box(b.type, b.sharding, *mesh_, h);
+    const runtime::PieceBox want = runtime::piece_box(b.type, b.sharding, *mesh, h);
     for (int64_t r = 0; r < session.num_ranks(); ++r) {
       int64_t found = -1;
       for (int64_t d = r * per; d < (r + 1) * per && found < 0; ++d) {
-        const runtime::PieceBox got = runtime::piece_box(b.type, b.sharding, *mesh_, d);
+        const runtime::PieceBox got = runtime::piece_box(b.type, b.sharding, *mesh, d);
         if (got.start == want.start && got.zeros == want.zeros) found = d;
       }
       if (found < 0) local = false;
       else if (r == session.rank()) pieces[static_cast<size_t>(h)] = (*b.pieces)[static_cast<size_t>(found)];
     }
   }
-  if (local) return runtime::assemble(pieces, b.type, b.sharding, *mesh_);
+  if (local) return runtime::assemble(pieces, b.type, b.sharding, *mesh);
   for (size_t f = 0; f < plan_.fragments.size(); ++f)
     if (static_cast<int64_t>(plan_.fragments[f].mesh) == c.spanning_stage) return c.programs[f]->fetch(b);
   TESSERA_CHECK(false, "stage {} has no fragment to gather a value with", c.spanning_stage);
 }
 
 FragmentPipelineRun FragmentPipeline::run(const Schedule& schedule, const std::vector<Literal>& parameters) const {
+  return run(compile(schedule), schedule, parameters);
+}
+
+FragmentPipelineRun FragmentPipeline::run(const CompiledSchedule& compiled, const Schedule& schedule,
+                                          const std::vector<Literal>& parameters) const {
   std::vector<ShardedBuffer> buffers;
   for (const Literal& p : parameters) buffers.push_back(whole_buffer(p));
   RunInputs in;
   for (const ShardedBuffer& b : buffers) in.parameters.push_back(&b);
-  return run(compile(schedule), schedule, in);
+  return run(compiled, schedule, in);
 }
 
 FragmentPipelineRun FragmentPipeline::run(const CompiledSchedule& compiled, const Schedule& schedule,
@@ -264,7 +353,6 @@ FragmentPipelineRun FragmentPipeline::run(const CompiledSchedule& compiled, cons
   const FragmentPlan& plan = plan_;
   const std::vector<const ShardedBuffer*>& parameters = inputs.parameters;
   const Compiled& c = *compiled_;
-  const ir::Mesh* mesh = stage_mesh();
   try {
     if (parameters.size() != plan.parameter_types.size())
       fail("pipeline run: the step takes {} parameters, got {}", plan.parameter_types.size(), parameters.size());
@@ -284,6 +372,7 @@ FragmentPipelineRun FragmentPipeline::run(const CompiledSchedule& compiled, cons
   out.peak_saved_bytes.assign(stages, 0);
   out.peak_store_bytes.assign(stages, 0);
   out.fragment_runs.assign(plan.fragments.size(), 0);
+  out.fragment_times.assign(plan.fragments.size(), Interval{});
   out.times.resize(stages);
   out.cpu_ms.resize(stages);
   for (size_t st = 0; st < stages; ++st) {
@@ -304,13 +393,13 @@ FragmentPipelineRun FragmentPipeline::run(const CompiledSchedule& compiled, cons
     else if (b.kind == Binding::Kind::kConstant) results[r] = whole_buffer(b.constant);
     else result_of.insert({b.index, r});
   }
-  ValueSlots<ShardedBuffer> slots;
+  ValueSlots slots;
   Ranks* ranks = options_.ranks;
   const uint64_t run_number = ranks ? ranks->next_run() : 0;
   // Where a value of stage st laid out as `sharding` has its pieces (on rank 0 without ranks).
   auto placement = [&](size_t st, const ir::Sharding& sharding) {
     Placement p;
-    p.mesh = mesh;
+    p.mesh = stage_mesh(static_cast<int64_t>(st));
     p.sharding = sharding;
     if (ranks) p.ranks = stage_ranks(static_cast<int64_t>(st), stages_, ranks->size());
     return p;
@@ -328,6 +417,7 @@ FragmentPipelineRun FragmentPipeline::run(const CompiledSchedule& compiled, cons
 
   auto run_stage = [&](size_t st) {
     const std::vector<Instruction>& list = compiled.stages[st];
+    const ir::Mesh* mesh = stage_mesh(static_cast<int64_t>(st));
     // Readers left per value on this stage, and which values are activations kept for a backward.
     std::unordered_map<size_t, int64_t> readers;
     std::set<size_t> saved;
@@ -435,11 +525,11 @@ FragmentPipelineRun FragmentPipeline::run(const CompiledSchedule& compiled, cons
           const ir::Sharding& arrival = c.arrival_layouts.at({in.value, in.mesh});
           int64_t moved = 0;
           if (runs_here(static_cast<int64_t>(in.mesh))) {
-            slots.post(in.value, in.mesh, reshard(v, mesh, arrival, mesh, moved));
+            slots.post(in.value, in.mesh, reshard(v, mesh, arrival, stage_mesh(static_cast<int64_t>(in.mesh)), moved));
           } else {
             Placement from = placement(st, v.sharding);
             if (v.pieces->size() == 1) from.mesh = nullptr;  // a whole array
-            const Placement to = placement(in.mesh, mesh ? arrival : ir::Sharding{});
+            const Placement to = placement(in.mesh, stage_mesh(static_cast<int64_t>(in.mesh)) ? arrival : ir::Sharding{});
             for (const PieceMessage& m : transfer_messages(v.type, from, to)) {
               if (m.from != ranks->rank()) continue;
               for (const PiecePart& part : m.parts) moved += part.elements() * ir::info(v.type.element).bytes;
@@ -472,8 +562,9 @@ FragmentPipelineRun FragmentPipeline::run(const CompiledSchedule& compiled, cons
             args.push_back(fits ? v : reshard(v, mesh, want, mesh, local, session(static_cast<int64_t>(st))));
           }
           std::vector<ShardedBuffer> outputs;
+          const double begun = now_ms();
           try {
-            if (mesh) {
+            if (c.programs[in.fragment]) {
               outputs = c.programs[in.fragment]->execute(args);
             } else {  // lent as views: the executable reads them, never writes
               std::vector<Literal> views;
@@ -488,6 +579,7 @@ FragmentPipelineRun FragmentPipeline::run(const CompiledSchedule& compiled, cons
             fail("{}: {}: {}", where(st, in.step), label(in.fragment), e.what());
           }
           out.fragment_runs[in.fragment]++;  // each fragment runs on one stage only
+          out.fragment_times[in.fragment] = {begun, now_ms()};
           for (const Binding& b : f.inputs)
             if (b.kind == Binding::Kind::kValue) read_done(b.index);
           for (size_t k = 0; k < f.outputs.size(); ++k) {
@@ -527,7 +619,9 @@ FragmentPipelineRun FragmentPipeline::run(const CompiledSchedule& compiled, cons
   for (size_t r = 0; r < results.size(); ++r) {
     TESSERA_CHECK(ranks || results[r].has_value(), "result {} of the step was never computed", r);
     ShardedBuffer b = results[r].value_or(ShardedBuffer{});
-    if (inputs.whole_results) out.results.push_back(b.pieces ? whole(b) : Literal());
+    const Binding& rb = plan.results[r];
+    const size_t stage = rb.kind == Binding::Kind::kValue ? plan.fragments[plan.values[rb.index].producer].mesh : 0;
+    if (inputs.whole_results) out.results.push_back(b.pieces ? whole(b, static_cast<int64_t>(stage)) : Literal());
     out.values.push_back(std::move(b));
   }
   return out;

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <functional>
 #include <map>
 #include <tuple>
 
@@ -72,9 +73,9 @@ int64_t peak_overlap(const std::vector<Interval>& intervals) {
 
 }  // namespace
 
-Simulation simulate(const Schedule& s, const Costs& costs) {
-  validate(s);
-  const auto P = static_cast<size_t>(s.stages);
+Simulation replay(const Schedule& s, const std::function<double(size_t, size_t, const Action&)>& duration,
+                  double transfer, std::string_view who) {
+  const size_t P = s.actions.size();
   Simulation sim;
   sim.times.resize(P);
   sim.busy.assign(P, 0.0);
@@ -84,7 +85,6 @@ Simulation simulate(const Schedule& s, const Costs& costs) {
   std::map<std::tuple<Payload, int64_t, int64_t>, double> arrival;
   std::vector<size_t> next(P, 0);
   std::vector<double> clock(P, 0.0);
-  // validate() has shown every stage runs to its end this way, so the loop terminates.
   for (bool progress = true; progress;) {
     progress = false;
     for (size_t stage = 0; stage < P; ++stage) {
@@ -93,9 +93,9 @@ Simulation simulate(const Schedule& s, const Costs& costs) {
         const Action& a = list[i];
         Interval& t = sim.times[stage][i];
         t.start = clock[stage];
-        t.end = t.start + cost_of(a, costs, s.virtual_per_stage);
+        t.end = t.start + (a.is_compute() ? duration(stage, i, a) : 0.0);
         if (a.kind == ActionKind::kSend) {
-          arrival[{a.payload, a.microbatch, a.virtual_stage}] = t.start + costs.transfer;
+          arrival[{a.payload, a.microbatch, a.virtual_stage}] = t.start + transfer;
         } else if (a.kind == ActionKind::kRecv) {
           auto it = arrival.find({a.payload, a.microbatch, a.virtual_stage});
           if (it == arrival.end()) break;
@@ -108,7 +108,9 @@ Simulation simulate(const Schedule& s, const Costs& costs) {
     }
   }
   for (size_t stage = 0; stage < P; ++stage) {
-    TESSERA_CHECK(next[stage] == s.actions[stage].size(), "stage {} did not finish after validation", stage);
+    if (next[stage] < s.actions[stage].size())
+      fail("mpmd::{}: schedule '{}' deadlocks at {}", who, s.name,
+           describe_at(static_cast<int64_t>(stage), static_cast<int64_t>(next[stage]), s.actions[stage][next[stage]]));
     sim.makespan = std::max(sim.makespan, clock[stage]);
   }
   double busy = 0;
@@ -131,6 +133,12 @@ Simulation simulate(const Schedule& s, const Costs& costs) {
   for (const auto& [key, interval] : life) per_stage[static_cast<size_t>(s.stage_of(key.second))].push_back(interval);
   for (size_t stage = 0; stage < P; ++stage) sim.peak_in_flight.push_back(peak_overlap(per_stage[stage]));
   return sim;
+}
+
+Simulation simulate(const Schedule& s, const Costs& costs) {
+  validate(s);  // so the replay finishes
+  auto cost = [&](size_t, size_t, const Action& a) { return cost_of(a, costs, s.virtual_per_stage); };
+  return replay(s, cost, costs.transfer, "simulate");
 }
 
 std::string text_chart(const Schedule& s, const Simulation& sim, int64_t max_cells) {

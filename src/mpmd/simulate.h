@@ -9,7 +9,9 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "mpmd/schedule.h"
@@ -58,6 +60,12 @@ struct Simulation {
 
 // Validates the schedule (validate.h), then simulates it.
 Simulation simulate(const Schedule& s, const Costs& costs);
+
+// The model above with `duration(stage, index, action)` as each compute action's duration (simulate:
+// the costs; bubble.h: measured times) and `transfer` as each send's latency. A schedule that cannot
+// finish is a UserError naming `who` and the first stuck action.
+Simulation replay(const Schedule& s, const std::function<double(size_t, size_t, const Action&)>& duration,
+                  double transfer, std::string_view who);
 
 // A compact text timeline: one row per stage, one cell per time quantum (the shortest compute
 // cost, coarsened so a row stays under `max_cells` cells), each cell showing the action that runs

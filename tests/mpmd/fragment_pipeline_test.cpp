@@ -2,7 +2,7 @@
 // residual stack written as named computations stage0 … stage{N−1}, microbatches by scan_calls and
 // the loss a mean over microbatches (glue), runs under GPipe, 1F1B, interleaved (V = 2) and
 // zero-bubble H1 (each transpose split into BI and W): loss and gradients bit for bit those of the unsplit whole step
-// and of the executor's program-order run; the activations each stage keeps for its backwards
+// and of the same plan run in program order; the activations each stage keeps for its backwards
 // follow the schedule (GPipe M microbatches, 1F1B min(P−s, M)); schedules that do not fit the
 // program are refused naming the schedule, the action and the value. The CausalLM's blocks written
 // as named computations give nn::TrainingStep::accumulate(M)'s step under 1F1B.
@@ -15,7 +15,6 @@
 #include "exec/accelerate.h"
 #include "interp/interpreter.h"
 #include "ir/builder.h"
-#include "mpmd/executor.h"
 #include "mpmd/fragment_pipeline.h"
 #include "mpmd/generate.h"
 #include "mpmd/model_step.h"
@@ -118,13 +117,13 @@ FragmentPipelineRun run_case(const Case& c) {
   EXPECT_EQ(fp.microbatches(), c.microbatches) << what;
   std::vector<ir::Literal> in = testing::random_inputs(fp.whole(), 41);
   std::vector<ir::Literal> unsplit = interp::evaluate(fp.whole(), in, fast());
-  std::vector<ir::Literal> program_order = Executor(fp.plan()).run(in);
+  std::vector<ir::Literal> program_order = fp.run(in).results;
   FragmentPipelineRun run = fp.run(generate(c.kind, c.stages, c.microbatches, c.virtual_per_stage), in);
   SCOPED_TRACE(fp.summary());
   // Loss and the six gradients; the same ops on the same values, so bit for bit.
   EXPECT_EQ(run.results.size(), 1u + 2 + kLayers) << what;
   expect_bitwise(run.results, unsplit, what + " vs the unsplit whole step");
-  expect_bitwise(run.results, program_order, what + " vs the executor in program order");
+  expect_bitwise(run.results, program_order, what + " vs the plan run in program order");
   // whole() sums the gradients over microbatches in microbatch order; autodiff's own whole step
   // sums them in reverse: the same numbers up to rounding.
   const ir::Function& autodiff_order = whole_step(m, *m.find_function("step"), weights_only().wrt);

@@ -1,5 +1,5 @@
 // The MPMD program form (issue #8 item 1): named computations in one step program, assigned to
-// meshes, cut into per-mesh fragments with transfers, and run by the executor. Checked: which ops
+// meshes, cut into per-mesh fragments with transfers, and run by FragmentPipeline in program order. Checked: which ops
 // and transfers each fragment gets, the clone rule for cheap values, the refusal of a parameter read
 // on two meshes, print → parse → print of a program with named computations, and results — loss and
 // every gradient — equal to the unsplit program and to autodiff of the same math written without
@@ -15,7 +15,7 @@
 #include "exec/accelerate.h"
 #include "interp/interpreter.h"
 #include "ir/builder.h"
-#include "mpmd/executor.h"
+#include "mpmd/fragment_pipeline.h"
 #include "mpmd/fragments.h"
 #include "mpmd/program.h"
 #include "stablehlo/parser.h"
@@ -80,7 +80,7 @@ void add_mlp(ir::Module& m, std::optional<ir::Sharding> x_sharding = std::nullop
   });
 }
 
-// The interpreter with the fast kernels, as the executor runs one-device meshes.
+// The interpreter with the fast kernels, as the runner runs one-device meshes.
 interp::Options fast() {
   interp::Options o;
   o.accelerate = exec::accelerate;
@@ -166,8 +166,9 @@ TEST(ProgramForm, TwoAndThreeMeshesGiveTheUnsplitResults) {
     FragmentPlan plan = three ? fragment(m, whole, meshes({"A", "B", "C"}), {{"layer0", "A"}, {"layer1", "B"}, {"head", "C"}})
                               : fragment(m, whole, meshes({"A", "B"}), {{"layer0", "A"}, {"layer1", "A"}, {"head", "B"}});
     EXPECT_EQ(plan.transfers.size(), three ? 4u : 2u);
-    Executor exec(plan);
-    std::vector<ir::Literal> got = exec.run(in);
+    FragmentPipeline exec(plan);
+    FragmentPipelineRun st = exec.run(in);
+    const std::vector<ir::Literal>& got = st.results;
     SCOPED_TRACE(three ? "3 meshes" : "2 meshes");
     // Same ops in the same order on whole arrays: bit for bit.
     ASSERT_EQ(got.size(), unsplit.size());
@@ -175,11 +176,10 @@ TEST(ProgramForm, TwoAndThreeMeshesGiveTheUnsplitResults) {
     // Gradients that flowed back across meshes equal autodiff of the whole program without names.
     expect_all_close(got, plain, 1e-6);
     // Each transfer's reader starts after its producer ended; every mesh kept values for later.
-    const ExecutionStats& st = exec.stats();
     // f32 activations and their cotangents: h1 [8,5] both ways, and on 3 meshes h0 [8,6] too.
     EXPECT_EQ(st.transferred_bytes, 2 * (8 * 5 * 4) + (three ? 2 * (8 * 6 * 4) : 0));
     for (const Transfer& t : plan.transfers)
-      EXPECT_GE(st.spans[t.consumer].start_ms, st.spans[t.producer].end_ms) << plan.values[t.value].name;
+      EXPECT_GE(st.fragment_times[t.consumer].start, st.fragment_times[t.producer].end) << plan.values[t.value].name;
     for (size_t mesh = 0; mesh < plan.meshes.size(); ++mesh) EXPECT_GT(st.peak_store_bytes[mesh], 0) << mesh;
   }
 }
@@ -256,8 +256,7 @@ TEST(ProgramForm, CheapValuesAreClonedOthersCrossOncePerMesh) {
   EXPECT_EQ(values_read(g1), 2u);
   // The split program computes what the unsplit one does.
   std::vector<ir::Literal> in = testing::random_inputs(whole, 3);
-  Executor exec(plan);
-  std::vector<ir::Literal> got = exec.run(in);
+  std::vector<ir::Literal> got = FragmentPipeline(plan).run(in).results;
   std::vector<ir::Literal> want = interp::evaluate(m, whole.name(), in, fast());
   for (size_t i = 0; i < got.size(); ++i) EXPECT_TRUE(got[i] == want[i]) << "result " << i;
 }
@@ -320,7 +319,7 @@ TEST(ProgramForm, RefusesAParameterOnTwoMeshes) {
     }
   EXPECT_EQ(parameter_copies, 1u);
   std::vector<ir::Literal> in = testing::random_inputs(scaled, 8);
-  std::vector<ir::Literal> got = Executor(plan).run(in), want = interp::evaluate(m, scaled.name(), in, fast());
+  std::vector<ir::Literal> got = FragmentPipeline(plan).run(in).results, want = interp::evaluate(m, scaled.name(), in, fast());
   for (size_t i = 0; i < got.size(); ++i) EXPECT_TRUE(got[i] == want[i]) << "result " << i;
   // A computation without a mesh, a mesh or computation the program lacks.
   EXPECT_NE(error_of([&] { fragment(m, whole, meshes({"A"}), {{"first", "A"}}); })
@@ -386,13 +385,13 @@ TEST(ProgramForm, MicrobatchLoopsCarryCallCounters) {
     EXPECT_EQ(plan.transfers[k].from, k < 4 ? 0u : 1u);
   }
   std::vector<ir::Literal> in = testing::random_inputs(whole, 29);
-  Executor exec(plan);
-  std::vector<ir::Literal> got = exec.run(in);
+  FragmentPipeline exec(plan);
+  std::vector<ir::Literal> got = exec.run(in).results;
   std::vector<ir::Literal> unsplit = interp::evaluate(m, whole.name(), in, fast());
   for (size_t i = 0; i < got.size(); ++i) EXPECT_TRUE(got[i] == unsplit[i]) << "result " << i;
   expect_all_close(got, plain_reference(m, in), 1e-6);
-  // Running again gives the same numbers (the executor keeps no state between runs).
-  std::vector<ir::Literal> again = exec.run(in);
+  // Running again gives the same numbers (a run keeps no state for the next).
+  std::vector<ir::Literal> again = exec.run(in).results;
   for (size_t i = 0; i < got.size(); ++i) EXPECT_TRUE(again[i] == got[i]) << "result " << i;
 }
 
@@ -414,7 +413,7 @@ TEST(ProgramForm, PrintParsePrintKeepsNamedComputations) {
   EXPECT_EQ(layout(plan), layout(plan0));
   EXPECT_EQ(moves(plan), moves(plan0));
   std::vector<ir::Literal> in = testing::random_inputs(whole, 5);
-  std::vector<ir::Literal> a = Executor(plan).run(in), b = Executor(plan0).run(in);
+  std::vector<ir::Literal> a = FragmentPipeline(plan).run(in).results, b = FragmentPipeline(plan0).run(in).results;
   for (size_t i = 0; i < a.size(); ++i) EXPECT_TRUE(a[i] == b[i]) << "result " << i;
 }
 
@@ -430,10 +429,10 @@ TEST(ProgramForm, ShardedMeshGivesTheUnsplitResults) {
   std::vector<MeshSpec> ms = {{"A", 2, "a"}, {"B", 1, ""}};
   FragmentPlan plan = fragment(m, whole, ms, {{"layer0", "A"}, {"layer1", "A"}, {"head", "B"}});
   std::vector<ir::Literal> in = testing::random_inputs(whole, 41);
-  Executor exec(plan);
+  FragmentPipeline exec(plan);
   for (const Fragment& f : plan.fragments)  // A's fragments are partitioned over its two devices
     EXPECT_EQ(exec.devices_of(f.index), f.mesh == 0 ? 2 : 1) << f.function;
-  std::vector<ir::Literal> got = exec.run(in);
+  std::vector<ir::Literal> got = exec.run(in).results;
   expect_all_close(got, interp::evaluate(m, whole.name(), in, fast()), 1e-5);
   expect_all_close(got, plain_reference(m, in), 1e-5);
   // B as two devices too: its fragments carry no sharding, so the partitioner replicates them
@@ -441,9 +440,9 @@ TEST(ProgramForm, ShardedMeshGivesTheUnsplitResults) {
   m.add_mesh(ir::Mesh{"b", {{"data", 2}}, {}});
   std::vector<MeshSpec> both = {{"A", 2, "a"}, {"B", 2, "b"}};
   FragmentPlan plan2 = fragment(m, whole, both, {{"layer0", "A"}, {"layer1", "A"}, {"head", "B"}});
-  Executor exec2(plan2);
+  FragmentPipeline exec2(plan2);
   for (const Fragment& f : plan2.fragments) EXPECT_EQ(exec2.devices_of(f.index), 2) << f.function;
-  expect_all_close(exec2.run(in), got, 1e-6);
+  expect_all_close(exec2.run(in).results, got, 1e-6);
   // A mesh whose spmd mesh has another size is refused, naming both.
   std::vector<MeshSpec> bad = {{"A", 4, "a"}, {"B", 1, ""}};
   EXPECT_EQ(error_of([&] { fragment(m, whole, bad, {{"layer0", "A"}, {"layer1", "A"}, {"head", "B"}}); }),
@@ -455,26 +454,23 @@ TEST(ProgramForm, ShardedMeshGivesTheUnsplitResults) {
 }
 
 
-// A transfer that never comes (dropped from the plan by hand) fails within the timeout, naming the
-// value, the waiting fragment and where the value should have come from; the other mesh is not
-// left hanging.
-TEST(ProgramForm, AMissingTransferTimesOutNamingIt) {
+// A transfer the plan lacks (dropped by hand) is refused before anything runs, naming the value,
+// the fragment that reads it and the one that computes it; so is an input of the wrong type.
+TEST(ProgramForm, AMissingTransferIsRefusedNamingIt) {
   ir::Module m("mlp");
   add_mlp(m);
   ir::Function& whole = whole_step(m, *m.find_function("step"));
   FragmentPlan plan = fragment(m, whole, meshes({"A", "B"}), {{"layer0", "A"}, {"layer1", "A"}, {"head", "B"}});
+  std::vector<ir::Literal> in = testing::random_inputs(whole, 1);
+  std::vector<ir::Literal> wrong = in;
+  wrong[1] = ir::Literal(f32({4, 5}));
+  EXPECT_EQ(error_of([&] { FragmentPipeline(plan).run(wrong); }),
+            "pipeline run: parameter 1 is tensor<4x5xf32>, the step's parameter %arg1 is tensor<4x6xf32>");
   ASSERT_EQ(plan.transfers.size(), 2u);
   plan.transfers.pop_back();  // the cotangent B -> A
-  ExecutorOptions o;
-  o.transfer_timeout = std::chrono::milliseconds(200);
-  Executor exec(plan, o);
-  std::vector<ir::Literal> in = testing::random_inputs(whole, 1);
-  EXPECT_EQ(error_of([&] { exec.run(in); }),
-            "fragment 4 on mesh 'A' waits for %15 from fragment 3 on mesh 'B': nothing arrived within 200 ms");
-  // A wrong input is refused before anything runs.
-  in[1] = ir::Literal(f32({4, 5}));
-  EXPECT_EQ(error_of([&] { exec.run(in); }),
-            "mpmd run: parameter 1 is tensor<4x5xf32>, the step's parameter %arg1 is tensor<4x6xf32>");
+  EXPECT_EQ(error_of([&] { FragmentPipeline(plan).run(in); }),
+            "stage 0 (glue): fragment 4 (layer1ᵀ) needs %15 from stage 1 (fragment 3 (headᵀ)), and the plan has no "
+            "transfer that brings it");
 }
 
 }  // namespace
