@@ -453,7 +453,6 @@ TEST(ProgramForm, ShardedMeshGivesTheUnsplitResults) {
             std::string::npos);
 }
 
-
 // A transfer the plan lacks (dropped by hand) is refused before anything runs, naming the value,
 // the fragment that reads it and the one that computes it; so is an input of the wrong type.
 TEST(ProgramForm, AMissingTransferIsRefusedNamingIt) {
@@ -471,6 +470,34 @@ TEST(ProgramForm, AMissingTransferIsRefusedNamingIt) {
   EXPECT_EQ(error_of([&] { FragmentPipeline(plan).run(in); }),
             "stage 0 (glue): fragment 4 (layer1ᵀ) needs %15 from stage 1 (fragment 3 (headᵀ)), and the plan has no "
             "transfer that brings it");
+}
+
+// A plan made by fragment() runs in this process: stages on MPI ranks are refused, before anything
+// is compiled (the ranks below are never called).
+TEST(ProgramForm, APlanOnRanksIsRefused) {
+  struct NoRanks final : Ranks {
+    int rank() const override { return 0; }
+    int size() const override { return 2; }
+    void send(int, uint64_t, const WireKey&, std::vector<std::byte>) override { ADD_FAILURE() << "send"; }
+    ReceiveStatus receive(int, uint64_t, const WireKey&, std::chrono::milliseconds, const std::atomic<bool>&,
+                          std::vector<std::byte>&) override {
+      ADD_FAILURE() << "receive";
+      return ReceiveStatus::kAborted;
+    }
+    std::vector<std::vector<std::byte>> exchange(const std::string&, std::span<const std::byte>) override {
+      ADD_FAILURE() << "exchange";
+      return {};
+    }
+    void report_failure(const std::string&) override { ADD_FAILURE() << "report_failure"; }
+  } ranks;
+  ir::Module m("mlp");
+  add_mlp(m);
+  ir::Function& whole = whole_step(m, *m.find_function("step"));
+  FragmentPlan plan = fragment(m, whole, meshes({"A", "B"}), {{"layer0", "A"}, {"layer1", "A"}, {"head", "B"}});
+  FragmentPipelineOptions options;
+  options.ranks = &ranks;
+  EXPECT_EQ(error_of([&] { FragmentPipeline(plan, options); }),
+            "a fragment plan runs in one process; stages on ranks are for a pipeline made from a step");
 }
 
 }  // namespace
