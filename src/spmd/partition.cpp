@@ -53,7 +53,7 @@ class Partitioner {
  public:
   Partitioner(const ir::Module& gm, const ir::Function& gf, const ShardingMap& sm, ir::Module& out,
               Partitioned& info, const PartitionOptions& options)
-      : gm_(gm), gf_(gf), sm_(sm), out_(out), info_(info),
+      : gm_(gm), gf_(gf), sm_(sm), out_(out), info_(info), replicate_operands_(options.replicate_operands),
         ctx_{gm, info.num_devices, info.report, "", {}, options.devices_are_replicas, ""} {}
 
   void run() {
@@ -238,7 +238,7 @@ class Partitioner {
     std::string mesh_name = op_mesh(op);
     const Mesh& mesh = gm_.mesh(mesh_name);
     FactorRule rule = factor_rule(op);
-    if (is_maximal(mesh)) {
+    if (is_maximal(mesh) || replicate_operands_) {
       // The whole op on every device; only the maximal mesh's device's result counts.
       std::vector<Tensor> operands;
       for (size_t i = 0; i < op.operands().size(); ++i) {
@@ -551,6 +551,7 @@ class Partitioner {
   const ShardingMap& sm_;
   ir::Module& out_;
   Partitioned& info_;
+  bool replicate_operands_;
   LocalContext ctx_;
   std::unordered_map<const Value*, Tensor> local_;
   std::unordered_map<const Value*, std::vector<std::pair<Sharding, Tensor>>> made_;
