@@ -8,6 +8,9 @@
 // the kernel gradient's sum over the batch becomes an all-reduce), and with the convolution's
 // output channels split over the 4 devices (each device computes a quarter of the feature maps).
 // Both sharded runs give the unsharded run's losses and weights.
+//
+// `06_cnn --emit DIR` writes the two sharded modules (cnn_batch.mlir, cnn_channels.mlir: @loss and
+// @loss_grad) as StableHLO and stops, for `tessera partition --explain`.
 #include <fmt/format.h>
 
 #include <cmath>
@@ -17,6 +20,8 @@
 #include "ir/builder.h"
 #include "ir/builder_window.h"
 #include "runtime/session.h"
+#include "stablehlo/printer.h"
+#include "support/durable_file.h"
 
 using namespace tessera;
 using namespace tessera::ir;
@@ -109,9 +114,21 @@ Run on_devices(const Module& m, const Literal& x, const Literal& target) {
                target);
 }
 
+// The modules of the two sharded runs, named as --emit writes them.
+Module batch_split() { return model(Sharding{"m", {{"data"}, {}, {}, {}}, {}, {}}, std::nullopt); }
+Module channel_split() { return model(std::nullopt, Sharding{"m", {{}, {}, {}, {"data"}}, {}, {}}); }
+
 }  // namespace
 
-int main() {
+int main(int argc, char** argv) {
+  if (argc == 3 && std::string(argv[1]) == "--emit") {
+    for (auto [name, make] : {std::pair{"cnn_batch.mlir", &batch_split}, {"cnn_channels.mlir", &channel_split}}) {
+      std::string path = std::string(argv[2]) + "/" + name;
+      support::write_file_atomically(path, {stablehlo::print(make())});
+      fmt::print("wrote {}\n", path);
+    }
+    return 0;
+  }
   Literal x = filled(f32({kBatch, kSize, kSize, kChannels}), 1.0, 0.37);
   Literal target = filled(f32({kBatch, kClasses}), 0.5, 1.3);
 
@@ -122,13 +139,13 @@ int main() {
   fmt::print("one device: loss {:.6f} -> {:.6f} in {} steps\n", one.losses.front(), one.losses.back(), kSteps);
 
   fmt::print("batch split over 4 devices:\n");
-  Run batch = on_devices(model(Sharding{"m", {{"data"}, {}, {}, {}}, {}, {}}, std::nullopt), x, target);
+  Run batch = on_devices(batch_split(), x, target);
   double batch_diff = difference(batch, one);
   fmt::print("  loss {:.6f} -> {:.6f}; largest difference from one device {:.1e}\n", batch.losses.front(),
              batch.losses.back(), batch_diff);
 
   fmt::print("channels split over 4 devices:\n");
-  Run channels = on_devices(model(std::nullopt, Sharding{"m", {{}, {}, {}, {"data"}}, {}, {}}), x, target);
+  Run channels = on_devices(channel_split(), x, target);
   double channel_diff = difference(channels, one);
   fmt::print("  loss {:.6f} -> {:.6f}; largest difference from one device {:.1e}\n", channels.losses.front(),
              channels.losses.back(), channel_diff);

@@ -154,10 +154,10 @@ int combine_all_reduces(ir::Module& module, ir::Function& fn, Report& report) {
     for (auto& op : scratch.take_ops()) block.insert_before(last, std::move(op));
     for (size_t j = 0; j < g.size(); ++j) replace_uses(block, g[j]->result(0), pieces[j]);
     // The report: one record for the merged all_reduce.
-    CollectiveRecord merged{"all_reduce", "combined:", 1, 0, sum.value()->defining_op()};
+    CollectiveRecord merged{"all_reduce", "combined:", 1, 0, sum.value()->defining_op(), "", ""};
     std::erase_if(report.collectives, [&](const CollectiveRecord& r) {
       if (std::find(g.begin(), g.end(), r.op) == g.end()) return false;
-      merged.origin += " " + r.origin + ";";
+      merged.origin += " " + r.origin + (r.forced_by.empty() ? "" : ", " + r.forced_by) + ";";
       merged.group_size = r.group_size;
       merged.bytes_per_device += r.bytes_per_device;
       return true;

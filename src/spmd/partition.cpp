@@ -52,9 +52,9 @@ std::optional<OpKind> combiner_of(const Op& op) {
 class Partitioner {
  public:
   Partitioner(const ir::Module& gm, const ir::Function& gf, const ShardingMap& sm, ir::Module& out,
-              Partitioned& info, bool replicas)
-      : gm_(gm), gf_(gf), sm_(sm), out_(out), info_(info),
-        ctx_{gm, info.num_devices, info.report, "", {}, replicas} {}
+              Partitioned& info, const PartitionOptions& options)
+      : gm_(gm), gf_(gf), sm_(sm), out_(out), info_(info), replicate_operands_(options.replicate_operands),
+        ctx_{gm, info.num_devices, info.report, "", {}, options.devices_are_replicas, ""} {}
 
   void run() {
     ir::Function& lf = out_.add_function(info_.function);
@@ -78,6 +78,7 @@ class Partitioner {
       const Value* v = ret->operand(i);
       Sharding want = gf_.result_sharding(i).value_or(sm_.at(v));
       ctx_.origin = fmt::format("result {} of @{}", i, gf_.name());
+      ctx_.forced_by.clear();
       results.push_back(get(v, want).value());
       info_.result_types.push_back(v->type());
       // The layout the piece has: normalized as get() made it (an unreduced axis that also splits
@@ -146,6 +147,7 @@ class Partitioner {
     for (const auto& op : blk.ops()) {
       if (op.get() == blk.terminator()) break;
       ctx_.origin = describe(*op);
+      ctx_.forced_by.clear();
       switch (op->kind()) {
         case OpKind::ShardingConstraint: case OpKind::Reshard: layout_op(*op); break;
         case OpKind::Constant: case OpKind::SdyConstant: constant(*op, b); break;
@@ -164,6 +166,7 @@ class Partitioner {
 
   void layout_op(const Op& op) {
     const Value* x = op.operand(0);
+    ctx_.forced_by = "operand 0";
     Tensor t = get(x, op.attrs().get<Sharding>("sharding"));
     local_.insert_or_assign(op.result(0), reshard(ctx_, t, x->type(), op.attrs().get<Sharding>("sharding"), sm_.at(op.result(0))));
   }
@@ -235,13 +238,18 @@ class Partitioner {
     std::string mesh_name = op_mesh(op);
     const Mesh& mesh = gm_.mesh(mesh_name);
     FactorRule rule = factor_rule(op);
-    if (is_maximal(mesh)) {
+    if (is_maximal(mesh) || replicate_operands_) {
       // The whole op on every device; only the maximal mesh's device's result counts.
       std::vector<Tensor> operands;
-      for (Value* v : op.operands()) operands.push_back(get(v, replicated(mesh_name, static_cast<size_t>(v->type().rank()))));
+      for (size_t i = 0; i < op.operands().size(); ++i) {
+        const Value* v = op.operand(i);
+        ctx_.forced_by = fmt::format("operand {}", i);
+        operands.push_back(get(v, replicated(mesh_name, static_cast<size_t>(v->type().rank()))));
+      }
       std::vector<Type> types = op.result_types();
       std::vector<Tensor> results = emit(op, b, operands, types, nullptr);
       for (size_t i = 0; i < results.size(); ++i) {
+        ctx_.forced_by = fmt::format("result {}", i);
         Sharding have = replicated(mesh_name, static_cast<size_t>(op.result(i)->type().rank()));
         local_.insert_or_assign(op.result(i), reshard(ctx_, results[i], op.result(i)->type(), have, sm_.at(op.result(i))));
       }
@@ -277,7 +285,10 @@ class Partitioner {
       // A scatter whose updates are split adds into the operand on every device: it must count
       // once in the sum, so it is made partial (whole on the first device, zeros elsewhere).
       if (op.kind() == OpKind::Scatter && i < op.num_results()) want.unreduced = partial;
+      ctx_.forced_by = fmt::format("operand {}", i);
+      size_t first = info_.report.collectives.size();
       Tensor t = get(v, want);
+      flag_full_gathers(op, i, rule, first);
       if (uneven_reduction) t = mask_padding(op, i, t, v->type(), want, b);
       operands.push_back(t);
     }
@@ -302,9 +313,35 @@ class Partitioner {
       Tensor folded = b.emit1(*combiner, {r, ir::broadcast_to(init, r.shape())});
       r = ir::select(ir::broadcast_to(first, r.shape()), folded, r);
     }
-    for (size_t i = 0; i < results.size(); ++i)
+    for (size_t i = 0; i < results.size(); ++i) {
+      ctx_.forced_by = fmt::format("result {}", i);
       local_.insert_or_assign(op.result(i), reshard(ctx_, results[i], op.result(i)->type(), have[i], sm_.at(op.result(i)),
                                      combiner.value_or(OpKind::Add)));
+    }
+  }
+
+  // The gathers just made for operand i (report entries from `first` on) that gather a dimension
+  // the op's rule cannot split while the operand arrives split: a silent full gather, where
+  // Shardy moves only a halo (slice, pad, concatenate, reverse), gathers locally (gather's indexed
+  // dimensions) or combines partial results (a reduce Tessera cannot combine).
+  void flag_full_gathers(const Op& op, size_t i, const FactorRule& rule, size_t first) {
+    const Value* v = op.operand(i);
+    const Sharding have = normalized(sm_.at(v), static_cast<size_t>(v->type().rank()));
+    for (size_t k = first; k < info_.report.collectives.size(); ++k) {
+      CollectiveRecord& r = info_.report.collectives[k];
+      if (r.kind != "all_gather" || !r.avoidable.empty() || r.op == nullptr) continue;
+      auto d = static_cast<size_t>(r.op->attrs().get<int64_t>("all_gather_dim"));
+      if (d >= have.dims.size() || have.dims[d].axes.empty()) continue;
+      const std::vector<int>& factors = rule.operands[i][d];
+      bool splittable = std::any_of(factors.begin(), factors.end(), [&](int f) {
+        return rule.kinds[static_cast<size_t>(f)] == FactorKind::kPassThrough ||
+               (op.kind() != OpKind::Reduce || (op.num_results() == 1 && combiner_of(op)));
+      });
+      if (splittable) continue;
+      r.avoidable = fmt::format("silent full gather: {} reads dimension {} of operand {} whole (no rule splits it), "
+                                "where a halo exchange, a local gather or combining partial results would move less",
+                                op.name(), d, i);
+    }
   }
 
   // Padding of an uneven split read by a reduction is set to the reduction's identity.
@@ -465,7 +502,7 @@ class Partitioner {
       case OpKind::ReduceScatter: case OpKind::AllToAll: bytes = in * (n - 1) / n; break;
       default: bytes = in; break;
     }
-    info_.report.collectives.push_back({kind, ctx_.origin + " (written)", n, bytes, &op});
+    info_.report.collectives.push_back({kind, ctx_.origin + " (written)", n, bytes, &op, "", ""});
   }
 
   // manual_computation: the body is written for pieces split by the manual axes; a free axis in
@@ -514,6 +551,7 @@ class Partitioner {
   const ShardingMap& sm_;
   ir::Module& out_;
   Partitioned& info_;
+  bool replicate_operands_;
   LocalContext ctx_;
   std::unordered_map<const Value*, Tensor> local_;
   std::unordered_map<const Value*, std::vector<std::pair<Sharding, Tensor>>> made_;
@@ -545,7 +583,7 @@ Partitioned partition(const ir::Module& module, const ir::Function& fn, ir::Modu
     if (!is_maximal(m)) info.num_devices = std::max(info.num_devices, m.num_devices());
   ShardingMap sm = propagate(scratch, flat);
   copy_meshes(scratch, into);
-  Partitioner(scratch, flat, sm, into, info, options.devices_are_replicas).run();
+  Partitioner(scratch, flat, sm, into, info, options).run();
   if (options.combine_all_reduces) combine_all_reduces(into, *into.find_function(info.function), info.report);
   return info;
 }

@@ -25,6 +25,10 @@ struct PartitionOptions {
   bool devices_are_replicas = false;
   // Merge the gradient-style all_reduces of the local program into few large ones (combine.h).
   bool combine_all_reduces = true;
+  // Every operand gathered whole before each op, which then runs whole on every device: correct
+  // but wasteful, the partitioner the property test's byte bound must reject (a test double; not
+  // for programs that run).
+  bool replicate_operands = false;
 };
 
 struct Partitioned {

@@ -76,4 +76,22 @@ std::string Report::to_string() const {
   return out;
 }
 
+std::string Report::explain() const {
+  std::string out = fmt::format("explain: {} collectives\n", collectives.size());
+  for (const auto& c : collectives)
+    out += fmt::format("  {:<20} group {:<3} {:>10} bytes per device  for {}{}{}\n", c.kind, c.group_size,
+                       c.bytes_per_device, c.origin, c.forced_by.empty() ? "" : ", ", c.forced_by);
+  for (const std::string& w : warnings()) out += "warning: " + w + "\n";
+  return out;
+}
+
+std::vector<std::string> Report::warnings() const {
+  std::vector<std::string> out;
+  for (const auto& c : collectives)
+    if (!c.avoidable.empty())
+      out.push_back(fmt::format("{} for {}{}{} ({} bytes per device): {}", c.kind, c.origin,
+                                c.forced_by.empty() ? "" : ", ", c.forced_by, c.bytes_per_device, c.avoidable));
+  return out;
+}
+
 }  // namespace tessera::spmd

@@ -54,8 +54,18 @@ Tensor across_devices(LocalContext& ctx, Tensor t) {
 
 int64_t elements_bytes(const Tensor& t) { return byte_size(t.type()); }
 
-void record(LocalContext& ctx, std::string kind, int64_t group, int64_t bytes, const Tensor& result) {
-  ctx.report.collectives.push_back({std::move(kind), ctx.origin, group, bytes, result.value()->defining_op()});
+// `what`: the dimensions or axes the collective works on, for --explain.
+void record(LocalContext& ctx, std::string kind, int64_t group, int64_t bytes, const Tensor& result,
+            const std::string& what) {
+  std::string forced_by = ctx.forced_by.empty() ? what : ctx.forced_by + " " + what;
+  ctx.report.collectives.push_back(
+      {std::move(kind), ctx.origin, group, bytes, result.value()->defining_op(), std::move(forced_by), ""});
+}
+
+std::string axes_string(const Axes& axes) {
+  std::string out;
+  for (const AxisRef& a : axes) out += (out.empty() ? "" : ",") + ir::to_string(a);
+  return out;
 }
 
 bool starts_with(const Axes& a, const Axes& prefix) {
@@ -73,7 +83,7 @@ Tensor sum_over(LocalContext& ctx, Tensor x, const Mesh& mesh, const Axes& axes,
   Groups g = groups_over(mesh, axes);
   Tensor y = ir::all_reduce(x, g, combiner);
   int64_t n = static_cast<int64_t>(g[0].size());
-  record(ctx, "all_reduce", n, 2 * elements_bytes(x) * (n - 1) / n, y);
+  record(ctx, "all_reduce", n, 2 * elements_bytes(x) * (n - 1) / n, y, fmt::format("partial over {}", axes_string(axes)));
   return y;
 }
 
@@ -83,7 +93,7 @@ Tensor gather_axes(LocalContext& ctx, Tensor x, int64_t dim, const Mesh& mesh, c
   Groups g = groups_over(mesh, axes);
   Tensor y = ir::all_gather(x, dim, g);
   int64_t n = static_cast<int64_t>(g[0].size());
-  record(ctx, "all_gather", n, elements_bytes(y) * (n - 1) / n, y);
+  record(ctx, "all_gather", n, elements_bytes(y) * (n - 1) / n, y, fmt::format("dimension {}", dim));
   return y;
 }
 
@@ -91,7 +101,7 @@ Tensor all_to_all_axes(LocalContext& ctx, Tensor x, int64_t from_dim, int64_t to
   Groups g = groups_over(mesh, axes);
   int64_t n = static_cast<int64_t>(g[0].size());
   x = across_devices(ctx, ir::all_to_all(x, to_dim, from_dim, g));
-  record(ctx, "all_to_all", n, elements_bytes(x) * (n - 1) / n, x);
+  record(ctx, "all_to_all", n, elements_bytes(x) * (n - 1) / n, x, fmt::format("dimension {} to {}", from_dim, to_dim));
   return x;
 }
 
@@ -197,12 +207,14 @@ std::optional<Tensor> permute_pieces(LocalContext& ctx, Tensor x, const Sharding
   if (!moves) return x;
   std::sort(pairs.begin(), pairs.end());
   Tensor y = across_devices(ctx, ir::collective_permute(x, pairs));
-  record(ctx, "collective_permute", 2, elements_bytes(x), y);
+  record(ctx, "collective_permute", 2, elements_bytes(x), y, "pieces between devices");
   return y;
 }
 
-Tensor reshard(LocalContext& ctx, Tensor x, const ir::Type& global, const Sharding& from_in,
-               const Sharding& to_in, OpKind combiner) {
+namespace {
+
+Tensor reshard_steps(LocalContext& ctx, Tensor x, const ir::Type& global, const Sharding& from_in,
+                     const Sharding& to_in, OpKind combiner) {
   size_t rank = static_cast<size_t>(global.rank());
   Sharding from = normalized(from_in, rank), to = normalized(to_in, rank);
   // A target's unreduced axes mean a sum: partial results of another combiner (a max, a product)
@@ -226,7 +238,7 @@ Tensor reshard(LocalContext& ctx, Tensor x, const ir::Type& global, const Shardi
     for (int64_t d = 0; d < ctx.num_devices; ++d)
       if (d != src) group.push_back(d);
     x = across_devices(ctx, ir::collective_broadcast(x, {group}));
-    record(ctx, "collective_broadcast", ctx.num_devices, elements_bytes(x), x);
+    record(ctx, "collective_broadcast", ctx.num_devices, elements_bytes(x), x, "from its device");
     if (is_maximal(tm)) return x;
     return reshard(ctx, x, global, replicated(to.mesh, rank), to);
   }
@@ -266,7 +278,7 @@ Tensor reshard(LocalContext& ctx, Tensor x, const ir::Type& global, const Shardi
       int64_t n = static_cast<int64_t>(g[0].size());
       int64_t bytes = elements_bytes(x) * (n - 1) / n;
       x = ir::reduce_scatter(x, static_cast<int64_t>(d), g, combiner);
-      record(ctx, "reduce_scatter", n, bytes, x);
+      record(ctx, "reduce_scatter", n, bytes, x, fmt::format("partial over {}, dimension {}", axes_string(take), d));
       from.dims[d].axes = want;
       for (const AxisRef& a : take) pending.erase(std::find(pending.begin(), pending.end(), a));
     }
@@ -378,6 +390,29 @@ Tensor reshard(LocalContext& ctx, Tensor x, const ir::Type& global, const Shardi
   }
   TESSERA_CHECK(from == to, "reshard did not reach its target");
   return partial_along_added(x);
+}
+
+}  // namespace
+
+Tensor reshard(LocalContext& ctx, Tensor x, const ir::Type& global, const Sharding& from,
+               const Sharding& to, OpKind combiner) {
+  size_t first = ctx.report.collectives.size();
+  int64_t source = elements_bytes(x);
+  Tensor y = reshard_steps(ctx, x, global, from, to, combiner);
+  // A gather to more than both the piece it starts from and the piece it must end as is never
+  // needed: slicing first, or an all_to_all, moves less (the fallbacks for uneven splits and
+  // between meshes gather whole).
+  int64_t bound = std::max(source, elements_bytes(y));
+  for (size_t i = first; i < ctx.report.collectives.size(); ++i) {
+    CollectiveRecord& r = ctx.report.collectives[i];
+    if (r.kind != "all_gather" || !r.avoidable.empty() || r.op == nullptr) continue;
+    int64_t gathered = byte_size(r.op->result(0)->type());
+    if (gathered > bound)
+      r.avoidable = fmt::format("gathers {} bytes per device, more than the piece it starts from ({}) and the one it "
+                                "ends as ({}); slicing first or an all_to_all would move less",
+                                gathered, source, elements_bytes(y));
+  }
+  return y;
 }
 
 }  // namespace tessera::spmd

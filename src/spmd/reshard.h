@@ -27,6 +27,7 @@ struct LocalContext {
   std::string origin;  // the global op being partitioned, for the report
   std::unordered_map<const ir::Block*, ir::Value*> partition_ids;  // one per block
   bool devices_are_replicas = false;  // see PartitionOptions
+  std::string forced_by;  // which of its operands or results is being resharded ("operand 1"), for the report
 
   const ir::Mesh& mesh(const std::string& name) const { return global.mesh(name); }
 };

@@ -2,7 +2,9 @@
 // with random shardings on meshes of 2, 4 and 8 devices (1-D and 2-D, sub-axes, uneven
 // dimensions) give the same results on host devices as the single-device interpreter. Each case
 // has its own seed, which alone picks its program, mesh and inputs; a failure prints the seed and
-// the program.
+// the program. The same programs' communication is held to a byte bound per op, computed from the
+// op's layouts alone (not from reshard), which a partitioner that gathers every operand whole
+// before each op (PartitionOptions::replicate_operands) must exceed.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -17,6 +19,9 @@
 #include "ir/builder.h"
 #include "runtime/session.h"
 #include "spmd/mesh_math.h"
+#include "spmd/partition.h"
+#include "spmd/reshard.h"
+#include "stablehlo/parser.h"
 #include "stablehlo/printer.h"
 
 namespace tessera::spmd {
@@ -108,23 +113,29 @@ bool extended() {
   return !(e && std::string(e) == "0");
 }
 
-TEST(Property, RandomProgramsShardedEqualUnsharded) {
+// The program of case `seed` in `m` (the generator, whose rng then draws its inputs). The mesh
+// follows the seed, not the case index: a printed seed alone reproduces its case
+// (TESSERA_PROPERTY_SEED=<seed> TESSERA_PROPERTY_CASES=1).
+Gen build_case(Module& m, uint32_t seed) {
   const std::vector<std::vector<MeshAxis>> meshes = {
       {{"a", 2}}, {{"a", 4}}, {{"a", 8}}, {{"a", 2}, {"b", 2}}, {{"a", 2}, {"b", 4}}, {{"a", 4}, {"b", 2}}};
+  Gen g{std::mt19937(seed), {}};
+  g.mesh = Mesh{"m", meshes[seed % meshes.size()], {}};
+  m.add_mesh(g.mesh);
+  testing::build_sharded_program(m, g, 5 + g.pick(26), extended());
+  return g;
+}
+
+TEST(Property, RandomProgramsShardedEqualUnsharded) {
   int failures = 0, communicating = 0, uneven = 0;
   std::map<std::string, int> covered;  // what the cases hold, beyond the chains of PR #1
   const int kCases = cases();
   for (int c = 0; c < kCases && failures < 5; ++c) {
     uint32_t seed = first_seed() + static_cast<uint32_t>(c);
-    Gen g{std::mt19937(seed), {}};
-    // The mesh follows the seed, not the case index: a printed seed alone reproduces its case
-    // (TESSERA_PROPERTY_SEED=<seed> TESSERA_PROPERTY_CASES=1).
-    g.mesh = Mesh{"m", meshes[seed % meshes.size()], {}};
     Module m("case");
-    m.add_mesh(g.mesh);
     std::string text;
     try {
-      testing::build_sharded_program(m, g, 5 + g.pick(26), extended());
+      Gen g = build_case(m, seed);
       text = stablehlo::print(m);
       const Function& f = *m.find_function("f");
       count_coverage(f, covered);
@@ -164,6 +175,125 @@ TEST(Property, RandomProgramsShardedEqualUnsharded) {
     claims.insert(claims.end(), {"scatter-add", "scatter-replace", "gather", "unreduced argument", "unreduced constraint",
                                  "unreduced result", "non-identity init", "manual with free axes"});
   for (const std::string& what : claims) EXPECT_GT(covered[what], kCases / 100) << what;
+}
+
+// ---- The byte bound per op ----
+// What a correct partitioner may move per device for one op at most, from the op's operands' and
+// results' propagated layouts alone (never from reshard, which it checks):
+//   - nothing for an element-wise op whose operands and results already share one layout (the
+//     op runs on the pieces in place);
+//   - otherwise each operand may be gathered whole (and summed first if partial), and each result
+//     summed and gathered whole: 2 W per operand and 3 W per result, where W is the value's bytes
+//     with every dimension padded up for an uneven split (d + n - 1 rows, n the devices).
+// A function result may be brought to its declared layout the same way (2 W). Collectives a
+// manual_computation body writes itself are the program's, not the partitioner's.
+struct ByteCheck {
+  int64_t bytes = 0;                  // moved per device, over the report
+  std::vector<std::string> excesses;  // an op that moved more than its bound, with both numbers
+};
+
+int64_t padded_bytes(const Type& t, int64_t devices) {
+  int64_t n = info(t.element).bytes;
+  for (int64_t d : t.shape) n *= d + devices - 1;
+  return n;
+}
+
+bool in_place(const Op& op, const ShardingMap& sm) {
+  if (!has_trait(op.kind(), kElementwise) || !op.regions().empty() || op.num_results() == 0) return false;
+  const Value* r = op.result(0);
+  auto found = sm.values.find(r);
+  if (found == sm.values.end()) return false;  // (inside a reduction's body: no layout, no collectives)
+  Sharding layout = normalized(found->second, static_cast<size_t>(r->type().rank()));
+  auto same = [&](const Value* v) {
+    auto it = sm.values.find(v);
+    return it != sm.values.end() && v->type().shape == r->type().shape &&
+           normalized(it->second, layout.dims.size()) == layout;
+  };
+  const std::vector<Value*> operands = op.operands(), results = op.results();
+  return std::all_of(operands.begin(), operands.end(), same) && std::all_of(results.begin(), results.end(), same);
+}
+
+// As the report names an op (partition.cpp's describe); the program is parsed, so ops have places.
+std::string origin_of(const Op& op) { return fmt::format("{} at {}:{}", op.name(), op.loc.line, op.loc.column); }
+
+void bound_ops(const ir::Block& b, const ShardingMap& sm, int64_t devices, std::map<std::string, int64_t>& bound) {
+  for (const auto& op : b.ops()) {
+    int64_t n = 0;
+    if (!in_place(*op, sm)) {
+      for (const Value* v : op->operands()) n += 2 * padded_bytes(v->type(), devices);
+      for (const Value* r : op->results()) n += 3 * padded_bytes(r->type(), devices);
+    }
+    bound[origin_of(*op)] += n;
+    for (const auto& r : op->regions()) bound_ops(*r, sm, devices, bound);
+  }
+}
+
+// Partitions @f of `m` (printed and parsed back, so each op has its place) and holds the report
+// to the bound, op by op.
+ByteCheck check_bytes(const Module& m, bool replicate_operands) {
+  auto parsed = stablehlo::parse(stablehlo::print(m), "case.mlir");
+  const Function& f = *parsed->find_function("f");
+  // The layouts the partitioner works from: propagation over the inlined function, as partition() does.
+  Module scratch;
+  for (const auto& mesh : parsed->meshes) scratch.add_mesh(mesh);
+  const Function& flat = inline_calls(*parsed, f, scratch, "f");
+  ShardingMap sm = propagate(scratch, flat);
+  int64_t devices = 1;
+  for (const auto& mesh : scratch.meshes) devices = std::max(devices, mesh.num_devices());
+  std::map<std::string, int64_t> bound;
+  bound_ops(flat.body(), sm, devices, bound);
+  const Op* ret = flat.body().terminator();
+  for (size_t i = 0; i < ret->operands().size(); ++i)
+    bound[fmt::format("result {} of @f", i)] += 2 * padded_bytes(ret->operand(i)->type(), devices);
+
+  Module local("local");
+  PartitionOptions options;
+  options.combine_all_reduces = false;  // one record per op
+  options.replicate_operands = replicate_operands;
+  Partitioned p = partition(*parsed, f, local, options);
+  ByteCheck out;
+  out.bytes = p.report.bytes_per_device();
+  std::map<std::string, int64_t> moved;
+  for (const auto& c : p.report.collectives)
+    if (!c.origin.ends_with(" (written)")) moved[c.origin] += c.bytes_per_device;
+  for (const auto& [origin, bytes] : moved) {
+    auto it = bound.find(origin);
+    int64_t limit = it == bound.end() ? 0 : it->second;
+    if (bytes > limit) out.excesses.push_back(fmt::format("{} moved {} bytes per device, bound {}", origin, bytes, limit));
+  }
+  return out;
+}
+
+TEST(Property, EveryOpMovesWithinItsByteBound) {
+  int failures = 0;
+  for (int c = 0; c < cases() && failures < 5; ++c) {
+    uint32_t seed = first_seed() + static_cast<uint32_t>(c);
+    Module m("case");
+    build_case(m, seed);
+    ByteCheck b = check_bytes(m, false);
+    if (!b.excesses.empty()) {
+      ADD_FAILURE() << "seed " << seed << ": " << b.excesses[0] << "\n" << stablehlo::print(m);
+      ++failures;
+    }
+  }
+}
+
+// The bound is not one every partitioner meets: one that gathers every operand whole before each op
+// (still correct, so the values alone would pass it) exceeds it in many of the cases.
+TEST(Property, TheByteBoundRejectsAReplicateEverythingPartitioner) {
+  int rejected = 0;
+  int64_t real_bytes = 0, naive_bytes = 0;
+  const int kCases = std::min(cases(), 100);
+  for (int c = 0; c < kCases; ++c) {
+    Module m("case");
+    build_case(m, first_seed() + static_cast<uint32_t>(c));
+    ByteCheck naive = check_bytes(m, true);
+    rejected += naive.excesses.empty() ? 0 : 1;
+    naive_bytes += naive.bytes;
+    real_bytes += check_bytes(m, false).bytes;
+  }
+  EXPECT_GT(rejected, kCases / 4) << rejected << " of " << kCases << " rejected";  // 46 of seeds 1000-1099
+  EXPECT_GT(naive_bytes, real_bytes);
 }
 
 // Sharded equals unsharded for one built program on `mesh`; returns how many collectives it has.

@@ -73,6 +73,53 @@ TEST(PartitionCommand, PrintsTheLocalProgramAndItsReport) {
   EXPECT_NE(two.str().find("%arg0: tensor<4x4xf32>"), std::string::npos) << two.str();
 }
 
+// --explain: each collective with the op, place, operand or result and dimension that forced it;
+// --strict: a gather to more than the piece, where a cheaper way is known, is an error naming them.
+TEST(PartitionCommand, ExplainNamesWhatForcedEachCollectiveAndStrictRefusesAvoidableGathers) {
+  TempDir dir;
+  PartitionCommand c = command(dir.file("m.mlir", kModule), "", "");
+  c.explain = c.strict = true;
+  std::ostringstream out;
+  ASSERT_EQ(partition_command(c, out), 0);  // a split reduce's all_reduce is not a gather: strict passes
+  std::string s = out.str();
+  EXPECT_NE(s.find("// explain: 1 collectives\n//   all_reduce           group 4"), std::string::npos) << s;
+  EXPECT_NE(s.find("for stablehlo.reduce at 7:5, result 0 partial over \"data\"\n"), std::string::npos) << s;
+  EXPECT_EQ(s.find("warning:"), std::string::npos) << s;
+
+  // A slice reads the split rows whole (a silent full gather); a reshard between two meshes goes
+  // through the replicated value (a gather to more than both pieces).
+  constexpr const char* kGathers = R"(module @g attributes {mhlo.num_partitions = 4 : i32} {
+  sdy.mesh @a = <["x"=4]>
+  sdy.mesh @b = <["y"=2, "z"=2]>
+  func.func public @main(%arg0: tensor<16x4xf32> {sdy.sharding = #sdy.sharding<@a, [{"x"}, {}]>}) -> (tensor<8x4xf32>, tensor<16x4xf32> {sdy.sharding = #sdy.sharding<@b, [{}, {"y", "z"}]>}) {
+    %0 = stablehlo.slice %arg0 [2:10, 0:4] : (tensor<16x4xf32>) -> tensor<8x4xf32>
+    return %0, %arg0 : tensor<8x4xf32>, tensor<16x4xf32>
+  }
+}
+)";
+  std::string file = dir.file("g.mlir", kGathers);
+  PartitionCommand g = command(file, "", "");
+  g.explain = true;
+  std::ostringstream warned;
+  ASSERT_EQ(partition_command(g, warned), 0);
+  s = warned.str();
+  EXPECT_NE(s.find("// warning: all_gather for stablehlo.slice at 5:5, operand 0 dimension 0 (192 bytes per device): "
+                   "silent full gather: stablehlo.slice reads dimension 0 of operand 0 whole"),
+            std::string::npos) << s;
+  EXPECT_NE(s.find("// warning: all_gather for result 1 of @main, dimension 0 (192 bytes per device): gathers 256 bytes "
+                   "per device, more than the piece it starts from (64) and the one it ends as (64)"),
+            std::string::npos) << s;
+  g.strict = true;
+  std::string e = testing::error_of([&] {
+    std::ostringstream ignored;
+    partition_command(g, ignored);
+  });
+  EXPECT_NE(e.find(file + ": --strict: @main has 2 avoidable gathers: all_gather for stablehlo.slice at 5:5, operand 0 "
+                   "dimension 0"),
+            std::string::npos) << e;
+  EXPECT_NE(e.find("; all_gather for result 1 of @main, dimension 0"), std::string::npos) << e;
+}
+
 TEST(PartitionCommand, ShowDrawsWhichDeviceHoldsWhichBlock) {
   TempDir dir;
   PartitionCommand c = command(dir.file("m.mlir", kModule), "", "");

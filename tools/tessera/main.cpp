@@ -72,6 +72,9 @@ int main(int argc, char** argv) {
   part->add_flag("--memory", pc.memory, "Print what each device holds at its peak: arguments, temporaries, collective copies");
   part->add_flag("--show", pc.show, "Draw which device holds which block of each argument and result");
   part->add_option("--show-svg", pc.show_svg, "Write those pictures as SVG files (arg<i>.svg, result<i>.svg) into this folder");
+  part->add_flag("--explain", pc.explain, "List each collective with the op, operand or result and dimension that "
+                 "forced it, and warn of gathers a cheaper way avoids");
+  part->add_flag("--strict", pc.strict, "Fail (exit 1) on any gather a cheaper way avoids, naming the op and place");
   auto* run = app.add_subcommand("run", "Run a StableHLO module on host devices or MPI ranks");
   tessera::tools::RunCommand rc;
   run->add_option("file", rc.file, "StableHLO module (.mlir)")->required()->check(CLI::ExistingFile);
@@ -158,6 +161,8 @@ int main(int argc, char** argv) {
   auto* bar_flag = train->add_flag("--progress-bar", bar_on, "Draw the progress bar even when stdout is not a terminal");
   train->add_flag("--no-progress-bar", bar_off, "Print a line per tenth of the run instead of a bar")->excludes(bar_flag);
   train->add_flag("--dry-run", tc.dry_run, "Print the memory each device will hold and stop (a run that cannot fit is refused)");
+  train->add_option("--emit-program", tc.emit_program, "Write the training step (StableHLO with its shardings, for "
+                    "`tessera partition`) to this file and stop");
   train->add_flag("--profile", tc.profile, "Print the time spent per op kind (pp plans: and per stage in F, B, W)");
   train->add_option("--trace", tc.trace, "Write a Chrome trace-event JSON (Perfetto): a track per device, a span per op, "
                     "collective and pipeline action");

@@ -132,6 +132,16 @@ int partition_command(const PartitionCommand& c, std::ostream& out) {
     }
   }
   if (c.show || !c.show_svg.empty()) show_layouts(c, *m, info, out);
+  if (c.explain) {
+    std::stringstream explained(info.report.explain());
+    for (std::string line; std::getline(explained, line);) out << "// " << line << "\n";
+  }
+  if (c.strict) {
+    std::vector<std::string> warnings = info.report.warnings();
+    if (!warnings.empty())
+      fail("{}: --strict: @{} has {} avoidable gather{}: {}", c.file, f.name(), warnings.size(),
+           warnings.size() == 1 ? "" : "s", fmt::join(warnings, "; "));
+  }
   return 0;
 }
 

@@ -16,6 +16,11 @@ struct PartitionCommand {
   bool memory = false;   // also print what each device holds at the peak (train_memory.h's table)
   bool show = false;     // also draw each argument's and result's layout as a text grid
   std::string show_svg;  // non-empty: write those pictures as SVG files into this folder
+  // Also list each collective with the operand or result and the dimension that forced it, and
+  // warn of every gather of a value to more than its piece where a cheaper way is known
+  // (spmd::Report::explain and warnings).
+  bool explain = false;
+  bool strict = false;  // those warnings are errors: a UserError naming each op and place
 };
 
 // Prints the local program, then the report. Returns the exit status.

@@ -30,6 +30,8 @@
 #include "runtime/session.h"
 #include "spmd/mesh_math.h"
 #include "spmd/report.h"
+#include "stablehlo/printer.h"
+#include "support/durable_file.h"
 #include "support/error.h"
 #include "support/memory.h"
 #include "support/strings.h"
@@ -136,6 +138,9 @@ int train_command(const TrainCommand& c, std::ostream& out_stream) {
          "limit of {} (this machine's memory, or --max-bytes)",
          c.d_model, c.layers, c.ffn, c.seq, c.batch, support::format_bytes(need),
          support::format_bytes(support::memory_limit()));
+  if (c.plan.find("pp=") != std::string::npos && !c.emit_program.empty())
+    fail("--emit-program {}: a pipeline plan is several programs; --emit-program takes dp, fsdp, tp or dp,tp",
+         c.emit_program);
   nn::CausalLM model(cfg);
   if (c.plan.find("pp=") != std::string::npos)
     return train_pipeline(c, out_stream, text, corpus_path, model);
@@ -180,6 +185,12 @@ int train_command(const TrainCommand& c, std::ostream& out_stream) {
     programs = nn::capture(m, training);
   } catch (const support::UserError& e) {
     fail("--no-decay {}: {}", c.no_decay, e.what());
+  }
+  if (!c.emit_program.empty()) {
+    support::write_file_atomically(c.emit_program, {stablehlo::print(m)});
+    out << fmt::format("wrote @{} (plan {} on {} devices) to {}\n", programs.train_step, plan.name, devices,
+                       c.emit_program);
+    return 0;
   }
   runtime::CompiledProgram compiled = session.compile(m, programs.train_step);
   // What a device will hold, before anything is staged: printed with --dry-run, and a run that

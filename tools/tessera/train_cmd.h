@@ -65,6 +65,9 @@ struct TrainCommand {
   bool progress_bar = false;  // true: a bar redrawn with '\r' (the CLI: when stdout is a terminal)
   bool profile = false;      // print the time per op kind at the end
   bool dry_run = false;      // print the memory estimate per device (train_memory.h) and stop
+  // non-empty: write the captured training step (the global program with its shardings, as
+  // StableHLO text for `tessera partition`) to this file and stop; not for pipeline plans
+  std::string emit_program;
   std::string trace;         // non-empty: write every step's trace-event JSON here (trace_out.h)
   std::string trace_svg;     // non-empty: draw its timeline here
   // Pipeline plans only.
