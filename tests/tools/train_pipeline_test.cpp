@@ -2,7 +2,8 @@
 // every plan writes — saved under pp=2 and resumed under fsdp and dp, saved under fsdp and resumed
 // under pp=2, each with the uninterrupted run's next-step loss — and resumed under the same plan
 // bit for bit; --save-every, --eval-every and --profile; --clip-norm (the global norm over every
-// stage) and --lr-schedule/--warmup, equal to the fsdp run's.
+// stage) and --lr-schedule/--warmup, equal to the fsdp run's; --precision bf16, equal to the
+// accumulated mixed-precision step.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
@@ -252,6 +253,36 @@ TEST(TrainPipeline, ScheduleCsvRunsAUsersOwnSchedule) {
   bad.schedule_csv = (dir.path / "mine.csv").string();
   EXPECT_EQ(testing::error_of([&] { train_command(bad, out); }),
             "--schedule-csv " + bad.schedule_csv + ": 2 rows (one per stage), --plan pp=4 has 4 stages");
+}
+
+// --precision bf16 under pp=2: every stage computes as the mixed-precision model does, so the losses
+// are the accumulated mixed-precision step's on one device bit for bit (its 4 microbatches are the
+// pipeline's), and not the f32 run's.
+TEST(TrainPipeline, MixedPrecisionEqualsTheAccumulatedStep) {
+  TempDir dir;
+  std::ofstream(dir.path / "corpus.txt") << corpus_text();
+  const fs::path corpus = dir.path / "corpus.txt";
+  TrainCommand pp = pipeline(corpus);
+  pp.precision = "bf16";
+  pp.steps = 3;
+  pp.losses = (dir.path / "pp.txt").string();
+  const std::string out = run(pp);
+  EXPECT_NE(out.find("mixed precision: matmuls and activations in bf16"), std::string::npos) << out;
+  TrainCommand one = small(corpus);
+  one.layers = 2;
+  one.devices = 1;
+  one.accumulate = 4;
+  one.precision = "bf16";
+  one.steps = 3;
+  one.losses = (dir.path / "one.txt").string();
+  run(one);
+  TrainCommand f32 = pp;
+  f32.precision = "f32";
+  f32.losses = (dir.path / "f32.txt").string();
+  run(f32);
+  ASSERT_EQ(read_loss_bits(pp.losses).size(), 3u) << out;
+  EXPECT_EQ(read_loss_bits(pp.losses), read_loss_bits(one.losses));
+  EXPECT_NE(read_loss_bits(pp.losses), read_loss_bits(f32.losses)) << "bf16 trained as f32";
 }
 
 }  // namespace

@@ -195,7 +195,6 @@ int train_pipeline(const TrainCommand& c, std::ostream& out_stream, const std::s
   if (tracing && (group != 1 || over))
     fail("--trace: pipeline plans with device groups (dp, tp) per stage or MPI ranks record no trace yet; "
          "one-device stages on host devices (--plan pp=P) do");
-  if (c.precision != "f32") fail("--precision {}: pipeline plans train in f32 for now", c.precision);
   nn::AdamW adam = adamw_of(c);  // weight decay and no-decay groups as the other plans
   interp::Profile profile;       // --profile: every fragment's and update's ops, per op kind
   mpmd::FragmentTrainerOptions options;
@@ -258,6 +257,10 @@ int train_pipeline(const TrainCommand& c, std::ostream& out_stream, const std::s
                      "corpus {} ({})\n",
                      nn::parameter_count(model.config()), c.plan, where, schedule.name, schedule.microbatches, c.batch, c.seq,
                      c.steps, corpus_path, support::format_bytes(static_cast<int64_t>(text.size())));
+  if (cfg.compute)  // the model computes so on every stage (nn::CausalLM's islands, as under the other plans)
+    out << fmt::format("mixed precision: matmuls and activations in {}; parameters, optimizer state, residual "
+                       "stream (what crosses between stages), norms, softmax and loss in {}\n",
+                       ir::spelling(*cfg.compute), ir::spelling(cfg.dtype));
   if (resumed) out << fmt::format("resuming from {} at step {}\n", resumed->directory(), first_step);
   resumed.reset();  // restored: its files need not stay open while training
   Batches data{split ? split->train : text, c.batch, c.seq, c.seed};
