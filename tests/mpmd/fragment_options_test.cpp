@@ -1,10 +1,13 @@
 // The trainer options pipeline plans take besides the schedule (issue #21, fragment_trainer.h):
 // mixed precision (bf16 compute, f32 master weights and AdamW state) takes the accumulated
 // mixed-precision step's AdamW steps bit for bit, and what crosses between stages is the residual
-// stream and its cotangent, whose type mixed precision keeps f32 (docs/TRAINING.md), counted.
+// stream and its cotangent, whose type mixed precision keeps f32 (docs/TRAINING.md), counted;
+// rematerialization (each backward recomputes its stage's forward) takes the same steps bit for bit
+// with fewer activation bytes saved on every stage.
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <iostream>
 #include <map>
 
 #include "mpmd/fragment_trainer.h"
@@ -99,6 +102,62 @@ TEST(MixedPrecisionPipeline, TransfersCarryTheF32ResidualStream) {
   EXPECT_EQ(f32_bytes, 2 * c.microbatches * residual);
   EXPECT_EQ(bf16_bytes, 2 * c.microbatches * residual);
 }
+
+class RematPipeline : public ::testing::TestWithParam<ScheduleCase> {};
+
+TEST_P(RematPipeline, RecomputesTheForwardBitForBitAndSavesLess) {
+  const ScheduleCase& c = GetParam();
+  const testing::Reference& want = testing::pipeline_reference(c.microbatches, kSteps);
+  FragmentTrainerOptions remat;
+  remat.remat = true;
+  FragmentTrainer saving(nn::CausalLM(pipeline_config()), schedule_of(c), pipeline_initial_parameters(),
+                         pipeline_adamw());
+  FragmentTrainer recomputing(nn::CausalLM(pipeline_config()), schedule_of(c), pipeline_initial_parameters(),
+                              pipeline_adamw(), std::nullopt, nullptr, remat);
+  // The recomputation is in the backward fragments: they hold more matrix products than without it.
+  auto backward_dots = [](const FragmentPipeline& fp) {
+    size_t n = 0;
+    for (size_t f = 0; f < fp.plan().fragments.size(); ++f)
+      if (fp.role(f).kind != FragmentRole::Kind::kForward && fp.role(f).kind != FragmentRole::Kind::kGlue)
+        for (const auto& op : fp.plan().fragments[f].fn().body().ops()) n += op->kind() == ir::OpKind::DotGeneral;
+    return n;
+  };
+  EXPECT_GT(backward_dots(recomputing.pipeline()), backward_dots(saving.pipeline()));
+  std::vector<int64_t> peak_saving, peak_recomputing;
+  for (int64_t t = 1; t <= kSteps; ++t) {
+    const FragmentPipelineRun& a = saving.step(pipeline_batch(t).tokens, pipeline_batch(t).targets);
+    peak_saving = a.peak_saved_bytes;
+    const FragmentPipelineRun& b = recomputing.step(pipeline_batch(t).tokens, pipeline_batch(t).targets);
+    peak_recomputing = b.peak_saved_bytes;
+    const auto i = static_cast<size_t>(t - 1);
+    EXPECT_TRUE(b.results[0] == want.losses[i]) << "step " << t << ": loss " << b.results[0].get_double(0)
+                                               << ", accumulated step " << want.losses[i].get_double(0);
+  }
+  // What a stage still saves is its virtual stages' input activations, f32 [batch / M, seq, d_model]
+  // each (none for virtual stage 0, whose input is the tokens, a step input).
+  const nn::Config cfg = pipeline_config();
+  const int64_t activation = (cfg.batch / c.microbatches) * cfg.seq * cfg.d_model * 4;
+  ASSERT_EQ(peak_recomputing.size(), static_cast<size_t>(c.stages));
+  for (size_t st = 0; st < peak_recomputing.size(); ++st) {
+    std::cout << "stage " << st << ": peak saved activations " << peak_saving[st] << " B, with remat "
+              << peak_recomputing[st] << " B\n";
+    EXPECT_EQ(peak_recomputing[st] % activation, 0) << "stage " << st;
+    EXPECT_EQ(peak_recomputing[st] == 0, st == 0 && c.virtual_per_stage == 1) << "stage " << st;
+    EXPECT_LT(peak_recomputing[st], peak_saving[st]) << "stage " << st;
+  }
+  std::vector<ir::Literal> got = recomputing.parameters();
+  ASSERT_EQ(got.size(), want.parameters.size());
+  const std::vector<nn::ParamSpec> specs = nn::parameter_specs(pipeline_config());
+  for (size_t i = 0; i < got.size(); ++i)
+    EXPECT_TRUE(got[i] == want.parameters[i]) << specs[i].name << " differs after " << kSteps << " steps";
+}
+
+INSTANTIATE_TEST_SUITE_P(Schedules, RematPipeline,
+                         ::testing::Values(ScheduleCase{ScheduleKind::kGPipe, 2, 4},
+                                           ScheduleCase{ScheduleKind::kOneFOneB, 2, 4},
+                                           ScheduleCase{ScheduleKind::kInterleaved, 2, 4, 2},
+                                           ScheduleCase{ScheduleKind::kZeroBubbleH1, 2, 4}),
+                         testing::case_name);
 
 }  // namespace
 }  // namespace tessera::mpmd

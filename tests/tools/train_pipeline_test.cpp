@@ -3,7 +3,8 @@
 // under pp=2, each with the uninterrupted run's next-step loss — and resumed under the same plan
 // bit for bit; --save-every, --eval-every and --profile; --clip-norm (the global norm over every
 // stage) and --lr-schedule/--warmup, equal to the fsdp run's; --precision bf16, equal to the
-// accumulated mixed-precision step; --accumulate N, N times the microbatches.
+// accumulated mixed-precision step; --accumulate N, N times the microbatches; --remat, the same
+// losses.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
@@ -328,6 +329,27 @@ TEST(TrainPipeline, AccumulateMultipliesTheMicrobatches) {
   EXPECT_EQ(testing::error_of([&] { train_command(csv, sink); }),
             "--accumulate 2: --schedule-csv " + csv.schedule_csv +
                 " fixes the microbatches of a step (2); write a schedule over 2 times as many instead");
+}
+
+// --remat under pp=2 (zero-bubble H1: the recomputation split into BI and W too): each backward
+// recomputes its stage's forward, the losses are the saving run's bit for bit (the per-stage peaks
+// are compared in tests/mpmd/fragment_options_test.cpp).
+TEST(TrainPipeline, RematGivesTheSameLosses) {
+  TempDir dir;
+  std::ofstream(dir.path / "corpus.txt") << corpus_text();
+  const fs::path corpus = dir.path / "corpus.txt";
+  TrainCommand saving = pipeline(corpus);
+  saving.schedule = "zb-h1";
+  saving.steps = 3;
+  saving.losses = (dir.path / "saving.txt").string();
+  run(saving);
+  TrainCommand remat = saving;
+  remat.remat = true;
+  remat.losses = (dir.path / "remat.txt").string();
+  const std::string out = run(remat);
+  EXPECT_NE(out.find("microbatches, forward recomputed in the backward):"), std::string::npos) << out;
+  ASSERT_EQ(read_loss_bits(remat.losses).size(), 3u) << out;
+  EXPECT_EQ(read_loss_bits(remat.losses), read_loss_bits(saving.losses));
 }
 
 }  // namespace

@@ -202,9 +202,6 @@ int train_pipeline(const TrainCommand& c, std::ostream& out_stream, const std::s
       fail("--schedule {} {} --virtual {}: {}", c.schedule, microbatch_options, c.virtual_stages, e.what());
     }
   }
-  if (c.remat)
-    fail("--remat: a pipeline plan keeps each stage's forward activations for its backward; rematerialization is not "
-         "available with pipeline plans yet");
   const bool tracing = !c.trace.empty() || !c.trace_svg.empty();
   if (tracing && (group != 1 || over))
     fail("--trace: pipeline plans with device groups (dp, tp) per stage or MPI ranks record no trace yet; "
@@ -213,6 +210,7 @@ int train_pipeline(const TrainCommand& c, std::ostream& out_stream, const std::s
   interp::Profile profile;       // --profile: every fragment's and update's ops, per op kind
   mpmd::FragmentTrainerOptions options;
   options.clip_norm = c.clip_norm;  // the global norm over every stage's gradients
+  options.remat = c.remat;          // each backward recomputes its stage's forward from the stage's input
   if (c.profile) options.profile = &profile;
   std::unique_ptr<mpmd::FragmentTrainer> trainer;
   try {
@@ -436,7 +434,8 @@ int train_pipeline(const TrainCommand& c, std::ostream& out_stream, const std::s
   // The per-stage table: what each device of a stage's group holds, and what the stage did.
   out << fmt::format("\nper stage ({} stages x {} host device{}{}, plan {}, schedule {}, {} microbatches, {}):\n", pp.pp,
                      group, group == 1 ? "" : "s", over ? fmt::format(" on {} MPI ranks", ranks) : "",
-                     c.plan, schedule.name, schedule.microbatches, "activations saved");
+                     c.plan, schedule.name, schedule.microbatches,
+                     c.remat ? "forward recomputed in the backward" : "activations saved");
   out << fmt::format("  {:>5}  {:<8}  {:<16}  {:>12}  {:>15}  {:>22}  {:>6}\n", "stage", "devices", "layers",
                      "params/dev", "optimizer/dev", "peak saved activations", "busy");
   for (const StageSummary& st : summaries) {
