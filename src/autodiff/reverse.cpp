@@ -142,7 +142,8 @@ ir::Function& build_reverse(ir::Module& module, ir::Function& g, const ir::Funct
   std::function<Value*(const Value*)> recompute = [&](const Value* v) -> Value* {
     const Op* def = v->defining_op();
     bool keep = o.remat == Remat::kNone || def == nullptr || def->parent != &f.body() ||
-                !ir::has_trait(def->kind(), ir::kPure) || def->kind() == ir::OpKind::Constant || saved.count(v);
+                !ir::has_trait(def->kind(), ir::kPure) || def->kind() == ir::OpKind::Constant || saved.count(v) ||
+                (o.remat == Remat::kSaveKept && o.keep && o.keep(*v));
     if (keep) return primal(v).value();
     if (auto it = again.find(v); it != again.end()) return it->second;
     ir::ValueMap operands;
@@ -176,10 +177,11 @@ ir::Function& build_reverse(ir::Module& module, ir::Function& g, const ir::Funct
     std::vector<Tensor> operands, results;
     std::vector<const Value*> read = {op.operands().begin(), op.operands().end()};
     for (const Value* v : implicit_operands(op)) read.push_back(v);
+    // From here on (rematerialized forward values included) the ops emitted are op's backward.
+    size_t emitted_from = g.body().ops().size();
     for (const Value* v : read) operands.push_back(backward_primal(v));
     for (Value* v : op.results()) results.push_back(backward_primal(v));
     std::vector<std::optional<Tensor>> operand_cots(read.size());
-    size_t emitted_from = g.body().ops().size();
     VjpContext ctx(b, op, operands, results, result_cots, operand_cots);
     kRules[static_cast<size_t>(op.kind())](ctx);
     for (size_t j = 0; j < operand_cots.size(); ++j)

@@ -7,6 +7,7 @@
 // adjoints follow DESIGN.md §2: the loss is the sum of every replica's loss.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -19,6 +20,7 @@ namespace tessera::autodiff {
 enum class Remat {
   kNone,      // keep every forward value the backward reads
   kSaveDots,  // keep the operands and results of contractions; recompute the element-wise work between
+  kSaveKept,  // keep only what ReverseOptions::keep names; recompute every other pure op (contractions too)
 };
 
 struct ReverseOptions {
@@ -27,6 +29,9 @@ struct ReverseOptions {
   std::string name;           // empty: f's name + "_grad"
   bool simplify = true;       // run transforms::simplify on the result (off: the raw rule output)
   Remat remat = Remat::kNone;
+  // Remat::kSaveKept: the forward values kept for the backward (e.g. a pipeline stage's inputs,
+  // mpmd/program.h); parameters, constants and impure ops' results are always kept.
+  std::function<bool(const ir::Value&)> keep;
   // Attributes that the ops a VJP rule emits (and the cotangent sums it causes) copy from the
   // forward op they differentiate, e.g. mpmd.name: the backward of a named computation then stays
   // with its computation when the program is cut into per-mesh fragments (mpmd/fragments.h).

@@ -128,7 +128,8 @@ FragmentPipeline::FragmentPipeline(ir::Module& module, const ir::Function& step,
     fail("pipeline of @{}: {} virtual stages ({}) cannot be spread evenly over {} stages", step.name(), n,
          fmt::join(names_, ", "), stages);
   ir::Function& whole =
-      whole_step(module, step, options_.wrt, options_.name.empty() ? step.name() + "_pipeline" : options_.name);
+      whole_step(module, step, options_.wrt, options_.name.empty() ? step.name() + "_pipeline" : options_.name,
+                 options_.remat);
   whole_ = &whole;
   try {  // a refused program leaves the module as it was
     separate_microbatch_sums(whole);

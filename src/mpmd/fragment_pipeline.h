@@ -69,6 +69,10 @@ struct FragmentPipelineOptions {
   // split_backward below, so that a zero-bubble schedule's BI and W actions run those parts. Without
   // it a schedule with BI or W is refused.
   bool split_backward = false;
+  // Rematerialization: each backward recomputes its call's forward from the values that cross into
+  // it (the stage's input activation; whole_step's remat) instead of reading the activations its
+  // forward kept, which then die in the forward. The same results; fewer bytes saved per stage.
+  bool remat = false;
   // The ir::Mesh of the module (by name) that every stage is a group of devices of: each stage's
   // fragments are partitioned over its own devices (spmd) by the layouts fragments.h rule 7 gives
   // them, and their values stay there as pieces. Empty: one device per stage.

@@ -46,6 +46,7 @@ FragmentTrainer::FragmentTrainer(const nn::CausalLM& model, Schedule schedule,
   FragmentPipelineOptions o;
   for (size_t i = 0; i < specs.size(); ++i) o.wrt.push_back(i);
   o.split_backward = splits_backward(schedule_);
+  o.remat = options_.remat;
   if (stage_plan) o.stage_mesh = stage_plan->mesh.name;
   o.ranks = ranks;
   o.profile = options_.profile;

@@ -9,8 +9,8 @@
 // copied), the gradient of a parameter is summed over microbatches on its stage, and after the
 // schedule every stage updates its own parameters, all stages at once. Nothing of a stage's
 // optimizer state moves to another stage. The activations a backward reads are the forward's own
-// values, kept on the stage (nothing is recomputed); zero-bubble schedules (BI and W actions) run
-// the split transposes (split_backward).
+// values, kept on the stage (nothing is recomputed, unless FragmentTrainerOptions::remat asks);
+// zero-bubble schedules (BI and W actions) run the split transposes (split_backward).
 //
 // With M a power of two, step t equals step t of nn::TrainingStep{model}.accumulate(M).with(adamw)
 // bit for bit (model_step.h says why the gradients agree; the update is the same program).
@@ -52,6 +52,9 @@ struct FragmentTrainerOptions {
   double clip_norm = 0;
   // Time per op kind of every fragment and update (FragmentPipelineOptions::profile). Not owned.
   interp::Profile* profile = nullptr;
+  // Each backward recomputes its stage's forward instead of reading saved activations
+  // (FragmentPipelineOptions::remat; tools' --remat): the same steps, less saved per stage.
+  bool remat = false;
 };
 
 class FragmentTrainer {

@@ -3,6 +3,7 @@
 #include "mpmd/program.h"
 
 #include <algorithm>
+#include <memory>
 #include <set>
 #include <unordered_set>
 
@@ -134,7 +135,7 @@ ir::Function& flatten(ir::Module& module, const ir::Function& step, const std::s
 }
 
 ir::Function& whole_step(ir::Module& module, const ir::Function& step, const std::vector<size_t>& wrt,
-                         const std::string& name) {
+                         const std::string& name, bool remat) {
   std::string base = name.empty() ? step.name() + "_whole" : name;
   ir::Function& flat = flatten(module, step, base + "_forward");
   autodiff::ReverseOptions o;
@@ -143,6 +144,25 @@ ir::Function& whole_step(ir::Module& module, const ir::Function& step, const std
   o.name = base;
   o.inherit_attrs = {kNameAttr, kCallCounterAttr};
   o.backward_mark = kTransposeAttr;
+  if (remat) {
+    // Kept: every value read by an op of another call (or by glue, or returned) and every value
+    // glue makes; so a call's recomputation never reaches into another call's ops.
+    auto kept = std::make_shared<std::unordered_set<const ir::Value*>>();
+    auto call_of = [](const ir::Op& op) -> std::optional<std::pair<std::string, int64_t>> {
+      std::optional<Origin> o = origin_of(op);
+      if (!o) return std::nullopt;
+      return std::make_pair(o->name, o->call_counter);
+    };
+    for (const auto& op : flat.body().ops()) {
+      const auto mine = call_of(*op);
+      if (!mine)
+        for (const ir::Value* r : op->results()) kept->insert(r);
+      for (const ir::Value* x : op->operands())
+        if (const ir::Op* def = x->defining_op(); def && (!mine || call_of(*def) != mine)) kept->insert(x);
+    }
+    o.remat = autodiff::Remat::kSaveKept;
+    o.keep = [kept](const ir::Value& v) { return kept->count(&v) > 0; };
+  }
   try {
     ir::Function& whole = autodiff::reverse(module, flat, o);
     module.remove_function(flat);  // only the whole step is needed; its forward is inside it

@@ -93,8 +93,11 @@ ir::Function& flatten(ir::Module& module, const ir::Function& step, const std::s
 // parameters in `wrt`, every float parameter when empty). A step that returns one float scalar
 // (a loss) is seeded with 1; otherwise the whole step takes one cotangent per result after the
 // parameters (autodiff::reverse's convention). Backward ops carry their forward op's marks.
+// With `remat` the backward of each call (named computation and counter) recomputes that call's
+// forward from the values that cross into it (its inputs from other calls, glue and parameters),
+// which alone the forward keeps for it; the recomputed ops carry the call's transpose marks.
 ir::Function& whole_step(ir::Module& module, const ir::Function& step, const std::vector<size_t>& wrt = {},
-                         const std::string& name = "");
+                         const std::string& name = "", bool remat = false);
 
 // The named computations of a flattened or whole step, in program order of their first op.
 std::vector<std::string> computation_names(const ir::Function& fn);

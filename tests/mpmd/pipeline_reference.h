@@ -1,10 +1,13 @@
 // The unsharded twin the pipeline training tests compare with: steps of @train_step of
 // nn::TrainingStep{model}.accumulate(M).with(pipeline_adamw()) on the interpreter, on the small
-// CausalLM of pipeline_test_util.h, a different batch each step.
+// CausalLM of pipeline_test_util.h (in f32, or mixed precision with bf16 compute), a different
+// batch each step.
 #pragma once
 
 #include <cstdint>
 #include <map>
+#include <optional>
+#include <tuple>
 #include <vector>
 
 #include "exec/accelerate.h"
@@ -29,12 +32,16 @@ struct Reference {
   std::vector<ir::Literal> losses, parameters;
 };
 
-// `steps` steps from pipeline_initial_parameters() (cached per (microbatches, steps)).
-inline const Reference& pipeline_reference(int64_t microbatches, int64_t steps) {
-  static std::map<std::pair<int64_t, int64_t>, Reference> cache;
-  auto it = cache.find({microbatches, steps});
+// `steps` steps from pipeline_initial_parameters() (cached per (microbatches, steps, compute));
+// `compute`: Config::compute (bf16: mixed precision), none for f32 throughout.
+inline const Reference& pipeline_reference(int64_t microbatches, int64_t steps,
+                                           std::optional<ir::ElementType> compute = std::nullopt) {
+  static std::map<std::tuple<int64_t, int64_t, std::optional<ir::ElementType>>, Reference> cache;
+  auto it = cache.find({microbatches, steps, compute});
   if (it != cache.end()) return it->second;
-  nn::CausalLM model(pipeline_config());
+  nn::Config config = pipeline_config();
+  config.compute = compute;
+  nn::CausalLM model(config);
   ir::Module m("whole");
   nn::Programs p = nn::capture(m, nn::TrainingStep{model}.accumulate(microbatches).with(pipeline_adamw()));
   interp::Options o;
@@ -52,7 +59,7 @@ inline const Reference& pipeline_reference(int64_t microbatches, int64_t steps) 
     for (size_t i = 0; i < 3 * n; ++i) in[i] = std::move(out[1 + i]);
   }
   r.parameters.assign(in.begin(), in.begin() + static_cast<std::ptrdiff_t>(n));
-  return cache[{microbatches, steps}] = std::move(r);
+  return cache[{microbatches, steps, compute}] = std::move(r);
 }
 
 }  // namespace tessera::mpmd::testing

@@ -2,7 +2,9 @@
 // every plan writes — saved under pp=2 and resumed under fsdp and dp, saved under fsdp and resumed
 // under pp=2, each with the uninterrupted run's next-step loss — and resumed under the same plan
 // bit for bit; --save-every, --eval-every and --profile; --clip-norm (the global norm over every
-// stage) and --lr-schedule/--warmup, equal to the fsdp run's.
+// stage) and --lr-schedule/--warmup, equal to the fsdp run's; --precision bf16, equal to the
+// accumulated mixed-precision step; --accumulate N, N times the microbatches; --remat, the same
+// losses.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
@@ -252,6 +254,102 @@ TEST(TrainPipeline, ScheduleCsvRunsAUsersOwnSchedule) {
   bad.schedule_csv = (dir.path / "mine.csv").string();
   EXPECT_EQ(testing::error_of([&] { train_command(bad, out); }),
             "--schedule-csv " + bad.schedule_csv + ": 2 rows (one per stage), --plan pp=4 has 4 stages");
+}
+
+// --precision bf16 under pp=2: every stage computes as the mixed-precision model does, so the losses
+// are the accumulated mixed-precision step's on one device bit for bit (its 4 microbatches are the
+// pipeline's), and not the f32 run's.
+TEST(TrainPipeline, MixedPrecisionEqualsTheAccumulatedStep) {
+  TempDir dir;
+  std::ofstream(dir.path / "corpus.txt") << corpus_text();
+  const fs::path corpus = dir.path / "corpus.txt";
+  TrainCommand pp = pipeline(corpus);
+  pp.precision = "bf16";
+  pp.steps = 3;
+  pp.losses = (dir.path / "pp.txt").string();
+  const std::string out = run(pp);
+  EXPECT_NE(out.find("mixed precision: matmuls and activations in bf16"), std::string::npos) << out;
+  TrainCommand one = small(corpus);
+  one.layers = 2;
+  one.devices = 1;
+  one.accumulate = 4;
+  one.precision = "bf16";
+  one.steps = 3;
+  one.losses = (dir.path / "one.txt").string();
+  run(one);
+  TrainCommand f32 = pp;
+  f32.precision = "f32";
+  f32.losses = (dir.path / "f32.txt").string();
+  run(f32);
+  ASSERT_EQ(read_loss_bits(pp.losses).size(), 3u) << out;
+  EXPECT_EQ(read_loss_bits(pp.losses), read_loss_bits(one.losses));
+  EXPECT_NE(read_loss_bits(pp.losses), read_loss_bits(f32.losses)) << "bf16 trained as f32";
+}
+
+// --accumulate N under a pipeline plan is N times --microbatches through one schedule and one
+// update: --accumulate 2 --microbatches 2 is --microbatches 4 bit for bit, and --accumulate 4
+// under the other plans (one device). With --schedule-csv, whose microbatches are fixed, it is refused.
+TEST(TrainPipeline, AccumulateMultipliesTheMicrobatches) {
+  TempDir dir;
+  std::ofstream(dir.path / "corpus.txt") << corpus_text();
+  const fs::path corpus = dir.path / "corpus.txt";
+  TrainCommand acc = pipeline(corpus);
+  acc.microbatches = 2;
+  acc.accumulate = 2;
+  acc.steps = 3;
+  acc.losses = (dir.path / "acc.txt").string();
+  const std::string out = run(acc);
+  EXPECT_NE(out.find("schedule 1f1b, 4 microbatches (--microbatches 2 --accumulate 2), batch 8x16"), std::string::npos)
+      << out;
+  TrainCommand four = pipeline(corpus);
+  four.steps = 3;
+  four.losses = (dir.path / "four.txt").string();
+  run(four);
+  TrainCommand one = small(corpus);
+  one.layers = 2;
+  one.devices = 1;
+  one.accumulate = 4;
+  one.steps = 3;
+  one.losses = (dir.path / "one.txt").string();
+  run(one);
+  ASSERT_EQ(read_loss_bits(acc.losses).size(), 3u) << out;
+  EXPECT_EQ(read_loss_bits(acc.losses), read_loss_bits(four.losses));
+  EXPECT_EQ(read_loss_bits(acc.losses), read_loss_bits(one.losses));
+
+  TrainCommand odd = pipeline(corpus);
+  odd.microbatches = 3;
+  odd.accumulate = 2;
+  std::ostringstream sink;
+  const std::string refused = testing::error_of([&] { train_command(odd, sink); });
+  EXPECT_EQ(refused.rfind("--plan pp=2 --microbatches 3 --accumulate 2: ", 0), 0u) << refused;
+  std::ofstream(dir.path / "mine.csv") << "0F0,0F1,0B0,0B1\n,1F0,1B0,1F1,1B1\n";
+  TrainCommand csv = pipeline(corpus);
+  csv.schedule_csv = (dir.path / "mine.csv").string();
+  csv.accumulate = 2;
+  EXPECT_EQ(testing::error_of([&] { train_command(csv, sink); }),
+            "--accumulate 2: --schedule-csv " + csv.schedule_csv +
+                " fixes the microbatches of a step (2); write a schedule over 2 times as many instead");
+}
+
+// --remat under pp=2 (zero-bubble H1: the recomputation split into BI and W too): each backward
+// recomputes its stage's forward, the losses are the saving run's bit for bit (the per-stage peaks
+// are compared in tests/mpmd/fragment_options_test.cpp).
+TEST(TrainPipeline, RematGivesTheSameLosses) {
+  TempDir dir;
+  std::ofstream(dir.path / "corpus.txt") << corpus_text();
+  const fs::path corpus = dir.path / "corpus.txt";
+  TrainCommand saving = pipeline(corpus);
+  saving.schedule = "zb-h1";
+  saving.steps = 3;
+  saving.losses = (dir.path / "saving.txt").string();
+  run(saving);
+  TrainCommand remat = saving;
+  remat.remat = true;
+  remat.losses = (dir.path / "remat.txt").string();
+  const std::string out = run(remat);
+  EXPECT_NE(out.find("microbatches, forward recomputed in the backward):"), std::string::npos) << out;
+  ASSERT_EQ(read_loss_bits(remat.losses).size(), 3u) << out;
+  EXPECT_EQ(read_loss_bits(remat.losses), read_loss_bits(saving.losses));
 }
 
 }  // namespace

@@ -167,7 +167,8 @@ int main(int argc, char** argv) {
   train->add_option("--trace", tc.trace, "Write a Chrome trace-event JSON (Perfetto): a track per device, a span per op, "
                     "collective and pipeline action");
   train->add_option("--trace-svg", tc.trace_svg, "Draw the trace's timeline as SVG");
-  train->add_flag("--remat", tc.remat, "Recompute element-wise activations in the backward pass");
+  train->add_flag("--remat", tc.remat, "Recompute activations in the backward pass (element-wise ones; under pp plans each stage's "
+                   "whole forward, from its input)");
   auto* train_schedule = train->add_option("--schedule", tc.schedule, "Pipeline schedule (pp plans): gpipe, 1f1b, interleaved or zb-h1")
       ->capture_default_str();
   auto* train_microbatches = train->add_option("--microbatches", tc.microbatches, "Microbatches per step (pp plans)")

@@ -168,8 +168,18 @@ int train_pipeline(const TrainCommand& c, std::ostream& out_stream, const std::s
     fail("--devices {}: --plan {} on {} MPI ranks runs {} host devices on each ({} stages x {})", c.devices, c.plan,
          ranks, per_rank, pp.pp, group);
   }
-  if (c.accumulate != 1)
-    fail("--accumulate {}: a pipeline plan splits the batch into --microbatches instead", c.accumulate);
+  // --accumulate N: the batch split into N x --microbatches microbatches, all through one schedule
+  // and one optimizer step, as Megatron-LM accumulates under a pipeline (its microbatches are the
+  // accumulation steps): the same step as --microbatches N*M, and as --accumulate N*M under the
+  // other plans. N separate pipeline passes would only add N-1 fills and drains.
+  if (c.accumulate < 1) fail("--accumulate {}: expected a positive number", c.accumulate);
+  int64_t microbatches = 0;
+  if (__builtin_mul_overflow(c.microbatches, c.accumulate, &microbatches))
+    fail("--microbatches {} --accumulate {}: {} x {} microbatches overflow a 64-bit count", c.microbatches,
+         c.accumulate, c.microbatches, c.accumulate);
+  const std::string microbatch_options =
+      c.accumulate == 1 ? fmt::format("--microbatches {}", c.microbatches)
+                        : fmt::format("--microbatches {} --accumulate {}", c.microbatches, c.accumulate);
   check_checkpoint_options(c);
   mpmd::Schedule schedule;
   if (!c.schedule_csv.empty()) {  // a user's own, in PyTorch's form: its rows, virtual stages and microbatches
@@ -181,32 +191,35 @@ int train_pipeline(const TrainCommand& c, std::ostream& out_stream, const std::s
     if (schedule.stages != pp.pp)
       fail("--schedule-csv {}: {} rows (one per stage), --plan {} has {} stages", c.schedule_csv, schedule.stages,
            c.plan, pp.pp);
+    if (c.accumulate != 1)
+      fail("--accumulate {}: --schedule-csv {} fixes the microbatches of a step ({}); write a schedule over {} times "
+           "as many instead",
+           c.accumulate, c.schedule_csv, schedule.microbatches, c.accumulate);
   } else {
     try {
-      schedule = mpmd::generate(mpmd::parse_schedule_kind(c.schedule), pp.pp, c.microbatches, c.virtual_stages);
+      schedule = mpmd::generate(mpmd::parse_schedule_kind(c.schedule), pp.pp, microbatches, c.virtual_stages);
     } catch (const support::UserError& e) {
-      fail("--schedule {} --microbatches {} --virtual {}: {}", c.schedule, c.microbatches, c.virtual_stages, e.what());
+      fail("--schedule {} {} --virtual {}: {}", c.schedule, microbatch_options, c.virtual_stages, e.what());
     }
   }
-  if (c.remat)
-    fail("--remat: a pipeline plan keeps each stage's forward activations for its backward; rematerialization is not "
-         "available with pipeline plans yet");
   const bool tracing = !c.trace.empty() || !c.trace_svg.empty();
   if (tracing && (group != 1 || over))
     fail("--trace: pipeline plans with device groups (dp, tp) per stage or MPI ranks record no trace yet; "
          "one-device stages on host devices (--plan pp=P) do");
-  if (c.precision != "f32") fail("--precision {}: pipeline plans train in f32 for now", c.precision);
   nn::AdamW adam = adamw_of(c);  // weight decay and no-decay groups as the other plans
   interp::Profile profile;       // --profile: every fragment's and update's ops, per op kind
   mpmd::FragmentTrainerOptions options;
   options.clip_norm = c.clip_norm;  // the global norm over every stage's gradients
+  options.remat = c.remat;          // each backward recomputes its stage's forward from the stage's input
   if (c.profile) options.profile = &profile;
   std::unique_ptr<mpmd::FragmentTrainer> trainer;
   try {
     trainer = std::make_unique<mpmd::FragmentTrainer>(model, schedule, nn::init_parameters(model.config(), c.seed),
                                                       adam, stage_plan(pp), over, options);
   } catch (const support::UserError& e) {
-    fail("--plan {} --microbatches {}: {}", c.plan, schedule.microbatches, e.what());
+    fail("--plan {} {}: {}", c.plan,
+         c.schedule_csv.empty() ? microbatch_options : fmt::format("--microbatches {}", schedule.microbatches),
+         e.what());
   }
   const nn::Config& cfg = model.config();
   const std::vector<nn::ParamSpec>& specs = trainer->model_step().parameters;
@@ -254,10 +267,15 @@ int train_pipeline(const TrainCommand& c, std::ostream& out_stream, const std::s
           : fmt::format("{} MPI rank{} ({} stages x {} host device{}, {} stage{} per rank)", ranks,
                         ranks == 1 ? "" : "s", pp.pp, group, group == 1 ? "" : "s", pp.pp / ranks,
                         pp.pp / ranks == 1 ? "" : "s");
-  out << fmt::format("tessera train: {} parameters, plan {} on {}, schedule {}, {} microbatches, batch {}x{}, {} steps, "
-                     "corpus {} ({})\n",
-                     nn::parameter_count(model.config()), c.plan, where, schedule.name, schedule.microbatches, c.batch, c.seq,
-                     c.steps, corpus_path, support::format_bytes(static_cast<int64_t>(text.size())));
+  out << fmt::format("tessera train: {} parameters, plan {} on {}, schedule {}, {} microbatches{}, batch {}x{}, {} "
+                     "steps, corpus {} ({})\n",
+                     nn::parameter_count(model.config()), c.plan, where, schedule.name, schedule.microbatches,
+                     c.accumulate == 1 ? "" : fmt::format(" ({})", microbatch_options), c.batch, c.seq, c.steps,
+                     corpus_path, support::format_bytes(static_cast<int64_t>(text.size())));
+  if (cfg.compute)  // the model computes so on every stage (nn::CausalLM's islands, as under the other plans)
+    out << fmt::format("mixed precision: matmuls and activations in {}; parameters, optimizer state, residual "
+                       "stream (what crosses between stages), norms, softmax and loss in {}\n",
+                       ir::spelling(*cfg.compute), ir::spelling(cfg.dtype));
   if (resumed) out << fmt::format("resuming from {} at step {}\n", resumed->directory(), first_step);
   resumed.reset();  // restored: its files need not stay open while training
   Batches data{split ? split->train : text, c.batch, c.seq, c.seed};
@@ -416,7 +434,8 @@ int train_pipeline(const TrainCommand& c, std::ostream& out_stream, const std::s
   // The per-stage table: what each device of a stage's group holds, and what the stage did.
   out << fmt::format("\nper stage ({} stages x {} host device{}{}, plan {}, schedule {}, {} microbatches, {}):\n", pp.pp,
                      group, group == 1 ? "" : "s", over ? fmt::format(" on {} MPI ranks", ranks) : "",
-                     c.plan, schedule.name, schedule.microbatches, "activations saved");
+                     c.plan, schedule.name, schedule.microbatches,
+                     c.remat ? "forward recomputed in the backward" : "activations saved");
   out << fmt::format("  {:>5}  {:<8}  {:<16}  {:>12}  {:>15}  {:>22}  {:>6}\n", "stage", "devices", "layers",
                      "params/dev", "optimizer/dev", "peak saved activations", "busy");
   for (const StageSummary& st : summaries) {
