@@ -172,6 +172,21 @@ TEST(Svg, OneBoxPerComputeAction) {
   check_picture(zero_bubble_h1(3, 2), Costs{1, 1, 0, 0}, 3 * 2 * 2);
 }
 
+// A makespan under 20 or over 480 units is drawn at a clamped scale, so its plot has a fractional
+// width: the declared size is still whole pixels, which is what a browser draws.
+TEST(Svg, TheDeclaredSizeIsWholePixels) {
+  for (double f : {0.1, 1.0 / 3, 2.63711, 7.77, 400.3}) {
+    Schedule s = one_f_one_b(3, 5);
+    std::string svg = timeline_svg(s, simulate(s, Costs{f, 2 * f, 0, 0}), "t");
+    std::vector<Element> elements = read_xml(svg);
+    ASSERT_FALSE(elements.empty());
+    for (const char* a : {"width", "height"}) {
+      const double v = number(elements.front(), a);
+      EXPECT_EQ(v, std::round(v)) << a << " for f = " << f;
+    }
+  }
+}
+
 TEST(Svg, TheTitleIsEscaped) {
   Schedule s = gpipe(1, 1);
   std::string svg = timeline_svg(s, simulate(s, Costs{}), "a<b & \"c\"");
