@@ -13,7 +13,6 @@
 #include <atomic>
 #include <chrono>
 #include <cmath>
-#include <condition_variable>
 #include <exception>
 #include <functional>
 #include <map>
@@ -27,6 +26,7 @@
 #include "exec/executable.h"
 #include "interp/interpreter.h"
 #include "mpmd/fragment_pipeline.h"
+#include "mpmd/value_slots.h"
 #include "runtime/layout.h"
 #include "spmd/reshard.h"
 #include "support/error.h"
@@ -69,71 +69,6 @@ void trace_actions(interp::Trace& trace, const Schedule& schedule, const Fragmen
                 base_ns + std::llround(run.times[st][k].end * 1e6));
     }
   }
-}
-
-// Values in flight between stages in this process: one slot per (value id, destination stage). A
-// post never waits; a take waits for its own slot up to a timeout; a failure anywhere aborts every
-// wait at once, so no thread outlives a failed run.
-class ValueSlots {
- public:
-  void post(size_t value, size_t to, ShardedBuffer v) {
-    {
-      std::lock_guard lock(mu_);
-      slots_.insert_or_assign({value, to}, std::move(v));
-    }
-    cv_.notify_all();
-  }
-  // The value, or nothing when the run was aborted or `timeout` passed.
-  std::optional<ShardedBuffer> take(size_t value, size_t to, std::chrono::milliseconds timeout) {
-    std::unique_lock lock(mu_);
-    auto key = std::make_pair(value, to);
-    if (!cv_.wait_for(lock, timeout, [&] { return aborted_ || slots_.count(key); }) || !slots_.count(key))
-      return std::nullopt;
-    ShardedBuffer v = std::move(slots_.at(key));
-    slots_.erase(key);
-    return v;
-  }
-  void abort() {
-    {
-      std::lock_guard lock(mu_);
-      aborted_ = true;
-    }
-    cv_.notify_all();
-  }
-  bool aborted() const { return aborted_; }
-  // For waits elsewhere (a receive from another rank) to give up when the run is aborted.
-  const std::atomic<bool>& abort_flag() const { return aborted_; }
-
- private:
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::map<std::pair<size_t, size_t>, ShardedBuffer> slots_;
-  std::atomic<bool> aborted_{false};
-};
-
-// Runs body(0) ... body(count - 1) at once, each on a persistent worker of its own
-// (support/threads.h), and waits for all; the first to fail aborts `slots` (so the others stop
-// waiting) and its exception is rethrown here.
-void run_on_threads(size_t count, const std::function<void(size_t)>& body, ValueSlots& slots) {
-  std::mutex mu;
-  std::exception_ptr error;
-  try {
-    support::run_concurrently(count, [&](size_t i) {
-      try {
-        body(i);
-      } catch (...) {
-        {
-          std::lock_guard lock(mu);
-          if (!error) error = std::current_exception();
-        }
-        slots.abort();
-      }
-    });
-  } catch (...) {  // no thread to be had for some: stop those started (they have ended by now)
-    slots.abort();
-    throw;
-  }
-  if (error) std::rethrow_exception(error);
 }
 
 }  // namespace
