@@ -130,8 +130,7 @@ TEST(Trace, RunOnTwoDevicesHasATrackPerDeviceAndTheAllReduceBytes) {
 
 TEST(Trace, TrainDataParallelHasTheSameCollectivesOnEveryDeviceInEveryStep) {
   TempDir dir;
-  std::ofstream(dir.path / "corpus.txt") << corpus_text();
-  TrainCommand c = small(dir.path / "corpus.txt");
+  TrainCommand c = small(write_corpus(dir.path));
   c.plan = "dp";
   c.devices = 2;
   c.steps = 3;
@@ -158,8 +157,7 @@ TEST(Trace, TrainDataParallelHasTheSameCollectivesOnEveryDeviceInEveryStep) {
 
 TEST(Trace, PipelineHasASpanPerScheduleActionHoldingItsOps) {
   TempDir dir;
-  std::ofstream(dir.path / "corpus.txt") << corpus_text();
-  TrainCommand c = small(dir.path / "corpus.txt");
+  TrainCommand c = small(write_corpus(dir.path));
   c.layers = 2;
   c.plan = "pp=2";
   c.schedule = "1f1b";

@@ -44,8 +44,7 @@ TEST(TrainData, ABoxOfABatchIsTheSliceOfTheWholeBatch) {
 
 TEST(TrainCommand, LossFallsAndTheTableIsPrinted) {
   TempDir dir;
-  std::ofstream(dir.path / "corpus.txt") << corpus_text();
-  TrainCommand c = small(dir.path / "corpus.txt");
+  TrainCommand c = small(write_corpus(dir.path));
   c.steps = 30;
   std::ostringstream out;
   ASSERT_EQ(train_command(c, out), 0);
@@ -57,8 +56,7 @@ TEST(TrainCommand, LossFallsAndTheTableIsPrinted) {
 
 TEST(TrainCommand, FsdpCheckpointResumesUnderTensorParallelOnTwoDevices) {
   TempDir dir;
-  std::ofstream(dir.path / "corpus.txt") << corpus_text();
-  TrainCommand unbroken = small(dir.path / "corpus.txt");
+  TrainCommand unbroken = small(write_corpus(dir.path));
   unbroken.plan = "fsdp";
   unbroken.steps = 4;
   std::ostringstream a;
@@ -84,8 +82,7 @@ TEST(TrainCommand, FsdpCheckpointResumesUnderTensorParallelOnTwoDevices) {
 // and the schedule continue. A checkpoint of another model is refused, naming the field.
 TEST(TrainCommand, ResumeContinuesTheScheduleBitForBitAndRefusesAnotherModel) {
   TempDir dir;
-  std::ofstream(dir.path / "corpus.txt") << corpus_text();
-  TrainCommand unbroken = small(dir.path / "corpus.txt");
+  TrainCommand unbroken = small(write_corpus(dir.path));
   unbroken.plan = "fsdp";
   unbroken.steps = 6;
   unbroken.weight_decay = 0.1;
@@ -132,8 +129,7 @@ TEST(TrainCommand, ResumeContinuesTheScheduleBitForBitAndRefusesAnotherModel) {
 // refused, naming the field.
 TEST(TrainCommand, SaveEveryAndEvalEveryResumeFromAnySavedStepBitForBit) {
   TempDir dir;
-  std::ofstream(dir.path / "corpus.txt") << corpus_text();
-  TrainCommand unbroken = small(dir.path / "corpus.txt");
+  TrainCommand unbroken = small(write_corpus(dir.path));
   unbroken.plan = "fsdp";
   unbroken.devices = 2;
   unbroken.steps = 6;
@@ -189,8 +185,7 @@ TEST(TrainCommand, ErrorsNameTheOption) {
   std::ostringstream out;
   std::string e = testing::error_of([&] { train_command(c, out); });
   EXPECT_NE(e.find("--corpus"), std::string::npos) << e;
-  std::ofstream(dir.path / "corpus.txt") << corpus_text();
-  c = small(dir.path / "corpus.txt");
+  c = small(write_corpus(dir.path));
   c.plan = "pp";
   e = testing::error_of([&] { train_command(c, out); });
   EXPECT_NE(e.find("--plan pp"), std::string::npos) << e;
@@ -200,8 +195,7 @@ TEST(TrainCommand, PipelineGivesTheLossesOfTheAccumulatedStep) {
   // A pipeline of 2 one-device stages over 4 microbatches computes what one device computes with
   // gradient accumulation over the same 4 microbatches: the same losses, step after step.
   TempDir dir;
-  std::ofstream(dir.path / "corpus.txt") << corpus_text();
-  TrainCommand pipeline = small(dir.path / "corpus.txt");
+  TrainCommand pipeline = small(write_corpus(dir.path));
   pipeline.layers = 2;
   pipeline.plan = "pp=2";
   pipeline.microbatches = 4;
@@ -228,8 +222,7 @@ TEST(TrainCommand, PipelineGivesTheLossesOfTheAccumulatedStep) {
 
 TEST(TrainCommand, PipelineOfOneDeviceStagesReportsTheProgramFormAndDrawsItsTimeline) {
   TempDir dir;
-  std::ofstream(dir.path / "corpus.txt") << corpus_text();
-  TrainCommand c = small(dir.path / "corpus.txt");
+  TrainCommand c = small(write_corpus(dir.path));
   c.layers = 2;
   c.plan = "pp=2";
   c.schedule = "zb-h1";
@@ -260,8 +253,7 @@ TEST(TrainCommand, PipelineOfOneDeviceStagesReportsTheProgramFormAndDrawsItsTime
 
 TEST(TrainCommand, PipelineTimesDataParallelTrainsAndDrawsItsTimeline) {
   TempDir dir;
-  std::ofstream(dir.path / "corpus.txt") << corpus_text();
-  TrainCommand c = small(dir.path / "corpus.txt");
+  TrainCommand c = small(write_corpus(dir.path));
   c.layers = 2;
   c.plan = "pp=2,dp=2";
   c.microbatches = 4;
@@ -295,8 +287,7 @@ TEST(TrainCommand, EveryPipelinePlanRuns) {
   // Each plan's losses are those of one device accumulating the same 4 microbatches (DESIGN.md: a
   // schedule never changes results), not merely positive.
   TempDir dir;
-  std::ofstream(dir.path / "corpus.txt") << corpus_text();
-  TrainCommand accumulated = small(dir.path / "corpus.txt");
+  TrainCommand accumulated = small(write_corpus(dir.path));
   accumulated.layers = 4;
   accumulated.devices = 1;
   accumulated.accumulate = 4;

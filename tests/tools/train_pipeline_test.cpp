@@ -66,8 +66,7 @@ double field_at(const std::string& out, int64_t t, const std::string& key) {
 
 TEST(TrainPipeline, CheckpointResumesUnderFsdpAndDpAndBack) {
   TempDir dir;
-  std::ofstream(dir.path / "corpus.txt") << corpus_text();
-  const fs::path corpus = dir.path / "corpus.txt";
+  const fs::path corpus = write_corpus(dir.path);
 
   // pp=2 -> fsdp (and dp): 3 steps saved (every 2 steps too), one step more under the other plan.
   TrainCommand unbroken = pipeline(corpus);
@@ -123,8 +122,7 @@ TEST(TrainPipeline, CheckpointResumesUnderFsdpAndDpAndBack) {
 // holds each stage's pieces and resumes under one-device stages.
 TEST(TrainPipeline, CheckpointOfShardedStagesResumesUnderOneDeviceStages) {
   TempDir dir;
-  std::ofstream(dir.path / "corpus.txt") << corpus_text();
-  const fs::path corpus = dir.path / "corpus.txt";
+  const fs::path corpus = write_corpus(dir.path);
   TrainCommand unbroken = pipeline(corpus, "pp=2,tp=2");
   unbroken.steps = 3;
   const std::string a = run(unbroken);
@@ -146,8 +144,7 @@ TEST(TrainPipeline, CheckpointOfShardedStagesResumesUnderOneDeviceStages) {
 // plans' rounding); --profile: per stage and per op kind.
 TEST(TrainPipeline, EvalEveryAndProfile) {
   TempDir dir;
-  std::ofstream(dir.path / "corpus.txt") << corpus_text();
-  const fs::path corpus = dir.path / "corpus.txt";
+  const fs::path corpus = write_corpus(dir.path);
   TrainCommand c = pipeline(corpus);
   c.steps = 4;
   c.eval_every = 2;
@@ -178,8 +175,7 @@ TEST(TrainPipeline, EvalEveryAndProfile) {
 // (the norm over every stage's gradients); the norm exceeds the limit, so the clipping acts.
 TEST(TrainPipeline, ClipNormAndLrScheduleEqualFsdp) {
   TempDir dir;
-  std::ofstream(dir.path / "corpus.txt") << corpus_text();
-  const fs::path corpus = dir.path / "corpus.txt";
+  const fs::path corpus = write_corpus(dir.path);
   auto options = [&](TrainCommand c, const char* losses) {
     c.steps = 5;
     c.losses = (dir.path / losses).string();
@@ -218,8 +214,7 @@ TEST(TrainPipeline, ClipNormAndLrScheduleEqualFsdp) {
 // refused naming the file, row and column.
 TEST(TrainPipeline, ScheduleCsvRunsAUsersOwnSchedule) {
   TempDir dir;
-  std::ofstream(dir.path / "corpus.txt") << corpus_text();
-  const fs::path corpus = dir.path / "corpus.txt";
+  const fs::path corpus = write_corpus(dir.path);
   struct Case {
     std::string schedule, csv;
   };
@@ -261,8 +256,7 @@ TEST(TrainPipeline, ScheduleCsvRunsAUsersOwnSchedule) {
 // pipeline's), and not the f32 run's.
 TEST(TrainPipeline, MixedPrecisionEqualsTheAccumulatedStep) {
   TempDir dir;
-  std::ofstream(dir.path / "corpus.txt") << corpus_text();
-  const fs::path corpus = dir.path / "corpus.txt";
+  const fs::path corpus = write_corpus(dir.path);
   TrainCommand pp = pipeline(corpus);
   pp.precision = "bf16";
   pp.steps = 3;
@@ -291,8 +285,7 @@ TEST(TrainPipeline, MixedPrecisionEqualsTheAccumulatedStep) {
 // under the other plans (one device). With --schedule-csv, whose microbatches are fixed, it is refused.
 TEST(TrainPipeline, AccumulateMultipliesTheMicrobatches) {
   TempDir dir;
-  std::ofstream(dir.path / "corpus.txt") << corpus_text();
-  const fs::path corpus = dir.path / "corpus.txt";
+  const fs::path corpus = write_corpus(dir.path);
   TrainCommand acc = pipeline(corpus);
   acc.microbatches = 2;
   acc.accumulate = 2;
@@ -336,8 +329,7 @@ TEST(TrainPipeline, AccumulateMultipliesTheMicrobatches) {
 // are compared in tests/mpmd/fragment_options_test.cpp).
 TEST(TrainPipeline, RematGivesTheSameLosses) {
   TempDir dir;
-  std::ofstream(dir.path / "corpus.txt") << corpus_text();
-  const fs::path corpus = dir.path / "corpus.txt";
+  const fs::path corpus = write_corpus(dir.path);
   TrainCommand saving = pipeline(corpus);
   saving.schedule = "zb-h1";
   saving.steps = 3;

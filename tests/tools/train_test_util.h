@@ -36,6 +36,13 @@ inline std::string corpus_text() {
   return text;
 }
 
+// Writes corpus_text() to `dir`/corpus.txt and returns its path.
+inline std::filesystem::path write_corpus(const std::filesystem::path& dir) {
+  std::filesystem::path path = dir / "corpus.txt";
+  std::ofstream(path) << corpus_text();
+  return path;
+}
+
 // The loss printed for step `t`.
 inline double loss_at(const std::string& out, int64_t t) {
   std::regex line("step " + std::to_string(t) + "/[0-9]+  loss ([0-9.]+)");
