@@ -145,6 +145,12 @@ struct Options {
   // when that is -1 the process's flattened id (replica * partitions + partition).
   Trace* trace = nullptr;
   int64_t trace_device = -1;
+  // stablehlo.infeed reads its next payload from `infeed` (given the payload's type) and
+  // stablehlo.outfeed hands its values to `outfeed`; without them the ops are refused by name.
+  std::function<ir::Literal(const ir::Type& type)> infeed;
+  std::function<void(std::vector<ir::Literal> values)> outfeed;
+  // Where interpreter.probe writes its .npy files and check.expect_serialized_eq reads them.
+  std::string probe_dir;
 };
 
 inline int64_t trace_device(const Options& o) {

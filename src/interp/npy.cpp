@@ -27,7 +27,7 @@ struct Descr {
   ElementType type;
   std::string_view descr;
 };
-constexpr std::array<Descr, 23> kDescrs = {{
+constexpr std::array<Descr, 30> kDescrs = {{
     {ElementType::i1, "|b1"},   {ElementType::i8, "|i1"},   {ElementType::i16, "<i2"},
     {ElementType::i32, "<i4"},  {ElementType::i64, "<i8"},  {ElementType::ui8, "|u1"},
     {ElementType::ui16, "<u2"}, {ElementType::ui32, "<u4"}, {ElementType::ui64, "<u8"},
@@ -38,7 +38,10 @@ constexpr std::array<Descr, 23> kDescrs = {{
     {ElementType::f8E5M2, "float8_e5m2"},     {ElementType::f8E4M3, "float8_e4m3"},
     {ElementType::f8E3M4, "float8_e3m4"},     {ElementType::i4, "int4"},
     {ElementType::ui4, "uint4"},              {ElementType::i2, "int2"},
-    {ElementType::ui2, "uint2"},
+    {ElementType::ui2, "uint2"},              {ElementType::f8E4M3FNUZ, "float8_e4m3fnuz"},
+    {ElementType::f8E4M3B11FNUZ, "float8_e4m3b11fnuz"}, {ElementType::f8E5M2FNUZ, "float8_e5m2fnuz"},
+    {ElementType::f8E8M0FNU, "float8_e8m0fnu"},         {ElementType::f6E2M3FN, "float6_e2m3fn"},
+    {ElementType::f6E3M2FN, "float6_e3m2fn"},           {ElementType::f4E2M1FN, "float4_e2m1fn"},
 }};
 
 // What np.save writes for an ml_dtypes array: void elements of the type's width, or '<f1' (the

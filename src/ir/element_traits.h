@@ -37,6 +37,7 @@ TESSERA_PLAIN_ELEM(i8, int8_t)
 TESSERA_PLAIN_ELEM(i16, int16_t)
 TESSERA_PLAIN_ELEM(i32, int32_t)
 TESSERA_PLAIN_ELEM(i64, int64_t)
+TESSERA_PLAIN_ELEM(index, int64_t)
 TESSERA_PLAIN_ELEM(ui8, uint8_t)
 TESSERA_PLAIN_ELEM(ui16, uint16_t)
 TESSERA_PLAIN_ELEM(ui32, uint32_t)
@@ -106,6 +107,13 @@ template <> struct Elem<ElementType::f8E4M3> : MiniFloat<ElementType::f8E4M3, ui
 template <> struct Elem<ElementType::f8E3M4> : MiniFloat<ElementType::f8E3M4, uint8_t> {};
 template <> struct Elem<ElementType::f8E4M3FN> : MiniFloat<ElementType::f8E4M3FN, uint8_t> {};
 template <> struct Elem<ElementType::f8E5M2> : MiniFloat<ElementType::f8E5M2, uint8_t> {};
+template <> struct Elem<ElementType::f8E4M3FNUZ> : MiniFloat<ElementType::f8E4M3FNUZ, uint8_t> {};
+template <> struct Elem<ElementType::f8E4M3B11FNUZ> : MiniFloat<ElementType::f8E4M3B11FNUZ, uint8_t> {};
+template <> struct Elem<ElementType::f8E5M2FNUZ> : MiniFloat<ElementType::f8E5M2FNUZ, uint8_t> {};
+template <> struct Elem<ElementType::f8E8M0FNU> : MiniFloat<ElementType::f8E8M0FNU, uint8_t> {};
+template <> struct Elem<ElementType::f6E2M3FN> : MiniFloat<ElementType::f6E2M3FN, uint8_t> {};
+template <> struct Elem<ElementType::f6E3M2FN> : MiniFloat<ElementType::f6E3M2FN, uint8_t> {};
+template <> struct Elem<ElementType::f4E2M1FN> : MiniFloat<ElementType::f4E2M1FN, uint8_t> {};
 
 template <typename T>
 inline constexpr bool is_complex_v = false;

@@ -5,6 +5,13 @@
 namespace tessera::ir {
 
 Literal::Literal(Type type) : type_(std::move(type)) {
+  if (type_.kind != TypeKind::kTensor) {
+    for (const Type& m : type_.elements) members_.emplace_back(m);
+    return;
+  }
+  if (!type_.is_static())
+    support::fail("{} has a dynamic ('?') dimension: run with concrete input shapes so that shapes are refined first",
+                  to_string(type_));
   for (int64_t d : type_.shape)
     TESSERA_CHECK(d >= 0, "negative dimension in {}", to_string(type_));
   std::optional<int64_t> n = support::checked_bytes(type_.shape, info(type_.element).bytes);
@@ -14,6 +21,15 @@ Literal::Literal(Type type) : type_(std::move(type)) {
   } catch (const support::MemoryLimitError& e) {
     throw support::MemoryLimitError(fmt::format("{}: {}", to_string(type_), e.what()));
   }
+}
+
+Literal Literal::tuple(std::vector<Literal> members) {
+  std::vector<Type> types;
+  for (const Literal& m : members) types.push_back(m.type());
+  Literal l;
+  l.type_ = Type::tuple(std::move(types));
+  l.members_ = std::move(members);
+  return l;
 }
 
 Literal Literal::view(Type type, std::byte* storage) {
@@ -26,7 +42,7 @@ Literal Literal::view(Type type, std::byte* storage) {
   return l;
 }
 
-Literal::Literal(const Literal& other) : type_(other.type_) {
+Literal::Literal(const Literal& other) : type_(other.type_), members_(other.members_) {
   auto b = other.bytes();
   bytes_.assign(b.begin(), b.end());
 }
@@ -38,11 +54,16 @@ Literal& Literal::operator=(const Literal& other) {
   bytes_.assign(b.begin(), b.end());
   view_ = nullptr;
   view_size_ = 0;
+  members_ = other.members_;
   return *this;
 }
 
 Literal::Literal(Literal&& other) noexcept
-    : type_(std::move(other.type_)), bytes_(std::move(other.bytes_)), view_(other.view_), view_size_(other.view_size_) {
+    : type_(std::move(other.type_)),
+      bytes_(std::move(other.bytes_)),
+      view_(other.view_),
+      view_size_(other.view_size_),
+      members_(std::move(other.members_)) {
   other.view_ = nullptr;
   other.view_size_ = 0;
 }
@@ -53,6 +74,7 @@ Literal& Literal::operator=(Literal&& other) noexcept {
   bytes_ = std::move(other.bytes_);
   view_ = other.view_;
   view_size_ = other.view_size_;
+  members_ = std::move(other.members_);
   other.view_ = nullptr;
   other.view_size_ = 0;
   return *this;

@@ -28,8 +28,13 @@ class Literal {
  public:
   Literal() = default;
   // Zero-filled. A shape whose byte size overflows, or that the memory limit refuses, is a
-  // UserError naming the type.
+  // UserError naming the type, as is a dynamic shape. A token holds nothing; a tuple or future
+  // holds one zero-filled member per element type.
   explicit Literal(Type type);
+  static Literal token() { return Literal(Type::token()); }
+  static Literal tuple(std::vector<Literal> members);
+  // A tuple's or future's members (empty for tensors and tokens).
+  const std::vector<Literal>& members() const { return members_; }
 
   const Type& type() const { return type_; }
   ElementType element() const { return type_.element; }
@@ -96,7 +101,8 @@ class Literal {
 
   bool operator==(const Literal& other) const {
     auto a = bytes(), b = other.bytes();
-    return type_ == other.type_ && std::equal(a.begin(), a.end(), b.begin(), b.end());
+    return type_ == other.type_ && std::equal(a.begin(), a.end(), b.begin(), b.end()) &&
+           members_ == other.members_;
   }
 
   // Row-major strides in elements.
@@ -109,6 +115,7 @@ class Literal {
   std::vector<std::byte, support::CountedAllocator<std::byte>> bytes_;
   std::byte* view_ = nullptr;  // a view's storage
   size_t view_size_ = 0;
+  std::vector<Literal> members_;  // a tuple's or future's values
 };
 
 // Row-major strides of a shape, in elements.

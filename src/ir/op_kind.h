@@ -17,6 +17,7 @@ enum OpTrait : uint32_t {
   kTerminator = 1u << 5,
   kShardy = 1u << 6,       // an sdy dialect op
   kCheck = 1u << 7,        // a test assertion (check.*): no results, reports to the checker
+  kDecomposable = 1u << 8, // an exact rewrite into other rows exists once shape operands are known
 };
 
 inline constexpr int kVariadic = -1;
@@ -43,5 +44,10 @@ const OpInfo& info(OpKind k);
 inline std::string_view spelling(OpKind k) { return info(k).spelling; }
 inline bool has_trait(OpKind k, OpTrait t) { return (info(k).traits & t) != 0; }
 std::optional<OpKind> parse_op_kind(std::string_view spelling);
+
+// The refusal of a rule that an op of the table does not have yet: a UserError naming the op and
+// the layer ("stablehlo.fft: the reference kernel is not implemented in Tessera"), so a program
+// using it stops with a message, as an unknown op would.
+[[noreturn]] void not_implemented(OpKind k, std::string_view layer);
 
 }  // namespace tessera::ir

@@ -28,6 +28,25 @@ const std::vector<OpKind> kNoGradient = {
     OpKind::Popcnt, OpKind::CountLeadingZeros, OpKind::IsInf, OpKind::IsPosInf, OpKind::IsNegInf,
 };
 
+// Issue #17's rows whose gradient is not written yet (src/autodiff/rules_pending.cpp refuses them
+// by name); an op leaves this list for one of the others when its rule lands.
+const std::vector<OpKind> kPendingGradient = {
+    // tokens, tuples, effects
+    OpKind::AfterAll, OpKind::CreateToken, OpKind::Tuple, OpKind::GetTupleElement, OpKind::Infeed,
+    OpKind::Outfeed, OpKind::Send, OpKind::Recv, OpKind::AsyncStart, OpKind::AsyncDone,
+    OpKind::Composite, OpKind::Map, OpKind::GetDimensionSize, OpKind::Scan, OpKind::Probe,
+    OpKind::ExpectSerializedEq,
+    // numerics
+    OpKind::Fft, OpKind::Rng, OpKind::RngBitGenerator, OpKind::BatchNormInference,
+    OpKind::BatchNormTraining, OpKind::BatchNormGrad, OpKind::Mulhi, OpKind::Polygamma,
+    OpKind::Zeta, OpKind::RaggedDot,
+    // shape polymorphism
+    OpKind::DynamicBroadcastInDim, OpKind::DynamicConv, OpKind::DynamicGather,
+    OpKind::DynamicIota, OpKind::DynamicPad, OpKind::DynamicReshape, OpKind::RealDynamicSlice,
+    // quantization
+    OpKind::UniformQuantize, OpKind::UniformDequantize,
+};
+
 class VjpFd : public ::testing::TestWithParam<Row> {};
 
 TEST_P(VjpFd, GradientMatchesCentralDifferences) {
@@ -84,9 +103,11 @@ TEST(VjpCoverage, EveryOpIsCheckedOrListedExactlyOnce) {
 #undef OP
   };
   for (OpKind k : kAll) {
-    auto n = static_cast<long>(fd.count(k)) + count(adjoint, k) + count(refused, k) + count(kNoGradient, k);
+    auto n = static_cast<long>(fd.count(k)) + count(adjoint, k) + count(refused, k) + count(kNoGradient, k) +
+             count(kPendingGradient, k);
     EXPECT_EQ(n, 1) << ir::spelling(k) << " is in " << n << " of: the finite-difference table, the "
-                    << "adjoint-checked collectives, the refused ops, the ops without a gradient";
+                    << "adjoint-checked collectives, the refused ops, the ops without a gradient, "
+                    << "the ops whose gradient is not written yet";
   }
 }
 

@@ -10,7 +10,7 @@ namespace tessera::ir {
 namespace {
 
 TEST(ElementType, SpellingRoundTrips) {
-  for (int i = 0; i <= static_cast<int>(ElementType::c128); ++i) {
+  for (int i = 0; i <= static_cast<int>(ElementType::index); ++i) {
     auto t = static_cast<ElementType>(i);
     EXPECT_EQ(parse_element_type(spelling(t)), t) << spelling(t);
   }
@@ -40,6 +40,70 @@ TEST(ElementType, MinifloatEncodings) {
   EXPECT_EQ(minifloat_to_double(ElementType::f8E3M4, 0x3Cu), 1.75);
   EXPECT_EQ(minifloat_to_double(ElementType::f16, 0x0001u), std::ldexp(1.0, -24));
   EXPECT_TRUE(std::isnan(minifloat_to_double(ElementType::bf16, 0x7FC0u)));
+}
+
+// The FNUZ, MX and E8M0 kinds, from their definitions (ml_dtypes' README and the OCP MX spec):
+// largest finite values, the one NaN of FNUZ (0x80) and its single zero, saturation of the kinds
+// without NaN, and E8M0's powers of two.
+TEST(ElementType, FnuzMxAndE8M0Encodings) {
+  EXPECT_EQ(minifloat_to_double(ElementType::f8E4M3FNUZ, 0x7Fu), 240.0);
+  EXPECT_EQ(minifloat_to_double(ElementType::f8E5M2FNUZ, 0x7Fu), 57344.0);
+  EXPECT_EQ(minifloat_to_double(ElementType::f8E4M3B11FNUZ, 0x7Fu), 30.0);
+  EXPECT_EQ(minifloat_to_double(ElementType::f8E4M3FNUZ, 0x40u), 1.0);  // bias 8
+  EXPECT_TRUE(std::isnan(minifloat_to_double(ElementType::f8E5M2FNUZ, 0x80u)));
+  EXPECT_EQ(double_to_minifloat(ElementType::f8E4M3FNUZ, -0.0), 0x00u);       // one zero
+  EXPECT_EQ(double_to_minifloat(ElementType::f8E4M3FNUZ, 1000.0), 0x80u);     // overflow: NaN
+  EXPECT_EQ(double_to_minifloat(ElementType::f8E5M2FNUZ, -INFINITY), 0x80u);  // no infinity
+  EXPECT_EQ(minifloat_to_double(ElementType::f6E2M3FN, 0x1Fu), 7.5);
+  EXPECT_EQ(minifloat_to_double(ElementType::f6E3M2FN, 0x1Fu), 28.0);
+  EXPECT_EQ(minifloat_to_double(ElementType::f4E2M1FN, 0x7u), 6.0);
+  EXPECT_EQ(minifloat_to_double(ElementType::f4E2M1FN, 0x1u), 0.5);  // the subnormal
+  EXPECT_EQ(minifloat_to_double(ElementType::f4E2M1FN, 0xFu), -6.0);
+  EXPECT_EQ(double_to_minifloat(ElementType::f4E2M1FN, 100.0), 0x7u);   // saturates
+  EXPECT_EQ(double_to_minifloat(ElementType::f4E2M1FN, -INFINITY), 0xFu);
+  EXPECT_EQ(double_to_minifloat(ElementType::f4E2M1FN, 2.5), 0x4u);  // tie to even: 2
+  EXPECT_EQ(double_to_minifloat(ElementType::f6E2M3FN, 7.0), 0x1Eu);
+  EXPECT_EQ(minifloat_to_double(ElementType::f8E8M0FNU, 127u), 1.0);
+  EXPECT_EQ(minifloat_to_double(ElementType::f8E8M0FNU, 0u), std::ldexp(1.0, -127));
+  EXPECT_TRUE(std::isnan(minifloat_to_double(ElementType::f8E8M0FNU, 0xFFu)));
+  EXPECT_EQ(double_to_minifloat(ElementType::f8E8M0FNU, 3.0), 129u);  // a tie goes up: 4
+  EXPECT_EQ(double_to_minifloat(ElementType::f8E8M0FNU, 2.9), 128u);  // nearer 2 than 4
+  EXPECT_EQ(double_to_minifloat(ElementType::f8E8M0FNU, -1.0), 0xFFu);  // unsigned: NaN
+  // Every finite pattern of every new kind decodes and encodes back to itself.
+  for (ElementType t : {ElementType::f8E4M3FNUZ, ElementType::f8E4M3B11FNUZ, ElementType::f8E5M2FNUZ,
+                        ElementType::f8E8M0FNU, ElementType::f6E2M3FN, ElementType::f6E3M2FN,
+                        ElementType::f4E2M1FN}) {
+    for (uint32_t bits = 0; bits < (1u << info(t).bits); ++bits) {
+      double v = minifloat_to_double(t, bits);
+      if (std::isnan(v)) continue;
+      ASSERT_EQ(double_to_minifloat(t, v), bits) << spelling(t) << " " << bits;
+    }
+  }
+}
+
+TEST(Type, TokensTuplesAndDynamicShapesPrintAndCount) {
+  Type tok = Type::token();
+  EXPECT_EQ(to_string(tok), "!stablehlo.token");
+  EXPECT_EQ(tok.num_elements(), 0);
+  Type tup = Type::tuple({f32({2}), Type::tuple({i64()}), tok});
+  EXPECT_EQ(to_string(tup), "tuple<tensor<2xf32>, tuple<tensor<i64>>, !stablehlo.token>");
+  EXPECT_TRUE(tup.is_static());
+  Type dyn(ElementType::f32, {kDynamic, 4});
+  dyn.bounds = {8, kDynamic};
+  EXPECT_EQ(to_string(dyn), "tensor<?x4xf32, #stablehlo.bounds<8, ?>>");
+  EXPECT_FALSE(dyn.is_static());
+  EXPECT_THROW(dyn.num_elements(), support::UserError);
+  EXPECT_THROW(Literal{dyn}, support::UserError);
+  Literal t = Literal(tup);
+  ASSERT_EQ(t.members().size(), 3u);
+  EXPECT_EQ(t.members()[0].type(), f32({2}));
+  EXPECT_EQ(Literal::tuple({Literal(f32({2})), Literal::token()}).type(), Type::tuple({f32({2}), tok}));
+  // Quantization compares by value.
+  Type q1 = Type(ElementType::i8, {2}), q2 = q1;
+  q1.quant = std::make_shared<Quantization>(Quantization{ElementType::i8, ElementType::f32, -128, 127, {}, {0.5}, {0}});
+  q2.quant = std::make_shared<Quantization>(*q1.quant);
+  EXPECT_EQ(q1, q2);
+  EXPECT_NE(q1, Type(ElementType::i8, {2}));
 }
 
 TEST(ElementType, EveryF16PatternRoundTrips) {

@@ -1,0 +1,53 @@
+// The ops of the table (issue #17's rows) whose factor rule is not written yet: a program that
+// needs one stops with a UserError naming the op and the layer, as it did when the op was unknown.
+// When an op's rule lands in its family's file, its line here goes.
+#include "spmd/factor_rule.h"
+
+namespace tessera::spmd::factor_rules {
+
+#define PENDING(e) \
+  FactorRule rule_##e(const ir::Op&) { ir::not_implemented(ir::OpKind::e, "factor rule (sharding propagation)"); }
+
+// tokens, tuples, effects
+PENDING(AfterAll)
+PENDING(CreateToken)
+PENDING(Tuple)
+PENDING(GetTupleElement)
+PENDING(Infeed)
+PENDING(Outfeed)
+PENDING(Send)
+PENDING(Recv)
+PENDING(AsyncStart)
+PENDING(AsyncDone)
+PENDING(Composite)
+PENDING(Map)
+PENDING(GetDimensionSize)
+PENDING(Scan)
+PENDING(Probe)
+PENDING(ExpectSerializedEq)
+// numerics
+PENDING(Fft)
+PENDING(Rng)
+PENDING(RngBitGenerator)
+PENDING(BatchNormInference)
+PENDING(BatchNormTraining)
+PENDING(BatchNormGrad)
+PENDING(Mulhi)
+PENDING(Polygamma)
+PENDING(Zeta)
+PENDING(RaggedDot)
+// shape polymorphism
+PENDING(DynamicBroadcastInDim)
+PENDING(DynamicConv)
+PENDING(DynamicGather)
+PENDING(DynamicIota)
+PENDING(DynamicPad)
+PENDING(DynamicReshape)
+PENDING(RealDynamicSlice)
+// quantization
+PENDING(UniformQuantize)
+PENDING(UniformDequantize)
+
+#undef PENDING
+
+}  // namespace tessera::spmd::factor_rules
