@@ -35,7 +35,6 @@ PENDING(Mulhi)
 PENDING(Polygamma)
 PENDING(Zeta)
 PENDING(RaggedDot)
-// shape polymorphism
 // quantization
 PENDING(UniformQuantize)
 PENDING(UniformDequantize)

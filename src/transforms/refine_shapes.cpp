@@ -217,7 +217,9 @@ class Refiner {
   // A pure op of small integer values on known operands is replaced by constants of its results,
   // computed by the reference interpreter (as fold_constants does).
   void fold(Op& op, Block& into, ir::ValueMap& map, const Op& old) {
-    if (!ir::has_trait(op.kind(), ir::kPure) || !op.regions().empty() || op.num_results() == 0) return;
+    // Ops without operands (iota) stay: folding them would only make them longer to read.
+    if (!ir::has_trait(op.kind(), ir::kPure) || !op.regions().empty() || op.num_results() == 0 || op.operands().empty())
+      return;
     for (const Value* v : op.operands())
       if (value(v) == nullptr) return;
     for (const Value* r : op.results())
