@@ -352,7 +352,10 @@ ir::Literal parse_dense(Lexer& lx) {
     lx.expect(">");
   }
   lx.expect(":");
+  lx.skip_space();
+  Location type_at = lx.location();
   ir::Type type = parse_type(lx);
+  if (!type.is_static()) lx.error_at(type_at, fmt::format("a dense literal needs a static type, not {}", ir::to_string(type)));
   ir::Literal lit(type);
   if (empty) {
     if (lit.num_elements() != 0)

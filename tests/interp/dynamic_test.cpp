@@ -270,6 +270,21 @@ TEST(DynamicTypes, BadBoundsAreNamed) {
   EXPECT_NE(e.find("the only tensor encoding read is #stablehlo.bounds<...>"), std::string::npos) << e;
   e = parse_error(fn("tensor<?3xf32>"));
   EXPECT_NE(e.find("expected 'x' after a dimension"), std::string::npos) << e;
+  e = parse_error("func.func @main() -> tensor<?xf32> {\n  %0 = stablehlo.constant dense<1.0> : tensor<?xf32>\n"
+                  "  return %0 : tensor<?xf32>\n}\n");
+  EXPECT_NE(e.find("t.mlir:2:40: a dense literal needs a static type, not tensor<?xf32>"), std::string::npos) << e;
+}
+
+// Before refinement a static op may see '?' sizes: reshape checks its element types only.
+TEST(DynamicTypes, AReshapeOfUnknownSizesChecksElementTypesOnly) {
+  EXPECT_EQ(parse_error("func.func @main(%a: tensor<?x4xf32>) -> tensor<?xf32> {\n"
+                        "  %0 = stablehlo.reshape %a : (tensor<?x4xf32>) -> tensor<?xf32>\n  return %0 : tensor<?xf32>\n}\n"),
+            "<no error>");
+  std::string e = parse_error("func.func @main(%a: tensor<?x4xf32>) -> tensor<?xi32> {\n"
+                              "  %0 = stablehlo.reshape %a : (tensor<?x4xf32>) -> tensor<?xi32>\n  return %0 : tensor<?xi32>\n}\n");
+  EXPECT_NE(e.find("stablehlo.reshape: cannot reshape tensor<?x4xf32> to tensor<?xi32>: the element types differ"),
+            std::string::npos)
+      << e;
 }
 
 // The spec's constraints, each message with its number.
