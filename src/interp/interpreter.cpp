@@ -293,10 +293,16 @@ FusionPlanner current_fusion_planner() { return fusion_planner().load(); }
 void check_arguments(const ir::Function& fn, const std::vector<Literal>& args) {
   if (args.size() != fn.num_parameters())
     support::fail("@{} takes {} arguments, got {}", fn.name(), fn.num_parameters(), args.size());
-  for (size_t i = 0; i < args.size(); ++i)
+  for (size_t i = 0; i < args.size(); ++i) {
+    // A shape-polymorphic function runs once refined for its arguments (transforms/refine_shapes.h).
+    if (!fn.parameter(i)->type().is_static())
+      support::fail("@{}: parameter {} has the dynamic type {}: refine its shapes for the arguments first "
+                    "(transforms::refine_shapes; `tessera run` does it from its inputs)",
+                    fn.name(), i, to_string(fn.parameter(i)->type()));
     if (args[i].type() != fn.parameter(i)->type())
       support::fail("@{}: argument {} has type {}, but parameter {} has type {}", fn.name(), i,
                     to_string(args[i].type()), i, to_string(fn.parameter(i)->type()));
+  }
 }
 
 std::vector<Literal> evaluate(const ir::Function& fn, std::vector<Literal> args,

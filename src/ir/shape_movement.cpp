@@ -64,6 +64,12 @@ Types infer_BroadcastInDim(const ShapeQuery& q) {
 Types infer_Reshape(const ShapeQuery& q) {
   const Type& in = q.operands[0];
   const Type& out = declared_result(q);
+  // Before shape refinement a '?' size leaves the count unknown: only the element types are checked.
+  if (!in.is_static() || !out.is_static()) {
+    if (out.element != in.element)
+      reject(q, "cannot reshape {} to {}: the element types differ", to_string(in), to_string(out));
+    return {out};
+  }
   if (out.element != in.element || out.num_elements() != in.num_elements())
     reject(q, "cannot reshape {} ({} elements) to {} ({} elements)", to_string(in),
            in.num_elements(), to_string(out), out.num_elements());

@@ -9,6 +9,22 @@
 namespace tessera::ir {
 namespace {
 
+// Declared types may be less precise than inferred ones before shape refinement: a '?' declared
+// where the rule knows the size (or the reverse), as MLIR's compatible types.
+bool refines(const std::vector<Type>& inferred, const std::vector<Type>& declared) {
+  if (inferred == declared) return true;
+  if (inferred.size() != declared.size()) return false;
+  for (size_t i = 0; i < inferred.size(); ++i) {
+    const Type &a = inferred[i], &b = declared[i];
+    if (a == b) continue;
+    if (a.is_static() && b.is_static()) return false;
+    if (!a.is_tensor() || !b.is_tensor() || a.element != b.element || a.rank() != b.rank()) return false;
+    for (int64_t d = 0; d < a.rank(); ++d)
+      if (a.dim(d) != kDynamic && b.dim(d) != kDynamic && a.dim(d) != b.dim(d)) return false;
+  }
+  return true;
+}
+
 using support::fail;
 
 struct Verifier {
@@ -122,7 +138,7 @@ struct Verifier {
     if (o.kind() != OpKind::Return) {
       std::vector<Type> inferred =
           infer_result_types(ShapeQuery{o.kind(), operands, o.attrs(), declared});
-      if (inferred != declared)
+      if (!refines(inferred, declared))
         fail("@{}: op {} ({}) declares results ({}) but its operands give ({})", fn.name(), index,
              o.name(), shape_rules::types_string(declared), shape_rules::types_string(inferred));
     }

@@ -248,6 +248,35 @@ ElementType parse_element_type(Lexer& lx) {
   return *e;
 }
 
+namespace {
+
+// `#stablehlo.bounds<8, ?>`: one entry per dimension, a bound only where the dimension is '?'.
+std::vector<int64_t> parse_bounds(Lexer& lx, const std::vector<int64_t>& shape) {
+  lx.skip_space();
+  Location at = lx.location();
+  if (!lx.try_consume("#stablehlo.bounds")) lx.error("the only tensor encoding read is #stablehlo.bounds<...>");
+  lx.expect("<");
+  std::vector<int64_t> bounds;
+  if (!lx.try_consume(">")) {
+    do {
+      if (lx.try_consume("?")) bounds.push_back(ir::kDynamic);
+      else bounds.push_back(lx.integer());
+    } while (lx.try_consume(","));
+    lx.expect(">");
+  }
+  if (bounds.size() != shape.size())
+    lx.error_at(at, fmt::format("#stablehlo.bounds has {} entries for a tensor of rank {}", bounds.size(), shape.size()));
+  for (size_t d = 0; d < shape.size(); ++d) {
+    if (bounds[d] < 0 && bounds[d] != ir::kDynamic)
+      lx.error_at(at, fmt::format("#stablehlo.bounds: bound {} of dimension {} is negative", bounds[d], d));
+    if (bounds[d] != ir::kDynamic && shape[d] != ir::kDynamic)
+      lx.error_at(at, fmt::format("#stablehlo.bounds: dimension {} is static ({}), so its bound must be '?'", d, shape[d]));
+  }
+  return bounds;
+}
+
+}  // namespace
+
 ir::Type parse_type(Lexer& lx) {
   lx.skip_space();
   Location at = lx.location();
@@ -257,7 +286,13 @@ ir::Type parse_type(Lexer& lx) {
   std::vector<int64_t> shape;
   for (;;) {
     lx.skip_space();
-    if (lx.peek() == '?') lx.error("dynamic dimensions are not supported");
+    if (lx.peek() == '?') {  // a dynamic dimension, refined from the inputs before running
+      lx.advance_raw(1);
+      shape.push_back(ir::kDynamic);
+      if (lx.rest().empty() || lx.rest()[0] != 'x') lx.error("expected 'x' after a dimension");
+      lx.advance_raw(1);
+      continue;
+    }
     // Digits only: in "0x4xf32" the 0 is a dimension, not the start of a hex number.
     std::string_view r = lx.rest();
     size_t n = 0;
@@ -271,9 +306,12 @@ ir::Type parse_type(Lexer& lx) {
     lx.advance_raw(1);
   }
   ElementType e = parse_element_type(lx);
-  if (lx.try_consume(",")) lx.error("tensor encodings are not supported");
+  std::vector<int64_t> bounds;
+  if (lx.try_consume(",")) bounds = parse_bounds(lx, shape);
   lx.expect(">");
   ir::Type type(e, std::move(shape));
+  type.bounds = std::move(bounds);
+  if (!type.is_static()) return type;  // no byte size yet; checked when refined
   // Element counts and byte sizes are int64 everywhere: a shape past that is refused here, where
   // its location is known, rather than wrapping later.
   if (!support::checked_bytes(type.shape, ir::info(e).bytes))
@@ -314,7 +352,10 @@ ir::Literal parse_dense(Lexer& lx) {
     lx.expect(">");
   }
   lx.expect(":");
+  lx.skip_space();
+  Location type_at = lx.location();
   ir::Type type = parse_type(lx);
+  if (!type.is_static()) lx.error_at(type_at, fmt::format("a dense literal needs a static type, not {}", ir::to_string(type)));
   ir::Literal lit(type);
   if (empty) {
     if (lit.num_elements() != 0)

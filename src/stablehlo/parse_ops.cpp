@@ -497,6 +497,9 @@ constexpr Rule rule_for(OpKind k) {
     case OpKind::While: return while_loop;
     case OpKind::TopK: return top_k;
     case OpKind::Cholesky: return cholesky;
+    case OpKind::GetDimensionSize:
+    case OpKind::DynamicIota: return parse_dim_form;
+    case OpKind::DynamicBroadcastInDim: return parse_dynamic_broadcast_in_dim;
     case OpKind::Select: return select;
     case OpKind::ShardingConstraint:
     case OpKind::Reshard: return sharded_value;

@@ -68,5 +68,9 @@ class Parser {
 void parse_pretty(Parser& p, OpText& op);
 // stablehlo.convolution's pretty form (parse_window.cpp).
 void parse_convolution(Parser& p, OpText& op);
+// get_dimension_size's and dynamic_iota's `%x, dim = 0`; dynamic_broadcast_in_dim's
+// `%x, %dims, dims = [..]` (parse_dynamic.cpp).
+void parse_dim_form(Parser& p, OpText& op);
+void parse_dynamic_broadcast_in_dim(Parser& p, OpText& op);
 
 }  // namespace tessera::stablehlo

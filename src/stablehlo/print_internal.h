@@ -111,6 +111,10 @@ void chlo_form(Printer& p, const ir::Op& op);
 void top_k(Printer& p, const ir::Op& op);
 void cholesky(Printer& p, const ir::Op& op);
 
+// Shape polymorphism (print_dynamic.cpp).
+void get_dimension_size(Printer& p, const ir::Op& op);
+void dynamic_iota(Printer& p, const ir::Op& op);
+
 // Shardy's ops (print_sdy_ops.cpp).
 void sharding_op(Printer& p, const ir::Op& op);  // sharding_constraint, reshard
 void sdy_all_gather(Printer& p, const ir::Op& op);

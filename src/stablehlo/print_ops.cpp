@@ -482,14 +482,14 @@ constexpr Rule SdyAllGather = sdy_all_gather, SdyAllSlice = sdy_all_slice,
 constexpr Rule AfterAll = generic, CreateToken = generic, Tuple = generic, GetTupleElement = generic,
                Infeed = generic, Outfeed = generic, Send = generic, Recv = generic,
                AsyncStart = generic, AsyncDone = generic, Composite = generic, Map = generic,
-               GetDimensionSize = generic, Scan = generic, Probe = generic,
+               GetDimensionSize = get_dimension_size, Scan = generic, Probe = generic,
                ExpectSerializedEq = generic;
 constexpr Rule Fft = generic, Rng = generic, RngBitGenerator = generic, BatchNormInference = generic,
                BatchNormTraining = generic, BatchNormGrad = generic, Mulhi = generic,
                Polygamma = generic, Zeta = generic, RaggedDot = generic;
-constexpr Rule DynamicBroadcastInDim = generic, DynamicConv = generic, DynamicGather = generic,
-               DynamicIota = generic, DynamicPad = generic, DynamicReshape = generic,
-               RealDynamicSlice = generic;
+constexpr Rule DynamicBroadcastInDim = broadcast_in_dim, DynamicConv = generic, DynamicGather = generic,
+               DynamicIota = dynamic_iota, DynamicPad = operands_only, DynamicReshape = operands_only,
+               RealDynamicSlice = operands_only;
 constexpr Rule UniformQuantize = generic, UniformDequantize = generic;
 constexpr Rule Call = call_form<kCall, kCallee>, CustomCall = call_form<kCustomCall, kTarget>,
                RunParallel = generic, ExpectEqConst = expect_const,

@@ -10,7 +10,10 @@ namespace tessera::autodiff::testing {
 std::vector<OpKind> refused_ops() {
   return {OpKind::While, OpKind::Call, OpKind::CustomCall, OpKind::RunParallel,
           // More elementwise ops (#17).
-          OpKind::Digamma, OpKind::BesselI1e, OpKind::NextAfter, OpKind::Complex};
+          OpKind::Digamma, OpKind::BesselI1e, OpKind::NextAfter, OpKind::Complex,
+          // Shape polymorphism (#17): refused until refinement makes them static ops.
+          OpKind::DynamicBroadcastInDim, OpKind::DynamicConv, OpKind::DynamicGather, OpKind::DynamicIota,
+          OpKind::DynamicPad, OpKind::DynamicReshape, OpKind::RealDynamicSlice};
 }
 
 namespace {
@@ -210,6 +213,19 @@ TEST(Refusal, HelperFunctionsLeaveTheModulesFunctionsAlone) {
   EXPECT_EQ(message_of([&] { reverse(m, f); }), "<no error>");
   EXPECT_EQ(m.functions.size(), 14u);
   EXPECT_NO_THROW(ir::verify(m));
+}
+
+// A dynamic op before shape refinement: the refusal names the op and the way out.
+TEST(Refusal, DynamicOpsSayToRefineShapesFirst) {
+  EXPECT_EQ(reverse_message([](FunctionBuilder& b) {
+              Tensor x = b.param(ir::f32({2, 3}));
+              std::vector<int64_t> shape = {3, 2};
+              Tensor s = b.constant(ir::Literal::from_ints(ir::i64({2}), shape));
+              return ir::sum(b.emit(OpKind::DynamicReshape, {x, s}, {}, {ir::f32({3, 2})})[0]);
+            }),
+            "cannot differentiate stablehlo.dynamic_reshape: its shapes come from operand values; refine shapes "
+            "for concrete inputs first (transforms::refine_shapes, as `tessera run` does), which makes it a "
+            "static op");
 }
 
 }  // namespace

@@ -26,6 +26,8 @@ const std::vector<OpKind> kNoGradient = {
     OpKind::SdyConstant,
     // More elementwise ops (#17): integer and boolean results.
     OpKind::Popcnt, OpKind::CountLeadingZeros, OpKind::IsInf, OpKind::IsPosInf, OpKind::IsNegInf,
+    // Shape polymorphism (#17): an integer size.
+    OpKind::GetDimensionSize,
 };
 
 // Issue #17's rows whose gradient is not written yet (src/autodiff/rules_pending.cpp refuses them
@@ -34,15 +36,12 @@ const std::vector<OpKind> kPendingGradient = {
     // tokens, tuples, effects
     OpKind::AfterAll, OpKind::CreateToken, OpKind::Tuple, OpKind::GetTupleElement, OpKind::Infeed,
     OpKind::Outfeed, OpKind::Send, OpKind::Recv, OpKind::AsyncStart, OpKind::AsyncDone,
-    OpKind::Composite, OpKind::Map, OpKind::GetDimensionSize, OpKind::Scan, OpKind::Probe,
+    OpKind::Composite, OpKind::Map, OpKind::Scan, OpKind::Probe,
     OpKind::ExpectSerializedEq,
     // numerics
     OpKind::Fft, OpKind::Rng, OpKind::RngBitGenerator, OpKind::BatchNormInference,
     OpKind::BatchNormTraining, OpKind::BatchNormGrad, OpKind::Mulhi, OpKind::Polygamma,
     OpKind::Zeta, OpKind::RaggedDot,
-    // shape polymorphism
-    OpKind::DynamicBroadcastInDim, OpKind::DynamicConv, OpKind::DynamicGather,
-    OpKind::DynamicIota, OpKind::DynamicPad, OpKind::DynamicReshape, OpKind::RealDynamicSlice,
     // quantization
     OpKind::UniformQuantize, OpKind::UniformDequantize,
 };

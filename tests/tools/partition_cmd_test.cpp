@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "common/error_of.h"
+#include "common/polymorphic_program.h"
 #include "common/temp_dir.h"
 #include "interp/interpreter.h"
 #include "interp/npy.h"
@@ -251,6 +252,50 @@ TEST(RunCommand, ErrorsNameWhatIsWrong) {
   EXPECT_NE(e.find("size of axis \"data\" is not a positive whole number: 'two'"), std::string::npos) << e;
   e = testing::error_of([&] { partition_command(command(c.file, "nope", ""), out); });
   EXPECT_NE(e.find("no function @nope"), std::string::npos) << e;
+}
+
+// A shape-polymorphic JAX export (a '?' batch dimension) runs with two batch sizes: the module is
+// refined for each input's shape, so the same file serves both; a batch its assertion refuses stops
+// with JAX's message.
+TEST(RunCommand, APolymorphicProgramRunsWithTwoBatchSizes) {
+  TempDir dir;
+  std::string file = dir.file("poly.mlir", testing::kPolymorphicProgram);
+  for (int64_t b : {2, 5}) {
+    ir::Literal x = filled(ir::f32({b, 4}), 1.0);
+    std::string in = (dir.path / fmt::format("x{}.npy", b)).string();
+    interp::save_npy(x, in);
+    RunCommand c;
+    c.file = file;
+    c.devices = 2;
+    c.inputs = {"arg0=" + in};
+    c.output_dir = (dir.path / fmt::format("out{}", b)).string();
+    std::ostringstream out;
+    ASSERT_EQ(run_command(c, out), 0);
+    ir::Literal y = interp::load_npy((fs::path(c.output_dir) / "result0.npy").string());
+    ir::Literal iota = interp::load_npy((fs::path(c.output_dir) / "result1.npy").string());
+    ASSERT_EQ(y.type(), ir::f32({b, 4}));
+    ASSERT_EQ(iota.type(), ir::i32({b}));
+    for (int64_t i = 0; i < y.num_elements(); ++i) EXPECT_EQ(y.get_double(i), 2 * x.get_double(i)) << i;
+    for (int64_t i = 0; i < b; ++i) EXPECT_EQ(iota.get_int(i), i);
+    EXPECT_NE(out.str().find(fmt::format("result 0: tensor<{}x4xf32>", b)), std::string::npos) << out.str();
+  }
+  interp::save_npy(ir::Literal(ir::f32({0, 4})), (dir.path / "x0.npy").string());
+  RunCommand c;
+  c.file = file;
+  c.inputs = {"arg0=" + (dir.path / "x0.npy").string()};
+  c.output_dir = (dir.path / "out0").string();
+  std::ostringstream out;
+  std::string e = testing::error_of([&] { run_command(c, out); });
+  EXPECT_NE(e.find("shape assertion failed: Input shapes do not match the polymorphic shapes specification. "
+                   "Expected value >= 1 for dimension variable 'b'. Obtained dimension variables: 'b' = 0 "),
+            std::string::npos)
+      << e;
+  interp::save_npy(filled(ir::f32({3, 5}), 1.0), (dir.path / "x35.npy").string());
+  c.inputs = {"arg0=" + (dir.path / "x35.npy").string()};
+  e = testing::error_of([&] { run_command(c, out); });
+  EXPECT_NE(e.find("argument 0 of @main is tensor<3x5xf32>, which does not fit its parameter type tensor<?x4xf32>"),
+            std::string::npos)
+      << e;
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 #include "interp/interpreter.h"
 #include "spmd/partition.h"
 #include "stablehlo/parser.h"
+#include "transforms/refine_shapes.h"
 
 namespace tessera::tools {
 namespace {
@@ -174,6 +175,11 @@ CheckCounts check_file(const std::string& path, std::ostream& out, const CheckOp
       interp::CheckLog log;
       std::string error;
       try {
+        if (transforms::has_dynamic_types(*fn)) {  // shapes refined first (no arguments: constants only)
+          std::string name = fn->name();
+          transforms::refine_shapes(*module, name, {});
+          fn = module->find_function(name);
+        }
         evaluate(*module, *fn, {}, case_options(*module, log, options), options);
       } catch (const std::exception& e) {
         error = e.what();

@@ -22,6 +22,7 @@
 #include "tools/tessera/cli_options.h"
 #include "tools/tessera/trace_out.h"
 #include "tools/tessera/train_memory.h"
+#include "transforms/refine_shapes.h"
 
 namespace tessera::tools {
 
@@ -147,17 +148,25 @@ int partition_command(const PartitionCommand& c, std::ostream& out) {
 
 int run_command(const RunCommand& c, std::ostream& out) {
   auto m = load(c.file, c.mesh);
-  const ir::Function& f = entry(*m, c.function);
-  std::vector<std::optional<ir::Literal>> given(f.num_parameters());
+  const ir::Function* polymorphic = &entry(*m, c.function);
+  std::vector<std::optional<ir::Literal>> given(polymorphic->num_parameters());
   for (const std::string& spec : c.inputs) {
-    InputSpec input = parse_input_spec(spec, f.name(), given.size());
-    given[input.parameter] = load_input(input.path, f.parameter(input.parameter)->type().element);
+    InputSpec input = parse_input_spec(spec, polymorphic->name(), given.size());
+    given[input.parameter] = load_input(input.path, polymorphic->parameter(input.parameter)->type().element);
   }
   std::vector<ir::Literal> inputs;
+  std::vector<ir::Type> input_types;
   for (size_t i = 0; i < given.size(); ++i) {
-    if (!given[i]) fail("parameter {} of @{} ({}) has no --input", i, f.name(), ir::to_string(f.parameter(i)->type()));
+    if (!given[i])
+      fail("parameter {} of @{} ({}) has no --input", i, polymorphic->name(),
+           ir::to_string(polymorphic->parameter(i)->type()));
     inputs.push_back(std::move(*given[i]));
+    input_types.push_back(inputs.back().type());
   }
+  // A shape-polymorphic program ('?' dimensions) is made static for these inputs first.
+  std::string name = polymorphic->name();
+  if (transforms::has_dynamic_types(*polymorphic)) transforms::refine_shapes(*m, name, input_types);
+  const ir::Function& f = *m->find_function(name);
   if (c.backend != "host" && c.backend != "mpi") fail("--backend: '{}' is neither host nor mpi", c.backend);
   if (c.output_format != "npy" && c.output_format != "safetensors")
     fail("--output-format: '{}' is neither npy nor safetensors", c.output_format);
