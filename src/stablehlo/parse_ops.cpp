@@ -497,6 +497,7 @@ constexpr Rule rule_for(OpKind k) {
     case OpKind::While: return while_loop;
     case OpKind::TopK: return top_k;
     case OpKind::Cholesky: return cholesky;
+    case OpKind::Fft: return parse_fft;
     case OpKind::Select: return select;
     case OpKind::ShardingConstraint:
     case OpKind::Reshard: return sharded_value;

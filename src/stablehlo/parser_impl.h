@@ -68,5 +68,7 @@ class Parser {
 void parse_pretty(Parser& p, OpText& op);
 // stablehlo.convolution's pretty form (parse_window.cpp).
 void parse_convolution(Parser& p, OpText& op);
+// The pretty forms of issue #17's numeric ops (parse_numeric.cpp).
+void parse_fft(Parser& p, OpText& op);
 
 }  // namespace tessera::stablehlo

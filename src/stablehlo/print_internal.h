@@ -111,6 +111,9 @@ void chlo_form(Printer& p, const ir::Op& op);
 void top_k(Printer& p, const ir::Op& op);
 void cholesky(Printer& p, const ir::Op& op);
 
+// The pretty forms of issue #17's numeric ops (print_numeric.cpp).
+void fft(Printer& p, const ir::Op& op);
+
 // Shardy's ops (print_sdy_ops.cpp).
 void sharding_op(Printer& p, const ir::Op& op);  // sharding_constraint, reshard
 void sdy_all_gather(Printer& p, const ir::Op& op);
