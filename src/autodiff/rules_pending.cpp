@@ -33,7 +33,6 @@ PENDING(Scan)
 PENDING(Probe)
 PENDING(ExpectSerializedEq)
 // numerics
-PENDING(Fft)
 PENDING(Rng)
 PENDING(RngBitGenerator)
 PENDING(BatchNormInference)

@@ -25,7 +25,6 @@ PENDING(Scan)
 PENDING(Probe)
 PENDING(ExpectSerializedEq)
 // numerics
-PENDING(Fft)
 PENDING(Rng)
 PENDING(RngBitGenerator)
 PENDING(BatchNormInference)

@@ -9,8 +9,10 @@
 // (rounding every partial sum to bf16 drifts by many ulps over a long contraction). Complex numbers
 // accumulate in complex<double>; integers with wrapping in 64 bits, wrapped to the result width (a
 // float operand of an integer dot is truncated and saturated first, as stablehlo.convert would).
+// An integer operand facing a float one is converted to the float's type first (XLA's rule).
 #include <algorithm>
 #include <complex>
+#include <optional>
 
 #include "interp/kernels.h"
 #include "support/strings.h"
@@ -34,10 +36,25 @@ std::vector<int64_t> free_dims(const Literal& x, const std::vector<int64_t>& bat
   return out;
 }
 
+// XLA's dot operand converter: of a dot whose operands have different element types, an integer
+// operand facing a floating-point (or complex) one is converted to that type first, so an i32
+// entering a bf16 dot is rounded to bf16 before the product (the spec's C13 wants equal types;
+// mixed types are XLA's extension). Null when x is used as it is.
+std::optional<Literal> converted_operand(const Literal& x, const Literal& other) {
+  bool x_int = !ir::is_float(x.element()) && !ir::is_complex(x.element());
+  bool other_float = ir::is_float(other.element()) || ir::is_complex(other.element());
+  if (!x_int || !other_float) return std::nullopt;
+  Literal out(x.type().with_element(other.element()));
+  for (int64_t i = 0; i < x.num_elements(); ++i) convert_element(x, i, out, i);
+  return out;
+}
+
 template <typename Acc>
 Literal contract(const EvalContext& ctx, const ir::DotDims& dn) {
-  const Literal& lhs = ctx.operand(0);
-  const Literal& rhs = ctx.operand(1);
+  std::optional<Literal> lhs_converted = converted_operand(ctx.operand(0), ctx.operand(1));
+  std::optional<Literal> rhs_converted = converted_operand(ctx.operand(1), ctx.operand(0));
+  const Literal& lhs = lhs_converted ? *lhs_converted : ctx.operand(0);
+  const Literal& rhs = rhs_converted ? *rhs_converted : ctx.operand(1);
   std::vector<Acc> a = elements_as<Acc>(lhs);
   std::vector<Acc> b = elements_as<Acc>(rhs);
   std::vector<int64_t> lhs_free = free_dims(lhs, dn.lhs_batch, dn.lhs_contracting);

@@ -135,6 +135,20 @@ struct Remainder {
     }
   }
 };
+// x^y. A complex base with an integral real exponent (|n| <= 2^16) multiplies by repeated
+// squaring, as NumPy does, so i² is exactly -1 (exp(2·log i) leaves 1e-16 in the imaginary part)
+// and 0⁰ = 1 (libstdc++'s complex pow gives 0 for a zero base).
+inline double pow_of(double x, double y) { return std::pow(x, y); }
+inline std::complex<double> pow_of(std::complex<double> x, std::complex<double> y) {
+  double n = y.real();
+  if (y.imag() == 0 && std::nearbyint(n) == n && std::abs(n) <= 65536) {
+    std::complex<double> r = 1.0, base = x;
+    for (auto e = static_cast<uint64_t>(std::abs(n)); e != 0; e >>= 1, base *= base)
+      if (e & 1) r *= base;
+    return n < 0 ? 1.0 / r : r;
+  }
+  return std::pow(x, y);
+}
 struct Power {
   template <typename E, typename T>
   static T apply(T a, T b) {
@@ -154,7 +168,7 @@ struct Power {
     } else if constexpr (is_bool<T>) {
       return unsupported<T>();
     } else {
-      return wide(a, b, [](auto x, auto y) { return std::pow(x, y); });
+      return wide(a, b, [](auto x, auto y) { return pow_of(x, y); });
     }
   }
 };
@@ -286,9 +300,21 @@ struct Not {
 };
 
 inline double expm1_of(double x) { return std::expm1(x); }
-inline std::complex<double> expm1_of(std::complex<double> z) { return std::exp(z) - 1.0; }
+// exp(z) - 1 without the cancellation of subtracting 1 where e^x·cos y is near 1 (small z, or
+// y near 2πk): Re = expm1(x)·cos y − 2·sin²(y/2), Im = e^x·sin y.
+inline std::complex<double> expm1_of(std::complex<double> z) {
+  double x = z.real(), y = z.imag();
+  if (y == 0) return {std::expm1(x), y};  // also keeps Im 0 (not inf·0) for x = +inf
+  double s = std::sin(y / 2);
+  return {std::expm1(x) * std::cos(y) - 2 * s * s, std::exp(x) * std::sin(y)};
+}
 inline double log1p_of(double x) { return std::log1p(x); }
-inline std::complex<double> log1p_of(std::complex<double> z) { return std::log(1.0 + z); }
+// log(1 + z); near 0, Re = log1p(x(2 + x) + y²) / 2 keeps the digits 1 + z would round away.
+inline std::complex<double> log1p_of(std::complex<double> z) {
+  double x = z.real(), y = z.imag();
+  if (std::abs(x) < 0.5 && std::abs(y) < 0.5) return {std::log1p(x * (2 + x) + y * y) / 2, std::atan2(y, 1 + x)};
+  return std::log(1.0 + z);
+}
 
 // Ops of floats and complex numbers computed by one function in double precision.
 #define TESSERA_WIDE_UNARY(Name, expr)                            \

@@ -500,6 +500,7 @@ constexpr Rule rule_for(OpKind k) {
     case OpKind::GetDimensionSize:
     case OpKind::DynamicIota: return parse_dim_form;
     case OpKind::DynamicBroadcastInDim: return parse_dynamic_broadcast_in_dim;
+    case OpKind::Fft: return parse_fft;
     case OpKind::Select: return select;
     case OpKind::ShardingConstraint:
     case OpKind::Reshard: return sharded_value;

@@ -72,5 +72,7 @@ void parse_convolution(Parser& p, OpText& op);
 // `%x, %dims, dims = [..]` (parse_dynamic.cpp).
 void parse_dim_form(Parser& p, OpText& op);
 void parse_dynamic_broadcast_in_dim(Parser& p, OpText& op);
+// The pretty forms of issue #17's numeric ops (parse_numeric.cpp).
+void parse_fft(Parser& p, OpText& op);
 
 }  // namespace tessera::stablehlo

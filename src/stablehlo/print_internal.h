@@ -114,6 +114,8 @@ void cholesky(Printer& p, const ir::Op& op);
 // Shape polymorphism (print_dynamic.cpp).
 void get_dimension_size(Printer& p, const ir::Op& op);
 void dynamic_iota(Printer& p, const ir::Op& op);
+// The pretty forms of issue #17's numeric ops (print_numeric.cpp).
+void fft(Printer& p, const ir::Op& op);
 
 // Shardy's ops (print_sdy_ops.cpp).
 void sharding_op(Printer& p, const ir::Op& op);  // sharding_constraint, reshard

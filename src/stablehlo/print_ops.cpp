@@ -484,7 +484,7 @@ constexpr Rule AfterAll = generic, CreateToken = generic, Tuple = generic, GetTu
                AsyncStart = generic, AsyncDone = generic, Composite = generic, Map = generic,
                GetDimensionSize = get_dimension_size, Scan = generic, Probe = generic,
                ExpectSerializedEq = generic;
-constexpr Rule Fft = generic, Rng = generic, RngBitGenerator = generic, BatchNormInference = generic,
+constexpr Rule Fft = fft, Rng = generic, RngBitGenerator = generic, BatchNormInference = generic,
                BatchNormTraining = generic, BatchNormGrad = generic, Mulhi = generic,
                Polygamma = generic, Zeta = generic, RaggedDot = generic;
 constexpr Rule DynamicBroadcastInDim = broadcast_in_dim, DynamicConv = generic, DynamicGather = generic,

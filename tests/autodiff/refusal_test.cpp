@@ -4,6 +4,7 @@
 // computation when some value is replicated along a manual axis. An op whose results carry no
 // cotangent is never asked, so a loop off the loss's path is no error.
 #include "autodiff_test_util.h"
+#include "ir/builder_numeric.h"
 
 namespace tessera::autodiff::testing {
 
@@ -13,7 +14,9 @@ std::vector<OpKind> refused_ops() {
           OpKind::Digamma, OpKind::BesselI1e, OpKind::NextAfter, OpKind::Complex,
           // Shape polymorphism (#17): refused until refinement makes them static ops.
           OpKind::DynamicBroadcastInDim, OpKind::DynamicConv, OpKind::DynamicGather, OpKind::DynamicIota,
-          OpKind::DynamicPad, OpKind::DynamicReshape, OpKind::RealDynamicSlice};
+          OpKind::DynamicPad, OpKind::DynamicReshape, OpKind::RealDynamicSlice,
+          // Numerics (#17): fft's operand or result is always complex.
+          OpKind::Fft};
 }
 
 namespace {
@@ -135,6 +138,17 @@ TEST(Refusal, MoreElementwiseOps) {
               return ir::sum(ir::imag(ir::conj(ir::complex(x, x))));
             }),
             "cannot differentiate stablehlo.imag" + complex_why);
+}
+
+// fft: JAX transposes it with complex cotangents, which Tessera does not have; IRFFT's real result
+// reaches the rule itself (the other transforms' complex results stop at real/imag first).
+TEST(Refusal, Fft) {
+  EXPECT_EQ(reverse_message([](FunctionBuilder& b) {
+              Tensor x = b.param(ir::f32({4}));
+              return ir::sum(ir::fft(ir::complex(x, x), ir::FftType::kIrfft, {6}));
+            }),
+            "cannot differentiate stablehlo.fft: its operand or result is complex, and complex values are not "
+            "differentiated (their cotangents need conjugation)");
 }
 
 TEST(Refusal, ScatterWithAMaximumBody) {

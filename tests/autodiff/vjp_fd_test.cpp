@@ -39,7 +39,7 @@ const std::vector<OpKind> kPendingGradient = {
     OpKind::Composite, OpKind::Map, OpKind::Scan, OpKind::Probe,
     OpKind::ExpectSerializedEq,
     // numerics
-    OpKind::Fft, OpKind::Rng, OpKind::RngBitGenerator, OpKind::BatchNormInference,
+    OpKind::Rng, OpKind::RngBitGenerator, OpKind::BatchNormInference,
     OpKind::BatchNormTraining, OpKind::BatchNormGrad, OpKind::Mulhi, OpKind::Polygamma,
     OpKind::Zeta, OpKind::RaggedDot,
     // quantization

@@ -10,6 +10,7 @@
 #include <numeric>
 
 #include "comm/parallel.h"
+#include "ir/builder_numeric.h"
 #include "op_table.h"
 
 namespace tessera::autodiff::testing {
@@ -268,6 +269,23 @@ TEST(VmapIndices, GatherWithBatchedIndicesAndSharedOperand) {
     return ir::gather(x, idx, f.body().ops()[0]->attrs().get<ir::GatherDims>("dimension_numbers"), {1, 3});
   });
   expect_vmap_equals_loop(m2, f2, examples, {-1, 0}, {0}, "both batched", interpreted(m2));
+}
+
+// fft transforms trailing dimensions, so vmap puts the batch in front: a 2-D FFT of complex(x, 2x)
+// and the IRFFT of the RFFT (real in and out), batched at 0 and at the last dimension.
+TEST(VmapNumeric, Fft) {
+  std::vector<std::vector<Literal>> examples;
+  for (uint64_t b = 0; b < 3; ++b) examples.push_back({random_f64({4, 6}, 50 + b)});
+  for (bool last : {false, true}) {
+    ir::Module m(last ? "fft_last" : "fft_front");
+    const ir::Function& f = ir::build_function(m, "f", [](FunctionBuilder& b) -> std::vector<Tensor> {
+      Tensor x = b.param(ir::f64({4, 6}));
+      Tensor y = ir::fft(ir::complex(x, x * 2.0), ir::FftType::kFft, {4, 6});
+      return {ir::real(y), ir::imag(y), ir::fft(ir::fft(x, ir::FftType::kRfft, {4, 6}), ir::FftType::kIrfft, {4, 6})};
+    });
+    if (last) expect_vmap_equals_loop(m, f, examples, {-1}, {-1, 0, -1}, "batched last", interpreted(m));
+    else expect_vmap_equals_loop(m, f, examples, {0}, {0, -1, 0}, "batched at 0", interpreted(m));
+  }
 }
 
 TEST(VmapLoops, WhileLoopWhoseExamplesStopAtDifferentIterations) {
