@@ -15,6 +15,7 @@
 #include "spmd/mesh_math.h"
 #include "spmd/propagate.h"
 #include "spmd/reshard.h"
+#include "spmd/split_reads.h"
 #include "support/error.h"
 
 namespace tessera::spmd {
@@ -48,6 +49,13 @@ std::optional<OpKind> combiner_of(const Op& op) {
       return std::nullopt;
   }
 }
+
+// A dimension of a slice's operand kept split: sliced by halo exchange.
+struct HaloDim {
+  size_t dim;
+  std::vector<AxisRef> axes;
+  HaloPlan plan;
+};
 
 class Partitioner {
  public:
@@ -255,7 +263,15 @@ class Partitioner {
       }
       return;
     }
+    // A gather's split indexed dimensions and a slice's split dimensions may stay split (a local
+    // gather, a halo exchange) where the cost model finds that cheaper than gathering them.
+    std::vector<IndexedDim> indexed;
+    if (op.kind() == OpKind::Gather) indexed = add_indexed_factors(op, rule);
     FactorAxes assign = assignment(op, rule, mesh);
+    std::vector<size_t> judged;  // operand 0's dimensions whose gather is the cost model's choice
+    if (!indexed.empty()) choose_local_gather(op, rule, indexed, assign, mesh, judged);
+    std::vector<HaloDim> halo;
+    if (op.kind() == OpKind::Slice) halo = choose_halo(op, rule, assign, mesh, judged);
     std::optional<OpKind> combiner = OpKind::Add;
     if (op.kind() == OpKind::Reduce) combiner = op.num_results() == 1 ? combiner_of(op) : std::nullopt;
     std::vector<AxisRef> partial;
@@ -282,13 +298,15 @@ class Partitioner {
         continue;
       }
       Sharding want = compose(rule.operands[i], rule, assign, mesh);
+      if (i == 0)
+        for (const HaloDim& h : halo) want.dims[h.dim].axes = h.axes;
       // A scatter whose updates are split adds into the operand on every device: it must count
       // once in the sum, so it is made partial (whole on the first device, zeros elsewhere).
       if (op.kind() == OpKind::Scatter && i < op.num_results()) want.unreduced = partial;
       ctx_.forced_by = fmt::format("operand {}", i);
       size_t first = info_.report.collectives.size();
       Tensor t = get(v, want);
-      flag_full_gathers(op, i, rule, first);
+      flag_full_gathers(op, i, rule, first, judged);
       if (uneven_reduction) t = mask_padding(op, i, t, v->type(), want, b);
       operands.push_back(t);
     }
@@ -296,11 +314,30 @@ class Partitioner {
     std::vector<Sharding> have;
     for (size_t i = 0; i < op.num_results(); ++i) {
       Sharding s = compose(rule.results[i], rule, assign, mesh);
+      for (const HaloDim& h : halo) s.dims[h.dim].axes = h.axes;
       s.unreduced = partial;
       types.emplace_back(op.result(i)->type().element, local_shape(op.result(i)->type().shape, s, mesh));
       have.push_back(std::move(s));
     }
-    std::vector<Tensor> results = emit(op, b, operands, types, &assign);
+    std::optional<LocalIndices> rows;
+    if (std::any_of(indexed.begin(), indexed.end(), [&](const IndexedDim& d) { return !assign[static_cast<size_t>(d.factor)].empty(); })) {
+      rows = local_indices(ctx_, b, op, operands[1], indexed, assign, operands[0].shape(), mesh);
+      operands[1] = rows->indices;
+    }
+    std::vector<Tensor> results;
+    if (!halo.empty()) {
+      Tensor x = operands[0];
+      std::vector<size_t> done;
+      for (const HaloDim& h : halo) {
+        ctx_.forced_by = "operand 0";
+        x = halo_slice(ctx_, x, static_cast<int64_t>(h.dim), h.plan, mesh, h.axes);
+        done.push_back(h.dim);
+      }
+      results.push_back(slice_rest(op, x, done));
+    } else {
+      results = emit(op, b, operands, types, &assign);
+    }
+    if (rows) results[0] = zero_outside(op, results[0], rows->in_piece);
     for (size_t i = 0; i < results.size(); ++i)
       TESSERA_CHECK(results[i].type() == types[i], "{}: local result {} is {}, expected {}", describe(op), i,
                     ir::to_string(results[i].type()), ir::to_string(types[i]));
@@ -320,11 +357,91 @@ class Partitioner {
     }
   }
 
+  // The cost model's price, in bytes per device, of running `op` with `assign` (and `halo`):
+  // each operand brought to the layout it needs (nothing when that layout is made already), the
+  // halo exchanged, each result brought from the layout the op leaves to its propagated one.
+  int64_t cost(const Op& op, const FactorRule& rule, const FactorAxes& assign, const Mesh& mesh,
+               const std::vector<HaloDim>& halo = {}) {
+    std::vector<AxisRef> partial;
+    for (size_t f = 0; f < rule.num_factors(); ++f)
+      if (rule.kinds[f] == FactorKind::kReduction) partial.insert(partial.end(), assign[f].begin(), assign[f].end());
+    int64_t bytes = 0;
+    for (size_t i = 0; i < op.operands().size(); ++i) {
+      const Value* v = op.operand(i);
+      auto rank = static_cast<size_t>(v->type().rank());
+      Sharding want = normalized(compose(rule.operands[i], rule, assign, mesh), rank);
+      if (i == 0)
+        for (const HaloDim& h : halo) want.dims[h.dim].axes = h.axes;
+      auto made = made_.find(v);
+      bool have = want == normalized(sm_.at(v), rank) ||
+                  (made != made_.end() && std::any_of(made->second.begin(), made->second.end(), [&](const auto& m) { return m.first == want; }));
+      if (!have) bytes += reshard_bytes(ctx_, v->type(), sm_.at(v), want);
+      if (i == 0 && !halo.empty()) {
+        std::vector<int64_t> shape = shape_of(v->type(), want);
+        for (const HaloDim& h : halo) {
+          int64_t other = 1;
+          for (size_t d = 0; d < shape.size(); ++d) other *= d == h.dim ? 1 : shape[d];
+          bytes += halo_bytes(h.plan, other, ir::info(v->type().element).bytes);
+          shape[h.dim] = h.plan.result_piece;
+        }
+      }
+    }
+    for (size_t i = 0; i < op.num_results(); ++i) {
+      Sharding s = compose(rule.results[i], rule, assign, mesh);
+      for (const HaloDim& h : halo) s.dims[h.dim].axes = h.axes;
+      s.unreduced = partial;
+      bytes += reshard_bytes(ctx_, op.result(i)->type(), s, sm_.at(op.result(i)));
+    }
+    return bytes;
+  }
+
+  // A gather whose operand keeps its split indexed dimensions gathers locally and sums partial
+  // results; gathering the operand whole is kept where that moves no more.
+  void choose_local_gather(const Op& op, const FactorRule& rule, const std::vector<IndexedDim>& indexed,
+                           FactorAxes& assign, const Mesh& mesh, std::vector<size_t>& judged) {
+    for (const IndexedDim& d : indexed)
+      if (!assign[static_cast<size_t>(d.factor)].empty()) judged.push_back(d.dim);
+    if (judged.empty()) return;
+    FactorAxes whole = assignment(op, factor_rule(op), mesh);
+    whole.resize(rule.num_factors());
+    if (cost(op, rule, whole, mesh) <= cost(op, rule, assign, mesh)) assign = std::move(whole);
+  }
+
+  // A slice along dimensions its operand arrives split on (by axes no factor uses) is a halo
+  // exchange where that moves less than gathering them.
+  std::vector<HaloDim> choose_halo(const Op& op, const FactorRule& rule, const FactorAxes& assign, const Mesh& mesh,
+                                   std::vector<size_t>& judged) {
+    const Value* v = op.operand(0);
+    const auto& shape = v->type().shape;
+    Sharding have = normalized(sm_.at(v), shape.size());
+    if (have.mesh != mesh.name || !have.unreduced.empty()) return {};
+    const auto& start = op.attrs().get<std::vector<int64_t>>("start_indices");
+    const auto& limit = op.attrs().get<std::vector<int64_t>>("limit_indices");
+    const auto* strides = op.attrs().find<std::vector<int64_t>>("strides");
+    std::vector<HaloDim> halo;
+    for (size_t d = 0; d < shape.size(); ++d) {
+      const std::vector<AxisRef>& axes = have.dims[d].axes;
+      if (!rule.operands[0][d].empty() || axes.empty()) continue;
+      bool free = std::none_of(assign.begin(), assign.end(), [&](const std::vector<AxisRef>& fa) {
+        return std::any_of(fa.begin(), fa.end(), [&](const AxisRef& u) {
+          return std::any_of(axes.begin(), axes.end(), [&](const AxisRef& a) { return overlaps(u, a, mesh); });
+        });
+      });
+      int64_t stride = strides && d < strides->size() ? (*strides)[d] : 1;
+      if (start[d] == 0 && limit[d] == shape[d] && stride == 1) continue;  // (a dimension of 1, read whole)
+      auto plan = free ? plan_halo(shape[d], start[d], limit[d], stride, shard_count(mesh, axes)) : std::nullopt;
+      if (plan) halo.push_back({d, axes, *plan});
+    }
+    for (const HaloDim& h : halo) judged.push_back(h.dim);
+    if (halo.empty() || cost(op, rule, assign, mesh, halo) >= cost(op, rule, assign, mesh)) return {};
+    return halo;
+  }
+
   // The gathers just made for operand i (report entries from `first` on) that gather a dimension
   // the op's rule cannot split while the operand arrives split: a silent full gather, where
   // Shardy moves only a halo (slice, pad, concatenate, reverse), gathers locally (gather's indexed
   // dimensions) or combines partial results (a reduce Tessera cannot combine).
-  void flag_full_gathers(const Op& op, size_t i, const FactorRule& rule, size_t first) {
+  void flag_full_gathers(const Op& op, size_t i, const FactorRule& rule, size_t first, const std::vector<size_t>& judged) {
     const Value* v = op.operand(i);
     const Sharding have = normalized(sm_.at(v), static_cast<size_t>(v->type().rank()));
     for (size_t k = first; k < info_.report.collectives.size(); ++k) {
@@ -332,6 +449,7 @@ class Partitioner {
       if (r.kind != "all_gather" || !r.avoidable.empty() || r.op == nullptr) continue;
       auto d = static_cast<size_t>(r.op->attrs().get<int64_t>("all_gather_dim"));
       if (d >= have.dims.size() || have.dims[d].axes.empty()) continue;
+      if (i == 0 && std::find(judged.begin(), judged.end(), d) != judged.end()) continue;  // the cheaper way
       const std::vector<int>& factors = rule.operands[i][d];
       bool splittable = std::any_of(factors.begin(), factors.end(), [&](int f) {
         return rule.kinds[static_cast<size_t>(f)] == FactorKind::kPassThrough ||
