@@ -2,16 +2,15 @@
 #include "spmd/partition.h"
 
 #include <algorithm>
-#include <cmath>
 #include <functional>
 #include <unordered_map>
 
 #include "ir/builder.h"
-#include "ir/builder_window.h"
 #include "ir/clone.h"
 #include "spmd/assign.h"
 #include "spmd/combine.h"
 #include "spmd/factor_rule.h"
+#include "spmd/identities.h"
 #include "spmd/mesh_math.h"
 #include "spmd/propagate.h"
 #include "spmd/reshard.h"
@@ -36,26 +35,6 @@ std::string describe(const Op& op) {
   return op.loc.line > 0 ? fmt::format("{} at {}:{}", op.name(), op.loc.line, op.loc.column)
                          : std::string(op.name());
 }
-
-// The reduction a body applies, when all_reduce can combine it across devices.
-std::optional<OpKind> combiner_of(const Op& op) {
-  auto kind = ir::region_combiner(op);
-  if (!kind) return std::nullopt;
-  switch (*kind) {
-    case OpKind::Add: case OpKind::Multiply: case OpKind::Maximum: case OpKind::Minimum:
-    case OpKind::And: case OpKind::Or:
-      return kind;
-    default:
-      return std::nullopt;
-  }
-}
-
-// A dimension of a slice's operand kept split: sliced by halo exchange.
-struct HaloDim {
-  size_t dim;
-  std::vector<AxisRef> axes;
-  HaloPlan plan;
-};
 
 class Partitioner {
  public:
@@ -376,15 +355,7 @@ class Partitioner {
       bool have = want == normalized(sm_.at(v), rank) ||
                   (made != made_.end() && std::any_of(made->second.begin(), made->second.end(), [&](const auto& m) { return m.first == want; }));
       if (!have) bytes += reshard_bytes(ctx_, v->type(), sm_.at(v), want);
-      if (i == 0 && !halo.empty()) {
-        std::vector<int64_t> shape = shape_of(v->type(), want);
-        for (const HaloDim& h : halo) {
-          int64_t other = 1;
-          for (size_t d = 0; d < shape.size(); ++d) other *= d == h.dim ? 1 : shape[d];
-          bytes += halo_bytes(h.plan, other, ir::info(v->type().element).bytes);
-          shape[h.dim] = h.plan.result_piece;
-        }
-      }
+      if (i == 0) bytes += halo_bytes(halo, shape_of(v->type(), want), ir::info(v->type().element).bytes);
     }
     for (size_t i = 0; i < op.num_results(); ++i) {
       Sharding s = compose(rule.results[i], rule, assign, mesh);
@@ -412,26 +383,7 @@ class Partitioner {
   std::vector<HaloDim> choose_halo(const Op& op, const FactorRule& rule, const FactorAxes& assign, const Mesh& mesh,
                                    std::vector<size_t>& judged) {
     const Value* v = op.operand(0);
-    const auto& shape = v->type().shape;
-    Sharding have = normalized(sm_.at(v), shape.size());
-    if (have.mesh != mesh.name || !have.unreduced.empty()) return {};
-    const auto& start = op.attrs().get<std::vector<int64_t>>("start_indices");
-    const auto& limit = op.attrs().get<std::vector<int64_t>>("limit_indices");
-    const auto* strides = op.attrs().find<std::vector<int64_t>>("strides");
-    std::vector<HaloDim> halo;
-    for (size_t d = 0; d < shape.size(); ++d) {
-      const std::vector<AxisRef>& axes = have.dims[d].axes;
-      if (!rule.operands[0][d].empty() || axes.empty()) continue;
-      bool free = std::none_of(assign.begin(), assign.end(), [&](const std::vector<AxisRef>& fa) {
-        return std::any_of(fa.begin(), fa.end(), [&](const AxisRef& u) {
-          return std::any_of(axes.begin(), axes.end(), [&](const AxisRef& a) { return overlaps(u, a, mesh); });
-        });
-      });
-      int64_t stride = strides && d < strides->size() ? (*strides)[d] : 1;
-      if (start[d] == 0 && limit[d] == shape[d] && stride == 1) continue;  // (a dimension of 1, read whole)
-      auto plan = free ? plan_halo(shape[d], start[d], limit[d], stride, shard_count(mesh, axes)) : std::nullopt;
-      if (plan) halo.push_back({d, axes, *plan});
-    }
+    std::vector<HaloDim> halo = halo_dims(op, rule, assign, normalized(sm_.at(v), static_cast<size_t>(v->type().rank())), mesh);
     for (const HaloDim& h : halo) judged.push_back(h.dim);
     if (halo.empty() || cost(op, rule, assign, mesh, halo) >= cost(op, rule, assign, mesh)) return {};
     return halo;
@@ -474,37 +426,6 @@ class Partitioner {
     // (a reduce split along a reduced dimension is partial: its identity, see generic)
     Tensor fill = is_reduce_input ? identity_of(*combiner_of(op), t, b) : b.scalar(t.element(), 0);
     return ir::select(*mask, t, ir::broadcast_to(fill, t.shape()));
-  }
-
-  // Whether v is a constant scalar equal to the identity of `combiner` (0 for a sum, 1 for a
-  // product, -inf for a float max, ...).
-  static bool identity_constant(OpKind combiner, const Value* v) {
-    const Op* d = v->defining_op();
-    if (!d || d->kind() != OpKind::Constant) return false;
-    const ir::Literal& l = d->attrs().get<ir::Literal>("value");
-    if (l.num_elements() != 1 || ir::is_complex(l.element())) return false;
-    bool fp = ir::is_float(l.element());
-    double x = l.get_double(0);
-    switch (combiner) {
-      case OpKind::Add: case OpKind::Or: return x == 0;
-      case OpKind::Multiply: return x == 1;
-      case OpKind::Maximum: return fp && x == -INFINITY;
-      case OpKind::Minimum: return fp && x == INFINITY;
-      default: return false;  // (folding the init is right for every init; this only saves the work)
-    }
-  }
-
-  // The identity of a combinable reduction for x's element type, as a scalar constant.
-  static Tensor identity_of(OpKind combiner, const Tensor& x, Builder& b) {
-    switch (combiner) {
-      case OpKind::Maximum: return ir::extreme(x, true);
-      case OpKind::Minimum: return ir::extreme(x, false);
-      case OpKind::Multiply: return b.scalar(x.element(), 1);
-      case OpKind::And:  // all bits set: true, or -1 / the largest value of an integer type
-        return x.element() == ir::ElementType::i1 ? b.scalar(x.element(), 1)
-                                                  : b.emit1(OpKind::Not, {b.scalar(x.element(), 0)});
-      default: return b.scalar(x.element(), 0);  // Add, Or
-    }
   }
 
   // iota along a split dimension counts from this device's offset.
@@ -606,23 +527,6 @@ class Partitioner {
     for (size_t i = 0; i < results.size(); ++i) local_.insert_or_assign(op.result(i), results[i]);
   }
 
-  // A collective the user wrote (in a manual body) goes in the report like the inserted ones.
-  void record_written_collective(const Op& op) {
-    if (!ir::has_trait(op.kind(), ir::kCollective) || op.num_results() == 0) return;
-    int64_t n = 1;
-    if (const auto* g = op.attrs().find<ir::IntMatrix>("replica_groups")) n = std::max<int64_t>(1, g->cols);
-    int64_t in = byte_size(op.operand(0)->type()), out = byte_size(op.result(0)->type());
-    std::string kind(op.name().substr(op.name().find('.') + 1));
-    int64_t bytes = 0;
-    switch (op.kind()) {
-      case OpKind::AllReduce: bytes = 2 * in * (n - 1) / n; break;
-      case OpKind::AllGather: bytes = out * (n - 1) / n; break;
-      case OpKind::ReduceScatter: case OpKind::AllToAll: bytes = in * (n - 1) / n; break;
-      default: bytes = in; break;
-    }
-    info_.report.collectives.push_back({kind, ctx_.origin + " (written)", n, bytes, &op, "", ""});
-  }
-
   // manual_computation: the body is written for pieces split by the manual axes; a free axis in
   // an in or out sharding is Shardy's to partition automatically in the body. Here the body runs
   // on pieces whole along the free axes (the inputs are brought to in_shardings less the free
@@ -653,7 +557,7 @@ class Partitioner {
     for (const auto& inner : body.ops()) {
       if (inner.get() == body.terminator()) break;
       const Op* copy = ir::clone_op(b.block(), *inner, map);
-      record_written_collective(*copy);
+      record_written(info_.report, *copy, ctx_.origin + " (written)");
     }
     const Op* ret = body.terminator();
     for (size_t i = 0; i < op.num_results(); ++i) {

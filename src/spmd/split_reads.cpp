@@ -242,6 +242,41 @@ Tensor halo_slice(LocalContext& ctx, Tensor x, int64_t dim, const HaloPlan& plan
   return out;
 }
 
+std::vector<HaloDim> halo_dims(const Op& op, const FactorRule& rule, const FactorAxes& assign,
+                               const ir::Sharding& have, const ir::Mesh& mesh) {
+  const auto& shape = op.operand(0)->type().shape;
+  if (have.mesh != mesh.name || !have.unreduced.empty()) return {};
+  const auto& start = op.attrs().get<std::vector<int64_t>>("start_indices");
+  const auto& limit = op.attrs().get<std::vector<int64_t>>("limit_indices");
+  const auto* strides = op.attrs().find<std::vector<int64_t>>("strides");
+  std::vector<HaloDim> halo;
+  for (size_t d = 0; d < shape.size(); ++d) {
+    const std::vector<ir::AxisRef>& axes = have.dims[d].axes;
+    if (!rule.operands[0][d].empty() || axes.empty()) continue;
+    int64_t stride = strides && d < strides->size() ? (*strides)[d] : 1;
+    if (start[d] == 0 && limit[d] == shape[d] && stride == 1) continue;  // (a dimension of 1, read whole)
+    bool free = std::none_of(assign.begin(), assign.end(), [&](const std::vector<ir::AxisRef>& fa) {
+      return std::any_of(fa.begin(), fa.end(), [&](const ir::AxisRef& u) {
+        return std::any_of(axes.begin(), axes.end(), [&](const ir::AxisRef& a) { return overlaps(u, a, mesh); });
+      });
+    });
+    auto plan = free ? plan_halo(shape[d], start[d], limit[d], stride, shard_count(mesh, axes)) : std::nullopt;
+    if (plan) halo.push_back({d, axes, *plan});
+  }
+  return halo;
+}
+
+int64_t halo_bytes(const std::vector<HaloDim>& halo, std::vector<int64_t> local, int64_t element_bytes) {
+  int64_t bytes = 0;
+  for (const HaloDim& h : halo) {
+    int64_t other = 1;
+    for (size_t d = 0; d < local.size(); ++d) other *= d == h.dim ? 1 : local[d];
+    bytes += halo_bytes(h.plan, other, element_bytes);
+    local[h.dim] = h.plan.result_piece;
+  }
+  return bytes;
+}
+
 Tensor slice_rest(const Op& op, Tensor x, const std::vector<size_t>& done) {
   const auto& global = op.operand(0)->type().shape;
   std::vector<int64_t> start = op.attrs().get<std::vector<int64_t>>("start_indices");

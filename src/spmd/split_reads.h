@@ -75,6 +75,19 @@ int64_t halo_bytes(const HaloPlan& plan, int64_t other, int64_t element_bytes);
 ir::Tensor halo_slice(LocalContext& ctx, ir::Tensor x, int64_t dim, const HaloPlan& plan, const ir::Mesh& mesh,
                       const std::vector<ir::AxisRef>& axes);
 
+// A dimension of a slice's operand kept split, sliced by halo exchange.
+struct HaloDim {
+  size_t dim;
+  std::vector<ir::AxisRef> axes;
+  HaloPlan plan;
+};
+// The dimensions slice `op` slices that its operand, laid out as `have`, arrives split on by axes
+// no factor of `assign` uses, each with its exchange.
+std::vector<HaloDim> halo_dims(const ir::Op& op, const FactorRule& rule, const FactorAxes& assign,
+                               const ir::Sharding& have, const ir::Mesh& mesh);
+// Bytes per device the exchanges of `halo` move, in order, from an operand piece of shape `local`.
+int64_t halo_bytes(const std::vector<HaloDim>& halo, std::vector<int64_t> local, int64_t element_bytes);
+
 // The rest of slice `op` on x, whose dimensions `done` are already sliced (by halo_slice): the
 // dimensions it reads whole as they are, the others sliced as the op says.
 ir::Tensor slice_rest(const ir::Op& op, ir::Tensor x, const std::vector<size_t>& done);
