@@ -242,15 +242,15 @@ class Partitioner {
       }
       return;
     }
-    // A gather's split indexed dimensions and a slice's split dimensions may stay split (a local
-    // gather, a halo exchange) where the cost model finds that cheaper than gathering them.
+    // A gather's split indexed dimensions and a slice's or reverse's split dimensions may stay
+    // split (a local gather, a halo exchange) where the cost model finds that cheaper than gathering them.
     std::vector<IndexedDim> indexed;
     if (op.kind() == OpKind::Gather) indexed = add_indexed_factors(op, rule);
     FactorAxes assign = assignment(op, rule, mesh);
     std::vector<size_t> judged;  // operand 0's dimensions whose gather is the cost model's choice
     if (!indexed.empty()) choose_local_gather(op, rule, indexed, assign, mesh, judged);
     std::vector<HaloDim> halo;
-    if (op.kind() == OpKind::Slice) halo = choose_halo(op, rule, assign, mesh, judged);
+    if (op.kind() == OpKind::Slice || op.kind() == OpKind::Reverse) halo = choose_halo(op, rule, assign, mesh, judged);
     std::optional<OpKind> combiner = OpKind::Add;
     if (op.kind() == OpKind::Reduce) combiner = op.num_results() == 1 ? combiner_of(op) : std::nullopt;
     std::vector<AxisRef> partial;
@@ -312,7 +312,7 @@ class Partitioner {
         x = halo_slice(ctx_, x, static_cast<int64_t>(h.dim), h.plan, mesh, h.axes);
         done.push_back(h.dim);
       }
-      results.push_back(slice_rest(op, x, done));
+      results.push_back(rest_of(op, x, done));
     } else {
       results = emit(op, b, operands, types, &assign);
     }
@@ -378,8 +378,8 @@ class Partitioner {
     if (cost(op, rule, whole, mesh) <= cost(op, rule, assign, mesh)) assign = std::move(whole);
   }
 
-  // A slice along dimensions its operand arrives split on (by axes no factor uses) is a halo
-  // exchange where that moves less than gathering them.
+  // A slice or reverse along dimensions its operand arrives split on (by axes no factor uses) is
+  // a halo exchange where that moves less than gathering them.
   std::vector<HaloDim> choose_halo(const Op& op, const FactorRule& rule, const FactorAxes& assign, const Mesh& mesh,
                                    std::vector<size_t>& judged) {
     const Value* v = op.operand(0);

@@ -105,6 +105,15 @@ Tensor zero_outside(const Op& op, Tensor result, const Tensor& in_piece) {
   return ir::select(mask, result, splat(result.builder(), result.element(), 0, shape));
 }
 
+namespace {
+
+// The exchange that brings receiving shard i operand elements [lo[i], hi[i]) (where needs[i]) of
+// a dimension in pieces of p, for windows of `window` elements (see plan_halo, plan_reverse).
+std::optional<HaloPlan> plan_ranges(HaloPlan plan, const std::vector<int64_t>& lo, const std::vector<int64_t>& hi,
+                                    const std::vector<bool>& needs, int64_t window);
+
+}  // namespace
+
 std::optional<HaloPlan> plan_halo(int64_t size, int64_t start, int64_t limit, int64_t stride, int64_t shards) {
   const int64_t n = shards, p = piece_size(size, n);
   const int64_t length = (limit - start + stride - 1) / stride;
@@ -118,7 +127,6 @@ std::optional<HaloPlan> plan_halo(int64_t size, int64_t start, int64_t limit, in
   // Receiving shard i makes result elements [iq, iq + count) from operand elements [lo, hi).
   std::vector<int64_t> lo(static_cast<size_t>(n)), hi(static_cast<size_t>(n));
   std::vector<bool> needs(static_cast<size_t>(n));
-  int64_t kmin = std::numeric_limits<int64_t>::max(), kmax = std::numeric_limits<int64_t>::min();
   for (int64_t i = 0; i < n; ++i) {
     int64_t count = std::clamp<int64_t>(length - i * q, 0, q);
     auto u = static_cast<size_t>(i);
@@ -126,40 +134,99 @@ std::optional<HaloPlan> plan_halo(int64_t size, int64_t start, int64_t limit, in
     if (!needs[u]) continue;
     lo[u] = start + i * q * stride;
     hi[u] = start + (i * q + count - 1) * stride + 1;
-    kmin = std::min(kmin, lo[u] / p - i);
-    kmax = std::max(kmax, (hi[u] - 1) / p - i);
   }
-  if (kmin > kmax) return std::nullopt;
-  // Source s sends chunk k to receiver s - k only, so each chunk's offset is set per receiver:
-  // the part of the piece it needs when that is all it needs; else the suffix of its first piece,
-  // the whole of those between and the prefix of its last, which then join into one run.
-  auto first = [&](int64_t i) { return lo[static_cast<size_t>(i)] / p - i; };
-  auto last = [&](int64_t i) { return (hi[static_cast<size_t>(i)] - 1) / p - i; };
-  for (int64_t k = kmin; k <= kmax; ++k) {
-    HaloChunk c;
-    c.shift = k;
-    c.offset.assign(static_cast<size_t>(n), 0);
-    c.receives.assign(static_cast<size_t>(n), false);
+  return plan_ranges(plan, lo, hi, needs, (q - 1) * stride + 1);
+}
+
+std::optional<HaloPlan> plan_reverse(int64_t size, int64_t shards) {
+  const int64_t n = shards, p = piece_size(size, n);
+  if (p <= 0) return std::nullopt;
+  HaloPlan plan;
+  plan.shards = n;
+  plan.piece = plan.result_piece = p;
+  plan.reversed = true;
+  // Result elements [ip, ip + count) are operand elements [size - ip - count, size - ip), backwards.
+  std::vector<int64_t> lo(static_cast<size_t>(n)), hi(static_cast<size_t>(n));
+  std::vector<bool> needs(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) {
+    int64_t count = std::clamp<int64_t>(size - i * p, 0, p);
+    auto u = static_cast<size_t>(i);
+    needs[u] = count > 0;
+    lo[u] = size - i * p - count;
+    hi[u] = size - i * p;
+  }
+  return plan_ranges(plan, lo, hi, needs, p);
+}
+
+namespace {
+
+std::optional<HaloPlan> plan_ranges(HaloPlan plan, const std::vector<int64_t>& lo, const std::vector<int64_t>& hi,
+                                    const std::vector<bool>& needs, int64_t window) {
+  const int64_t n = plan.shards, p = plan.piece;
+  const auto un = static_cast<size_t>(n);
+  auto first = [&](int64_t i) { return lo[static_cast<size_t>(i)] / p; };  // the pieces a range lies in
+  auto last = [&](int64_t i) { return (hi[static_cast<size_t>(i)] - 1) / p; };
+  // Chunk c brings each receiver the c-th piece of its range, when no source then serves two
+  // receivers (a reverse's mirrored ranges); otherwise chunk c brings the piece at shift
+  // kmin + c from the receiver (a slice's ranges, which move together).
+  int64_t kmin = std::numeric_limits<int64_t>::max(), kmax = std::numeric_limits<int64_t>::min(), most = 0;
+  for (int64_t i = 0; i < n; ++i)
+    if (needs[static_cast<size_t>(i)]) {
+      kmin = std::min(kmin, first(i) - i);
+      kmax = std::max(kmax, last(i) - i);
+      most = std::max(most, last(i) - first(i) + 1);
+    }
+  if (most == 0) return std::nullopt;
+  // (ordered from the first piece of each range, or from the last, joined in reverse)
+  auto from_first = [&](int64_t c, int64_t i) { return first(i) + c <= last(i) ? first(i) + c : -1; };
+  auto from_last = [&](int64_t c, int64_t i) { return last(i) - c >= first(i) ? last(i) - c : -1; };
+  auto by_shift = [&](int64_t c, int64_t i) {
+    int64_t s = i + kmin + c;
+    return s >= first(i) && s <= last(i) ? s : -1;
+  };
+  auto unique = [&](const auto& source) {
+    for (int64_t c = 0; c < most; ++c) {
+      std::vector<bool> used(un);
+      for (int64_t i = 0; i < n; ++i) {
+        int64_t s = needs[static_cast<size_t>(i)] ? source(c, i) : -1;
+        if (s < 0) continue;
+        if (used[static_cast<size_t>(s)]) return false;
+        used[static_cast<size_t>(s)] = true;
+      }
+    }
+    return true;
+  };
+  int mode = unique(from_first) ? 0 : unique(from_last) ? 1 : 2;
+  auto source_of = [&](int64_t c, int64_t i) { return mode == 0 ? from_first(c, i) : mode == 1 ? from_last(c, i) : by_shift(c, i); };
+  const int64_t count = mode < 2 ? most : kmax - kmin + 1;
+  // Each source sends one chunk to one receiver, so each offset is set for its receiver: the part
+  // of the piece it needs when that is all it needs; else the suffix of its first piece, the whole
+  // of those between and the prefix of its last, which then join into one run.
+  for (int64_t k = 0; k < count; ++k) {
+    int64_t c = mode == 1 ? count - 1 - k : k;
+    HaloChunk chunk;
+    chunk.source.assign(un, -1);
+    chunk.offset.assign(un, 0);
     for (int64_t i = 0; i < n; ++i) {
       auto u = static_cast<size_t>(i);
-      if (!needs[u] || k < first(i) || k > last(i)) continue;
-      c.receives[u] = true;
-      int64_t s = i + k;
+      int64_t s = !needs[u] ? -1 : source_of(c, i);
+      if (s < 0) continue;
+      chunk.source[u] = s;
       int64_t w = first(i) == last(i) ? hi[u] - lo[u]
-                : k == first(i)       ? (s + 1) * p - lo[u]
-                : k == last(i)        ? hi[u] - s * p
+                : s == first(i)       ? (s + 1) * p - lo[u]
+                : s == last(i)        ? hi[u] - s * p
                                       : p;
-      c.width = std::max(c.width, w);
+      chunk.width = std::max(chunk.width, w);
     }
     for (int64_t i = 0; i < n; ++i) {
       auto u = static_cast<size_t>(i);
-      if (!c.receives[u]) continue;
-      int64_t s = i + k;
-      c.offset[static_cast<size_t>(s)] = first(i) == last(i) ? std::clamp<int64_t>(lo[u] - s * p, 0, p - c.width)
-                                         : k == first(i)       ? p - c.width
-                                                               : 0;
+      int64_t s = chunk.source[u];
+      if (s < 0) continue;
+      chunk.offset[static_cast<size_t>(s)] = first(i) == last(i) ? std::clamp<int64_t>(lo[u] - s * p, 0, p - chunk.width)
+                                             : s == first(i)       ? p - chunk.width
+                                                                   : 0;
     }
-    plan.chunks.push_back(std::move(c));
+    plan.chunks.push_back(std::move(chunk));
   }
   std::vector<int64_t> at;  // each chunk's place in the received run
   int64_t total = 0;
@@ -167,26 +234,35 @@ std::optional<HaloPlan> plan_halo(int64_t size, int64_t start, int64_t limit, in
     at.push_back(total);
     total += c.width;
   }
-  const int64_t window = (q - 1) * stride + 1;
-  plan.start.assign(static_cast<size_t>(n), 0);
+  plan.start.assign(un, 0);
   int64_t end = window;
   for (int64_t i = 0; i < n; ++i) {
     auto u = static_cast<size_t>(i);
     if (!needs[u]) continue;
-    auto k = static_cast<size_t>(first(i) - kmin);
-    int64_t s = i + first(i);
-    plan.start[u] = at[k] + lo[u] - (s * p + plan.chunks[k].offset[static_cast<size_t>(s)]);
+    size_t c = 0;  // the chunk of the range's first piece
+    while (plan.chunks[c].source[u] != first(i)) ++c;
+    int64_t s = first(i);
+    plan.start[u] = at[c] + lo[u] - (s * p + plan.chunks[c].offset[static_cast<size_t>(s)]);
+    // (reversed: the run is reversed first, so the window ends where the range began)
+    if (plan.reversed) plan.start[u] = total - (plan.start[u] + hi[u] - lo[u]);
     end = std::max(end, plan.start[u] + window);
   }
   plan.pad = std::max<int64_t>(0, end - total);
   return plan;
 }
 
+}  // namespace
+
+bool HaloChunk::remote() const {
+  for (size_t i = 0; i < source.size(); ++i)
+    if (source[i] >= 0 && source[i] != static_cast<int64_t>(i)) return true;
+  return false;
+}
+
 int64_t halo_bytes(const HaloPlan& plan, int64_t other, int64_t element_bytes) {
   int64_t bytes = 0;
   for (const HaloChunk& c : plan.chunks)
-    if (c.shift != 0 && std::find(c.receives.begin(), c.receives.end(), true) != c.receives.end())
-      bytes += c.width * other * element_bytes;
+    if (c.remote()) bytes += c.width * other * element_bytes;
   return bytes;
 }
 
@@ -205,26 +281,34 @@ Tensor halo_slice(LocalContext& ctx, Tensor x, int64_t dim, const HaloPlan& plan
   const Groups groups = groups_over(mesh, axes);
   std::vector<Tensor> parts;
   for (const HaloChunk& c : plan.chunks) {
-    bool any = std::find(c.receives.begin(), c.receives.end(), true) != c.receives.end();
     std::vector<int64_t> sizes = shape;
     sizes[d] = c.width;
     Tensor chunk = c.width == plan.piece ? x : ir::dynamic_slice(x, starts(per_shard(ctx, b, mesh, axes, c.offset)), sizes);
-    if (c.shift != 0 && any) {
+    if (c.remote()) {
       std::vector<std::pair<int64_t, int64_t>> pairs;
-      for (const auto& g : groups)
-        for (int64_t i = 0; i < plan.shards; ++i)
-          if (c.receives[static_cast<size_t>(i)])
-            pairs.push_back({g[static_cast<size_t>(i + c.shift)], g[static_cast<size_t>(i)]});
+      std::vector<int64_t> local(static_cast<size_t>(plan.shards), 0);  // receivers that keep their own
+      for (int64_t i = 0; i < plan.shards; ++i) {
+        int64_t s = c.source[static_cast<size_t>(i)];
+        if (s == i) local[static_cast<size_t>(i)] = 1;
+        if (s < 0 || s == i) continue;
+        for (const auto& g : groups) pairs.push_back({g[static_cast<size_t>(s)], g[static_cast<size_t>(i)]});
+      }
       std::sort(pairs.begin(), pairs.end());
-      chunk = ir::collective_permute(chunk, pairs);
-      if (ctx.devices_are_replicas) chunk.value()->defining_op()->attrs().erase("channel_handle");
-      std::string forced = fmt::format("dimension {} halo (shift {})", dim, c.shift);
-      ctx.report.collectives.push_back({"collective_permute", ctx.origin, 2, byte_size(chunk.type()), chunk.value()->defining_op(),
+      Tensor moved = ir::collective_permute(chunk, pairs);
+      if (ctx.devices_are_replicas) moved.value()->defining_op()->attrs().erase("channel_handle");
+      std::string forced = fmt::format("dimension {} halo", dim);
+      ctx.report.collectives.push_back({"collective_permute", ctx.origin, 2, byte_size(moved.type()), moved.value()->defining_op(),
                                         ctx.forced_by.empty() ? forced : ctx.forced_by + " " + forced, ""});
+      if (std::find(local.begin(), local.end(), 1) != local.end()) {
+        Tensor keep = ir::compare(per_shard(ctx, b, mesh, axes, local), b.scalar(ElementType::i32, 0), ir::ComparisonDirection::NE);
+        moved = ir::select(ir::broadcast_to(keep, sizes), chunk, moved);
+      }
+      chunk = moved;
     }
     parts.push_back(chunk);
   }
   Tensor run = parts.size() == 1 ? parts[0] : ir::concatenate(parts, dim);
+  if (plan.reversed) run = ir::reverse(run, {dim});
   if (plan.pad > 0) {
     std::vector<int64_t> lo(shape.size(), 0), hi(shape.size(), 0);
     hi[d] = plan.pad;
@@ -246,21 +330,29 @@ std::vector<HaloDim> halo_dims(const Op& op, const FactorRule& rule, const Facto
                                const ir::Sharding& have, const ir::Mesh& mesh) {
   const auto& shape = op.operand(0)->type().shape;
   if (have.mesh != mesh.name || !have.unreduced.empty()) return {};
-  const auto& start = op.attrs().get<std::vector<int64_t>>("start_indices");
-  const auto& limit = op.attrs().get<std::vector<int64_t>>("limit_indices");
-  const auto* strides = op.attrs().find<std::vector<int64_t>>("strides");
+  bool reverse = op.kind() == ir::OpKind::Reverse;
   std::vector<HaloDim> halo;
   for (size_t d = 0; d < shape.size(); ++d) {
     const std::vector<ir::AxisRef>& axes = have.dims[d].axes;
     if (!rule.operands[0][d].empty() || axes.empty()) continue;
-    int64_t stride = strides && d < strides->size() ? (*strides)[d] : 1;
-    if (start[d] == 0 && limit[d] == shape[d] && stride == 1) continue;  // (a dimension of 1, read whole)
     bool free = std::none_of(assign.begin(), assign.end(), [&](const std::vector<ir::AxisRef>& fa) {
       return std::any_of(fa.begin(), fa.end(), [&](const ir::AxisRef& u) {
         return std::any_of(axes.begin(), axes.end(), [&](const ir::AxisRef& a) { return overlaps(u, a, mesh); });
       });
     });
-    auto plan = free ? plan_halo(shape[d], start[d], limit[d], stride, shard_count(mesh, axes)) : std::nullopt;
+    if (!free) continue;
+    std::optional<HaloPlan> plan;
+    if (reverse) {
+      if (contains(op.attrs().get<std::vector<int64_t>>("dimensions"), static_cast<int64_t>(d)))
+        plan = plan_reverse(shape[d], shard_count(mesh, axes));
+    } else {
+      const auto& start = op.attrs().get<std::vector<int64_t>>("start_indices");
+      const auto& limit = op.attrs().get<std::vector<int64_t>>("limit_indices");
+      const auto* strides = op.attrs().find<std::vector<int64_t>>("strides");
+      int64_t stride = strides && d < strides->size() ? (*strides)[d] : 1;
+      if (start[d] == 0 && limit[d] == shape[d] && stride == 1) continue;  // (a dimension of 1, read whole)
+      plan = plan_halo(shape[d], start[d], limit[d], stride, shard_count(mesh, axes));
+    }
     if (plan) halo.push_back({d, axes, *plan});
   }
   return halo;
@@ -277,8 +369,14 @@ int64_t halo_bytes(const std::vector<HaloDim>& halo, std::vector<int64_t> local,
   return bytes;
 }
 
-Tensor slice_rest(const Op& op, Tensor x, const std::vector<size_t>& done) {
+Tensor rest_of(const Op& op, Tensor x, const std::vector<size_t>& done) {
   const auto& global = op.operand(0)->type().shape;
+  if (op.kind() == ir::OpKind::Reverse) {
+    std::vector<int64_t> dims;
+    for (int64_t d : op.attrs().get<std::vector<int64_t>>("dimensions"))
+      if (std::find(done.begin(), done.end(), static_cast<size_t>(d)) == done.end()) dims.push_back(d);
+    return dims.empty() ? x : ir::reverse(x, dims);
+  }
   std::vector<int64_t> start = op.attrs().get<std::vector<int64_t>>("start_indices");
   std::vector<int64_t> limit = op.attrs().get<std::vector<int64_t>>("limit_indices");
   std::vector<int64_t> strides;

@@ -7,11 +7,13 @@
 //   it holds, with each index moved to its piece and rows it does not hold set to zero, and the
 //   partial results are summed (all_reduce, or reduce_scatter where the result is split).
 //   Indices are clamped to the whole dimension first, as the unsharded gather clamps them.
-// - slice along a split dimension: a halo exchange. The result is made split by the same axes
-//   (pieces of ceil(L / n)); each device needs a window of the operand that lies in a few pieces
-//   near its own, so the pieces at each shift k = (source shard - own shard) are sent by one
-//   collective_permute each, cut to the part some device needs; the received chunks are
-//   concatenated and the device's window is cut from them (then strided).
+// - slice or reverse along a split dimension: a halo exchange. The result is made split by the
+//   same axes (a slice's in pieces of ceil(L / n)); each device needs a range of the operand that
+//   lies in a few pieces (near its own for a slice, mirrored for a reverse), which come by one
+//   collective_permute per chunk, cut to the part some device needs: the c-th piece of every
+//   device's range when no source serves two devices at once (a reverse), else the pieces at
+//   each shift k = (source shard - own shard); the chunks are joined (reversed for a reverse)
+//   and the device's window is cut from them (then strided).
 #pragma once
 
 #include <cstdint>
@@ -52,21 +54,25 @@ ir::Tensor zero_outside(const ir::Op& op, ir::Tensor result, const ir::Tensor& i
 
 // ---- slice: halo exchange ----
 struct HaloChunk {
-  int64_t shift = 0;                 // source shard - receiving shard
   int64_t width = 0;                 // elements sent along the dimension
+  std::vector<int64_t> source;       // per receiving shard: the shard it takes this chunk from (-1: none)
   std::vector<int64_t> offset;       // per source shard: where in its piece the chunk starts
-  std::vector<bool> receives;        // per receiving shard: whether it needs this chunk
+  bool remote() const;               // whether some receiver takes it from another shard
 };
 struct HaloPlan {
   int64_t shards = 1, piece = 0, result_piece = 0, stride = 1;
-  std::vector<HaloChunk> chunks;     // by shift, ascending
+  std::vector<HaloChunk> chunks;     // in the order the received run joins them
   std::vector<int64_t> start;        // per receiving shard: its window's start in the chunks
   int64_t pad = 0;                   // zeros after the chunks, so every window fits
+  bool reversed = false;             // the received run is reversed before the windows are cut
 };
 
 // The exchange for slicing [start, limit) with `stride` a dimension of `size` elements split into
 // `shards` pieces; nullopt for an empty result.
 std::optional<HaloPlan> plan_halo(int64_t size, int64_t start, int64_t limit, int64_t stride, int64_t shards);
+// The exchange for reversing a dimension of `size` elements split into `shards` pieces: the
+// result split alike, each device's piece the reverse of the mirrored part of the operand.
+std::optional<HaloPlan> plan_reverse(int64_t size, int64_t shards);
 // Bytes per device it moves (as the report counts a collective_permute: what is sent), for a
 // piece of `other` elements of `element_bytes` across the other dimensions.
 int64_t halo_bytes(const HaloPlan& plan, int64_t other, int64_t element_bytes);
@@ -81,15 +87,15 @@ struct HaloDim {
   std::vector<ir::AxisRef> axes;
   HaloPlan plan;
 };
-// The dimensions slice `op` slices that its operand, laid out as `have`, arrives split on by axes
+// The dimensions slice or reverse `op` slices or reverses that its operand, laid out as `have`, arrives split on by axes
 // no factor of `assign` uses, each with its exchange.
 std::vector<HaloDim> halo_dims(const ir::Op& op, const FactorRule& rule, const FactorAxes& assign,
                                const ir::Sharding& have, const ir::Mesh& mesh);
 // Bytes per device the exchanges of `halo` move, in order, from an operand piece of shape `local`.
 int64_t halo_bytes(const std::vector<HaloDim>& halo, std::vector<int64_t> local, int64_t element_bytes);
 
-// The rest of slice `op` on x, whose dimensions `done` are already sliced (by halo_slice): the
-// dimensions it reads whole as they are, the others sliced as the op says.
-ir::Tensor slice_rest(const ir::Op& op, ir::Tensor x, const std::vector<size_t>& done);
+// The rest of slice or reverse `op` on x, whose dimensions `done` are already done (by
+// halo_slice): the dimensions it reads whole as they are, the others sliced or reversed.
+ir::Tensor rest_of(const ir::Op& op, ir::Tensor x, const std::vector<size_t>& done);
 
 }  // namespace tessera::spmd

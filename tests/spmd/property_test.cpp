@@ -98,7 +98,7 @@ void count_coverage(const Function& f, std::map<std::string, int>& covered) {
 void count_strategies(const Report& report, std::map<std::string, int>& covered) {
   bool halo = false, local_gather = false;
   for (const auto& c : report.collectives) {
-    halo |= c.kind == "collective_permute" && c.forced_by.find(" halo ") != std::string::npos;
+    halo |= c.kind == "collective_permute" && c.forced_by.ends_with(" halo");
     local_gather |= c.origin.starts_with("stablehlo.gather") && c.forced_by.starts_with("result 0 partial");
   }
   covered["halo exchange"] += halo;

@@ -11,6 +11,7 @@
 #include <functional>
 #include <limits>
 #include <map>
+#include <optional>
 #include <tuple>
 
 #include "interp/interpreter.h"
@@ -40,10 +41,11 @@ struct Moved {
 // Builds @f on `mesh` from `body`, runs it sharded and unsharded on `in`, expects equal results
 // and returns what the op named `op` moved.
 Moved run(const Mesh& mesh, const std::function<Tensor(FunctionBuilder&)>& body, const std::vector<Literal>& in,
-          const std::string& op, bool expect_no_warning = true) {
+          const std::string& op, bool expect_no_warning = true, std::optional<Sharding> result = std::nullopt) {
   Module m("case");
   m.add_mesh(mesh);
-  build_function(m, "f", body);
+  Function& f = build_function(m, "f", body);
+  if (result) f.set_result_sharding(0, *result);
   std::vector<Literal> want = interp::evaluate(m, "f", in);
   runtime::Session s = runtime::Session::host(mesh.num_devices());
   runtime::CompiledProgram p = s.compile(m, "f");
@@ -185,11 +187,53 @@ TEST(SplitReads, HaloPlanSendsOnlyWhatEachDeviceNeeds) {
   auto plan = plan_halo(16, 2, 10, 1, 4);
   ASSERT_TRUE(plan);
   ASSERT_EQ(plan->chunks.size(), 2u);
-  EXPECT_EQ(plan->chunks[0].shift, -1);
+  EXPECT_EQ(plan->chunks[0].source, (std::vector<int64_t>{-1, -1, 1, 2}));
   EXPECT_EQ(plan->chunks[0].width, 2);
   EXPECT_EQ(plan->chunks[0].offset, (std::vector<int64_t>{0, 2, 0, 0}));
+  EXPECT_FALSE(plan->chunks[1].remote());
   EXPECT_EQ(halo_bytes(*plan, 3, 4), 2 * 3 * 4);
   EXPECT_FALSE(plan_halo(16, 5, 5, 1, 4));
+  // Reversing 8 in pieces of 2: each shard takes its mirror's piece, one permute of one piece;
+  // 10 in pieces of 3: each range straddles two pieces (9:10 and 6:9, ...), two chunks.
+  auto mirror = plan_reverse(8, 4);
+  ASSERT_TRUE(mirror);
+  ASSERT_EQ(mirror->chunks.size(), 1u);
+  EXPECT_EQ(mirror->chunks[0].source, (std::vector<int64_t>{3, 2, 1, 0}));
+  EXPECT_EQ(halo_bytes(*mirror, 1, 4), 2 * 4);
+  auto uneven = plan_reverse(10, 4);
+  ASSERT_TRUE(uneven);
+  EXPECT_EQ(uneven->chunks.size(), 2u);
+  EXPECT_LT(halo_bytes(*uneven, 1, 4), 3 * 3 * 4);  // less than gathering the other three pieces
+}
+
+// reverse along a split dimension, even and uneven, 1-D and 2-D meshes, sub-axes, with the other
+// dimension reversed too, the result declared split alike: sharded equals unsharded, the pieces
+// are exchanged, never gathered, and no more bytes move than gathering would.
+TEST(SplitReads, ReverseAlongASplitDimensionExchangesMirroredPieces) {
+  struct Layout {
+    std::vector<MeshAxis> mesh;
+    DimSharding axes;
+    int64_t shards;
+  };
+  const std::vector<Layout> layouts = {
+      {{{"x", 4}}, {"x"}, 4}, {{{"x", 2}, {"y", 2}}, {"y", "x"}, 4}, {{{"x", 8}}, {AxisRef("x", SubAxis{1, 4})}, 4},
+      {{{"x", 3}}, {"x"}, 3}, {{{"x", 2}, {"y", 4}}, {"x", "y"}, 8}};
+  int permutes = 0;
+  for (const Layout& l : layouts)
+    for (int64_t size : {8, 10, 12, 17})
+      for (bool both : {false, true}) {
+        Mesh mesh{"m", l.mesh, {}};
+        Moved moved = run(mesh, [&](FunctionBuilder& b) {
+          Tensor x = b.param(f32({size, 3}), on({l.axes, {}}));
+          return reverse(x, both ? std::vector<int64_t>{0, 1} : std::vector<int64_t>{0});
+        }, {arange(f32({size, 3}))}, "stablehlo.reverse", false, on({l.axes, {}}));
+        if (::testing::Test::HasFailure()) return;
+        int64_t piece = (size + l.shards - 1) / l.shards;
+        EXPECT_LE(moved.bytes, piece * (l.shards - 1) * 3 * 4) << size;
+        EXPECT_EQ(moved.gathers, 0) << size << " over " << l.shards;
+        permutes += moved.kinds["collective_permute"] > 0;
+      }
+  EXPECT_GT(permutes, 0);
 }
 
 // Slices of every kind along a split dimension: sharded equals unsharded, and never more bytes
