@@ -41,6 +41,7 @@ class Partitioner {
   Partitioner(const ir::Module& gm, const ir::Function& gf, const ShardingMap& sm, ir::Module& out,
               Partitioned& info, const PartitionOptions& options)
       : gm_(gm), gf_(gf), sm_(sm), out_(out), info_(info), replicate_operands_(options.replicate_operands),
+        local_gathers_(options.local_gathers),
         ctx_{gm, info.num_devices, info.report, "", {}, options.devices_are_replicas, ""} {}
 
   void run() {
@@ -248,6 +249,7 @@ class Partitioner {
     if (op.kind() == OpKind::Gather) indexed = add_indexed_factors(op, rule);
     FactorAxes assign = assignment(op, rule, mesh);
     std::vector<size_t> judged;  // operand 0's dimensions whose gather is the cost model's choice
+    cheaper_gather_.clear();
     if (!indexed.empty()) choose_local_gather(op, rule, indexed, assign, mesh, judged);
     std::vector<HaloDim> halo;
     if (op.kind() == OpKind::Slice || op.kind() == OpKind::Reverse) halo = choose_halo(op, rule, assign, mesh, judged);
@@ -286,6 +288,8 @@ class Partitioner {
       size_t first = info_.report.collectives.size();
       Tensor t = get(v, want);
       flag_full_gathers(op, i, rule, first, judged);
+      for (size_t k = first; i == 0 && !cheaper_gather_.empty() && k < info_.report.collectives.size(); ++k)
+        if (info_.report.collectives[k].kind == "all_gather") info_.report.collectives[k].avoidable = cheaper_gather_;
       if (uneven_reduction) t = mask_padding(op, i, t, v->type(), want, b);
       operands.push_back(t);
     }
@@ -375,7 +379,13 @@ class Partitioner {
     if (judged.empty()) return;
     FactorAxes whole = assignment(op, factor_rule(op), mesh);
     whole.resize(rule.num_factors());
-    if (cost(op, rule, whole, mesh) <= cost(op, rule, assign, mesh)) assign = std::move(whole);
+    int64_t gathered = cost(op, rule, whole, mesh), local = cost(op, rule, assign, mesh);
+    if (gathered <= local || !local_gathers_) assign = std::move(whole);
+    if (gathered > local && !local_gathers_) {
+      judged.clear();
+      cheaper_gather_ = fmt::format("a local gather summed after would move {} bytes per device, not {} "
+                                    "(PartitionOptions::local_gathers)", local, gathered);
+    }
   }
 
   // A slice or reverse along dimensions its operand arrives split on (by axes no factor uses) is
@@ -573,7 +583,8 @@ class Partitioner {
   const ShardingMap& sm_;
   ir::Module& out_;
   Partitioned& info_;
-  bool replicate_operands_;
+  bool replicate_operands_, local_gathers_;
+  std::string cheaper_gather_;  // why the gather just made is avoidable, when local gathers are off
   LocalContext ctx_;
   std::unordered_map<const Value*, Tensor> local_;
   std::unordered_map<const Value*, std::vector<std::pair<Sharding, Tensor>>> made_;
