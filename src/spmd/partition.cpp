@@ -2,19 +2,19 @@
 #include "spmd/partition.h"
 
 #include <algorithm>
-#include <cmath>
 #include <functional>
 #include <unordered_map>
 
 #include "ir/builder.h"
-#include "ir/builder_window.h"
 #include "ir/clone.h"
 #include "spmd/assign.h"
 #include "spmd/combine.h"
 #include "spmd/factor_rule.h"
+#include "spmd/identities.h"
 #include "spmd/mesh_math.h"
 #include "spmd/propagate.h"
 #include "spmd/reshard.h"
+#include "spmd/split_reads.h"
 #include "support/error.h"
 
 namespace tessera::spmd {
@@ -36,24 +36,12 @@ std::string describe(const Op& op) {
                          : std::string(op.name());
 }
 
-// The reduction a body applies, when all_reduce can combine it across devices.
-std::optional<OpKind> combiner_of(const Op& op) {
-  auto kind = ir::region_combiner(op);
-  if (!kind) return std::nullopt;
-  switch (*kind) {
-    case OpKind::Add: case OpKind::Multiply: case OpKind::Maximum: case OpKind::Minimum:
-    case OpKind::And: case OpKind::Or:
-      return kind;
-    default:
-      return std::nullopt;
-  }
-}
-
 class Partitioner {
  public:
   Partitioner(const ir::Module& gm, const ir::Function& gf, const ShardingMap& sm, ir::Module& out,
               Partitioned& info, const PartitionOptions& options)
       : gm_(gm), gf_(gf), sm_(sm), out_(out), info_(info), replicate_operands_(options.replicate_operands),
+        local_gathers_(options.local_gathers),
         ctx_{gm, info.num_devices, info.report, "", {}, options.devices_are_replicas, ""} {}
 
   void run() {
@@ -255,7 +243,16 @@ class Partitioner {
       }
       return;
     }
+    // A gather's split indexed dimensions and a slice's or reverse's split dimensions may stay
+    // split (a local gather, a halo exchange) where the cost model finds that cheaper than gathering them.
+    std::vector<IndexedDim> indexed;
+    if (op.kind() == OpKind::Gather) indexed = add_indexed_factors(op, rule);
     FactorAxes assign = assignment(op, rule, mesh);
+    std::vector<size_t> judged;  // operand 0's dimensions whose gather is the cost model's choice
+    cheaper_gather_.clear();
+    if (!indexed.empty()) choose_local_gather(op, rule, indexed, assign, mesh, judged);
+    std::vector<HaloDim> halo;
+    if (op.kind() == OpKind::Slice || op.kind() == OpKind::Reverse) halo = choose_halo(op, rule, assign, mesh, judged);
     std::optional<OpKind> combiner = OpKind::Add;
     if (op.kind() == OpKind::Reduce) combiner = op.num_results() == 1 ? combiner_of(op) : std::nullopt;
     std::vector<AxisRef> partial;
@@ -282,13 +279,17 @@ class Partitioner {
         continue;
       }
       Sharding want = compose(rule.operands[i], rule, assign, mesh);
+      if (i == 0)
+        for (const HaloDim& h : halo) want.dims[h.dim].axes = h.axes;
       // A scatter whose updates are split adds into the operand on every device: it must count
       // once in the sum, so it is made partial (whole on the first device, zeros elsewhere).
       if (op.kind() == OpKind::Scatter && i < op.num_results()) want.unreduced = partial;
       ctx_.forced_by = fmt::format("operand {}", i);
       size_t first = info_.report.collectives.size();
       Tensor t = get(v, want);
-      flag_full_gathers(op, i, rule, first);
+      flag_full_gathers(op, i, rule, first, judged);
+      for (size_t k = first; i == 0 && !cheaper_gather_.empty() && k < info_.report.collectives.size(); ++k)
+        if (info_.report.collectives[k].kind == "all_gather") info_.report.collectives[k].avoidable = cheaper_gather_;
       if (uneven_reduction) t = mask_padding(op, i, t, v->type(), want, b);
       operands.push_back(t);
     }
@@ -296,11 +297,30 @@ class Partitioner {
     std::vector<Sharding> have;
     for (size_t i = 0; i < op.num_results(); ++i) {
       Sharding s = compose(rule.results[i], rule, assign, mesh);
+      for (const HaloDim& h : halo) s.dims[h.dim].axes = h.axes;
       s.unreduced = partial;
       types.emplace_back(op.result(i)->type().element, local_shape(op.result(i)->type().shape, s, mesh));
       have.push_back(std::move(s));
     }
-    std::vector<Tensor> results = emit(op, b, operands, types, &assign);
+    std::optional<LocalIndices> rows;
+    if (std::any_of(indexed.begin(), indexed.end(), [&](const IndexedDim& d) { return !assign[static_cast<size_t>(d.factor)].empty(); })) {
+      rows = local_indices(ctx_, b, op, operands[1], indexed, assign, operands[0].shape(), mesh);
+      operands[1] = rows->indices;
+    }
+    std::vector<Tensor> results;
+    if (!halo.empty()) {
+      Tensor x = operands[0];
+      std::vector<size_t> done;
+      for (const HaloDim& h : halo) {
+        ctx_.forced_by = "operand 0";
+        x = halo_slice(ctx_, x, static_cast<int64_t>(h.dim), h.plan, mesh, h.axes);
+        done.push_back(h.dim);
+      }
+      results.push_back(rest_of(op, x, done));
+    } else {
+      results = emit(op, b, operands, types, &assign);
+    }
+    if (rows) results[0] = zero_outside(op, results[0], rows->in_piece);
     for (size_t i = 0; i < results.size(); ++i)
       TESSERA_CHECK(results[i].type() == types[i], "{}: local result {} is {}, expected {}", describe(op), i,
                     ir::to_string(results[i].type()), ir::to_string(types[i]));
@@ -320,11 +340,70 @@ class Partitioner {
     }
   }
 
+  // The cost model's price, in bytes per device, of running `op` with `assign` (and `halo`):
+  // each operand brought to the layout it needs (nothing when that layout is made already), the
+  // halo exchanged, each result brought from the layout the op leaves to its propagated one.
+  int64_t cost(const Op& op, const FactorRule& rule, const FactorAxes& assign, const Mesh& mesh,
+               const std::vector<HaloDim>& halo = {}) {
+    std::vector<AxisRef> partial;
+    for (size_t f = 0; f < rule.num_factors(); ++f)
+      if (rule.kinds[f] == FactorKind::kReduction) partial.insert(partial.end(), assign[f].begin(), assign[f].end());
+    int64_t bytes = 0;
+    for (size_t i = 0; i < op.operands().size(); ++i) {
+      const Value* v = op.operand(i);
+      auto rank = static_cast<size_t>(v->type().rank());
+      Sharding want = normalized(compose(rule.operands[i], rule, assign, mesh), rank);
+      if (i == 0)
+        for (const HaloDim& h : halo) want.dims[h.dim].axes = h.axes;
+      auto made = made_.find(v);
+      bool have = want == normalized(sm_.at(v), rank) ||
+                  (made != made_.end() && std::any_of(made->second.begin(), made->second.end(), [&](const auto& m) { return m.first == want; }));
+      if (!have) bytes += reshard_bytes(ctx_, v->type(), sm_.at(v), want);
+      if (i == 0) bytes += halo_bytes(halo, shape_of(v->type(), want), ir::info(v->type().element).bytes);
+    }
+    for (size_t i = 0; i < op.num_results(); ++i) {
+      Sharding s = compose(rule.results[i], rule, assign, mesh);
+      for (const HaloDim& h : halo) s.dims[h.dim].axes = h.axes;
+      s.unreduced = partial;
+      bytes += reshard_bytes(ctx_, op.result(i)->type(), s, sm_.at(op.result(i)));
+    }
+    return bytes;
+  }
+
+  // A gather whose operand keeps its split indexed dimensions gathers locally and sums partial
+  // results; gathering the operand whole is kept where that moves no more.
+  void choose_local_gather(const Op& op, const FactorRule& rule, const std::vector<IndexedDim>& indexed,
+                           FactorAxes& assign, const Mesh& mesh, std::vector<size_t>& judged) {
+    for (const IndexedDim& d : indexed)
+      if (!assign[static_cast<size_t>(d.factor)].empty()) judged.push_back(d.dim);
+    if (judged.empty()) return;
+    FactorAxes whole = assignment(op, factor_rule(op), mesh);
+    whole.resize(rule.num_factors());
+    int64_t gathered = cost(op, rule, whole, mesh), local = cost(op, rule, assign, mesh);
+    if (gathered <= local || !local_gathers_) assign = std::move(whole);
+    if (gathered > local && !local_gathers_) {
+      judged.clear();
+      cheaper_gather_ = fmt::format("a local gather summed after would move {} bytes per device, not {} "
+                                    "(PartitionOptions::local_gathers)", local, gathered);
+    }
+  }
+
+  // A slice or reverse along dimensions its operand arrives split on (by axes no factor uses) is
+  // a halo exchange where that moves less than gathering them.
+  std::vector<HaloDim> choose_halo(const Op& op, const FactorRule& rule, const FactorAxes& assign, const Mesh& mesh,
+                                   std::vector<size_t>& judged) {
+    const Value* v = op.operand(0);
+    std::vector<HaloDim> halo = halo_dims(op, rule, assign, normalized(sm_.at(v), static_cast<size_t>(v->type().rank())), mesh);
+    for (const HaloDim& h : halo) judged.push_back(h.dim);
+    if (halo.empty() || cost(op, rule, assign, mesh, halo) >= cost(op, rule, assign, mesh)) return {};
+    return halo;
+  }
+
   // The gathers just made for operand i (report entries from `first` on) that gather a dimension
   // the op's rule cannot split while the operand arrives split: a silent full gather, where
   // Shardy moves only a halo (slice, pad, concatenate, reverse), gathers locally (gather's indexed
   // dimensions) or combines partial results (a reduce Tessera cannot combine).
-  void flag_full_gathers(const Op& op, size_t i, const FactorRule& rule, size_t first) {
+  void flag_full_gathers(const Op& op, size_t i, const FactorRule& rule, size_t first, const std::vector<size_t>& judged) {
     const Value* v = op.operand(i);
     const Sharding have = normalized(sm_.at(v), static_cast<size_t>(v->type().rank()));
     for (size_t k = first; k < info_.report.collectives.size(); ++k) {
@@ -332,6 +411,7 @@ class Partitioner {
       if (r.kind != "all_gather" || !r.avoidable.empty() || r.op == nullptr) continue;
       auto d = static_cast<size_t>(r.op->attrs().get<int64_t>("all_gather_dim"));
       if (d >= have.dims.size() || have.dims[d].axes.empty()) continue;
+      if (i == 0 && std::find(judged.begin(), judged.end(), d) != judged.end()) continue;  // the cheaper way
       const std::vector<int>& factors = rule.operands[i][d];
       bool splittable = std::any_of(factors.begin(), factors.end(), [&](int f) {
         return rule.kinds[static_cast<size_t>(f)] == FactorKind::kPassThrough ||
@@ -356,37 +436,6 @@ class Partitioner {
     // (a reduce split along a reduced dimension is partial: its identity, see generic)
     Tensor fill = is_reduce_input ? identity_of(*combiner_of(op), t, b) : b.scalar(t.element(), 0);
     return ir::select(*mask, t, ir::broadcast_to(fill, t.shape()));
-  }
-
-  // Whether v is a constant scalar equal to the identity of `combiner` (0 for a sum, 1 for a
-  // product, -inf for a float max, ...).
-  static bool identity_constant(OpKind combiner, const Value* v) {
-    const Op* d = v->defining_op();
-    if (!d || d->kind() != OpKind::Constant) return false;
-    const ir::Literal& l = d->attrs().get<ir::Literal>("value");
-    if (l.num_elements() != 1 || ir::is_complex(l.element())) return false;
-    bool fp = ir::is_float(l.element());
-    double x = l.get_double(0);
-    switch (combiner) {
-      case OpKind::Add: case OpKind::Or: return x == 0;
-      case OpKind::Multiply: return x == 1;
-      case OpKind::Maximum: return fp && x == -INFINITY;
-      case OpKind::Minimum: return fp && x == INFINITY;
-      default: return false;  // (folding the init is right for every init; this only saves the work)
-    }
-  }
-
-  // The identity of a combinable reduction for x's element type, as a scalar constant.
-  static Tensor identity_of(OpKind combiner, const Tensor& x, Builder& b) {
-    switch (combiner) {
-      case OpKind::Maximum: return ir::extreme(x, true);
-      case OpKind::Minimum: return ir::extreme(x, false);
-      case OpKind::Multiply: return b.scalar(x.element(), 1);
-      case OpKind::And:  // all bits set: true, or -1 / the largest value of an integer type
-        return x.element() == ir::ElementType::i1 ? b.scalar(x.element(), 1)
-                                                  : b.emit1(OpKind::Not, {b.scalar(x.element(), 0)});
-      default: return b.scalar(x.element(), 0);  // Add, Or
-    }
   }
 
   // iota along a split dimension counts from this device's offset.
@@ -488,23 +537,6 @@ class Partitioner {
     for (size_t i = 0; i < results.size(); ++i) local_.insert_or_assign(op.result(i), results[i]);
   }
 
-  // A collective the user wrote (in a manual body) goes in the report like the inserted ones.
-  void record_written_collective(const Op& op) {
-    if (!ir::has_trait(op.kind(), ir::kCollective) || op.num_results() == 0) return;
-    int64_t n = 1;
-    if (const auto* g = op.attrs().find<ir::IntMatrix>("replica_groups")) n = std::max<int64_t>(1, g->cols);
-    int64_t in = byte_size(op.operand(0)->type()), out = byte_size(op.result(0)->type());
-    std::string kind(op.name().substr(op.name().find('.') + 1));
-    int64_t bytes = 0;
-    switch (op.kind()) {
-      case OpKind::AllReduce: bytes = 2 * in * (n - 1) / n; break;
-      case OpKind::AllGather: bytes = out * (n - 1) / n; break;
-      case OpKind::ReduceScatter: case OpKind::AllToAll: bytes = in * (n - 1) / n; break;
-      default: bytes = in; break;
-    }
-    info_.report.collectives.push_back({kind, ctx_.origin + " (written)", n, bytes, &op, "", ""});
-  }
-
   // manual_computation: the body is written for pieces split by the manual axes; a free axis in
   // an in or out sharding is Shardy's to partition automatically in the body. Here the body runs
   // on pieces whole along the free axes (the inputs are brought to in_shardings less the free
@@ -535,7 +567,7 @@ class Partitioner {
     for (const auto& inner : body.ops()) {
       if (inner.get() == body.terminator()) break;
       const Op* copy = ir::clone_op(b.block(), *inner, map);
-      record_written_collective(*copy);
+      record_written(info_.report, *copy, ctx_.origin + " (written)");
     }
     const Op* ret = body.terminator();
     for (size_t i = 0; i < op.num_results(); ++i) {
@@ -551,7 +583,8 @@ class Partitioner {
   const ShardingMap& sm_;
   ir::Module& out_;
   Partitioned& info_;
-  bool replicate_operands_;
+  bool replicate_operands_, local_gathers_;
+  std::string cheaper_gather_;  // why the gather just made is avoidable, when local gathers are off
   LocalContext ctx_;
   std::unordered_map<const Value*, Tensor> local_;
   std::unordered_map<const Value*, std::vector<std::pair<Sharding, Tensor>>> made_;

@@ -29,6 +29,11 @@ struct PartitionOptions {
   // but wasteful, the partitioner the property test's byte bound must reject (a test double; not
   // for programs that run).
   bool replicate_operands = false;
+  // A gather over split indexed dimensions done locally and summed (split_reads.h) where the cost
+  // model finds that cheaper. Off by default: the executable runs its index arithmetic (integer
+  // element-wise ops) with reference kernels, which allocate every step; until it has fast ones,
+  // such a gather is made whole and reported as avoidable (--explain) instead.
+  bool local_gathers = false;
 };
 
 struct Partitioned {

@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <functional>
 #include <unordered_map>
 
@@ -92,6 +93,22 @@ std::vector<std::string> Report::warnings() const {
       out.push_back(fmt::format("{} for {}{}{} ({} bytes per device): {}", c.kind, c.origin,
                                 c.forced_by.empty() ? "" : ", ", c.forced_by, c.bytes_per_device, c.avoidable));
   return out;
+}
+
+void record_written(Report& report, const ir::Op& op, const std::string& origin) {
+  if (!ir::has_trait(op.kind(), ir::kCollective) || op.num_results() == 0) return;
+  int64_t n = 1;
+  if (const auto* g = op.attrs().find<ir::IntMatrix>("replica_groups")) n = std::max<int64_t>(1, g->cols);
+  int64_t in = byte_size(op.operand(0)->type()), out = byte_size(op.result(0)->type());
+  std::string kind(op.name().substr(op.name().find('.') + 1));
+  int64_t bytes = 0;
+  switch (op.kind()) {
+    case ir::OpKind::AllReduce: bytes = 2 * in * (n - 1) / n; break;
+    case ir::OpKind::AllGather: bytes = out * (n - 1) / n; break;
+    case ir::OpKind::ReduceScatter: case ir::OpKind::AllToAll: bytes = in * (n - 1) / n; break;
+    default: bytes = in; break;
+  }
+  report.collectives.push_back({kind, origin, n, bytes, &op, "", ""});
 }
 
 }  // namespace tessera::spmd

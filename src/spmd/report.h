@@ -56,6 +56,9 @@ struct Report {
 
 int64_t byte_size(const ir::Type& t);
 
+// A collective the program wrote itself (in a manual body), recorded like the inserted ones.
+void record_written(Report& report, const ir::Op& op, const std::string& origin);
+
 // The most bytes live at once while `fn` runs op by op in order: parameters until their last use,
 // each result from its op to its last use (regions count with the op that holds them).
 int64_t peak_live_bytes(const ir::Function& fn);

@@ -133,19 +133,25 @@ Tensor partition_id_i32(LocalContext& ctx, ir::Builder& b) {
   return pid;
 }
 
-Tensor piece_offset(LocalContext& ctx, ir::Builder& b, const Mesh& mesh, const Axes& axes, int64_t piece) {
+Tensor per_shard(LocalContext& ctx, ir::Builder& b, const Mesh& mesh, const Axes& axes, const std::vector<int64_t>& values) {
   std::vector<int64_t> table(static_cast<size_t>(ctx.num_devices), 0);
   for (int64_t p = 0; p < mesh.num_devices(); ++p) {
     int64_t dev = device_at(mesh, p);
     TESSERA_CHECK(dev < ctx.num_devices, "device {} of mesh @{} beyond {}", dev, mesh.name, ctx.num_devices);
-    table[static_cast<size_t>(dev)] = shard_index(mesh, p, axes) * piece;
+    table[static_cast<size_t>(dev)] = values.at(static_cast<size_t>(shard_index(mesh, p, axes)));
   }
-  // The same offset on every device needs no table.
+  // The same value on every device needs no table.
   if (std::all_of(table.begin(), table.end(), [&](int64_t v) { return v == table[0]; }))
     return b.constant(ir::Literal::scalar(ir::ElementType::i32, static_cast<double>(table[0])));
   Tensor t = b.constant(ir::Literal::from_ints(ir::i32({ctx.num_devices}), table));
   Tensor one = ir::dynamic_slice(t, {partition_id_i32(ctx, b)}, {1});
   return ir::reshape(one, {});
+}
+
+Tensor piece_offset(LocalContext& ctx, ir::Builder& b, const Mesh& mesh, const Axes& axes, int64_t piece) {
+  std::vector<int64_t> values(static_cast<size_t>(shard_count(mesh, axes)));
+  for (size_t i = 0; i < values.size(); ++i) values[i] = static_cast<int64_t>(i) * piece;
+  return per_shard(ctx, b, mesh, axes, values);
 }
 
 std::optional<Tensor> valid_mask(LocalContext& ctx, ir::Builder& b, const ir::Type& global, const Sharding& s) {
@@ -413,6 +419,22 @@ Tensor reshard(LocalContext& ctx, Tensor x, const ir::Type& global, const Shardi
                                 gathered, source, elements_bytes(y));
   }
   return y;
+}
+
+int64_t reshard_bytes(const LocalContext& ctx, const ir::Type& global, const Sharding& from, const Sharding& to,
+                      OpKind combiner) {
+  size_t rank = static_cast<size_t>(global.rank());
+  if (same_layout(from, to, rank)) return 0;
+  ir::Module scratch("cost");
+  ir::Function& fn = scratch.add_function("cost");
+  ir::FunctionBuilder fb(scratch, fn);
+  const Mesh& fm = ctx.mesh(from.mesh);
+  std::vector<int64_t> shape = is_maximal(fm) ? global.shape : local_shape(global.shape, normalized(from, rank), fm);
+  Tensor x = fb.param(ir::Type(global.element, shape));
+  Report report;
+  LocalContext dry{ctx.global, ctx.num_devices, report, ctx.origin, {}, ctx.devices_are_replicas, ctx.forced_by};
+  reshard(dry, x, global, from, to, combiner);
+  return report.bytes_per_device();
 }
 
 }  // namespace tessera::spmd

@@ -52,8 +52,18 @@ ir::Tensor all_to_all_axes(LocalContext& ctx, ir::Tensor x, int64_t from_dim, in
 std::optional<ir::Tensor> permute_pieces(LocalContext& ctx, ir::Tensor x, const ir::Sharding& from,
                                          const ir::Sharding& to, const ir::Mesh& fm, const ir::Mesh& tm);
 
+// The cost model: the bytes per device (as the report counts them) that reshard(from, to) of a
+// value of type `global` moves, found by making it in a scratch function (so the estimate is the
+// routine's own choice, never a second account of it).
+int64_t reshard_bytes(const LocalContext& ctx, const ir::Type& global, const ir::Sharding& from,
+                      const ir::Sharding& to, ir::OpKind combiner = ir::OpKind::Add);
+
 // This device's id (its partition id, or replica id on an N x 1 grid) as an i32 scalar.
 ir::Tensor partition_id_i32(LocalContext& ctx, ir::Builder& b);
+// values[i] on the devices whose shard index along `axes` is i, as an i32 scalar (a table indexed
+// by partition id; a constant when every device has the same value).
+ir::Tensor per_shard(LocalContext& ctx, ir::Builder& b, const ir::Mesh& mesh, const std::vector<ir::AxisRef>& axes,
+                     const std::vector<int64_t>& values);
 // This device's start along a dimension split by `axes` into pieces of length `piece`.
 ir::Tensor piece_offset(LocalContext& ctx, ir::Builder& b, const ir::Mesh& mesh,
                         const std::vector<ir::AxisRef>& axes, int64_t piece);

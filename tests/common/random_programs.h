@@ -193,6 +193,15 @@ inline void build_sharded_program(Module& m, ProgramGen& g, int length, bool ext
           std::vector<int64_t> start(rank, 0), limit = shape;
           start[d] = g.pick(static_cast<int>(shape[d]) - 1);
           limit[d] = start[d] + 1 + g.pick(static_cast<int>(shape[d] - start[d]));
+          // (extended: sometimes strided, and the operand and result laid out alike, which a halo
+          // exchange serves: spmd/split_reads.h)
+          if (extended && g.coin(0.4)) {
+            std::vector<int64_t> strides(rank, 1);
+            strides[d] = 1 + g.pick(3);
+            Sharding s = g.random_sharding(rank);
+            x = constrain(slice(constrain(x, s), start, limit, strides), s);
+            break;
+          }
           x = slice(x, start, limit);
           break;
         }
@@ -342,6 +351,12 @@ inline void build_sharded_program(Module& m, ProgramGen& g, int length, bool ext
             sd.index_vector_dim = 1;
             x = scatter(x, rows, param(other), sd, add ? OpKind::Add : OpKind::Return);
           } else {
+            // (extended: sometimes rows out of range and negative, which gather clamps)
+            if (extended && g.coin(0.3)) {
+              std::vector<int64_t> wild(static_cast<size_t>(n));
+              for (auto& r : wild) r = g.pick(static_cast<int>(shape[d]) + 4) - 2;
+              rows = x.builder().constant(Literal::from_ints(i32({n, 1}), wild));
+            }
             GatherDims gd;
             gd.offset_dims = window;
             gd.collapsed_slice_dims = {static_cast<int64_t>(d)};

@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <functional>
 #include <map>
@@ -92,6 +93,18 @@ void count_coverage(const Function& f, std::map<std::string, int>& covered) {
   }
 }
 
+// The ways the partitioner reads a split dimension without gathering it (spmd/split_reads.h),
+// counted from the report: a slice's halo exchange, a gather's local lookup summed after.
+void count_strategies(const Report& report, std::map<std::string, int>& covered) {
+  bool halo = false, local_gather = false;
+  for (const auto& c : report.collectives) {
+    halo |= c.kind == "collective_permute" && c.forced_by.ends_with(" halo");
+    local_gather |= c.origin.starts_with("stablehlo.gather") && c.forced_by.starts_with("result 0 partial");
+  }
+  covered["halo exchange"] += halo;
+  covered["local gather"] += local_gather;
+}
+
 TEST(Property, ComparisonFailsOnNaN) {
   double nan = std::nan("");
   EXPECT_FALSE(agrees(nan, 1.0));
@@ -143,9 +156,12 @@ TEST(Property, RandomProgramsShardedEqualUnsharded) {
       for (size_t i = 0; i < f.num_parameters(); ++i) in.push_back(uniform_input(f.parameter(i)->type(), g.rng));
       std::vector<Literal> want = interp::evaluate(m, "f", in);
       runtime::Session s = runtime::Session::host(g.mesh.num_devices());
-      runtime::CompiledProgram p = s.compile(m, "f");
+      PartitionOptions options;
+      options.local_gathers = true;
+      runtime::CompiledProgram p = s.compile(m, "f", options);
       std::vector<Literal> got = s.run_sharded(p, in);
       communicating += p.report().collectives.empty() ? 0 : 1;
+      count_strategies(p.report(), covered);
       for (const auto& piece : p.report().parameters)
         uneven += is_uneven(piece.global.shape, piece.sharding, g.mesh) ? 1 : 0;
       ASSERT_EQ(got.size(), want.size());
@@ -173,7 +189,9 @@ TEST(Property, RandomProgramsShardedEqualUnsharded) {
   std::vector<std::string> claims = {"pad", "slice", "concatenate", "reverse"};
   if (extended())
     claims.insert(claims.end(), {"scatter-add", "scatter-replace", "gather", "unreduced argument", "unreduced constraint",
-                                 "unreduced result", "non-identity init", "manual with free axes"});
+                                 "unreduced result", "non-identity init", "manual with free axes",
+                                 "halo exchange", "local gather"});
+  for (const auto& [what, n] : covered) std::printf("covered: %s %d\n", what.c_str(), n);
   for (const std::string& what : claims) EXPECT_GT(covered[what], kCases / 100) << what;
 }
 
@@ -250,6 +268,7 @@ ByteCheck check_bytes(const Module& m, bool replicate_operands) {
   PartitionOptions options;
   options.combine_all_reduces = false;  // one record per op
   options.replicate_operands = replicate_operands;
+  options.local_gathers = true;
   Partitioned p = partition(*parsed, f, local, options);
   ByteCheck out;
   out.bytes = p.report.bytes_per_device();

@@ -87,14 +87,15 @@ TEST(PartitionCommand, ExplainNamesWhatForcedEachCollectiveAndStrictRefusesAvoid
   EXPECT_NE(s.find("for stablehlo.reduce at 7:5, result 0 partial over \"data\"\n"), std::string::npos) << s;
   EXPECT_EQ(s.find("warning:"), std::string::npos) << s;
 
-  // A slice reads the split rows whole (a silent full gather); a reshard between two meshes goes
-  // through the replicated value (a gather to more than both pieces).
+  // A pad with interior padding reads the split rows whole (a silent full gather); a reshard
+  // between two meshes goes through the replicated value (a gather to more than both pieces).
   constexpr const char* kGathers = R"(module @g attributes {mhlo.num_partitions = 4 : i32} {
   sdy.mesh @a = <["x"=4]>
   sdy.mesh @b = <["y"=2, "z"=2]>
-  func.func public @main(%arg0: tensor<16x4xf32> {sdy.sharding = #sdy.sharding<@a, [{"x"}, {}]>}) -> (tensor<8x4xf32>, tensor<16x4xf32> {sdy.sharding = #sdy.sharding<@b, [{}, {"y", "z"}]>}) {
-    %0 = stablehlo.slice %arg0 [2:10, 0:4] : (tensor<16x4xf32>) -> tensor<8x4xf32>
-    return %0, %arg0 : tensor<8x4xf32>, tensor<16x4xf32>
+  func.func public @main(%arg0: tensor<16x4xf32> {sdy.sharding = #sdy.sharding<@a, [{"x"}, {}]>}) -> (tensor<31x4xf32>, tensor<16x4xf32> {sdy.sharding = #sdy.sharding<@b, [{}, {"y", "z"}]>}) {
+    %cst = stablehlo.constant dense<0.000000e+00> : tensor<f32>
+    %0 = stablehlo.pad %arg0, %cst, low = [0, 0], high = [0, 0], interior = [1, 0] : (tensor<16x4xf32>, tensor<f32>) -> tensor<31x4xf32>
+    return %0, %arg0 : tensor<31x4xf32>, tensor<16x4xf32>
   }
 }
 )";
@@ -104,8 +105,8 @@ TEST(PartitionCommand, ExplainNamesWhatForcedEachCollectiveAndStrictRefusesAvoid
   std::ostringstream warned;
   ASSERT_EQ(partition_command(g, warned), 0);
   s = warned.str();
-  EXPECT_NE(s.find("// warning: all_gather for stablehlo.slice at 5:5, operand 0 dimension 0 (192 bytes per device): "
-                   "silent full gather: stablehlo.slice reads dimension 0 of operand 0 whole"),
+  EXPECT_NE(s.find("// warning: all_gather for stablehlo.pad at 6:5, operand 0 dimension 0 (192 bytes per device): "
+                   "silent full gather: stablehlo.pad reads dimension 0 of operand 0 whole"),
             std::string::npos) << s;
   EXPECT_NE(s.find("// warning: all_gather for result 1 of @main, dimension 0 (192 bytes per device): gathers 256 bytes "
                    "per device, more than the piece it starts from (64) and the one it ends as (64)"),
@@ -115,10 +116,32 @@ TEST(PartitionCommand, ExplainNamesWhatForcedEachCollectiveAndStrictRefusesAvoid
     std::ostringstream ignored;
     partition_command(g, ignored);
   });
-  EXPECT_NE(e.find(file + ": --strict: @main has 2 avoidable gathers: all_gather for stablehlo.slice at 5:5, operand 0 "
+  EXPECT_NE(e.find(file + ": --strict: @main has 2 avoidable gathers: all_gather for stablehlo.pad at 6:5, operand 0 "
                    "dimension 0"),
             std::string::npos) << e;
   EXPECT_NE(e.find("; all_gather for result 1 of @main, dimension 0"), std::string::npos) << e;
+
+  // A slice of rows 2:10 of 16 split in 4 exchanges a halo (rows 6:8 and 8:10 from the left
+  // neighbours: 2 rows, 32 bytes) and gathers the 8 sliced rows for the whole result (96 bytes)
+  // instead of the 16 (192): no warning, and --strict passes.
+  constexpr const char* kSlice = R"(module @s attributes {mhlo.num_partitions = 4 : i32} {
+  sdy.mesh @a = <["x"=4]>
+  func.func public @main(%arg0: tensor<16x4xf32> {sdy.sharding = #sdy.sharding<@a, [{"x"}, {}]>}) -> tensor<8x4xf32> {
+    %0 = stablehlo.slice %arg0 [2:10, 0:4] : (tensor<16x4xf32>) -> tensor<8x4xf32>
+    return %0 : tensor<8x4xf32>
+  }
+}
+)";
+  PartitionCommand h = command(dir.file("s.mlir", kSlice), "", "");
+  h.explain = h.strict = true;
+  std::ostringstream halo;
+  ASSERT_EQ(partition_command(h, halo), 0);
+  s = halo.str();
+  EXPECT_NE(s.find("collective_permute   group 2           32 bytes per device  for stablehlo.slice at 4:5, operand 0 "
+                   "dimension 0 halo\n"),
+            std::string::npos) << s;
+  EXPECT_NE(s.find("// total bytes moved per device: 128\n"), std::string::npos) << s;
+  EXPECT_EQ(s.find("warning:"), std::string::npos) << s;
 }
 
 TEST(PartitionCommand, ShowDrawsWhichDeviceHoldsWhichBlock) {

@@ -1,0 +1,20 @@
+// Reductions the partitioner can combine across devices (all_reduce's combiners), and their
+// identities: a reduce split along a reduced dimension reduces each piece from the identity, pads
+// uneven pieces with it, and folds a non-identity init in once.
+#pragma once
+
+#include <optional>
+
+#include "ir/builder.h"
+
+namespace tessera::spmd {
+
+// The reduction a body applies, when all_reduce can combine it across devices.
+std::optional<ir::OpKind> combiner_of(const ir::Op& op);
+// Whether v is a constant scalar equal to the identity of `combiner` (0 for a sum, 1 for a
+// product, -inf for a float max, ...).
+bool identity_constant(ir::OpKind combiner, const ir::Value* v);
+// The identity of a combinable reduction for x's element type, as a scalar constant.
+ir::Tensor identity_of(ir::OpKind combiner, const ir::Tensor& x, ir::Builder& b);
+
+}  // namespace tessera::spmd

@@ -1,0 +1,101 @@
+// Ops that read a dimension their factor rule cannot split, done on the pieces where the operand
+// arrives split along it instead of gathering it whole (#18): the partitioner (partition.cpp)
+// costs each way with the cost model (reshard_bytes, halo_bytes) and takes the cheaper.
+//
+// - gather whose indexed dimensions are split (Shardy's and Megatron's vocabulary-parallel
+//   lookup): each indexed dimension becomes a reduction factor; every device gathers from the rows
+//   it holds, with each index moved to its piece and rows it does not hold set to zero, and the
+//   partial results are summed (all_reduce, or reduce_scatter where the result is split).
+//   Indices are clamped to the whole dimension first, as the unsharded gather clamps them.
+// - slice or reverse along a split dimension: a halo exchange. The result is made split by the
+//   same axes (a slice's in pieces of ceil(L / n)); each device needs a range of the operand that
+//   lies in a few pieces (near its own for a slice, mirrored for a reverse), which come by one
+//   collective_permute per chunk, cut to the part some device needs: the c-th piece of every
+//   device's range when no source serves two devices at once (a reverse), else the pieces at
+//   each shift k = (source shard - own shard); the chunks are joined (reversed for a reverse)
+//   and the device's window is cut from them (then strided).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <utility>
+#include <vector>
+
+#include "spmd/factor_rule.h"
+#include "spmd/reshard.h"
+
+namespace tessera::spmd {
+
+// ---- gather ----
+struct IndexedDim {
+  size_t dim = 0;        // of the operand
+  size_t component = 0;  // of the index vector (its place in start_index_map)
+  int factor = -1;       // the reduction factor added for it
+};
+
+// Adds a reduction factor to `rule` for each dimension of gather `op`'s operand from which its
+// indices pick single rows (in start_index_map, slice size 1, not a batching dimension); none for
+// ui64 indices (which cannot be clamped in i64).
+std::vector<IndexedDim> add_indexed_factors(const ir::Op& op, FactorRule& rule);
+
+// Gather's local indices where the indexed dimensions `dims` of its operand are split
+// (assign[factor] non-empty): each such component clamped as the whole gather clamps it and moved
+// to this device's piece of `piece` rows; `in_piece` says, per index, whether every such row is
+// on this device.
+struct LocalIndices {
+  ir::Tensor indices;
+  ir::Tensor in_piece;  // i1, the indices' shape without the index vector dimension
+};
+LocalIndices local_indices(LocalContext& ctx, ir::Builder& b, const ir::Op& op, ir::Tensor indices,
+                           const std::vector<IndexedDim>& dims, const FactorAxes& assign,
+                           const std::vector<int64_t>& piece, const ir::Mesh& mesh);
+// The local gather's result with the slices of indices not in this device's piece set to zero.
+ir::Tensor zero_outside(const ir::Op& op, ir::Tensor result, const ir::Tensor& in_piece);
+
+// ---- slice: halo exchange ----
+struct HaloChunk {
+  int64_t width = 0;                 // elements sent along the dimension
+  std::vector<int64_t> source;       // per receiving shard: the shard it takes this chunk from (-1: none)
+  std::vector<int64_t> offset;       // per source shard: where in its piece the chunk starts
+  bool remote() const;               // whether some receiver takes it from another shard
+};
+struct HaloPlan {
+  int64_t shards = 1, piece = 0, result_piece = 0, stride = 1;
+  std::vector<HaloChunk> chunks;     // in the order the received run joins them
+  std::vector<int64_t> start;        // per receiving shard: its window's start in the chunks
+  int64_t pad = 0;                   // zeros after the chunks, so every window fits
+  bool reversed = false;             // the received run is reversed before the windows are cut
+};
+
+// The exchange for slicing [start, limit) with `stride` a dimension of `size` elements split into
+// `shards` pieces; nullopt for an empty result.
+std::optional<HaloPlan> plan_halo(int64_t size, int64_t start, int64_t limit, int64_t stride, int64_t shards);
+// The exchange for reversing a dimension of `size` elements split into `shards` pieces: the
+// result split alike, each device's piece the reverse of the mirrored part of the operand.
+std::optional<HaloPlan> plan_reverse(int64_t size, int64_t shards);
+// Bytes per device it moves (as the report counts a collective_permute: what is sent), for a
+// piece of `other` elements of `element_bytes` across the other dimensions.
+int64_t halo_bytes(const HaloPlan& plan, int64_t other, int64_t element_bytes);
+// x's pieces (dimension `dim` split by `axes`) sliced along `dim`: the result is split by the
+// same axes in pieces of plan.result_piece.
+ir::Tensor halo_slice(LocalContext& ctx, ir::Tensor x, int64_t dim, const HaloPlan& plan, const ir::Mesh& mesh,
+                      const std::vector<ir::AxisRef>& axes);
+
+// A dimension of a slice's operand kept split, sliced by halo exchange.
+struct HaloDim {
+  size_t dim;
+  std::vector<ir::AxisRef> axes;
+  HaloPlan plan;
+};
+// The dimensions slice or reverse `op` slices or reverses that its operand, laid out as `have`, arrives split on by axes
+// no factor of `assign` uses, each with its exchange.
+std::vector<HaloDim> halo_dims(const ir::Op& op, const FactorRule& rule, const FactorAxes& assign,
+                               const ir::Sharding& have, const ir::Mesh& mesh);
+// Bytes per device the exchanges of `halo` move, in order, from an operand piece of shape `local`.
+int64_t halo_bytes(const std::vector<HaloDim>& halo, std::vector<int64_t> local, int64_t element_bytes);
+
+// The rest of slice or reverse `op` on x, whose dimensions `done` are already done (by
+// halo_slice): the dimensions it reads whole as they are, the others sliced or reversed.
+ir::Tensor rest_of(const ir::Op& op, ir::Tensor x, const std::vector<size_t>& done);
+
+}  // namespace tessera::spmd

@@ -1,0 +1,296 @@
+// A gather whose indexed dimension is split and a slice along a split dimension, done on the
+// pieces where the cost model finds that cheaper than gathering the operand (#18,
+// spmd/split_reads.h): the sharded run equals the single-device interpreter (a comparison that
+// fails on NaN) for uneven splits, 2-D meshes, sub-axes, out-of-range and negative indices,
+// several split indexed dimensions, strides and results split or whole; the collectives are the
+// cheaper ones (no gather of the operand where the local way moves less, never more bytes than
+// gathering it), and a gather kept because it is cheaper is no warning.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <functional>
+#include <limits>
+#include <map>
+#include <optional>
+#include <tuple>
+
+#include "interp/interpreter.h"
+#include "ir/builder.h"
+#include "runtime/session.h"
+#include "spmd/split_reads.h"
+#include "stablehlo/printer.h"
+
+namespace tessera::spmd {
+namespace {
+
+using namespace tessera::ir;
+
+constexpr double kTolerance = 1e-5;  // relative, sharded vs unsharded (DESIGN.md §2)
+
+// Fails on NaN on either side: a NaN is never within the tolerance.
+bool close(double a, double b) { return std::abs(a - b) <= kTolerance * (1 + std::abs(b)); }
+
+Sharding on(std::vector<DimSharding> dims) { return Sharding{"m", std::move(dims), {}, {}}; }
+
+// Bytes moved per device for the ops named `op`, and the all_gathers of their operand 0.
+struct Moved {
+  int64_t bytes = 0, gathers = 0;
+  std::map<std::string, int> kinds;
+};
+
+// Builds @f on `mesh` from `body`, runs it sharded and unsharded on `in`, expects equal results
+// and returns what the op named `op` moved.
+Moved run(const Mesh& mesh, const std::function<Tensor(FunctionBuilder&)>& body, const std::vector<Literal>& in,
+          const std::string& op, bool expect_no_warning = true, std::optional<Sharding> result = std::nullopt) {
+  Module m("case");
+  m.add_mesh(mesh);
+  Function& f = build_function(m, "f", body);
+  if (result) f.set_result_sharding(0, *result);
+  std::vector<Literal> want = interp::evaluate(m, "f", in);
+  runtime::Session s = runtime::Session::host(mesh.num_devices());
+  spmd::PartitionOptions options;
+  options.local_gathers = true;
+  runtime::CompiledProgram p = s.compile(m, "f", options);
+  std::vector<Literal> got = s.run_sharded(p, in);
+  std::string text = stablehlo::print(m);
+  EXPECT_EQ(got.size(), want.size());
+  for (size_t r = 0; r < got.size() && r < want.size(); ++r)
+    for (int64_t i = 0; i < want[r].num_elements(); ++i)
+      if (!close(got[r].get_double(i), want[r].get_double(i))) {
+        ADD_FAILURE() << "element " << i << ": sharded " << got[r].get_double(i) << ", unsharded "
+                      << want[r].get_double(i) << "\n" << text << p.report().to_string();
+        return {};
+      }
+  Moved moved;
+  for (const auto& c : p.report().collectives) {
+    if (c.origin.rfind(op, 0) != 0) continue;
+    moved.bytes += c.bytes_per_device;
+    moved.gathers += c.kind == "all_gather" && c.forced_by.rfind("operand 0", 0) == 0;
+    ++moved.kinds[c.kind];
+  }
+  if (expect_no_warning) {
+    EXPECT_TRUE(p.report().warnings().empty()) << p.report().explain();
+  }
+  return moved;
+}
+
+Literal arange(Type t) {
+  std::vector<double> v(static_cast<size_t>(t.num_elements()));
+  for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<double>(i) + 0.5;
+  return Literal::from_doubles(std::move(t), v);
+}
+
+GatherDims rows_of(int64_t rank_of_indices) {
+  GatherDims gd;
+  gd.offset_dims = {rank_of_indices - 1};  // after the indices' batch dimensions
+  gd.collapsed_slice_dims = {0};
+  gd.start_index_map = {0};
+  gd.index_vector_dim = rank_of_indices - 1;
+  return gd;
+}
+
+// A table [rows, 3] with a NaN and an infinity in rows no index picks (a mask that multiplied
+// instead of selecting would spread them), gathered by `picks`.
+struct GatherCase {
+  std::vector<MeshAxis> mesh;
+  int64_t rows;
+  DimSharding table_rows;              // how the table's rows are split
+  std::vector<int64_t> picks;          // row numbers, some outside [0, rows)
+  DimSharding index_batch, result_batch;
+  int64_t local_bytes_at_most;         // what the local gather may move (the indices, the sum)
+};
+
+TEST(SplitReads, GatherOfSplitRowsGathersLocallyAndSums) {
+  const std::vector<GatherCase> cases = {
+      // uneven (10 rows in pieces of 3), indices whole, out of range and negative: an all_reduce of [5, 3]
+      {{{"x", 4}}, 10, {"x"}, {-3, 12, 9, 0, 4}, {}, {}, 2 * 5 * 3 * 4},
+      // the indices and the result split like the rows: indices gathered, result reduce_scattered
+      {{{"x", 4}}, 12, {"x"}, {11, 0, 5, 6, 6, 2, -1, 30}, {"x"}, {"x"}, 8 * 4 * 3 / 4 + 8 * 3 * 4 * 3 / 4},
+      // a 2-D mesh, rows split by both axes (an uneven split by two axes projects only the first)
+      {{{"x", 2}, {"y", 2}}, 12, {"x", "y"}, {8, 0, 4, 11}, {}, {}, 2 * 4 * 3 * 4},
+      // rows split by a sub-axis, the batch by the other axis of the mesh
+      {{{"x", 4}, {"y", 2}}, 16, {AxisRef("x", SubAxis{1, 2})}, {15, 2, 9, 9, 0, 7, 8, 3}, {"y"}, {"y"}, 2 * 4 * 3 * 4},
+  };
+  for (const GatherCase& c : cases) {
+    Mesh mesh{"m", c.mesh, {}};
+    auto n = static_cast<int64_t>(c.picks.size());
+    Literal table = arange(f32({c.rows, 3}));
+    std::vector<bool> picked(static_cast<size_t>(c.rows));
+    for (int64_t r : c.picks) picked[static_cast<size_t>(std::clamp<int64_t>(r, 0, c.rows - 1))] = true;
+    int unpicked = 0;
+    for (int64_t r = 0; r < c.rows; ++r)
+      if (!picked[static_cast<size_t>(r)])
+        table.set_double(r * 3 + 1, unpicked++ % 2 ? std::numeric_limits<double>::infinity() : std::nan(""));
+    ASSERT_GT(unpicked, 0);
+    Literal indices = Literal::from_ints(i32({n, 1}), c.picks);
+    Moved moved = run(mesh, [&](FunctionBuilder& b) {
+      Tensor t = b.param(f32({c.rows, 3}), on({c.table_rows, {}}));
+      Tensor i = b.param(i32({n, 1}), on({c.index_batch, {}}));
+      return constrain(gather(t, i, rows_of(2), {1, 3}), on({c.result_batch, {}}));
+    }, {table, indices}, "stablehlo.gather");
+    EXPECT_EQ(moved.gathers, 0) << c.rows;
+    EXPECT_LE(moved.bytes, c.local_bytes_at_most) << c.rows;
+  }
+}
+
+// Two split indexed dimensions (a 2-D mesh), and an index vector implicit in the last dimension.
+TEST(SplitReads, GatherOfSeveralSplitIndexedDimensionsAndImplicitIndexVectors) {
+  Mesh mesh{"m", {{"x", 2}, {"y", 2}}, {}};
+  Literal table = arange(f32({5, 6, 3}));
+  Literal pairs = Literal::from_ints(i32({4, 2}), std::vector<int64_t>{4, 5, 0, 0, 2, 3, 9, -2});
+  GatherDims gd;
+  gd.offset_dims = {1};
+  gd.collapsed_slice_dims = {0, 1};
+  gd.start_index_map = {0, 1};
+  gd.index_vector_dim = 1;
+  Moved two = run(mesh, [&](FunctionBuilder& b) {
+    Tensor t = b.param(f32({5, 6, 3}), on({{"x"}, {"y"}, {}}));
+    return gather(t, b.param(i32({4, 2})), gd, {1, 1, 3});
+  }, {table, pairs}, "stablehlo.gather");
+  EXPECT_EQ(two.gathers, 0);
+  EXPECT_EQ(two.kinds["all_reduce"], 1);
+
+  Literal rows = Literal::from_ints(i32({6}), std::vector<int64_t>{39, 1, 0, 13, 27, 2});
+  GatherDims implicit;
+  implicit.offset_dims = {1};
+  implicit.collapsed_slice_dims = {0};
+  implicit.start_index_map = {0};
+  implicit.index_vector_dim = 1;
+  Moved one = run(mesh, [&](FunctionBuilder& b) {
+    Tensor t = b.param(f32({40, 4}), on({{"y", "x"}, {}}));
+    return gather(t, b.param(i32({6})), implicit, {1, 4});
+  }, {arange(f32({40, 4})), rows}, "stablehlo.gather");
+  EXPECT_EQ(one.gathers, 0);
+}
+
+// Many lookups in a small table (FSDP's token embedding): gathering the table moves less than
+// summing the looked-up rows, so the cost model keeps the gather, and it is no warning.
+TEST(SplitReads, AGatherOfTheTableIsKeptWhereItIsCheaper) {
+  Mesh mesh{"m", {{"x", 4}}, {}};
+  std::vector<int64_t> picks(32);
+  for (size_t i = 0; i < picks.size(); ++i) picks[i] = static_cast<int64_t>(i * 5 % 16);
+  Moved moved = run(mesh, [&](FunctionBuilder& b) {
+    Tensor t = b.param(f32({16, 8}), on({{"x"}, {}}));
+    Tensor i = b.param(i32({8, 4}), on({{"x"}, {}}));
+    GatherDims gd;
+    gd.offset_dims = {2};
+    gd.collapsed_slice_dims = {0};
+    gd.start_index_map = {0};
+    gd.index_vector_dim = 2;
+    return constrain(gather(t, i, gd, {1, 8}), on({{"x"}, {}, {}}));
+  }, {arange(f32({16, 8})), Literal::from_ints(i32({8, 4}), picks)}, "stablehlo.gather");
+  EXPECT_EQ(moved.gathers, 1);
+  EXPECT_EQ(moved.bytes, 16 * 8 * 4 * 3 / 4);  // the table's gather; the local way: 8*4*8*4*3/4 + 96
+}
+
+// Without PartitionOptions::local_gathers (the default) the table is gathered whole, and where
+// the local way would move less the gather is an avoidable one, with both numbers.
+TEST(SplitReads, WithoutLocalGathersACheaperLocalGatherIsReported) {
+  Module m("case");
+  m.add_mesh(Mesh{"m", {{"x", 4}}, {}});
+  build_function(m, "f", [&](FunctionBuilder& b) {
+    return gather(b.param(f32({10, 3}), on({{"x"}, {}})), b.param(i32({5, 1}), on({{}, {}})), rows_of(2), {1, 3});
+  });
+  runtime::CompiledProgram p = runtime::Session::host(4).compile(m, "f");
+  std::vector<std::string> w = p.report().warnings();
+  ASSERT_EQ(w.size(), 1u) << p.report().explain();
+  EXPECT_NE(w[0].find("a local gather summed after would move 90 bytes per device, not 108"), std::string::npos) << w[0];
+}
+
+TEST(SplitReads, HaloPlanSendsOnlyWhatEachDeviceNeeds) {
+  // 16 rows in 4 pieces of 4, rows 2:10 in pieces of 2: shards 0 and 1 cut theirs from their own
+  // piece, shards 2 and 3 from their left neighbour's (rows 6:8 and 8:10): 2 rows sent.
+  auto plan = plan_halo(16, 2, 10, 1, 4);
+  ASSERT_TRUE(plan);
+  ASSERT_EQ(plan->chunks.size(), 2u);
+  EXPECT_EQ(plan->chunks[0].source, (std::vector<int64_t>{-1, -1, 1, 2}));
+  EXPECT_EQ(plan->chunks[0].width, 2);
+  EXPECT_EQ(plan->chunks[0].offset, (std::vector<int64_t>{0, 2, 0, 0}));
+  EXPECT_FALSE(plan->chunks[1].remote());
+  EXPECT_EQ(halo_bytes(*plan, 3, 4), 2 * 3 * 4);
+  EXPECT_FALSE(plan_halo(16, 5, 5, 1, 4));
+  // Reversing 8 in pieces of 2: each shard takes its mirror's piece, one permute of one piece;
+  // 10 in pieces of 3: each range straddles two pieces (9:10 and 6:9, ...), two chunks.
+  auto mirror = plan_reverse(8, 4);
+  ASSERT_TRUE(mirror);
+  ASSERT_EQ(mirror->chunks.size(), 1u);
+  EXPECT_EQ(mirror->chunks[0].source, (std::vector<int64_t>{3, 2, 1, 0}));
+  EXPECT_EQ(halo_bytes(*mirror, 1, 4), 2 * 4);
+  auto uneven = plan_reverse(10, 4);
+  ASSERT_TRUE(uneven);
+  EXPECT_EQ(uneven->chunks.size(), 2u);
+  EXPECT_LT(halo_bytes(*uneven, 1, 4), 3 * 3 * 4);  // less than gathering the other three pieces
+}
+
+// reverse along a split dimension, even and uneven, 1-D and 2-D meshes, sub-axes, with the other
+// dimension reversed too, the result declared split alike: sharded equals unsharded, the pieces
+// are exchanged, never gathered, and no more bytes move than gathering would.
+TEST(SplitReads, ReverseAlongASplitDimensionExchangesMirroredPieces) {
+  struct Layout {
+    std::vector<MeshAxis> mesh;
+    DimSharding axes;
+    int64_t shards;
+  };
+  const std::vector<Layout> layouts = {
+      {{{"x", 4}}, {"x"}, 4}, {{{"x", 2}, {"y", 2}}, {"y", "x"}, 4}, {{{"x", 8}}, {AxisRef("x", SubAxis{1, 4})}, 4},
+      {{{"x", 3}}, {"x"}, 3}, {{{"x", 2}, {"y", 4}}, {"x", "y"}, 8}};
+  int permutes = 0;
+  for (const Layout& l : layouts)
+    for (int64_t size : {8, 10, 12, 17})
+      for (bool both : {false, true}) {
+        Mesh mesh{"m", l.mesh, {}};
+        Moved moved = run(mesh, [&](FunctionBuilder& b) {
+          Tensor x = b.param(f32({size, 3}), on({l.axes, {}}));
+          return reverse(x, both ? std::vector<int64_t>{0, 1} : std::vector<int64_t>{0});
+        }, {arange(f32({size, 3}))}, "stablehlo.reverse", false, on({l.axes, {}}));
+        if (::testing::Test::HasFailure()) return;
+        int64_t piece = (size + l.shards - 1) / l.shards;
+        EXPECT_LE(moved.bytes, piece * (l.shards - 1) * 3 * 4) << size;
+        EXPECT_EQ(moved.gathers, 0) << size << " over " << l.shards;
+        permutes += moved.kinds["collective_permute"] > 0;
+      }
+  EXPECT_GT(permutes, 0);
+}
+
+// Slices of every kind along a split dimension: sharded equals unsharded, and never more bytes
+// than gathering the operand; where the result stays split the halo exchange is used.
+TEST(SplitReads, SliceAlongASplitDimensionExchangesHalos) {
+  struct Layout {
+    std::vector<MeshAxis> mesh;
+    DimSharding axes;
+    int64_t shards;
+  };
+  const std::vector<Layout> layouts = {
+      {{{"x", 4}}, {"x"}, 4},
+      {{{"x", 2}, {"y", 2}}, {"x", "y"}, 4},
+      {{{"x", 2}, {"y", 2}}, {"y"}, 2},
+      {{{"x", 8}}, {AxisRef("x", SubAxis{2, 4})}, 4},
+      {{{"x", 2}, {"y", 4}}, {"y", "x"}, 8},
+  };
+  int halos = 0, cases = 0;
+  for (const Layout& l : layouts)
+    for (int64_t size : {8, 10, 16, 19})
+      for (auto [start, limit, stride] : std::vector<std::tuple<int64_t, int64_t, int64_t>>{
+               {2, size - 2, 1}, {1, size, 3}, {0, size / 2, 1}, {size / 2, size, 1}, {3, size - 1, 2}, {size - 1, size, 1}})
+        for (bool split_result : {true, false}) {
+          Mesh mesh{"m", l.mesh, {}};
+          int64_t length = (limit - start + stride - 1) / stride;
+          Moved moved = run(mesh, [&](FunctionBuilder& b) {
+            Tensor x = b.param(f32({size, 3}), on({l.axes, {}}));
+            Tensor s = slice(x, {start, 0}, {limit, 3}, {stride, 1});
+            return constrain(s, on({split_result ? l.axes : DimSharding{}, {}}));
+          }, {arange(f32({size, 3}))}, "stablehlo.slice", false);
+          if (::testing::Test::HasFailure()) return;
+          int64_t piece = (size + l.shards - 1) / l.shards;
+          EXPECT_LE(moved.bytes, piece * (l.shards - 1) * 3 * 4) << size << " " << start << ":" << limit << ":" << stride;
+          halos += moved.kinds["collective_permute"] > 0;
+          ++cases;
+          if (split_result && length % l.shards == 0 && stride == 1 && start == 2) {  // (an uneven result is left whole)
+            EXPECT_EQ(moved.gathers, 0) << size << " over " << l.shards;
+          }
+        }
+  EXPECT_GT(halos, cases / 4) << halos << " of " << cases;
+}
+
+}  // namespace
+}  // namespace tessera::spmd
