@@ -498,6 +498,13 @@ constexpr Rule rule_for(OpKind k) {
     case OpKind::TopK: return top_k;
     case OpKind::Cholesky: return cholesky;
     case OpKind::Select: return select;
+    case OpKind::AfterAll:
+    case OpKind::CreateToken:
+    case OpKind::Tuple: return parse_result_type_form;
+    case OpKind::GetTupleElement: return parse_get_tuple_element;
+    case OpKind::Composite: return parse_composite;
+    case OpKind::Probe:
+    case OpKind::ExpectSerializedEq: return parse_probe;
     case OpKind::ShardingConstraint:
     case OpKind::Reshard: return sharded_value;
     case OpKind::ManualComputation: return manual_computation;

@@ -111,6 +111,11 @@ void chlo_form(Printer& p, const ir::Op& op);
 void top_k(Printer& p, const ir::Op& op);
 void cholesky(Printer& p, const ir::Op& op);
 
+// Tokens, tuples and composite (print_effects.cpp).
+void result_type_form(Printer& p, const ir::Op& op);  // after_all, create_token, tuple
+void get_tuple_element(Printer& p, const ir::Op& op);
+void composite(Printer& p, const ir::Op& op);
+void probe_form(Printer& p, const ir::Op& op);  // interpreter.probe, check.expect_serialized_eq
 // Shardy's ops (print_sdy_ops.cpp).
 void sharding_op(Printer& p, const ir::Op& op);  // sharding_constraint, reshard
 void sdy_all_gather(Printer& p, const ir::Op& op);

@@ -4,13 +4,16 @@
 // computation when some value is replicated along a manual axis. An op whose results carry no
 // cotangent is never asked, so a loop off the loss's path is no error.
 #include "autodiff_test_util.h"
+#include "ir/builder_effects.h"
 
 namespace tessera::autodiff::testing {
 
 std::vector<OpKind> refused_ops() {
   return {OpKind::While, OpKind::Call, OpKind::CustomCall, OpKind::RunParallel,
           // More elementwise ops (#17).
-          OpKind::Digamma, OpKind::BesselI1e, OpKind::NextAfter, OpKind::Complex};
+          OpKind::Digamma, OpKind::BesselI1e, OpKind::NextAfter, OpKind::Complex,
+          // Tuples (#17): the HLO ABI's grouping, which JAX never differentiates through.
+          OpKind::Tuple, OpKind::GetTupleElement};
 }
 
 namespace {
@@ -33,6 +36,23 @@ Tensor named(FunctionBuilder& b, OpKind kind, const std::string& attr, ir::Attri
   ir::AttrMap a;
   a.set(attr, std::move(value));
   return b.emit(kind, {x}, std::move(a), {x.type()})[0];
+}
+
+TEST(Refusal, ValuesThroughATuple) {
+  std::string why = "tuples are the HLO ABI's grouping of values and carry no cotangent or tangent; pass the "
+                    "members as separate values";
+  EXPECT_EQ(reverse_message([](FunctionBuilder& b) {
+              Tensor x = b.param(ir::f32({4}));
+              return ir::sum(ir::get_tuple_element(ir::tuple(b, {x, x}), 1));
+            }),
+            "cannot differentiate stablehlo.get_tuple_element: " + why);
+  // A tuple whose members do not reach the loss is no obstacle.
+  EXPECT_EQ(reverse_message([](FunctionBuilder& b) {
+              Tensor x = b.param(ir::f32({4}));
+              ir::tuple(b, {x, ir::create_token(b)});
+              return ir::sum(x * x);
+            }),
+            "<no error>");
 }
 
 TEST(Refusal, WhileLoop) {
