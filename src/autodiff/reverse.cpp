@@ -17,7 +17,8 @@ namespace tessera::autodiff {
 using ir::Op;
 using ir::Value;
 
-bool is_differentiable(const ir::Type& t) { return ir::is_float(t.element); }
+// Tokens and tuples carry no cotangent (their element field is a placeholder).
+bool is_differentiable(const ir::Type& t) { return t.is_tensor() && ir::is_float(t.element); }
 
 Tensor full_like(ir::Builder& b, const ir::Type& t, double v) {
   return ir::broadcast_to(b.scalar(t.element, v), t.shape);

@@ -63,6 +63,11 @@ class VjpContext {
 #include "ir/ops.def"
 #undef OP
 
+// Whether op k's VJP, JVP or vmap rule is still pending (it refuses by name; rules_pending.cpp).
+bool vjp_pending(ir::OpKind k);
+bool jvp_pending(ir::OpKind k);
+bool vmap_pending(ir::OpKind k);
+
 // Shared by the rule files.
 Tensor zeros_like(ir::Builder& b, const ir::Type& t);
 Tensor full_like(ir::Builder& b, const ir::Type& t, double v);

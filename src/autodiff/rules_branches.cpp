@@ -12,6 +12,7 @@
 #include "autodiff/jvp_rules.h"
 #include "autodiff/reverse.h"
 #include "autodiff/rules.h"
+#include "autodiff/scratch.h"
 #include "autodiff/vmap_rules.h"
 
 namespace tessera::autodiff {
@@ -26,23 +27,6 @@ std::vector<const Value*> implicit_operands(const ir::Op& op) {
 
 namespace {
 
-// A module-unique name for a scratch function.
-std::string fresh_name(const ir::Module& m, const std::string& base) {
-  for (int k = 0;; ++k) {
-    std::string name = fmt::format("{}.{}", base, k);
-    if (m.find_function(name) == nullptr) return name;
-  }
-}
-
-// Removes the scratch functions when the rule ends, however it ends.
-struct Scratch {
-  ir::Module& m;
-  std::vector<const ir::Function*> fns;
-  ~Scratch() {
-    for (auto it = fns.rbegin(); it != fns.rend(); ++it) m.remove_function(**it);
-  }
-};
-
 // Branch r of `op` as a function of `captures` (its parameters, in order).
 ir::Function& branch_function(Scratch& s, const ir::Op& op, size_t r, const std::vector<const Value*>& captures) {
   ir::Function& fn = s.m.add_function(fresh_name(s.m, fmt::format("tessera.{}.branch{}", op.name(), r)));
@@ -56,18 +40,6 @@ ir::Function& branch_function(Scratch& s, const ir::Op& op, size_t r, const std:
   for (Value* v : from.terminator()->operands()) results.push_back(map.count(v) ? map.at(v) : v);
   fn.set_results(results);
   return fn;
-}
-
-// fn's body copied into `into` with its parameters read as `args`; returns its results.
-std::vector<Tensor> inline_function(ir::Builder& into, const ir::Function& fn, const std::vector<Tensor>& args) {
-  ir::ValueMap map;
-  for (size_t i = 0; i < args.size(); ++i) map[fn.parameter(i)] = args[i].value();
-  const ir::Block& body = fn.body();
-  for (const auto& inner : body.ops())
-    if (inner.get() != body.terminator()) renumber_channels(into.module(), *ir::clone_op(into.block(), *inner, map));
-  std::vector<Tensor> out;
-  for (Value* v : body.terminator()->operands()) out.push_back(into.wrap(map.count(v) ? map.at(v) : v));
-  return out;
 }
 
 void finish(ir::Block& block, const std::vector<Tensor>& values) {

@@ -13,6 +13,7 @@ namespace tessera::exec::detail {
 namespace {
 
 int64_t bytes_of(const ir::Type& t) {
+  if (!t.is_tensor()) return 0;  // tokens hold nothing; tuples own their members (never in the arena)
   std::optional<int64_t> n = support::checked_bytes(t.shape, ir::info(t.element).bytes);
   if (!n) support::fail("{} is too large: its size in bytes does not fit in 64 bits", to_string(t));
   return *n;
@@ -54,6 +55,7 @@ void plan_arena(Code& code) {
       continue;
     }
     for (uint32_t r = 0; r < s.results.size; ++r) {
+      if (!code.slot_types[out[r]]->is_tensor()) continue;  // a token or tuple: kept in its slot, not the arena
       value_of[out[r]] = static_cast<int64_t>(ranges.size());
       ranges.push_back({bytes_of(*code.slot_types[out[r]]), k, k, -1});
       slots_of_value.push_back({out[r]});

@@ -77,6 +77,8 @@ using Results = std::vector<ir::Literal>;
 // what exec::Executable resolves its steps to when no fast kernel applies.
 using Kernel = Results (*)(const EvalContext&);
 Kernel kernel(ir::OpKind kind);
+// Whether op `kind`'s reference kernel is still pending (it refuses by name; kernels_pending.cpp).
+bool kernel_pending(ir::OpKind kind);
 // Checks a kernel's results against the op's declared types (an InternalError: a kernel bug).
 void check_results(const ir::Op& op, const Results& results);
 

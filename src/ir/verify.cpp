@@ -2,6 +2,7 @@
 // name the function and the op.
 #include <set>
 
+#include "ir/effects.h"
 #include "ir/module.h"
 #include "ir/shape_rules.h"
 #include "support/error.h"
@@ -109,6 +110,38 @@ struct Verifier {
     check_signature(o, index, "its programs", params, results);
   }
 
+  // composite calls its decomposition, which must exist (C2) and take and return the op's types
+  // (C3, C4).
+  void check_composite(const Op& o, int index) {
+    std::string name = *decomposition_of(o.attrs());  // the shape rule required it
+    const Function* f = module.find_function(name);
+    if (f == nullptr)
+      fail("@{}: op {} ({}) has decomposition @{}, which is not defined (C2)", fn.name(), index, o.name(), name);
+    if (o.operand_types() != param_types(*f))
+      fail("@{}: op {} ({}) passes ({}) to its decomposition @{}, which takes ({}) (C3)", fn.name(), index,
+           o.name(), shape_rules::types_string(o.operand_types()), name, shape_rules::types_string(param_types(*f)));
+    if (o.result_types() != f->result_types)
+      fail("@{}: op {} ({}) returns ({}) but its decomposition @{} returns ({}) (C4)", fn.name(), index, o.name(),
+           shape_rules::types_string(o.result_types()), name, shape_rules::types_string(f->result_types));
+  }
+  // map's computation takes one scalar of each input's element type and returns one scalar of the
+  // result's (C4).
+  void check_map(const Op& o, int index) {
+    if (o.regions().size() != 1) fail("@{}: op {} ({}) needs one computation region", fn.name(), index, o.name());
+    const Block& b = o.region(0);
+    std::vector<Type> want;
+    for (const Value* v : o.operands()) want.push_back(Type(v->type().element, {}));
+    std::vector<Type> args;
+    for (const auto& a : b.arguments()) args.push_back(a->type());
+    if (args != want)
+      fail("@{}: op {} ({}): its computation takes ({}) but the inputs need ({}) (C4)", fn.name(), index, o.name(),
+           shape_rules::types_string(args), shape_rules::types_string(want));
+    const Op* ret = b.terminator();
+    std::vector<Type> out{Type(o.result(0)->type().element, {})};
+    if (ret != nullptr && ret->kind() == OpKind::Return && ret->operand_types() != out)
+      fail("@{}: op {} ({}): its computation returns ({}) but the result needs ({}) (C4)", fn.name(), index,
+           o.name(), shape_rules::types_string(ret->operand_types()), shape_rules::types_string(out));
+  }
   // if and case: branches take no arguments and each returns the op's result types (the spec's
   // if C1-C3, case C1-C4).
   void check_branches(const Op& o, int index) {
@@ -145,6 +178,8 @@ struct Verifier {
     if (o.kind() == OpKind::Call) check_call(o, index);
     if (o.kind() == OpKind::RunParallel) check_run_parallel(o, index);
     if (o.kind() == OpKind::If || o.kind() == OpKind::Case) check_branches(o, index);
+    if (o.kind() == OpKind::Composite) check_composite(o, index);
+    if (o.kind() == OpKind::Map) check_map(o, index);
     if (const Sharding* s = o.attrs().find<Sharding>("sharding"))
       check_sharding(*s, operands.at(0), fmt::format("op {} ({}) in @{}", index, o.name(), fn.name()));
     if (const Sharding* s = o.attrs().find<Sharding>("out_sharding");

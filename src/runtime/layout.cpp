@@ -104,7 +104,8 @@ PieceBox piece_box(const ir::Type& global, const ir::Sharding& sharding, const i
 std::vector<Literal> split(const Literal& whole, const ir::Sharding& sharding, const ir::Mesh& mesh,
                            int64_t num_devices, const std::function<bool(int64_t)>& keep) {
   std::vector<Literal> out(static_cast<size_t>(num_devices));
-  if (whole_everywhere(mesh)) {
+  // Tokens (and tuples) have no dimensions to split: every device gets the value as it is.
+  if (whole_everywhere(mesh) || !whole.type().is_tensor()) {
     for (int64_t d = 0; d < num_devices; ++d)
       if (!keep || keep(d)) out[static_cast<size_t>(d)] = whole;
     return out;
@@ -135,7 +136,8 @@ std::vector<int64_t> holders(const ir::Type& global, const ir::Sharding& shardin
 
 Literal assemble(const std::vector<Literal>& pieces, const ir::Type& global, const ir::Sharding& sharding,
                  const ir::Mesh& mesh) {
-  if (whole_everywhere(mesh)) return pieces.at(static_cast<size_t>(holders(global, sharding, mesh)[0]));
+  if (whole_everywhere(mesh) || !global.is_tensor())
+    return pieces.at(static_cast<size_t>(holders(global, sharding, mesh)[0]));
   Literal whole(global);
   for (int64_t d : holders(global, sharding, mesh)) {
     PieceBox pb = piece_box(global, sharding, mesh, d);

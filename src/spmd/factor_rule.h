@@ -31,6 +31,9 @@ struct FactorRule {
   size_t num_factors() const { return sizes.size(); }
 };
 
+// Whether op k's factor rule is still pending (it refuses by name; factor_rules_pending.cpp).
+bool factor_rule_pending(ir::OpKind k);
+
 // The rule of `op`, with every dimension of its operands and results present (perhaps factorless).
 FactorRule factor_rule(const ir::Op& op);
 

@@ -1,7 +1,10 @@
-// Call inlining for the partitioner: propagation and partitioning see one function.
+// Call inlining for the partitioner: propagation and partitioning see one function. A
+// stablehlo.composite is a call of its decomposition, so it is inlined the same way.
 #include <functional>
+#include <unordered_map>
 
 #include "ir/clone.h"
+#include "ir/effects.h"
 #include "spmd/partition.h"
 #include "support/error.h"
 
@@ -14,20 +17,60 @@ ir::Value* mapped(const ir::ValueMap& map, ir::Value* v) {
   return it == map.end() ? v : it->second;
 }
 
+bool is_call(const ir::Op& op) { return op.kind() == ir::OpKind::Call || op.kind() == ir::OpKind::Composite; }
+
 bool has_call(const ir::Block& b) {
   for (const auto& op : b.ops()) {
-    if (op->kind() == ir::OpKind::Call) return true;
+    if (is_call(*op)) return true;
     for (const auto& r : op->regions())
       if (has_call(*r)) return true;
   }
   return false;
 }
 
-// Clones `from` (but its terminator) into `into`, expanding each func.call into its callee's body.
+// Tuples built in the program are not materialized until something other than get_tuple_element
+// reads them: get_tuple_element(tuple(x...), i) is x_i, so the partitioner sees the members as the
+// values they are (a tuple is whole on every device). `pending` holds the tuples not made yet.
+using Pending = std::unordered_map<const ir::Value*, const ir::Op*>;
+
+void materialize(ir::Block& into, ir::ValueMap& map, Pending& pending, const ir::Value* v) {
+  auto it = pending.find(v);
+  if (it == pending.end()) return;
+  const ir::Op* tuple = it->second;
+  pending.erase(it);
+  if (!map.count(tuple->result(0))) {
+    for (const ir::Value* member : tuple->operands()) materialize(into, map, pending, member);
+    ir::clone_op(into, *tuple, map);
+  }
+  map[v] = map.at(tuple->result(0));  // v may be a get_tuple_element of an enclosing tuple
+}
+
+// Clones `from` (but its terminator) into `into`, expanding each func.call (and composite) into its
+// callee's body and folding get_tuple_element of a tuple built in the program.
 void inline_ops(const ir::Module& module, const ir::Block& from, ir::Block& into, ir::ValueMap& map, int depth) {
+  Pending pending;
   for (const auto& op : from.ops()) {
     if (op.get() == from.terminator()) break;
-    if (op->kind() != ir::OpKind::Call) {
+    if (op->kind() == ir::OpKind::Tuple) {
+      pending[op->result(0)] = op.get();
+      continue;
+    }
+    if (op->kind() == ir::OpKind::GetTupleElement) {
+      auto it = pending.find(op->operand(0));
+      const int64_t* index = op->attrs().find<int64_t>("index");
+      if (it != pending.end() && index && *index >= 0 && static_cast<size_t>(*index) < it->second->operands().size()) {
+        ir::Value* member = it->second->operand(static_cast<size_t>(*index));
+        if (auto inner = pending.find(member); inner != pending.end()) {  // a nested tuple: still not made
+          pending[op->result(0)] = inner->second;
+          continue;
+        }
+        map[op->result(0)] = mapped(map, member);
+        continue;
+      }
+    }
+    for (const ir::Value* v : op->operands()) materialize(into, map, pending, v);
+    for (const ir::Value* v : ir::captures_of(*op)) materialize(into, map, pending, v);
+    if (!is_call(*op)) {
       for (const auto& r : op->regions())
         if (has_call(*r))
           support::fail("{}: a func.call inside a region cannot be partitioned; inline it first", op->name());
@@ -35,15 +78,18 @@ void inline_ops(const ir::Module& module, const ir::Block& from, ir::Block& into
       continue;
     }
     if (depth > 64) support::fail("func.call: calls nest more than 64 deep (recursion?)");
-    const auto& callee_name = op->attrs().get<std::string>("callee");
+    std::string callee_name = op->kind() == ir::OpKind::Call ? op->attrs().get<std::string>("callee")
+                                                             : ir::decomposition_of(op->attrs()).value_or("");
     const ir::Function* callee = module.find_function(callee_name);
-    if (!callee) support::fail("func.call: no function @{}", callee_name);
+    if (!callee) support::fail("{}: no function @{}", op->name(), callee_name);
     ir::ValueMap inner;
     for (size_t i = 0; i < callee->num_parameters(); ++i) inner[callee->parameter(i)] = mapped(map, op->operand(i));
     inline_ops(module, callee->body(), into, inner, depth + 1);
     const ir::Op* ret = callee->body().terminator();
     for (size_t i = 0; i < op->num_results(); ++i) map[op->result(i)] = mapped(inner, ret->operand(i));
   }
+  if (const ir::Op* ret = from.terminator())
+    for (const ir::Value* v : ret->operands()) materialize(into, map, pending, v);
 }
 
 }  // namespace

@@ -53,7 +53,7 @@ class Partitioner {
       // The layout the piece has, normalized as for results: an unreduced axis that also splits a
       // dimension is dropped, so no device is handed zeros for a piece that is not partial.
       const Sharding s = normalized(sm_.at(p), static_cast<size_t>(p->type().rank()));
-      Type local(p->type().element, shape_of(p->type(), s));
+      Type local = local_type(p->type(), s);
       local_.insert_or_assign(p, fb.param(local));
       info_.parameter_types.push_back(p->type());
       info_.parameter_shardings.push_back(s);
@@ -77,6 +77,9 @@ class Partitioner {
   }
 
  private:
+  // A tensor's local piece; tokens and tuples have no dimensions to split and pass as they are.
+  Type local_type(const Type& t, const Sharding& s) const { return t.is_tensor() ? t.with_shape(shape_of(t, s)) : t; }
+
   std::vector<int64_t> shape_of(const Type& t, const Sharding& s) const {
     const Mesh& mesh = gm_.mesh(s.mesh);
     if (is_maximal(mesh)) return t.shape;
@@ -299,7 +302,8 @@ class Partitioner {
       Sharding s = compose(rule.results[i], rule, assign, mesh);
       for (const HaloDim& h : halo) s.dims[h.dim].axes = h.axes;
       s.unreduced = partial;
-      types.emplace_back(op.result(i)->type().element, local_shape(op.result(i)->type().shape, s, mesh));
+      const Type& t = op.result(i)->type();
+      types.push_back(t.is_tensor() ? t.with_shape(local_shape(t.shape, s, mesh)) : t);
       have.push_back(std::move(s));
     }
     std::optional<LocalIndices> rows;
@@ -521,7 +525,7 @@ class Partitioner {
     std::vector<Type> types;
     for (size_t i = 0; i < op.num_results(); ++i) {
       const Value* r = op.result(i);
-      types.push_back(Type(r->type().element, shape_of(r->type(), sm_.at(r))));
+      types.push_back(local_type(r->type(), sm_.at(r)));
     }
     std::vector<Tensor> results = b.emit_with_regions(op.kind(), {selector}, {}, types, [&](Op& copy) {
       for (const auto& from : op.regions()) {

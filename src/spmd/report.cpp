@@ -11,7 +11,12 @@
 
 namespace tessera::spmd {
 
-int64_t byte_size(const ir::Type& t) { return t.num_elements() * ir::info(t.element).bytes; }
+int64_t byte_size(const ir::Type& t) {
+  if (t.is_tensor()) return t.num_elements() * ir::info(t.element).bytes;
+  int64_t n = 0;  // a token holds nothing; a tuple or future holds its members
+  for (const ir::Type& m : t.elements) n += byte_size(m);
+  return n;
+}
 
 int64_t peak_live_bytes(const ir::Function& fn) {
   const auto& ops = fn.body().ops();

@@ -273,6 +273,15 @@ std::vector<int64_t> parse_bounds(Lexer& lx, const std::vector<int64_t>& shape) 
       lx.error_at(at, fmt::format("#stablehlo.bounds: dimension {} is static ({}), so its bound must be '?'", d, shape[d]));
   }
   return bounds;
+// The members of tuple<...> or !stablehlo.future<...>, after the '<': "T, T>" or ">".
+std::vector<ir::Type> parse_member_types(Lexer& lx) {
+  Lexer::NestingGuard guard(lx, "tuple types");
+  std::vector<ir::Type> members;
+  if (lx.try_consume(">")) return members;
+  do members.push_back(parse_type(lx));
+  while (lx.try_consume(","));
+  lx.expect(">");
+  return members;
 }
 
 }  // namespace
@@ -280,7 +289,21 @@ std::vector<int64_t> parse_bounds(Lexer& lx, const std::vector<int64_t>& shape) 
 ir::Type parse_type(Lexer& lx) {
   lx.skip_space();
   Location at = lx.location();
-  if (lx.try_consume("!")) lx.error_at(at, fmt::format("unsupported type '!{}'", lx.identifier()));
+  // The kinds that are not tensors: tokens order effects, tuples group values (nested, possibly
+  // empty), futures are async_start's results.
+  if (lx.try_consume("!")) {
+    std::string name = lx.identifier();
+    if (name == "stablehlo.token") return ir::Type::token();
+    if (name == "stablehlo.future") {
+      lx.expect("<");
+      return ir::Type::future(parse_member_types(lx));
+    }
+    lx.error_at(at, fmt::format("unsupported type '!{}'", name));
+  }
+  if (lx.try_consume("tuple")) {
+    lx.expect("<");
+    return ir::Type::tuple(parse_member_types(lx));
+  }
   if (!lx.try_consume("tensor")) lx.error("expected a tensor type");
   lx.expect("<");
   std::vector<int64_t> shape;

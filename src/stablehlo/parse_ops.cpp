@@ -502,6 +502,13 @@ constexpr Rule rule_for(OpKind k) {
     case OpKind::DynamicBroadcastInDim: return parse_dynamic_broadcast_in_dim;
     case OpKind::Fft: return parse_fft;
     case OpKind::Select: return select;
+    case OpKind::AfterAll:
+    case OpKind::CreateToken:
+    case OpKind::Tuple: return parse_result_type_form;
+    case OpKind::GetTupleElement: return parse_get_tuple_element;
+    case OpKind::Composite: return parse_composite;
+    case OpKind::Probe:
+    case OpKind::ExpectSerializedEq: return parse_probe;
     case OpKind::ShardingConstraint:
     case OpKind::Reshard: return sharded_value;
     case OpKind::ManualComputation: return manual_computation;

@@ -66,6 +66,12 @@ class Parser {
 // Reads the pretty form of `op.kind` (after the op name). Defined in parse_ops.cpp, one rule per
 // row of ops.def.
 void parse_pretty(Parser& p, OpText& op);
+// Tokens, tuples and composite (parse_effects.cpp): after_all, create_token and tuple read
+// `op %a, %b : <result type>`.
+void parse_result_type_form(Parser& p, OpText& op);
+void parse_get_tuple_element(Parser& p, OpText& op);
+void parse_composite(Parser& p, OpText& op);
+void parse_probe(Parser& p, OpText& op);  // interpreter.probe, check.expect_serialized_eq
 // stablehlo.convolution's pretty form (parse_window.cpp).
 void parse_convolution(Parser& p, OpText& op);
 // get_dimension_size's and dynamic_iota's `%x, dim = 0`; dynamic_broadcast_in_dim's

@@ -117,6 +117,11 @@ void dynamic_iota(Printer& p, const ir::Op& op);
 // The pretty forms of issue #17's numeric ops (print_numeric.cpp).
 void fft(Printer& p, const ir::Op& op);
 
+// Tokens, tuples and composite (print_effects.cpp).
+void result_type_form(Printer& p, const ir::Op& op);  // after_all, create_token, tuple
+void get_tuple_element(Printer& p, const ir::Op& op);
+void composite(Printer& p, const ir::Op& op);
+void probe_form(Printer& p, const ir::Op& op);  // interpreter.probe, check.expect_serialized_eq
 // Shardy's ops (print_sdy_ops.cpp).
 void sharding_op(Printer& p, const ir::Op& op);  // sharding_constraint, reshard
 void sdy_all_gather(Printer& p, const ir::Op& op);

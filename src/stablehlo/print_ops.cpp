@@ -479,11 +479,12 @@ constexpr Rule SdyAllGather = sdy_all_gather, SdyAllSlice = sdy_all_slice,
                SdyAllToAll = sdy_all_to_all, SdyCollectivePermute = sdy_collective_permute,
                SdyConstant = constant;
 // Issue #17's rows print in the generic form until their pretty forms land.
-constexpr Rule AfterAll = generic, CreateToken = generic, Tuple = generic, GetTupleElement = generic,
-               Infeed = generic, Outfeed = generic, Send = generic, Recv = generic,
-               AsyncStart = generic, AsyncDone = generic, Composite = generic, Map = generic,
-               GetDimensionSize = get_dimension_size, Scan = generic, Probe = generic,
-               ExpectSerializedEq = generic;
+constexpr Rule AfterAll = result_type_form, CreateToken = result_type_form, Tuple = result_type_form,
+               GetTupleElement = get_tuple_element, Composite = composite, Map = generic;
+constexpr Rule Infeed = generic, Outfeed = generic, Send = generic, Recv = generic,
+               AsyncStart = generic, AsyncDone = generic,
+               GetDimensionSize = get_dimension_size, Scan = generic, Probe = probe_form,
+               ExpectSerializedEq = probe_form;
 constexpr Rule Fft = fft, Rng = generic, RngBitGenerator = generic, BatchNormInference = generic,
                BatchNormTraining = generic, BatchNormGrad = generic, Mulhi = generic,
                Polygamma = generic, Zeta = generic, RaggedDot = generic;

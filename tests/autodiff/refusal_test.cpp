@@ -5,6 +5,7 @@
 // cotangent is never asked, so a loop off the loss's path is no error.
 #include "autodiff_test_util.h"
 #include "ir/builder_numeric.h"
+#include "ir/builder_effects.h"
 
 namespace tessera::autodiff::testing {
 
@@ -16,7 +17,9 @@ std::vector<OpKind> refused_ops() {
           OpKind::DynamicBroadcastInDim, OpKind::DynamicConv, OpKind::DynamicGather, OpKind::DynamicIota,
           OpKind::DynamicPad, OpKind::DynamicReshape, OpKind::RealDynamicSlice,
           // Numerics (#17): fft's operand or result is always complex.
-          OpKind::Fft};
+          OpKind::Fft,
+          // Tuples (#17): the HLO ABI's grouping, which JAX never differentiates through.
+          OpKind::Tuple, OpKind::GetTupleElement};
 }
 
 namespace {
@@ -39,6 +42,23 @@ Tensor named(FunctionBuilder& b, OpKind kind, const std::string& attr, ir::Attri
   ir::AttrMap a;
   a.set(attr, std::move(value));
   return b.emit(kind, {x}, std::move(a), {x.type()})[0];
+}
+
+TEST(Refusal, ValuesThroughATuple) {
+  std::string why = "tuples are the HLO ABI's grouping of values and carry no cotangent or tangent; pass the "
+                    "members as separate values";
+  EXPECT_EQ(reverse_message([](FunctionBuilder& b) {
+              Tensor x = b.param(ir::f32({4}));
+              return ir::sum(ir::get_tuple_element(ir::tuple(b, {x, x}), 1));
+            }),
+            "cannot differentiate stablehlo.get_tuple_element: " + why);
+  // A tuple whose members do not reach the loss is no obstacle.
+  EXPECT_EQ(reverse_message([](FunctionBuilder& b) {
+              Tensor x = b.param(ir::f32({4}));
+              ir::tuple(b, {x, ir::create_token(b)});
+              return ir::sum(x * x);
+            }),
+            "<no error>");
 }
 
 TEST(Refusal, WhileLoop) {

@@ -1,5 +1,9 @@
 #include "tools/tessera/check.h"
 
+#include <unistd.h>
+
+#include <atomic>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -12,6 +16,22 @@
 
 namespace tessera::tools {
 namespace {
+
+// A case's probe folder, emptied: under --probe-dir (kept), or a temporary one (`temporary`).
+std::filesystem::path probe_folder(const CheckOptions& o, const std::string& path, int line, const std::string& fn,
+                                   bool& temporary) {
+  static std::atomic<int64_t> counter{0};
+  temporary = o.probe_dir.empty();
+  std::string name = fmt::format("{}_{}_{}", std::filesystem::path(path).stem().string(), line, fn);
+  std::filesystem::path dir = temporary ? std::filesystem::temp_directory_path() /
+                                              fmt::format("tessera-probe-{}-{}", ::getpid(), counter++)
+                                        : std::filesystem::path(o.probe_dir) / name;
+  std::error_code ec;
+  std::filesystem::remove_all(dir, ec);
+  std::filesystem::create_directories(dir, ec);
+  if (ec) support::fail("--probe-dir: cannot create {}: {}", dir.string(), ec.message());
+  return dir;
+}
 
 std::vector<const ir::Function*> cases_of(const ir::Module& m) {
   if (const ir::Function* main = m.find_function("main")) return {main};
@@ -32,14 +52,16 @@ std::vector<ir::Literal> evaluate(const ir::Module& m, const ir::Function& fn, s
 }
 
 // The hooks every case (and every process of its parallel runs) evaluates with.
-interp::Options case_options(const ir::Module& m, interp::CheckLog& log, const CheckOptions& o) {
+interp::Options case_options(const ir::Module& m, interp::CheckLog& log, const CheckOptions& o,
+                             const std::string& probe_dir) {
   interp::Options options;
   options.module = &m;
+  options.probe_dir = probe_dir;
   options.checks = &log;
-  options.run_parallel = [&m, &log, o](const ir::Op& op, std::vector<ir::Literal> inputs) {
+  options.run_parallel = [&m, &log, o, probe_dir](const ir::Op& op, std::vector<ir::Literal> inputs) {
     comm::ParallelOptions p;
     p.timeout = o.timeout;
-    p.base = case_options(m, log, o);
+    p.base = case_options(m, log, o, probe_dir);
     if (o.executable)
       p.evaluate = [&m, o](int64_t, const ir::Function& fn, std::vector<ir::Literal> args, const interp::Options& options) {
         return evaluate(m, fn, std::move(args), options, o);
@@ -174,15 +196,22 @@ CheckCounts check_file(const std::string& path, std::ostream& out, const CheckOp
       std::string where = fmt::format("{}:{} @{}", path, fn->loc.line, fn->name());
       interp::CheckLog log;
       std::string error;
+      bool temporary = false;
+      std::filesystem::path probes;
       try {
         if (transforms::has_dynamic_types(*fn)) {  // shapes refined first (no arguments: constants only)
           std::string name = fn->name();
           transforms::refine_shapes(*module, name, {});
           fn = module->find_function(name);
         }
-        evaluate(*module, *fn, {}, case_options(*module, log, options), options);
+        probes = probe_folder(options, path, fn->loc.line, fn->name(), temporary);
+        evaluate(*module, *fn, {}, case_options(*module, log, options, probes.string()), options);
       } catch (const std::exception& e) {
         error = e.what();
+      }
+      if (temporary && !probes.empty()) {
+        std::error_code ec;
+        std::filesystem::remove_all(probes, ec);
       }
       std::vector<interp::CheckResult> checks = log.take();
       const interp::CheckResult* failed = nullptr;

@@ -5,7 +5,8 @@
 // check.* ops and the check custom calls report to the case; interpreter.run_parallel runs its
 // grid of programs on host-device threads with real data exchange. One line per case (PASS, or
 // FAIL with file:line, the check and the largest difference), then "N passed, M failed". With
-// --executable the cases run compiled (exec::Executable), the way devices run programs.
+// --executable the cases run compiled (exec::Executable), the way devices run programs. Probes
+// (interpreter.probe) write under --probe-dir, a folder per case.
 #pragma once
 
 #include <chrono>
@@ -19,6 +20,9 @@ struct CheckOptions {
   // Run each case, and each process of its parallel runs, as an exec::Executable with the fast
   // kernels (as the Session's devices do) instead of the reference interpreter.
   bool executable = false;
+  // Where interpreter.probe writes its .npy files: a folder per case under it (emptied when the case
+  // starts, kept afterwards). Empty: a temporary folder per case, removed when the case ends.
+  std::string probe_dir;
 };
 
 struct CheckCounts {

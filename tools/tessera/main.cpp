@@ -15,30 +15,13 @@
 #include "support/threads.h"
 #include "tools/tessera/bench_cmd.h"
 #include "tools/tessera/check.h"
+#include "tools/tessera/ops_cmd.h"
 #include "tools/tessera/partition_cmd.h"
 #include "tools/tessera/train_cmd.h"
 #include "tools/tessera/schedule_cmd.h"
 #include "version_info.h"
 
 namespace {
-
-// `tessera ops`: the op table, one row per primitive, with its arity and traits.
-int list_ops() {
-  using namespace tessera::ir;
-  const std::pair<OpTrait, const char*> traits[] = {
-      {kPure, "pure"},           {kElementwise, "elementwise"}, {kCommutative, "commutative"},
-      {kCollective, "collective"}, {kHasRegions, "regions"},     {kTerminator, "terminator"},
-      {kShardy, "shardy"}};
-  for (int i = 0; i < kNumOpKinds; ++i) {
-    const OpInfo& op = info(static_cast<OpKind>(i));
-    std::string t;
-    for (auto [bit, name] : traits)
-      if (op.traits & bit) t += fmt::format("{}{}", t.empty() ? "" : ",", name);
-    std::string arity = op.arity == kVariadic ? "variadic" : fmt::format("{}", op.arity);
-    fmt::print("{:<34} {:>8}  {}\n", op.spelling, arity, t);
-  }
-  return 0;
-}
 
 // The subcommand that ran, for messages.
 std::string command_name(const CLI::App& app) {
@@ -54,7 +37,7 @@ int main(int argc, char** argv) {
   CLI::App app{"tessera: sharded tensor programs"};
   app.set_version_flag("--version", "tessera " TESSERA_VERSION " (commit " TESSERA_GIT_COMMIT ")");
   app.require_subcommand(1);
-  auto* ops = app.add_subcommand("ops", "List the op table (ops.def)");
+  auto* ops = app.add_subcommand("ops", "List the op table (ops.def) and which rules each op has");
   auto* check = app.add_subcommand("check", "Run the cases of StableHLO interpreter test files");
   std::vector<std::string> files;
   double timeout_s = 30;
@@ -62,6 +45,9 @@ int main(int argc, char** argv) {
   check->add_option("--timeout", timeout_s, "Seconds a collective waits for its peers")
       ->check(CLI::PositiveNumber);
   bool check_executable = false;
+  std::string probe_dir;
+  check->add_option("--probe-dir", probe_dir,
+                    "Where interpreter.probe writes its .npy files (a folder per case; default: a temporary one)");
   check->add_flag("--executable", check_executable,
                   "Run the cases compiled (exec::Executable, fast kernels), as devices run programs");
   auto* part = app.add_subcommand("partition", "Print a module's per-device program and what it communicates");
@@ -225,7 +211,10 @@ int main(int argc, char** argv) {
         tessera::support::fail("--devices {}: more than {} host devices in one process (each is a thread with its own "
                                "state, on {} cores); pass --force to run them anyway",
                                n, kMaxHostDevices, std::thread::hardware_concurrency());
-    if (ops->parsed()) return list_ops();
+    if (ops->parsed()) {
+      std::cout << tessera::tools::ops_listing();
+      return 0;
+    }
     if (train->parsed()) {
       tc.progress_bar = bar_on || (!bar_off && isatty(STDOUT_FILENO));
       return tessera::tools::train_command(tc, std::cout);
@@ -238,6 +227,7 @@ int main(int argc, char** argv) {
       tessera::tools::CheckOptions options;
       options.timeout = std::chrono::milliseconds(static_cast<int64_t>(timeout_s * 1000));
       options.executable = check_executable;
+      options.probe_dir = probe_dir;
       tessera::tools::CheckCounts total;
       for (const std::string& f : files) {
         auto c = tessera::tools::check_file(f, std::cout, options);

@@ -157,6 +157,7 @@ int run_command(const RunCommand& c, std::ostream& out) {
   std::vector<ir::Literal> inputs;
   std::vector<ir::Type> input_types;
   for (size_t i = 0; i < given.size(); ++i) {
+    if (!given[i] && polymorphic->parameter(i)->type().is_token()) given[i] = ir::Literal::token();  // no data
     if (!given[i])
       fail("parameter {} of @{} ({}) has no --input", i, polymorphic->name(),
            ir::to_string(polymorphic->parameter(i)->type()));
@@ -208,6 +209,10 @@ int run_command(const RunCommand& c, std::ostream& out) {
       out << fmt::format("result {}: {} -> {} (result{})\n", i, ir::to_string(results[i].type()), path, i);
   } else {
     for (size_t i = 0; i < results.size(); ++i) {
+      if (!results[i].type().is_tensor()) {  // a token holds no data: nothing to write
+        out << fmt::format("result {}: {}\n", i, ir::to_string(results[i].type()));
+        continue;
+      }
       std::string path = (std::filesystem::path(c.output_dir) / fmt::format("result{}.npy", i)).string();
       interp::save_npy(results[i], path);
       out << fmt::format("result {}: {} -> {}\n", i, ir::to_string(results[i].type()), path);

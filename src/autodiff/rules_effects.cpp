@@ -1,0 +1,226 @@
+// The VJP, JVP and vmap rules of tokens, tuples, composite and map.
+//
+// Tokens carry no data, so nothing flows through after_all and create_token, and they are never
+// batched. Tuples are the HLO ABI's legacy grouping, which JAX never differentiates through: a
+// cotangent or tangent that would have to flow through one is refused by name (values that do not
+// reach the loss pass). composite is differentiated and batched through its decomposition, as JAX
+// does: the function is transformed on its own rules and inlined. map(f, x...) is vmap(f) over the
+// flattened inputs, so its VJP and JVP are those of that batched function, reshaped back; a
+// batched map is a map over one more dimension.
+#include "autodiff/forward.h"
+#include "autodiff/jvp_rules.h"
+#include "autodiff/reverse.h"
+#include "autodiff/rules.h"
+#include "autodiff/scratch.h"
+#include "autodiff/vmap.h"
+#include "autodiff/vmap_rules.h"
+#include "ir/builder_effects.h"
+#include "ir/clone.h"
+#include "ir/effects.h"
+
+namespace tessera::autodiff {
+
+using ir::OpKind;
+using ir::Value;
+
+namespace {
+
+constexpr std::string_view kTupleWhy =
+    "tuples are the HLO ABI's grouping of values and carry no cotangent or tangent; pass the "
+    "members as separate values";
+
+const ir::Function& decomposition(ir::Module& m, const ir::Op& op) {
+  std::optional<std::string> name = ir::decomposition_of(op.attrs());
+  const ir::Function* f = name ? m.find_function(*name) : nullptr;
+  if (f == nullptr) refuse(op, fmt::format("its decomposition @{} is not in the module", name.value_or("?")));
+  return *f;
+}
+
+// map's computation as a function of one scalar per input (refused when it reads values from
+// around the op: map applies a closed function per element).
+ir::Function& computation_function(Scratch& s, const ir::Op& op) {
+  if (!ir::captures_of(op).empty())
+    refuse(op, "its computation reads values defined outside it; map applies a closed function per element");
+  ir::Function& fn = s.m.add_function(fresh_name(s.m, "tessera.map.computation"));
+  s.fns.push_back(&fn);
+  ir::ValueMap map;
+  const ir::Block& from = op.region(0);
+  for (const auto& a : from.arguments()) map[a.get()] = fn.add_parameter(a->type());
+  for (const auto& inner : from.ops())
+    if (inner.get() != from.terminator()) ir::clone_op(fn.body(), *inner, map);
+  std::vector<Value*> results;
+  for (Value* v : from.terminator()->operands()) results.push_back(map.count(v) ? map.at(v) : v);
+  fn.set_results(results);
+  return fn;
+}
+
+// The computation batched over the flattened inputs: [n] x N -> [n].
+ir::Function& flat_map_function(Scratch& s, const ir::Op& op) {
+  ir::Function& g = computation_function(s, op);
+  VmapOptions o;
+  o.batch_size = op.result(0)->type().num_elements();
+  o.name = fresh_name(s.m, g.name() + ".vmap");
+  ir::Function& gv = vmap(s.m, g, o);
+  s.fns.push_back(&gv);
+  return gv;
+}
+
+Tensor flat(const Tensor& x) { return ir::reshape(x, {x.type().num_elements()}); }
+
+}  // namespace
+
+// Tokens: no data, no cotangent, no tangent.
+void vjp_AfterAll(VjpContext&) {}
+void vjp_CreateToken(VjpContext&) {}
+void jvp_AfterAll(JvpContext&) {}
+void jvp_CreateToken(JvpContext&) {}
+// Tokens are never batched (only tensors are): the op again, shared by every example.
+void vmap_AfterAll(VmapContext& c) {
+  std::vector<Tensor> xs;
+  for (size_t i = 0; i < c.num_operands(); ++i) xs.push_back(c.x(i));
+  c.set(0, ir::after_all(c.b, xs), false);
+}
+void vmap_CreateToken(VmapContext& c) { c.set(0, ir::create_token(c.b), false); }
+
+// Nothing flows back unless the tuple (or its member) reaches the loss; then it is refused.
+void vjp_Tuple(VjpContext& c) {
+  if (c.has_cotangent(0)) c.fail("{}", kTupleWhy);
+}
+void vjp_GetTupleElement(VjpContext& c) {
+  if (c.has_cotangent(0) && is_differentiable(c.y(0).type())) c.fail("{}", kTupleWhy);
+}
+void jvp_Tuple(JvpContext& c) {
+  for (size_t i = 0; i < c.num_operands(); ++i)
+    if (c.has_tangent(i)) c.fail("{}", kTupleWhy);
+}
+void jvp_GetTupleElement(JvpContext& c) {
+  if (c.has_tangent(0)) c.fail("{}", kTupleWhy);
+}
+void vmap_Tuple(VmapContext& c) { c.fail("{}", "tuples are the HLO ABI's grouping of values; batch their members"); }
+void vmap_GetTupleElement(VmapContext& c) {
+  c.fail("{}", "tuples are the HLO ABI's grouping of values; batch their members");
+}
+
+// x̄ = vjp(decomposition)(x, ȳ), the decomposition inlined
+void vjp_Composite(VjpContext& c) {
+  const ir::Op& op = c.op;
+  ir::Module& m = c.b.module();
+  const ir::Function& d = decomposition(m, op);
+  std::vector<size_t> wrt;
+  for (size_t i = 0; i < c.num_operands(); ++i)
+    if (is_differentiable(c.x(i).type())) wrt.push_back(i);
+  bool any = false;
+  for (size_t k = 0; k < c.num_results(); ++k) any = any || c.has_cotangent(k);
+  if (wrt.empty() || !any) return;
+  for (size_t k = 0; k < c.num_results(); ++k)
+    if (!c.y(k).type().is_tensor()) c.fail("result {} is {}, which carries no cotangent", k, to_string(c.y(k).type()));
+  Scratch s{m, {}};
+  ReverseOptions o;
+  o.wrt = wrt;
+  o.name = fresh_name(m, "tessera.composite." + d.name() + ".grad");
+  const ir::Function& grad = reverse(m, d, o);
+  s.fns.push_back(&grad);
+  // reverse() seeds a function returning one float scalar (a loss) with 1 and takes no cotangent.
+  bool loss = c.num_results() == 1 && c.y(0).type().rank() == 0 && is_differentiable(c.y(0).type());
+  std::vector<Tensor> args;
+  for (size_t i = 0; i < c.num_operands(); ++i) args.push_back(c.x(i));
+  if (!loss)
+    for (size_t k = 0; k < c.num_results(); ++k) args.push_back(c.dy(k));
+  std::vector<Tensor> g = inline_function(c.b, grad, args);
+  for (size_t i = 0; i < wrt.size(); ++i) c.add(wrt[i], loss ? g[i] * ir::broadcast_to(c.dy(0), g[i].shape()) : g[i]);
+}
+
+// ẏ = jvp(decomposition)(x, ẋ), inlined
+void jvp_Composite(JvpContext& c) {
+  const ir::Op& op = c.op;
+  ir::Module& m = c.b.module();
+  const ir::Function& d = decomposition(m, op);
+  Scratch s{m, {}};
+  const ir::Function& jvp = forward(m, d, ForwardOptions{fresh_name(m, "tessera.composite." + d.name() + ".jvp")});
+  s.fns.push_back(&jvp);
+  std::vector<Tensor> args;
+  for (size_t i = 0; i < c.num_operands(); ++i) args.push_back(c.x(i));
+  for (size_t i = 0; i < c.num_operands(); ++i)
+    if (is_differentiable(c.x(i).type())) args.push_back(c.dx(i));
+  std::vector<Tensor> all = inline_function(c.b, jvp, args);
+  size_t t = c.num_results();
+  for (size_t k = 0; k < c.num_results(); ++k)
+    if (is_differentiable(c.y(k).type())) c.set(k, all.at(t++));
+}
+
+// composite(x)[b] = call @decomposition_vmap(x[b])
+void vmap_Composite(VmapContext& c) {
+  ir::Module& m = c.b.module();
+  const ir::Function& d = decomposition(m, c.op);
+  VmapOptions o;
+  o.batch_size = c.batch();
+  for (size_t i = 0; i < c.num_operands(); ++i)
+    o.in_axes.push_back(c.batched(i) ? std::optional<int64_t>(0) : std::nullopt);
+  o.name = fresh_name(m, d.name() + "_vmap");
+  const ir::Function& g = vmap(m, d, o);
+  std::vector<Tensor> args;
+  for (size_t i = 0; i < c.num_operands(); ++i) args.push_back(c.x(i));
+  std::vector<Tensor> ys = ir::call(c.b, g, args);
+  for (size_t k = 0; k < ys.size(); ++k) c.set(k, ys[k]);
+}
+
+// x̄ = reshape(vjp(vmap(computation))(flat(x), flat(ȳ)))
+void vjp_Map(VjpContext& c) {
+  std::vector<size_t> wrt;
+  for (size_t i = 0; i < c.num_operands(); ++i)
+    if (is_differentiable(c.x(i).type())) wrt.push_back(i);
+  if (wrt.empty() || !c.has_cotangent(0) || !is_differentiable(c.y(0).type())) return;
+  ir::Module& m = c.b.module();
+  Scratch s{m, {}};
+  ir::Function& gv = flat_map_function(s, c.op);
+  ReverseOptions o;
+  o.wrt = wrt;
+  o.name = fresh_name(m, gv.name() + ".grad");
+  const ir::Function& grad = reverse(m, gv, o);
+  s.fns.push_back(&grad);
+  std::vector<Tensor> args;
+  for (size_t i = 0; i < c.num_operands(); ++i) args.push_back(flat(c.x(i)));
+  args.push_back(flat(c.dy(0)));
+  std::vector<Tensor> g = inline_function(c.b, grad, args);
+  for (size_t i = 0; i < wrt.size(); ++i) c.add(wrt[i], ir::reshape(g[i], c.x(wrt[i]).shape()));
+}
+
+// ẏ = reshape(jvp(vmap(computation))(flat(x), flat(ẋ)))
+void jvp_Map(JvpContext& c) {
+  if (!is_differentiable(c.y(0).type())) return;
+  ir::Module& m = c.b.module();
+  Scratch s{m, {}};
+  ir::Function& gv = flat_map_function(s, c.op);
+  const ir::Function& jvp = forward(m, gv, ForwardOptions{fresh_name(m, gv.name() + ".jvp")});
+  s.fns.push_back(&jvp);
+  std::vector<Tensor> args;
+  for (size_t i = 0; i < c.num_operands(); ++i) args.push_back(flat(c.x(i)));
+  for (size_t i = 0; i < c.num_operands(); ++i)
+    if (is_differentiable(c.x(i).type())) args.push_back(flat(c.dx(i)));
+  std::vector<Tensor> all = inline_function(c.b, jvp, args);
+  c.set(0, ir::reshape(all.at(1), c.y(0).shape()));
+}
+
+// map(f, x)[b] = map(f, x[b]) over one more dimension (shared inputs broadcast)
+void vmap_Map(VmapContext& c) {
+  std::vector<Tensor> xs;
+  for (size_t i = 0; i < c.num_operands(); ++i) xs.push_back(c.bx(i));
+  ir::AttrMap attrs = c.op.attrs();
+  std::vector<int64_t> dims(static_cast<size_t>(xs[0].rank()));
+  for (size_t d = 0; d < dims.size(); ++d) dims[d] = static_cast<int64_t>(d);
+  attrs.set("dimensions", dims);
+  c.set(0, c.again(xs, attrs)[0]);
+}
+
+// interpreter.probe is the identity (it writes its operand to a file on the side).
+void vjp_Probe(VjpContext& c) {
+  if (c.has_cotangent(0)) c.add(0, c.dy(0));
+}
+void jvp_Probe(JvpContext& c) { c.set(0, c.tangent(0)); }
+void vmap_Probe(VmapContext& c) { c.set(0, c.again({c.x(0)})[0]); }
+// check.expect_serialized_eq has no results: nothing flows through it.
+void vjp_ExpectSerializedEq(VjpContext&) {}
+void jvp_ExpectSerializedEq(JvpContext&) {}
+void vmap_ExpectSerializedEq(VmapContext& c) { c.fail("a check of a batched value is not batched; check each example"); }
+
+}  // namespace tessera::autodiff

@@ -1,0 +1,22 @@
+// Accessors shared by the layers for the ops of tokens, tuples and calls by decomposition
+// (stablehlo.composite, stablehlo.map, ...): how their attributes are kept in the IR.
+//
+// composite's `decomposition` is a symbol reference (`@name`), which the attribute reader keeps as
+// its text (ir::Opaque "@name") so that it prints back as it was written; these helpers read the
+// function name out of it and write one.
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "ir/module.h"
+
+namespace tessera::ir {
+
+// The function a composite calls: its `decomposition` without the '@' (quotes removed from
+// @"odd name"); nullopt when the attribute is missing or is not a symbol reference.
+std::optional<std::string> decomposition_of(const AttrMap& attrs);
+// The attribute value naming function `name` (@name).
+Opaque symbol_ref(const std::string& name);
+
+}  // namespace tessera::ir

@@ -1,0 +1,99 @@
+// Shape rules of tokens, tuples and the ops that call a function or region: after_all,
+// create_token, tuple, get_tuple_element, composite and map. The constraints that need the module
+// (composite's decomposition, map's computation) are checked by verify() (verify.cpp), with the
+// same spec numbers.
+#include <algorithm>
+#include <cctype>
+
+#include "ir/effects.h"
+#include "ir/shape_rules.h"
+#include "support/strings.h"
+
+namespace tessera::ir {
+
+std::optional<std::string> decomposition_of(const AttrMap& attrs) {
+  if (const auto* s = attrs.find<std::string>("decomposition")) return *s;
+  const auto* o = attrs.find<Opaque>("decomposition");
+  if (o == nullptr || o->text.size() < 2 || o->text[0] != '@') return std::nullopt;
+  std::string text = o->text.substr(1);
+  if (text.size() >= 2 && text.front() == '"' && text.back() == '"') text = text.substr(1, text.size() - 2);
+  return text;
+}
+
+Opaque symbol_ref(const std::string& name) {
+  bool plain = !name.empty() && std::all_of(name.begin(), name.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.' || c == '$' || c == '-';
+  });
+  return Opaque{plain ? "@" + name : "@\"" + name + "\""};
+}
+
+namespace shape_rules {
+namespace {
+
+using Types = std::vector<Type>;
+
+// The spec's is_namespaced_op_name: "dialect.op", each part non-empty.
+bool namespaced(const std::string& name) {
+  size_t dot = name.find('.');
+  return dot != std::string::npos && dot > 0 && dot + 1 < name.size();
+}
+
+}  // namespace
+
+// Every input is a token; the result is a token (spec: after_all's inputs are tokens).
+Types infer_AfterAll(const ShapeQuery& q) {
+  for (size_t i = 0; i < q.operands.size(); ++i)
+    if (!q.operands[i].is_token()) reject(q, "input {} is {}, not a token", i, to_string(q.operands[i]));
+  return {Type::token()};
+}
+
+Types infer_CreateToken(const ShapeQuery&) { return {Type::token()}; }
+
+// (C1) result = tuple<type(val)...>
+Types infer_Tuple(const ShapeQuery& q) {
+  return {Type::tuple(std::vector<Type>(q.operands.begin(), q.operands.end()))};
+}
+
+Types infer_GetTupleElement(const ShapeQuery& q) {
+  const Type& t = q.operands[0];
+  if (!t.is_tuple()) reject(q, "operand is {}, not a tuple", to_string(t));
+  const int64_t* index = q.attrs.find<int64_t>("index");
+  if (index == nullptr) reject(q, "has no index");
+  if (*index < 0 || *index >= static_cast<int64_t>(t.elements.size()))
+    reject(q, "index {} is outside [0, {}) of {} (C1)", *index, t.elements.size(), to_string(t));
+  return {t.elements[static_cast<size_t>(*index)]};  // (C2)
+}
+
+// The result types are the decomposition's (C4), which verify() compares with the module.
+Types infer_Composite(const ShapeQuery& q) {
+  const std::string* name = q.attrs.find<std::string>("name");
+  if (name == nullptr) reject(q, "has no name");
+  if (!namespaced(*name)) reject(q, "name \"{}\" is not of the form dialect.op (C1)", *name);
+  if (!decomposition_of(q.attrs)) reject(q, "has no decomposition function (@name) (C2)");
+  return {q.declared.begin(), q.declared.end()};
+}
+
+// The result has the inputs' shape (C1) and the computation's element type (C4, checked against
+// the region by verify()).
+Types infer_Map(const ShapeQuery& q) {
+  if (q.operands.empty()) reject(q, "has no inputs (C2)");
+  const Type& first = q.operands[0];
+  for (size_t i = 0; i < q.operands.size(); ++i) {
+    if (!q.operands[i].is_tensor()) reject(q, "input {} is {}, not a tensor", i, to_string(q.operands[i]));
+    if (q.operands[i].shape != first.shape)
+      reject(q, "input {} is {} but input 0 is {}: shapes differ (C1)", i, to_string(q.operands[i]), to_string(first));
+  }
+  const auto* dims = q.attrs.find<std::vector<int64_t>>("dimensions");
+  std::vector<int64_t> all(first.shape.size());
+  for (size_t d = 0; d < all.size(); ++d) all[d] = static_cast<int64_t>(d);
+  if (dims == nullptr || *dims != all)
+    reject(q, "dimensions must be [{}], every dimension in order (C3)",
+           support::join(all, ", "));
+  const Type& out = declared_result(q);
+  if (out.shape != first.shape)
+    reject(q, "result {} does not have the inputs' shape {} (C1)", to_string(out), to_string(first));
+  return {out};
+}
+
+}  // namespace shape_rules
+}  // namespace tessera::ir

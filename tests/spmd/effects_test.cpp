@@ -1,0 +1,54 @@
+// Tokens, tuples, composite and map through propagation, the partitioner and a sharded run on host
+// devices: token values get no sharding and pass as they are (a token parameter in, a token result
+// out), a composite is inlined and partitioned as its decomposition, map is split like any
+// elementwise op, get_tuple_element of a tuple built in the program is its member, and a tuple
+// result is whole on every device (its members gathered for it). Sharded equals unsharded.
+#include <gtest/gtest.h>
+
+#include "interp/interpreter.h"
+#include "ir/builder_effects.h"
+#include "runtime/session.h"
+#include "stablehlo/printer.h"
+
+namespace tessera::spmd {
+namespace {
+
+using namespace tessera::ir;
+
+TEST(Effects, TokensCompositeAndMapPartitionLikeTheirElementwiseOps) {
+  Module m("effects");
+  m.add_mesh(Mesh{"m", {{"a", 2}, {"b", 2}}, {}});
+  const Function& d = build_function(m, "decomp", [](FunctionBuilder& g) {
+    Tensor x = g.param(f32({8, 6})), y = g.param(f32({8, 6}));
+    return tanh(x) * y;
+  });
+  Sharding split{"m", {{"a"}, {"b"}}, {}, {}};
+  build_function(m, "main", [&](FunctionBuilder& f) -> std::vector<Tensor> {
+    Tensor tok = f.param(Type::token());
+    Tensor x = f.param(f32({8, 6}), split);
+    Tensor y = f.param(f32({8, 6}), split);
+    Tensor t = tuple(f, {x, y});
+    Tensor c = composite(f, "test.tanh_mul", d, {get_tuple_element(t, 0), get_tuple_element(t, 1)})[0];
+    Tensor z = map({c, x}, ElementType::f32, [](Builder&, const std::vector<Tensor>& a) { return a[0] - a[1] * a[1]; });
+    return {after_all(f, {tok, create_token(f)}), z, tuple(f, {z, get_tuple_element(t, 1)})};
+  });
+  std::vector<Literal> in = {Literal::token(), Literal(f32({8, 6})), Literal(f32({8, 6}))};
+  for (int64_t i = 0; i < 48; ++i) {
+    in[1].set_double(i, 0.1 * static_cast<double>(i % 7) - 0.3);
+    in[2].set_double(i, 0.05 * static_cast<double>(i % 11) + 0.2);
+  }
+  std::vector<Literal> want = interp::evaluate(m, "main", in);
+  runtime::Session s = runtime::Session::host(4);
+  runtime::CompiledProgram p = s.compile(m, "main");
+  std::vector<Literal> got = s.run_sharded(p, in);
+  ASSERT_EQ(got.size(), 3u);
+  EXPECT_EQ(got[0], Literal::token());
+  EXPECT_EQ(got[1], want[1]) << stablehlo::print(m);
+  // A tuple result is whole on every device: its members are gathered for it.
+  EXPECT_EQ(got[2], want[2]);
+  EXPECT_EQ(got[2], Literal::tuple({want[1], in[2]}));
+  EXPECT_EQ(p.report().collectives.size(), 4u);  // each member gathered along a, then b
+}
+
+}  // namespace
+}  // namespace tessera::spmd
