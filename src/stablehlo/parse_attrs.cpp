@@ -273,6 +273,8 @@ std::vector<int64_t> parse_bounds(Lexer& lx, const std::vector<int64_t>& shape) 
       lx.error_at(at, fmt::format("#stablehlo.bounds: dimension {} is static ({}), so its bound must be '?'", d, shape[d]));
   }
   return bounds;
+}
+
 // The members of tuple<...> or !stablehlo.future<...>, after the '<': "T, T>" or ">".
 std::vector<ir::Type> parse_member_types(Lexer& lx) {
   Lexer::NestingGuard guard(lx, "tuple types");
