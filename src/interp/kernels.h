@@ -92,6 +92,11 @@ inline Results one(ir::Literal x) {
 #include "ir/ops.def"
 #undef OP
 
+// Runs function @name of the interpreter's module on the op's operands (func.call, and
+// stablehlo.composite's decomposition); `what` says how the op names it in messages ("calls",
+// "has decomposition").
+Results call_function(const EvalContext& ctx, const std::string& name, std::string_view what);
+
 // ---- Indices and elements ----
 
 // Calls fn(index) for every index of `shape` in row-major order (none when a dimension is 0).

@@ -30,16 +30,7 @@ Results eval_GetTupleElement(const EvalContext& ctx) {
 Results eval_Composite(const EvalContext& ctx) {
   std::optional<std::string> name = ir::decomposition_of(ctx.op.attrs());
   if (!name) ctx.fail("has no decomposition function");
-  if (ctx.state.module == nullptr) ctx.fail("calls @{} but the interpreter was given no module", *name);
-  const ir::Function* fn = ctx.state.module->find_function(*name);
-  if (fn == nullptr) ctx.fail("has decomposition @{}, which is not defined", *name);
-  std::vector<Literal> args;
-  for (size_t i = 0; i < ctx.num_operands(); ++i) args.push_back(ctx.operand(i));
-  Options nested = *ctx.state.options;
-  nested.process = ctx.state.process;
-  nested.collectives = ctx.state.collectives;
-  nested.module = ctx.state.module;
-  return evaluate(*fn, std::move(args), nested);
+  return call_function(ctx, *name, "has decomposition");
 }
 
 // result[i] = computation(inputs[0][i], ..., inputs[N-1][i])

@@ -141,11 +141,10 @@ Results eval_ExpectClose(const EvalContext& ctx) {
   return {};
 }
 
-Results eval_Call(const EvalContext& ctx) {
-  const std::string& callee = ctx.op.attrs().get<std::string>("callee");
-  if (ctx.state.module == nullptr) ctx.fail("calls @{} but the interpreter was given no module", callee);
-  const ir::Function* fn = ctx.state.module->find_function(callee);
-  if (fn == nullptr) ctx.fail("calls @{}, which is not defined", callee);
+Results call_function(const EvalContext& ctx, const std::string& name, std::string_view what) {
+  if (ctx.state.module == nullptr) ctx.fail("{} @{} but the interpreter was given no module", what, name);
+  const ir::Function* fn = ctx.state.module->find_function(name);
+  if (fn == nullptr) ctx.fail("{} @{}, which is not defined", what, name);
   std::vector<Literal> args;
   for (size_t i = 0; i < ctx.num_operands(); ++i) args.push_back(ctx.operand(i));
   Options nested = *ctx.state.options;
@@ -153,6 +152,10 @@ Results eval_Call(const EvalContext& ctx) {
   nested.collectives = ctx.state.collectives;
   nested.module = ctx.state.module;
   return evaluate(*fn, std::move(args), nested);
+}
+
+Results eval_Call(const EvalContext& ctx) {
+  return call_function(ctx, ctx.op.attrs().get<std::string>("callee"), "calls");
 }
 
 // The check custom calls of JAX-generated test files: check.expect_eq, check.expect_almost_eq,
