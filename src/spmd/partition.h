@@ -30,10 +30,10 @@ struct PartitionOptions {
   // for programs that run).
   bool replicate_operands = false;
   // A gather over split indexed dimensions done locally and summed (split_reads.h) where the cost
-  // model finds that cheaper. Off by default: the executable runs its index arithmetic (integer
-  // element-wise ops) with reference kernels, which allocate every step; until it has fast ones,
-  // such a gather is made whole and reported as avoidable (--explain) instead.
-  bool local_gathers = false;
+  // model finds that cheaper (its index arithmetic runs on the executable's allocation-free integer
+  // kernels). Off: such a gather is made whole and reported as avoidable (--explain) instead, with
+  // both byte counts, for comparing the two ways.
+  bool local_gathers = true;
 };
 
 struct Partitioned {

@@ -1,0 +1,283 @@
+// The partitioner's rule for ops without regions: assign mesh axes to the op's factors, bring
+// each operand to the layout that asks for, run the op on local pieces, and fix what local pieces
+// change (partial sums, iota offsets, padding of uneven splits); the cost model chooses between
+// gathering and the cheaper local gathers and halo exchanges.
+#include "spmd/partitioner.h"
+
+#include <algorithm>
+#include <functional>
+#include <unordered_map>
+#include "ir/builder.h"
+#include "ir/clone.h"
+#include "spmd/assign.h"
+#include "spmd/combine.h"
+#include "spmd/factor_rule.h"
+#include "spmd/identities.h"
+#include "spmd/mesh_math.h"
+#include "spmd/propagate.h"
+#include "spmd/reshard.h"
+#include "spmd/split_reads.h"
+#include "support/error.h"
+
+namespace tessera::spmd::partition_detail {
+
+void Partitioner::generic(const Op& op, Builder& b) {
+  std::string mesh_name = op_mesh(op);
+  const Mesh& mesh = gm_.mesh(mesh_name);
+  FactorRule rule = factor_rule(op);
+  if (is_maximal(mesh) || replicate_operands_) {
+    // The whole op on every device; only the maximal mesh's device's result counts.
+    std::vector<Tensor> operands;
+    for (size_t i = 0; i < op.operands().size(); ++i) {
+      const Value* v = op.operand(i);
+      ctx_.forced_by = fmt::format("operand {}", i);
+      operands.push_back(get(v, replicated(mesh_name, static_cast<size_t>(v->type().rank()))));
+    }
+    std::vector<Type> types = op.result_types();
+    std::vector<Tensor> results = emit(op, b, operands, types, nullptr);
+    for (size_t i = 0; i < results.size(); ++i) {
+      ctx_.forced_by = fmt::format("result {}", i);
+      Sharding have = replicated(mesh_name, static_cast<size_t>(op.result(i)->type().rank()));
+      local_.insert_or_assign(op.result(i), reshard(ctx_, results[i], op.result(i)->type(), have, sm_.at(op.result(i))));
+    }
+    return;
+  }
+  // A gather's split indexed dimensions and a slice's or reverse's split dimensions may stay
+  // split (a local gather, a halo exchange) where the cost model finds that cheaper than gathering them.
+  std::vector<IndexedDim> indexed;
+  if (op.kind() == OpKind::Gather) indexed = add_indexed_factors(op, rule);
+  FactorAxes assign = assignment(op, rule, mesh);
+  std::vector<size_t> judged;  // operand 0's dimensions whose gather is the cost model's choice
+  cheaper_gather_.clear();
+  if (!indexed.empty()) choose_local_gather(op, rule, indexed, assign, mesh, judged);
+  std::vector<HaloDim> halo;
+  if (op.kind() == OpKind::Slice || op.kind() == OpKind::Reverse) halo = choose_halo(op, rule, assign, mesh, judged);
+  std::optional<OpKind> combiner = OpKind::Add;
+  if (op.kind() == OpKind::Reduce) combiner = op.num_results() == 1 ? combiner_of(op) : std::nullopt;
+  std::vector<AxisRef> partial;
+  bool uneven_reduction = false;
+  for (size_t f = 0; f < rule.num_factors(); ++f) {
+    if (rule.kinds[f] != FactorKind::kReduction || assign[f].empty()) continue;
+    if (!combiner) {
+      assign[f].clear();  // a reduction Tessera cannot combine across devices runs whole
+      continue;
+    }
+    partial.insert(partial.end(), assign[f].begin(), assign[f].end());
+    uneven_reduction |= rule.sizes[f] % shard_count(mesh, assign[f]) != 0;
+  }
+  // A reduce split along its reduced dimension reduces each piece from the combiner's identity
+  // (its padding holds the identity too) and folds the init in once, below: the init is a
+  // runtime value, counted once as unsharded however many devices and padding rows there are.
+  // (An init that is a constant equal to the identity, the usual case, needs none of this.)
+  bool fold_init = op.kind() == OpKind::Reduce && !partial.empty() && !identity_constant(*combiner, op.operand(1));
+  std::vector<Tensor> operands;
+  for (size_t i = 0; i < op.operands().size(); ++i) {
+    Value* v = op.operand(i);
+    if (fold_init && i >= op.num_results()) {
+      operands.push_back(identity_of(*combiner, get(v, replicated(mesh_name, 0)), b));
+      continue;
+    }
+    Sharding want = compose(rule.operands[i], rule, assign, mesh);
+    if (i == 0)
+      for (const HaloDim& h : halo) want.dims[h.dim].axes = h.axes;
+    // A scatter whose updates are split adds into the operand on every device: it must count
+    // once in the sum, so it is made partial (whole on the first device, zeros elsewhere).
+    if (op.kind() == OpKind::Scatter && i < op.num_results()) want.unreduced = partial;
+    ctx_.forced_by = fmt::format("operand {}", i);
+    size_t first = info_.report.collectives.size();
+    Tensor t = get(v, want);
+    flag_full_gathers(op, i, rule, first, judged);
+    for (size_t k = first; i == 0 && !cheaper_gather_.empty() && k < info_.report.collectives.size(); ++k)
+      if (info_.report.collectives[k].kind == "all_gather") info_.report.collectives[k].avoidable = cheaper_gather_;
+    if (uneven_reduction) t = mask_padding(op, i, t, v->type(), want, b);
+    operands.push_back(t);
+  }
+  std::vector<Type> types;
+  std::vector<Sharding> have;
+  for (size_t i = 0; i < op.num_results(); ++i) {
+    Sharding s = compose(rule.results[i], rule, assign, mesh);
+    for (const HaloDim& h : halo) s.dims[h.dim].axes = h.axes;
+    s.unreduced = partial;
+    const Type& t = op.result(i)->type();
+    types.push_back(t.is_tensor() ? t.with_shape(local_shape(t.shape, s, mesh)) : t);
+    have.push_back(std::move(s));
+  }
+  std::optional<LocalIndices> rows;
+  if (std::any_of(indexed.begin(), indexed.end(), [&](const IndexedDim& d) { return !assign[static_cast<size_t>(d.factor)].empty(); })) {
+    rows = local_indices(ctx_, b, op, operands[1], indexed, assign, operands[0].shape(), mesh);
+    operands[1] = rows->indices;
+  }
+  std::vector<Tensor> results;
+  if (!halo.empty()) {
+    Tensor x = operands[0];
+    std::vector<size_t> done;
+    for (const HaloDim& h : halo) {
+      ctx_.forced_by = "operand 0";
+      x = halo_slice(ctx_, x, static_cast<int64_t>(h.dim), h.plan, mesh, h.axes);
+      done.push_back(h.dim);
+    }
+    results.push_back(rest_of(op, x, done));
+  } else {
+    results = emit(op, b, operands, types, &assign);
+  }
+  if (rows) results[0] = zero_outside(op, results[0], rows->in_piece);
+  for (size_t i = 0; i < results.size(); ++i)
+    TESSERA_CHECK(results[i].type() == types[i], "{}: local result {} is {}, expected {}", describe(op), i,
+                  ir::to_string(results[i].type()), ir::to_string(types[i]));
+  fix_iota(op, results, rule, assign, mesh, b);
+  if (fold_init) {
+    Tensor index = piece_offset(ctx_, b, mesh, partial, 1);
+    Tensor first = ir::compare(index, b.scalar(ir::ElementType::i32, 0), ir::ComparisonDirection::EQ);
+    Tensor init = get(op.operand(1), replicated(mesh_name, 0));
+    Tensor& r = results[0];
+    Tensor folded = b.emit1(*combiner, {r, ir::broadcast_to(init, r.shape())});
+    r = ir::select(ir::broadcast_to(first, r.shape()), folded, r);
+  }
+  for (size_t i = 0; i < results.size(); ++i) {
+    ctx_.forced_by = fmt::format("result {}", i);
+    local_.insert_or_assign(op.result(i), reshard(ctx_, results[i], op.result(i)->type(), have[i], sm_.at(op.result(i)),
+                                   combiner.value_or(OpKind::Add)));
+  }
+}
+
+// The cost model's price, in bytes per device, of running `op` with `assign` (and `halo`):
+// each operand brought to the layout it needs (nothing when that layout is made already), the
+// halo exchanged, each result brought from the layout the op leaves to its propagated one.
+int64_t Partitioner::cost(const Op& op, const FactorRule& rule, const FactorAxes& assign, const Mesh& mesh,
+             const std::vector<HaloDim>& halo) {
+  std::vector<AxisRef> partial;
+  for (size_t f = 0; f < rule.num_factors(); ++f)
+    if (rule.kinds[f] == FactorKind::kReduction) partial.insert(partial.end(), assign[f].begin(), assign[f].end());
+  int64_t bytes = 0;
+  for (size_t i = 0; i < op.operands().size(); ++i) {
+    const Value* v = op.operand(i);
+    auto rank = static_cast<size_t>(v->type().rank());
+    Sharding want = normalized(compose(rule.operands[i], rule, assign, mesh), rank);
+    if (i == 0)
+      for (const HaloDim& h : halo) want.dims[h.dim].axes = h.axes;
+    auto made = made_.find(v);
+    bool have = want == normalized(sm_.at(v), rank) ||
+                (made != made_.end() && std::any_of(made->second.begin(), made->second.end(), [&](const auto& m) { return m.first == want; }));
+    if (!have) bytes += reshard_bytes(ctx_, v->type(), sm_.at(v), want);
+    if (i == 0) bytes += halo_bytes(halo, shape_of(v->type(), want), ir::info(v->type().element).bytes);
+  }
+  for (size_t i = 0; i < op.num_results(); ++i) {
+    Sharding s = compose(rule.results[i], rule, assign, mesh);
+    for (const HaloDim& h : halo) s.dims[h.dim].axes = h.axes;
+    s.unreduced = partial;
+    bytes += reshard_bytes(ctx_, op.result(i)->type(), s, sm_.at(op.result(i)));
+  }
+  return bytes;
+}
+
+// A gather whose operand keeps its split indexed dimensions gathers locally and sums partial
+// results; gathering the operand whole is kept where that moves no more.
+void Partitioner::choose_local_gather(const Op& op, const FactorRule& rule, const std::vector<IndexedDim>& indexed,
+                         FactorAxes& assign, const Mesh& mesh, std::vector<size_t>& judged) {
+  for (const IndexedDim& d : indexed)
+    if (!assign[static_cast<size_t>(d.factor)].empty()) judged.push_back(d.dim);
+  if (judged.empty()) return;
+  FactorAxes whole = assignment(op, factor_rule(op), mesh);
+  whole.resize(rule.num_factors());
+  int64_t gathered = cost(op, rule, whole, mesh), local = cost(op, rule, assign, mesh);
+  if (gathered <= local || !local_gathers_) assign = std::move(whole);
+  if (gathered > local && !local_gathers_) {
+    judged.clear();
+    cheaper_gather_ = fmt::format("a local gather summed after would move {} bytes per device, not {} "
+                                  "(PartitionOptions::local_gathers)", local, gathered);
+  }
+}
+
+// A slice or reverse along dimensions its operand arrives split on (by axes no factor uses) is
+// a halo exchange where that moves less than gathering them.
+std::vector<HaloDim> Partitioner::choose_halo(const Op& op, const FactorRule& rule, const FactorAxes& assign, const Mesh& mesh,
+                                 std::vector<size_t>& judged) {
+  const Value* v = op.operand(0);
+  std::vector<HaloDim> halo = halo_dims(op, rule, assign, normalized(sm_.at(v), static_cast<size_t>(v->type().rank())), mesh);
+  for (const HaloDim& h : halo) judged.push_back(h.dim);
+  if (halo.empty() || cost(op, rule, assign, mesh, halo) >= cost(op, rule, assign, mesh)) return {};
+  return halo;
+}
+
+// The gathers just made for operand i (report entries from `first` on) that gather a dimension
+// the op's rule cannot split while the operand arrives split: a silent full gather, where
+// Shardy moves only a halo (slice, pad, concatenate, reverse), gathers locally (gather's indexed
+// dimensions) or combines partial results (a reduce Tessera cannot combine).
+void Partitioner::flag_full_gathers(const Op& op, size_t i, const FactorRule& rule, size_t first, const std::vector<size_t>& judged) {
+  const Value* v = op.operand(i);
+  const Sharding have = normalized(sm_.at(v), static_cast<size_t>(v->type().rank()));
+  for (size_t k = first; k < info_.report.collectives.size(); ++k) {
+    CollectiveRecord& r = info_.report.collectives[k];
+    if (r.kind != "all_gather" || !r.avoidable.empty() || r.op == nullptr) continue;
+    auto d = static_cast<size_t>(r.op->attrs().get<int64_t>("all_gather_dim"));
+    if (d >= have.dims.size() || have.dims[d].axes.empty()) continue;
+    if (i == 0 && std::find(judged.begin(), judged.end(), d) != judged.end()) continue;  // the cheaper way
+    const std::vector<int>& factors = rule.operands[i][d];
+    bool splittable = std::any_of(factors.begin(), factors.end(), [&](int f) {
+      return rule.kinds[static_cast<size_t>(f)] == FactorKind::kPassThrough ||
+             (op.kind() != OpKind::Reduce || (op.num_results() == 1 && combiner_of(op)));
+    });
+    if (splittable) continue;
+    r.avoidable = fmt::format("silent full gather: {} reads dimension {} of operand {} whole (no rule splits it), "
+                              "where a halo exchange, a local gather or combining partial results would move less",
+                              op.name(), d, i);
+  }
+}
+
+// Padding of an uneven split read by a reduction is set to the reduction's identity.
+Tensor Partitioner::mask_padding(const Op& op, size_t i, Tensor t, const Type& global, const Sharding& s, Builder& b) {
+  bool is_reduce_input = op.kind() == OpKind::Reduce && i < op.num_results();
+  // (a scatter-add's updates: padding rows, whatever they hold, must add nothing)
+  bool is_updates = op.kind() == OpKind::Scatter && i > op.num_results();
+  if (op.kind() != OpKind::DotGeneral && op.kind() != OpKind::Convolution && !is_reduce_input && !is_updates)
+    return t;
+  auto mask = valid_mask(ctx_, b, global, s);
+  if (!mask) return t;
+  // (a reduce split along a reduced dimension is partial: its identity, see generic)
+  Tensor fill = is_reduce_input ? identity_of(*combiner_of(op), t, b) : b.scalar(t.element(), 0);
+  return ir::select(*mask, t, ir::broadcast_to(fill, t.shape()));
+}
+
+// iota along a split dimension counts from this device's offset.
+void Partitioner::fix_iota(const Op& op, std::vector<Tensor>& results, const FactorRule& rule, const FactorAxes& assign,
+              const Mesh& mesh, Builder& b) {
+  if (op.kind() != OpKind::Iota) return;
+  int64_t d = op.attrs().get<int64_t>("iota_dimension");
+  const auto& fs = rule.results[0][static_cast<size_t>(d)];
+  if (fs.empty() || assign[static_cast<size_t>(fs[0])].empty()) return;
+  Tensor& r = results[0];
+  Tensor off = piece_offset(ctx_, b, mesh, assign[static_cast<size_t>(fs[0])], r.shape()[static_cast<size_t>(d)]);
+  r = r + ir::broadcast_to(ir::convert(off, r.element()), r.shape());
+}
+
+// The op again on local operands with local result types; attributes that hold sizes of split
+// dimensions are rewritten to the local sizes.
+std::vector<Tensor> Partitioner::emit(const Op& op, Builder& b, const std::vector<Tensor>& operands,
+                         const std::vector<Type>& types, const FactorAxes* assign) {
+  ir::AttrMap attrs = op.attrs();
+  attrs.erase("sdy.sharding");
+  if (assign) {
+    const auto& in = operands.empty() ? std::vector<int64_t>{} : operands[0].shape();
+    auto localize = [&](const std::string& name) {
+      if (const auto* v = attrs.find<std::vector<int64_t>>(name)) {
+        std::vector<int64_t> w = *v;
+        for (size_t d = 0; d < w.size() && d < in.size(); ++d)
+          if (w[d] == op.operand(0)->type().shape[d]) w[d] = in[d];
+        attrs.set(name, w);
+      }
+    };
+    if (op.kind() == OpKind::Slice) localize("limit_indices");
+    if (op.kind() == OpKind::DynamicSlice || op.kind() == OpKind::Gather) localize("slice_sizes");
+  }
+  auto fill = [&](Op& copy) {
+    ir::ValueMap map;
+    for (const auto& region : op.regions()) {
+      ir::Block& blk = copy.add_region();
+      for (const auto& arg : region->arguments()) map[arg.get()] = blk.add_argument(arg->type());
+      for (const auto& inner : region->ops()) ir::clone_op(blk, *inner, map);
+    }
+  };
+  return b.emit_with_regions(op.kind(), operands, std::move(attrs), types, fill);
+}
+
+}  // namespace tessera::spmd::partition_detail

@@ -1,0 +1,168 @@
+// The partitioner's class, private to src/spmd: its driver and value bookkeeping are in
+// partition.cpp, the per-op rule application (factor assignment, cost model, halo and local-gather
+// choices) in partition_generic.cpp, and the ops with regions (while, if/case, manual_computation)
+// in partition_control.cpp.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "ir/builder.h"
+#include "spmd/assign.h"
+#include "spmd/factor_rule.h"
+#include "spmd/mesh_math.h"
+#include "spmd/partition.h"
+#include "spmd/propagate.h"
+#include "spmd/reshard.h"
+#include "spmd/split_reads.h"
+
+namespace tessera::spmd::partition_detail {
+
+using ir::AxisRef;
+using ir::Builder;
+using ir::Mesh;
+using ir::Op;
+using ir::OpKind;
+using ir::Sharding;
+using ir::Tensor;
+using ir::Type;
+using ir::Value;
+
+inline std::string describe(const Op& op) {
+  return op.loc.line > 0 ? fmt::format("{} at {}:{}", op.name(), op.loc.line, op.loc.column)
+                         : std::string(op.name());
+}
+
+// Walks the global function once, making each value's local piece (see partition.cpp).
+class Partitioner {
+ public:
+  Partitioner(const ir::Module& gm, const ir::Function& gf, const ShardingMap& sm, ir::Module& out,
+              Partitioned& info, const PartitionOptions& options)
+      : gm_(gm), gf_(gf), sm_(sm), out_(out), info_(info), replicate_operands_(options.replicate_operands),
+        local_gathers_(options.local_gathers),
+        ctx_{gm, info.num_devices, info.report, "", {}, options.devices_are_replicas, ""} {}
+
+  void run();
+
+ private:
+  // A tensor's local piece; tokens and tuples have no dimensions to split and pass as they are.
+  Type local_type(const Type& t, const Sharding& s) const { return t.is_tensor() ? t.with_shape(shape_of(t, s)) : t; }
+
+  std::vector<int64_t> shape_of(const Type& t, const Sharding& s) const {
+    const Mesh& mesh = gm_.mesh(s.mesh);
+    if (is_maximal(mesh)) return t.shape;
+    return local_shape(t.shape, normalized(s, static_cast<size_t>(t.rank())), mesh);
+  }
+
+  // v's local piece in layout `want`; each layout of a value is made once and reused (it is made
+  // in v's own block, so it is in scope wherever v is).
+  Tensor get(const Value* v, const Sharding& want);
+
+  // A value every piece of which is known without its neighbours (a splat constant, a broadcast
+  // of a scalar) is made again in the wanted layout instead of moved: constants never travel.
+  std::optional<Tensor> remake(const Value* v, const Sharding& want);
+
+  void block(const ir::Block& blk, Builder& b);
+
+  void layout_op(const Op& op);
+
+  // Shardy's explicit collectives: the operand goes to the output's layout. The operand of
+  // all_reduce and reduce_scatter is read as partial along the reduced axes, whatever it was
+  // annotated (their local meaning: sum the devices' values).
+  void explicit_collective(const Op& op);
+
+  // `partial`'s dimension layout with `from`'s unreduced axes: what a value laid out as `from` must
+  // become before it is read as partial (its dimensions brought to partial's, nothing summed).
+  static Sharding replicated_like(const Sharding& partial, const Sharding& from) {
+    Sharding s = partial;
+    s.unreduced = from.unreduced;
+    return s;
+  }
+
+  // A constant is made whole on every device and sliced: no communication.
+  void constant(const Op& op, Builder& b);
+
+  // The mesh an op runs on: its first result's, else its first operand's.
+  std::string op_mesh(const Op& op) const {
+    for (Value* r : op.results()) return sm_.at(r).mesh;
+    for (Value* v : op.operands()) return sm_.at(v).mesh;
+    return function_mesh(gm_, gf_);
+  }
+
+  FactorAxes assignment(const Op& op, const FactorRule& rule, const Mesh& mesh) const {
+    return assign_factors(op, rule, mesh, sm_);
+  }
+
+  Sharding compose(const TensorFactors& tf, const FactorRule& rule, const FactorAxes& assign, const Mesh& mesh) const {
+    Sharding s = replicated(mesh.name, tf.size());
+    for (size_t d = 0; d < tf.size(); ++d) s.dims[d].axes = compose_dim(tf[d], rule, assign, mesh);
+    return s;
+  }
+
+  void generic(const Op& op, Builder& b);
+
+  // The cost model's price, in bytes per device, of running `op` with `assign` (and `halo`):
+  // each operand brought to the layout it needs (nothing when that layout is made already), the
+  // halo exchanged, each result brought from the layout the op leaves to its propagated one.
+  int64_t cost(const Op& op, const FactorRule& rule, const FactorAxes& assign, const Mesh& mesh,
+               const std::vector<HaloDim>& halo = {});
+
+  // A gather whose operand keeps its split indexed dimensions gathers locally and sums partial
+  // results; gathering the operand whole is kept where that moves no more.
+  void choose_local_gather(const Op& op, const FactorRule& rule, const std::vector<IndexedDim>& indexed,
+                           FactorAxes& assign, const Mesh& mesh, std::vector<size_t>& judged);
+
+  // A slice or reverse along dimensions its operand arrives split on (by axes no factor uses) is
+  // a halo exchange where that moves less than gathering them.
+  std::vector<HaloDim> choose_halo(const Op& op, const FactorRule& rule, const FactorAxes& assign, const Mesh& mesh,
+                                   std::vector<size_t>& judged);
+
+  // The gathers just made for operand i (report entries from `first` on) that gather a dimension
+  // the op's rule cannot split while the operand arrives split: a silent full gather, where
+  // Shardy moves only a halo (slice, pad, concatenate, reverse), gathers locally (gather's indexed
+  // dimensions) or combines partial results (a reduce Tessera cannot combine).
+  void flag_full_gathers(const Op& op, size_t i, const FactorRule& rule, size_t first, const std::vector<size_t>& judged);
+
+  // Padding of an uneven split read by a reduction is set to the reduction's identity.
+  Tensor mask_padding(const Op& op, size_t i, Tensor t, const Type& global, const Sharding& s, Builder& b);
+
+  // iota along a split dimension counts from this device's offset.
+  void fix_iota(const Op& op, std::vector<Tensor>& results, const FactorRule& rule, const FactorAxes& assign,
+                const Mesh& mesh, Builder& b);
+
+  // The op again on local operands with local result types; attributes that hold sizes of split
+  // dimensions are rewritten to the local sizes.
+  std::vector<Tensor> emit(const Op& op, Builder& b, const std::vector<Tensor>& operands,
+                           const std::vector<Type>& types, const FactorAxes* assign);
+
+  // while: every loop-carried value keeps its propagated layout through the loop.
+  void while_op(const Op& op, Builder& b);
+
+  // if and case: the predicate or index is whole on every device, so every device runs the same
+  // branch; each branch is partitioned where it stands and returns its values in the results'
+  // layouts (collectives inside a branch then run on all devices or none).
+  void branches(const Op& op, Builder& b);
+
+  // manual_computation: the body is written for pieces split by the manual axes; a free axis in
+  // an in or out sharding is Shardy's to partition automatically in the body. Here the body runs
+  // on pieces whole along the free axes (the inputs are brought to in_shardings less the free
+  // axes, the results read as out_shardings less them): every device of a free group computes the
+  // same piece, which is correct for any body, and the results are then resharded to their layouts.
+  void manual(const Op& op, Builder& b);
+
+  const ir::Module& gm_;
+  const ir::Function& gf_;
+  const ShardingMap& sm_;
+  ir::Module& out_;
+  Partitioned& info_;
+  bool replicate_operands_, local_gathers_;
+  std::string cheaper_gather_;  // why the gather just made is avoidable, when local gathers are off
+  LocalContext ctx_;
+  std::unordered_map<const Value*, Tensor> local_;
+  std::unordered_map<const Value*, std::vector<std::pair<Sharding, Tensor>>> made_;
+};
+
+}  // namespace tessera::spmd::partition_detail
