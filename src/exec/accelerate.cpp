@@ -11,9 +11,11 @@
 #include <numeric>
 #include <string_view>
 
+#include "exec/accelerate_internal.h"
 #include "exec/contraction.h"
 #include "exec/fusion.h"
 #include "exec/strided.h"
+#include "interp/kernels.h"
 #include "interp/scalar_ops.h"
 #include "support/run_cache.h"
 #include "support/threads.h"
@@ -22,65 +24,7 @@ namespace tessera::exec {
 
 namespace {
 
-using ir::ElementType;
-using ir::Literal;
-using ir::Op;
-using ir::OpKind;
-using Ints = std::vector<int64_t>;
-using Operands = std::span<const Literal* const>;
-
-const Ints& ints(const Op& op, const char* name) {
-  static const Ints none;
-  const Ints* v = op.attrs().find<Ints>(name);
-  return v ? *v : none;
-}
-
-bool is_f(ElementType e) { return e == ElementType::f32 || e == ElementType::f64; }
-
-// Runs fn<T>() with T the unsigned type of the element's storage size (copies need only bytes).
-template <typename F>
-bool by_bytes(ElementType e, F&& fn) {
-  switch (ir::info(e).bytes) {
-    case 1: fn.template operator()<uint8_t>(); return true;
-    case 2: fn.template operator()<uint16_t>(); return true;
-    case 4: fn.template operator()<uint32_t>(); return true;
-    case 8: fn.template operator()<uint64_t>(); return true;
-    default: return false;
-  }
-}
-
-template <typename T>
-const T* data(const Literal& l) { return reinterpret_cast<const T*>(l.bytes().data()); }
-template <typename T>
-T* data(Literal& l) { return reinterpret_cast<T*>(l.bytes().data()); }
-
-// The literal a kernel writes its one result into. `out` comes either empty (a fresh literal is
-// made, zero-filled) or holding one destination of the result's type (an executable's arena slot,
-// exec/buffer_plan.h), whose contents are garbage: `zero` clears it for kernels that add into
-// their result, the others write every element. A kernel that declines after taking its result
-// calls done(false), which leaves `out` as it came (accelerate's contract).
-class Result {
- public:
-  Result(const ir::Type& t, std::vector<Literal>& out, bool zero) : out_(out), fresh_(out.empty()) {
-    if (fresh_) {
-      out.emplace_back(t);
-    } else {
-      TESSERA_CHECK(out.size() == 1 && out[0].type() == t, "a destination of another type than {}", to_string(t));
-      if (zero) std::memset(out[0].bytes().data(), 0, out[0].bytes().size());
-    }
-  }
-  Literal& operator*() { return out_.back(); }
-  Literal* operator->() { return &out_.back(); }
-  bool fresh() const { return fresh_; }
-  bool done(bool ok) {
-    if (!ok && fresh_) out_.pop_back();
-    return ok;
-  }
-
- private:
-  std::vector<Literal>& out_;
-  bool fresh_;
-};
+using namespace accel;  // NOLINT: the kernels' shared helpers
 
 // ---- Contractions: strided GEMM calls (contraction.h) ----
 
@@ -263,6 +207,10 @@ bool copy_op(const Op& op, Operands in, std::vector<Literal>& out) {
   const Literal& x = *in[0];
   switch (op.kind()) {
     case OpKind::Reshape: case OpKind::Transpose: case OpKind::BroadcastInDim: case OpKind::Slice: break;
+    case OpKind::DynamicSlice:
+      for (size_t k = 1; k < in.size(); ++k)
+        if (!ir::is_integer(in[k]->element())) return false;
+      break;
     default: return false;
   }
   Result result(op.result(0)->type(), out, false);  // every element written
@@ -293,6 +241,16 @@ bool copy_op(const Op& op, Operands in, std::vector<Literal>& out) {
       for (size_t d = 0; d < rs.size(); ++d) {
         base += start[d] * xs[d];
         strides[d] = (step.empty() ? 1 : step[d]) * xs[d];
+      }
+      break;
+    }
+    case OpKind::DynamicSlice: {
+      // Starts clamped so the slice lies inside the operand, as the reference does.
+      const Ints& sizes = ints(op, "slice_sizes");
+      for (size_t d = 0; d < rs.size(); ++d) {
+        int64_t start = std::clamp<int64_t>(interp::index_value(*in[d + 1], 0), 0, x.shape()[d] - sizes[d]);
+        base += start * xs[d];
+        strides[d] = xs[d];
       }
       break;
     }
@@ -414,134 +372,6 @@ bool scatter(const Op& op, Operands in, std::vector<Literal>& out) {
   return true;
 }
 
-// ---- Element-wise: the reference's functors on typed arrays (same bits, vectorizable loops) ----
-
-template <typename E, typename Fn>
-void binary_loop(const Literal& a, const Literal& b, Literal& r) {
-  using T = typename E::storage;
-  const T* x = data<T>(a);
-  const T* y = data<T>(b);
-  T* z = data<T>(r);
-  int64_t n = r.num_elements();
-  // load/store: identities for f32 and f64; bf16 computes in float and rounds once, as the reference.
-  for (int64_t i = 0; i < n; ++i) z[i] = E::store(Fn::template apply<E>(E::load(x[i]), E::load(y[i])));
-}
-
-template <typename E>
-bool binary_typed(OpKind kind, const Literal& a, const Literal& b, Literal& r) {
-  namespace s = interp::scalar;
-  switch (kind) {
-    case OpKind::Add: binary_loop<E, s::Add>(a, b, r); return true;
-    case OpKind::Subtract: binary_loop<E, s::Subtract>(a, b, r); return true;
-    case OpKind::Multiply: binary_loop<E, s::Multiply>(a, b, r); return true;
-    case OpKind::Divide: binary_loop<E, s::Divide>(a, b, r); return true;
-    case OpKind::Maximum: binary_loop<E, s::Maximum>(a, b, r); return true;
-    case OpKind::Minimum: binary_loop<E, s::Minimum>(a, b, r); return true;
-    default: return false;
-  }
-}
-
-bool binary(const Op& op, Operands in, std::vector<Literal>& out) {
-  ElementType e = in[0]->element();
-  // 32- and 64-bit integers: maximum and minimum only (the clamps of counts and indices, which
-  // would otherwise allocate in the reference kernel on every step).
-  bool extremum = op.kind() == OpKind::Maximum || op.kind() == OpKind::Minimum;
-  bool integer = extremum && (e == ElementType::i32 || e == ElementType::i64);
-  if ((!is_f(e) && e != ElementType::bf16 && !integer) || in[1]->type() != in[0]->type() ||
-      op.result(0)->type() != in[0]->type())
-    return false;
-  Result r(op.result(0)->type(), out, false);  // every element written
-  bool ok = e == ElementType::f32   ? binary_typed<ir::Elem<ElementType::f32>>(op.kind(), *in[0], *in[1], *r)
-            : e == ElementType::f64 ? binary_typed<ir::Elem<ElementType::f64>>(op.kind(), *in[0], *in[1], *r)
-            : e == ElementType::i32 ? binary_typed<ir::Elem<ElementType::i32>>(op.kind(), *in[0], *in[1], *r)
-            : e == ElementType::i64 ? binary_typed<ir::Elem<ElementType::i64>>(op.kind(), *in[0], *in[1], *r)
-                                    : binary_typed<ir::Elem<ElementType::bf16>>(op.kind(), *in[0], *in[1], *r);
-  return r.done(ok);
-}
-
-// select(pred, a, b): a predicate of a's shape, or a scalar choosing a whole operand.
-bool select(const Op& op, Operands in, std::vector<Literal>& out) {
-  const Literal& pred = *in[0];
-  if (in[1]->type() != in[2]->type() || (pred.num_elements() != 1 && pred.shape() != in[1]->shape())) return false;
-  if (pred.num_elements() == 1 && !pred.shape().empty()) return false;
-  Result result(op.result(0)->type(), out, false);  // every element written
-  Literal& r = *result;
-  const uint8_t* p = data<uint8_t>(pred);
-  bool ok = by_bytes(r.element(), [&]<typename T>() {
-    const T* a = data<T>(*in[1]);
-    const T* b = data<T>(*in[2]);
-    T* z = data<T>(r);
-    int64_t n = r.num_elements();
-    if (pred.shape().empty()) {
-      std::memcpy(z, p[0] ? a : b, static_cast<size_t>(n) * sizeof(T));
-      return;
-    }
-    for (int64_t i = 0; i < n; ++i) z[i] = p[i] ? a[i] : b[i];
-  });
-  return result.done(ok);
-}
-
-// iota of an integer or float type: the index along one dimension.
-bool iota(const Op& op, std::vector<Literal>& out) {
-  const ir::Type& t = op.result(0)->type();
-  if (t.element != ElementType::i32 && t.element != ElementType::i64 && !is_f(t.element)) return false;
-  int64_t d = op.attrs().get<int64_t>("iota_dimension");
-  Result result(t, out, false);  // every element written
-  Literal& r = *result;
-  RowMajor stride(t.shape);
-  int64_t n = r.num_elements(), size = t.shape.empty() ? 1 : t.shape[static_cast<size_t>(d)],
-          step = t.shape.empty() ? 1 : stride[static_cast<size_t>(d)];
-  auto fill = [&]<typename T>() {
-    T* z = data<T>(r);
-    for (int64_t i = 0; i < n; ++i) z[i] = static_cast<T>((i / step) % size);
-  };
-  switch (t.element) {
-    case ElementType::i32: fill.template operator()<int32_t>(); break;
-    case ElementType::i64: fill.template operator()<int64_t>(); break;
-    case ElementType::f32: fill.template operator()<float>(); break;
-    default: fill.template operator()<double>(); break;
-  }
-  return true;
-}
-
-// A constant: its value copied into the destination (an executable's arena slot takes it with no
-// allocation; the reference kernel returns a fresh copy every run).
-bool constant(const Op& op, std::vector<Literal>& out) {
-  const Literal* v = op.attrs().find<Literal>("value");
-  if (v == nullptr || v->type() != op.result(0)->type()) return false;
-  Result result(v->type(), out, false);  // every byte written
-  if (!v->bytes().empty()) std::memcpy(result->bytes().data(), v->bytes().data(), v->bytes().size());
-  return true;
-}
-
-bool convert(const Op& op, Operands in, std::vector<Literal>& out) {
-  ElementType from = in[0]->element(), to = op.result(0)->type().element;
-  Result result(op.result(0)->type(), out, false);  // every element written
-  Literal& r = *result;
-  size_t n = static_cast<size_t>(r.num_elements());
-  auto run = [&]<typename S, typename D>() {
-    const S* s = data<S>(*in[0]);
-    D* d = data<D>(r);
-    for (size_t i = 0; i < n; ++i) d[i] = static_cast<D>(s[i]);
-  };
-  if (from == ElementType::bf16 && to == ElementType::f32) {
-    const auto* s = data<uint16_t>(*in[0]);
-    float* d = data<float>(r);
-    for (size_t i = 0; i < n; ++i) d[i] = ir::bf16_to_f32(s[i]);
-  } else if (from == ElementType::f32 && to == ElementType::bf16) {
-    const float* s = data<float>(*in[0]);
-    auto* d = data<uint16_t>(r);
-    for (size_t i = 0; i < n; ++i) d[i] = ir::f32_to_bf16(s[i]);
-  } else if (from == ElementType::f32 && to == ElementType::f64) run.template operator()<float, double>();
-  else if (from == ElementType::f64 && to == ElementType::f32) run.template operator()<double, float>();
-  else if (from == ElementType::i32 && to == ElementType::f32) run.template operator()<int32_t, float>();
-  else if (from == ElementType::i32 && to == ElementType::f64) run.template operator()<int32_t, double>();
-  else if (from == ElementType::i1 && to == ElementType::f32) run.template operator()<uint8_t, float>();
-  else if (from == ElementType::i1 && to == ElementType::f64) run.template operator()<uint8_t, double>();
-  else return result.done(false);
-  return true;
-}
-
 // Every op result is a fresh Literal, and first touch of fresh memory costs about 11 µs per 4 KiB
 // page here (DESIGN.md §6): a training step of 1 MiB activations spent a quarter of its time in
 // page faults. glibc's defaults hand big blocks back to the kernel on free (mmap above a dynamic
@@ -574,6 +404,7 @@ bool accelerate(const ir::Op& op, std::span<const ir::Literal* const> operands, 
     case OpKind::Convolution: return accelerate_convolution(op, operands, results);
     case OpKind::Reduce: return reduce(op, operands, results);
     case OpKind::Reshape: case OpKind::Transpose: case OpKind::BroadcastInDim: case OpKind::Slice:
+    case OpKind::DynamicSlice:
       return copy_op(op, operands, results);
     case OpKind::Concatenate: return concatenate(op, operands, results);
     case OpKind::Pad: return pad(op, operands, results);
@@ -581,8 +412,9 @@ bool accelerate(const ir::Op& op, std::span<const ir::Literal* const> operands, 
     case OpKind::Scatter: return scatter(op, operands, results);
     case OpKind::Convert: return convert(op, operands, results);
     case OpKind::Add: case OpKind::Subtract: case OpKind::Multiply: case OpKind::Divide:
-    case OpKind::Maximum: case OpKind::Minimum:
+    case OpKind::Maximum: case OpKind::Minimum: case OpKind::And: case OpKind::Or: case OpKind::Xor:
       return binary(op, operands, results);
+    case OpKind::Compare: return compare(op, operands, results);
     case OpKind::Select: return select(op, operands, results);
     case OpKind::Iota: return iota(op, results);
     case OpKind::Constant: return constant(op, results);

@@ -4,10 +4,11 @@
 // buffers: contractions through OpenBLAS as strided GEMM calls (contraction.h; single-threaded:
 // one host device per core, DESIGN.md §6), reductions, transposes, broadcasts, slices,
 // concatenations and pads as strided loops, and the embedding-style gather and scatter-add as row
-// copies. Each kernel takes the op only in the
-// cases it handles (f32 and f64, the common layouts) and leaves every other case to the reference
-// kernel, so the semantics stay the interpreter's; tests/exec checks each against it. Reductions
-// and element-wise math give the reference's bits exactly (same order, same rounding);
+// copies, and element-wise math (accelerate_elementwise.cpp) on floats and on the 32- and 64-bit
+// integers of index arithmetic. Each kernel takes the op only in the cases it handles (the common
+// element types and layouts) and leaves every other case to the reference kernel, so the
+// semantics stay the interpreter's; tests/exec checks each against it. Reductions and
+// element-wise math give the reference's bits exactly (same order, same rounding);
 // contractions differ by BLAS's summation order (within 1e-6 relative in f32). With these kernels
 // come the element-wise fusion of fusion.h (registered with the interpreter at start-up) and a
 // malloc that keeps freed buffers for the next step instead of faulting in fresh pages.

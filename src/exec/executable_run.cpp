@@ -127,6 +127,17 @@ void run_kernel(Frame& f, const BlockCode& b, size_t i) {
   f.operands.clear();
   for (uint32_t k = 0; k < s.operands.size; ++k) f.operands.push_back(&f.slots[in[k]]);
   std::span<const Literal* const> operands(f.operands);
+  // partition_id and replica_id: the process's number written into the result's slot (the
+  // partitioner's per-device offsets read it; the reference kernel would allocate every run).
+  if (s.op->kind() == ir::OpKind::PartitionId || s.op->kind() == ir::OpKind::ReplicaId) {
+    const auto& p = f.state->process;
+    uint32_t id = s.op->kind() == ir::OpKind::PartitionId ? p.partition_id : p.replica_id;
+    lend(f, s);
+    if (f.results.empty()) f.results.emplace_back(s.op->result(0)->type());
+    std::memcpy(f.results[0].bytes().data(), &id, sizeof id);
+    store(f, s, f.results);
+    return;
+  }
   if (s.try_fast && !b.declined[i].load(std::memory_order_relaxed)) {
     lend(f, s);
     if (f.code.accelerate(*s.op, operands, f.results)) {

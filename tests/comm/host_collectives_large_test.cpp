@@ -60,7 +60,6 @@ std::vector<float> values(size_t count, int64_t device) {
   return v;
 }
 
-std::span<const std::byte> as_bytes(const std::vector<float>& v) { return std::as_bytes(std::span(v)); }
 std::span<std::byte> as_bytes(std::vector<float>& v) { return std::as_writable_bytes(std::span(v)); }
 
 bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {

@@ -173,6 +173,44 @@ TEST(Accelerate, ElementwiseGivesTheReferenceBits) {
   for (const Case& c : cases) check(c);
 }
 
+// The index arithmetic the partitioner emits around split reads (offsets from partition_id,
+// indices moved into a device's piece, masks of the rows it holds): integer arithmetic (integer
+// division by zero included: random operands hold zeros), bitwise ops, compares, integer converts
+// and dynamic_slice with starts the reference clamps, all taken by the fast path.
+TEST(Accelerate, IndexArithmeticGivesTheReferenceBits) {
+  auto bin = [](auto f) { return [f](FunctionBuilder&, const std::vector<Tensor>& p) { return f(p[0], p[1]); }; };
+  auto u32 = [](Tensor x) { return convert(x, ElementType::ui32); };
+  auto lt = [](Tensor a, Tensor b) { return compare(a, b, ComparisonDirection::LT); };
+  std::vector<Case> cases = {
+      {"add i32", {i32({4, 5}), i32({4, 5})}, bin([](Tensor a, Tensor b) { return a + b; })},
+      {"subtract i64", {i64({7}), i64({7})}, bin([](Tensor a, Tensor b) { return a - b; })},
+      {"multiply i64", {i64({3, 3}), i64({3, 3})}, bin([](Tensor a, Tensor b) { return a * b; })},
+      {"divide i32 (zeros included)", {i32({40}), i32({40})}, bin([](Tensor a, Tensor b) { return a / b; })},
+      {"divide ui32", {i32({40}), i32({40})}, bin([u32](Tensor a, Tensor b) { return u32(a) / u32(b); })},
+      {"maximum i64", {i64({9}), i64({9})}, bin([](Tensor a, Tensor b) { return maximum(a, b); })},
+      {"and i32", {i32({9}), i32({9})}, bin([](Tensor a, Tensor b) { return a & b; })},
+      {"xor i64", {i64({9}), i64({9})}, bin([](Tensor a, Tensor b) { return a ^ b; })},
+      {"or i1", {i32({9}), i32({9})}, bin([lt](Tensor a, Tensor b) { return lt(a, b) | lt(b, a); })},
+      {"and i1", {i32({9}), i32({9})}, bin([lt](Tensor a, Tensor b) { return lt(a, b) & lt(a, a + b); })},
+      {"compare i64 GE", {i64({12}), i64({12})},
+       bin([](Tensor a, Tensor b) { return compare(a, b, ComparisonDirection::GE); })},
+      {"compare ui32 LT", {i32({12}), i32({12})}, bin([u32, lt](Tensor a, Tensor b) { return lt(u32(a), u32(b)); })},
+      {"compare f32 NE with NaN", {f32({12}), f32({12})},
+       bin([](Tensor a, Tensor b) { return compare(a / (b - b), a, ComparisonDirection::NE); })},
+      {"convert i32 to i64", {i32({6}), i32({6})}, bin([](Tensor a, Tensor) { return convert(a, ElementType::i64); })},
+      {"convert i64 to i32 (wraps)", {i64({6}), i64({6})},
+       bin([](Tensor a, Tensor b) { return convert(a * b * a.builder().scalar(ElementType::i64, 3e9), ElementType::i32); })},
+      {"convert i32 to ui32", {i32({6}), i32({6})}, bin([u32](Tensor a, Tensor) { return u32(a); })},
+      {"convert i32 to i1", {i32({6}), i32({6})}, bin([](Tensor a, Tensor) { return convert(a, ElementType::i1); })},
+      {"convert i64 to f64", {i64({6}), i64({6})}, bin([](Tensor a, Tensor) { return convert(a, ElementType::f64); })},
+      {"dynamic_slice, starts clamped", {f32({6, 5}), i32({2})}, bin([](Tensor x, Tensor s) {
+         Tensor lo = reshape(slice(s, {0}, {1}, {1}), {}), hi = reshape(slice(s, {1}, {2}, {1}), {});
+         return dynamic_slice(x, {lo * 7, hi}, {3, 4});
+       })},
+  };
+  for (const Case& c : cases) check(c);
+}
+
 TEST(Accelerate, EmbeddingGatherAndScatterAdd) {
   GatherDims g{{2}, {0}, {}, {}, {0}, 2};
   check({"gather", {f32({10, 4}), i32({3, 5})}, [g](FunctionBuilder& f, const std::vector<Tensor>& p) {

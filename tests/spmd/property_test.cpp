@@ -156,9 +156,7 @@ TEST(Property, RandomProgramsShardedEqualUnsharded) {
       for (size_t i = 0; i < f.num_parameters(); ++i) in.push_back(uniform_input(f.parameter(i)->type(), g.rng));
       std::vector<Literal> want = interp::evaluate(m, "f", in);
       runtime::Session s = runtime::Session::host(g.mesh.num_devices());
-      PartitionOptions options;
-      options.local_gathers = true;
-      runtime::CompiledProgram p = s.compile(m, "f", options);
+      runtime::CompiledProgram p = s.compile(m, "f");
       std::vector<Literal> got = s.run_sharded(p, in);
       communicating += p.report().collectives.empty() ? 0 : 1;
       count_strategies(p.report(), covered);
@@ -268,7 +266,6 @@ ByteCheck check_bytes(const Module& m, bool replicate_operands) {
   PartitionOptions options;
   options.combine_all_reduces = false;  // one record per op
   options.replicate_operands = replicate_operands;
-  options.local_gathers = true;
   Partitioned p = partition(*parsed, f, local, options);
   ByteCheck out;
   out.bytes = p.report.bytes_per_device();

@@ -49,7 +49,6 @@ Moved run(const Mesh& mesh, const std::function<Tensor(FunctionBuilder&)>& body,
   std::vector<Literal> want = interp::evaluate(m, "f", in);
   runtime::Session s = runtime::Session::host(mesh.num_devices());
   spmd::PartitionOptions options;
-  options.local_gathers = true;
   runtime::CompiledProgram p = s.compile(m, "f", options);
   std::vector<Literal> got = s.run_sharded(p, in);
   std::string text = stablehlo::print(m);
@@ -183,18 +182,26 @@ TEST(SplitReads, AGatherOfTheTableIsKeptWhereItIsCheaper) {
   EXPECT_EQ(moved.bytes, 16 * 8 * 4 * 3 / 4);  // the table's gather; the local way: 8*4*8*4*3/4 + 96
 }
 
-// Without PartitionOptions::local_gathers (the default) the table is gathered whole, and where
-// the local way would move less the gather is an avoidable one, with both numbers.
-TEST(SplitReads, WithoutLocalGathersACheaperLocalGatherIsReported) {
+// By default a gather the local way moves less is done locally (no warning, fewer bytes); with
+// PartitionOptions::local_gathers off the table is gathered whole, and the gather is reported as
+// avoidable, with both numbers.
+TEST(SplitReads, ACheaperLocalGatherIsTakenByDefaultAndReportedWhenOff) {
   Module m("case");
   m.add_mesh(Mesh{"m", {{"x", 4}}, {}});
   build_function(m, "f", [&](FunctionBuilder& b) {
     return gather(b.param(f32({10, 3}), on({{"x"}, {}})), b.param(i32({5, 1}), on({{}, {}})), rows_of(2), {1, 3});
   });
-  runtime::CompiledProgram p = runtime::Session::host(4).compile(m, "f");
-  std::vector<std::string> w = p.report().warnings();
-  ASSERT_EQ(w.size(), 1u) << p.report().explain();
+  runtime::Session s = runtime::Session::host(4);
+  runtime::CompiledProgram local = s.compile(m, "f");
+  EXPECT_TRUE(local.report().warnings().empty()) << local.report().explain();
+  EXPECT_EQ(local.report().bytes_per_device(), 90) << local.report().explain();
+  PartitionOptions off;
+  off.local_gathers = false;
+  runtime::CompiledProgram whole = s.compile(m, "f", off);
+  std::vector<std::string> w = whole.report().warnings();
+  ASSERT_EQ(w.size(), 1u) << whole.report().explain();
   EXPECT_NE(w[0].find("a local gather summed after would move 90 bytes per device, not 108"), std::string::npos) << w[0];
+  EXPECT_EQ(whole.report().bytes_per_device(), 108) << whole.report().explain();
 }
 
 TEST(SplitReads, HaloPlanSendsOnlyWhatEachDeviceNeeds) {
