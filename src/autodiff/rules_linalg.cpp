@@ -1,6 +1,10 @@
-// The reverse, forward and vmap rules of chlo.top_k, stablehlo.cholesky and
+// The reverse, forward and vmap rules of chlo.top_k, chlo.ragged_dot, stablehlo.cholesky and
 // stablehlo.triangular_solve (real types; the shape rules refuse complex ones).
 //
+// ragged_dot is bilinear in lhs and rhs: its tangent is two ragged_dots. Its transpose follows
+// JAX's for jax.lax.ragged_dot's form [m,k]·[g,k,n] -> [m,n] (ragged m, group g): l̄ = ȳ·r̄ᵀ per
+// group (the same mode with the rhs transposed), r̄ = lᵀ·ȳ per group (the ragged-contracting mode,
+// [g,k,n]); other forms refuse by name. vmap adds the batch as one more batching dimension.
 // top_k moves cotangents and tangents along its indices, as one-hot masks over the last dimension
 // (the k indices of a row are distinct, so the masked sum is a scatter or a gather). cholesky and
 // triangular_solve follow the standard formulas, written with triangular_solve itself: for
@@ -13,6 +17,7 @@
 #include "autodiff/jvp_rules.h"
 #include "autodiff/rules.h"
 #include "autodiff/vmap_rules.h"
+#include "ir/ragged_dot.h"
 
 namespace tessera::autodiff {
 
@@ -104,6 +109,92 @@ void jvp_TopK(JvpContext& c) {
     Tensor spread = ir::broadcast_in_dim(dx, hot.shape(), dims);
     return ir::reduce_sum(ir::select(hot, spread, zeros_like(c.b, spread.type())), {r});
   }));
+}
+
+const ir::RaggedDotDims& ragged_dims(const ir::Op& op) {
+  return op.attrs().get<ir::RaggedDotDims>("ragged_dot_dimension_numbers");
+}
+
+std::vector<int64_t> inverse(const std::vector<int64_t>& perm) {
+  std::vector<int64_t> inv(perm.size());
+  for (size_t i = 0; i < perm.size(); ++i) inv[static_cast<size_t>(perm[i])] = static_cast<int64_t>(i);
+  return inv;
+}
+
+// l̄ = ragged_dot(ȳ, rᵀ), r̄ = ragged_dot(l, ȳ) contracting the ragged m: for lhs [m,k] (or [k,m])
+// and rhs [g,k,n] in any order of its dimensions.
+void vjp_RaggedDot(VjpContext& c) {
+  const ir::RaggedDotDims& d = ragged_dims(c.op);
+  bool plain = d.dot.lhs_batch.empty() && d.dot.lhs_contracting.size() == 1 && c.x(0).rank() == 2 &&
+               c.x(1).rank() == 3 && d.rhs_group.size() == 1 && d.lhs_ragged.size() == 1 &&
+               d.lhs_ragged[0] != d.dot.lhs_contracting[0];
+  if (!plain)
+    refuse(c.op, "its gradient is written for jax.lax.ragged_dot's form, lhs [m, k] with m ragged and rhs [g, k, n]");
+  if (!c.has_cotangent(0)) return;
+  Tensor l = d.lhs_ragged[0] == 0 ? c.x(0) : ir::transpose(c.x(0), {1, 0});  // [m, k]
+  std::vector<int64_t> perm = {d.rhs_group[0], d.dot.rhs_contracting[0], 3 - d.rhs_group[0] - d.dot.rhs_contracting[0]};
+  Tensor r = ir::transpose(c.x(1), perm);  // [g, k, n]
+  Tensor dy = c.dy();                      // [m, n]
+  ir::RaggedDotDims per_group{{{}, {}, {1}, {1}}, {0}, {0}};
+  Tensor dl = ir::ragged_dot(dy, ir::transpose(r, {0, 2, 1}), c.x(2), per_group);  // [m, k]
+  c.add(0, d.lhs_ragged[0] == 0 ? dl : ir::transpose(dl, {1, 0}));
+  ir::RaggedDotDims contract_m{{{}, {}, {0}, {0}}, {0}, {}};
+  Tensor dr = ir::ragged_dot(l, dy, c.x(2), contract_m);  // [g, k, n]
+  c.add(1, ir::transpose(dr, inverse(perm)));
+}
+
+void jvp_RaggedDot(JvpContext& c) {
+  require_real(c.op);
+  c.set(0, sum_of({c.term(0, [&](const Tensor& d) { return c.again({d, c.x(1), c.x(2)})[0]; }),
+                   c.term(1, [&](const Tensor& d) { return c.again({c.x(0), d, c.x(2)})[0]; })}));
+}
+
+// ragged_dot(l, r, s)[b] = ragged_dot(l[b], r[b], s[b]): b one more batching dimension, first; group
+// sizes given per example become a [B, prefix..., g] operand (group_sizes' prefix starts with the
+// batching dimensions).
+void vmap_RaggedDot(VmapContext& c) {
+  ir::RaggedDotDims d = ragged_dims(c.op);
+  auto shifted = [](std::vector<int64_t> v) {
+    for (int64_t& x : v) ++x;
+    v.insert(v.begin(), 0);
+    return v;
+  };
+  auto plus_one = [](std::vector<int64_t> v) {
+    for (int64_t& x : v) ++x;
+    return v;
+  };
+  const ir::Type& lhs = c.op.operand(0)->type();
+  auto checked = ir::ragged_dot_layout(lhs, c.op.operand(1)->type(), c.op.operand(2)->type(), d);
+  const auto& layout = std::get<ir::RaggedDotLayout>(checked);
+  bool contracting = layout.mode == ir::RaggedDotLayout::Mode::kContracting;
+  d.dot.lhs_batch = shifted(d.dot.lhs_batch);
+  d.dot.rhs_batch = shifted(d.dot.rhs_batch);
+  d.dot.lhs_contracting = plus_one(d.dot.lhs_contracting);
+  d.dot.rhs_contracting = plus_one(d.dot.rhs_contracting);
+  d.lhs_ragged = plus_one(d.lhs_ragged);
+  d.rhs_group = plus_one(d.rhs_group);
+  // group_sizes: [g] shared by every example stays as it is; otherwise [B, prefix..., g].
+  Tensor sizes = c.x(2);
+  if (c.batched(2) || !layout.broadcast) {
+    sizes = c.bx(2);
+    if (layout.broadcast) {
+      std::vector<int64_t> shape = {c.batch()};
+      for (int64_t p : layout.prefix) shape.push_back(lhs.shape[static_cast<size_t>(p)]);
+      shape.push_back(layout.groups);
+      sizes = ir::broadcast_in_dim(sizes, shape, {0, static_cast<int64_t>(shape.size()) - 1});
+    }
+  }
+  std::vector<int64_t> out = layout.shape;
+  out.insert(out.begin() + (contracting ? 1 : 0), c.batch());
+  ir::AttrMap attrs = c.op.attrs();
+  attrs.set("ragged_dot_dimension_numbers", d);
+  Tensor y = c.again({c.bx(0), c.bx(1), sizes}, attrs, std::vector<ir::Type>{ir::Type(c.result_type().element, out)})[0];
+  if (contracting) {
+    std::vector<int64_t> perm = {1, 0};
+    for (int64_t i = 2; i < static_cast<int64_t>(out.size()); ++i) perm.push_back(i);
+    y = ir::transpose(y, perm);
+  }
+  c.set(0, y);
 }
 
 // Ā = S*(L⁻ᵀ·φ(Lᵀ·L̄)·L⁻¹), S* folding the symmetric gradient onto the triangle read

@@ -53,7 +53,6 @@ PENDING(BatchNormGrad)
 PENDING(Mulhi)
 PENDING(Polygamma)
 PENDING(Zeta)
-PENDING(RaggedDot)
 // quantization
 PENDING(UniformQuantize)
 PENDING(UniformDequantize)

@@ -35,7 +35,6 @@ PENDING(BatchNormGrad)
 PENDING(Mulhi)
 PENDING(Polygamma)
 PENDING(Zeta)
-PENDING(RaggedDot)
 // quantization
 PENDING(UniformQuantize)
 PENDING(UniformDequantize)

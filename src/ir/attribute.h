@@ -58,6 +58,15 @@ struct ScatterDims {
   bool operator==(const ScatterDims&) const = default;
 };
 
+// chlo.ragged_dot's dimension numbers: a dot_general's, plus the lhs dimension split into groups
+// (exactly one) and the rhs dimension that indexes the groups (one in the ragged non-contracting
+// mode, none otherwise).
+struct RaggedDotDims {
+  DotDims dot;
+  std::vector<int64_t> lhs_ragged, rhs_group;
+  bool operator==(const RaggedDotDims&) const = default;
+};
+
 // stablehlo.convolution's dimension numbers: which operand dimension is batch, feature, spatial.
 struct ConvDims {
   int64_t input_batch = 0, input_feature = 0;
@@ -86,7 +95,7 @@ using ShardingList = std::vector<Sharding>;  // sdy in_shardings / out_shardings
 
 using Attribute = std::variant<bool, int64_t, double, std::string, std::vector<int64_t>, IntMatrix,
                                Literal, ComparisonDirection, CompareType, ChannelHandle, DotDims,
-                               GatherDims, ScatterDims, ConvDims, Sharding, ShardingList, AxisNames, SymbolGrid,
+                               RaggedDotDims, GatherDims, ScatterDims, ConvDims, Sharding, ShardingList, AxisNames, SymbolGrid,
                                Opaque>;
 
 // Ordered by name so printing is deterministic.

@@ -1,7 +1,8 @@
-// Shape rules of chlo.top_k, stablehlo.cholesky and stablehlo.triangular_solve. Messages carry the
-// spec's constraint numbers (C1, C2, ...); top_k follows CHLO's definition (values and indices of
+// Shape rules of chlo.top_k, chlo.ragged_dot, stablehlo.cholesky and stablehlo.triangular_solve.
+// Messages carry the spec's constraint numbers (C1, C2, ...); top_k follows CHLO's definition (values and indices of
 // shape operand.shape[:-1] + [k]). Complex operands of the linear-algebra ops are refused by name:
 // their kernels and gradients here are real.
+#include "ir/ragged_dot.h"
 #include "ir/shape_rules.h"
 
 namespace tessera::ir {
@@ -45,6 +46,15 @@ Types infer_TopK(const ShapeQuery& q) {
   std::vector<int64_t> shape = x.shape;
   shape.back() = *k;
   return {Type(x.element, shape), Type(ElementType::i32, shape)};
+}
+
+// chlo.ragged_dot: CHLO's verifier's constraints (ragged_dot.h); the result is the lhs's type.
+Types infer_RaggedDot(const ShapeQuery& q) {
+  const auto* dims = q.attrs.find<RaggedDotDims>("ragged_dot_dimension_numbers");
+  if (dims == nullptr) reject(q, "has no ragged_dot_dimension_numbers");
+  auto layout = ragged_dot_layout(q.operands[0], q.operands[1], q.operands[2], *dims);
+  if (const auto* why = std::get_if<std::string>(&layout)) reject(q, "{}", *why);
+  return {Type(q.operands[0].element, std::get<RaggedDotLayout>(layout).shape)};
 }
 
 Types infer_Cholesky(const ShapeQuery& q) {

@@ -3,6 +3,7 @@
 // harness ops have none at all, so they are boundaries of propagation and see whole values.
 #include <numeric>
 
+#include "ir/ragged_dot.h"
 #include "spmd/factor_rule.h"
 
 namespace tessera::spmd::factor_rules {
@@ -383,6 +384,50 @@ FactorRule rule_DotGeneral(const Op& op) {
     int f = r.add(lhs[l], FactorKind::kReduction);
     r.operands[0][l] = {f};
     r.operands[1][rr] = {f};
+  }
+  return r;
+}
+
+// chlo.ragged_dot: as dot_general, except that the ragged dimension, the rhs group dimension and
+// group_sizes' group dimension stay whole (a device's piece of them would be read with its local
+// positions against global group boundaries). group_sizes' other dimensions (when it is not [g])
+// share the lhs dimensions that index them.
+FactorRule rule_RaggedDot(const Op& op) {
+  FactorRule r = blank(op);
+  const auto& dims = op.attrs().get<ir::RaggedDotDims>("ragged_dot_dimension_numbers");
+  auto checked = ir::ragged_dot_layout(op.operand(0)->type(), op.operand(1)->type(), op.operand(2)->type(), dims);
+  const auto& l = std::get<ir::RaggedDotLayout>(checked);  // the verifier has checked the constraints
+  const ir::DotDims& dd = dims.dot;
+  const auto& lhs = op.operand(0)->type().shape;
+  const auto& rhs = op.operand(1)->type().shape;
+  auto whole = [&](int64_t d) { return d == l.ragged; };
+  std::vector<int> of_lhs(lhs.size(), -1);  // the factor of each lhs dimension (-1: none)
+  size_t out_d = l.mode == ir::RaggedDotLayout::Mode::kContracting ? 1 : 0;
+  for (size_t k = 0; k < dd.lhs_batch.size(); ++k, ++out_d) {
+    auto a = static_cast<size_t>(dd.lhs_batch[k]), b = static_cast<size_t>(dd.rhs_batch[k]);
+    if (lhs[a] == 1 || whole(dd.lhs_batch[k])) continue;
+    int f = of_lhs[a] = r.add(lhs[a]);
+    r.operands[0][a] = r.operands[1][b] = r.results[0][out_d] = {f};
+  }
+  for (int64_t d : l.lhs_free) {
+    auto a = static_cast<size_t>(d);
+    if (lhs[a] != 1 && !whole(d)) r.operands[0][a] = r.results[0][out_d] = {of_lhs[a] = r.add(lhs[a])};
+    ++out_d;
+  }
+  for (int64_t d : l.rhs_free) {
+    auto b = static_cast<size_t>(d);
+    if (rhs[b] != 1) r.operands[1][b] = r.results[0][out_d] = {r.add(rhs[b])};
+    ++out_d;
+  }
+  for (size_t k = 0; k < dd.lhs_contracting.size(); ++k) {
+    auto a = static_cast<size_t>(dd.lhs_contracting[k]), b = static_cast<size_t>(dd.rhs_contracting[k]);
+    if (lhs[a] == 1 || whole(dd.lhs_contracting[k])) continue;
+    int f = of_lhs[a] = r.add(lhs[a], FactorKind::kReduction);
+    r.operands[0][a] = r.operands[1][b] = {f};
+  }
+  for (size_t k = 0; k < l.prefix.size() && !l.broadcast; ++k) {
+    int f = of_lhs[static_cast<size_t>(l.prefix[k])];
+    if (f >= 0) r.operands[2][k] = {f};
   }
   return r;
 }

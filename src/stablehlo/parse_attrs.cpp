@@ -496,6 +496,20 @@ ir::Attribute parse_attribute(Lexer& lx, const std::string& name) {
     });
     return d;
   }
+  if (lx.try_consume("#chlo.ragged_dot")) {
+    ir::RaggedDotDims d;
+    parse_fields(lx, [&](const std::string& k) {
+      if (k == "lhs_batching_dimensions") d.dot.lhs_batch = parse_int_list(lx);
+      else if (k == "rhs_batching_dimensions") d.dot.rhs_batch = parse_int_list(lx);
+      else if (k == "lhs_contracting_dimensions") d.dot.lhs_contracting = parse_int_list(lx);
+      else if (k == "rhs_contracting_dimensions") d.dot.rhs_contracting = parse_int_list(lx);
+      else if (k == "lhs_ragged_dimensions") d.lhs_ragged = parse_int_list(lx);
+      else if (k == "rhs_group_dimensions") d.rhs_group = parse_int_list(lx);
+      else return false;
+      return true;
+    });
+    return d;
+  }
   if (lx.try_consume("#stablehlo.gather")) {
     ir::GatherDims g;
     parse_fields(lx, [&](const std::string& k) {

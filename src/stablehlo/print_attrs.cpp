@@ -66,8 +66,8 @@ class StructText {
     if (v != 0) field(name, std::to_string(v));
     return *this;
   }
-  std::string done(std::string_view mnemonic) const {
-    return fmt::format("#stablehlo.{}<{}>", mnemonic, body_);
+  std::string done(std::string_view mnemonic, std::string_view dialect = "stablehlo") const {
+    return fmt::format("#{}.{}<{}>", dialect, mnemonic, body_);
   }
 
  private:
@@ -223,6 +223,16 @@ std::string print_attribute(const ir::Attribute& attribute, const std::string& n
                 .list("lhs_contracting_dimensions", d.lhs_contracting)
                 .list("rhs_contracting_dimensions", d.rhs_contracting)
                 .done("dot");
+          },
+          [](const ir::RaggedDotDims& d) {
+            return StructText()
+                .list("lhs_batching_dimensions", d.dot.lhs_batch)
+                .list("rhs_batching_dimensions", d.dot.rhs_batch)
+                .list("lhs_contracting_dimensions", d.dot.lhs_contracting)
+                .list("rhs_contracting_dimensions", d.dot.rhs_contracting)
+                .list("lhs_ragged_dimensions", d.lhs_ragged)
+                .list("rhs_group_dimensions", d.rhs_group)
+                .done("ragged_dot", "chlo");
           },
           [](const ir::GatherDims& d) {
             return StructText()

@@ -2,7 +2,10 @@
 // (the inputs are apart, so no step of the finite differences changes the order); cholesky, lower
 // and upper, of a positive-definite matrix plus a small matrix that is not symmetric (the op reads
 // one triangle: the other must get no gradient), batched; triangular_solve on the left and right,
-// lower and upper, with a unit diagonal, transposed and adjoint, batched.
+// lower and upper, with a unit diagonal, transposed and adjoint, batched; ragged_dot in
+// jax.lax.ragged_dot's form with groups of 2, 0 and 3 rows (the sixth row in no group), and with
+// its lhs and rhs dimensions in another order.
+#include "ir/ragged_dot.h"
 #include "op_table.h"
 
 namespace tessera::autodiff::testing {
@@ -30,12 +33,22 @@ Tensor spd_plus(const Tensor& x, const Tensor& q) {
   return ir::matmul(x, ir::transpose(x, perm)) + eye_like(x, 3) + q;
 }
 
+Tensor group_sizes(FunctionBuilder& f) { return f.constant(Literal::from_ints(ir::i32({3}), std::vector<int64_t>{2, 0, 3})); }
+
 }  // namespace
 
 std::vector<Row> linalg_rows() {
   return {
       {"top_k", {OpKind::TopK}, {{{3, 5}}},
        [](FunctionBuilder&, P p) { return ir::top_k(p[0], 3)[0]; }},
+      {"ragged_dot", {OpKind::RaggedDot}, {{{6, 3}}, {{3, 3, 2}}},
+       [](FunctionBuilder& f, P p) {
+         return ir::ragged_dot(p[0], p[1], group_sizes(f), ir::RaggedDotDims{{{}, {}, {1}, {1}}, {0}, {0}});
+       }},
+      {"ragged_dot_transposed_layouts", {OpKind::RaggedDot}, {{{3, 6}}, {{3, 3, 2}}},
+       [](FunctionBuilder& f, P p) {
+         return ir::ragged_dot(p[0], p[1], group_sizes(f), ir::RaggedDotDims{{{}, {}, {0}, {0}}, {1}, {1}});
+       }},
       {"cholesky_lower", {OpKind::Cholesky}, {{{3, 3}}, {{3, 3}, -0.3, 0.3}},
        [](FunctionBuilder&, P p) { return ir::cholesky(spd_plus(p[0], p[1]), true); }},
       {"cholesky_upper_batched", {OpKind::Cholesky}, {{{2, 3, 3}}, {{2, 3, 3}, -0.3, 0.3}},

@@ -43,7 +43,7 @@ const std::vector<OpKind> kPendingGradient = {
     // numerics
     OpKind::Rng, OpKind::RngBitGenerator, OpKind::BatchNormInference,
     OpKind::BatchNormTraining, OpKind::BatchNormGrad, OpKind::Mulhi, OpKind::Polygamma,
-    OpKind::Zeta, OpKind::RaggedDot,
+    OpKind::Zeta,
     // quantization
     OpKind::UniformQuantize, OpKind::UniformDequantize,
 };

@@ -18,6 +18,7 @@
 #include "common/random_programs.h"
 #include "interp/interpreter.h"
 #include "ir/builder.h"
+#include "ir/ragged_dot.h"
 #include "runtime/session.h"
 #include "spmd/mesh_math.h"
 #include "spmd/partition.h"
@@ -375,6 +376,21 @@ TEST(Property, LinearAlgebraAndTopKPartitionByBatch) {
       Tensor solved = triangular_solve(l, rhs, true, true, false, Transpose::kNone);
       Tensor right = triangular_solve(l, transpose(solved, {0, 2, 1}), false, true, false, Transpose::kTranspose);
       return top_k(right, 2)[0];
+    });
+}
+
+// ragged_dot with per-batch group sizes: the batch split with the group sizes' rows, the rhs's free
+// dimension split, and the ragged rows and contraction asked split too (the ragged dimension is
+// gathered; a split contraction leaves partial sums).
+TEST(Property, RaggedDotPartitionsByBatchAndFreeDimensions) {
+  Mesh mesh{"m", {{"a", 2}, {"b", 2}}, {}};
+  for (bool split_rows : {false, true})
+    expect_sharded_equals_unsharded(mesh, [&](FunctionBuilder& b) {
+      Tensor lhs = b.param(f32({4, 6, 4}), on_a({{"a"}, split_rows ? DimSharding{"b"} : DimSharding{}, {}}));
+      Tensor rhs = b.param(f32({3, 4, 4, 4}), on_a({{}, {"a"}, split_rows ? DimSharding{} : DimSharding{"b"}, {}}));
+      Tensor sizes = b.constant(Literal::from_ints(i32({4, 3}), std::vector<int64_t>{2, 2, 2, 0, 6, 0, 1, 1, 1, 3, 0, 0}));
+      Tensor out = ir::ragged_dot(lhs, rhs, sizes, RaggedDotDims{{{0}, {1}, {2}, {2}}, {1}, {0}});
+      return constrain(out, on_a({{"a"}, {}, {"b"}}));
     });
 }
 
