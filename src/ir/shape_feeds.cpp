@@ -1,10 +1,13 @@
-// Shape rules of the streaming ops, stablehlo.infeed and stablehlo.outfeed (the spec's "Streaming
-// communication"): infeed's results are its payload values then a token (C1-C3), outfeed takes
-// values and a token and gives a token. The config strings are implementation-defined (Tessera
-// keeps them and reads nothing from them). infeed's optional `layout` is not in the spec; the
-// StableHLO dialect's verifier checks it (an array holding one array of integers per payload
-// value), and so does this rule, with messages that say so. The reader keeps `layout` as its text
-// (ir::Opaque), so the rule reads that text.
+// Shape rules of the ops that talk past their process: the streaming ops stablehlo.infeed and
+// stablehlo.outfeed (the spec's "Streaming communication") and the point-to-point ops
+// stablehlo.send and stablehlo.recv. infeed's and recv's results are payload values then a token
+// (infeed C1-C3), outfeed and send take values and a token and give a token. The config strings are
+// implementation-defined (Tessera keeps them and reads nothing from them). infeed's optional
+// `layout` is not in the spec; the StableHLO dialect's verifier checks it (an array holding one
+// array of integers per payload value), and so does this rule, with messages that say so. The
+// reader keeps `layout` as its text (ir::Opaque), so the rule reads that text. send and recv check
+// their channel (C5: its type agrees with is_host_transfer) and source_target_pairs (C1-C4; the
+// upper bound of C4 is the process grid's, known only when the op runs).
 #include <algorithm>
 #include <cctype>
 
@@ -91,37 +94,103 @@ void check_layout(const ShapeQuery& q, size_t payloads) {
   }
 }
 
+// Payload values (tensors) then a token: infeed's results (C1-C3) and recv's.
+void check_payload_then_token(const ShapeQuery& q, const char* c1, const char* c2, const char* c3) {
+  if (q.declared.empty()) reject(q, "has no results; the last result is the token{}", c1);
+  for (size_t i = 0; i + 1 < q.declared.size(); ++i)
+    if (!q.declared[i].is_tensor())
+      reject(q, "result {} is {}, not a tensor: every result but the last is a payload value{}", i,
+             to_string(q.declared[i]), c2);
+  const Type& last = q.declared.back();
+  if (!last.is_token())
+    reject(q, "result {} is {}, not a token: the last result is the token{}", q.declared.size() - 1, to_string(last), c3);
+}
+
+// Values (tensors) then a token: outfeed's operands (I1, I2) and send's.
+void check_values_then_token(const ShapeQuery& q) {
+  if (q.operands.empty()) reject(q, "has no operands; the last operand is the token (I2)");
+  for (size_t i = 0; i + 1 < q.operands.size(); ++i)
+    if (!q.operands[i].is_tensor())
+      reject(q, "input {} is {}, not a tensor: every operand but the last is a value to {} (I1)", i,
+             to_string(q.operands[i]), q.kind == OpKind::Send ? "send" : "write");
+  const Type& last = q.operands.back();
+  if (!last.is_token())
+    reject(q, "operand {} is {}, not a token: the last operand is the token (I2)", q.operands.size() - 1,
+           to_string(last));
+}
+
+std::string_view channel_type_name(int64_t t) {
+  switch (t) {
+    case 1: return "DEVICE_TO_DEVICE";
+    case 2: return "DEVICE_TO_HOST";
+    case 3: return "HOST_TO_DEVICE";
+    default: return "CHANNEL_TYPE_INVALID";
+  }
+}
+
+// send's and recv's channel and pairs. `first` is the label of channel_id (I3 for send, I2 for recv).
+void check_channel(const ShapeQuery& q, int first) {
+  const auto* channel = q.attrs.find<ChannelHandle>("channel_handle");
+  if (channel == nullptr)
+    reject(q, "has no channel_handle = #stablehlo.channel_handle<handle = ..., type = ...> (I{}, I{})", first, first + 1);
+  if (q.attrs.has("is_host_transfer") && q.attrs.find<bool>("is_host_transfer") == nullptr)
+    reject(q, "is_host_transfer must be true or false (I{})", first + 2);
+  bool host = q.attrs.get_or<bool>("is_host_transfer", false);
+  // The spec names DEVICE_TO_HOST for both ops; StableHLO's own recv from the host is HOST_TO_DEVICE.
+  bool fits = host ? channel->type == 2 || (q.kind == OpKind::Recv && channel->type == 3) : channel->type == 1;
+  if (!fits)
+    reject(q, "channel type {} ({}) does not fit is_host_transfer = {}: it must be {} (C5)", channel->type,
+           channel_type_name(channel->type), host,
+           host ? (q.kind == OpKind::Recv ? "DEVICE_TO_HOST (2) or HOST_TO_DEVICE (3)" : "DEVICE_TO_HOST (2)")
+                : "DEVICE_TO_DEVICE (1)");
+  if (!q.attrs.has("source_target_pairs")) return;
+  const auto* pairs = q.attrs.find<IntMatrix>("source_target_pairs");
+  if (pairs == nullptr) reject(q, "source_target_pairs must be a 2-dimensional integer tensor (I{})", first + 3);
+  if (pairs->cols != 2) reject(q, "source_target_pairs is {}x{}; each pair is [source, target] (C1)", pairs->rows, pairs->cols);
+  for (int64_t r = 0; r < pairs->rows; ++r)
+    for (int64_t c = 0; c < 2; ++c) {
+      int64_t v = pairs->values[static_cast<size_t>(r * 2 + c)];
+      if (v < 0) reject(q, "source_target_pairs[{}] = [{}, {}] names process {} (C4)", r,
+                        pairs->values[static_cast<size_t>(r * 2)], pairs->values[static_cast<size_t>(r * 2 + 1)], v);
+      for (int64_t e = 0; e < r; ++e)
+        if (pairs->values[static_cast<size_t>(e * 2 + c)] == v)
+          reject(q, "source_target_pairs[{}] and [{}] have the same {} {} ({})", e, r, c == 0 ? "source" : "target", v,
+                 c == 0 ? "C2" : "C3");
+    }
+}
+
 }  // namespace
 
 // results = payload values, then a token; the values come from the infeed.
 Types infer_Infeed(const ShapeQuery& q) {
   if (!q.operands[0].is_token()) reject(q, "operand is {}, not a token (I1)", to_string(q.operands[0]));
   check_config(q, "infeed_config", "I2");
-  if (q.declared.empty()) reject(q, "has no results; the last result is the token (C1)");
-  for (size_t i = 0; i + 1 < q.declared.size(); ++i)
-    if (!q.declared[i].is_tensor())
-      reject(q, "result {} is {}, not a tensor: every result but the last is a payload value (C2)", i,
-             to_string(q.declared[i]));
-  const Type& last = q.declared.back();
-  if (!last.is_token())
-    reject(q, "result {} is {}, not a token: the last result is the token (C3)", q.declared.size() - 1, to_string(last));
+  check_payload_then_token(q, " (C1)", " (C2)", " (C3)");
   check_layout(q, q.declared.size() - 1);
   return {q.declared.begin(), q.declared.end()};
 }
 
 // (inputs..., token) -> token; the inputs go to the outfeed.
 Types infer_Outfeed(const ShapeQuery& q) {
-  if (q.operands.empty()) reject(q, "has no operands; the last operand is the token (I2)");
-  for (size_t i = 0; i + 1 < q.operands.size(); ++i)
-    if (!q.operands[i].is_tensor())
-      reject(q, "input {} is {}, not a tensor: every operand but the last is a value to write (I1)", i,
-             to_string(q.operands[i]));
-  const Type& last = q.operands.back();
-  if (!last.is_token())
-    reject(q, "operand {} is {}, not a token: the last operand is the token (I2)", q.operands.size() - 1,
-           to_string(last));
+  check_values_then_token(q);
   check_config(q, "outfeed_config", "I3");
   return {Type::token()};
+}
+
+// (inputs..., token) -> token; the inputs go to the channel's other end.
+Types infer_Send(const ShapeQuery& q) {
+  check_values_then_token(q);
+  check_channel(q, 3);
+  return {Type::token()};
+}
+
+// token -> (payload values..., token), from the channel's other end. The spec numbers no constraint
+// on the results' kinds; they are infeed's.
+Types infer_Recv(const ShapeQuery& q) {
+  if (!q.operands[0].is_token()) reject(q, "operand is {}, not a token (I1)", to_string(q.operands[0]));
+  check_channel(q, 2);
+  check_payload_then_token(q, "", "", "");
+  return {q.declared.begin(), q.declared.end()};
 }
 
 }  // namespace tessera::ir::shape_rules

@@ -4,7 +4,8 @@
 // StableHLO's verifier, outfeed's inputs), the values through the interpreter with the hooks
 // (interp::Options::infeed / outfeed) and the refusal without them, and the transforms: a
 // gradient and a tangent through a program that reads the infeed (its values are leaves, read
-// once), vmap refused by name.
+// once), vmap refused by name. send and recv: their generic forms and constraints (the kernels are
+// still pending: one transport, see docs/CONFORMANCE.md).
 #include <gtest/gtest.h>
 
 #include <deque>
@@ -234,6 +235,94 @@ TEST(Effects, FeedsInTheTransforms) {
   EXPECT_EQ(reads, 1);
   ASSERT_EQ(b.size(), 1u);
   EXPECT_EQ(b[0], Literal::from_doubles(ir::f64({2}), std::vector<double>{0.5 - 4 + 12, -0.5 + 3}));
+}
+
+// send and recv as the spec's examples write them (attribute dictionaries, recv's results named one
+// by one) read, print in the generic form with properties and read back; each constraint on its
+// message. Their kernels are pending: a run refuses them by name.
+TEST(Effects, SendRecvRoundTripAndConstraints) {
+  const std::string spec = R"(func.func @main(%operand: tensor<2x2xi64>, %token: !stablehlo.token) -> (tensor<2x2xi64>, !stablehlo.token) {
+  %result = "stablehlo.send"(%operand, %token) {
+    channel_handle = #stablehlo.channel_handle<handle = 0, type = 1>,
+    is_host_transfer = false,
+    source_target_pairs = dense<[[0, 1], [1, 2]]> : tensor<2x2xi64>
+  } : (tensor<2x2xi64>, !stablehlo.token) -> !stablehlo.token
+  %results0, %results1 = "stablehlo.recv"(%token) {
+    channel_handle = #stablehlo.channel_handle<handle = 0, type = 1>,
+    is_host_transfer = false,
+    source_target_pairs = dense<[[0, 1], [1, 2]]> : tensor<2x2xi64>
+  } : (!stablehlo.token) -> (tensor<2x2xi64>, !stablehlo.token)
+  return %results0, %result : tensor<2x2xi64>, !stablehlo.token
+}
+)";
+  std::unique_ptr<ir::Module> m = parse(spec, "t.mlir");
+  std::string printed = print(*m);
+  EXPECT_NE(printed.find(
+                "  %0 = \"stablehlo.send\"(%arg0, %arg1) <{channel_handle = #stablehlo.channel_handle<handle = 0, type = 1>, "
+                "is_host_transfer = false, source_target_pairs = dense<[[0, 1], [1, 2]]> : tensor<2x2xi64>}> : "
+                "(tensor<2x2xi64>, !stablehlo.token) -> !stablehlo.token\n"),
+            std::string::npos) << printed;
+  EXPECT_NE(printed.find(
+                "  %1:2 = \"stablehlo.recv\"(%arg1) <{channel_handle = #stablehlo.channel_handle<handle = 0, type = 1>, "
+                "is_host_transfer = false, source_target_pairs = dense<[[0, 1], [1, 2]]> : tensor<2x2xi64>}> : "
+                "(!stablehlo.token) -> (tensor<2x2xi64>, !stablehlo.token)\n"),
+            std::string::npos) << printed;
+  EXPECT_EQ(print(*parse(printed, "printed.mlir")), printed);
+
+  // A send of `operand` on channel `attrs`, and a recv of one value.
+  auto send = [](const std::string& attrs, const std::string& operands = "%arg0, %arg1",
+                 const std::string& types = "tensor<2xf32>, !stablehlo.token") {
+    return "func.func @main(%arg0: tensor<2xf32>, %arg1: !stablehlo.token) {\n  %0 = \"stablehlo.send\"(" + operands + ") {" +
+           attrs + "} : (" + types + ") -> !stablehlo.token\n  return\n}\n";
+  };
+  auto recv = [](const std::string& attrs, const std::string& results = "tensor<2xf32>, !stablehlo.token") {
+    return "func.func @main(%arg0: !stablehlo.token) {\n  %0:2 = \"stablehlo.recv\"(%arg0) {" + attrs + "} : (!stablehlo.token) -> (" +
+           results + ")\n  return\n}\n";
+  };
+  const std::string d2d = "channel_handle = #stablehlo.channel_handle<handle = 1, type = 1>";
+  const std::string to_host = "channel_handle = #stablehlo.channel_handle<handle = 1, type = 2>";
+  const std::string from_host = "channel_handle = #stablehlo.channel_handle<handle = 1, type = 3>";
+  EXPECT_EQ(parse_error(send(d2d)), "<no error>");
+  EXPECT_EQ(parse_error(send(to_host + ", is_host_transfer = true")), "<no error>");
+  EXPECT_EQ(parse_error(recv(from_host + ", is_host_transfer = true")), "<no error>");
+  EXPECT_EQ(parse_error(recv(to_host + ", is_host_transfer = true")), "<no error>");
+  EXPECT_EQ(parse_error(send("")),
+            "t.mlir:2:3: stablehlo.send: has no channel_handle = #stablehlo.channel_handle<handle = ..., type = ...> (I3, I4)");
+  EXPECT_EQ(parse_error(recv("")),
+            "t.mlir:2:3: stablehlo.recv: has no channel_handle = #stablehlo.channel_handle<handle = ..., type = ...> (I2, I3)");
+  EXPECT_EQ(parse_error(send(to_host)),
+            "t.mlir:2:3: stablehlo.send: channel type 2 (DEVICE_TO_HOST) does not fit is_host_transfer = false: it must "
+            "be DEVICE_TO_DEVICE (1) (C5)");
+  EXPECT_EQ(parse_error(send(from_host + ", is_host_transfer = true")),
+            "t.mlir:2:3: stablehlo.send: channel type 3 (HOST_TO_DEVICE) does not fit is_host_transfer = true: it must "
+            "be DEVICE_TO_HOST (2) (C5)");
+  EXPECT_EQ(parse_error(recv(d2d + ", is_host_transfer = true")),
+            "t.mlir:2:3: stablehlo.recv: channel type 1 (DEVICE_TO_DEVICE) does not fit is_host_transfer = true: it must "
+            "be DEVICE_TO_HOST (2) or HOST_TO_DEVICE (3) (C5)");
+  EXPECT_EQ(parse_error(send(d2d + ", is_host_transfer = 1 : i64")),
+            "t.mlir:2:3: stablehlo.send: is_host_transfer must be true or false (I5)");
+  EXPECT_EQ(parse_error(send(d2d + ", source_target_pairs = dense<[[0, 1, 2]]> : tensor<1x3xi64>")),
+            "t.mlir:2:3: stablehlo.send: source_target_pairs is 1x3; each pair is [source, target] (C1)");
+  EXPECT_EQ(parse_error(send(d2d + ", source_target_pairs = dense<[[0, 1], [0, 2]]> : tensor<2x2xi64>")),
+            "t.mlir:2:3: stablehlo.send: source_target_pairs[0] and [1] have the same source 0 (C2)");
+  EXPECT_EQ(parse_error(recv(d2d + ", source_target_pairs = dense<[[0, 2], [1, 2]]> : tensor<2x2xi64>")),
+            "t.mlir:2:3: stablehlo.recv: source_target_pairs[0] and [1] have the same target 2 (C3)");
+  EXPECT_EQ(parse_error(recv(d2d + ", source_target_pairs = dense<[[0, 1], [-1, 0]]> : tensor<2x2xi64>")),
+            "t.mlir:2:3: stablehlo.recv: source_target_pairs[1] = [-1, 0] names process -1 (C4)");
+  EXPECT_EQ(parse_error(send(d2d, "%arg1, %arg0", "!stablehlo.token, tensor<2xf32>")),
+            "t.mlir:2:3: stablehlo.send: input 0 is !stablehlo.token, not a tensor: every operand but the last is a value "
+            "to send (I1)");
+  EXPECT_EQ(parse_error(send(d2d, "%arg0, %arg0", "tensor<2xf32>, tensor<2xf32>")),
+            "t.mlir:2:3: stablehlo.send: operand 1 is tensor<2xf32>, not a token: the last operand is the token (I2)");
+  EXPECT_EQ(parse_error(recv(d2d, "tensor<2xf32>, tensor<2xf32>")),
+            "t.mlir:2:3: stablehlo.recv: result 1 is tensor<2xf32>, not a token: the last result is the token");
+  EXPECT_EQ(parse_error(recv(d2d, "!stablehlo.token, !stablehlo.token")),
+            "t.mlir:2:3: stablehlo.recv: result 0 is !stablehlo.token, not a tensor: every result but the last is a "
+            "payload value");
+
+  Literal x = i64s({2, 2}, {1, 2, 3, 4});
+  EXPECT_EQ(tessera::testing::error_of([&] { interp::evaluate(*m, "main", {x, Literal::token()}); }),
+            "stablehlo.send: the reference kernel is not implemented in Tessera");
 }
 
 }  // namespace
