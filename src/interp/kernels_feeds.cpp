@@ -21,7 +21,8 @@ Results eval_Infeed(const EvalContext& ctx) {
     const ir::Type& want = ctx.result_type(i);
     Literal v = infeed(want);
     if (v.type() != want)
-      ctx.fail("the infeed gave a {} value for result {}, which is {}", ir::to_string(v.type()), i, ir::to_string(want));
+      ctx.fail("the infeed gave a {} value for result {}, which is {}", ir::to_string(v.type()), i,
+               ir::to_string(want));
     out.push_back(std::move(v));
   }
   out.push_back(Literal::token());

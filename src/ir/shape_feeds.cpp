@@ -20,7 +20,8 @@ using Types = std::vector<Type>;
 
 // The config string, which the spec's inputs table (I2, I3) makes a string constant.
 void check_config(const ShapeQuery& q, std::string_view name, std::string_view label) {
-  if (q.attrs.has(name) && q.attrs.find<std::string>(name) == nullptr) reject(q, "{} must be a string ({})", name, label);
+  if (q.attrs.has(name) && q.attrs.find<std::string>(name) == nullptr)
+    reject(q, "{} must be a string ({})", name, label);
 }
 
 // The text of an array attribute, read as a list of elements, each element's text (brackets kept).
@@ -75,7 +76,8 @@ bool integer_text(std::string_view t) {
   if (colon != std::string_view::npos) t = t.substr(0, colon);
   while (!t.empty() && std::isspace(static_cast<unsigned char>(t.back()))) t.remove_suffix(1);
   if (!t.empty() && t[0] == '-') t.remove_prefix(1);
-  return !t.empty() && std::all_of(t.begin(), t.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); });
+  auto digit = [](char c) { return std::isdigit(static_cast<unsigned char>(c)) != 0; };
+  return !t.empty() && std::all_of(t.begin(), t.end(), digit);
 }
 
 void check_layout(const ShapeQuery& q, size_t payloads) {
@@ -103,7 +105,8 @@ void check_payload_then_token(const ShapeQuery& q, const char* c1, const char* c
              to_string(q.declared[i]), c2);
   const Type& last = q.declared.back();
   if (!last.is_token())
-    reject(q, "result {} is {}, not a token: the last result is the token{}", q.declared.size() - 1, to_string(last), c3);
+    reject(q, "result {} is {}, not a token: the last result is the token{}", q.declared.size() - 1, to_string(last),
+           c3);
 }
 
 // Values (tensors) then a token: outfeed's operands (I1, I2) and send's.
@@ -132,7 +135,8 @@ std::string_view channel_type_name(int64_t t) {
 void check_channel(const ShapeQuery& q, int first) {
   const auto* channel = q.attrs.find<ChannelHandle>("channel_handle");
   if (channel == nullptr)
-    reject(q, "has no channel_handle = #stablehlo.channel_handle<handle = ..., type = ...> (I{}, I{})", first, first + 1);
+    reject(q, "has no channel_handle = #stablehlo.channel_handle<handle = ..., type = ...> (I{}, I{})", first,
+           first + 1);
   if (q.attrs.has("is_host_transfer") && q.attrs.find<bool>("is_host_transfer") == nullptr)
     reject(q, "is_host_transfer must be true or false (I{})", first + 2);
   bool host = q.attrs.get_or<bool>("is_host_transfer", false);
@@ -146,7 +150,8 @@ void check_channel(const ShapeQuery& q, int first) {
   if (!q.attrs.has("source_target_pairs")) return;
   const auto* pairs = q.attrs.find<IntMatrix>("source_target_pairs");
   if (pairs == nullptr) reject(q, "source_target_pairs must be a 2-dimensional integer tensor (I{})", first + 3);
-  if (pairs->cols != 2) reject(q, "source_target_pairs is {}x{}; each pair is [source, target] (C1)", pairs->rows, pairs->cols);
+  if (pairs->cols != 2)
+    reject(q, "source_target_pairs is {}x{}; each pair is [source, target] (C1)", pairs->rows, pairs->cols);
   for (int64_t r = 0; r < pairs->rows; ++r)
     for (int64_t c = 0; c < 2; ++c) {
       int64_t v = pairs->values[static_cast<size_t>(r * 2 + c)];

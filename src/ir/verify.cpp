@@ -112,7 +112,8 @@ struct Verifier {
     for (const auto& [key, value] : o.attrs()) {
       if (key != "infeed") continue;
       std::optional<std::vector<std::string>> names = symbol_list_of(value);
-      if (!names) fail("@{}: op {} ({}) has an infeed that is not a list of functions [@f, ...]", fn.name(), index, o.name());
+      if (!names)
+        fail("@{}: op {} ({}) has an infeed that is not a list of functions [@f, ...]", fn.name(), index, o.name());
       for (const std::string& name : *names) {
         const Function& f = callee(o, index, name);
         if (f.num_parameters() != 0 || f.result_types.size() != 1 || !f.result_types[0].is_tensor())

@@ -74,8 +74,8 @@ class InfeedQueue {
   ir::Literal pop() {
     std::lock_guard lock(mu_);
     if (values_.empty())
-      support::fail("stablehlo.infeed: the infeed is empty: its {} value(s) (interpreter.run_parallel's infeed functions) were all read",
-                    size_);
+      support::fail("stablehlo.infeed: the infeed is empty: its {} value(s) (interpreter.run_parallel's infeed "
+                    "functions) were all read", size_);
     ir::Literal v = std::move(values_.front());
     values_.pop_front();
     return v;
