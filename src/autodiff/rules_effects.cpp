@@ -1,4 +1,4 @@
-// The VJP, JVP and vmap rules of tokens, tuples, composite and map.
+// The VJP, JVP and vmap rules of tokens, tuples, composite, map and the streaming ops.
 //
 // Tokens carry no data, so nothing flows through after_all and create_token, and they are never
 // batched. Tuples are the HLO ABI's legacy grouping, which JAX never differentiates through: a
@@ -6,7 +6,14 @@
 // reach the loss pass). composite is differentiated and batched through its decomposition, as JAX
 // does: the function is transformed on its own rules and inlined. map(f, x...) is vmap(f) over the
 // flattened inputs, so its VJP and JVP are those of that batched function, reshaped back; a
-// batched map is a map over one more dimension.
+// batched map is a map over one more dimension. infeed's values come from outside the program, like
+// its inputs or constants: they have no gradient and no tangent, and the op is kept as written (the
+// transformed program reads the infeed once, where the original did). outfeed writes primal values
+// and gives a token: nothing flows through it. Neither has a batching rule (JAX has none either): a
+// batched outfeed would write one value per example, in an order nobody defined, so it is refused
+// by name. infeed's only operand is a token, which is never batched, so vmap copies it as it is
+// (the rule is not asked): the batched program reads the infeed once and every example shares the
+// values, as JAX binds a primitive without batched inputs once.
 #include "autodiff/forward.h"
 #include "autodiff/jvp_rules.h"
 #include "autodiff/reverse.h"
@@ -210,6 +217,21 @@ void vmap_Map(VmapContext& c) {
   for (size_t d = 0; d < dims.size(); ++d) dims[d] = static_cast<int64_t>(d);
   attrs.set("dimensions", dims);
   c.set(0, c.again(xs, attrs)[0]);
+}
+
+// Values read from the infeed are leaves: no cotangent flows back, no tangent out.
+void vjp_Infeed(VjpContext&) {}
+void jvp_Infeed(JvpContext&) {}
+// outfeed's token carries no data and its inputs are written, not used: nothing flows.
+void vjp_Outfeed(VjpContext&) {}
+void jvp_Outfeed(JvpContext&) {}
+void vmap_Infeed(VmapContext& c) {
+  c.fail("{}", "it reads the next value of the infeed; a batched program would read one per example, in no "
+               "defined order (read the batch as one value instead)");
+}
+void vmap_Outfeed(VmapContext& c) {
+  c.fail("{}", "it writes its values to the outfeed; a batched program would write one per example, in no "
+               "defined order (write the batch as one value instead)");
 }
 
 // interpreter.probe is the identity (it writes its operand to a file on the side).

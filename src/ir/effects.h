@@ -8,6 +8,7 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "ir/module.h"
 
@@ -18,5 +19,8 @@ namespace tessera::ir {
 std::optional<std::string> decomposition_of(const AttrMap& attrs);
 // The attribute value naming function `name` (@name).
 Opaque symbol_ref(const std::string& name);
+// The function names of a list of symbol references, `[@f, @"g h"]` (interpreter.run_parallel's
+// `infeed`, kept as its text); nullopt when `a` is not such a list.
+std::optional<std::vector<std::string>> symbol_list_of(const Attribute& a);
 
 }  // namespace tessera::ir

@@ -11,13 +11,50 @@
 
 namespace tessera::ir {
 
+namespace {
+
+// `@name` or `@"name"` -> name.
+std::optional<std::string> symbol_name(std::string_view text) {
+  if (text.size() < 2 || text[0] != '@') return std::nullopt;
+  std::string_view name = text.substr(1);
+  if (name.size() >= 2 && name.front() == '"' && name.back() == '"') name = name.substr(1, name.size() - 2);
+  return std::string(name);
+}
+
+std::string_view trimmed(std::string_view s) {
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
+  return s;
+}
+
+}  // namespace
+
 std::optional<std::string> decomposition_of(const AttrMap& attrs) {
   if (const auto* s = attrs.find<std::string>("decomposition")) return *s;
   const auto* o = attrs.find<Opaque>("decomposition");
-  if (o == nullptr || o->text.size() < 2 || o->text[0] != '@') return std::nullopt;
-  std::string text = o->text.substr(1);
-  if (text.size() >= 2 && text.front() == '"' && text.back() == '"') text = text.substr(1, text.size() - 2);
-  return text;
+  return o == nullptr ? std::nullopt : symbol_name(o->text);
+}
+
+std::optional<std::vector<std::string>> symbol_list_of(const Attribute& a) {
+  const auto* o = std::get_if<Opaque>(&a);
+  if (o == nullptr) return std::nullopt;
+  std::string_view text = trimmed(o->text);
+  if (text.size() < 2 || text.front() != '[' || text.back() != ']') return std::nullopt;
+  text = trimmed(text.substr(1, text.size() - 2));
+  std::vector<std::string> names;
+  while (!text.empty()) {
+    // A quoted name may hold a comma: the entry ends at the first comma outside quotes.
+    size_t end = 0;
+    for (bool quoted = false; end < text.size() && (quoted || text[end] != ','); ++end)
+      if (text[end] == '"') quoted = !quoted;
+    std::optional<std::string> name = symbol_name(trimmed(text.substr(0, end)));
+    if (!name) return std::nullopt;
+    names.push_back(*name);
+    if (end == text.size()) break;
+    text = trimmed(text.substr(end + 1));
+    if (text.empty()) return std::nullopt;  // a comma with no entry after it
+  }
+  return names;
 }
 
 Opaque symbol_ref(const std::string& name) {

@@ -20,10 +20,6 @@ PendingRules& pending() {
   [[maybe_unused]] const bool pending_##e = pending().mark(OpKind::e);
 
 // tokens, tuples, effects
-PENDING(Infeed)
-PENDING(Outfeed)
-PENDING(Send)
-PENDING(Recv)
 PENDING(AsyncStart)
 PENDING(AsyncDone)
 PENDING(Scan)

@@ -108,6 +108,20 @@ struct Verifier {
         for (const Type& t : f.result_types) results.push_back(t);
       }
     check_signature(o, index, "its programs", params, results);
+    // `infeed = [@f, ...]`: each function makes the next value of the processes' infeed queue.
+    for (const auto& [key, value] : o.attrs()) {
+      if (key != "infeed") continue;
+      std::optional<std::vector<std::string>> names = symbol_list_of(value);
+      if (!names)
+        fail("@{}: op {} ({}) has an infeed that is not a list of functions [@f, ...]", fn.name(), index, o.name());
+      for (const std::string& name : *names) {
+        const Function& f = callee(o, index, name);
+        if (f.num_parameters() != 0 || f.result_types.size() != 1 || !f.result_types[0].is_tensor())
+          fail("@{}: op {} ({}) fills its infeed from @{}, which takes ({}) and returns ({}); an infeed function "
+               "takes nothing and returns one tensor", fn.name(), index, o.name(), name,
+               shape_rules::types_string(param_types(f)), shape_rules::types_string(f.result_types));
+      }
+    }
   }
 
   // composite calls its decomposition, which must exist (C2) and take and return the op's types

@@ -30,6 +30,9 @@ const std::vector<OpKind> kNoGradient = {
     OpKind::GetDimensionSize,
     // Tokens carry no data.
     OpKind::AfterAll, OpKind::CreateToken,
+    // The streams: infeed's values come from outside the program (leaves, like constants); outfeed
+    // gives only a token.
+    OpKind::Infeed, OpKind::Outfeed,
     // The interpreter tests' probe ops (files on the side): probe's rules are the identity's.
     OpKind::Probe, OpKind::ExpectSerializedEq,
 };
@@ -38,7 +41,7 @@ const std::vector<OpKind> kNoGradient = {
 // by name); an op leaves this list for one of the others when its rule lands.
 const std::vector<OpKind> kPendingGradient = {
     // tokens, tuples, effects
-    OpKind::Infeed, OpKind::Outfeed, OpKind::Send, OpKind::Recv, OpKind::AsyncStart, OpKind::AsyncDone,
+    OpKind::Send, OpKind::Recv, OpKind::AsyncStart, OpKind::AsyncDone,
     OpKind::Scan,
     // numerics
     OpKind::Rng, OpKind::RngBitGenerator, OpKind::BatchNormInference,

@@ -2,8 +2,14 @@
 // devices: token values get no sharding and pass as they are (a token parameter in, a token result
 // out), a composite is inlined and partitioned as its decomposition, map is split like any
 // elementwise op, get_tuple_element of a tuple built in the program is its member, and a tuple
-// result is whole on every device (its members gathered for it). Sharded equals unsharded.
+// result is whole on every device (its members gathered for it). Sharded equals unsharded. The
+// streams keep their values whole: each device reads a whole infeed value and writes whole values.
 #include <gtest/gtest.h>
+
+#include <mutex>
+
+#include "comm/parallel.h"
+#include "spmd/partition.h"
 
 #include "interp/interpreter.h"
 #include "ir/builder_effects.h"
@@ -48,6 +54,68 @@ TEST(Effects, TokensCompositeAndMapPartitionLikeTheirElementwiseOps) {
   EXPECT_EQ(got[2], want[2]);
   EXPECT_EQ(got[2], Literal::tuple({want[1], in[2]}));
   EXPECT_EQ(p.report().collectives.size(), 4u);  // each member gathered along a, then b
+}
+
+// y = x * infeed(), written to the outfeed, with x split in two along rows: the local program reads
+// the whole w on each device (infeed's factor rule keeps it whole) and slices its rows, and gathers
+// y whole before writing it, so each device writes the unsharded y; y itself stays split.
+TEST(Effects, StreamsKeepTheirValuesWhole) {
+  Module m("streams");
+  m.add_mesh(Mesh{"m", {{"a", 2}}, {}});
+  build_function(m, "main", [&](FunctionBuilder& f) -> std::vector<Tensor> {
+    Tensor x = f.param(f32({8, 6}), Sharding{"m", {{"a"}, {}}, {}, {}});
+    Tensor tok = f.param(Type::token());
+    AttrMap in;
+    in.set("infeed_config", std::string());
+    std::vector<Tensor> fed = f.emit(OpKind::Infeed, {tok}, in, {f32({8, 6}), Type::token()});
+    Tensor y = x * fed[0];
+    AttrMap out;
+    out.set("outfeed_config", std::string());
+    Tensor done = f.emit(OpKind::Outfeed, {y, fed[1]}, out, {Type::token()})[0];
+    return {y, done};
+  });
+  Literal x(f32({8, 6})), w(f32({8, 6}));
+  for (int64_t i = 0; i < 48; ++i) {
+    x.set_double(i, 0.25 * static_cast<double>(i % 9) - 1);
+    w.set_double(i, 0.5 * static_cast<double>(i % 5) + 0.5);
+  }
+  std::mutex mu;
+  int reads = 0;
+  std::vector<Literal> written;
+  interp::Options hooks;
+  hooks.infeed = [&](const Type& t) {
+    std::lock_guard lock(mu);
+    EXPECT_EQ(t, f32({8, 6}));
+    ++reads;
+    return w;
+  };
+  hooks.outfeed = [&](std::vector<Literal> v) {
+    std::lock_guard lock(mu);
+    for (Literal& l : v) written.push_back(std::move(l));
+  };
+  std::vector<Literal> want = interp::evaluate(m, "main", {x, Literal::token()}, hooks);
+  ASSERT_EQ(written.size(), 1u);
+  reads = 0;
+  written.clear();
+  spmd::PartitionOptions po;
+  po.name = "local";
+  spmd::partition(m, *m.find_function("main"), m, po);
+  std::vector<Literal> rows(2, Literal(f32({4, 6})));
+  for (int64_t d = 0; d < 2; ++d)
+    for (int64_t i = 0; i < 24; ++i) rows[d].set_double(i, x.get_double(24 * d + i));
+  comm::ParallelOptions p;
+  p.base = hooks;
+  std::vector<Literal> got =
+      comm::run_parallel(m, {{"local", "local"}}, {rows[0], Literal::token(), rows[1], Literal::token()}, p);
+  EXPECT_EQ(reads, 2);
+  ASSERT_EQ(written.size(), 2u);
+  EXPECT_EQ(written[0], want[0]) << stablehlo::print(m);
+  EXPECT_EQ(written[1], want[0]);
+  ASSERT_EQ(got.size(), 4u);
+  for (int64_t d = 0; d < 2; ++d) {
+    ASSERT_EQ(got[2 * d].type(), f32({4, 6})) << stablehlo::print(m);
+    for (int64_t i = 0; i < 24; ++i) EXPECT_EQ(got[2 * d].get_double(i), want[0].get_double(24 * d + i)) << d << " " << i;
+  }
 }
 
 }  // namespace

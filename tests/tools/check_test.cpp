@@ -1,6 +1,7 @@
 // The conformance checker checked: a changed expected value is reported as FAIL on its line, a
 // program that deadlocks (one process skips a collective) fails with the timeout message within
-// the configured time, and bad text is a FAIL with its location, not a crash.
+// the configured time, and bad text is a FAIL with its location, not a crash. interpreter.run_parallel's
+// infeed functions fill the queue its processes read, and what outfeed writes is printed per case.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
@@ -258,6 +259,143 @@ TEST(Check, JaxStyleCustomCallChecks) {
                           "largest difference 0.23840582370758057"),
             std::string::npos)
       << r.output;
+}
+
+// interpreter.run_parallel's `infeed = [@f, ...]`: each function is called, in order, for the next
+// value of one queue that the run's processes share; outfeed values are printed after the case's
+// line (process by process), and a case whose only effect is its outfeed passes.
+TEST(Check, InfeedQueueOfRunParallelAndOutfeedOutput) {
+  std::string text = R"(module @one_process {
+  func.func @read_two(%t: !stablehlo.token) -> (tensor<2xi64>, tensor<2xi64>, !stablehlo.token) {
+    %a:2 = "stablehlo.infeed"(%t) {infeed_config = ""} : (!stablehlo.token) -> (tensor<2xi64>, !stablehlo.token)
+    %b:2 = "stablehlo.infeed"(%a#1) {infeed_config = ""} : (!stablehlo.token) -> (tensor<2xi64>, !stablehlo.token)
+    return %a#0, %b#0, %b#1 : tensor<2xi64>, tensor<2xi64>, !stablehlo.token
+  }
+  func.func @tens() -> tensor<2xi64> {
+    %c = stablehlo.constant dense<[10, 20]> : tensor<2xi64>
+    return %c : tensor<2xi64>
+  }
+  func.func @more() -> tensor<2xi64> {
+    %c = stablehlo.constant dense<[30, 40]> : tensor<2xi64>
+    return %c : tensor<2xi64>
+  }
+  func.func @main() {
+    %t = stablehlo.after_all : !stablehlo.token
+    %r:3 = "interpreter.run_parallel"(%t) {infeed = [@tens, @more], programs = [[@read_two]]} :
+        (!stablehlo.token) -> (tensor<2xi64>, tensor<2xi64>, !stablehlo.token)
+    check.expect_eq_const %r#0, dense<[10, 20]> : tensor<2xi64>
+    check.expect_eq_const %r#1, dense<[30, 40]> : tensor<2xi64>
+    func.return
+  }
+}
+
+// -----
+
+module @two_processes_share_the_queue {
+  func.func @read_one(%t: !stablehlo.token) -> tensor<2xi64> {
+    %a:2 = "stablehlo.infeed"(%t) {infeed_config = ""} : (!stablehlo.token) -> (tensor<2xi64>, !stablehlo.token)
+    %w = "stablehlo.outfeed"(%a#0, %a#1) {outfeed_config = ""} : (tensor<2xi64>, !stablehlo.token) -> !stablehlo.token
+    return %a#0 : tensor<2xi64>
+  }
+  func.func @tens() -> tensor<2xi64> {
+    %c = stablehlo.constant dense<[10, 20]> : tensor<2xi64>
+    return %c : tensor<2xi64>
+  }
+  func.func @more() -> tensor<2xi64> {
+    %c = stablehlo.constant dense<[30, 40]> : tensor<2xi64>
+    return %c : tensor<2xi64>
+  }
+  func.func @main() {
+    %t = stablehlo.after_all : !stablehlo.token
+    %r:2 = "interpreter.run_parallel"(%t, %t) {infeed = [@tens, @more], programs = [[@read_one], [@read_one]]} :
+        (!stablehlo.token, !stablehlo.token) -> (tensor<2xi64>, tensor<2xi64>)
+    %s = stablehlo.add %r#0, %r#1 : tensor<2xi64>
+    check.expect_eq_const %s, dense<[40, 60]> : tensor<2xi64>
+    func.return
+  }
+}
+
+// -----
+
+module @outfeed_only {
+  func.func @write(%x: tensor<2xi64>, %t: !stablehlo.token) -> !stablehlo.token {
+    %0 = "stablehlo.outfeed"(%x, %t) {outfeed_config = ""} : (tensor<2xi64>, !stablehlo.token) -> !stablehlo.token
+    return %0 : !stablehlo.token
+  }
+  func.func @main() {
+    %t = stablehlo.after_all : !stablehlo.token
+    %c = stablehlo.constant dense<[1.5, -2.0]> : tensor<2xf32>
+    %0 = "stablehlo.outfeed"(%c, %t) {outfeed_config = ""} : (tensor<2xf32>, !stablehlo.token) -> !stablehlo.token
+    %x0 = stablehlo.constant dense<[1, 2]> : tensor<2xi64>
+    %x1 = stablehlo.constant dense<[3, 4]> : tensor<2xi64>
+    %r:2 = "interpreter.run_parallel"(%x0, %0, %x1, %0) {programs = [[@write, @write]]} :
+        (tensor<2xi64>, !stablehlo.token, tensor<2xi64>, !stablehlo.token) -> (!stablehlo.token, !stablehlo.token)
+    func.return
+  }
+}
+
+// -----
+
+module @read_past_the_end {
+  func.func @read_two(%t: !stablehlo.token) -> tensor<2xi64> {
+    %a:2 = "stablehlo.infeed"(%t) {infeed_config = ""} : (!stablehlo.token) -> (tensor<2xi64>, !stablehlo.token)
+    %b:2 = "stablehlo.infeed"(%a#1) {infeed_config = ""} : (!stablehlo.token) -> (tensor<2xi64>, !stablehlo.token)
+    return %b#0 : tensor<2xi64>
+  }
+  func.func @tens() -> tensor<2xi64> {
+    %c = stablehlo.constant dense<[10, 20]> : tensor<2xi64>
+    return %c : tensor<2xi64>
+  }
+  func.func @main() {
+    %t = stablehlo.after_all : !stablehlo.token
+    %r = "interpreter.run_parallel"(%t) {infeed = [@tens], programs = [[@read_two]]} : (!stablehlo.token) -> tensor<2xi64>
+    check.expect_eq_const %r, dense<[10, 20]> : tensor<2xi64>
+    func.return
+  }
+}
+)";
+  std::string path = write_temp("feeds.mlir", text);
+  for (bool executable : {false, true}) {
+    CheckOptions options;
+    options.executable = executable;
+    CheckRun r = run(path, options);
+    EXPECT_EQ(r.counts.passed, 3) << r.output;
+    EXPECT_EQ(r.counts.failed, 1) << r.output;
+    EXPECT_NE(r.output.find(fmt::format("PASS {}:15 @main (2 checks)\n", path)), std::string::npos) << r.output;
+    // Which process read which value is up to the threads; what each wrote is printed in process order.
+    std::string both = fmt::format("PASS {}:{} @main (1 checks, 2 outfeed value(s))\n", path,
+                                   line_of(text, "module @two_processes") + 14);
+    size_t at = r.output.find(both);
+    ASSERT_NE(at, std::string::npos) << r.output;
+    std::string lines = r.output.substr(at + both.size(), r.output.find("PASS", at + both.size()) - at - both.size());
+    EXPECT_TRUE(lines == "  outfeed: dense<[10, 20]> : tensor<2xi64>\n  outfeed: dense<[30, 40]> : tensor<2xi64>\n" ||
+                lines == "  outfeed: dense<[30, 40]> : tensor<2xi64>\n  outfeed: dense<[10, 20]> : tensor<2xi64>\n")
+        << r.output;
+    EXPECT_NE(r.output.find(fmt::format("PASS {}:{} @main (0 checks, 3 outfeed value(s))\n"
+                                        "  outfeed: dense<[1.500000e+00, -2.000000e+00]> : tensor<2xf32>\n"
+                                        "  outfeed: dense<[1, 2]> : tensor<2xi64>\n"
+                                        "  outfeed: dense<[3, 4]> : tensor<2xi64>\n",
+                                        path, line_of(text, "module @outfeed_only") + 5)),
+              std::string::npos)
+        << r.output;
+    EXPECT_NE(r.output.find(fmt::format("FAIL {}:{} @main: run_parallel: process 0 (@read_two): stablehlo.infeed: the "
+                                        "infeed is empty: its 1 value(s) (interpreter.run_parallel's infeed functions) "
+                                        "were all read",
+                                        path, line_of(text, "module @read_past_the_end") + 10)),
+              std::string::npos)
+        << r.output;
+  }
+  // An infeed function must take nothing and return one tensor (verify(), at the file's line).
+  std::string bad = text.substr(0, text.find("// -----"));
+  size_t at = bad.find("func.func @more() -> tensor<2xi64> {");
+  bad.replace(at, std::string("func.func @more() -> tensor<2xi64> {").size(), "func.func @more(%p: tensor<2xi64>) -> tensor<2xi64> {");
+  CheckRun b = run(write_temp("bad_feeds.mlir", bad));
+  EXPECT_EQ(b.counts.failed, 1) << b.output;
+  EXPECT_NE(b.output.find("@main: op 1 (interpreter.run_parallel) fills its infeed from @more, which takes "
+                          "(tensor<2xi64>) and returns (tensor<2xi64>); an infeed function takes nothing and returns "
+                          "one tensor"),
+            std::string::npos)
+      << b.output;
 }
 
 }  // namespace

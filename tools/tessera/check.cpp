@@ -3,15 +3,19 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <deque>
 #include <filesystem>
 #include <fstream>
+#include <mutex>
 #include <sstream>
 
 #include "comm/parallel.h"
 #include "exec/executable.h"
 #include "interp/interpreter.h"
+#include "ir/effects.h"
 #include "spmd/partition.h"
 #include "stablehlo/parser.h"
+#include "stablehlo/printer.h"
 #include "transforms/refine_shapes.h"
 
 namespace tessera::tools {
@@ -51,22 +55,96 @@ std::vector<ir::Literal> evaluate(const ir::Module& m, const ir::Function& fn, s
   return e->run(std::move(args), options, *context);
 }
 
-// The hooks every case (and every process of its parallel runs) evaluates with.
+// What a case's outfeed ops wrote, in order: the case's own writes as they happen, and each
+// parallel run's after it ends, process by process (so the order does not depend on the threads).
+struct Outfeed {
+  std::mutex mu;
+  std::vector<ir::Literal> values;
+  void add(std::vector<ir::Literal> v) {
+    std::lock_guard lock(mu);
+    for (ir::Literal& x : v) values.push_back(std::move(x));
+  }
+};
+
+// interpreter.run_parallel's infeed: the values its `infeed` functions make, in order, read by
+// every process of the run from the front.
+class InfeedQueue {
+ public:
+  explicit InfeedQueue(std::deque<ir::Literal> values) : values_(std::move(values)), size_(values_.size()) {}
+  ir::Literal pop() {
+    std::lock_guard lock(mu_);
+    if (values_.empty())
+      support::fail("stablehlo.infeed: the infeed is empty: its {} value(s) (interpreter.run_parallel's infeed "
+                    "functions) were all read", size_);
+    ir::Literal v = std::move(values_.front());
+    values_.pop_front();
+    return v;
+  }
+
+ private:
+  std::mutex mu_;
+  std::deque<ir::Literal> values_;
+  size_t size_;
+};
+
 interp::Options case_options(const ir::Module& m, interp::CheckLog& log, const CheckOptions& o,
-                             const std::string& probe_dir) {
+                             const std::string& probe_dir, Outfeed& written);
+
+// Runs interpreter.run_parallel `op`: its infeed functions called first, in order, into one queue
+// the processes share; each process's outfeed writes kept apart, then added to `written` in
+// process order.
+std::vector<ir::Literal> run_parallel(const ir::Module& m, interp::CheckLog& log, const CheckOptions& o,
+                                      const std::string& probe_dir, Outfeed& written, const ir::Op& op,
+                                      std::vector<ir::Literal> inputs) {
+  comm::ParallelOptions p;
+  p.timeout = o.timeout;
+  p.base = case_options(m, log, o, probe_dir, written);
+  std::deque<ir::Literal> fed;
+  for (const auto& [key, value] : op.attrs()) {
+    if (key != "infeed") continue;
+    std::vector<std::string> names = ir::symbol_list_of(value).value();  // verify() read the list
+    for (const std::string& name : names) {
+      std::vector<ir::Literal> r = evaluate(m, *m.find_function(name), {}, p.base, o);
+      if (r.size() != 1) support::fail("run_parallel: infeed function @{} returned {} values, not one", name, r.size());
+      fed.push_back(std::move(r[0]));
+    }
+  }
+  auto queue = std::make_shared<InfeedQueue>(std::move(fed));
+  p.base.infeed = [queue](const ir::Type&) { return queue->pop(); };  // the kernel checks the type
+  const auto& programs = op.attrs().get<ir::SymbolGrid>("programs").rows;
+  size_t processes = programs.size() * (programs.empty() ? 0 : programs[0].size());
+  std::vector<Outfeed> per_process(processes);
+  p.evaluate = [&m, &o, &per_process](int64_t i, const ir::Function& fn, std::vector<ir::Literal> args,
+                                      const interp::Options& options) {
+    interp::Options mine = options;
+    Outfeed& out = per_process.at(static_cast<size_t>(i));
+    mine.outfeed = [&out](std::vector<ir::Literal> v) { out.add(std::move(v)); };
+    return evaluate(m, fn, std::move(args), mine, o);
+  };
+  auto keep_written = [&] {
+    for (Outfeed& w : per_process) written.add(std::move(w.values));
+  };
+  try {
+    std::vector<ir::Literal> results = comm::run_parallel(m, programs, std::move(inputs), p);
+    keep_written();
+    return results;
+  } catch (...) {
+    keep_written();
+    throw;
+  }
+}
+
+// The hooks every case (and every process of its parallel runs) evaluates with. The case's own
+// infeed is empty (only interpreter.run_parallel fills one); its outfeed writes go to `written`.
+interp::Options case_options(const ir::Module& m, interp::CheckLog& log, const CheckOptions& o,
+                             const std::string& probe_dir, Outfeed& written) {
   interp::Options options;
   options.module = &m;
   options.probe_dir = probe_dir;
   options.checks = &log;
-  options.run_parallel = [&m, &log, o, probe_dir](const ir::Op& op, std::vector<ir::Literal> inputs) {
-    comm::ParallelOptions p;
-    p.timeout = o.timeout;
-    p.base = case_options(m, log, o, probe_dir);
-    if (o.executable)
-      p.evaluate = [&m, o](int64_t, const ir::Function& fn, std::vector<ir::Literal> args, const interp::Options& options) {
-        return evaluate(m, fn, std::move(args), options, o);
-      };
-    return comm::run_parallel(m, op.attrs().get<ir::SymbolGrid>("programs").rows, std::move(inputs), p);
+  options.outfeed = [&written](std::vector<ir::Literal> v) { written.add(std::move(v)); };
+  options.run_parallel = [&m, &log, o, probe_dir, &written](const ir::Op& op, std::vector<ir::Literal> inputs) {
+    return run_parallel(m, log, o, probe_dir, written, op, std::move(inputs));
   };
   return options;
 }
@@ -195,6 +273,7 @@ CheckCounts check_file(const std::string& path, std::ostream& out, const CheckOp
     for (const ir::Function* fn : cases_of(*module)) {
       std::string where = fmt::format("{}:{} @{}", path, fn->loc.line, fn->name());
       interp::CheckLog log;
+      Outfeed written;
       std::string error;
       bool temporary = false;
       std::filesystem::path probes;
@@ -205,7 +284,7 @@ CheckCounts check_file(const std::string& path, std::ostream& out, const CheckOp
           fn = module->find_function(name);
         }
         probes = probe_folder(options, path, fn->loc.line, fn->name(), temporary);
-        evaluate(*module, *fn, {}, case_options(*module, log, options, probes.string()), options);
+        evaluate(*module, *fn, {}, case_options(*module, log, options, probes.string(), written), options);
       } catch (const std::exception& e) {
         error = e.what();
       }
@@ -217,20 +296,27 @@ CheckCounts check_file(const std::string& path, std::ostream& out, const CheckOp
       const interp::CheckResult* failed = nullptr;
       for (const auto& c : checks)
         if (!c.passed && failed == nullptr) failed = &c;
+      // Every value the case wrote to the outfeed, one line each after the case's line.
+      std::string outfeed_lines;
+      for (const ir::Literal& v : written.values) outfeed_lines += "  outfeed: " + stablehlo::print(v) + "\n";
+      std::string outfeed_count =
+          written.values.empty() ? "" : fmt::format(", {} outfeed value(s)", written.values.size());
       if (!error.empty()) {
         out << "FAIL " << where << ": " << error << "\n";
       } else if (failed != nullptr) {
         out << fmt::format("FAIL {}: {} at {}:{}: {}; largest difference {}\n", where,
                            failed->check, path, failed->loc.line, failed->detail,
                            failed->max_difference);
-      } else if (checks.empty()) {
-        // A case that checks nothing shows nothing: it ran, but no result was compared.
+      } else if (checks.empty() && written.values.empty()) {
+        // A case that checks nothing shows nothing: it ran, but no result was compared. (One whose
+        // effect is its outfeed shows what it wrote.)
         out << fmt::format("FAIL {}: no check ran (a case compares its results with check.* ops)\n", where);
       } else {
-        out << fmt::format("PASS {} ({} checks)\n", where, checks.size());
+        out << fmt::format("PASS {} ({} checks{})\n", where, checks.size(), outfeed_count) << outfeed_lines;
         ++counts.passed;
         continue;
       }
+      out << outfeed_lines;
       ++counts.failed;
     }
   }

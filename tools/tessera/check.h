@@ -3,8 +3,14 @@
 // A file is cut into pieces at `// -----` (or `//--- name`); each piece is parsed and each of its
 // cases run: @main when the piece has one, otherwise every public function without parameters.
 // check.* ops and the check custom calls report to the case; interpreter.run_parallel runs its
-// grid of programs on host-device threads with real data exchange. One line per case (PASS, or
-// FAIL with file:line, the check and the largest difference), then "N passed, M failed". With
+// grid of programs on host-device threads with real data exchange. Its optional `infeed = [@f, ...]`
+// names functions (no parameters, one tensor result) that are called in order, before the
+// processes start, to make the values of an infeed queue that its processes share: each
+// stablehlo.infeed takes the next value from the front. Whatever stablehlo.outfeed writes (the
+// case's own writes in order, then each parallel run's process by process) is printed after the
+// case's line, one `  outfeed: dense<...> : tensor<...>` line per value, and counted on it; a case
+// whose only effect is its outfeed passes ("(0 checks, 2 outfeed value(s))"). One line per case
+// (PASS, or FAIL with file:line, the check and the largest difference), then "N passed, M failed". With
 // --executable the cases run compiled (exec::Executable), the way devices run programs. Probes
 // (interpreter.probe) write under --probe-dir, a folder per case.
 #pragma once
