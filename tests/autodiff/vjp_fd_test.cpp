@@ -41,8 +41,7 @@ const std::vector<OpKind> kPendingGradient = {
     OpKind::Infeed, OpKind::Outfeed, OpKind::Send, OpKind::Recv, OpKind::AsyncStart, OpKind::AsyncDone,
     OpKind::Scan,
     // numerics
-    OpKind::Rng, OpKind::RngBitGenerator, OpKind::BatchNormInference,
-    OpKind::BatchNormTraining, OpKind::BatchNormGrad, OpKind::Mulhi, OpKind::Polygamma,
+    OpKind::Rng, OpKind::RngBitGenerator, OpKind::Mulhi, OpKind::Polygamma,
     OpKind::Zeta, OpKind::RaggedDot,
     // quantization
     OpKind::UniformQuantize, OpKind::UniformDequantize,

@@ -2,10 +2,15 @@
 // devices: token values get no sharding and pass as they are (a token parameter in, a token result
 // out), a composite is inlined and partitioned as its decomposition, map is split like any
 // elementwise op, get_tuple_element of a tuple built in the program is its member, and a tuple
-// result is whole on every device (its members gathered for it). Sharded equals unsharded.
+// result is whole on every device (its members gathered for it). Sharded equals unsharded. The
+// batch-norm ops are expanded before propagation, so a split batch sums its statistics across
+// devices.
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "interp/interpreter.h"
+#include "ir/batch_norm.h"
 #include "ir/builder_effects.h"
 #include "runtime/session.h"
 #include "stablehlo/printer.h"
@@ -48,6 +53,42 @@ TEST(Effects, TokensCompositeAndMapPartitionLikeTheirElementwiseOps) {
   EXPECT_EQ(got[2], want[2]);
   EXPECT_EQ(got[2], Literal::tuple({want[1], in[2]}));
   EXPECT_EQ(p.report().collectives.size(), 4u);  // each member gathered along a, then b
+}
+
+// Batch-norm training and its gradient with the batch split along a and the features along b:
+// expanded into reductions, whose partial sums are combined. Sums taken in another order may differ
+// in the last f32 bits, so results agree to 1e-5 relative (of the largest magnitude, about 4).
+TEST(Effects, BatchNormIsPartitionedAsItsExpansion) {
+  Module m("bn");
+  m.add_mesh(Mesh{"m", {{"a", 2}, {"b", 2}}, {}});
+  Sharding split{"m", {{"a"}, {"b"}}, {}, {}};
+  BatchNormAttrs bn{1e-3f, 1};
+  build_function(m, "main", [&](FunctionBuilder& f) -> std::vector<Tensor> {
+    Tensor x = f.param(f32({8, 4}), split);
+    Tensor scale = f.param(f32({4})), offset = f.param(f32({4}));
+    std::vector<Tensor> t = batch_norm_training(x, scale, offset, bn);
+    std::vector<Tensor> g = batch_norm_grad(x, scale, t[1], t[2], t[0], bn);
+    Tensor y = batch_norm_inference(x, scale, offset, t[1], t[2], bn);
+    return {t[0], t[1], t[2], g[0], g[1], g[2], y};
+  });
+  std::vector<Literal> in = {Literal(f32({8, 4})), Literal(f32({4})), Literal(f32({4}))};
+  for (int64_t i = 0; i < 32; ++i) in[0].set_double(i, 0.25 * static_cast<double>((i * 5) % 9) - 1.0);
+  for (int64_t i = 0; i < 4; ++i) {
+    in[1].set_double(i, 0.5 + 0.25 * static_cast<double>(i));
+    in[2].set_double(i, 0.125 * static_cast<double>(i) - 0.25);
+  }
+  std::vector<Literal> want = interp::evaluate(m, "main", in);
+  runtime::Session s = runtime::Session::host(4);
+  runtime::CompiledProgram p = s.compile(m, "main");
+  std::vector<Literal> got = s.run_sharded(p, in);
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < want.size(); ++i) {
+    ASSERT_EQ(got[i].type(), want[i].type());
+    for (int64_t j = 0; j < want[i].num_elements(); ++j)
+      EXPECT_TRUE(std::abs(got[i].get_double(j) - want[i].get_double(j)) <= 4e-5)
+          << "result " << i << "[" << j << "]: " << got[i].get_double(j) << " vs " << want[i].get_double(j);
+  }
+  EXPECT_FALSE(p.report().collectives.empty());  // the batch statistics are summed across a
 }
 
 }  // namespace
