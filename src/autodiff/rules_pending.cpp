@@ -47,9 +47,6 @@ PENDING(Scan)
 // numerics
 PENDING(Rng)
 PENDING(RngBitGenerator)
-PENDING(Mulhi)
-PENDING(Polygamma)
-PENDING(Zeta)
 PENDING(RaggedDot)
 // quantization
 PENDING(UniformQuantize)

@@ -30,9 +30,6 @@ PENDING(Scan)
 // numerics
 PENDING(Rng)
 PENDING(RngBitGenerator)
-PENDING(Mulhi)
-PENDING(Polygamma)
-PENDING(Zeta)
 PENDING(RaggedDot)
 // quantization
 PENDING(UniformQuantize)

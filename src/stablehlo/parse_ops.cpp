@@ -532,7 +532,10 @@ constexpr Rule rule_for(OpKind k) {
     case OpKind::Asin: case OpKind::Acos: case OpKind::Atan: case OpKind::Asinh:
     case OpKind::Acosh: case OpKind::Atanh: case OpKind::Square: case OpKind::Conj:
     case OpKind::IsInf: case OpKind::IsPosInf: case OpKind::IsNegInf:
-    case OpKind::NextAfter: return chlo_form;
+    case OpKind::NextAfter:
+    case OpKind::Mulhi:
+    case OpKind::Polygamma:
+    case OpKind::Zeta: return chlo_form;
     default: return common;
   }
 }

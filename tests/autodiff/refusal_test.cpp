@@ -12,7 +12,7 @@ namespace tessera::autodiff::testing {
 std::vector<OpKind> refused_ops() {
   return {OpKind::While, OpKind::Call, OpKind::CustomCall, OpKind::RunParallel,
           // More elementwise ops (#17).
-          OpKind::Digamma, OpKind::BesselI1e, OpKind::NextAfter, OpKind::Complex,
+          OpKind::BesselI1e, OpKind::NextAfter, OpKind::Complex,
           // Shape polymorphism (#17): refused until refinement makes them static ops.
           OpKind::DynamicBroadcastInDim, OpKind::DynamicConv, OpKind::DynamicGather, OpKind::DynamicIota,
           OpKind::DynamicPad, OpKind::DynamicReshape, OpKind::RealDynamicSlice,
@@ -134,12 +134,27 @@ TEST(Refusal, ReduceOfTwoInputs) {
             "differentiated yet");
 }
 
-// More elementwise ops (#17): JAX has no derivative of nextafter; digamma's and bessel_i1e's need
-// functions Tessera does not define; complex values are never differentiated.
+// More elementwise ops (#17): JAX has no derivative of nextafter; bessel_i1e's needs a function
+// Tessera does not define; complex values are never differentiated; polygamma's and zeta's orders
+// have no derivative (a constant order is no obstacle).
 TEST(Refusal, MoreElementwiseOps) {
-  EXPECT_EQ(reverse_message([](FunctionBuilder& b) { return ir::sum(ir::digamma(b.param(ir::f32({4})))); }),
-            "cannot differentiate chlo.digamma: its derivative is polygamma(1, x), which Tessera does not "
-            "define (chlo.polygamma is not in the op table)");
+  EXPECT_EQ(reverse_message([](FunctionBuilder& b) {
+              Tensor x = b.param(ir::f32({4}));
+              return ir::sum(ir::polygamma(x, x));
+            }),
+            "cannot differentiate chlo.polygamma: its order n takes integer values and has no derivative; it must "
+            "be a constant of the program");
+  EXPECT_EQ(reverse_message([](FunctionBuilder& b) {
+              Tensor q = b.param(ir::f32({4}));
+              return ir::sum(ir::zeta(q + 1.0, q));
+            }),
+            "cannot differentiate chlo.zeta: its order s takes integer values and has no derivative; it must "
+            "be a constant of the program");
+  EXPECT_EQ(reverse_message([](FunctionBuilder& b) {
+              Tensor x = b.param(ir::f32({4}));
+              return ir::sum(ir::polygamma(ir::broadcast_to(b.scalar(ir::ElementType::f32, 2), {4}), x));
+            }),
+            "<no error>");
   EXPECT_EQ(reverse_message([](FunctionBuilder& b) { return ir::sum(ir::bessel_i1e(b.param(ir::f32({4})))); }),
             "cannot differentiate chlo.bessel_i1e: its derivative needs bessel_i0e, which Tessera does not define");
   EXPECT_EQ(reverse_message([](FunctionBuilder& b) {

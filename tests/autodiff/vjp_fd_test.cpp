@@ -26,6 +26,8 @@ const std::vector<OpKind> kNoGradient = {
     OpKind::SdyConstant,
     // More elementwise ops (#17): integer and boolean results.
     OpKind::Popcnt, OpKind::CountLeadingZeros, OpKind::IsInf, OpKind::IsPosInf, OpKind::IsNegInf,
+    // CHLO's mulhi: integers.
+    OpKind::Mulhi,
     // Shape polymorphism (#17): an integer size.
     OpKind::GetDimensionSize,
     // Tokens carry no data.
@@ -41,8 +43,7 @@ const std::vector<OpKind> kPendingGradient = {
     OpKind::Infeed, OpKind::Outfeed, OpKind::Send, OpKind::Recv, OpKind::AsyncStart, OpKind::AsyncDone,
     OpKind::Scan,
     // numerics
-    OpKind::Rng, OpKind::RngBitGenerator, OpKind::Mulhi, OpKind::Polygamma,
-    OpKind::Zeta, OpKind::RaggedDot,
+    OpKind::Rng, OpKind::RngBitGenerator, OpKind::RaggedDot,
     // quantization
     OpKind::UniformQuantize, OpKind::UniformDequantize,
 };
