@@ -27,8 +27,6 @@ PENDING(AsyncStart)
 PENDING(AsyncDone)
 PENDING(Scan)
 // numerics
-PENDING(Rng)
-PENDING(RngBitGenerator)
 PENDING(RaggedDot)
 // quantization
 PENDING(UniformQuantize)

@@ -60,6 +60,17 @@ FactorRule batch_norm_rule(const Op& op, bool others_pass_through) {
 
 }  // namespace
 
+// The random ops' results are whole on every device: each device computes the same numbers from
+// the same state (rng: the same op position), so a sharded run draws what an unsharded one does.
+// No dimension is shardable.
+FactorRule rule_RngBitGenerator(const Op& op) {
+  FactorRule r;
+  for (ir::Value* v : op.operands()) r.operands.emplace_back(static_cast<size_t>(v->type().rank()));
+  for (ir::Value* v : op.results()) r.results.emplace_back(static_cast<size_t>(v->type().rank()));
+  return r;
+}
+FactorRule rule_Rng(const Op& op) { return rule_RngBitGenerator(op); }
+
 FactorRule rule_BatchNormInference(const Op& op) { return batch_norm_rule(op, true); }
 FactorRule rule_BatchNormTraining(const Op& op) { return batch_norm_rule(op, false); }
 FactorRule rule_BatchNormGrad(const Op& op) { return batch_norm_rule(op, false); }

@@ -501,6 +501,8 @@ constexpr Rule rule_for(OpKind k) {
     case OpKind::DynamicIota: return parse_dim_form;
     case OpKind::DynamicBroadcastInDim: return parse_dynamic_broadcast_in_dim;
     case OpKind::Fft: return parse_fft;
+    case OpKind::Rng: return parse_rng;
+    case OpKind::RngBitGenerator: return parse_rng_bit_generator;
     case OpKind::Select: return select;
     case OpKind::AfterAll:
     case OpKind::CreateToken:

@@ -6,6 +6,7 @@
 #include "autodiff_test_util.h"
 #include "ir/builder_numeric.h"
 #include "ir/builder_effects.h"
+#include "ir/rng.h"
 
 namespace tessera::autodiff::testing {
 
@@ -18,6 +19,8 @@ std::vector<OpKind> refused_ops() {
           OpKind::DynamicPad, OpKind::DynamicReshape, OpKind::RealDynamicSlice,
           // Numerics (#17): fft's operand or result is always complex.
           OpKind::Fft,
+          // rng (#17): random draws, not differentiated in their bounds.
+          OpKind::Rng,
           // Tuples (#17): the HLO ABI's grouping, which JAX never differentiates through.
           OpKind::Tuple, OpKind::GetTupleElement};
 }
@@ -184,6 +187,26 @@ TEST(Refusal, Fft) {
             }),
             "cannot differentiate stablehlo.fft: its operand or result is complex, and complex values are not "
             "differentiated (their cotangents need conjugation)");
+}
+
+// rng: bounds computed from the parameters are refused; constant bounds receive nothing, so a
+// program that scales a draw differentiates.
+TEST(Refusal, Rng) {
+  auto draw = [](FunctionBuilder& b, const Tensor& lo) {
+    Tensor shape = b.constant(ints(ir::i64({1}), {4}));
+    return ir::rng(lo, b.scalar(ir::ElementType::f32, 1), shape, ir::RngDistribution::kUniform, ir::f32({4}));
+  };
+  EXPECT_EQ(reverse_message([&](FunctionBuilder& b) {
+              Tensor x = b.param(ir::f32({}));
+              return ir::sum(draw(b, x));
+            }),
+            "cannot differentiate stablehlo.rng: its numbers are random draws; their dependence on the bounds a and "
+            "b is not differentiated");
+  EXPECT_EQ(reverse_message([&](FunctionBuilder& b) {
+              Tensor x = b.param(ir::f32({4}));
+              return ir::sum(x * draw(b, b.scalar(ir::ElementType::f32, 0)));
+            }),
+            "<no error>");
 }
 
 TEST(Refusal, ScatterWithAMaximumBody) {

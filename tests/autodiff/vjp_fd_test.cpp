@@ -26,8 +26,8 @@ const std::vector<OpKind> kNoGradient = {
     OpKind::SdyConstant,
     // More elementwise ops (#17): integer and boolean results.
     OpKind::Popcnt, OpKind::CountLeadingZeros, OpKind::IsInf, OpKind::IsPosInf, OpKind::IsNegInf,
-    // CHLO's mulhi: integers.
-    OpKind::Mulhi,
+    // CHLO's mulhi: integers. rng_bit_generator: an integer state in, random bits out.
+    OpKind::Mulhi, OpKind::RngBitGenerator,
     // Shape polymorphism (#17): an integer size.
     OpKind::GetDimensionSize,
     // Tokens carry no data.
@@ -43,7 +43,7 @@ const std::vector<OpKind> kPendingGradient = {
     OpKind::Infeed, OpKind::Outfeed, OpKind::Send, OpKind::Recv, OpKind::AsyncStart, OpKind::AsyncDone,
     OpKind::Scan,
     // numerics
-    OpKind::Rng, OpKind::RngBitGenerator, OpKind::RaggedDot,
+    OpKind::RaggedDot,
     // quantization
     OpKind::UniformQuantize, OpKind::UniformDequantize,
 };

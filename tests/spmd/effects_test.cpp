@@ -12,6 +12,7 @@
 #include "interp/interpreter.h"
 #include "ir/batch_norm.h"
 #include "ir/builder_effects.h"
+#include "ir/rng.h"
 #include "runtime/session.h"
 #include "stablehlo/printer.h"
 
@@ -89,6 +90,31 @@ TEST(Effects, BatchNormIsPartitionedAsItsExpansion) {
           << "result " << i << "[" << j << "]: " << got[i].get_double(j) << " vs " << want[i].get_double(j);
   }
   EXPECT_FALSE(p.report().collectives.empty());  // the batch statistics are summed across a
+}
+
+// The random ops' results are whole on every device (no dimension is shardable): each device draws
+// the numbers an unsharded run draws, and a split operand meets them as a replicated value.
+TEST(Effects, RandomOpsAreWholeAndEqualTheUnshardedRun) {
+  Module m("random");
+  m.add_mesh(Mesh{"m", {{"a", 2}, {"b", 2}}, {}});
+  Sharding split{"m", {{"a"}, {"b"}}, {}, {}};
+  build_function(m, "main", [&](FunctionBuilder& f) -> std::vector<Tensor> {
+    Tensor x = f.param(f32({8, 6}), split);
+    Tensor state = f.param(Type(ElementType::ui64, {2}));
+    std::vector<Tensor> g = rng_bit_generator(state, RngAlgorithm::kPhilox, Type(ElementType::ui32, {8, 6}));
+    Tensor shape = f.constant(Literal::from<int64_t>(i64({2}), {8, 6}));
+    Tensor u = rng(f.scalar(ElementType::f32, -1), f.scalar(ElementType::f32, 1), shape, RngDistribution::kUniform,
+                   f32({8, 6}));
+    return {g[0], g[1], x * u};
+  });
+  std::vector<Literal> in = {Literal(f32({8, 6})), Literal::from<int64_t>(Type(ElementType::ui64, {2}), {7, 3})};
+  for (int64_t i = 0; i < 48; ++i) in[0].set_double(i, 0.25 * static_cast<double>(i % 5) - 0.5);
+  std::vector<Literal> want = interp::evaluate(m, "main", in);
+  runtime::Session s = runtime::Session::host(4);
+  runtime::CompiledProgram p = s.compile(m, "main");
+  std::vector<Literal> got = s.run_sharded(p, in);
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < want.size(); ++i) EXPECT_EQ(got[i], want[i]) << "result " << i;
 }
 
 }  // namespace
