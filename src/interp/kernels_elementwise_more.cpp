@@ -141,7 +141,9 @@ double zeta_of(double s, double q) {
     a += 1;
     b = std::pow(a, -s);
     sum += b;
-    if (std::fabs(b / sum) < kEps) return sum;
+    // A term that underflows ends the sum (every later one does too): this also stops the loop
+    // where a + 1 no longer changes a.
+    if (b == 0 || std::fabs(b / sum) < kEps) return sum;
   }
   sum += b * a / (s - 1) - 0.5 * b;
   double rising = 1, k = 0;

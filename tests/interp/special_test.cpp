@@ -82,6 +82,20 @@ TEST(Special, ZetaAndPolygammaMatchClosedForms) {
                       -24 * 31 * zeta5});               // ψ⁽⁴⁾(1/2) = -4! (2⁵ - 1) ζ(5)
 }
 
+// Orders and arguments so large that every term underflows (and q + 1 == q): 0, at once.
+TEST(Special, ZetaOfHugeOrdersUnderflowsToZero) {
+  auto r = run_main(R"(
+func.func @main() -> tensor<2xf64> {
+  %s = stablehlo.constant dense<[1.0e300, 1.0e300]> : tensor<2xf64>
+  %q = stablehlo.constant dense<[1.0e300, 2.0]> : tensor<2xf64>
+  %z = chlo.zeta %s, %q : tensor<2xf64>, tensor<2xf64> -> tensor<2xf64>
+  return %z : tensor<2xf64>
+}
+)");
+  EXPECT_EQ(r[0].get_double(0), 0.0);
+  EXPECT_EQ(r[0].get_double(1), 0.0);
+}
+
 // Exact integer products: (x * y) >> N in 2N bits, signed or unsigned per the element type.
 TEST(Special, MulhiIsTheHighHalfOfTheProduct) {
   auto r = run_main(R"(
