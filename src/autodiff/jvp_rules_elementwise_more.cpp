@@ -4,6 +4,7 @@
 #include <numbers>
 
 #include "autodiff/jvp_rules.h"
+#include "ir/builder_numeric.h"
 
 namespace tessera::autodiff {
 
@@ -43,9 +44,21 @@ void jvp_Erfc(J c) { scaled(c, [](J c) { return ir::exp(-(c.x() * c.x())) * -kTw
 void jvp_ErfInv(J c) { scaled(c, [](J c) { return ir::exp(c.y() * c.y()) / kTwoOverSqrtPi; }); }
 // d lgamma(x) = dx * digamma(x)
 void jvp_Lgamma(J c) { scaled(c, [](J c) { return ir::digamma(c.x()); }); }
-// polygamma(1, x): refused, as in reverse mode
-void jvp_Digamma(J c) {
-  c.fail("its derivative is polygamma(1, x), which Tessera does not define (chlo.polygamma is not in the op table)");
+// d digamma(x) = dx * polygamma(1, x)
+void jvp_Digamma(J c) { scaled(c, [](J c) { return ir::polygamma(full_like(c.b, c.x().type(), 1.0), c.x()); }); }
+// Integer results: no tangent.
+void jvp_Mulhi(J) {}
+// d polygamma(n, x) = dx * polygamma(n + 1, x); a tangent of n is refused, as in reverse mode
+void jvp_Polygamma(J c) {
+  if (c.has_tangent(0))
+    c.fail("its order n takes integer values and has no derivative; it must be a constant of the program");
+  c.set(0, c.term(1, [&](const Tensor& d) { return d * ir::polygamma(c.x(0) + 1.0, c.x(1)); }));
+}
+// d zeta(s, q) = dq * -s * zeta(s + 1, q); a tangent of s is refused
+void jvp_Zeta(J c) {
+  if (c.has_tangent(0))
+    c.fail("its order s takes integer values and has no derivative; it must be a constant of the program");
+  c.set(0, c.term(1, [&](const Tensor& d) { return -(d * c.x(0) * ir::zeta(c.x(0) + 1.0, c.x(1))); }));
 }
 void jvp_BesselI1e(J c) { c.fail("its derivative needs bessel_i0e, which Tessera does not define"); }
 // d sinh(x) = dx * cosh(x)

@@ -109,10 +109,10 @@ void vmap_GetTupleElement(VmapContext& c) {
 }
 
 // x̄ = vjp(decomposition)(x, ȳ), the decomposition inlined
-void vjp_Composite(VjpContext& c) {
-  const ir::Op& op = c.op;
+void vjp_Composite(VjpContext& c) { vjp_through(c, decomposition(c.b.module(), c.op)); }
+
+void vjp_through(VjpContext& c, const ir::Function& d) {
   ir::Module& m = c.b.module();
-  const ir::Function& d = decomposition(m, op);
   std::vector<size_t> wrt;
   for (size_t i = 0; i < c.num_operands(); ++i)
     if (is_differentiable(c.x(i).type())) wrt.push_back(i);
@@ -138,10 +138,10 @@ void vjp_Composite(VjpContext& c) {
 }
 
 // ẏ = jvp(decomposition)(x, ẋ), inlined
-void jvp_Composite(JvpContext& c) {
-  const ir::Op& op = c.op;
+void jvp_Composite(JvpContext& c) { jvp_through(c, decomposition(c.b.module(), c.op)); }
+
+void jvp_through(JvpContext& c, const ir::Function& d) {
   ir::Module& m = c.b.module();
-  const ir::Function& d = decomposition(m, op);
   Scratch s{m, {}};
   const ir::Function& jvp = forward(m, d, ForwardOptions{fresh_name(m, "tessera.composite." + d.name() + ".jvp")});
   s.fns.push_back(&jvp);
@@ -156,9 +156,10 @@ void jvp_Composite(JvpContext& c) {
 }
 
 // composite(x)[b] = call @decomposition_vmap(x[b])
-void vmap_Composite(VmapContext& c) {
+void vmap_Composite(VmapContext& c) { vmap_through(c, decomposition(c.b.module(), c.op), false); }
+
+void vmap_through(VmapContext& c, const ir::Function& d, bool inline_it) {
   ir::Module& m = c.b.module();
-  const ir::Function& d = decomposition(m, c.op);
   VmapOptions o;
   o.batch_size = c.batch();
   for (size_t i = 0; i < c.num_operands(); ++i)
@@ -167,6 +168,12 @@ void vmap_Composite(VmapContext& c) {
   const ir::Function& g = vmap(m, d, o);
   std::vector<Tensor> args;
   for (size_t i = 0; i < c.num_operands(); ++i) args.push_back(c.x(i));
+  if (inline_it) {
+    Scratch s{m, {&g}};
+    std::vector<Tensor> ys = inline_function(c.b, g, args);
+    for (size_t k = 0; k < ys.size(); ++k) c.set(k, ys[k]);
+    return;
+  }
   std::vector<Tensor> ys = ir::call(c.b, g, args);
   for (size_t k = 0; k < ys.size(); ++k) c.set(k, ys[k]);
 }

@@ -2,17 +2,27 @@
 // popcnt, count_leading_zeros, reduce_precision, complex, real, imag and CHLO's elementwise ops.
 // Each carries its math (JAX's rule in lax.py / special.py); the ops JAX does not differentiate
 // either (next_after), and those whose derivative needs a function Tessera does not define
-// (digamma: polygamma(1, x); bessel_i1e: bessel_i0e), are refused with that reason.
+// (bessel_i1e: bessel_i0e), are refused with that reason. polygamma(n, x) and zeta(s, q) are
+// differentiated in x and q; their order n (s) takes integer values in JAX's programs and has no
+// derivative here: a gradient that would flow into an order computed from the parameters is
+// refused (an order made of constants receives none).
 #include <cmath>
 #include <numbers>
 
+#include "autodiff/constants.h"
 #include "autodiff/rules.h"
+#include "ir/builder_numeric.h"
 
 namespace tessera::autodiff {
 
 namespace {
 
 const double kTwoOverSqrtPi = 2 / std::sqrt(std::numbers::pi);
+
+void require_constant_order(VjpContext& c, std::string_view name) {
+  if (!made_of_constants(c.x(0).value()))
+    c.fail("its order {} takes integer values and has no derivative; it must be a constant of the program", name);
+}
 
 }  // namespace
 
@@ -45,9 +55,19 @@ void vjp_Erfc(VjpContext& c) { c.add(0, c.dy() * ir::exp(-(c.x() * c.x())) * -kT
 void vjp_ErfInv(VjpContext& c) { c.add(0, c.dy() * ir::exp(c.y() * c.y()) / kTwoOverSqrtPi); }
 // d lgamma(x) = dy * digamma(x)
 void vjp_Lgamma(VjpContext& c) { c.add(0, c.dy() * ir::digamma(c.x())); }
-// d digamma(x) = dy * polygamma(1, x): refused
-void vjp_Digamma(VjpContext& c) {
-  c.fail("its derivative is polygamma(1, x), which Tessera does not define (chlo.polygamma is not in the op table)");
+// d digamma(x) = dy * polygamma(1, x)
+void vjp_Digamma(VjpContext& c) { c.add(0, c.dy() * ir::polygamma(full_like(c.b, c.x().type(), 1.0), c.x())); }
+// Integer results: no gradient.
+void vjp_Mulhi(VjpContext&) {}
+// d polygamma(n, x) = dy * polygamma(n + 1, x) in x; n refused unless a constant
+void vjp_Polygamma(VjpContext& c) {
+  require_constant_order(c, "n");
+  c.add(1, c.dy() * ir::polygamma(c.x(0) + 1.0, c.x(1)));
+}
+// d zeta(s, q) = dy * -s * zeta(s + 1, q) in q; s refused unless a constant
+void vjp_Zeta(VjpContext& c) {
+  require_constant_order(c, "s");
+  c.add(1, -(c.dy() * c.x(0) * ir::zeta(c.x(0) + 1.0, c.x(1))));
 }
 // d i1e(x) = dy * (i0e(x) - i1e(x) (sign(x) + 1/x)): refused
 void vjp_BesselI1e(VjpContext& c) {

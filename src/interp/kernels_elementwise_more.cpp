@@ -4,8 +4,8 @@
 //
 // Functions of floats compute in double (complex<double>) and round once, like the other
 // transcendental kernels (scalar_ops.h). The C++ library gives erf, erfc, lgamma and the
-// (inverse) trigonometric and hyperbolic functions; erf_inv, digamma and bessel_i1e are written
-// here (see each). reduce_precision and next_after work on the stored bit pattern of the element's
+// (inverse) trigonometric and hyperbolic functions; erf_inv, digamma, bessel_i1e, zeta and
+// polygamma are written here (see each); mulhi multiplies in 128 bits. reduce_precision and next_after work on the stored bit pattern of the element's
 // own type, as XLA does, so an f16 steps to the next f16 and not to the next f32.
 #include <bit>
 #include <math.h>  // lgamma_r
@@ -113,6 +113,63 @@ double bessel_i1e_of(double x) {
   return std::copysign(r, x);
 }
 
+// The Hurwitz zeta function ζ(s, q) = Σ_k (q + k)^-s as Cephes' zeta computes it: the terms summed
+// until q + k passes max(9, s) (and at least 9 of them), then the Euler-Maclaurin tail with the
+// Bernoulli numbers' (2j)! / B_2j (kZetaA); the threshold grows with s so that the tail's terms
+// (s)_2j / (2π a)^2j keep falling for large orders. The domain follows XLA's CHLO legalization:
+// s = 1 gives +inf, s < 1 NaN, q <= 0 NaN unless s is an integer, and a non-positive integer q
+// (a pole) +inf. A q below -1e7 (which would need that many terms) gives NaN.
+constexpr double kZetaA[] = {12.0, -720.0, 30240.0, -1209600.0, 47900160.0, -1.8924375803183791606e9,
+                             7.47242496e10, -2.950130727918164224e12, 1.1646782814350067249e14,
+                             -4.5979787224074726105e15, 1.8152105401943546773e17, -7.1661652561756670113e18};
+
+double zeta_of(double s, double q) {
+  constexpr double kEps = std::numeric_limits<double>::epsilon() / 2;
+  if (std::isnan(s) || std::isnan(q)) return kNaN;
+  if (s == 1) return kInf;
+  if (s < 1) return kNaN;
+  if (q <= 0) {
+    if (s != std::floor(s)) return kNaN;
+    if (q == std::floor(q)) return kInf;
+    if (q < -1e7) return kNaN;
+  }
+  if (s == kInf) return q < 1 ? kInf : q == 1 ? 1.0 : 0.0;
+  double a = q, b = std::pow(q, -s), sum = b;
+  double limit = std::max(9.0, s);
+  for (int i = 0; i < 9 || a <= limit;) {
+    ++i;
+    a += 1;
+    b = std::pow(a, -s);
+    sum += b;
+    // A term that underflows ends the sum (every later one does too): this also stops the loop
+    // where a + 1 no longer changes a.
+    if (b == 0 || std::fabs(b / sum) < kEps) return sum;
+  }
+  sum += b * a / (s - 1) - 0.5 * b;
+  double rising = 1, k = 0;
+  for (double A : kZetaA) {
+    rising *= s + k;
+    b /= a;
+    double t = rising * b / A;
+    sum += t;
+    if (std::fabs(t / sum) < kEps) break;
+    k += 1;
+    rising *= s + k;
+    b /= a;
+    k += 1;
+  }
+  return sum;
+}
+
+// polygamma(n, x) = (-1)^(n+1) n! ζ(n + 1, x) for a natural n, digamma(x) for n = 0, NaN for any
+// other n (XLA's CHLO legalization). n! by tgamma, exact for the orders that do not overflow.
+double polygamma_of(double n, double x) {
+  if (std::isnan(n) || std::isnan(x) || n != std::floor(n) || n < 0) return kNaN;
+  if (n == 0) return digamma_of(x);
+  double sign = std::fmod(n, 2.0) == 1 ? 1.0 : -1.0;
+  return sign * std::tgamma(n + 1) * zeta_of(n + 1, x);
+}
+
 }  // namespace
 
 TESSERA_WIDE_UNARY(Tan, std::tan(x))
@@ -163,7 +220,40 @@ struct CountLeadingZeros {
   }
 };
 
+// The high half of the 2N-bit product of two N-bit integers (chlo.mulhi): signed types multiply
+// and shift arithmetically, unsigned ones logically; 128 bits hold every product.
+struct Mulhi {
+  template <typename E, typename T>
+  static T apply(T a, T b) {
+    if constexpr (is_int<T>) {
+      constexpr int w = value_bits(E::type);
+      if constexpr (std::is_signed_v<T>) return static_cast<T>((static_cast<__int128>(a) * b) >> w);
+      else return static_cast<T>((static_cast<unsigned __int128>(a) * b) >> w);
+    } else {
+      return unsupported<T>();
+    }
+  }
+};
+struct Zeta {
+  template <typename E, typename T>
+  static T apply(T s, T q) {
+    if constexpr (is_real<T>) return wide(s, q, [](double a, double b) { return zeta_of(a, b); });
+    else return unsupported<T>();
+  }
+};
+struct Polygamma {
+  template <typename E, typename T>
+  static T apply(T n, T x) {
+    if constexpr (is_real<T>) return wide(n, x, [](double a, double b) { return polygamma_of(a, b); });
+    else return unsupported<T>();
+  }
+};
+
 }  // namespace scalar
+
+Results eval_Mulhi(const EvalContext& ctx) { return scalar::binary<scalar::Mulhi>(ctx, scalar::kInt); }
+Results eval_Polygamma(const EvalContext& ctx) { return scalar::binary<scalar::Polygamma>(ctx, scalar::kFloat); }
+Results eval_Zeta(const EvalContext& ctx) { return scalar::binary<scalar::Zeta>(ctx, scalar::kFloat); }
 
 namespace {
 

@@ -81,6 +81,10 @@ Types infer_IsInf(const ShapeQuery& q) { return float_predicate(q); }
 Types infer_IsPosInf(const ShapeQuery& q) { return float_predicate(q); }
 Types infer_IsNegInf(const ShapeQuery& q) { return float_predicate(q); }
 Types infer_NextAfter(const ShapeQuery& q) { return binary(q, kFloat); }
+// CHLO's mulhi takes two integers of one type; polygamma(n, x) and zeta(x, q) two floats.
+Types infer_Mulhi(const ShapeQuery& q) { return binary(q, kInt); }
+Types infer_Polygamma(const ShapeQuery& q) { return binary(q, kFloat); }
+Types infer_Zeta(const ShapeQuery& q) { return binary(q, kFloat); }
 
 }  // namespace shape_rules
 }  // namespace tessera::ir

@@ -23,15 +23,6 @@ PendingRules& pending() {
 PENDING(AsyncStart)
 PENDING(AsyncDone)
 PENDING(Scan)
-// numerics
-PENDING(Rng)
-PENDING(RngBitGenerator)
-PENDING(BatchNormInference)
-PENDING(BatchNormTraining)
-PENDING(BatchNormGrad)
-PENDING(Mulhi)
-PENDING(Polygamma)
-PENDING(Zeta)
 // quantization
 PENDING(UniformQuantize)
 PENDING(UniformDequantize)

@@ -1,8 +1,12 @@
 // Call inlining for the partitioner: propagation and partitioning see one function. A
-// stablehlo.composite is a call of its decomposition, so it is inlined the same way.
+// stablehlo.composite is a call of its decomposition, so it is inlined the same way, and the
+// batch-norm ops are replaced by their expansion (ir/batch_norm.h): its reductions and elementwise
+// ops have factor rules that split the batch and the features, which the fused ops' own rules
+// cannot say (a sharded batch needs its partial sums combined).
 #include <functional>
 #include <unordered_map>
 
+#include "ir/batch_norm.h"
 #include "ir/clone.h"
 #include "ir/effects.h"
 #include "spmd/partition.h"
@@ -47,7 +51,8 @@ void materialize(ir::Block& into, ir::ValueMap& map, Pending& pending, const ir:
 
 // Clones `from` (but its terminator) into `into`, expanding each func.call (and composite) into its
 // callee's body and folding get_tuple_element of a tuple built in the program.
-void inline_ops(const ir::Module& module, const ir::Block& from, ir::Block& into, ir::ValueMap& map, int depth) {
+void inline_ops(const ir::Module& module, const ir::Block& from, ir::Module& out, ir::Block& into, ir::ValueMap& map,
+                int depth) {
   Pending pending;
   for (const auto& op : from.ops()) {
     if (op.get() == from.terminator()) break;
@@ -70,6 +75,16 @@ void inline_ops(const ir::Module& module, const ir::Block& from, ir::Block& into
     }
     for (const ir::Value* v : op->operands()) materialize(into, map, pending, v);
     for (const ir::Value* v : ir::captures_of(*op)) materialize(into, map, pending, v);
+    if (ir::is_batch_norm(op->kind()) && op->regions().empty()) {
+      auto a = ir::batch_norm_attrs_of(op->attrs());
+      if (!a) support::fail("{}: epsilon (f32) and feature_index (i64) attributes are required", op->name());
+      ir::Builder b(out, into);
+      std::vector<ir::Tensor> xs;
+      for (ir::Value* v : op->operands()) xs.push_back(b.wrap(mapped(map, v)));
+      std::vector<ir::Tensor> ys = ir::decompose_batch_norm(op->kind(), xs, *a);
+      for (size_t i = 0; i < ys.size(); ++i) map[op->result(i)] = ys[i].value();
+      continue;
+    }
     if (!is_call(*op)) {
       for (const auto& r : op->regions())
         if (has_call(*r))
@@ -84,7 +99,7 @@ void inline_ops(const ir::Module& module, const ir::Block& from, ir::Block& into
     if (!callee) support::fail("{}: no function @{}", op->name(), callee_name);
     ir::ValueMap inner;
     for (size_t i = 0; i < callee->num_parameters(); ++i) inner[callee->parameter(i)] = mapped(map, op->operand(i));
-    inline_ops(module, callee->body(), into, inner, depth + 1);
+    inline_ops(module, callee->body(), out, into, inner, depth + 1);
     const ir::Op* ret = callee->body().terminator();
     for (size_t i = 0; i < op->num_results(); ++i) map[op->result(i)] = mapped(inner, ret->operand(i));
   }
@@ -103,7 +118,7 @@ ir::Function& inline_calls(const ir::Module& module, const ir::Function& fn, ir:
     map[fn.parameter(i)] = out.add_parameter(fn.parameter(i)->type());
     out.arg_attrs[i] = fn.arg_attrs[i];
   }
-  inline_ops(module, fn.body(), out.body(), map, 0);
+  inline_ops(module, fn.body(), into, out.body(), map, 0);
   const ir::Op* ret = fn.body().terminator();
   std::vector<ir::Value*> results;
   for (ir::Value* v : ret->operands()) results.push_back(mapped(map, v));

@@ -501,6 +501,8 @@ constexpr Rule rule_for(OpKind k) {
     case OpKind::DynamicIota: return parse_dim_form;
     case OpKind::DynamicBroadcastInDim: return parse_dynamic_broadcast_in_dim;
     case OpKind::Fft: return parse_fft;
+    case OpKind::Rng: return parse_rng;
+    case OpKind::RngBitGenerator: return parse_rng_bit_generator;
     case OpKind::Select: return select;
     case OpKind::AfterAll:
     case OpKind::CreateToken:
@@ -532,7 +534,10 @@ constexpr Rule rule_for(OpKind k) {
     case OpKind::Asin: case OpKind::Acos: case OpKind::Atan: case OpKind::Asinh:
     case OpKind::Acosh: case OpKind::Atanh: case OpKind::Square: case OpKind::Conj:
     case OpKind::IsInf: case OpKind::IsPosInf: case OpKind::IsNegInf:
-    case OpKind::NextAfter: return chlo_form;
+    case OpKind::NextAfter:
+    case OpKind::Mulhi:
+    case OpKind::Polygamma:
+    case OpKind::Zeta: return chlo_form;
     default: return common;
   }
 }

@@ -80,5 +80,7 @@ void parse_dim_form(Parser& p, OpText& op);
 void parse_dynamic_broadcast_in_dim(Parser& p, OpText& op);
 // The pretty forms of issue #17's numeric ops (parse_numeric.cpp).
 void parse_fft(Parser& p, OpText& op);
+void parse_rng(Parser& p, OpText& op);
+void parse_rng_bit_generator(Parser& p, OpText& op);
 
 }  // namespace tessera::stablehlo

@@ -22,6 +22,9 @@ constexpr std::string_view kI32Attributes[] = {"mhlo.num_partitions", "mhlo.num_
                                                "tf.aliasing_output", "exponent_bits",
                                                "mantissa_bits", "index", "version"};
 
+// Float attributes whose type is f32 (the others print as f64).
+constexpr std::string_view kF32Attributes[] = {"epsilon"};
+
 template <size_t N>
 bool listed(const std::string_view (&names)[N], std::string_view name) {
   return std::find(std::begin(names), std::end(names), name) != std::end(names);
@@ -194,7 +197,10 @@ std::string print_attribute(const ir::Attribute& attribute, const std::string& n
           [&](int64_t v) {
             return fmt::format("{} : {}", v, listed(kI32Attributes, name) ? "i32" : "i64");
           },
-          [](double v) {
+          [&](double v) {
+            // An f32 attribute (batch norm's epsilon) is held as a double; it prints as the f32 it is.
+            if (listed(kF32Attributes, name))
+              return print_float(ir::ElementType::f32, std::bit_cast<uint32_t>(static_cast<float>(v))) + " : f32";
             return print_float(ir::ElementType::f64, std::bit_cast<uint64_t>(v)) + " : f64";
           },
           [](const std::string& s) { return quoted(s); },

@@ -116,6 +116,8 @@ void get_dimension_size(Printer& p, const ir::Op& op);
 void dynamic_iota(Printer& p, const ir::Op& op);
 // The pretty forms of issue #17's numeric ops (print_numeric.cpp).
 void fft(Printer& p, const ir::Op& op);
+void rng(Printer& p, const ir::Op& op);
+void rng_bit_generator(Printer& p, const ir::Op& op);
 
 // Tokens, tuples and composite (print_effects.cpp).
 void result_type_form(Printer& p, const ir::Op& op);  // after_all, create_token, tuple

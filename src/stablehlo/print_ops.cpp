@@ -485,9 +485,9 @@ constexpr Rule Infeed = generic, Outfeed = generic, Send = generic, Recv = gener
                AsyncStart = generic, AsyncDone = generic,
                GetDimensionSize = get_dimension_size, Scan = generic, Probe = probe_form,
                ExpectSerializedEq = probe_form;
-constexpr Rule Fft = fft, Rng = generic, RngBitGenerator = generic, BatchNormInference = generic,
-               BatchNormTraining = generic, BatchNormGrad = generic, Mulhi = generic,
-               Polygamma = generic, Zeta = generic, RaggedDot = generic;
+constexpr Rule Fft = fft, Rng = rng, RngBitGenerator = rng_bit_generator, BatchNormInference = generic,
+               BatchNormTraining = generic, BatchNormGrad = generic, Mulhi = chlo_form,
+               Polygamma = chlo_form, Zeta = chlo_form, RaggedDot = generic;
 constexpr Rule DynamicBroadcastInDim = broadcast_in_dim, DynamicConv = generic, DynamicGather = generic,
                DynamicIota = dynamic_iota, DynamicPad = operands_only, DynamicReshape = operands_only,
                RealDynamicSlice = operands_only;

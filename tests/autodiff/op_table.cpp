@@ -237,7 +237,7 @@ std::vector<Row> reduce_rows() {
 
 std::vector<Row> all_rows() {
   std::vector<Row> rows = elementwise_rows();
-  for (auto&& more : {more_elementwise_rows(), movement_rows(), reduce_rows(), window_rows(), branch_rows(), linalg_rows(), effects_rows()})
+  for (auto&& more : {more_elementwise_rows(), movement_rows(), reduce_rows(), window_rows(), branch_rows(), linalg_rows(), effects_rows(), numeric_rows()})
     rows.insert(rows.end(), more.begin(), more.end());
   return rows;
 }

@@ -36,6 +36,7 @@ std::vector<Row> window_rows();  // op_table_window.cpp
 std::vector<Row> branch_rows();  // op_table_branches.cpp
 std::vector<Row> linalg_rows();  // op_table_linalg.cpp
 std::vector<Row> effects_rows();  // op_table_effects.cpp
+std::vector<Row> numeric_rows();  // op_table_numeric.cpp
 void PrintTo(const Row& row, std::ostream* os);
 
 // The row's parameter values (fixed per row).

@@ -6,18 +6,21 @@
 #include "autodiff_test_util.h"
 #include "ir/builder_numeric.h"
 #include "ir/builder_effects.h"
+#include "ir/rng.h"
 
 namespace tessera::autodiff::testing {
 
 std::vector<OpKind> refused_ops() {
   return {OpKind::While, OpKind::Call, OpKind::CustomCall, OpKind::RunParallel,
           // More elementwise ops (#17).
-          OpKind::Digamma, OpKind::BesselI1e, OpKind::NextAfter, OpKind::Complex,
+          OpKind::BesselI1e, OpKind::NextAfter, OpKind::Complex,
           // Shape polymorphism (#17): refused until refinement makes them static ops.
           OpKind::DynamicBroadcastInDim, OpKind::DynamicConv, OpKind::DynamicGather, OpKind::DynamicIota,
           OpKind::DynamicPad, OpKind::DynamicReshape, OpKind::RealDynamicSlice,
           // Numerics (#17): fft's operand or result is always complex.
           OpKind::Fft,
+          // rng (#17): random draws, not differentiated in their bounds.
+          OpKind::Rng,
           // Tuples (#17): the HLO ABI's grouping, which JAX never differentiates through.
           OpKind::Tuple, OpKind::GetTupleElement};
 }
@@ -134,12 +137,27 @@ TEST(Refusal, ReduceOfTwoInputs) {
             "differentiated yet");
 }
 
-// More elementwise ops (#17): JAX has no derivative of nextafter; digamma's and bessel_i1e's need
-// functions Tessera does not define; complex values are never differentiated.
+// More elementwise ops (#17): JAX has no derivative of nextafter; bessel_i1e's needs a function
+// Tessera does not define; complex values are never differentiated; polygamma's and zeta's orders
+// have no derivative (a constant order is no obstacle).
 TEST(Refusal, MoreElementwiseOps) {
-  EXPECT_EQ(reverse_message([](FunctionBuilder& b) { return ir::sum(ir::digamma(b.param(ir::f32({4})))); }),
-            "cannot differentiate chlo.digamma: its derivative is polygamma(1, x), which Tessera does not "
-            "define (chlo.polygamma is not in the op table)");
+  EXPECT_EQ(reverse_message([](FunctionBuilder& b) {
+              Tensor x = b.param(ir::f32({4}));
+              return ir::sum(ir::polygamma(x, x));
+            }),
+            "cannot differentiate chlo.polygamma: its order n takes integer values and has no derivative; it must "
+            "be a constant of the program");
+  EXPECT_EQ(reverse_message([](FunctionBuilder& b) {
+              Tensor q = b.param(ir::f32({4}));
+              return ir::sum(ir::zeta(q + 1.0, q));
+            }),
+            "cannot differentiate chlo.zeta: its order s takes integer values and has no derivative; it must "
+            "be a constant of the program");
+  EXPECT_EQ(reverse_message([](FunctionBuilder& b) {
+              Tensor x = b.param(ir::f32({4}));
+              return ir::sum(ir::polygamma(ir::broadcast_to(b.scalar(ir::ElementType::f32, 2), {4}), x));
+            }),
+            "<no error>");
   EXPECT_EQ(reverse_message([](FunctionBuilder& b) { return ir::sum(ir::bessel_i1e(b.param(ir::f32({4})))); }),
             "cannot differentiate chlo.bessel_i1e: its derivative needs bessel_i0e, which Tessera does not define");
   EXPECT_EQ(reverse_message([](FunctionBuilder& b) {
@@ -169,6 +187,26 @@ TEST(Refusal, Fft) {
             }),
             "cannot differentiate stablehlo.fft: its operand or result is complex, and complex values are not "
             "differentiated (their cotangents need conjugation)");
+}
+
+// rng: bounds computed from the parameters are refused; constant bounds receive nothing, so a
+// program that scales a draw differentiates.
+TEST(Refusal, Rng) {
+  auto draw = [](FunctionBuilder& b, const Tensor& lo) {
+    Tensor shape = b.constant(ints(ir::i64({1}), {4}));
+    return ir::rng(lo, b.scalar(ir::ElementType::f32, 1), shape, ir::RngDistribution::kUniform, ir::f32({4}));
+  };
+  EXPECT_EQ(reverse_message([&](FunctionBuilder& b) {
+              Tensor x = b.param(ir::f32({}));
+              return ir::sum(draw(b, x));
+            }),
+            "cannot differentiate stablehlo.rng: its numbers are random draws; their dependence on the bounds a and "
+            "b is not differentiated");
+  EXPECT_EQ(reverse_message([&](FunctionBuilder& b) {
+              Tensor x = b.param(ir::f32({4}));
+              return ir::sum(x * draw(b, b.scalar(ir::ElementType::f32, 0)));
+            }),
+            "<no error>");
 }
 
 TEST(Refusal, ScatterWithAMaximumBody) {

@@ -26,6 +26,8 @@ const std::vector<OpKind> kNoGradient = {
     OpKind::SdyConstant,
     // More elementwise ops (#17): integer and boolean results.
     OpKind::Popcnt, OpKind::CountLeadingZeros, OpKind::IsInf, OpKind::IsPosInf, OpKind::IsNegInf,
+    // CHLO's mulhi: integers. rng_bit_generator: an integer state in, random bits out.
+    OpKind::Mulhi, OpKind::RngBitGenerator,
     // Shape polymorphism (#17): an integer size.
     OpKind::GetDimensionSize,
     // Tokens carry no data.
@@ -43,10 +45,6 @@ const std::vector<OpKind> kPendingGradient = {
     // tokens, tuples, effects
     OpKind::Send, OpKind::Recv, OpKind::AsyncStart, OpKind::AsyncDone,
     OpKind::Scan,
-    // numerics
-    OpKind::Rng, OpKind::RngBitGenerator, OpKind::BatchNormInference,
-    OpKind::BatchNormTraining, OpKind::BatchNormGrad, OpKind::Mulhi, OpKind::Polygamma,
-    OpKind::Zeta,
     // quantization
     OpKind::UniformQuantize, OpKind::UniformDequantize,
 };

@@ -11,6 +11,7 @@
 
 #include "comm/parallel.h"
 #include "ir/builder_numeric.h"
+#include "ir/rng.h"
 #include "op_table.h"
 
 namespace tessera::autodiff::testing {
@@ -285,6 +286,29 @@ TEST(VmapNumeric, Fft) {
     });
     if (last) expect_vmap_equals_loop(m, f, examples, {-1}, {-1, 0, -1}, "batched last", interpreted(m));
     else expect_vmap_equals_loop(m, f, examples, {0}, {0, -1, 0}, "batched at 0", interpreted(m));
+  }
+}
+
+// rng_bit_generator and rng have no batched form: vmap loops over the examples (each example's
+// state and bounds give its own numbers; rng's copies keep the op's position, its key), so the
+// batch equals a loop of f.
+TEST(VmapNumeric, RandomOpsLoopOverTheExamples) {
+  std::vector<std::vector<Literal>> examples;
+  for (int64_t b = 0; b < kBatch; ++b)
+    examples.push_back({ints(Type(ElementType::ui64, {2}), {b + 1, 10 * b}), Literal::scalar(ElementType::f64, 2.0 * b)});
+  for (bool shared_bounds : {false, true}) {
+    ir::Module m(shared_bounds ? "random_shared" : "random");
+    const ir::Function& f = ir::build_function(m, "f", [](FunctionBuilder& b) -> std::vector<Tensor> {
+      Tensor state = b.param(Type(ElementType::ui64, {2}));
+      Tensor lo = b.param(ir::f64({}));
+      std::vector<Tensor> g =
+          ir::rng_bit_generator(state, ir::RngAlgorithm::kThreeFry, Type(ElementType::ui32, {2, 3}));
+      Tensor shape = b.constant(ints(ir::i64({1}), {4}));
+      Tensor u = ir::rng(lo, lo + 1.0, shape, ir::RngDistribution::kUniform, ir::f64({4}));
+      return {g[0], g[1], u};
+    });
+    if (shared_bounds) expect_vmap_equals_loop(m, f, examples, {0, std::nullopt}, {0, 0, -1}, "state batched", interpreted(m));
+    else expect_vmap_equals_loop(m, f, examples, {0, 0}, {0, 0, 0}, "state and bounds batched", interpreted(m));
   }
 }
 

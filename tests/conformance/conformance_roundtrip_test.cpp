@@ -148,7 +148,7 @@ const std::map<std::string, std::pair<int, int>> kShardyCounts = {
     {"insert_explicit_reshards/reduce.mlir", {1, 0}},
     {"insert_explicit_reshards/reshape.mlir", {1, 0}},
     {"propagation/aggressive_propagation.mlir", {23, 0}},
-    {"propagation/basic_propagation.mlir", {68, 10}},
+    {"propagation/basic_propagation.mlir", {69, 9}},
     {"propagation/basic_propagation_conservative.mlir", {5, 0}},
     {"propagation/op_priority_propagation.mlir", {12, 3}},
     {"propagation/op_sharding_rule_registry.mlir", {0, 1}},

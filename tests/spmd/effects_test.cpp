@@ -3,16 +3,21 @@
 // out), a composite is inlined and partitioned as its decomposition, map is split like any
 // elementwise op, get_tuple_element of a tuple built in the program is its member, and a tuple
 // result is whole on every device (its members gathered for it). Sharded equals unsharded. The
-// streams keep their values whole: each device reads a whole infeed value and writes whole values.
+// streams keep their values whole: each device reads a whole infeed value and writes whole values;
+// batch-norm ops are expanded before propagation, so a split batch sums its statistics across
+// devices.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <mutex>
 
 #include "comm/parallel.h"
 #include "spmd/partition.h"
 
 #include "interp/interpreter.h"
+#include "ir/batch_norm.h"
 #include "ir/builder_effects.h"
+#include "ir/rng.h"
 #include "runtime/session.h"
 #include "stablehlo/printer.h"
 
@@ -116,6 +121,67 @@ TEST(Effects, StreamsKeepTheirValuesWhole) {
     ASSERT_EQ(got[2 * d].type(), f32({4, 6})) << stablehlo::print(m);
     for (int64_t i = 0; i < 24; ++i) EXPECT_EQ(got[2 * d].get_double(i), want[0].get_double(24 * d + i)) << d << " " << i;
   }
+}
+
+// Batch-norm training and its gradient with the batch split along a and the features along b:
+// expanded into reductions, whose partial sums are combined. Sums taken in another order may differ
+// in the last f32 bits, so results agree to 1e-5 relative (of the largest magnitude, about 4).
+TEST(Effects, BatchNormIsPartitionedAsItsExpansion) {
+  Module m("bn");
+  m.add_mesh(Mesh{"m", {{"a", 2}, {"b", 2}}, {}});
+  Sharding split{"m", {{"a"}, {"b"}}, {}, {}};
+  BatchNormAttrs bn{1e-3f, 1};
+  build_function(m, "main", [&](FunctionBuilder& f) -> std::vector<Tensor> {
+    Tensor x = f.param(f32({8, 4}), split);
+    Tensor scale = f.param(f32({4})), offset = f.param(f32({4}));
+    std::vector<Tensor> t = batch_norm_training(x, scale, offset, bn);
+    std::vector<Tensor> g = batch_norm_grad(x, scale, t[1], t[2], t[0], bn);
+    Tensor y = batch_norm_inference(x, scale, offset, t[1], t[2], bn);
+    return {t[0], t[1], t[2], g[0], g[1], g[2], y};
+  });
+  std::vector<Literal> in = {Literal(f32({8, 4})), Literal(f32({4})), Literal(f32({4}))};
+  for (int64_t i = 0; i < 32; ++i) in[0].set_double(i, 0.25 * static_cast<double>((i * 5) % 9) - 1.0);
+  for (int64_t i = 0; i < 4; ++i) {
+    in[1].set_double(i, 0.5 + 0.25 * static_cast<double>(i));
+    in[2].set_double(i, 0.125 * static_cast<double>(i) - 0.25);
+  }
+  std::vector<Literal> want = interp::evaluate(m, "main", in);
+  runtime::Session s = runtime::Session::host(4);
+  runtime::CompiledProgram p = s.compile(m, "main");
+  std::vector<Literal> got = s.run_sharded(p, in);
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < want.size(); ++i) {
+    ASSERT_EQ(got[i].type(), want[i].type());
+    for (int64_t j = 0; j < want[i].num_elements(); ++j)
+      EXPECT_TRUE(std::abs(got[i].get_double(j) - want[i].get_double(j)) <= 4e-5)
+          << "result " << i << "[" << j << "]: " << got[i].get_double(j) << " vs " << want[i].get_double(j);
+  }
+  EXPECT_FALSE(p.report().collectives.empty());  // the batch statistics are summed across a
+}
+
+// The random ops' results are whole on every device (no dimension is shardable): each device draws
+// the numbers an unsharded run draws, and a split operand meets them as a replicated value.
+TEST(Effects, RandomOpsAreWholeAndEqualTheUnshardedRun) {
+  Module m("random");
+  m.add_mesh(Mesh{"m", {{"a", 2}, {"b", 2}}, {}});
+  Sharding split{"m", {{"a"}, {"b"}}, {}, {}};
+  build_function(m, "main", [&](FunctionBuilder& f) -> std::vector<Tensor> {
+    Tensor x = f.param(f32({8, 6}), split);
+    Tensor state = f.param(Type(ElementType::ui64, {2}));
+    std::vector<Tensor> g = rng_bit_generator(state, RngAlgorithm::kPhilox, Type(ElementType::ui32, {8, 6}));
+    Tensor shape = f.constant(Literal::from<int64_t>(i64({2}), {8, 6}));
+    Tensor u = rng(f.scalar(ElementType::f32, -1), f.scalar(ElementType::f32, 1), shape, RngDistribution::kUniform,
+                   f32({8, 6}));
+    return {g[0], g[1], x * u};
+  });
+  std::vector<Literal> in = {Literal(f32({8, 6})), Literal::from<int64_t>(Type(ElementType::ui64, {2}), {7, 3})};
+  for (int64_t i = 0; i < 48; ++i) in[0].set_double(i, 0.25 * static_cast<double>(i % 5) - 0.5);
+  std::vector<Literal> want = interp::evaluate(m, "main", in);
+  runtime::Session s = runtime::Session::host(4);
+  runtime::CompiledProgram p = s.compile(m, "main");
+  std::vector<Literal> got = s.run_sharded(p, in);
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < want.size(); ++i) EXPECT_EQ(got[i], want[i]) << "result " << i;
 }
 
 }  // namespace
