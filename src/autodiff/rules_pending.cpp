@@ -54,9 +54,6 @@ PENDING(Mulhi)
 PENDING(Polygamma)
 PENDING(Zeta)
 PENDING(RaggedDot)
-// quantization
-PENDING(UniformQuantize)
-PENDING(UniformDequantize)
 
 #undef PENDING
 #undef PENDING_VJP

@@ -22,7 +22,13 @@ void refuse_vmap(const ir::Op& op, std::string_view why) {
 ir::Type VmapContext::batched_type(const ir::Type& t) const {
   std::vector<int64_t> shape = t.shape;
   shape.insert(shape.begin(), batch());
-  return t.with_shape(shape);
+  ir::Type out = t.with_shape(shape);
+  if (t.quant && t.quant->axis) {  // a per-axis quantization dimension moves with the batch in front
+    ir::Quantization q = *t.quant;
+    q.axis = *q.axis + 1;
+    out.quant = std::make_shared<const ir::Quantization>(std::move(q));
+  }
+  return out;
 }
 
 Tensor VmapContext::bx(size_t i) const { return batched(i) ? x(i) : batch_broadcast(x(i), batch()); }

@@ -37,9 +37,6 @@ PENDING(Mulhi)
 PENDING(Polygamma)
 PENDING(Zeta)
 PENDING(RaggedDot)
-// quantization
-PENDING(UniformQuantize)
-PENDING(UniformDequantize)
 
 #undef PENDING
 

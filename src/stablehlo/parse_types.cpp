@@ -1,7 +1,10 @@
-// Types from StableHLO text: element types, tensor<...> (dynamic dimensions, #stablehlo.bounds),
-// tokens, tuples and futures, type lists and function types.
+// Types from StableHLO text: element types, tensor<...> (dynamic dimensions, #stablehlo.bounds,
+// !quant.uniform quantized element types), tokens, tuples and futures, type lists and function types.
 #include <cctype>
+#include <cmath>
+#include <cstdlib>
 
+#include "ir/quantize.h"
 #include "stablehlo/parse_attrs.h"
 #include "support/memory.h"
 #include "support/strings.h"
@@ -52,6 +55,47 @@ std::vector<int64_t> parse_bounds(Lexer& lx, const std::vector<int64_t>& shape) 
       lx.error_at(at, fmt::format("#stablehlo.bounds: dimension {} is static ({}), so its bound must be '?'", d, shape[d]));
   }
   return bounds;
+}
+
+// After "!quant.uniform": "<i8<-127:127>:f32:1, {0.1:-30, 0.5}>" (spec.md, QuantizedTensorElementType),
+// with the element type's constraints (C1-C11) checked; the tensor's (C12, C13) are checked by
+// parse_type, which knows the shape.
+ir::Quantization parse_quantization(Lexer& lx) {
+  lx.expect("<");
+  ir::Quantization q;
+  lx.skip_space();
+  Location at = lx.location();
+  q.storage = parse_element_type(lx);
+  if (!ir::is_integer(q.storage))
+    lx.error_at(at, fmt::format("!quant.uniform: {}", ir::quantization_error(q)));
+  q.storage_min = ir::integer_min(q.storage);
+  q.storage_max = ir::integer_max(q.storage);
+  if (lx.try_consume("<")) {
+    q.storage_min = lx.integer();
+    lx.expect(":");
+    q.storage_max = lx.integer();
+    lx.expect(">");
+  }
+  lx.expect(":");
+  q.expressed = parse_element_type(lx);
+  if (lx.try_consume(":")) q.axis = lx.integer();
+  lx.expect(",");
+  bool braces = lx.try_consume("{");
+  do {
+    lx.skip_space();
+    Location scale_at = lx.location();
+    std::string t = lx.number_text();
+    char* end = nullptr;
+    double scale = std::strtod(t.c_str(), &end);
+    if (end != t.c_str() + t.size()) lx.error_at(scale_at, fmt::format("'{}' is not a scale", t));
+    q.scales.push_back(scale);
+    q.zero_points.push_back(lx.try_consume(":") ? lx.integer() : 0);  // the zero point defaults to 0
+  } while (braces && lx.try_consume(","));
+  if (braces) lx.expect("}");
+  lx.expect(">");
+  if (std::string why = ir::quantization_error(q); !why.empty())
+    lx.error_at(at, fmt::format("!quant.uniform: {}", why));
+  return q;
 }
 
 // The members of tuple<...> or !stablehlo.future<...>, after the '<': "T, T>" or ">".
@@ -109,12 +153,25 @@ ir::Type parse_type(Lexer& lx) {
     if (lx.rest().empty() || lx.rest()[0] != 'x') lx.error("expected 'x' after a dimension");
     lx.advance_raw(1);
   }
-  ElementType e = parse_element_type(lx);
+  lx.skip_space();
+  Location element_at = lx.location();
+  std::shared_ptr<const ir::Quantization> quant;
+  if (lx.try_consume("!quant.uniform")) {
+    ir::Quantization q = parse_quantization(lx);
+    int64_t rank = static_cast<int64_t>(shape.size());
+    int64_t size = q.axis && *q.axis < rank ? shape[static_cast<size_t>(*q.axis)] : -1;
+    if (size == ir::kDynamic) size = -1;  // checked once refined
+    if (std::string why = ir::quantization_error(q, rank, size); !why.empty())
+      lx.error_at(element_at, fmt::format("!quant.uniform: {}", why));
+    quant = std::make_shared<const ir::Quantization>(std::move(q));
+  }
+  ElementType e = quant ? quant->storage : parse_element_type(lx);
   std::vector<int64_t> bounds;
   if (lx.try_consume(",")) bounds = parse_bounds(lx, shape);
   lx.expect(">");
   ir::Type type(e, std::move(shape));
   type.bounds = std::move(bounds);
+  type.quant = std::move(quant);
   if (!type.is_static()) return type;  // no byte size yet; checked when refined
   // Element counts and byte sizes are int64 everywhere: a shape past that is refused here, where
   // its location is known, rather than wrapping later.
