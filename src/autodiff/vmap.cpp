@@ -8,6 +8,7 @@
 #include <numeric>
 
 #include "autodiff/vmap_rules.h"
+#include "ir/quantize.h"
 #include "transforms/simplify.h"
 
 namespace tessera::autodiff {
@@ -176,6 +177,7 @@ std::vector<BValue> vmap_block(ir::Builder& into, const ir::Block& from, VmapEnv
     for (const Value* v : op->operands()) operands.push_back({lookup(v), env.batched.count(v) != 0});
     std::vector<std::optional<BValue>> results(op->num_results());
     VmapContext ctx(into, *op, env, operands, results);
+    ir::refuse_unlowered_quantized(*op, "vmap");
     kRules[static_cast<size_t>(op->kind())](ctx);
     for (size_t k = 0; k < results.size(); ++k) {
       TESSERA_CHECK(results[k].has_value(), "vmap rule of {} left result {} unset", op->name(), k);

@@ -7,6 +7,8 @@
 
 #include <fmt/format.h>
 
+#include "ir/module.h"
+#include "support/error.h"
 
 namespace tessera::ir {
 
@@ -101,6 +103,37 @@ std::string quantization_error(const Quantization& q, int64_t rank, int64_t dim_
                          dim_size, q.scales.size());
   }
   return "";
+}
+
+bool needs_quantized_lowering(const Op& op) {
+  switch (op.kind()) {
+    case OpKind::UniformQuantize:
+    case OpKind::UniformDequantize:
+    case OpKind::BitcastConvert:
+    case OpKind::Constant:
+    case OpKind::Return:
+    case OpKind::Call:
+    case OpKind::Composite:
+    case OpKind::Tuple:
+    case OpKind::GetTupleElement:
+    case OpKind::OptimizationBarrier: return false;
+    default: break;
+  }
+  if (!op.regions().empty()) return false;
+  for (const Value* v : op.operands())
+    if (v->type().is_quantized()) return true;
+  for (size_t i = 0; i < op.num_results(); ++i)
+    if (op.result(i)->type().is_quantized()) return true;
+  return false;
+}
+
+void refuse_unlowered_quantized(const Op& op, std::string_view layer) {
+  if (!needs_quantized_lowering(op)) return;
+  std::string where = op.loc.line > 0 ? fmt::format(" (line {})", op.loc.line) : "";
+  support::fail("{}{} has quantized operands or results, which the {} does not take: lower quantized "
+                "ops first (transforms::lower_quantized, as `tessera run` and `tessera check` do), which "
+                "makes it dequantize -> {} -> quantize",
+                op.name(), where, layer, op.name());
 }
 
 }  // namespace tessera::ir

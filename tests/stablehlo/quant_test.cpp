@@ -3,7 +3,8 @@
 // and of quantized tensor types (spec C1-C13) on its message; uniform_quantize and
 // uniform_dequantize in the pretty and generic forms, their constraints, and their values
 // (per-tensor and per-axis, ties to even, clamping, requantization) against the spec's examples
-// and NumPy's float32 arithmetic; the refusal of their derivatives, vmap and the factor rule.
+// and NumPy's float32 arithmetic; transforms::lower_quantized's dequantize -> op -> quantize for a
+// quantized add and dot_general; and the refusals of unlowered ops and of their derivatives.
 #include <gtest/gtest.h>
 
 #include "autodiff/forward.h"
@@ -15,6 +16,7 @@
 #include "spmd/factor_rule.h"
 #include "stablehlo/parser.h"
 #include "stablehlo/printer.h"
+#include "transforms/lower_quantized.h"
 
 namespace tessera::stablehlo {
 namespace {
@@ -191,6 +193,74 @@ TEST(QuantOps, ConstraintMessages) {
                  "stablehlo.uniform_dequantize: (C2) result has type tensor<2xf16>, but the operand's expressed type is f32");
   EXPECT_MESSAGE(op("%0 = stablehlo.uniform_dequantize %arg0 : (tensor<2xf32>) -> tensor<2xf32>", "tensor<2xf32>"),
                  "stablehlo.uniform_dequantize: operand has type tensor<2xf32>, must be a quantized tensor");
+}
+
+// ---- Quantized operands of other ops: dequantize -> op -> quantize ----
+
+const std::string kA = "tensor<4x!quant.uniform<i8:f32, 0.5:-3>>";
+const std::string kB = "tensor<4x!quant.uniform<i8:f32, 0.25:2>>";
+const std::string kC = "tensor<4x!quant.uniform<i8:f32, 0.5:1>>";
+const std::string kL = "tensor<2x3x!quant.uniform<i8:f32, 0.5>>";
+const std::string kR = "tensor<3x2x!quant.uniform<i8:f32, 0.25:1>>";
+const std::string kAcc = "tensor<2x2x!quant.uniform<i32:f32, 0.125>>";
+const std::string kOut = "tensor<2x2x!quant.uniform<i8:f32, 0.5>>";
+
+// A quantized add and a quantized dot_general (accumulated in i32, requantized to i8), as JAX
+// writes them; each result dequantized.
+const std::string kQuantizedProgram =
+    "func.func @main(%a: tensor<4xf32>, %b: tensor<4xf32>, %l: tensor<2x3xf32>, %r: tensor<3x2xf32>) -> (tensor<4xf32>, tensor<2x2xf32>) {\n"
+    "  %0 = stablehlo.uniform_quantize %a : (tensor<4xf32>) -> " + kA + "\n"
+    "  %1 = stablehlo.uniform_quantize %b : (tensor<4xf32>) -> " + kB + "\n"
+    "  %2 = stablehlo.add %0, %1 : (" + kA + ", " + kB + ") -> " + kC + "\n"
+    "  %3 = stablehlo.uniform_dequantize %2 : (" + kC + ") -> tensor<4xf32>\n"
+    "  %4 = stablehlo.uniform_quantize %l : (tensor<2x3xf32>) -> " + kL + "\n"
+    "  %5 = stablehlo.uniform_quantize %r : (tensor<3x2xf32>) -> " + kR + "\n"
+    "  %6 = stablehlo.dot_general %4, %5, contracting_dims = [1] x [0] : (" + kL + ", " + kR + ") -> " + kAcc + "\n"
+    "  %7 = stablehlo.uniform_quantize %6 : (" + kAcc + ") -> " + kOut + "\n"
+    "  %8 = stablehlo.uniform_dequantize %7 : (" + kOut + ") -> tensor<2x2xf32>\n"
+    "  return %3, %8 : tensor<4xf32>, tensor<2x2xf32>\n}\n";
+
+std::vector<Literal> program_inputs() {
+  return {Literal::from_doubles(ir::f32({4}), std::vector<double>{0.5, -1.0, 2.0, 1.25}),
+          Literal::from_doubles(ir::f32({4}), std::vector<double>{0.25, 0.75, -4.0, 1.0}),
+          Literal::from_doubles(ir::f32({2, 3}), std::vector<double>{1.0, -0.5, 2.0, 0.0, 1.5, -1.0}),
+          Literal::from_doubles(ir::f32({3, 2}), std::vector<double>{0.25, -0.5, 1.0, 0.0, -0.75, 0.5})};
+}
+
+TEST(QuantLowering, AddAndDotGeneralValues) {
+  std::unique_ptr<ir::Module> m = parse(kQuantizedProgram, "t.mlir");
+  EXPECT_TRUE(transforms::has_quantized_ops(*m));
+  EXPECT_TRUE(transforms::lower_quantized(*m));
+  EXPECT_FALSE(transforms::has_quantized_ops(*m));
+  EXPECT_FALSE(transforms::lower_quantized(*m));  // nothing left to lower
+  ir::verify(*m);
+  std::string printed = print(*m);
+  EXPECT_EQ(print(*parse(printed, "printed.mlir")), printed);
+  std::vector<Literal> r = interp::evaluate(*m, "main", program_inputs());
+  ASSERT_EQ(r.size(), 2u);
+  // By hand from the spec's formulas (and NumPy in float32): a -> [-2, -5, 1, 0] (-0.5 ties to 0),
+  // b -> [3, 5, -14, 6]; their dequantized sum [0.75, -0.25, -2, 2.5] quantizes with 0.5:1 to
+  // [2, 0, -3, 6] (2.5 and 0.5 tie to even), which is [0.5, -0.5, -2, 2.5].
+  EXPECT_EQ(r[0], Literal::from_doubles(ir::f32({4}), std::vector<double>{0.5, -0.5, -2.0, 2.5}));
+  // l -> [[2, -1, 4], [0, 3, -2]], r -> [[2, -1], [5, 1], [-2, 3]]; the float product
+  // [[-1.75, 0.5], [2.25, -0.5]] is [[-14, 4], [18, -4]] in i32 at 0.125, requantized at 0.5 to
+  // [[-4, 1], [4, -1]] (-3.5 and 4.5 tie to even).
+  EXPECT_EQ(r[1], Literal::from_doubles(ir::f32({2, 2}), std::vector<double>{-2.0, 0.5, 2.0, -0.5}));
+}
+
+TEST(QuantLowering, UnloweredOpsAreRefusedByName) {
+  std::unique_ptr<ir::Module> m = parse(kQuantizedProgram, "t.mlir");
+  EXPECT_MESSAGE(error_of([&] { interp::evaluate(*m, "main", program_inputs()); }),
+                 "stablehlo.add (line 4) has quantized operands or results, which the interpreter does not "
+                 "take: lower quantized ops first (transforms::lower_quantized");
+  const ir::Function& f = *m->find_function("main");
+  const ir::Op& add = *f.body().ops()[2];
+  ASSERT_EQ(add.kind(), ir::OpKind::Add);
+  EXPECT_MESSAGE(error_of([&] { spmd::factor_rule(add); }),
+                 "stablehlo.add (line 4) has quantized operands or results, which the partitioner");
+  autodiff::VmapOptions batched;
+  batched.batch_size = 2;
+  EXPECT_MESSAGE(error_of([&] { autodiff::vmap(*m, f, batched); }), "stablehlo.add (line 4) has quantized operands");
 }
 
 TEST(QuantOps, NoDerivativeAndVmap) {
