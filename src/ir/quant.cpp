@@ -119,7 +119,6 @@ bool needs_quantized_lowering(const Op& op) {
     case OpKind::OptimizationBarrier: return false;
     default: break;
   }
-  if (!op.regions().empty()) return false;
   for (const Value* v : op.operands())
     if (v->type().is_quantized()) return true;
   for (size_t i = 0; i < op.num_results(); ++i)

@@ -45,7 +45,7 @@ std::string quantization_error(const Quantization& q, int64_t rank = -1, int64_t
 // interpreter, autodiff and the partitioner refuse it unlowered. The ops that keep quantized
 // values as they are: uniform_quantize and uniform_dequantize, bitcast_convert (the storage bits),
 // constants (storage values), and the ops that only pass values on: return, call, composite,
-// tuple, get_tuple_element, optimization_barrier, and ops with regions (whose bodies are lowered).
+// tuple, get_tuple_element and optimization_barrier.
 bool needs_quantized_lowering(const Op& op);
 // A UserError naming `op`, its line and `layer` when needs_quantized_lowering(op): the layers that
 // run float programs call it on each op they meet.

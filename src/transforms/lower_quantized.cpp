@@ -1,6 +1,8 @@
 // Quantized ops lowered to dequantize -> float op -> quantize (see lower_quantized.h).
 #include "transforms/lower_quantized.h"
 
+#include <functional>
+#include <unordered_map>
 #include <unordered_set>
 
 #include "ir/quantize.h"
@@ -23,6 +25,41 @@ Value* insert(Op& before, OpKind kind, std::vector<Value*> operands, std::vector
   return before.parent->insert_before(&before, std::move(op))->result();
 }
 
+// `region` rebuilt to take and return float values where it took and returned quantized ones: each
+// quantized argument is quantized again from its float value (exact: the float value is a
+// dequantized one), so the body, already lowered, runs as written; each quantized returned value is
+// dequantized.
+std::unique_ptr<ir::Block> float_region(ir::Block& region) {
+  auto out = std::make_unique<ir::Block>();
+  std::unordered_map<const Value*, Value*> args;
+  for (const auto& a : region.arguments()) args[a.get()] = out->add_argument(expressed_view(a->type()));
+  for (const auto& a : region.arguments())
+    if (a->type().is_quantized()) {
+      auto q = std::make_unique<Op>(OpKind::UniformQuantize, std::vector<Value*>{args[a.get()]},
+                                    std::vector<Type>{a->type()});
+      args[a.get()] = out->append(std::move(q))->result();
+    }
+  for (auto& op : region.take_ops()) out->append(std::move(op));
+  // Uses of the old arguments, in this block and the regions inside it, read the new values.
+  std::function<void(ir::Block&)> rename = [&](ir::Block& b) {
+    for (const auto& op : b.ops()) {
+      for (size_t i = 0; i < op->operands().size(); ++i)
+        if (auto it = args.find(op->operand(i)); it != args.end()) op->set_operand(i, it->second);
+      for (const auto& r : op->regions()) rename(*r);
+    }
+  };
+  rename(*out);
+  Op* ret = out->terminator();
+  std::vector<Value*> returned;
+  for (Value* v : ret->operands())
+    returned.push_back(v->type().is_quantized() ? insert(*ret, OpKind::UniformDequantize, {v}, {expressed_view(v->type())}) : v);
+  auto new_ret = std::make_unique<Op>(ret->kind(), returned, std::vector<Type>{}, ret->attrs());
+  new_ret->loc = ret->loc;
+  out->append(std::move(new_ret));
+  out->erase_if([&](const Op& o) { return &o == ret; });
+  return out;
+}
+
 // Rewrites `op` before itself; records its results' replacements.
 void lower(Op& op, Renamer& renamer) {
   bool quantized_result = false;
@@ -43,6 +80,7 @@ void lower(Op& op, Renamer& renamer) {
   for (size_t i = 0; i < op.num_results(); ++i) float_types.push_back(widen(expressed_view(op.result(i)->type())));
   auto fop = std::make_unique<Op>(op.kind(), operands, float_types, op.attrs());
   fop->loc = op.loc;
+  for (const auto& region : op.regions()) fop->adopt_region(float_region(*region));
   Op* placed = op.parent->insert_before(&op, std::move(fop));
   for (size_t i = 0; i < op.num_results(); ++i) {
     const Type& want = op.result(i)->type();
@@ -62,19 +100,30 @@ bool any_in_block(const ir::Block& block) {
   return false;
 }
 
+// Lowers the ops of `block` in program order, the bodies of an op's regions before the op (whose
+// rewrite moves them into float regions); operands are renamed through the replacements so far.
+void lower_block(ir::Block& block, Renamer& renamer, std::unordered_set<const Op*>& lowered) {
+  std::vector<Op*> ops;
+  for (const auto& op : block.ops()) ops.push_back(op.get());
+  for (Op* op : ops) {
+    renamer.rename_operands(*op);
+    for (const auto& region : op->regions()) lower_block(*region, renamer, lowered);
+    if (!ir::needs_quantized_lowering(*op)) continue;
+    lower(*op, renamer);
+    lowered.insert(op);
+  }
+}
+
 }  // namespace
 
 bool lower_quantized(ir::Module& module) {
   bool changed = false;
   for (const auto& fn : module.functions) {
     if (!any_in_block(fn->body())) continue;
+    Renamer renamer;
     std::unordered_set<const Op*> lowered;
-    walk_renaming(*fn, [&](Op& op, Renamer& renamer) {
-      if (!ir::needs_quantized_lowering(op)) return;
-      lower(op, renamer);
-      lowered.insert(&op);
-    });
-    // The old ops go once every use reads their replacements (the walk renamed them all).
+    lower_block(fn->body(), renamer, lowered);
+    // The old ops go once every use reads their replacements.
     std::unordered_set<ir::Block*> blocks;
     for (const Op* op : lowered) blocks.insert(op->parent);
     for (ir::Block* b : blocks) b->erase_if([&](const Op& op) { return lowered.count(&op) != 0; });

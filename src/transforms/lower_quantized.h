@@ -12,8 +12,10 @@
 //     exactly stay exact, where an f32 sum of many products would round;
 //   - each quantized result is quantized (uniform_quantize) from that float value, and its uses
 //     read the new value.
-// Bodies of ops with regions (reduce, sort, while, ...) are lowered the same way; the op itself
-// passes stored values to them.
+// An op with regions (reduce, reduce_window, sort, while, ...) is lowered the same way, its regions
+// made to take and return float values: each quantized block argument is quantized again on entry
+// (exact, the float value being a dequantized one) and each quantized returned value dequantized,
+// so the body, lowered like any block, computes what the spec's body on quantized values does.
 #pragma once
 
 #include "ir/module.h"

@@ -248,6 +248,56 @@ TEST(QuantLowering, AddAndDotGeneralValues) {
   EXPECT_EQ(r[1], Literal::from_doubles(ir::f32({2, 2}), std::vector<double>{-2.0, 0.5, 2.0, -0.5}));
 }
 
+// Ops with regions on quantized values: the reducer sees quantized scalars (each step requantized),
+// and data movement and compare run on the dequantized values. a = [0.5, -1, 2, 1.25] quantizes
+// with 0.5:-3 to [-2, -5, 1, 0], i.e. [0.5, -1, 2, 1.5] (1.25 / 0.5 - 3 = -0.5 ties to 0).
+TEST(QuantLowering, OpsWithRegionsAndDataMovement) {
+  const std::string q = "tensor<4x!quant.uniform<i8:f32, 0.5:-3>>", s = "tensor<!quant.uniform<i8:f32, 0.5:-3>>",
+                    q3 = "tensor<3x!quant.uniform<i8:f32, 0.5:-3>>", q22 = "tensor<2x2x!quant.uniform<i8:f32, 0.5:-3>>";
+  const std::string text =
+      "func.func @main(%a: tensor<4xf32>, %init: tensor<f32>) -> (tensor<f32>, tensor<3xf32>, tensor<4xf32>, tensor<2x2xf32>, tensor<4xi1>) {\n"
+      "  %0 = stablehlo.uniform_quantize %a : (tensor<4xf32>) -> " + q + "\n"
+      "  %1 = stablehlo.uniform_quantize %init : (tensor<f32>) -> " + s + "\n"
+      "  %2 = stablehlo.reduce(%0 init: %1) applies stablehlo.add across dimensions = [0] : (" + q + ", " + s + ") -> " + s + "\n"
+      "  %3 = stablehlo.uniform_dequantize %2 : (" + s + ") -> tensor<f32>\n"
+      "  %4 = \"stablehlo.reduce_window\"(%0, %1) <{window_dimensions = array<i64: 2>}> ({\n"
+      "  ^bb0(%x: " + s + ", %y: " + s + "):\n"
+      "    %m = stablehlo.maximum %x, %y : " + s + "\n"
+      "    stablehlo.return %m : " + s + "\n"
+      "  }) : (" + q + ", " + s + ") -> " + q3 + "\n"
+      "  %5 = stablehlo.uniform_dequantize %4 : (" + q3 + ") -> tensor<3xf32>\n"
+      "  %6 = \"stablehlo.sort\"(%0) <{dimension = 0 : i64}> ({\n"
+      "  ^bb0(%x: " + s + ", %y: " + s + "):\n"
+      "    %c = stablehlo.compare LT, %x, %y : (" + s + ", " + s + ") -> tensor<i1>\n"
+      "    stablehlo.return %c : tensor<i1>\n"
+      "  }) : (" + q + ") -> " + q + "\n"
+      "  %7 = stablehlo.uniform_dequantize %6 : (" + q + ") -> tensor<4xf32>\n"
+      "  %8 = stablehlo.reshape %0 : (" + q + ") -> " + q22 + "\n"
+      "  %9 = stablehlo.transpose %8, dims = [1, 0] : (" + q22 + ") -> " + q22 + "\n"
+      "  %10 = stablehlo.uniform_dequantize %9 : (" + q22 + ") -> tensor<2x2xf32>\n"
+      "  %11 = stablehlo.compare GT, %0, %6 : (" + q + ", " + q + ") -> tensor<4xi1>\n"
+      "  return %3, %5, %7, %10, %11 : tensor<f32>, tensor<3xf32>, tensor<4xf32>, tensor<2x2xf32>, tensor<4xi1>\n}\n";
+  std::unique_ptr<ir::Module> m;
+  try {
+    m = parse(text, "t.mlir");
+  } catch (const support::UserError& e) {
+    FAIL() << e.what();
+  }
+  transforms::lower_quantized(*m);
+  EXPECT_FALSE(transforms::has_quantized_ops(*m));
+  std::string printed = print(*m);
+  EXPECT_EQ(print(*parse(printed, "printed.mlir")), printed);
+  std::vector<Literal> r = interp::evaluate(*m, "main", {Literal::from_doubles(ir::f32({4}), std::vector<double>{0.5, -1.0, 2.0, 1.25}),
+                                                         Literal::from_doubles(ir::f32({}), std::vector<double>{-1.0})});
+  ASSERT_EQ(r.size(), 5u);
+  // Sum from -1: -0.5, -1.5, 0.5, 2.0 (each representable, so no step rounds).
+  EXPECT_EQ(r[0], Literal::from_doubles(ir::f32({}), std::vector<double>{2.0}));
+  EXPECT_EQ(r[1], Literal::from_doubles(ir::f32({3}), std::vector<double>{0.5, 2.0, 2.0}));
+  EXPECT_EQ(r[2], Literal::from_doubles(ir::f32({4}), std::vector<double>{-1.0, 0.5, 1.5, 2.0}));
+  EXPECT_EQ(r[3], Literal::from_doubles(ir::f32({2, 2}), std::vector<double>{0.5, 2.0, -1.0, 1.5}));
+  EXPECT_EQ(r[4], Literal::from_ints(ir::i1({4}), std::vector<int64_t>{1, 0, 1, 0}));  // [0.5, -1, 2, 1.5] > sorted
+}
+
 TEST(QuantLowering, UnloweredOpsAreRefusedByName) {
   std::unique_ptr<ir::Module> m = parse(kQuantizedProgram, "t.mlir");
   EXPECT_MESSAGE(error_of([&] { interp::evaluate(*m, "main", program_inputs()); }),
