@@ -31,9 +31,13 @@ double round_to_float(ElementType e, double v) {
 }
 
 double dequantize_value(const Quantization& q, int64_t stored, size_t i) {
-  // x_storage - zero_point is exact in the storage arithmetic the spec uses (i64 here); the
-  // conversion and the product are each rounded to the expressed type.
-  double diff = round_to_float(q.expressed, static_cast<double>(stored - zero_point_of(q, i)));
+  // x_storage - zero_point is exact in integer arithmetic (in double where i64 storage would
+  // overflow); the conversion and the product are each rounded to the expressed type.
+  int64_t d = 0;
+  double exact = __builtin_sub_overflow(stored, zero_point_of(q, i), &d)
+                     ? static_cast<double>(stored) - static_cast<double>(zero_point_of(q, i))
+                     : static_cast<double>(d);
+  double diff = round_to_float(q.expressed, exact);
   return round_to_float(q.expressed, diff * round_to_float(q.expressed, scale_of(q, i)));
 }
 

@@ -362,6 +362,9 @@ TEST(QuantScalars, QuantizeAndDequantize) {
   EXPECT_EQ(ir::quantize_value(u, 17.0, 0), 16);  // 17 / 34 + 16 = 16.5 ties to 16
   EXPECT_EQ(ir::quantize_value(u, 51.0, 0), 18);  // 1.5 + 16 = 17.5 ties to 18
   EXPECT_EQ(ir::quantize_value(u, -1000.0, 0), 0);
+  // i64 storage: q - zero_point past int64 is taken in double (no overflow), then rounded to f32.
+  ir::Quantization w{ir::ElementType::i64, ir::ElementType::f32, INT64_MIN, INT64_MAX, std::nullopt, {1.0}, {1}};
+  EXPECT_EQ(ir::dequantize_value(w, INT64_MIN, 0), static_cast<double>(static_cast<float>(-9223372036854775809.0)));
   EXPECT_EQ(ir::integer_min(ir::ElementType::i4), -8);
   EXPECT_EQ(ir::integer_max(ir::ElementType::ui16), 65535);
 }
