@@ -7,6 +7,7 @@
 
 #include "autodiff/jvp_rules.h"
 #include "ir/clone.h"
+#include "ir/quantize.h"
 #include "transforms/simplify.h"
 
 namespace tessera::autodiff {
@@ -120,6 +121,7 @@ JvpValues jvp_block(ir::Builder& into, const ir::Block& from, const std::vector<
     for (size_t k = 0; k < op->num_results(); ++k) results.push_back(into.wrap(copy->result(k)));
     std::vector<std::optional<Tensor>> result_tangents(op->num_results());
     JvpContext ctx(into, *op, operands, results, operand_tangents, result_tangents);
+    ir::refuse_unlowered_quantized(*op, "forward mode (JVP)");
     kRules[static_cast<size_t>(op->kind())](ctx);
     for (size_t k = 0; k < result_tangents.size(); ++k)
       if (result_tangents[k]) tangents.emplace(op->result(k), *result_tangents[k]);

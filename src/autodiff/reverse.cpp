@@ -10,6 +10,7 @@
 
 #include "autodiff/rules.h"
 #include "ir/clone.h"
+#include "ir/quantize.h"
 #include "transforms/simplify.h"
 
 namespace tessera::autodiff {
@@ -184,6 +185,7 @@ ir::Function& build_reverse(ir::Module& module, ir::Function& g, const ir::Funct
     for (Value* v : op.results()) results.push_back(backward_primal(v));
     std::vector<std::optional<Tensor>> operand_cots(read.size());
     VjpContext ctx(b, op, operands, results, result_cots, operand_cots);
+    ir::refuse_unlowered_quantized(op, "gradient (reverse mode)");
     kRules[static_cast<size_t>(op.kind())](ctx);
     for (size_t j = 0; j < operand_cots.size(); ++j)
       if (operand_cots[j]) accumulate(read[j], *operand_cots[j]);

@@ -42,9 +42,6 @@ PENDING(Recv)
 PENDING(AsyncStart)
 PENDING(AsyncDone)
 PENDING(Scan)
-// quantization
-PENDING(UniformQuantize)
-PENDING(UniformDequantize)
 
 #undef PENDING
 #undef PENDING_VJP

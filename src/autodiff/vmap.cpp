@@ -8,6 +8,7 @@
 #include <numeric>
 
 #include "autodiff/vmap_rules.h"
+#include "ir/quantize.h"
 #include "transforms/simplify.h"
 
 namespace tessera::autodiff {
@@ -22,7 +23,13 @@ void refuse_vmap(const ir::Op& op, std::string_view why) {
 ir::Type VmapContext::batched_type(const ir::Type& t) const {
   std::vector<int64_t> shape = t.shape;
   shape.insert(shape.begin(), batch());
-  return t.with_shape(shape);
+  ir::Type out = t.with_shape(shape);
+  if (t.quant && t.quant->axis) {  // a per-axis quantization dimension moves with the batch in front
+    ir::Quantization q = *t.quant;
+    q.axis = *q.axis + 1;
+    out.quant = std::make_shared<const ir::Quantization>(std::move(q));
+  }
+  return out;
 }
 
 Tensor VmapContext::bx(size_t i) const { return batched(i) ? x(i) : batch_broadcast(x(i), batch()); }
@@ -170,6 +177,7 @@ std::vector<BValue> vmap_block(ir::Builder& into, const ir::Block& from, VmapEnv
     for (const Value* v : op->operands()) operands.push_back({lookup(v), env.batched.count(v) != 0});
     std::vector<std::optional<BValue>> results(op->num_results());
     VmapContext ctx(into, *op, env, operands, results);
+    ir::refuse_unlowered_quantized(*op, "vmap");
     kRules[static_cast<size_t>(op->kind())](ctx);
     for (size_t k = 0; k < results.size(); ++k) {
       TESSERA_CHECK(results[k].has_value(), "vmap rule of {} left result {} unset", op->name(), k);

@@ -6,6 +6,7 @@
 #include <unordered_set>
 
 #include "exec/executable_code.h"
+#include "ir/quantize.h"
 #include "support/error.h"
 
 namespace tessera::exec {
@@ -114,6 +115,7 @@ class Compiler {
         ++code_.stats.inlined;
         continue;
       }
+      ir::refuse_unlowered_quantized(op, "executable compiler");
       Step s;
       s.op = &op;
       s.reference = interp::kernel(op.kind());

@@ -11,6 +11,7 @@
 #include <unordered_map>
 
 #include "interp/kernels.h"
+#include "ir/quantize.h"
 #include "support/strings.h"
 
 namespace tessera::interp {
@@ -176,6 +177,7 @@ Results run_block(const ir::Block& block, std::vector<Literal> args, const Scope
     auto start = timed ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
     const bool fused = plan && plan->run(*op, value, dying, results);
     if (!fused) {
+      ir::refuse_unlowered_quantized(*op, "interpreter");
       EvalContext ctx(*op, scope, state);
       if (!fast || !fast(*op, ctx.operands(), results)) results = kKernels[static_cast<size_t>(op->kind())](ctx);
     }

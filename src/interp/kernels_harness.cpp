@@ -159,14 +159,29 @@ Results eval_Call(const EvalContext& ctx) {
 }
 
 // The check custom calls of JAX-generated test files: check.expect_eq, check.expect_almost_eq,
-// check.expect_close (no results) and check.eq (an i1 result instead of a report).
+// check.expect_close (no results) and check.eq (an i1 result, also logged as a check when checks are collected).
 Results eval_CustomCall(const EvalContext& ctx) {
   const std::string& target = ctx.op.attrs().get<std::string>("call_target_name");
   std::string name = "stablehlo.custom_call @" + target;
   if (ctx.num_operands() == 2 && target == "check.eq") {
     const Literal &x = ctx.operand(0), &y = ctx.operand(1);
     bool equal = x.type() == y.type();
-    for (int64_t i = 0; equal && i < x.num_elements(); ++i) equal = difference(x, y, i, Compare::Eq) == 0;
+    int64_t first = -1;
+    for (int64_t i = 0; equal && i < x.num_elements(); ++i)
+      if (difference(x, y, i, Compare::Eq) != 0) equal = false, first = i;
+    // `tessera check` counts it as a check too: JAX's quantized test files return its i1 and run no
+    // other check. Their order is check.eq(expected, actual).
+    if (CheckLog* log = ctx.state.options ? ctx.state.options->checks : nullptr) {
+      CheckResult r{ctx.op.loc, name, equal, 0, ""};
+      if (x.type() != y.type()) {
+        r.detail = fmt::format("compares {} with {}", to_string(y.type()), to_string(x.type()));
+      } else if (!equal) {
+        for (int64_t i = 0; i < x.num_elements(); ++i) r.max_difference = std::max(r.max_difference, difference(y, x, i, Compare::Eq));
+        r.detail = fmt::format("element {}: {} (actual) vs {} (expected)", index_text(y, first),
+                               element_text(y, first), element_text(x, first));
+      }
+      log->add(std::move(r));
+    }
     return one(Literal::scalar(ir::ElementType::i1, equal ? 1 : 0));
   }
   if (target == "shape_assertion") {  // JAX's check of its dimension variables

@@ -24,9 +24,6 @@ PENDING(Recv)
 PENDING(AsyncStart)
 PENDING(AsyncDone)
 PENDING(Scan)
-// quantization
-PENDING(UniformQuantize)
-PENDING(UniformDequantize)
 
 #undef PENDING
 

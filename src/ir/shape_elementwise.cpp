@@ -178,6 +178,14 @@ Types infer_Select(const ShapeQuery& q) {
 
 }  // namespace shape_rules
 
+namespace shape_rules {
+// Whether the rule runs on expressed types, and that run (shape_quant.cpp): an op other than
+// uniform_quantize, uniform_dequantize and bitcast_convert with a quantized operand or declared
+// result has the shapes of its float op.
+bool quantized_query(const ShapeQuery& q);
+std::vector<Type> infer_on_expressed(const ShapeQuery& q, std::vector<Type> (*rule)(const ShapeQuery&));
+}  // namespace shape_rules
+
 std::vector<Type> infer_result_types(const ShapeQuery& q) {
   using Rule = std::vector<Type> (*)(const ShapeQuery&);
   static constexpr std::array<Rule, kNumOpKinds> kRules = {
@@ -188,7 +196,9 @@ std::vector<Type> infer_result_types(const ShapeQuery& q) {
   int arity = info(q.kind).arity;
   if (arity != kVariadic && static_cast<int>(q.operands.size()) != arity)
     shape_rules::reject(q, "expects {} operands, got {}", arity, q.operands.size());
-  return kRules[static_cast<size_t>(q.kind)](q);
+  Rule rule = kRules[static_cast<size_t>(q.kind)];
+  if (shape_rules::quantized_query(q)) return shape_rules::infer_on_expressed(q, rule);
+  return rule(q);
 }
 
 }  // namespace tessera::ir

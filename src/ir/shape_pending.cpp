@@ -23,9 +23,6 @@ PendingRules& pending() {
 PENDING(AsyncStart)
 PENDING(AsyncDone)
 PENDING(Scan)
-// quantization
-PENDING(UniformQuantize)
-PENDING(UniformDequantize)
 
 #undef PENDING
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "ir/quantize.h"
 #include "support/error.h"
 #include "support/strings.h"
 
@@ -60,7 +61,7 @@ std::string to_string(const Type& t) {
   }
   std::string s = "tensor<";
   for (int64_t d : t.shape) s += d < 0 ? std::string("?x") : fmt::format("{}x", d);
-  s += spelling(t.element);
+  s += t.quant ? to_string(*t.quant) : std::string(spelling(t.element));
   if (!t.bounds.empty()) {
     s += ", #stablehlo.bounds<";
     for (size_t i = 0; i < t.bounds.size(); ++i)

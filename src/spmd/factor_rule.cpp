@@ -1,6 +1,7 @@
 // Dispatch over the rule table, and projection of shardings onto factors and back.
 #include "spmd/factor_rule.h"
 
+#include "ir/quantize.h"
 #include "spmd/mesh_math.h"
 #include "support/error.h"
 
@@ -13,6 +14,7 @@ int FactorRule::add(int64_t size, FactorKind kind) {
 }
 
 FactorRule factor_rule(const ir::Op& op) {
+  ir::refuse_unlowered_quantized(op, "partitioner (sharding propagation)");
   FactorRule r;
   switch (op.kind()) {
 #define OP(e, spelling, arity, traits) \

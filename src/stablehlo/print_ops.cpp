@@ -491,7 +491,7 @@ constexpr Rule Fft = fft, Rng = rng, RngBitGenerator = rng_bit_generator, BatchN
 constexpr Rule DynamicBroadcastInDim = broadcast_in_dim, DynamicConv = generic, DynamicGather = generic,
                DynamicIota = dynamic_iota, DynamicPad = operands_only, DynamicReshape = operands_only,
                RealDynamicSlice = operands_only;
-constexpr Rule UniformQuantize = generic, UniformDequantize = generic;
+constexpr Rule UniformQuantize = operands_only, UniformDequantize = operands_only;
 constexpr Rule Call = call_form<kCall, kCallee>, CustomCall = call_form<kCustomCall, kTarget>,
                RunParallel = generic, ExpectEqConst = expect_const,
                ExpectAlmostEqConst = expect_const, ExpectEq = check_form,

@@ -16,6 +16,7 @@
 #include "spmd/partition.h"
 #include "stablehlo/parser.h"
 #include "stablehlo/printer.h"
+#include "transforms/lower_quantized.h"
 #include "transforms/refine_shapes.h"
 
 namespace tessera::tools {
@@ -216,6 +217,7 @@ std::unique_ptr<ir::Module> assemble_executable(const std::string& text, const s
   // Parsed together (part2 calls part1's sequential functions); the separator line becomes blank.
   std::string both = std::string(part1.text) + "\n" + std::string(part2.text);
   auto global = stablehlo::parse(both, path, part1.first_line, /*verify=*/false);
+  transforms::lower_quantized(*global);  // quantized ops as dequantize -> op -> quantize
   auto out = std::make_unique<ir::Module>();
   for (const auto& r : renamings(text))
     for (const auto& f : global->functions)
@@ -278,6 +280,8 @@ CheckCounts check_file(const std::string& path, std::ostream& out, const CheckOp
       bool temporary = false;
       std::filesystem::path probes;
       try {
+        // Ops on quantized values run as dequantize -> op -> quantize, as the spec defines them.
+        transforms::lower_quantized(*module);
         if (transforms::has_dynamic_types(*fn)) {  // shapes refined first (no arguments: constants only)
           std::string name = fn->name();
           transforms::refine_shapes(*module, name, {});

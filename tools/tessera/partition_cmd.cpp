@@ -22,6 +22,7 @@
 #include "tools/tessera/cli_options.h"
 #include "tools/tessera/trace_out.h"
 #include "tools/tessera/train_memory.h"
+#include "transforms/lower_quantized.h"
 #include "transforms/refine_shapes.h"
 
 namespace tessera::tools {
@@ -36,6 +37,8 @@ std::unique_ptr<ir::Module> load(const std::string& path, const std::string& mes
   std::stringstream buffer;
   buffer << in.rdbuf();
   auto m = stablehlo::parse(buffer.str(), path);
+  // Ops on quantized values run as dequantize -> op -> quantize, as the spec defines them.
+  transforms::lower_quantized(*m);
   if (mesh_spec.empty()) return m;
   // The module's one (non-maximal) mesh takes these axes; without one, @mesh is added.
   apply_mesh(*m, parse_mesh_spec(mesh_spec), path);
