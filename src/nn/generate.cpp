@@ -1,0 +1,231 @@
+// The prefill and decode programs of generate.h, and the sampler. The layers are model.cpp's
+// (rms_norm, swiglu, the head), with attention rewritten around positions held as data: RoPE reads
+// its cos/sin rows by position (the same table values as layers.cpp's rope, so queries and keys
+// are the full forward's), and the causal mask compares the key's position with the query's.
+#include "nn/generate.h"
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+
+#include "ir/builder.h"
+#include "support/error.h"
+
+namespace tessera::nn {
+
+using ir::ComparisonDirection;
+using ir::Literal;
+using ir::Tensor;
+using ir::Type;
+
+namespace {
+
+// cos and sin of every (position, feature) angle for positions [0, n), in x's element type:
+// layers.cpp's rope tables, row by row.
+std::pair<Literal, Literal> rope_tables(ir::ElementType t, int64_t n, int64_t hd, double theta) {
+  int64_t half = hd / 2;
+  Literal cos_table(Type(t, {n, hd})), sin_table(Type(t, {n, hd}));
+  for (int64_t p = 0; p < n; ++p)
+    for (int64_t i = 0; i < hd; ++i) {
+      double angle = double(p) * std::pow(theta, -2.0 * double(i % half) / double(hd));
+      cos_table.set_double(p * hd + i, std::cos(angle));
+      sin_table.set_double(p * hd + i, std::sin(angle));
+    }
+  return {std::move(cos_table), std::move(sin_table)};
+}
+
+// RoPE of x [B, S, ..., hd] where element (b, s) sits at position pos[b, s] (i32 [B, S]): layers.h's
+// rope with the table rows gathered by position.
+Tensor rope_at(const Tensor& x, const Tensor& pos, int64_t max_len, double theta) {
+  int64_t hd = x.shape().back(), half = hd / 2;
+  if (hd % 2 != 0) support::fail("nn::generate: head dimension {} of {} is odd", hd, to_string(x.type()));
+  auto [cos_table, sin_table] = rope_tables(x.element(), max_len, hd, theta);
+  ir::Builder& b = x.builder();
+  std::vector<int64_t> dims = {0, 1, x.rank() - 1};  // batch, position, feature
+  Tensor cos = ir::broadcast_in_dim(embedding(b.constant(cos_table), pos), x.shape(), dims);
+  Tensor sin = ir::broadcast_in_dim(embedding(b.constant(sin_table), pos), x.shape(), dims);
+  std::vector<int64_t> lo(x.shape().size(), 0), mid = x.shape(), hi = x.shape();
+  mid.back() = half;
+  std::vector<int64_t> mid_start = lo;
+  mid_start.back() = half;
+  Tensor x1 = ir::slice(x, lo, mid), x2 = ir::slice(x, mid_start, hi);
+  return x * cos + ir::concatenate({-x2, x1}, x.rank() - 1) * sin;
+}
+
+// Attention of queries q [B, S, kv, g, hd] at positions pos [B, S] to keys and values [B, T, kv, hd]
+// at positions 0..T-1: key t is visible to the query at p when t <= p. layers.cpp's attention from
+// its scores on; returns [B, S, heads * hd] before the output projection.
+Tensor attend(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& pos) {
+  int64_t b = q.shape()[0], s = q.shape()[1], kv = q.shape()[2], g = q.shape()[3], hd = q.shape()[4];
+  int64_t t = k.shape()[1];
+  ir::DotDims qk{{0, 2}, {0, 2}, {4}, {3}};  // scores [B, kv, S, g, T]
+  Tensor scores = ir::dot_general(q, k, qk) / std::sqrt(double(hd));
+  ir::Builder& bld = q.builder();
+  Tensor key_pos = bld.iota(ir::i32({b, s, t}), 2);
+  Tensor visible = ir::compare(key_pos, ir::broadcast_in_dim(pos, {b, s, t}, {0, 1}), ComparisonDirection::LE);
+  Tensor mask = ir::broadcast_in_dim(visible, scores.shape(), {0, 2, 4});
+  // As layers.cpp: a large finite negative, whose exp is exactly 0.
+  Tensor hidden = ir::broadcast_to(bld.scalar(scores.element(), -1e30), scores.shape());
+  Tensor masked = ir::select(mask, scores, hidden);
+  Tensor probs = cast(softmax_last(cast(masked, reduction_type(masked.element()))), masked.element());
+  ir::DotDims pv{{0, 1}, {0, 2}, {4}, {1}};  // [B, kv, S, g, hd]
+  Tensor out = ir::transpose(ir::dot_general(probs, v, pv), {0, 2, 1, 3, 4});
+  return ir::reshape(out, {b, s, kv * g * hd});
+}
+
+// The keys and values a layer attends to, given its fresh ones [B, S, kv, hd]; also writes them
+// into that layer's cache outputs.
+using CacheStep = std::function<std::pair<Tensor, Tensor>(int64_t layer, const Tensor& k, const Tensor& v)>;
+
+// The model over tokens i32 [B, S] at positions pos i32 [B, S]: logits [B, S, vocab]. Mirrors
+// CausalLM::block (mixed precision included) with attention through `cache`.
+Tensor cached_forward(const CausalLM& model, const Weights& w, const Tensor& tokens, const Tensor& pos,
+                      int64_t max_len, const CacheStep& cache) {
+  const Config& c = model.config();
+  const ir::ElementType ct = c.compute_type();
+  int64_t b = tokens.shape()[0], s = tokens.shape()[1], hd = c.head_dim(), groups = c.heads / c.kv_heads;
+  auto weight = [&](const std::string& name) { return cast(w[name], ct); };
+  Tensor x = embedding(w["embed"], tokens);
+  for (int64_t layer = 0; layer < c.layers; ++layer) {
+    std::string p = "layers." + std::to_string(layer) + ".";
+    Tensor h = cast(rms_norm(x, w[p + "attn_norm"], c.norm_eps), ct);
+    Tensor q = rope_at(ir::reshape(ir::matmul(h, weight(p + "attn.q")), {b, s, c.kv_heads, groups, hd}), pos,
+                       max_len, c.rope_theta);
+    Tensor k = rope_at(ir::reshape(ir::matmul(h, weight(p + "attn.k")), {b, s, c.kv_heads, hd}), pos, max_len,
+                       c.rope_theta);
+    Tensor v = ir::reshape(ir::matmul(h, weight(p + "attn.v")), {b, s, c.kv_heads, hd});
+    auto [keys, values] = cache(layer, k, v);
+    Tensor a = ir::matmul(attend(q, keys, values, pos), weight(p + "attn.o"));
+    x = x + cast(a, x.element());
+    Tensor f = swiglu(cast(rms_norm(x, w[p + "mlp_norm"], c.norm_eps), ct), weight(p + "mlp.gate"),
+                      weight(p + "mlp.up"), weight(p + "mlp.down"));
+    x = x + cast(f, x.element());
+  }
+  return model.head(w, x);
+}
+
+const ir::DimSharding& dim_of(const ir::Sharding& s, size_t d) { return s.dims.at(d); }
+
+}  // namespace
+
+GenerationPrograms capture_generation(ir::Module& module, const CausalLM& model, GenerationShape shape,
+                                      const std::optional<ShardingPlan>& plan) {
+  const Config& c = model.config();
+  if (shape.batch < 1 || shape.prompt < 1 || shape.max_len < shape.prompt)
+    support::fail("nn::capture_generation: batch {} and prompt length {} must be positive and the cache length {} at "
+                  "least the prompt's", shape.batch, shape.prompt, shape.max_len);
+  for (const std::string& name : {std::string("prefill"), std::string("decode")})
+    if (module.find_function(name) != nullptr)
+      support::fail("nn::capture_generation: module '{}' already has a function @{}", module.name, name);
+  GenerationPrograms out;
+  out.parameters = model.parameters();
+  out.shape = shape;
+  out.layers = c.layers;
+  const auto& specs = out.parameters;
+  const int64_t B = shape.batch, L = shape.max_len, P = shape.prompt, hd = c.head_dim();
+  const ir::ElementType ct = c.compute_type();
+  const Type cache_type(ct, {B, L, c.kv_heads, hd});
+
+  std::optional<ir::Sharding> tokens_sharding, pos_sharding, step_tokens_sharding;
+  if (plan) {
+    const ir::Mesh* existing = module.find_mesh(plan->mesh.name);
+    if (existing == nullptr) module.add_mesh(plan->mesh);
+    else if (!(*existing == plan->mesh))
+      support::fail("nn::capture_generation: module '{}' has another mesh named '{}'", module.name, plan->mesh.name);
+    tokens_sharding = plan->input(DataInput{"tokens", ir::i32({B, P})});
+    // The caches: batch like the tokens, key/value heads like attn.k's columns.
+    ir::Sharding k = plan->parameter(specs[parameter_index(specs, "layers.0.attn.k")]);
+    ir::Sharding cs{plan->mesh.name, {dim_of(*tokens_sharding, 0), {}, dim_of(k, 1), {}}, {}, {}};
+    ir::validate(cs, plan->mesh, cache_type, "the KV cache");
+    for (size_t d : {size_t(0), size_t(2)}) {
+      int64_t n = ir::dim_shards(cs, int64_t(d), plan->mesh);
+      if (cache_type.shape[d] % n != 0)
+        support::fail("nn::capture_generation: plan '{}' splits the cache's {} ({}) into {} pieces, which does not divide",
+                      plan->name, d == 0 ? "batch" : "key/value heads", cache_type.shape[d], n);
+    }
+    out.cache_sharding = cs;
+    pos_sharding = ir::Sharding{plan->mesh.name, {dim_of(*tokens_sharding, 0)}, {}, {}};
+    step_tokens_sharding = pos_sharding;
+  }
+  auto params_of = [&](ir::FunctionBuilder& f) {
+    std::vector<Tensor> ps;
+    for (const ParamSpec& p : specs)
+      ps.push_back(f.param(Type(c.dtype, p.shape), plan ? std::optional(plan->parameter(p)) : std::nullopt));
+    return ps;
+  };
+
+  // @prefill: positions 0..P-1 of every sequence; the caches are the prompt's keys and values
+  // padded with zeros to max_len.
+  ir::Function& prefill = ir::build_function(module, out.prefill, [&](ir::FunctionBuilder& f) {
+    std::vector<Tensor> ps = params_of(f);
+    Tensor tokens = f.param(ir::i32({B, P}), tokens_sharding);
+    Tensor pos = f.iota(ir::i32({B, P}), 1);
+    std::vector<Tensor> caches;
+    Tensor zero = f.scalar(ct, 0);
+    Tensor logits = cached_forward(model, Weights(specs, ps), tokens, pos, L, [&](int64_t, const Tensor& k, const Tensor& v) {
+      for (const Tensor& x : {k, v}) caches.push_back(ir::pad(x, zero, {0, 0, 0, 0}, {0, L - P, 0, 0}));
+      return std::pair{k, v};
+    });
+    std::vector<Tensor> results = {logits};
+    results.insert(results.end(), caches.begin(), caches.end());
+    return results;
+  });
+
+  // @decode: one token per sequence at its own position.
+  ir::Function& decode = ir::build_function(module, out.decode, [&](ir::FunctionBuilder& f) {
+    std::vector<Tensor> ps = params_of(f);
+    std::vector<Tensor> caches;
+    for (size_t i = 0; i < out.num_caches(); ++i) caches.push_back(f.param(cache_type, out.cache_sharding));
+    Tensor tokens = f.param(ir::i32({B}), step_tokens_sharding);
+    Tensor pos = f.param(ir::i32({B}), pos_sharding);
+    Tensor at = ir::compare(f.iota(ir::i32(cache_type.shape), 1), ir::broadcast_in_dim(pos, cache_type.shape, {0}),
+                            ComparisonDirection::EQ);
+    std::vector<Tensor> updated;
+    Tensor logits = cached_forward(model, Weights(specs, ps), ir::reshape(tokens, {B, 1}), ir::reshape(pos, {B, 1}), L,
+                                   [&](int64_t layer, const Tensor& k, const Tensor& v) {
+                                     std::vector<Tensor> kv;
+                                     for (int64_t j = 0; j < 2; ++j) {
+                                       const Tensor& fresh = j == 0 ? k : v;
+                                       Tensor row = ir::broadcast_in_dim(ir::reshape(fresh, {B, c.kv_heads, hd}),
+                                                                         cache_type.shape, {0, 2, 3});
+                                       kv.push_back(ir::select(at, row, caches[size_t(2 * layer + j)]));
+                                     }
+                                     updated.insert(updated.end(), kv.begin(), kv.end());
+                                     return std::pair{kv[0], kv[1]};
+                                   });
+    std::vector<Tensor> results = {ir::reshape(logits, {B, c.vocab})};
+    results.insert(results.end(), updated.begin(), updated.end());
+    return results;
+  });
+
+  for (size_t i = 0; i < out.num_caches(); ++i) {
+    out.decode_aliases.emplace_back(out.num_parameters() + i, 1 + i);
+    if (out.cache_sharding) {
+      prefill.set_result_sharding(1 + i, *out.cache_sharding);
+      decode.set_result_sharding(1 + i, *out.cache_sharding);
+    }
+  }
+  return out;
+}
+
+int64_t sample_token(std::span<const double> logits, const Sampling& s, std::mt19937_64& rng) {
+  if (logits.empty()) support::fail("nn::sample_token: no logits to sample from");
+  if (!(s.temperature >= 0) || !std::isfinite(s.temperature))
+    support::fail("nn::sample_token: temperature {} is not a non-negative number", s.temperature);
+  if (s.top_k < 0) support::fail("nn::sample_token: top-k {} is negative", s.top_k);
+  if (s.temperature == 0) return std::max_element(logits.begin(), logits.end()) - logits.begin();
+  double top = *std::max_element(logits.begin(), logits.end());
+  double floor = -INFINITY;  // logits below it are left out (top-k)
+  if (s.top_k > 0 && size_t(s.top_k) < logits.size()) {
+    std::vector<double> sorted(logits.begin(), logits.end());
+    std::nth_element(sorted.begin(), sorted.begin() + (s.top_k - 1), sorted.end(), std::greater<>());
+    floor = sorted[size_t(s.top_k - 1)];
+  }
+  std::vector<double> p(logits.size());
+  for (size_t v = 0; v < logits.size(); ++v)
+    p[v] = logits[v] >= floor ? std::exp((logits[v] - top) / s.temperature) : 0.0;
+  std::discrete_distribution<int64_t> pick(p.begin(), p.end());
+  return pick(rng);
+}
+
+}  // namespace tessera::nn
