@@ -106,6 +106,31 @@ Tensor cached_forward(const CausalLM& model, const Weights& w, const Tensor& tok
 
 const ir::DimSharding& dim_of(const ir::Sharding& s, size_t d) { return s.dims.at(d); }
 
+// A paged store viewed as slots [N * block_size, kv, hd] with rows [B, S, kv, hd] written at
+// slots i32 [B, S, 1]: a scatter that replaces (two rows aimed at one slot happen only in the null
+// block, which is never read unmasked).
+Tensor write_slots(const Tensor& flat, const Tensor& slots, const Tensor& rows) {
+  ir::ScatterDims d;
+  d.update_window_dims = {2, 3};
+  d.inserted_window_dims = {0};
+  d.scatter_dims_to_operand_dims = {0};
+  d.index_vector_dim = 2;
+  return ir::scatter(flat, slots, rows, d, ir::OpKind::Return);
+}
+
+// The blocks of each sequence, in its table's order: pool [N, bs, kv, hd] and table i32 [B, M] ->
+// [B, M * bs, kv, hd], position t of a sequence at row t.
+Tensor read_blocks(const Tensor& pool, const Tensor& table) {
+  int64_t bs = pool.shape()[1], kv = pool.shape()[2], hd = pool.shape()[3];
+  int64_t b = table.shape()[0], m = table.shape()[1];
+  ir::GatherDims d;
+  d.offset_dims = {2, 3, 4};
+  d.collapsed_slice_dims = {0};
+  d.start_index_map = {0};
+  d.index_vector_dim = 2;
+  return ir::reshape(ir::gather(pool, table, d, {1, bs, kv, hd}), {b, m * bs, kv, hd});
+}
+
 }  // namespace
 
 GenerationPrograms capture_generation(ir::Module& module, const CausalLM& model, GenerationShape shape,
@@ -125,6 +150,13 @@ GenerationPrograms capture_generation(ir::Module& module, const CausalLM& model,
   const int64_t B = shape.batch, L = shape.max_len, P = shape.prompt, hd = c.head_dim();
   const ir::ElementType ct = c.compute_type();
   const Type cache_type(ct, {B, L, c.kv_heads, hd});
+  const bool paged = shape.block_size > 0;
+  const int64_t bs = shape.block_size, N = shape.num_blocks, M = out.blocks_per_sequence();
+  if (shape.block_size < 0 || (paged && N < 2))
+    support::fail("nn::capture_generation: a paged cache needs a positive block size (not {}) and at least 2 blocks, "
+                  "the null block and one (not {})", shape.block_size, N);
+  const Type pool_type(ct, {N, bs, c.kv_heads, hd});
+  const Type& store_type = paged ? pool_type : cache_type;  // each layer's K (or V) store
 
   std::optional<ir::Sharding> tokens_sharding, pos_sharding, step_tokens_sharding;
   if (plan) {
@@ -143,6 +175,12 @@ GenerationPrograms capture_generation(ir::Module& module, const CausalLM& model,
         support::fail("nn::capture_generation: plan '{}' splits the cache's {} ({}) into {} pieces, which does not divide",
                       plan->name, d == 0 ? "batch" : "key/value heads", cache_type.shape[d], n);
     }
+    if (paged) {
+      if (ir::dim_shards(cs, 0, plan->mesh) != 1)
+        support::fail("nn::capture_generation: plan '{}' splits the batch, but a paged cache's blocks are shared by "
+                      "the sequences", plan->name);
+      cs.dims[1] = {};  // [blocks, block_size, kv, hd]: the heads split as before
+    }
     out.cache_sharding = cs;
     pos_sharding = ir::Sharding{plan->mesh.name, {dim_of(*tokens_sharding, 0)}, {}, {}};
     step_tokens_sharding = pos_sharding;
@@ -159,11 +197,20 @@ GenerationPrograms capture_generation(ir::Module& module, const CausalLM& model,
   ir::Function& prefill = ir::build_function(module, out.prefill, [&](ir::FunctionBuilder& f) {
     std::vector<Tensor> ps = params_of(f);
     Tensor tokens = f.param(ir::i32({B, P}), tokens_sharding);
+    std::optional<Tensor> slots;
+    if (paged) slots = f.param(ir::i32({B, P}), tokens_sharding);
     Tensor pos = f.iota(ir::i32({B, P}), 1);
     std::vector<Tensor> caches;
     Tensor zero = f.scalar(ct, 0);
     Tensor logits = cached_forward(model, Weights(specs, ps), tokens, pos, L, [&](int64_t, const Tensor& k, const Tensor& v) {
-      for (const Tensor& x : {k, v}) caches.push_back(ir::pad(x, zero, {0, 0, 0, 0}, {0, L - P, 0, 0}));
+      for (const Tensor& x : {k, v}) {
+        if (!paged) {
+          caches.push_back(ir::pad(x, zero, {0, 0, 0, 0}, {0, L - P, 0, 0}));
+          continue;
+        }
+        Tensor empty = ir::broadcast_to(zero, {N * bs, c.kv_heads, hd});
+        caches.push_back(ir::reshape(write_slots(empty, ir::reshape(*slots, {B, P, 1}), x), pool_type.shape));
+      }
       return std::pair{k, v};
     });
     std::vector<Tensor> results = {logits};
@@ -175,23 +222,37 @@ GenerationPrograms capture_generation(ir::Module& module, const CausalLM& model,
   ir::Function& decode = ir::build_function(module, out.decode, [&](ir::FunctionBuilder& f) {
     std::vector<Tensor> ps = params_of(f);
     std::vector<Tensor> caches;
-    for (size_t i = 0; i < out.num_caches(); ++i) caches.push_back(f.param(cache_type, out.cache_sharding));
+    for (size_t i = 0; i < out.num_caches(); ++i) caches.push_back(f.param(store_type, out.cache_sharding));
     Tensor tokens = f.param(ir::i32({B}), step_tokens_sharding);
     Tensor pos = f.param(ir::i32({B}), pos_sharding);
-    Tensor at = ir::compare(f.iota(ir::i32(cache_type.shape), 1), ir::broadcast_in_dim(pos, cache_type.shape, {0}),
-                            ComparisonDirection::EQ);
+    std::optional<Tensor> slot, table;
+    if (paged) {
+      slot = f.param(ir::i32({B}), pos_sharding);
+      table = f.param(ir::i32({B, M}), tokens_sharding);
+    }
+    std::optional<Tensor> at;  // contiguous: where each sequence's new row goes
+    if (!paged)
+      at = ir::compare(f.iota(ir::i32(cache_type.shape), 1), ir::broadcast_in_dim(pos, cache_type.shape, {0}),
+                       ComparisonDirection::EQ);
+    // One layer's store with the new rows [B, 1, kv, hd] written, and what attention reads of it.
+    auto write_and_read = [&](const Tensor& store, const Tensor& fresh) -> std::pair<Tensor, Tensor> {
+      if (!paged) {
+        Tensor row = ir::broadcast_in_dim(ir::reshape(fresh, {B, c.kv_heads, hd}), cache_type.shape, {0, 2, 3});
+        Tensor updated = ir::select(*at, row, store);
+        return {updated, updated};
+      }
+      Tensor flat = ir::reshape(store, {N * bs, c.kv_heads, hd});
+      Tensor updated = ir::reshape(write_slots(flat, ir::reshape(*slot, {B, 1, 1}), fresh), pool_type.shape);
+      return {updated, read_blocks(updated, *table)};
+    };
     std::vector<Tensor> updated;
     Tensor logits = cached_forward(model, Weights(specs, ps), ir::reshape(tokens, {B, 1}), ir::reshape(pos, {B, 1}), L,
                                    [&](int64_t layer, const Tensor& k, const Tensor& v) {
-                                     std::vector<Tensor> kv;
-                                     for (int64_t j = 0; j < 2; ++j) {
-                                       const Tensor& fresh = j == 0 ? k : v;
-                                       Tensor row = ir::broadcast_in_dim(ir::reshape(fresh, {B, c.kv_heads, hd}),
-                                                                         cache_type.shape, {0, 2, 3});
-                                       kv.push_back(ir::select(at, row, caches[size_t(2 * layer + j)]));
-                                     }
-                                     updated.insert(updated.end(), kv.begin(), kv.end());
-                                     return std::pair{kv[0], kv[1]};
+                                     auto [k_store, keys] = write_and_read(caches[size_t(2 * layer)], k);
+                                     auto [v_store, values] = write_and_read(caches[size_t(2 * layer + 1)], v);
+                                     updated.push_back(k_store);
+                                     updated.push_back(v_store);
+                                     return std::pair{keys, values};
                                    });
     std::vector<Tensor> results = {ir::reshape(logits, {B, c.vocab})};
     results.insert(results.end(), updated.begin(), updated.end());
@@ -206,6 +267,38 @@ GenerationPrograms capture_generation(ir::Module& module, const CausalLM& model,
     }
   }
   return out;
+}
+
+BlockTable::BlockTable(const GenerationPrograms& g)
+    : block_size_(g.shape.block_size), num_blocks_(g.shape.num_blocks), per_sequence_(g.blocks_per_sequence()),
+      blocks_(static_cast<size_t>(g.shape.batch)) {
+  if (!g.paged()) support::fail("nn::BlockTable: the programs were captured with a contiguous cache");
+}
+
+void BlockTable::reserve(int64_t b, int64_t p) {
+  if (b < 0 || b >= int64_t(blocks_.size()) || p < 0 || p / block_size_ >= per_sequence_)
+    support::fail("nn::BlockTable: position {} of sequence {} is outside the cache ({} sequences of {} blocks of {})", p,
+                  b, blocks_.size(), per_sequence_, block_size_);
+  std::vector<int64_t>& mine = blocks_[size_t(b)];
+  while (int64_t(mine.size()) <= p / block_size_) {
+    if (next_free_ >= num_blocks_)
+      support::fail("nn::BlockTable: all {} blocks of the pool are in use (sequence {} reached position {})",
+                    num_blocks_ - 1, b, p);
+    mine.push_back(next_free_++);
+  }
+}
+
+int64_t BlockTable::slot(int64_t b, int64_t p) const {
+  const std::vector<int64_t>& mine = blocks_.at(size_t(b));
+  size_t k = size_t(p / block_size_);
+  return (k < mine.size() ? mine[k] : 0) * block_size_ + p % block_size_;
+}
+
+Literal BlockTable::table() const {
+  std::vector<int64_t> t(blocks_.size() * size_t(per_sequence_), 0);
+  for (size_t b = 0; b < blocks_.size(); ++b)
+    for (size_t k = 0; k < blocks_[b].size(); ++k) t[b * size_t(per_sequence_) + k] = blocks_[b][k];
+  return Literal::from_ints(ir::i32({int64_t(blocks_.size()), per_sequence_}), t);
 }
 
 int64_t sample_token(std::span<const double> logits, const Sampling& s, std::mt19937_64& rng) {

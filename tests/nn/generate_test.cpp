@@ -7,10 +7,13 @@
 // same tokens and logits. Also the sampler: greedy, top-k and its argument checks.
 #include <gtest/gtest.h>
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <iostream>
 #include <iterator>
+#include <optional>
 #include <random>
 
 #include "common/error_of.h"
@@ -54,10 +57,19 @@ int64_t greedy(const Literal& r) {
   return sample_token(v, Sampling{}, rng);
 }
 
-GenerationShape shape_of() {
+// The cache kinds: contiguous (block size 0), and paged in blocks of 4 positions with just enough
+// blocks (the sequences' blocks interleave in the pool, as they are handed out step by step).
+const std::vector<int64_t> kBlockSizes = {0, 4};
+
+GenerationShape shape_of(int64_t block_size) {
   int64_t longest = 0;
   for (const auto& p : kPrompts) longest = std::max<int64_t>(longest, int64_t(p.size()));
-  return {int64_t(kPrompts.size()), longest, longest + kNewTokens};
+  GenerationShape s{int64_t(kPrompts.size()), longest, longest + kNewTokens};
+  if (block_size > 0) {
+    s.block_size = block_size;
+    s.num_blocks = 1 + s.batch * ((s.max_len + block_size - 1) / block_size);
+  }
+  return s;
 }
 
 // Greedy generation of kNewTokens after kPrompts: `prefill` and `decode` run the programs on their
@@ -75,6 +87,17 @@ Generated generate_with(const GenerationPrograms& g, const Config& c,
     for (size_t i = 0; i < kPrompts[size_t(b)].size(); ++i) padded[size_t(b * P) + i] = kPrompts[size_t(b)][i];
   std::vector<Literal> in = params;
   in.push_back(Literal::from_ints(i32({B, P}), padded));
+  std::optional<BlockTable> blocks;
+  if (g.paged()) {  // the prompts' positions get blocks; the padding writes to the null block
+    blocks.emplace(g);
+    std::vector<int64_t> slots;
+    for (int64_t b = 0; b < B; ++b)
+      for (int64_t t = 0; t < P; ++t) {
+        if (t < int64_t(kPrompts[size_t(b)].size())) blocks->reserve(b, t);
+        slots.push_back(blocks->slot(b, t));
+      }
+    in.push_back(Literal::from_ints(i32({B, P}), slots));
+  }
   std::vector<Literal> out = prefill(std::move(in));
   for (int64_t b = 0; b < B; ++b) {
     int64_t last = int64_t(kPrompts[size_t(b)].size()) - 1;
@@ -93,6 +116,15 @@ Generated generate_with(const GenerationPrograms& g, const Config& c,
     in.insert(in.end(), caches.begin(), caches.end());
     in.push_back(Literal::from_ints(i32({B}), next));
     in.push_back(Literal::from_ints(i32({B}), pos));
+    if (blocks) {
+      std::vector<int64_t> slot;
+      for (int64_t b = 0; b < B; ++b) {
+        blocks->reserve(b, pos[size_t(b)]);
+        slot.push_back(blocks->slot(b, pos[size_t(b)]));
+      }
+      in.push_back(Literal::from_ints(i32({B}), slot));
+      in.push_back(blocks->table());
+    }
     out = decode(std::move(in));
     for (int64_t b = 0; b < B; ++b) run.logits[size_t(b)].push_back(row(out[0], b * V, V));
     caches.assign(out.begin() + 1, out.end());
@@ -100,9 +132,9 @@ Generated generate_with(const GenerationPrograms& g, const Config& c,
   return run;
 }
 
-Generated reference_run(const Config& c, const std::vector<Literal>& params) {
+Generated reference_run(const Config& c, const std::vector<Literal>& params, int64_t block_size) {
   Module m("generate");
-  GenerationPrograms g = capture_generation(m, CausalLM(c), shape_of());
+  GenerationPrograms g = capture_generation(m, CausalLM(c), shape_of(block_size));
   auto eval = [&](const std::string& fn) {
     return [&m, fn](std::vector<Literal> args) { return interp::evaluate(m, fn, std::move(args)); };
   };
@@ -136,7 +168,9 @@ bool all_finite(const Literal& x) {
 TEST(Generate, CachedLogitsEqualTheFullRecomputationAtEveryPosition) {
   Config c = generation_config();
   std::vector<Literal> params = init_parameters(c, 7);
-  Generated run = reference_run(c, params);
+  for (int64_t block_size : kBlockSizes) {
+  SCOPED_TRACE(block_size == 0 ? "contiguous cache" : "paged cache");
+  Generated run = reference_run(c, params, block_size);
   double worst = 0;
   for (size_t b = 0; b < kPrompts.size(); ++b) {
     ASSERT_EQ(run.tokens[b].size(), kPrompts[b].size() + kNewTokens);
@@ -152,10 +186,11 @@ TEST(Generate, CachedLogitsEqualTheFullRecomputationAtEveryPosition) {
     }
     EXPECT_EQ(run.tokens[b], uncached) << "sequence " << b;
   }
-  std::cout << "largest relative error of cached logits: " << worst << "\n";
+  std::cout << "block size " << block_size << ": largest relative error of cached logits " << worst << "\n";
   // Not a degenerate model: the two sequences continue differently.
   EXPECT_NE(std::vector<int64_t>(run.tokens[0].end() - kNewTokens, run.tokens[0].end()),
             std::vector<int64_t>(run.tokens[1].end() - kNewTokens, run.tokens[1].end()));
+  }
 }
 
 // The same programs compiled for host devices under tp (caches split by key/value head) and run
@@ -163,13 +198,14 @@ TEST(Generate, CachedLogitsEqualTheFullRecomputationAtEveryPosition) {
 TEST(Generate, TensorParallelOnTwoAndFourDevicesGivesTheSameTokens) {
   Config c = generation_config();
   std::vector<Literal> params = init_parameters(c, 7);
-  Generated want = reference_run(c, params);
+  for (int64_t block_size : kBlockSizes) {
+  Generated want = reference_run(c, params, block_size);
   for (int64_t n : {1, 2, 4}) {
-    SCOPED_TRACE(n);
+    SCOPED_TRACE(fmt::format("{} devices, {}", n, block_size == 0 ? "contiguous cache" : "paged cache"));
     runtime::Session s = runtime::Session::host(n);
     Module m("generate");
     ShardingPlan plan = tensor_parallel(Mesh{"mesh", {{"model", n}}, {}}, "model");
-    GenerationPrograms g = capture_generation(m, CausalLM(c), shape_of(), plan);
+    GenerationPrograms g = capture_generation(m, CausalLM(c), shape_of(block_size), plan);
     ASSERT_TRUE(g.cache_sharding.has_value());
     runtime::ShardedProgram prefill = s.sharded_program(s.compile(m, g.prefill));
     runtime::ShardedProgram decode = s.sharded_program(s.compile(m, g.decode), g.decode_aliases);
@@ -189,9 +225,10 @@ TEST(Generate, TensorParallelOnTwoAndFourDevicesGivesTheSameTokens) {
       std::vector<runtime::ShardedBuffer> bufs = staged_params;
       // Moved, not copied: a donated buffer that no other one shares is reused in place.
       bufs.insert(bufs.end(), std::make_move_iterator(caches.begin()), std::make_move_iterator(caches.end()));
-      // generate_with passes no caches here (run_prefill kept them as buffers): tokens and pos last.
-      bufs.push_back(decode.stage(g.decode_tokens_input(), in[in.size() - 2]));
-      bufs.push_back(decode.stage(g.decode_pos_input(), in[in.size() - 1]));
+      // generate_with passes no caches here (run_prefill kept them as buffers): tokens, pos (and
+      // paged: slot and table) follow the parameters.
+      for (size_t j = g.num_parameters(); j < in.size(); ++j)
+        bufs.push_back(decode.stage(g.decode_tokens_input() + (j - g.num_parameters()), in[j]));
       std::vector<runtime::ShardedBuffer> out = decode.execute(bufs);
       for (size_t i = 0; i < g.num_caches(); ++i) EXPECT_TRUE(bufs[g.num_parameters() + i].donated());
       caches.assign(out.begin() + 1, out.end());
@@ -204,6 +241,33 @@ TEST(Generate, TensorParallelOnTwoAndFourDevicesGivesTheSameTokens) {
         EXPECT_LE(testing::relative_error(got.logits[b][i], want.logits[b][i]), kCacheTolerance)
             << "sequence " << b << " token " << i;
   }
+  }
+}
+
+// The pool hands out each block once and refuses a sequence past it; unreserved positions map to
+// the null block.
+TEST(Generate, BlockTableHandsOutBlocksInOrderAndRefusesAFullPool) {
+  Config c = generation_config();
+  Module m("generate");
+  GenerationShape s{2, 3, 8, 4, 3};  // 2 free blocks of 4 positions; 2 blocks per sequence
+  GenerationPrograms g = capture_generation(m, CausalLM(c), s);
+  BlockTable t(g);
+  t.reserve(1, 2);
+  t.reserve(0, 0);
+  EXPECT_EQ(t.slot(1, 2), 1 * 4 + 2);
+  EXPECT_EQ(t.slot(0, 3), 2 * 4 + 3);
+  EXPECT_EQ(t.slot(0, 5), 0 * 4 + 1);  // not reserved: the null block
+  EXPECT_EQ(t.blocks_used(), 2);
+  std::vector<int64_t> want = {2, 0, 1, 0};
+  Literal table = t.table();
+  for (size_t i = 0; i < want.size(); ++i) EXPECT_EQ(table.get_int(int64_t(i)), want[i]) << i;
+  EXPECT_NE(tessera::testing::error_of([&] { t.reserve(0, 4); }).find("all 2 blocks"), std::string::npos);
+  EXPECT_NE(tessera::testing::error_of([&] { t.reserve(0, 8); }).find("outside the cache"), std::string::npos);
+  Module dp("generate");
+  std::string e = tessera::testing::error_of([&] {
+    capture_generation(dp, CausalLM(c), s, data_parallel(Mesh{"mesh", {{"data", 2}}, {}}, "data"));
+  });
+  EXPECT_NE(e.find("shared by the sequences"), std::string::npos) << e;
 }
 
 TEST(Generate, RefusesACacheShorterThanThePromptAndAnUnevenSplit) {
