@@ -1,9 +1,10 @@
 """`tessera generate` on a checkpoint that `tessera train --save` just wrote.
 
 A tiny model trains for 3 steps on 1 host device and saves; then two prompts of different lengths
-are generated greedily together on 1 device, under tp on 2 and 4 devices (heads and KV cache split)
-and under dp on 2 (the prompts split): every run prints the same tokens, each sequence its prompt's
-bytes followed by --tokens new ones, and the decode tokens/s. Sampling with a seed repeats itself.
+are generated greedily together on 1 device (paged cache in blocks of 16 and of 3, and contiguous),
+under tp on 2 and 4 devices (heads and KV cache split) and under dp on 2 (the prompts split, a
+contiguous cache): every run prints the same tokens, each sequence its prompt's bytes followed by
+--tokens new ones, and the decode tokens/s. Sampling with a seed repeats itself.
 Bad command lines are named errors with exit 1.
 
 Usage: generate_cli.py TESSERA_CLI
@@ -51,7 +52,8 @@ with tempfile.TemporaryDirectory() as tmp:
     for p in PROMPTS:
         base += ["--prompt", p]
     want = None
-    for extra in [["--devices", "1"], ["--plan", "tp", "--devices", "2"], ["--plan", "tp", "--devices", "4"],
+    for extra in [["--devices", "1"], ["--devices", "1", "--block-size", "0"], ["--devices", "1", "--block-size", "3"],
+                  ["--plan", "tp", "--devices", "2"], ["--plan", "tp", "--devices", "4", "--block-size", "4"],
                   ["--plan", "dp", "--devices", "2"]]:
         code, out = run(base + extra)
         name = " ".join(extra)
@@ -63,6 +65,8 @@ with tempfile.TemporaryDirectory() as tmp:
                   f"{name}: prompt '{p}' followed by {NEW} tokens")
         check(re.search(r"decode \d+ steps in [0-9.]+ s: [0-9.]+ tokens/s", out) is not None,
               f"{name}: reports decode tokens/s")
+        paged = "--block-size 0" not in name and "dp" not in name
+        check(("paged KV cache" if paged else "contiguous KV cache") in out, f"{name}: the cache it says")
         if want is None:
             want = got
         check(got == want, f"{name}: the same greedy tokens as on 1 device")
@@ -75,6 +79,10 @@ with tempfile.TemporaryDirectory() as tmp:
     check(code == 1 and "error: --resume" in out, "a missing checkpoint is a named error: " + out.strip()[-200:])
     code, out = run(base + ["--plan", "tp", "--devices", "3"])
     check(code == 1 and "does not divide" in out, "tp on 3 devices with 4 heads is refused: " + out.strip()[-200:])
+    code, out = run(base + ["--blocks", "3"])
+    check(code == 1 and "all 2 blocks of the pool are in use" in out, "a pool too small is a named error: " + out.strip()[-200:])
+    code, out = run(base + ["--plan", "dp", "--devices", "2", "--block-size", "16"])
+    check(code == 1 and "shared by the sequences" in out, "a paged cache under dp is refused: " + out.strip()[-200:])
     code, out = run(["generate", "--resume", ckpt, "--prompt", ""])
     check(code == 1 and "empty" in out, "an empty prompt is refused: " + out.strip()[-200:])
 

@@ -116,6 +116,18 @@ int generate_command(const GenerateCommand& c, std::ostream& out) {
   int64_t longest = 0;
   for (const std::string& p : c.prompts) longest = std::max<int64_t>(longest, int64_t(p.size()));
   nn::GenerationShape shape{B, longest, longest + c.tokens};
+  if (c.block_size < -1) fail("--block-size {}: expected 0 (a contiguous cache) or a positive number", c.block_size);
+  if (c.blocks < 0) fail("--blocks {}: expected a positive number (0: as many as the sequences need)", c.blocks);
+  shape.block_size = c.block_size >= 0 ? c.block_size : c.plan == "dp" ? 0 : 16;
+  if (shape.block_size > 0) {
+    // Sequence b writes positions 0 .. len_b + tokens - 2 (the last token is never fed back).
+    int64_t needed = 1;
+    for (const std::string& p : c.prompts)
+      needed += (int64_t(p.size()) + c.tokens - 1 + shape.block_size - 1) / shape.block_size;
+    shape.num_blocks = c.blocks > 0 ? c.blocks : needed;
+  } else if (c.blocks > 0) {
+    fail("--blocks {}: a contiguous cache (--block-size 0) has no blocks", c.blocks);
+  }
   runtime::Session session = runtime::Session::host(c.devices);
   nn::ShardingPlan plan = plan_of(c.plan, c.devices);
   ir::Module m("generate");
@@ -165,25 +177,55 @@ int generate_command(const GenerateCommand& c, std::ostream& out) {
     pos[size_t(b)] = int64_t(run.tokens[size_t(b)].size()) - 1;
   };
 
+  // Paged: blocks for the prompts' positions (the padding writes to the null block), then one
+  // more position per sequence per step.
+  std::optional<nn::BlockTable> blocks;
+  if (g.paged()) blocks.emplace(g);
+  auto reserve = [&](int64_t b, int64_t p) {
+    try {
+      blocks->reserve(b, p);
+    } catch (const support::UserError& e) {
+      fail("--blocks {}: {}", shape.num_blocks, e.what());
+    }
+  };
+
   t0 = Clock::now();
   inputs.push_back(prefill.stage(np, Literal::from_ints(ir::i32({B, longest}), padded)));
+  if (blocks) {
+    std::vector<int64_t> slots;
+    for (int64_t b = 0; b < B; ++b)
+      for (int64_t t = 0; t < longest; ++t) {
+        if (t < int64_t(c.prompts[size_t(b)].size())) reserve(b, t);
+        slots.push_back(blocks->slot(b, t));
+      }
+    inputs.push_back(prefill.stage(g.prefill_slots_input(), Literal::from_ints(ir::i32({B, longest}), slots)));
+  }
   std::vector<runtime::ShardedBuffer> outputs = prefill.execute(inputs);
   Literal logits = prefill.fetch(outputs[0]);
   for (int64_t b = 0; b < B; ++b) pick(logits, b, (b * longest + int64_t(c.prompts[size_t(b)].size()) - 1) * cfg.vocab);
   run.prefill_s = seconds_since(t0);
 
   // @decode's inputs: the parameters, the caches (moved from the prefill's results, so that each
-  // step's donated caches are refilled in place), this step's tokens and positions.
-  inputs.pop_back();
+  // step's donated caches are refilled in place), this step's tokens and positions (and paged,
+  // slots and block table).
+  inputs.resize(np);
   inputs.insert(inputs.end(), std::make_move_iterator(outputs.begin() + 1), std::make_move_iterator(outputs.end()));
-  inputs.emplace_back();
-  inputs.emplace_back();
+  inputs.resize(g.decode_pos_input() + (blocks ? 3 : 1));
+  std::vector<int64_t> slot(static_cast<size_t>(B));
   const size_t ti = g.decode_tokens_input(), pi = g.decode_pos_input();
   outputs.clear();
   t0 = Clock::now();
   for (int64_t step = 1; step < c.tokens; ++step) {
     inputs[ti] = decode.stage(ti, Literal::from_ints(ir::i32({B}), next));
     inputs[pi] = decode.stage(pi, Literal::from_ints(ir::i32({B}), pos));
+    if (blocks) {
+      for (int64_t b = 0; b < B; ++b) {
+        reserve(b, pos[size_t(b)]);
+        slot[size_t(b)] = blocks->slot(b, pos[size_t(b)]);
+      }
+      inputs[g.decode_slot_input()] = decode.stage(g.decode_slot_input(), Literal::from_ints(ir::i32({B}), slot));
+      inputs[g.decode_table_input()] = decode.stage(g.decode_table_input(), blocks->table());
+    }
     decode.execute(inputs, outputs);
     for (size_t i = 0; i < g.num_caches(); ++i) inputs[np + i] = std::move(outputs[1 + i]);
     logits = decode.fetch(outputs[0]);
@@ -192,10 +234,13 @@ int generate_command(const GenerateCommand& c, std::ostream& out) {
   }
   run.decode_s = seconds_since(t0);
 
+  std::string cache = blocks ? fmt::format("paged KV cache: {} of {} blocks of {} positions used", blocks->blocks_used(),
+                                           shape.num_blocks - 1, shape.block_size)
+                             : fmt::format("contiguous KV cache of {} positions per sequence", shape.max_len);
   out << fmt::format("tessera generate: {} parameters from {}, plan {} on {} host device{}, {} prompt{} x {} new tokens "
-                     "(KV cache of {} positions)\n",
+                     "({})\n",
                      nn::parameter_count(cfg), runtime::checkpoint_directory(c.resume), plan.name, c.devices,
-                     c.devices == 1 ? "" : "s", B, B == 1 ? "" : "s", c.tokens, shape.max_len);
+                     c.devices == 1 ? "" : "s", B, B == 1 ? "" : "s", c.tokens, cache);
   for (int64_t b = 0; b < B; ++b) {
     out << fmt::format("\n[{}] {}\n", b, printable(run.tokens[size_t(b)]));
     if (c.print_tokens) {

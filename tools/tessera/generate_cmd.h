@@ -7,6 +7,7 @@
 // parameters are read piece by piece under the plan, whatever plan wrote them. The prompts (bytes)
 // are one batch: @prefill runs them once, right-padded to the longest, then @decode makes one token
 // per prompt per step, the caches staying on the devices (donated to each step and returned by it).
+// The cache is paged by default (blocks of 16 positions handed out as sequences reach them).
 // Both programs are compiled once. Prints each prompt with its continuation (bytes outside
 // printable ASCII as \xNN) and the prefill time and decode tokens/s.
 #pragma once
@@ -28,6 +29,11 @@ struct GenerateCommand {
   int64_t top_k = 0;                 // 0: every token
   uint64_t seed = 1;                 // of the sampler
   bool print_tokens = false;         // also print each sequence's token ids
+  // The KV cache: paged in blocks of this many positions (-1: 16 under tp, contiguous under dp,
+  // whose split of the sequences a shared pool does not allow; 0: contiguous), and the pool's
+  // blocks (0: as many as the sequences reach, plus the null block).
+  int64_t block_size = -1;
+  int64_t blocks = 0;
 };
 
 // What a generation made: each prompt's tokens followed by the new ones, and the timings.

@@ -181,6 +181,9 @@ int main(int argc, char** argv) {
       ->check(CLI::NonNegativeNumber);
   gen->add_option("--seed", gc.seed, "Sampler seed")->capture_default_str();
   gen->add_flag("--print-tokens", gc.print_tokens, "Also print each sequence's token ids");
+  gen->add_option("--block-size", gc.block_size, "Positions per block of the paged KV cache; 0: a contiguous cache "
+                  "(default: 16 under tp, contiguous under dp)");
+  gen->add_option("--blocks", gc.blocks, "Blocks in the paged cache's pool (default: as many as the sequences reach)");
   auto* bench = app.add_subcommand("bench", "Time collectives against OpenMPI's and memcpy (nccl-tests' bandwidths)");
   tessera::tools::BenchCommand bc;
   bench->add_option("what", bc.what, "What to time: collectives")->required()->check(CLI::IsMember({"collectives"}));
