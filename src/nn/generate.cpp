@@ -192,8 +192,9 @@ GenerationPrograms capture_generation(ir::Module& module, const CausalLM& model,
     return ps;
   };
 
-  // @prefill: positions 0..P-1 of every sequence; the caches are the prompt's keys and values
-  // padded with zeros to max_len.
+  // @prefill: positions 0..P-1 of every sequence, attending to the prompt's own keys and values;
+  // the caches are those padded with zeros to max_len (paged: scattered at the given slots into an
+  // empty pool).
   ir::Function& prefill = ir::build_function(module, out.prefill, [&](ir::FunctionBuilder& f) {
     std::vector<Tensor> ps = params_of(f);
     Tensor tokens = f.param(ir::i32({B, P}), tokens_sharding);
