@@ -317,20 +317,39 @@ bool one_index_per_row(const Literal& idx, int64_t index_vector_dim) {
   return index_vector_dim == rank || (index_vector_dim == rank - 1 && idx.shape().back() == 1);
 }
 
+// Whether `dims` are the trailing `n` dimensions of a rank-r value, r - n .. r - 1 (a row's
+// dimensions after the batch). Checked in place: a steady-state run allocates nothing.
+bool trailing_dims(const Ints& dims, int64_t r, int64_t n) {
+  if (static_cast<int64_t>(dims.size()) != n) return false;
+  for (int64_t i = 0; i < n; ++i)
+    if (dims[static_cast<size_t>(i)] != r - n + i) return false;
+  return true;
+}
+
+// Whether slice `sizes` are a table's rows: dimension 0 indexed, the others (a row, contiguous) whole.
+bool whole_rows(const Ints& sizes, const Literal& table) {
+  const auto& shape = table.shape();
+  if (sizes.size() != shape.size() || sizes.empty() || sizes[0] != 1) return false;
+  return std::equal(sizes.begin() + 1, sizes.end(), shape.begin() + 1);
+}
+
+// Row gathers: an embedding's ([vocab, d] by token), and a paged KV cache's blocks ([blocks, ...] by
+// block table): whole rows of dimension 0, copied.
 bool gather(const Op& op, Operands in, std::vector<Literal>& out) {
   const Literal& table = *in[0];
   const auto& dn = op.attrs().get<ir::GatherDims>("dimension_numbers");
   const Ints& sizes = ints(op, "slice_sizes");
   const auto& res = op.result(0)->type();
-  if (table.shape().size() != 2 || !equals(dn.collapsed_slice_dims, {0}) || !equals(dn.start_index_map, {0}) ||
-      !dn.operand_batching_dims.empty() || !equals(dn.offset_dims, {res.rank() - 1}) ||
-      !equals(sizes, {1, table.shape()[1]}) || !one_index_per_row(*in[1], dn.index_vector_dim))
+  const int64_t row_rank = static_cast<int64_t>(table.shape().size()) - 1;
+  if (row_rank < 1 || !equals(dn.collapsed_slice_dims, {0}) || !equals(dn.start_index_map, {0}) ||
+      !dn.operand_batching_dims.empty() || !trailing_dims(dn.offset_dims, res.rank(), row_rank) ||
+      !whole_rows(sizes, table) || !one_index_per_row(*in[1], dn.index_vector_dim))
     return false;
   const Literal& idx = *in[1];
   if (!row_index_type(idx)) return false;
   Result result(res, out, false);  // one whole row per index
   Literal& r = *result;
-  size_t row_bytes = static_cast<size_t>(table.shape()[1] * ir::info(table.element()).bytes);
+  size_t row_bytes = static_cast<size_t>(table.num_elements() / table.shape()[0] * ir::info(table.element()).bytes);
   int64_t v = table.shape()[0];
   for (int64_t i = 0; i < idx.num_elements(); ++i) {
     int64_t row = std::clamp<int64_t>(row_index(idx, i), 0, v - 1);  // gather clamps its start indices
@@ -350,25 +369,50 @@ void add_rows(Literal& r, const Literal& updates, const Literal& idx, int64_t v,
   }
 }
 
+// Whether a scatter's update computation returns the update: "replace".
+bool replaces(const Op& op) {
+  if (op.regions().empty()) return false;
+  const ir::Block& body = op.region(0);
+  return body.ops().size() == 1 && body.arguments().size() == 2 && body.ops()[0]->kind() == OpKind::Return &&
+         body.ops()[0]->operands().size() == 1 && body.ops()[0]->operand(0) == body.argument(1);
+}
+
+// Row scatters: an embedding's gradient (add [vocab, d] rows) and a paged KV cache's writes (replace
+// rows of [slots, kv, hd]). Updates apply in index order, as the reference's loop does, so a row
+// written twice keeps the later update.
 bool scatter(const Op& op, Operands in, std::vector<Literal>& out) {
   if (in.size() != 3) return false;
   const Literal& table = *in[0];
   const Literal& updates = *in[2];
   const auto& dn = op.attrs().get<ir::ScatterDims>("scatter_dimension_numbers");
-  int64_t urank = static_cast<int64_t>(updates.shape().size());
-  if (!is_f(table.element()) || updates.element() != table.element() || table.shape().size() != 2 ||
+  const int64_t urank = static_cast<int64_t>(updates.shape().size());
+  const int64_t row_rank = static_cast<int64_t>(table.shape().size()) - 1;
+  const bool add = combiner(op) == OpKind::Add, replace = !add && replaces(op);
+  if (row_rank < 1 || urank < row_rank || updates.element() != table.element() || !(replace || (add && is_f(table.element()))) ||
       !equals(dn.inserted_window_dims, {0}) || !equals(dn.scatter_dims_to_operand_dims, {0}) ||
-      !dn.input_batching_dims.empty() || !equals(dn.update_window_dims, {urank - 1}) ||
-      updates.shape().back() != table.shape()[1] || !one_index_per_row(*in[1], dn.index_vector_dim) ||
-      combiner(op) != OpKind::Add)
+      !dn.input_batching_dims.empty() || !trailing_dims(dn.update_window_dims, urank, row_rank) ||
+      !std::equal(table.shape().begin() + 1, table.shape().end(), updates.shape().end() - row_rank) ||
+      !one_index_per_row(*in[1], dn.index_vector_dim))
     return false;
   const Literal& idx = *in[1];
-  if (!row_index_type(idx) || idx.num_elements() * table.shape()[1] != updates.num_elements()) return false;
+  const int64_t v = table.shape()[0], d = table.num_elements() / std::max<int64_t>(v, 1);
+  if (!row_index_type(idx) || idx.num_elements() * d != updates.num_elements()) return false;
   Result result(op.result(0)->type(), out, false);
   Literal& r = *result;
   std::memcpy(r.bytes().data(), table.bytes().data(), table.bytes().size());
-  if (table.element() == ElementType::f32) add_rows<float>(r, updates, idx, table.shape()[0], table.shape()[1]);
-  else add_rows<double>(r, updates, idx, table.shape()[0], table.shape()[1]);
+  if (replace) {
+    const size_t row_bytes = static_cast<size_t>(d * ir::info(table.element()).bytes);
+    for (int64_t i = 0; i < idx.num_elements(); ++i) {
+      int64_t row = row_index(idx, i);
+      if (row < 0 || row >= v) continue;  // scatter skips updates out of bounds
+      std::memcpy(r.bytes().data() + static_cast<size_t>(row) * row_bytes,
+                  updates.bytes().data() + static_cast<size_t>(i) * row_bytes, row_bytes);
+    }
+  } else if (table.element() == ElementType::f32) {
+    add_rows<float>(r, updates, idx, v, d);
+  } else {
+    add_rows<double>(r, updates, idx, v, d);
+  }
   return true;
 }
 

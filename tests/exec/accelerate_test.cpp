@@ -224,6 +224,24 @@ TEST(Accelerate, EmbeddingGatherAndScatterAdd) {
          }});
 }
 
+// A paged KV cache's reads and writes (nn/generate.cpp): whole blocks [bs, kv, hd] of a pool
+// gathered by a block table, and rows [kv, hd] of slots replaced, some indices out of bounds and
+// some repeated (the later update must win, as in the reference's loop).
+TEST(Accelerate, BlockGatherAndScatterReplace) {
+  GatherDims g{{2, 3, 4}, {0}, {}, {}, {0}, 2};
+  check({"block gather", {f32({6, 4, 2, 3}), i32({2, 3})}, [g](FunctionBuilder& f, const std::vector<Tensor>& p) {
+           Tensor idx = clamp(f.scalar(ElementType::i32, -1), p[1] * 4 + 2, f.scalar(ElementType::i32, 7));
+           return gather(p[0], idx, g, {1, 4, 2, 3});
+         }});
+  ScatterDims s{{2, 3}, {0}, {}, {}, {0}, 2};
+  for (ElementType e : {ElementType::f32, ElementType::bf16, ElementType::i32})
+    check({"scatter replace", {Type(e, {12, 2, 3}), i32({2, 5, 1}), Type(e, {2, 5, 2, 3})},
+           [s](FunctionBuilder& f, const std::vector<Tensor>& p) {
+             Tensor idx = clamp(f.scalar(ElementType::i32, -1), p[1] * 4 + 5, f.scalar(ElementType::i32, 13));
+             return scatter(p[0], idx, p[2], s, OpKind::Return);
+           }});
+}
+
 // The kernels take what they claim: a call on a case they handle returns true.
 TEST(Accelerate, TakesTheCasesItHandlesAndDeclinesOthers) {
   Module m;

@@ -15,6 +15,7 @@
 #include "support/threads.h"
 #include "tools/tessera/bench_cmd.h"
 #include "tools/tessera/check.h"
+#include "tools/tessera/generate_cmd.h"
 #include "tools/tessera/ops_cmd.h"
 #include "tools/tessera/partition_cmd.h"
 #include "tools/tessera/train_cmd.h"
@@ -166,6 +167,23 @@ int main(int argc, char** argv) {
                     "row per stage, a column per time step, cells like 1F0, 0B2, 1I3, 0W1; validated first")
       ->excludes(train_schedule)->excludes(train_microbatches)->excludes(train_virtual);
   train->add_option("--schedule-svg", tc.schedule_svg, "Write the last step's measured pipeline timeline as SVG");
+  auto* gen = app.add_subcommand("generate", "Generate text from a `tessera train --save` checkpoint, with a KV cache on the devices");
+  tessera::tools::GenerateCommand gc;
+  gen->add_option("--resume", gc.resume, "Checkpoint: a --save directory (its latest) or a step directory")->required();
+  gen->add_option("--prompt", gc.prompts, "A prompt (repeat for several, generated together as one batch)")->required();
+  gen->add_option("--tokens", gc.tokens, "New tokens (bytes) per prompt")->capture_default_str()->check(CLI::PositiveNumber);
+  gen->add_option("--plan", gc.plan, "tp (heads and KV cache split over the devices) or dp (the prompts split)")
+      ->capture_default_str()->check(CLI::IsMember({"tp", "dp"}));
+  gen->add_option("--devices", gc.devices, "Host devices")->capture_default_str()->check(CLI::PositiveNumber);
+  gen->add_option("--temperature", gc.temperature, "Sampling temperature; 0 is greedy")->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  gen->add_option("--top-k", gc.top_k, "Sample among the k likeliest tokens (0: all)")->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  gen->add_option("--seed", gc.seed, "Sampler seed")->capture_default_str();
+  gen->add_flag("--print-tokens", gc.print_tokens, "Also print each sequence's token ids");
+  gen->add_option("--block-size", gc.block_size, "Positions per block of the paged KV cache; 0: a contiguous cache "
+                  "(default: 16 under tp, contiguous under dp)");
+  gen->add_option("--blocks", gc.blocks, "Blocks in the paged cache's pool (default: as many as the sequences reach)");
   auto* bench = app.add_subcommand("bench", "Time collectives against OpenMPI's and memcpy (nccl-tests' bandwidths)");
   tessera::tools::BenchCommand bc;
   bench->add_option("what", bc.what, "What to time: collectives")->required()->check(CLI::IsMember({"collectives"}));
@@ -185,7 +203,7 @@ int main(int argc, char** argv) {
   // with them; more than cores is already slow) and the bytes of array data held at once.
   int64_t max_bytes = 0, threads = -1;  // -1: not given
   bool force = false;
-  for (CLI::App* sub : {ops, check, part, run, sched, train, bench}) {
+  for (CLI::App* sub : {ops, check, part, run, sched, train, gen, bench}) {
     sub->add_option("--threads", threads,
                     "Busy threads at most: host devices and the kernels' helpers together (default: TESSERA_THREADS, "
                     "else this machine's cores)");
@@ -206,7 +224,7 @@ int main(int argc, char** argv) {
     tessera::support::thread_limit();  // a bad TESSERA_THREADS fails now, naming it
     if (train->parsed() && !(tc.lr > 0 && std::isfinite(tc.lr)))
       tessera::support::fail("--lr {}: the learning rate must be a positive number", tc.lr);
-    for (auto [sub, n] : {std::pair{run, rc.devices}, {train, tc.devices}, {bench, bc.devices}})
+    for (auto [sub, n] : {std::pair{run, rc.devices}, {train, tc.devices}, {gen, gc.devices}, {bench, bc.devices}})
       if (sub->parsed() && n > kMaxHostDevices && !force)
         tessera::support::fail("--devices {}: more than {} host devices in one process (each is a thread with its own "
                                "state, on {} cores); pass --force to run them anyway",
@@ -219,6 +237,7 @@ int main(int argc, char** argv) {
       tc.progress_bar = bar_on || (!bar_off && isatty(STDOUT_FILENO));
       return tessera::tools::train_command(tc, std::cout);
     }
+    if (gen->parsed()) return tessera::tools::generate_command(gc, std::cout);
     if (part->parsed()) return tessera::tools::partition_command(pc, std::cout);
     if (run->parsed()) return tessera::tools::run_command(rc, std::cout);
     if (sched->parsed()) return tessera::tools::schedule_command(sc, std::cout);

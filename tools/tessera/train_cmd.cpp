@@ -23,6 +23,7 @@
 #include "comm/mpi_communicator.h"
 #endif
 #include "nn/capture.h"
+#include "nn/generate.h"
 #include "nn/model.h"
 #include "nn/plan.h"
 #include "runtime/checkpoint.h"
@@ -73,8 +74,8 @@ int64_t peak_rss_bytes() {
 
 }  // namespace
 
-// Greedy-ish sampling (temperature 0.8) of `count` bytes after `prompt`, one forward per byte on
-// the whole parameters.
+// Sampling at temperature 0.8 (nn::sample_token) of `count` bytes after `prompt`, one forward of
+// the last seq bytes per byte on the whole parameters (`tessera generate` keeps a KV cache instead).
 std::string generate(const nn::CausalLM& model, const std::vector<Literal>& params, const std::string& prompt,
                      int64_t count, uint64_t seed) {
   const nn::Config& cfg = model.config();
@@ -99,13 +100,10 @@ std::string generate(const nn::CausalLM& model, const std::vector<Literal>& para
     std::vector<Literal> args = params;
     args.push_back(Literal::from_ints(ir::i32({1, cfg.seq}), window));
     Literal logits = interp::evaluate(m, "logits", std::move(args), o)[0];
-    std::vector<double> p(static_cast<size_t>(cfg.vocab));
+    std::vector<double> row(static_cast<size_t>(cfg.vocab));
     int64_t last = (cfg.seq - 1) * cfg.vocab;
-    double top = -1e300;
-    for (int64_t v = 0; v < cfg.vocab; ++v) top = std::max(top, logits.get_double(last + v));
-    for (int64_t v = 0; v < cfg.vocab; ++v) p[static_cast<size_t>(v)] = std::exp((logits.get_double(last + v) - top) / 0.8);
-    std::discrete_distribution<int> pick(p.begin(), p.end());
-    text.push_back(static_cast<char>(pick(rng)));
+    for (int64_t v = 0; v < cfg.vocab; ++v) row[static_cast<size_t>(v)] = logits.get_double(last + v);
+    text.push_back(static_cast<char>(nn::sample_token(row, nn::Sampling{0.8, 0}, rng)));
   }
   return text;
 }

@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Decode tokens/s of `tessera generate` (KV cache; docs/PERFORMANCE.md "Generation with a KV
+# cache"). Trains the demo model (`tessera train`'s defaults: d_model 64, 2 layers, 4 heads, 2
+# key/value heads, ffn 172) and a larger one (d_model 256, 8 layers) for a few steps with --save,
+# then generates --tokens 256 greedily from 1 and from 4 prompts on 1 host device (paged cache in
+# blocks of 16, and contiguous), and under tp on 2 (and on 4, the larger model). Uses $TESSERA (default build/bin/tessera, RelWithDebInfo). Extra arguments go to every
+# `tessera generate`.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+source "$root/bench/machine.sh"
+TESSERA=${TESSERA:-$root/build/bin/tessera}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+for i in $(seq 2000); do echo "the quick brown fox jumps over the lazy dog, again and again. $i"; done >"$tmp/corpus"
+declare -A models=([demo]="" [d256x8]="--d-model 256 --layers 8 --heads 8 --kv-heads 4 --ffn 688")
+for name in demo d256x8; do
+  # shellcheck disable=SC2086
+  "$TESSERA" train --devices 1 --steps 5 --batch 4 --seq 64 ${models[$name]} --corpus "$tmp/corpus" --sample 0 \
+    --no-progress-bar --save "$tmp/$name" >/dev/null
+  four="--prompt The --prompt A --prompt the --prompt again"
+  for run in "1 prompt, 1 device, paged|--devices 1 --prompt The" \
+             "1 prompt, 1 device, contiguous|--devices 1 --block-size 0 --prompt The" \
+             "4 prompts, 1 device, paged|--devices 1 $four" \
+             "4 prompts, 1 device, contiguous|--devices 1 --block-size 0 $four" \
+             "4 prompts, tp on 2, paged|--plan tp --devices 2 $four" \
+             "4 prompts, tp on 4, paged|--plan tp --devices 4 $four"; do
+    # tp on 4 splits the key/value heads 4 ways: the demo model has 2.
+    [[ $name == demo && $run == *"tp on 4"* ]] && continue
+    # shellcheck disable=SC2086
+    line=$("$TESSERA" generate --resume "$tmp/$name" --tokens 256 ${run#*|} "$@" | grep "tokens/s")
+    echo "$name, ${run%%|*}: $line"
+  done
+done
+echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
