@@ -241,6 +241,28 @@ void vmap_Outfeed(VmapContext& c) {
                "defined order (write the batch as one value instead)");
 }
 
+// async_start/async_done carry a collective or a slice as a future; JAX never emits them (XLA makes
+// collectives asynchronous after differentiation), so a cotangent or tangent through one is refused.
+constexpr const char* kAsyncWhy =
+    "it runs its collective or slice asynchronously, which programs get after differentiation; differentiate "
+    "the program with the operation written synchronously";
+void vjp_AsyncStart(VjpContext& c) {
+  if (c.has_cotangent(0)) c.fail("{}", kAsyncWhy);
+}
+void vjp_AsyncDone(VjpContext& c) {
+  for (size_t i = 0; i < c.op.num_results(); ++i)
+    if (c.has_cotangent(i)) c.fail("{}", kAsyncWhy);
+}
+void jvp_AsyncStart(JvpContext& c) {
+  for (size_t i = 0; i < c.num_operands(); ++i)
+    if (c.has_tangent(i)) c.fail("{}", kAsyncWhy);
+}
+void jvp_AsyncDone(JvpContext& c) {
+  if (c.has_tangent(0)) c.fail("{}", kAsyncWhy);
+}
+void vmap_AsyncStart(VmapContext& c) { c.fail("{}", "a future's body is not batched; batch the synchronous operation"); }
+void vmap_AsyncDone(VmapContext& c) { c.fail("{}", "a future's body is not batched; batch the synchronous operation"); }
+
 // interpreter.probe is the identity (it writes its operand to a file on the side).
 void vjp_Probe(VjpContext& c) {
   if (c.has_cotangent(0)) c.add(0, c.dy(0));

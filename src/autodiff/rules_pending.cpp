@@ -39,8 +39,6 @@ ir::PendingRules& pending_vmap() {
 // tokens, tuples, effects
 PENDING(Send)
 PENDING(Recv)
-PENDING(AsyncStart)
-PENDING(AsyncDone)
 PENDING(Scan)
 
 #undef PENDING

@@ -18,6 +18,17 @@ Results eval_Tuple(const EvalContext& ctx) {
   return one(Literal::tuple(std::move(members)));
 }
 
+// async_start runs its body at once (the spec lets a backend run it synchronously) and keeps the
+// results in the future; async_done hands them out.
+Results eval_AsyncStart(const EvalContext& ctx) {
+  std::vector<Literal> args;
+  if (!ctx.op.region(0).arguments().empty())
+    for (size_t i = 0; i < ctx.num_operands(); ++i) args.push_back(ctx.operand(i));
+  return one(Literal::future(ctx.run_region(0, std::move(args))));
+}
+
+Results eval_AsyncDone(const EvalContext& ctx) { return ctx.operand(0).members(); }
+
 Results eval_GetTupleElement(const EvalContext& ctx) {
   const Literal& t = ctx.operand(0);
   int64_t index = ctx.op.attrs().get<int64_t>("index");

@@ -32,6 +32,12 @@ Literal Literal::tuple(std::vector<Literal> members) {
   return l;
 }
 
+Literal Literal::future(std::vector<Literal> members) {
+  Literal l = tuple(std::move(members));
+  l.type_ = Type::future(std::move(l.type_.elements));
+  return l;
+}
+
 Literal Literal::view(Type type, std::byte* storage) {
   std::optional<int64_t> n = support::checked_bytes(type.shape, info(type.element).bytes);
   if (!n) support::fail("{} is too large: its size in bytes does not fit in 64 bits", to_string(type));

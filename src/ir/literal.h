@@ -33,6 +33,7 @@ class Literal {
   explicit Literal(Type type);
   static Literal token() { return Literal(Type::token()); }
   static Literal tuple(std::vector<Literal> members);
+  static Literal future(std::vector<Literal> members);  // async_start's value, awaited by async_done
   // A tuple's or future's members (empty for tensors and tokens).
   const std::vector<Literal>& members() const { return members_; }
 

@@ -1,7 +1,7 @@
 // Shape rules of tokens, tuples and the ops that call a function or region: after_all,
-// create_token, tuple, get_tuple_element, composite and map. The constraints that need the module
-// (composite's decomposition, map's computation) are checked by verify() (verify.cpp), with the
-// same spec numbers.
+// create_token, tuple, get_tuple_element, composite, map, async_start and async_done. The
+// constraints that need the module or a region (composite's decomposition, map's computation,
+// async_start's body) are checked by verify() (verify.cpp), with the same spec numbers.
 #include <algorithm>
 #include <cctype>
 
@@ -130,6 +130,23 @@ Types infer_Map(const ShapeQuery& q) {
   if (out.shape != first.shape)
     reject(q, "result {} does not have the inputs' shape {} (C1)", to_string(out), to_string(first));
   return {out};
+}
+
+// async_start: tensors in (I1), a future out, of the body op's results (C4, checked against the
+// body by verify()).
+Types infer_AsyncStart(const ShapeQuery& q) {
+  for (size_t i = 0; i < q.operands.size(); ++i)
+    if (!q.operands[i].is_tensor()) reject(q, "operand {} is {}, not a tensor (I1)", i, to_string(q.operands[i]));
+  if (q.declared.size() != 1 || q.declared[0].kind != TypeKind::kFuture)
+    reject(q, "must return one !stablehlo.future<...>, not ({})", types_string(q.declared));
+  return {q.declared[0]};
+}
+
+// async_done of future<T> returns T (C1).
+Types infer_AsyncDone(const ShapeQuery& q) {
+  if (q.operands.size() != 1 || q.operands[0].kind != TypeKind::kFuture)
+    reject(q, "operand must be one !stablehlo.future<...>, not ({}) (I1)", types_string(q.operands));
+  return q.operands[0].elements;
 }
 
 }  // namespace shape_rules

@@ -20,8 +20,6 @@ PendingRules& pending() {
   [[maybe_unused]] const bool pending_##e = pending().mark(OpKind::e);
 
 // tokens, tuples, effects
-PENDING(AsyncStart)
-PENDING(AsyncDone)
 PENDING(Scan)
 
 #undef PENDING

@@ -1,5 +1,7 @@
 // Module verification: shape rules, SSA dominance, terminators and shardings, with messages that
 // name the function and the op.
+#include <algorithm>
+#include <iterator>
 #include <set>
 
 #include "ir/effects.h"
@@ -156,6 +158,38 @@ struct Verifier {
       fail("@{}: op {} ({}): its computation returns ({}) but the result needs ({}) (C4)", fn.name(), index,
            o.name(), shape_rules::types_string(ret->operand_types()), shape_rules::types_string(out));
   }
+  // async_start: its body is one op and a return (C1), a collective or a slice (C2), applied to
+  // async_start's operands in order (C3; read directly, or through the body's arguments), and the
+  // future holds that op's results (C4).
+  void check_async(const Op& o, int index) {
+    auto where = [&] { return fmt::format("@{}: op {} ({})", fn.name(), index, o.name()); };
+    if (o.regions().size() != 1) fail("{} needs one body region", where());
+    const Block& b = o.region(0);
+    const Op* ret = b.terminator();
+    if (b.ops().size() != 2 || ret == nullptr || ret->kind() != OpKind::Return)
+      fail("{}: its body must hold a single operation and a return, not {} operations (C1)", where(), b.ops().size());
+    const Op& inner = *b.ops().front();
+    static constexpr OpKind kAllowed[] = {OpKind::AllReduce, OpKind::AllGather, OpKind::AllToAll,
+                                          OpKind::CollectivePermute, OpKind::ReduceScatter,
+                                          OpKind::CollectiveBroadcast, OpKind::Slice, OpKind::DynamicSlice,
+                                          OpKind::DynamicUpdateSlice};
+    if (std::find(std::begin(kAllowed), std::end(kAllowed), inner.kind()) == std::end(kAllowed))
+      fail("{}: its body's operation is {}, not a collective or a slice (C2)", where(), inner.name());
+    bool through_args = !b.arguments().empty();
+    if (inner.operands().size() != o.operands().size())
+      fail("{}: its body's {} takes {} operands, async_start has {} (C3)", where(), inner.name(),
+           inner.operands().size(), o.operands().size());
+    for (size_t i = 0; i < o.operands().size(); ++i) {
+      const Value* want = through_args ? (i < b.arguments().size() ? b.argument(i) : nullptr) : o.operand(i);
+      if (inner.operand(i) != want)
+        fail("{}: operand {} of its body's {} is not async_start's operand {} (C3)", where(), i, inner.name(), i);
+    }
+    if (ret->operand_types() != inner.result_types() || ret->operands().size() != inner.num_results())
+      fail("{}: its body must return its operation's results (C1)", where());
+    if (o.result(0)->type().elements != inner.result_types())
+      fail("{}: returns {} but its body's {} gives ({}) (C4)", where(), to_string(o.result(0)->type()), inner.name(),
+           shape_rules::types_string(inner.result_types()));
+  }
   // if and case: branches take no arguments and each returns the op's result types (the spec's
   // if C1-C3, case C1-C4).
   void check_branches(const Op& o, int index) {
@@ -194,6 +228,7 @@ struct Verifier {
     if (o.kind() == OpKind::If || o.kind() == OpKind::Case) check_branches(o, index);
     if (o.kind() == OpKind::Composite) check_composite(o, index);
     if (o.kind() == OpKind::Map) check_map(o, index);
+    if (o.kind() == OpKind::AsyncStart) check_async(o, index);
     if (const Sharding* s = o.attrs().find<Sharding>("sharding"))
       check_sharding(*s, operands.at(0), fmt::format("op {} ({}) in @{}", index, o.name(), fn.name()));
     if (const Sharding* s = o.attrs().find<Sharding>("out_sharding");

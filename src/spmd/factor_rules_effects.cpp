@@ -2,7 +2,8 @@
 // rules have no factors: the partitioner passes them as they are. A composite is inlined before
 // propagation (inline.cpp), so its rule (whole values) only applies to a composite met on its own.
 // interpreter.probe and check.expect_serialized_eq see whole values, and so do the streaming ops:
-// infeed's values arrive whole and outfeed writes whole values (a stream has no layout to split).
+// infeed's values arrive whole and outfeed writes whole values (a stream has no layout to split);
+// async_start and async_done keep their values whole too.
 // map is elementwise: one factor per dimension, shared by every input and the result.
 #include "spmd/factor_rule.h"
 
@@ -26,6 +27,8 @@ FactorRule rule_GetTupleElement(const ir::Op& op) { return whole(op); }
 FactorRule rule_Composite(const ir::Op& op) { return whole(op); }
 FactorRule rule_Infeed(const ir::Op& op) { return whole(op); }
 FactorRule rule_Outfeed(const ir::Op& op) { return whole(op); }
+FactorRule rule_AsyncStart(const ir::Op& op) { return whole(op); }
+FactorRule rule_AsyncDone(const ir::Op& op) { return whole(op); }
 // A probe writes the whole value; a serialized check reads the whole value.
 FactorRule rule_Probe(const ir::Op& op) { return whole(op); }
 FactorRule rule_ExpectSerializedEq(const ir::Op& op) { return whole(op); }

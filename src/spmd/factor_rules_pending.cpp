@@ -22,8 +22,6 @@ ir::PendingRules& pending() {
 // tokens, tuples, effects
 PENDING(Send)
 PENDING(Recv)
-PENDING(AsyncStart)
-PENDING(AsyncDone)
 PENDING(Scan)
 
 #undef PENDING

@@ -22,7 +22,10 @@ std::vector<OpKind> refused_ops() {
           // rng (#17): random draws, not differentiated in their bounds.
           OpKind::Rng,
           // Tuples (#17): the HLO ABI's grouping, which JAX never differentiates through.
-          OpKind::Tuple, OpKind::GetTupleElement};
+          OpKind::Tuple, OpKind::GetTupleElement,
+          // Futures (#17): asynchronous collectives and slices, made after differentiation
+          // (tests/stablehlo/async_test.cpp checks the message).
+          OpKind::AsyncStart, OpKind::AsyncDone};
 }
 
 namespace {

@@ -45,7 +45,7 @@ const std::vector<OpKind> kNoGradient = {
 // by name); an op leaves this list for one of the others when its rule lands.
 const std::vector<OpKind> kPendingGradient = {
     // tokens, tuples, effects
-    OpKind::Send, OpKind::Recv, OpKind::AsyncStart, OpKind::AsyncDone,
+    OpKind::Send, OpKind::Recv,
     OpKind::Scan,
 };
 
