@@ -116,8 +116,18 @@ struct Node {
 
 }  // namespace
 
-std::optional<Tensor> planned_reshard(LocalContext& ctx, Tensor x, const ir::Type& global, const Sharding& from,
-                                      const Sharding& to, const ir::Mesh& mesh) {
+namespace {
+
+struct Step {
+  State prev, next;  // the states the move goes between
+  Move move;
+};
+struct Plan {
+  std::vector<Step> steps;
+  int64_t bytes = 0;
+};
+
+std::optional<Plan> find_plan(const ir::Type& global, const Sharding& from, const Sharding& to, const ir::Mesh& mesh) {
   if (!from.unreduced.empty() || !to.unreduced.empty() || from.dims.size() != to.dims.size()) return std::nullopt;
   auto cut = boundaries(mesh, from, to);
   if (!cut) return std::nullopt;
@@ -238,20 +248,33 @@ std::optional<Tensor> planned_reshard(LocalContext& ctx, Tensor x, const ir::Typ
   }
   if (!found) return std::nullopt;
 
-  struct Step {
-    std::string prev, next;  // the states the move goes between
-    Move move;
-  };
-  std::vector<Step> path;
+  Plan plan;
+  plan.bytes = best.at(goal_key).first;
   for (std::string k = goal_key; k != start_key;) {
     const auto& [prev, move] = came_from.at(k);
-    path.push_back({prev, k, move});
+    plan.steps.push_back({states.at(prev), states.at(k), move});
     k = prev;
   }
-  std::reverse(path.begin(), path.end());
+  std::reverse(plan.steps.begin(), plan.steps.end());
+  return plan;
+}
+
+}  // namespace
+
+std::optional<int64_t> planned_reshard_bytes(const ir::Type& global, const Sharding& from, const Sharding& to,
+                                             const ir::Mesh& mesh) {
+  std::optional<Plan> plan = find_plan(global, from, to, mesh);
+  if (!plan) return std::nullopt;
+  return plan->bytes;
+}
+
+std::optional<Tensor> planned_reshard(LocalContext& ctx, Tensor x, const ir::Type& global, const Sharding& from,
+                                      const Sharding& to, const ir::Mesh& mesh) {
+  std::optional<Plan> plan = find_plan(global, from, to, mesh);
+  if (!plan) return std::nullopt;
+  const size_t rank = from.dims.size();
   ir::Builder& b = x.builder();
-  for (const auto& [prev, next, m] : path) {
-    const State& s = states.at(prev);
+  for (const auto& [s, next, m] : plan->steps) {
     switch (m.kind) {
       case MoveKind::kSlice: {
         std::vector<int64_t> sizes = x.shape();
@@ -268,7 +291,7 @@ std::optional<Tensor> planned_reshard(LocalContext& ctx, Tensor x, const ir::Typ
         x = all_to_all_axes(ctx, x, static_cast<int64_t>(m.dim), static_cast<int64_t>(m.to_dim), mesh, m.atoms);
         break;
       case MoveKind::kPermute: {
-        std::optional<Tensor> y = permute_pieces(ctx, x, sharding_of(s, mesh), sharding_of(states.at(next), mesh), mesh, mesh);
+        std::optional<Tensor> y = permute_pieces(ctx, x, sharding_of(s, mesh), sharding_of(next, mesh), mesh, mesh);
         TESSERA_CHECK(y.has_value(), "no permute between layouts with the same piece counts");
         x = *y;
         break;

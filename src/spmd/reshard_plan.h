@@ -22,6 +22,9 @@ namespace tessera::spmd {
 // x (laid out as `from`) in layout `to`, both on `mesh` with no unreduced axes; nullopt when the
 // layouts fall outside what the search plans (uneven splits, atoms that do not nest, too many
 // states), for reshard()'s own steps.
+// The bytes per device of the plan planned_reshard would emit (nullopt where it plans none).
+std::optional<int64_t> planned_reshard_bytes(const ir::Type& global, const ir::Sharding& from, const ir::Sharding& to,
+                                             const ir::Mesh& mesh);
 std::optional<ir::Tensor> planned_reshard(LocalContext& ctx, ir::Tensor x, const ir::Type& global,
                                           const ir::Sharding& from, const ir::Sharding& to, const ir::Mesh& mesh);
 
