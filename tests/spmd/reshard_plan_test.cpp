@@ -3,9 +3,13 @@
 // (sharded run against the interpreter) and move exactly the bytes per device of Shardy's
 // sequence for it (counted as the partition report counts: an all_gather what a device receives,
 // an all_to_all (n-1)/n of its operand, a collective_permute its operand, a slice nothing).
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <iostream>
+#include <random>
 
 #include "common/random_literal.h"
 #include "interp/interpreter.h"
@@ -30,6 +34,15 @@ struct Case {
 
 Sharding on(std::vector<DimSharding> dims) { return Sharding{"m", std::move(dims), {}, {}}; }
 AxisRef sub(const char* name, int64_t pre, int64_t size) { return AxisRef(name, SubAxis{pre, size}); }
+std::string text(const Sharding& s) {  // [{"x", "y"}, {}], for messages
+  std::string out = "[";
+  for (size_t d = 0; d < s.dims.size(); ++d) {
+    out += d ? ", {" : "{";
+    for (size_t i = 0; i < s.dims[d].axes.size(); ++i) out += (i ? ", " : "") + to_string(s.dims[d].axes[i]);
+    out += "}";
+  }
+  return out + "]";
+}
 
 // The sharded run equals the unsharded one, and the report counts `bytes` per device.
 void expect_reshard(const Case& c, int64_t bytes) {
@@ -109,6 +122,74 @@ TEST(ReshardPlan, DirectBlocksWhereLayoutsDoNotNest) {
     EXPECT_LE(d.bytes, d.c.shardy_bytes) << d.c.name;
     expect_reshard(d.c, d.bytes);
   }
+}
+
+// Random pairs of layouts (dimensions of sizes that rarely divide, whole axes and halves of
+// axes, a second mesh with its device ids shuffled): every reshard gives the unsharded value, and
+// enough of them take the direct blocks (the only path for most uneven pairs) that a wrong block
+// offset or round would show.
+TEST(ReshardPlan, RandomLayoutPairsEqualUnsharded) {
+  std::mt19937 rng(18);
+  const std::vector<std::vector<MeshAxis>> meshes = {
+      {{"x", 2}, {"y", 2}}, {{"x", 4}, {"y", 2}}, {{"x", 2}, {"y", 2}, {"z", 2}}, {{"x", 2}, {"y", 4}, {"z", 2}}};
+  const std::vector<int64_t> sizes = {1, 2, 3, 4, 5, 6, 8, 10, 12, 16};
+  auto pick = [&](int64_t n) { return static_cast<int64_t>(rng() % static_cast<uint32_t>(n)); };
+  int direct = 0, cases = 500;
+  for (int k = 0; k < cases; ++k) {
+    const std::vector<MeshAxis>& axes = meshes[static_cast<size_t>(pick(static_cast<int64_t>(meshes.size())))];
+    const size_t rank = static_cast<size_t>(1 + pick(3));
+    std::vector<int64_t> shape;
+    for (size_t d = 0; d < rank; ++d) shape.push_back(sizes[static_cast<size_t>(pick(static_cast<int64_t>(sizes.size())))]);
+    // Each axis (or one half of an axis of 4) goes to a random dimension or none, in random order.
+    auto layout = [&]() {
+      std::vector<AxisRef> atoms;
+      for (const MeshAxis& a : axes) {
+        if (a.size == 4 && pick(2) == 0) atoms.push_back(sub(a.name.c_str(), pick(2) == 0 ? 1 : 2, 2));
+        else atoms.push_back(AxisRef(a.name));
+      }
+      std::shuffle(atoms.begin(), atoms.end(), rng);
+      std::vector<DimSharding> dims(rank);
+      for (const AxisRef& a : atoms) {
+        int64_t d = pick(static_cast<int64_t>(rank) + 1);
+        if (d < static_cast<int64_t>(rank)) dims[static_cast<size_t>(d)].axes.push_back(a);
+      }
+      return on(dims);
+    };
+    Case c{fmt::format("random pair {}", k), axes, shape, layout(), layout(), 0};
+    if (pick(3) == 0) {
+      int64_t n = 1;
+      for (const MeshAxis& a : axes) n *= a.size;
+      for (int64_t i = 0; i < n; ++i) c.to_device_ids.push_back(i);
+      std::shuffle(c.to_device_ids.begin(), c.to_device_ids.end(), rng);
+    }
+    std::string what = fmt::format("{}: {} -> {}{}", c.name, text(c.from), text(c.to),
+                                   c.to_device_ids.empty() ? "" : " (other device ids)");
+    Module m;
+    m.add_mesh(Mesh{"m", c.mesh, {}});
+    if (!c.to_device_ids.empty()) m.add_mesh(Mesh{"n", c.mesh, c.to_device_ids});
+    build_function(m, "f", [&](FunctionBuilder& f) {
+      Tensor x = f.param(f32(c.shape), c.from);
+      Sharding to = c.to;
+      if (!c.to_device_ids.empty()) to.mesh = "n";
+      return constrain(x, to);
+    });
+    Literal x = testing::random_literal(f32(c.shape), static_cast<uint64_t>(k));
+    Literal want = interp::evaluate(m, "f", {x})[0];
+    Session s = Session::host(m.meshes.at(0).num_devices());
+    CompiledProgram p = s.compile(m, "f");
+    Literal got = s.run_sharded(p, {x})[0];
+    for (int64_t i = 0; i < want.num_elements(); ++i)
+      ASSERT_TRUE(std::abs(got.get_double(i) - want.get_double(i)) <= kTolerance * (1 + std::abs(want.get_double(i))))
+          << what << ": element " << i << ": " << got.get_double(i) << " against " << want.get_double(i) << "\n"
+          << p.report().to_string();
+    for (const auto& r : p.report().collectives)
+      if (r.forced_by.find("blocks between devices") != std::string::npos) {
+        ++direct;
+        break;
+      }
+  }
+  EXPECT_GE(direct, cases / 10) << "too few random pairs took the direct reshard to test it";
+  std::cout << direct << " of " << cases << " random pairs took the direct reshard\n";
 }
 
 }  // namespace
