@@ -187,16 +187,73 @@ Tensor per_device(LocalContext& ctx, ir::Builder& b, const std::vector<int64_t>&
   return ir::reshape(ir::dynamic_slice(table, {partition_id_i32(ctx, b)}, {1}), {});
 }
 
+// The sub-axes of the mesh axes `s` does not use, whole or cut at a divisor: the atoms a finer
+// layout may add.
+std::vector<ir::AxisRef> unused_atoms(const ir::Mesh& mesh, const Sharding& s) {
+  std::vector<ir::AxisRef> out;
+  for (const ir::MeshAxis& a : mesh.axes) {
+    bool used = false;
+    for (const auto& d : s.dims)
+      for (const ir::AxisRef& r : d.axes) used = used || r.name == a.name;
+    if (used || a.size < 2) continue;
+    out.push_back(ir::AxisRef(a.name));
+    for (int64_t p = 2; p < a.size; ++p)
+      if (a.size % p == 0) {
+        out.push_back(ir::AxisRef(a.name, ir::SubAxis{1, p}));
+        out.push_back(ir::AxisRef(a.name, ir::SubAxis{a.size / p, p}));
+      }
+  }
+  return out;
+}
+
+// The blocks go to `finer` (the target, or the target with one more atom at the minor end of
+// one dimension), then an all_gather of that atom makes the target: like Shardy's permute of a
+// part of an axis before a gather, each device receives smaller blocks, in fewer rounds.
+struct Choice {
+  Sharding finer;
+  size_t dim = 0;
+  std::optional<ir::AxisRef> gathered;
+  int64_t bytes = 0;
+};
+
+std::optional<Choice> choose(const LocalContext& ctx, const ir::Type& global, const Sharding& from_in,
+                             const Sharding& to_in) {
+  const size_t rank = static_cast<size_t>(global.rank());
+  const Sharding from = normalized(from_in, rank), to = normalized(to_in, rank);
+  std::optional<Choice> best;
+  if (std::optional<Plan> plan = make_plan(ctx, global, from, to)) best = Choice{to, 0, std::nullopt, plan->bytes};
+  if (!best || !to.unreduced.empty() || !from.unreduced.empty()) return best;
+  const ir::Mesh& tm = ctx.mesh(to.mesh);
+  const int64_t element_bytes = byte_size(ir::Type(global.element, {}));
+  int64_t target_bytes = element_bytes;
+  for (int64_t e : local_shape(global.shape, to, tm)) target_bytes *= e;
+  for (const ir::AxisRef& a : unused_atoms(tm, to))
+    for (size_t d = 0; d < rank; ++d) {
+      const int64_t n = global.shape[d], k = shard_count(tm, to.dims[d].axes), m = shard_count(tm, {a});
+      // The finer pieces must gather into the target's exactly.
+      if (piece_size(n, k * m) * m != piece_size(n, k)) continue;
+      Sharding finer = to;
+      finer.dims[d].axes.push_back(a);
+      int64_t gather = target_bytes * (m - 1) / m;
+      if (gather >= best->bytes) continue;
+      std::optional<Plan> plan = make_plan(ctx, global, from, finer);
+      if (plan && plan->bytes + gather < best->bytes) best = Choice{finer, d, a, plan->bytes + gather};
+    }
+  return best;
+}
+
 }  // namespace
 
 std::optional<int64_t> direct_reshard_bytes(const LocalContext& ctx, const ir::Type& global, const Sharding& from,
                                             const Sharding& to) {
-  std::optional<Plan> plan = make_plan(ctx, global, from, to);
-  if (!plan) return std::nullopt;
-  return plan->bytes;
+  std::optional<Choice> choice = choose(ctx, global, from, to);
+  if (!choice) return std::nullopt;
+  return choice->bytes;
 }
 
-Tensor direct_reshard(LocalContext& ctx, Tensor x, const ir::Type& global, const Sharding& from, const Sharding& to) {
+namespace {
+
+Tensor send_blocks(LocalContext& ctx, Tensor x, const ir::Type& global, const Sharding& from, const Sharding& to) {
   std::optional<Plan> plan = make_plan(ctx, global, from, to);
   TESSERA_CHECK(plan.has_value(), "direct reshard without a plan");
   ir::Builder& b = x.builder();
@@ -244,6 +301,17 @@ Tensor direct_reshard(LocalContext& ctx, Tensor x, const ir::Type& global, const
     }
   }
   return out;
+}
+
+}  // namespace
+
+Tensor direct_reshard(LocalContext& ctx, Tensor x, const ir::Type& global, const Sharding& from, const Sharding& to) {
+  std::optional<Choice> choice = choose(ctx, global, from, to);
+  TESSERA_CHECK(choice.has_value(), "direct reshard without a plan");
+  x = send_blocks(ctx, x, global, from, choice->finer);
+  if (choice->gathered)
+    x = gather_axes(ctx, x, static_cast<int64_t>(choice->dim), ctx.mesh(to.mesh), {*choice->gathered});
+  return x;
 }
 
 }  // namespace tessera::spmd

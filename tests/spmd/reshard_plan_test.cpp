@@ -115,6 +115,17 @@ TEST(ReshardPlan, DirectBlocksWhereLayoutsDoNotNest) {
       // of the source, and holds one: 7 rounds (each row has 4 holders, so no sender is busier).
       {{"one dimension to two others", m424, {16, 8, 8}, on({{}, {"y", "x"}, {}}), on({{"x"}, {}, {"y"}}), 640},
        7 * 64},
+      // Shardy slices y:(1)3, permutes to [{y, x:(1)2}] and gathers x:(1)2 (96 B). The blocks go
+      // to that finer layout (1 row, 48 B, one round: each row has two holders and two takers),
+      // then the same gather (48 B).
+      {{"an axis for a bigger one (common factor 2)", {{"x", 4}, {"y", 6}}, {12, 12}, on({{"x"}, {}}), on({{"y"}, {}}),
+        96},
+       48 + 48},
+      // The other way (Shardy: 144 B): one row each (48 B, one round), then a gather of y:(1)3
+      // to 3 rows (96 B).
+      {{"an axis for a smaller one (common factor 2)", {{"x", 4}, {"y", 6}}, {12, 12}, on({{"y"}, {}}), on({{"x"}, {}}),
+        144},
+       48 + 96},
       {{"other device ids", {{"x", 2}, {"y", 2}}, {16, 8}, on({{"x"}, {"y"}}), on({{"x"}, {}}), 256, {3, 2, 1, 0}},
        2 * 128},
   };
@@ -126,15 +137,16 @@ TEST(ReshardPlan, DirectBlocksWhereLayoutsDoNotNest) {
 
 // Random pairs of layouts (dimensions of sizes that rarely divide, whole axes and halves of
 // axes, a second mesh with its device ids shuffled): every reshard gives the unsharded value, and
-// enough of them take the direct blocks (the only path for most uneven pairs) that a wrong block
-// offset or round would show.
+// enough of them take the direct blocks (the only path for most uneven pairs), some through a
+// finer layout and a gather, that a wrong block offset, round or gathered atom would show.
 TEST(ReshardPlan, RandomLayoutPairsEqualUnsharded) {
   std::mt19937 rng(18);
   const std::vector<std::vector<MeshAxis>> meshes = {
-      {{"x", 2}, {"y", 2}}, {{"x", 4}, {"y", 2}}, {{"x", 2}, {"y", 2}, {"z", 2}}, {{"x", 2}, {"y", 4}, {"z", 2}}};
+      {{"x", 2}, {"y", 2}}, {{"x", 4}, {"y", 2}}, {{"x", 2}, {"y", 2}, {"z", 2}}, {{"x", 2}, {"y", 4}, {"z", 2}},
+      {{"x", 4}, {"y", 3}}, {{"x", 2}, {"y", 6}}};
   const std::vector<int64_t> sizes = {1, 2, 3, 4, 5, 6, 8, 10, 12, 16};
   auto pick = [&](int64_t n) { return static_cast<int64_t>(rng() % static_cast<uint32_t>(n)); };
-  int direct = 0, cases = 500;
+  int direct = 0, finer = 0, cases = 500;
   for (int k = 0; k < cases; ++k) {
     const std::vector<MeshAxis>& axes = meshes[static_cast<size_t>(pick(static_cast<int64_t>(meshes.size())))];
     const size_t rank = static_cast<size_t>(1 + pick(3));
@@ -182,14 +194,17 @@ TEST(ReshardPlan, RandomLayoutPairsEqualUnsharded) {
       ASSERT_TRUE(std::abs(got.get_double(i) - want.get_double(i)) <= kTolerance * (1 + std::abs(want.get_double(i))))
           << what << ": element " << i << ": " << got.get_double(i) << " against " << want.get_double(i) << "\n"
           << p.report().to_string();
-    for (const auto& r : p.report().collectives)
-      if (r.forced_by.find("blocks between devices") != std::string::npos) {
-        ++direct;
-        break;
-      }
+    bool blocks = false, gathers = false;
+    for (const auto& r : p.report().collectives) {
+      blocks = blocks || r.forced_by.find("blocks between devices") != std::string::npos;
+      gathers = gathers || (blocks && r.kind == "all_gather");
+    }
+    direct += blocks;
+    finer += gathers;
   }
   EXPECT_GE(direct, cases / 10) << "too few random pairs took the direct reshard to test it";
-  std::cout << direct << " of " << cases << " random pairs took the direct reshard\n";
+  EXPECT_GE(finer, 5) << "too few random pairs sent blocks to a finer layout, then gathered";
+  std::cout << direct << " of " << cases << " random pairs took the direct reshard, " << finer << " through a finer layout\n";
 }
 
 }  // namespace
