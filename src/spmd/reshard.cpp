@@ -331,17 +331,27 @@ Tensor reshard_steps(LocalContext& ctx, Tensor x, const ir::Type& global, const 
   // A layout with the same number of pieces along every dimension, other devices holding them:
   // collective_permute.
   if (from == to) return partial_along_added(x);
-  // Whole values of even layouts: the cheapest sequence of collectives, found by search.
-  // Or, where it moves fewer bytes (layouts that do not nest: uneven splits), each device takes
-  // the blocks of its piece it lacks (reshard_direct.h).
-  if (to.unreduced.empty()) {
-    std::optional<int64_t> planned = planned_reshard_bytes(global, from, to, mesh);
-    if (allow_direct)
+  // Even layouts: the cheapest sequence of collectives, found by search. Or, for whole values
+  // where it moves fewer bytes (layouts that do not nest: uneven splits), each device takes the
+  // blocks of its piece it lacks (reshard_direct.h). Pieces partial along axes kept partial
+  // differ along them: the search then uses no permute (its other moves group devices only along
+  // the axes they move), and the direct blocks are not sent.
+  {
+    Axes kept;
+    for (const AxisRef& a : to.unreduced)
+      if (std::find(added.begin(), added.end(), a) == added.end()) kept.push_back(a);
+    Sharding whole_from = from, whole_to = to;
+    whole_from.unreduced.clear();
+    whole_to.unreduced.clear();
+    const bool permutes = kept.empty();
+    std::optional<int64_t> planned = planned_reshard_bytes(global, whole_from, whole_to, mesh, permutes);
+    if (allow_direct && to.unreduced.empty())
       if (std::optional<int64_t> direct = direct_reshard_bytes(ctx, global, from, to))
         if (*direct < (planned ? *planned : steps_bytes(ctx, x, global, from, to, combiner)))
           return direct_reshard(ctx, x, global, from, to);
     if (planned)
-      if (std::optional<Tensor> p = planned_reshard(ctx, x, global, from, to, mesh)) return *p;
+      if (std::optional<Tensor> p = planned_reshard(ctx, x, global, whole_from, whole_to, mesh, permutes))
+        return partial_along_added(*p);
   }
   // Pieces partial along axes kept partial differ along them, which permute does not track: it
   // is used only when the sole partial axes are the added ones.

@@ -127,7 +127,8 @@ struct Plan {
   int64_t bytes = 0;
 };
 
-std::optional<Plan> find_plan(const ir::Type& global, const Sharding& from, const Sharding& to, const ir::Mesh& mesh) {
+std::optional<Plan> find_plan(const ir::Type& global, const Sharding& from, const Sharding& to, const ir::Mesh& mesh,
+                              bool permutes) {
   if (!from.unreduced.empty() || !to.unreduced.empty() || from.dims.size() != to.dims.size()) return std::nullopt;
   auto cut = boundaries(mesh, from, to);
   if (!cut) return std::nullopt;
@@ -231,7 +232,7 @@ std::optional<Plan> find_plan(const ir::Type& global, const Sharding& from, cons
       }
     // Reorder one dimension's atoms (collective_permute): the order a later all_to_all or gather
     // needs at the minor end.
-    for (size_t d = 0; d < rank; ++d) {
+    for (size_t d = 0; d < rank && permutes; ++d) {
       if (settled[d] || s[d].size() < 2 || s[d].size() > 4) continue;
       std::vector<size_t> order(s[d].size());
       for (size_t i = 0; i < order.size(); ++i) order[i] = i;
@@ -244,7 +245,7 @@ std::optional<Plan> find_plan(const ir::Type& global, const Sharding& from, cons
     // Every dimension in the goal's number of pieces: each device takes its piece from a holder.
     bool counts_match = true;
     for (size_t d = 0; d < rank; ++d) counts_match = counts_match && atoms_size(mesh, s[d]) == atoms_size(mesh, goal[d]);
-    if (counts_match) reach(n.key, n.cost + here, n.moves + 1, goal, {MoveKind::kPermute, 0, 0, {}});
+    if (counts_match && permutes) reach(n.key, n.cost + here, n.moves + 1, goal, {MoveKind::kPermute, 0, 0, {}});
   }
   if (!found) return std::nullopt;
 
@@ -262,15 +263,15 @@ std::optional<Plan> find_plan(const ir::Type& global, const Sharding& from, cons
 }  // namespace
 
 std::optional<int64_t> planned_reshard_bytes(const ir::Type& global, const Sharding& from, const Sharding& to,
-                                             const ir::Mesh& mesh) {
-  std::optional<Plan> plan = find_plan(global, from, to, mesh);
+                                             const ir::Mesh& mesh, bool permutes) {
+  std::optional<Plan> plan = find_plan(global, from, to, mesh, permutes);
   if (!plan) return std::nullopt;
   return plan->bytes;
 }
 
 std::optional<Tensor> planned_reshard(LocalContext& ctx, Tensor x, const ir::Type& global, const Sharding& from,
-                                      const Sharding& to, const ir::Mesh& mesh) {
-  std::optional<Plan> plan = find_plan(global, from, to, mesh);
+                                      const Sharding& to, const ir::Mesh& mesh, bool permutes) {
+  std::optional<Plan> plan = find_plan(global, from, to, mesh, permutes);
   if (!plan) return std::nullopt;
   const size_t rank = from.dims.size();
   ir::Builder& b = x.builder();
