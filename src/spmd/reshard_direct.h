@@ -11,8 +11,11 @@
 // holders. The sends are scheduled in rounds, each a collective_permute in which a device sends
 // and receives at most one block and every block has the round's shape; the receiver writes the
 // block at its place (dynamic_update_slice, kept only where the device received). Bytes per
-// device, as the report counts them: the sum of the rounds' block sizes. reshard() takes this
-// when it moves fewer bytes than the search's plan or its own steps.
+// device, as the report counts them: the sum of the rounds' block sizes. The blocks may also go
+// to a layout finer than the target by one atom (an axis, or part of one, the target leaves
+// free), then an all_gather of that atom makes the target: like Shardy's permute of "x":(1)2
+// before a gather, smaller blocks in fewer rounds. reshard() takes this when it moves fewer bytes
+// than the search's plan or its own steps.
 #pragma once
 
 #include <optional>
@@ -21,8 +24,8 @@
 
 namespace tessera::spmd {
 
-// The plan between two layouts without partial axes on meshes holding the same devices (nullopt
-// otherwise, or beyond kMaxRounds rounds), and its bytes per device.
+// The bytes per device of the cheapest direct plan between two layouts without partial axes on
+// meshes holding the same devices (nullopt otherwise, or beyond kMaxRounds rounds).
 std::optional<int64_t> direct_reshard_bytes(const LocalContext& ctx, const ir::Type& global, const ir::Sharding& from,
                                             const ir::Sharding& to);
 // The reshard itself (call only where direct_reshard_bytes gave a value).
