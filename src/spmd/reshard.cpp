@@ -1,5 +1,6 @@
 // reshard (see reshard.h).
 #include "spmd/reshard.h"
+#include "spmd/reshard_direct.h"
 #include "spmd/reshard_plan.h"
 
 #include <algorithm>
@@ -220,7 +221,23 @@ std::optional<Tensor> permute_pieces(LocalContext& ctx, Tensor x, const Sharding
 namespace {
 
 Tensor reshard_steps(LocalContext& ctx, Tensor x, const ir::Type& global, const Sharding& from_in,
-                     const Sharding& to_in, OpKind combiner) {
+                     const Sharding& to_in, OpKind combiner, bool allow_direct = true);
+
+// The bytes per device of reshard_steps without the direct reshard (made in a scratch function).
+int64_t steps_bytes(const LocalContext& ctx, const Tensor& x, const ir::Type& global, const Sharding& from,
+                    const Sharding& to, OpKind combiner) {
+  ir::Module scratch("cost");
+  ir::Function& fn = scratch.add_function("cost");
+  ir::FunctionBuilder fb(scratch, fn);
+  Tensor param = fb.param(x.type());
+  Report report;
+  LocalContext dry{ctx.global, ctx.num_devices, report, ctx.origin, {}, ctx.devices_are_replicas, ctx.forced_by};
+  reshard_steps(dry, param, global, from, to, combiner, false);
+  return report.bytes_per_device();
+}
+
+Tensor reshard_steps(LocalContext& ctx, Tensor x, const ir::Type& global, const Sharding& from_in,
+                     const Sharding& to_in, OpKind combiner, bool allow_direct) {
   size_t rank = static_cast<size_t>(global.rank());
   Sharding from = normalized(from_in, rank), to = normalized(to_in, rank);
   // A target's unreduced axes mean a sum: partial results of another combiner (a max, a product)
@@ -253,6 +270,13 @@ Tensor reshard_steps(LocalContext& ctx, Tensor x, const ir::Type& global, const 
     // (a partial target is made on its own mesh, from the replicated value)
     if (to.unreduced.empty())
       if (std::optional<Tensor> p = permute_pieces(ctx, x, from, to, fm, tm)) return *p;
+    // Each device takes the blocks it lacks, where that moves less than the replicated detour.
+    if (allow_direct && from.unreduced.empty() && to.unreduced.empty())
+      if (std::optional<int64_t> direct = direct_reshard_bytes(ctx, global, from, to)) {
+        int64_t detour = reshard_bytes(ctx, global, from, replicated(from.mesh, rank), combiner) +
+                         reshard_bytes(ctx, global, replicated(to.mesh, rank), to);
+        if (*direct < detour) return direct_reshard(ctx, x, global, from, to);
+      }
     x = reshard(ctx, x, global, from, replicated(from.mesh, rank), combiner);
     return reshard(ctx, x, global, replicated(to.mesh, rank), to);
   }
@@ -307,9 +331,28 @@ Tensor reshard_steps(LocalContext& ctx, Tensor x, const ir::Type& global, const 
   // A layout with the same number of pieces along every dimension, other devices holding them:
   // collective_permute.
   if (from == to) return partial_along_added(x);
-  // Whole values of even layouts: the cheapest sequence of collectives, found by search.
-  if (to.unreduced.empty())
-    if (std::optional<Tensor> p = planned_reshard(ctx, x, global, from, to, mesh)) return *p;
+  // Even layouts: the cheapest sequence of collectives, found by search. Or, for whole values
+  // where it moves fewer bytes (layouts that do not nest: uneven splits), each device takes the
+  // blocks of its piece it lacks (reshard_direct.h). Pieces partial along axes kept partial
+  // differ along them: the search then uses no permute (its other moves group devices only along
+  // the axes they move), and the direct blocks are not sent.
+  {
+    Axes kept;
+    for (const AxisRef& a : to.unreduced)
+      if (std::find(added.begin(), added.end(), a) == added.end()) kept.push_back(a);
+    Sharding whole_from = from, whole_to = to;
+    whole_from.unreduced.clear();
+    whole_to.unreduced.clear();
+    const bool permutes = kept.empty();
+    std::optional<int64_t> planned = planned_reshard_bytes(global, whole_from, whole_to, mesh, permutes);
+    if (allow_direct && to.unreduced.empty())
+      if (std::optional<int64_t> direct = direct_reshard_bytes(ctx, global, from, to))
+        if (*direct < (planned ? *planned : steps_bytes(ctx, x, global, from, to, combiner)))
+          return direct_reshard(ctx, x, global, from, to);
+    if (planned)
+      if (std::optional<Tensor> p = planned_reshard(ctx, x, global, whole_from, whole_to, mesh, permutes))
+        return partial_along_added(*p);
+  }
   // Pieces partial along axes kept partial differ along them, which permute does not track: it
   // is used only when the sole partial axes are the added ones.
   Sharding moved_from = from, moved_to = to;

@@ -4,7 +4,9 @@
 // Order of work, each step only where needed: sum partial values (all_reduce, or reduce_scatter
 // when the target splits a dimension by exactly the summed axes). Between even layouts of one
 // mesh the rest is the cheapest sequence of slices, all_to_alls, gathers and permutes that
-// reshard_plan.h's search finds; otherwise, in this order: move an axis from one dimension
+// reshard_plan.h's search finds, or, where it moves fewer bytes (always between layouts that do
+// not nest: uneven splits, meshes with other device ids), reshard_direct.h's blocks sent in rounds
+// of collective_permute; otherwise, in this order: move an axis from one dimension
 // to another (all_to_all); gather the axes a dimension loses (all_gather; an uneven dimension is
 // gathered whole and trimmed); slice the axes a dimension gains (dynamic_slice at this device's
 // offset, read from a table indexed by partition id, which also covers meshes with explicit device

@@ -116,8 +116,19 @@ struct Node {
 
 }  // namespace
 
-std::optional<Tensor> planned_reshard(LocalContext& ctx, Tensor x, const ir::Type& global, const Sharding& from,
-                                      const Sharding& to, const ir::Mesh& mesh) {
+namespace {
+
+struct Step {
+  State prev, next;  // the states the move goes between
+  Move move;
+};
+struct Plan {
+  std::vector<Step> steps;
+  int64_t bytes = 0;
+};
+
+std::optional<Plan> find_plan(const ir::Type& global, const Sharding& from, const Sharding& to, const ir::Mesh& mesh,
+                              bool permutes) {
   if (!from.unreduced.empty() || !to.unreduced.empty() || from.dims.size() != to.dims.size()) return std::nullopt;
   auto cut = boundaries(mesh, from, to);
   if (!cut) return std::nullopt;
@@ -221,7 +232,7 @@ std::optional<Tensor> planned_reshard(LocalContext& ctx, Tensor x, const ir::Typ
       }
     // Reorder one dimension's atoms (collective_permute): the order a later all_to_all or gather
     // needs at the minor end.
-    for (size_t d = 0; d < rank; ++d) {
+    for (size_t d = 0; d < rank && permutes; ++d) {
       if (settled[d] || s[d].size() < 2 || s[d].size() > 4) continue;
       std::vector<size_t> order(s[d].size());
       for (size_t i = 0; i < order.size(); ++i) order[i] = i;
@@ -234,24 +245,37 @@ std::optional<Tensor> planned_reshard(LocalContext& ctx, Tensor x, const ir::Typ
     // Every dimension in the goal's number of pieces: each device takes its piece from a holder.
     bool counts_match = true;
     for (size_t d = 0; d < rank; ++d) counts_match = counts_match && atoms_size(mesh, s[d]) == atoms_size(mesh, goal[d]);
-    if (counts_match) reach(n.key, n.cost + here, n.moves + 1, goal, {MoveKind::kPermute, 0, 0, {}});
+    if (counts_match && permutes) reach(n.key, n.cost + here, n.moves + 1, goal, {MoveKind::kPermute, 0, 0, {}});
   }
   if (!found) return std::nullopt;
 
-  struct Step {
-    std::string prev, next;  // the states the move goes between
-    Move move;
-  };
-  std::vector<Step> path;
+  Plan plan;
+  plan.bytes = best.at(goal_key).first;
   for (std::string k = goal_key; k != start_key;) {
     const auto& [prev, move] = came_from.at(k);
-    path.push_back({prev, k, move});
+    plan.steps.push_back({states.at(prev), states.at(k), move});
     k = prev;
   }
-  std::reverse(path.begin(), path.end());
+  std::reverse(plan.steps.begin(), plan.steps.end());
+  return plan;
+}
+
+}  // namespace
+
+std::optional<int64_t> planned_reshard_bytes(const ir::Type& global, const Sharding& from, const Sharding& to,
+                                             const ir::Mesh& mesh, bool permutes) {
+  std::optional<Plan> plan = find_plan(global, from, to, mesh, permutes);
+  if (!plan) return std::nullopt;
+  return plan->bytes;
+}
+
+std::optional<Tensor> planned_reshard(LocalContext& ctx, Tensor x, const ir::Type& global, const Sharding& from,
+                                      const Sharding& to, const ir::Mesh& mesh, bool permutes) {
+  std::optional<Plan> plan = find_plan(global, from, to, mesh, permutes);
+  if (!plan) return std::nullopt;
+  const size_t rank = from.dims.size();
   ir::Builder& b = x.builder();
-  for (const auto& [prev, next, m] : path) {
-    const State& s = states.at(prev);
+  for (const auto& [s, next, m] : plan->steps) {
     switch (m.kind) {
       case MoveKind::kSlice: {
         std::vector<int64_t> sizes = x.shape();
@@ -268,7 +292,7 @@ std::optional<Tensor> planned_reshard(LocalContext& ctx, Tensor x, const ir::Typ
         x = all_to_all_axes(ctx, x, static_cast<int64_t>(m.dim), static_cast<int64_t>(m.to_dim), mesh, m.atoms);
         break;
       case MoveKind::kPermute: {
-        std::optional<Tensor> y = permute_pieces(ctx, x, sharding_of(s, mesh), sharding_of(states.at(next), mesh), mesh, mesh);
+        std::optional<Tensor> y = permute_pieces(ctx, x, sharding_of(s, mesh), sharding_of(next, mesh), mesh, mesh);
         TESSERA_CHECK(y.has_value(), "no permute between layouts with the same piece counts");
         x = *y;
         break;

@@ -21,8 +21,14 @@ namespace tessera::spmd {
 
 // x (laid out as `from`) in layout `to`, both on `mesh` with no unreduced axes; nullopt when the
 // layouts fall outside what the search plans (uneven splits, atoms that do not nest, too many
-// states), for reshard()'s own steps.
+// states), for reshard()'s own steps. Without `permutes` the plan uses no collective_permute:
+// only slices and collectives over the moved axes, which keep each device's coordinates along
+// every other axis (so a value partial along an axis neither layout names stays so).
 std::optional<ir::Tensor> planned_reshard(LocalContext& ctx, ir::Tensor x, const ir::Type& global,
-                                          const ir::Sharding& from, const ir::Sharding& to, const ir::Mesh& mesh);
+                                          const ir::Sharding& from, const ir::Sharding& to, const ir::Mesh& mesh,
+                                          bool permutes = true);
+// The bytes per device of the plan planned_reshard would emit (nullopt where it plans none).
+std::optional<int64_t> planned_reshard_bytes(const ir::Type& global, const ir::Sharding& from, const ir::Sharding& to,
+                                             const ir::Mesh& mesh, bool permutes = true);
 
 }  // namespace tessera::spmd

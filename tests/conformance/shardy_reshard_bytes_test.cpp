@@ -62,7 +62,8 @@ std::map<std::string, std::vector<ShardyOp>> expected_collectives(const std::str
   std::istringstream lines(text);
   std::string line, current;
   std::regex label(R"(CHECK-LABEL: func @([A-Za-z0-9_]+))");
-  std::regex op(R"(CHECK.*sdy\.(all_gather|all_slice|all_to_all|collective_permute|all_reduce|reduce_scatter)(.*)out_sharding=(<@[^>]*>))");
+  // (a CHECK line may stop before the sharding's closing '>': it matches a prefix)
+  std::regex op(R"(CHECK.*sdy\.(all_gather|all_slice|all_to_all|collective_permute|all_reduce|reduce_scatter)(.*)out_sharding=(<@[^>]*>?))");
   std::regex kept(R"(CHECK.*= sdy\.reshard )");
   std::regex moved(R"(\[\{([^}]*)\}:)");
   while (std::getline(lines, line)) {
@@ -72,6 +73,7 @@ std::map<std::string, std::vector<ShardyOp>> expected_collectives(const std::str
       out[current];
     } else if (!current.empty() && std::regex_search(line, m, op)) {
       ShardyOp o{m[1], "", m[3]};
+      if (!o.sharding.ends_with(">")) o.sharding += ">";
       std::string middle = m[2];
       std::smatch mm;
       if (std::regex_search(middle, mm, moved)) o.moved = mm[1];

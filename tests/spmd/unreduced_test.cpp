@@ -10,6 +10,8 @@
 //   - reduce with an init that is not the reducer's identity, over a split (and uneven) dimension.
 #include <gtest/gtest.h>
 
+#include <iostream>
+
 #include <cmath>
 #include <functional>
 
@@ -337,6 +339,36 @@ TEST(Unreduced, ReduceInitFromAParameterAppliesOnce) {
     return std::vector<Tensor>{r, reduce(x * 0.5, init, {0, 1}, OpKind::Add)};
   });
   expect_sharded_equals_unsharded(m, {testing::random_literal(f32({6, 5}), 4), Literal::scalar(ElementType::f32, 5.0)});
+}
+
+// A partial value moved between layouts and kept partial (Shardy's out_unreduced_axes_preserved):
+// the pieces differ along x, so the reshard must group devices only along the axes it moves. The
+// search plans it without permutes (which would hand a device the piece of another x): 224 bytes
+// per device, where gathering the rows whole and slicing moved 384 and Shardy's sequence 320.
+TEST(Unreduced, PartialValueMovesBetweenLayoutsWithoutMixingItsPartialAxis) {
+  // To the target, bytes per device: Shardy's case (224), and y and z swapped within the rows,
+  // which a whole value reaches by one permute (128 B), a partial one by collectives that keep x
+  // (two all_gathers and an all_to_all, 352 B, as the search finds without permutes).
+  const std::vector<std::pair<Sharding, int64_t>> targets = {{on("m", {{}, {"y"}}, {AxisRef("x")}), 224},
+                                                             {on("m", {{"z", "y"}, {}}, {AxisRef("x")}), 352}};
+  for (const auto& [target, bytes] : targets) {
+    Module m;
+    m.add_mesh(Mesh{"m", {{"x", 2}, {"y", 2}, {"z", 2}}, {}});
+    build_function(m, "f", [&](FunctionBuilder& f) {
+      Tensor a = f.param(f32({16, 8}), on("m", {{"y", "z"}, {}}, {AxisRef("x")}));
+      return constrain(a, target);
+    });
+    m.find_function("f")->set_result_sharding(0, target);
+    std::vector<Literal> in = {testing::random_literal(f32({16, 8}), 1)};
+    expect_sharded_equals_unsharded(m, in);
+    Session s = Session::host(8);
+    CompiledProgram p = s.compile(m, "f");
+    EXPECT_EQ(p.report().bytes_per_device(), bytes) << p.report().to_string();
+    for (const auto& c : p.report().collectives) {
+      EXPECT_NE(c.kind, "collective_permute") << p.report().to_string();
+      EXPECT_NE(c.kind, "all_reduce") << p.report().to_string();
+    }
+  }
 }
 
 }  // namespace
