@@ -1,9 +1,9 @@
 // Reference kernel of chlo.ragged_dot (modes and group_sizes: ir/ragged_dot.h): each result
 // element is a dot_general's sum over the contracting dimensions, restricted by the groups. Floats
 // accumulate in double and round once; integers wrap in 64 bits, then to the result's width.
-// Group i covers [s, s + max(size_i, 0)) of the ragged dimension, s the sum of the earlier sizes
-// (each taken as at least 0); positions past the last group give zero (non-contracting and batch
-// modes) or take part in no group (contracting mode).
+// Group i covers [s, s + size_i) of the ragged dimension, s the sum of the earlier sizes, each size
+// clamped to [0, the dimension's extent]; positions past the last group give zero (non-contracting
+// and batch modes) or take part in no group (contracting mode).
 #include <algorithm>
 
 #include "interp/kernels.h"
@@ -30,14 +30,18 @@ Results eval_RaggedDot(const EvalContext& ctx) {
   std::vector<int64_t> contracted;
   for (int64_t c : d.lhs_contracting) contracted.push_back(lhs.shape()[static_cast<size_t>(c)]);
   std::vector<int64_t> li(lhs.shape().size()), ri(rhs.shape().size());
+  const int64_t extent = lhs.shape()[static_cast<size_t>(l.ragged)];
   // Group g's range of the ragged dimension, in the group_sizes row the lhs index `li` selects.
   auto range = [&](int64_t g) {
     int64_t row = 0;
     if (!l.broadcast)
       for (size_t k = 0; k < l.prefix.size(); ++k) row += li[static_cast<size_t>(l.prefix[k])] * ss[k];
+    // Sizes past the ragged dimension's extent change nothing, and clamping them keeps the sums
+    // from overflowing.
+    auto size = [&](int64_t i) { return std::clamp<int64_t>(index_value(sizes, row + i * ss.back()), 0, extent); };
     int64_t start = 0;
-    for (int64_t i = 0; i < g; ++i) start += std::max<int64_t>(index_value(sizes, row + i * ss.back()), 0);
-    return std::pair{start, start + std::max<int64_t>(index_value(sizes, row + g * ss.back()), 0)};
+    for (int64_t i = 0; i < g; ++i) start += size(i);
+    return std::pair{start, start + size(g)};
   };
   auto group_of = [&](int64_t position) -> int64_t {
     for (int64_t g = 0; g < l.groups; ++g) {

@@ -269,8 +269,17 @@ std::vector<Tensor> Partitioner::emit(const Op& op, Builder& b, const std::vecto
     if (op.kind() == OpKind::Slice) localize("limit_indices");
     if (op.kind() == OpKind::DynamicSlice || op.kind() == OpKind::Gather) localize("slice_sizes");
   }
+  // A region that reads values from outside (async_start's body reads its operands) reads their
+  // local pieces: the operand the op gets, or else the value whole.
+  ir::ValueMap map;
+  if (!op.regions().empty())
+    for (const Value* v : ir::captures_of(op)) {
+      auto at = std::find(op.operands().begin(), op.operands().end(), v);
+      map[v] = at != op.operands().end()
+                   ? operands[static_cast<size_t>(at - op.operands().begin())].value()
+                   : get(v, replicated(sm_.at(v).mesh, static_cast<size_t>(v->type().rank()))).value();
+    }
   auto fill = [&](Op& copy) {
-    ir::ValueMap map;
     for (const auto& region : op.regions()) {
       ir::Block& blk = copy.add_region();
       for (const auto& arg : region->arguments()) map[arg.get()] = blk.add_argument(arg->type());

@@ -62,6 +62,13 @@ TEST(RaggedDot, RaggedRowsUseTheirGroupsRhs) {
                         "(tensor<4x2xf32>, tensor<2x2x1xf32>, tensor<2xi64>) -> tensor<4x1xf32>",
                         "[[1, 2], [3, 4], [5, 6], [7, 8]]", "[[[1], [1]], [[1], [-1]]]", "[1, 2]")),
             (std::vector<double>{3, -1, -1, 0}));
+  // Sizes past the dimension (their sum overflows int64) put every row in the first group.
+  EXPECT_EQ(run(program("lhs_contracting_dimensions = [1], rhs_contracting_dimensions = [1], "
+                        "lhs_ragged_dimensions = [0], rhs_group_dimensions = [0]",
+                        "(tensor<4x2xf32>, tensor<2x2x1xf32>, tensor<2xi64>) -> tensor<4x1xf32>",
+                        "[[1, 2], [3, 4], [5, 6], [7, 8]]", "[[[1], [1]], [[1], [-1]]]",
+                        "[4611686018427387904, 9223372036854775807]")),
+            (std::vector<double>{3, 7, 11, 15}));
 }
 
 // k split 1 | 3 (then an empty group): result[g] contracts group g's part of k only.
