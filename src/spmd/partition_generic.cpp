@@ -25,6 +25,7 @@ void Partitioner::generic(const Op& op, Builder& b) {
   std::string mesh_name = op_mesh(op);
   const Mesh& mesh = gm_.mesh(mesh_name);
   FactorRule rule = factor_rule(op);
+  if (!is_maximal(mesh) && !replicate_operands_ && op.kind() == OpKind::TopK && top_k_by_pieces(op, b)) return;
   if (is_maximal(mesh) || replicate_operands_) {
     // The whole op on every device; only the maximal mesh's device's result counts.
     std::vector<Tensor> operands;
@@ -138,6 +139,70 @@ void Partitioner::generic(const Op& op, Builder& b) {
     local_.insert_or_assign(op.result(i), reshard(ctx_, results[i], op.result(i)->type(), have[i], sm_.at(op.result(i)),
                                    combiner.value_or(OpKind::Add)));
   }
+}
+
+// The k largest of a row split in p pieces are among the p·k candidates of the pieces' own top k.
+// The candidates come in device order, each piece's in top_k's order (descending, lower index
+// first), so the second top_k's stable order keeps the lower global index first among equals, as
+// the unsharded op does. Even splits with k within a piece only, and only where top_k is the
+// operand's one reader.
+bool Partitioner::top_k_by_pieces(const Op& op, Builder& b) {
+  const Value* v = op.operand(0);
+  const Type& t = v->type();
+  auto r = static_cast<size_t>(t.rank());
+  if (r == 0 || !t.is_tensor()) return false;
+  const Sharding have = normalized(sm_.at(v), r);
+  const auto& axes = have.dims[r - 1].axes;
+  if (axes.empty() || !have.unreduced.empty()) return false;
+  const Mesh& mesh = gm_.mesh(have.mesh);
+  int64_t n = t.shape[r - 1], p = shard_count(mesh, axes), k = op.attrs().get<int64_t>("k");
+  if (p <= 1 || n % p != 0 || k > n / p || k == 0) return false;
+  Sharding whole_last = have;
+  whole_last.dims[r - 1].axes.clear();
+  // Where the rows are made whole anyway (already, or for another reader of the operand, such as a
+  // sort of the same rows), the gather is paid once and the pieces' way would add to it.
+  auto made = made_.find(v);
+  if (made != made_.end() &&
+      std::any_of(made->second.begin(), made->second.end(), [&](const auto& m) { return m.first == whole_last; }))
+    return false;
+  int readers = 0;
+  std::function<void(const ir::Block&)> count = [&](const ir::Block& blk) {
+    for (const auto& o : blk.ops()) {
+      readers += static_cast<int>(std::count(o->operands().begin(), o->operands().end(), v));
+      for (const auto& region : o->regions()) count(*region);
+    }
+  };
+  count(gf_.body());
+  if (readers != 1) return false;
+  std::vector<int64_t> candidates = t.shape;
+  candidates.back() = k * p;
+  Type values_type(t.element, candidates), indices_type(ir::ElementType::i32, candidates);
+  int64_t by_pieces = reshard_bytes(ctx_, values_type, have, whole_last) + reshard_bytes(ctx_, indices_type, have, whole_last);
+  if (by_pieces >= reshard_bytes(ctx_, t, have, whole_last)) return false;
+  ctx_.forced_by = "operand 0";
+  std::vector<Tensor> mine = ir::top_k(local_.at(v), k);
+  Tensor offset = piece_offset(ctx_, b, mesh, axes, n / p);
+  Tensor global_index = mine[1] + ir::broadcast_to(offset, mine[1].shape());
+  Tensor values = reshard(ctx_, mine[0], values_type, have, whole_last);
+  Tensor indices = reshard(ctx_, global_index, indices_type, have, whole_last);
+  std::vector<Tensor> best = ir::top_k(values, k);
+  // Each winner's global index: the candidate index at its position, by a one-hot mask.
+  std::vector<int64_t> hot_shape = best[1].shape();
+  hot_shape.push_back(k * p);
+  std::vector<int64_t> winners(r), all(r);
+  for (size_t d = 0; d < r; ++d) winners[d] = all[d] = static_cast<int64_t>(d);
+  all.back() = static_cast<int64_t>(r);
+  Tensor hot = ir::compare(b.iota(Type(ir::ElementType::i32, hot_shape), static_cast<int64_t>(r)),
+                           ir::broadcast_in_dim(best[1], hot_shape, winners), ir::ComparisonDirection::EQ);
+  Tensor spread = ir::broadcast_in_dim(indices, hot_shape, all);
+  Tensor picked = ir::reduce_sum(ir::select(hot, spread, ir::broadcast_to(b.scalar(ir::ElementType::i32, 0), hot_shape)),
+                                 {static_cast<int64_t>(r)});
+  std::vector<Tensor> results = {best[0], picked};
+  for (size_t i = 0; i < 2; ++i) {
+    ctx_.forced_by = fmt::format("result {}", i);
+    local_.insert_or_assign(op.result(i), reshard(ctx_, results[i], op.result(i)->type(), whole_last, sm_.at(op.result(i))));
+  }
+  return true;
 }
 
 // The cost model's price, in bytes per device, of running `op` with `assign` (and `halo`):

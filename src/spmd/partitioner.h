@@ -103,6 +103,9 @@ class Partitioner {
   }
 
   void generic(const Op& op, Builder& b);
+  // top_k along a split last dimension: each device's top k, the candidates gathered, the top k of
+  // those (where that moves less than gathering the operand).
+  bool top_k_by_pieces(const Op& op, Builder& b);
 
   // The cost model's price, in bytes per device, of running `op` with `assign` (and `halo`):
   // each operand brought to the layout it needs (nothing when that layout is made already), the
