@@ -8,6 +8,7 @@
 
 #include <cmath>
 
+#include "common/parse_error.h"
 #include "interp/interpreter.h"
 #include "stablehlo/parser.h"
 #include "stablehlo/printer.h"
@@ -32,14 +33,7 @@ void expect_values(const Literal& got, const std::vector<double>& want, double t
         << "element " << i << ": " << got.get_double(static_cast<int64_t>(i)) << " vs " << want[i];
 }
 
-std::string error_of(const std::string& text) {
-  try {
-    stablehlo::parse(text, "t.mlir");
-  } catch (const support::UserError& e) {
-    return e.what();
-  }
-  return "<no error>";
-}
+using testing::parse_error;
 
 constexpr const char* kSpecOperands = R"(
   %operand = stablehlo.constant dense<[[[1.0, 2.0], [3.0, 4.0]], [[3.0, 4.0], [1.0, 2.0]]]> : tensor<2x2x2xf64>
@@ -140,7 +134,7 @@ std::string bn_error(const std::string& op, const std::vector<std::string>& in, 
     names += fmt::format("{}%a{}", i ? ", " : "", i);
     types += fmt::format("{}{}", i ? ", " : "", in[i]);
   }
-  return error_of(fmt::format(R"(
+  return parse_error(fmt::format(R"(
 func.func @main({0}) {{
   %0{5} = "stablehlo.{1}"({2}) {{{3}}} : ({4}) -> {6}
   return

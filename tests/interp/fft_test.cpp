@@ -8,6 +8,7 @@
 #include <cmath>
 #include <complex>
 
+#include "common/parse_error.h"
 #include "interp/interpreter.h"
 #include "stablehlo/parser.h"
 #include "stablehlo/printer.h"
@@ -40,14 +41,7 @@ void expect_real(const Literal& got, const std::vector<double>& want, double tol
     EXPECT_TRUE(std::abs(got.get_double(static_cast<int64_t>(i)) - want[i]) <= tol) << "element " << i;
 }
 
-std::string error_of(const std::string& text) {
-  try {
-    stablehlo::parse(text, "t.mlir");
-  } catch (const support::UserError& e) {
-    return e.what();
-  }
-  return "";
-}
+using testing::parse_error;
 
 std::string round_trip(const std::string& text) {
   std::string once = stablehlo::print(*stablehlo::parse(text, "t.mlir"));
@@ -145,7 +139,7 @@ func.func @main() -> (tensor<2x2x3xcomplex<f64>>, tensor<2x2x3xcomplex<f64>>) {
 }
 
 std::string fft_error(const std::string& type, const std::string& length, const std::string& in, const std::string& out) {
-  return error_of(fmt::format(R"(
+  return parse_error(fmt::format(R"(
 func.func @main(%x: {0}) -> {1} {{
   %0 = stablehlo.fft %x, type = {2}, length = {3} : ({0}) -> {1}
   return %0 : {1}
@@ -172,8 +166,8 @@ TEST(Fft, ShapeRuleMessagesNameTheConstraint) {
                 .find("operand dimension 0 is 4, must be 5 for fft_length [8] (C5)"),
             std::string::npos);
   // The declared result must be the inferred one (C5's last dimension n / 2 + 1).
-  EXPECT_NE(fft_error("RFFT", "[8]", "tensor<8xf32>", "tensor<8xcomplex<f32>>"), "");
-  EXPECT_NE(error_of(R"(
+  EXPECT_NE(fft_error("RFFT", "[8]", "tensor<8xf32>", "tensor<8xcomplex<f32>>"), "<no error>");
+  EXPECT_NE(parse_error(R"(
 func.func @main(%x: tensor<4xcomplex<f32>>) -> tensor<4xcomplex<f32>> {
   %0 = stablehlo.fft %x, type = DCT, length = [4] : (tensor<4xcomplex<f32>>) -> tensor<4xcomplex<f32>>
   return %0 : tensor<4xcomplex<f32>>

@@ -9,6 +9,7 @@
 
 #include <cmath>
 
+#include "common/parse_error.h"
 #include "interp/interpreter.h"
 #include "stablehlo/parser.h"
 #include "stablehlo/printer.h"
@@ -30,14 +31,7 @@ void expect_values(const Literal& got, const std::vector<double>& want, double t
     EXPECT_NEAR(got.get_double(static_cast<int64_t>(i)), want[i], tol) << "element " << i;
 }
 
-std::string error_of(const std::string& text) {
-  try {
-    stablehlo::parse(text, "t.mlir");
-  } catch (const support::UserError& e) {
-    return e.what();
-  }
-  return "";
-}
+using testing::parse_error;
 
 std::string round_trip(const std::string& text) {
   std::string once = stablehlo::print(*stablehlo::parse(text, "t.mlir"));
@@ -188,10 +182,10 @@ TEST(LinalgShapes, MessagesNameTheConstraint) {
   auto one_op = [](const std::string& arg, const std::string& op) {
     return "func.func @main(" + arg + ") {\n  " + op + "\n  return\n}\n";
   };
-  EXPECT_NE(error_of(one_op("%a: tensor<2x3xf32>", "%0 = stablehlo.cholesky %a, lower = true : tensor<2x3xf32>"))
+  EXPECT_NE(parse_error(one_op("%a: tensor<2x3xf32>", "%0 = stablehlo.cholesky %a, lower = true : tensor<2x3xf32>"))
                 .find("stablehlo.cholesky: a has shape tensor<2x3xf32>, not square (C3)"),
             std::string::npos);
-  EXPECT_NE(error_of(one_op("%a: tensor<3xf32>", "%0:2 = chlo.top_k(%a, k = 4) : tensor<3xf32> -> (tensor<4xf32>, tensor<4xi32>)"))
+  EXPECT_NE(parse_error(one_op("%a: tensor<3xf32>", "%0:2 = chlo.top_k(%a, k = 4) : tensor<3xf32> -> (tensor<4xf32>, tensor<4xi32>)"))
                 .find("chlo.top_k: k = 4 is out of range [0, 3] for the last dimension of tensor<3xf32>"),
             std::string::npos);
   std::string solve = one_op(
@@ -199,10 +193,10 @@ TEST(LinalgShapes, MessagesNameTheConstraint) {
       "%0 = \"stablehlo.triangular_solve\"(%a, %b) <{left_side = true, lower = true, transpose_a = "
       "#stablehlo<transpose NO_TRANSPOSE>, unit_diagonal = false}> : (tensor<3x3xf32>, tensor<2x3xf32>) -> "
       "tensor<2x3xf32>");
-  EXPECT_NE(error_of(solve).find("stablehlo.triangular_solve: a has shape tensor<3x3xf32> and b tensor<2x3xf32>: a "
+  EXPECT_NE(parse_error(solve).find("stablehlo.triangular_solve: a has shape tensor<3x3xf32> and b tensor<2x3xf32>: a "
                                  "must be square and match b's dimension -2 (C3)"),
             std::string::npos)
-      << error_of(solve);
+      << parse_error(solve);
 }
 
 }  // namespace

@@ -11,6 +11,7 @@
 #include <limits>
 #include <numbers>
 
+#include "common/parse_error.h"
 #include "interp/interpreter.h"
 #include "stablehlo/parser.h"
 #include "stablehlo/printer.h"
@@ -40,14 +41,7 @@ void expect_close(const Literal& got, const std::vector<double>& want) {
   }
 }
 
-std::string error_of(const std::string& text) {
-  try {
-    stablehlo::parse(text, "t.mlir");
-  } catch (const support::UserError& e) {
-    return e.what();
-  }
-  return "<no error>";
-}
+using testing::parse_error;
 
 const std::string kZeta = R"(
 func.func @main() -> (tensor<13xf64>, tensor<12xf64>) {
@@ -141,7 +135,7 @@ TEST(Special, ChloFormsRoundTrip) {
 }
 
 std::string binary_error(const std::string& op, const std::string& a, const std::string& b) {
-  return error_of(fmt::format(R"(
+  return parse_error(fmt::format(R"(
 func.func @main(%a: {1}, %b: {2}) -> {1} {{
   %0 = "chlo.{0}"(%a, %b) : ({1}, {2}) -> {1}
   return %0 : {1}

@@ -5,6 +5,7 @@
 // the parameter, against the derivative worked by hand.
 #include <gtest/gtest.h>
 
+#include "common/parse_error.h"
 #include "autodiff/reverse.h"
 #include "interp/interpreter.h"
 #include "ir/builder.h"
@@ -24,14 +25,7 @@ std::vector<int64_t> values(const Literal& l) {
   return v;
 }
 
-std::string error_of(const std::string& text) {
-  try {
-    parse(text, "t.mlir");
-  } catch (const support::UserError& e) {
-    return e.what();
-  }
-  return "<no error>";
-}
+using testing::parse_error;
 
 std::string round_trip(const std::string& text) {
   std::string once = print(*parse(text, "t.mlir"));
@@ -143,23 +137,23 @@ TEST(IfAndCase, VerifierNamesTheConstraint) {
   wrong.replace(wrong.find("(%result_branch1, %result_branch1) : (tensor<2xi64>, tensor<2xi64>)"),
                 std::string("(%result_branch1, %result_branch1) : (tensor<2xi64>, tensor<2xi64>)").size(),
                 "(%result_branch1) : (tensor<2xi64>)");
-  EXPECT_EQ(error_of(wrong),
+  EXPECT_EQ(parse_error(wrong),
             "t.mlir:2:1: @main: op 2 (stablehlo.case): branch 1 returns (tensor<2xi64>) but the op's results are "
             "(tensor<2xi64>, tensor<2xi64>) (C4)");
   std::string pred = kIf;
   pred.replace(pred.find("%pred: tensor<i1>"), 17, "%pred: tensor<i32>");
   pred.replace(pred.find("(tensor<i1>) -> tensor<i32>"), 11, "(tensor<i32>");
-  EXPECT_NE(error_of(pred).find("stablehlo.if: pred must be tensor<i1>, not tensor<i32>"), std::string::npos)
-      << error_of(pred);
+  EXPECT_NE(parse_error(pred).find("stablehlo.if: pred must be tensor<i1>, not tensor<i32>"), std::string::npos)
+      << parse_error(pred);
   std::string index = kCase;
   index.replace(index.find("%index: tensor<i32>"), 19, "%index: tensor<i64>");
   index.replace(index.find("(tensor<i32>) ->"), 12, "(tensor<i64>");
-  EXPECT_NE(error_of(index).find("stablehlo.case: index must be tensor<i32>, not tensor<i64>"), std::string::npos)
-      << error_of(index);
+  EXPECT_NE(parse_error(index).find("stablehlo.case: index must be tensor<i32>, not tensor<i64>"), std::string::npos)
+      << parse_error(index);
   std::string one = kIf;
   size_t from = one.find("}, {");
   one.erase(from, one.find("}) :") - from);
-  EXPECT_EQ(error_of(one), "t.mlir:2:1: @main: op 2 (stablehlo.if) has 1 branches, not 2");
+  EXPECT_EQ(parse_error(one), "t.mlir:2:1: @main: op 2 (stablehlo.if) has 1 branches, not 2");
 }
 
 TEST(IfAndCase, BuilderRefusesBranchesOfDifferentTypes) {

@@ -10,6 +10,7 @@
 
 #include <filesystem>
 
+#include "common/parse_error.h"
 #include "common/error_of.h"
 
 #include "interp/interpreter.h"
@@ -23,14 +24,7 @@ namespace {
 using ir::Literal;
 using ir::Type;
 
-std::string error_of(const std::string& text) {
-  try {
-    parse(text, "t.mlir");
-  } catch (const support::UserError& e) {
-    return e.what();
-  }
-  return "<no error>";
-}
+using testing::parse_error;
 
 const std::string kDecomposition = R"(func.func @decomp(%arg0: tensor<2xf32>, %arg1: tensor<2xf32>) -> tensor<2xf32> {
   %0 = stablehlo.multiply %arg0, %arg1 : tensor<2xf32>
@@ -119,9 +113,9 @@ TEST(Effects, TypesNestedEmptyAndFutures) {
   std::string printed = print(*m);
   EXPECT_NE(printed.find("!stablehlo.future<tensor<4xf32>, tensor<i32>>"), std::string::npos) << printed;
   EXPECT_EQ(print(*parse(printed, "printed.mlir")), printed);
-  EXPECT_EQ(error_of("func.func @main(%arg0: !stablehlo.tokens) {\n  return\n}\n"),
+  EXPECT_EQ(parse_error("func.func @main(%arg0: !stablehlo.tokens) {\n  return\n}\n"),
             "t.mlir:1:24: unsupported type '!stablehlo.tokens'");
-  EXPECT_EQ(error_of("func.func @main(%arg0: tuple<tensor<f32>) {\n  return\n}\n"),
+  EXPECT_EQ(parse_error("func.func @main(%arg0: tuple<tensor<f32>) {\n  return\n}\n"),
             "t.mlir:1:41: expected '>', found ') {'");
 }
 
@@ -130,28 +124,28 @@ TEST(Effects, ConstraintMessages) {
   auto body = [](const std::string& ops, const std::string& params = "") {
     return kDecomposition + "func.func @main(" + params + ") {\n" + ops + "  return\n}\n";
   };
-  EXPECT_EQ(error_of(body("  %0 = stablehlo.after_all %arg0 : !stablehlo.token\n", "%arg0: tensor<f32>")),
+  EXPECT_EQ(parse_error(body("  %0 = stablehlo.after_all %arg0 : !stablehlo.token\n", "%arg0: tensor<f32>")),
             "t.mlir:6:3: stablehlo.after_all: input 0 is tensor<f32>, not a token");
   std::string tuple = "%arg0: tuple<tensor<f32>, tensor<i1>>";
-  EXPECT_EQ(error_of(body("  %0 = stablehlo.get_tuple_element %arg0[2] : (tuple<tensor<f32>, tensor<i1>>) -> tensor<f32>\n",
+  EXPECT_EQ(parse_error(body("  %0 = stablehlo.get_tuple_element %arg0[2] : (tuple<tensor<f32>, tensor<i1>>) -> tensor<f32>\n",
                           tuple)),
             "t.mlir:6:3: stablehlo.get_tuple_element: index 2 is outside [0, 2) of tuple<tensor<f32>, tensor<i1>> (C1)");
-  EXPECT_EQ(error_of(body("  %0 = stablehlo.get_tuple_element %arg0[1] : (tuple<tensor<f32>, tensor<i1>>) -> tensor<f32>\n",
+  EXPECT_EQ(parse_error(body("  %0 = stablehlo.get_tuple_element %arg0[1] : (tuple<tensor<f32>, tensor<i1>>) -> tensor<f32>\n",
                           tuple)),
             "t.mlir:6:3: stablehlo.get_tuple_element: result types (tensor<f32>) do not match the operands, which "
             "give (tensor<i1>)");
   std::string x = "%arg0: tensor<2xf32>";
-  EXPECT_EQ(error_of(body("  %0 = stablehlo.composite \"mul\" %arg0, %arg0 {decomposition = @decomp} : (tensor<2xf32>, "
+  EXPECT_EQ(parse_error(body("  %0 = stablehlo.composite \"mul\" %arg0, %arg0 {decomposition = @decomp} : (tensor<2xf32>, "
                           "tensor<2xf32>) -> tensor<2xf32>\n", x)),
             "t.mlir:6:3: stablehlo.composite: name \"mul\" is not of the form dialect.op (C1)");
-  EXPECT_EQ(error_of(body("  %0 = stablehlo.composite \"my.mul\" %arg0, %arg0 {decomposition = @none} : (tensor<2xf32>, "
+  EXPECT_EQ(parse_error(body("  %0 = stablehlo.composite \"my.mul\" %arg0, %arg0 {decomposition = @none} : (tensor<2xf32>, "
                           "tensor<2xf32>) -> tensor<2xf32>\n", x)),
             "t.mlir:1:1: @main: op 0 (stablehlo.composite) has decomposition @none, which is not defined (C2)");
-  EXPECT_EQ(error_of(body("  %0 = stablehlo.composite \"my.mul\" %arg0 {decomposition = @decomp} : (tensor<2xf32>) -> "
+  EXPECT_EQ(parse_error(body("  %0 = stablehlo.composite \"my.mul\" %arg0 {decomposition = @decomp} : (tensor<2xf32>) -> "
                           "tensor<2xf32>\n", x)),
             "t.mlir:1:1: @main: op 0 (stablehlo.composite) passes (tensor<2xf32>) to its decomposition @decomp, which takes "
             "(tensor<2xf32>, tensor<2xf32>) (C3)");
-  EXPECT_EQ(error_of(body("  %0 = stablehlo.composite \"my.mul\" %arg0, %arg0 {decomposition = @decomp} : (tensor<2xf32>, "
+  EXPECT_EQ(parse_error(body("  %0 = stablehlo.composite \"my.mul\" %arg0, %arg0 {decomposition = @decomp} : (tensor<2xf32>, "
                           "tensor<2xf32>) -> tensor<4xf32>\n", x)),
             "t.mlir:1:1: @main: op 0 (stablehlo.composite) returns (tensor<4xf32>) but its decomposition @decomp returns "
             "(tensor<2xf32>) (C4)");
@@ -161,15 +155,15 @@ TEST(Effects, ConstraintMessages) {
                     "):\n    stablehlo.return " + ret + "\n  }) : " + types + "\n",
                 "%arg0: tensor<2xf32>, %arg1: tensor<3xf32>");
   };
-  EXPECT_EQ(error_of(map("%arg0, %arg1", ": 0", "%a: tensor<f32>, %b: tensor<f32>", "%a : tensor<f32>",
+  EXPECT_EQ(parse_error(map("%arg0, %arg1", ": 0", "%a: tensor<f32>, %b: tensor<f32>", "%a : tensor<f32>",
                          "(tensor<2xf32>, tensor<3xf32>) -> tensor<2xf32>")),
             "t.mlir:6:3: stablehlo.map: input 1 is tensor<3xf32> but input 0 is tensor<2xf32>: shapes differ (C1)");
-  EXPECT_EQ(error_of(map("", ": 0", "", "", "() -> tensor<2xf32>")), "t.mlir:6:3: stablehlo.map: has no inputs (C2)");
-  EXPECT_EQ(error_of(map("%arg0", "", "%a: tensor<f32>", "%a : tensor<f32>", "(tensor<2xf32>) -> tensor<2xf32>")),
+  EXPECT_EQ(parse_error(map("", ": 0", "", "", "() -> tensor<2xf32>")), "t.mlir:6:3: stablehlo.map: has no inputs (C2)");
+  EXPECT_EQ(parse_error(map("%arg0", "", "%a: tensor<f32>", "%a : tensor<f32>", "(tensor<2xf32>) -> tensor<2xf32>")),
             "t.mlir:6:3: stablehlo.map: dimensions must be [0], every dimension in order (C3)");
-  EXPECT_EQ(error_of(map("%arg0", ": 0", "%a: tensor<i32>", "%a : tensor<i32>", "(tensor<2xf32>) -> tensor<2xf32>")),
+  EXPECT_EQ(parse_error(map("%arg0", ": 0", "%a: tensor<i32>", "%a : tensor<i32>", "(tensor<2xf32>) -> tensor<2xf32>")),
             "t.mlir:1:1: @main: op 0 (stablehlo.map): its computation takes (tensor<i32>) but the inputs need (tensor<f32>) (C4)");
-  EXPECT_EQ(error_of(map("%arg0", ": 0", "%a: tensor<f32>", "%a : tensor<f32>", "(tensor<2xf32>) -> tensor<2xi32>")),
+  EXPECT_EQ(parse_error(map("%arg0", ": 0", "%a: tensor<f32>", "%a : tensor<f32>", "(tensor<2xf32>) -> tensor<2xi32>")),
             "t.mlir:1:1: @main: op 0 (stablehlo.map): its computation returns (tensor<f32>) but the result needs (tensor<i32>) (C4)");
 }
 

@@ -10,6 +10,7 @@
 
 #include <deque>
 
+#include "common/parse_error.h"
 #include "autodiff/forward.h"
 #include "autodiff/reverse.h"
 #include "autodiff/vmap.h"
@@ -24,14 +25,7 @@ namespace {
 using ir::Literal;
 using ir::Type;
 
-std::string parse_error(const std::string& text) {
-  try {
-    parse(text, "t.mlir");
-  } catch (const support::UserError& e) {
-    return e.what();
-  }
-  return "<no error>";
-}
+using testing::parse_error;
 
 // The spec's form (an attribute dictionary), a layout, two payload values, and outfeed of a
 // parameter and an infeed value.

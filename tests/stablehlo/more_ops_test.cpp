@@ -8,6 +8,7 @@
 #include <functional>
 #include <limits>
 
+#include "common/parse_error.h"
 #include "autodiff/reverse.h"
 #include "interp/interpreter.h"
 #include "ir/builder.h"
@@ -20,14 +21,7 @@ namespace {
 using ir::Literal;
 using ir::Type;
 
-std::string error_of(const std::string& text) {
-  try {
-    parse(text, "t.mlir");
-  } catch (const support::UserError& e) {
-    return e.what();
-  }
-  return "<no error>";
-}
+using testing::parse_error;
 
 std::string error_of_call(const std::function<void()>& f) {
   try {
@@ -171,13 +165,13 @@ TEST(ReducerForm, ErrorsNameWhatDoesNotMatch) {
   return %1 : tensor<2xf32>
 }
 )";
-  EXPECT_NE(error_of(head + "(%arg1: tensor<f32>, %arg2: tensor<f32>, %arg3: tensor<f32>)" + body)
+  EXPECT_NE(parse_error(head + "(%arg1: tensor<f32>, %arg2: tensor<f32>, %arg3: tensor<f32>)" + body)
                 .find("a reducer argument pair has 3 arguments, not 2"),
             std::string::npos);
-  EXPECT_NE(error_of(head + "(%arg1: tensor<f32>, %arg2: tensor<f32>) (%arg3: tensor<f32>, %arg4: tensor<f32>)" + body)
+  EXPECT_NE(parse_error(head + "(%arg1: tensor<f32>, %arg2: tensor<f32>) (%arg3: tensor<f32>, %arg4: tensor<f32>)" + body)
                 .find("the reducer declares 2 argument pairs for 1 inputs"),
             std::string::npos);
-  EXPECT_NE(error_of(R"(func.func @main(%arg0: tensor<2x3xf32>) -> tensor<2xf32> {
+  EXPECT_NE(parse_error(R"(func.func @main(%arg0: tensor<2x3xf32>) -> tensor<2xf32> {
   %0 = stablehlo.constant dense<0.000000e+00> : tensor<f32>
   %1 = stablehlo.reduce(%arg0 init: %0) across dimensions = [1] : (tensor<2x3xf32>, tensor<f32>) -> tensor<2xf32>
   return %1 : tensor<2xf32>
@@ -278,16 +272,16 @@ TEST(MoreOps, ParseErrorsNameTheProblem) {
   auto one = [](const std::string& op, const std::string& type = "tensor<4xf32>") {
     return "func.func @main(%arg0: tensor<4xf32>) -> " + type + " {\n  %0 = " + op + "\n  return %0 : " + type + "\n}\n";
   };
-  EXPECT_NE(error_of(one("stablehlo.reduce_precision %arg0, format = e5x10 : tensor<4xf32>"))
+  EXPECT_NE(parse_error(one("stablehlo.reduce_precision %arg0, format = e5x10 : tensor<4xf32>"))
                 .find("expected a format eXmY (exponent and mantissa bits), found 'e5x10'"),
             std::string::npos);
-  EXPECT_NE(error_of(one("stablehlo.reduce_precision %arg0, format = e0m10 : tensor<4xf32>"))
+  EXPECT_NE(parse_error(one("stablehlo.reduce_precision %arg0, format = e0m10 : tensor<4xf32>"))
                 .find("stablehlo.reduce_precision: (C2) exponent_bits = 0 must be at least 1"),
             std::string::npos);
-  EXPECT_NE(error_of(one("stablehlo.complex %arg0, %arg0 : tensor<4xf32>", "tensor<4xcomplex<f32>>"))
+  EXPECT_NE(parse_error(one("stablehlo.complex %arg0, %arg0 : tensor<4xf32>", "tensor<4xcomplex<f32>>"))
                 .find("expected a complex result type"),
             std::string::npos);
-  EXPECT_NE(error_of(one("chlo.erf %arg0 : tensor<4xf32> -> tensor<4xf64>"))
+  EXPECT_NE(parse_error(one("chlo.erf %arg0 : tensor<4xf32> -> tensor<4xf64>"))
                 .find("result types (tensor<4xf64>) do not match the operands, which give (tensor<4xf32>)"),
             std::string::npos);
 }
