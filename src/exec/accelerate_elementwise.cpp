@@ -68,17 +68,6 @@ bool by_type(ElementType e, bool with_bool, F&& fn) {
   }
 }
 
-bool compare_values(ir::ComparisonDirection d, auto x, auto y) {
-  switch (d) {
-    case ir::ComparisonDirection::EQ: return x == y;
-    case ir::ComparisonDirection::NE: return x != y;
-    case ir::ComparisonDirection::GE: return x >= y;
-    case ir::ComparisonDirection::GT: return x > y;
-    case ir::ComparisonDirection::LE: return x <= y;
-    default: return x < y;
-  }
-}
-
 }  // namespace
 
 bool binary(const Op& op, Operands in, std::vector<Literal>& out) {
@@ -109,7 +98,7 @@ bool compare(const Op& op, Operands in, std::vector<Literal>& out) {
     const T* x = data<T>(a);
     const T* y = data<T>(b);
     int64_t n = result->num_elements();
-    for (int64_t i = 0; i < n; ++i) r[i] = compare_values(direction, x[i], y[i]) ? 1 : 0;
+    for (int64_t i = 0; i < n; ++i) r[i] = interp::scalar::compare_values(direction, x[i], y[i]) ? 1 : 0;
     return true;
   });
   return result.done(ok);
@@ -177,21 +166,6 @@ bool is_int_like(ElementType e) {
          e == ElementType::ui64;
 }
 
-// Runs fn<T>() with T the storage of e, for the types convert's loops take.
-template <typename F>
-bool by_storage(ElementType e, F&& fn) {
-  switch (e) {
-    case ElementType::i1: fn.template operator()<uint8_t>(); return true;
-    case ElementType::i32: fn.template operator()<int32_t>(); return true;
-    case ElementType::i64: fn.template operator()<int64_t>(); return true;
-    case ElementType::ui32: fn.template operator()<uint32_t>(); return true;
-    case ElementType::ui64: fn.template operator()<uint64_t>(); return true;
-    case ElementType::f32: fn.template operator()<float>(); return true;
-    case ElementType::f64: fn.template operator()<double>(); return true;
-    default: return false;
-  }
-}
-
 }  // namespace
 
 // stablehlo.convert as the reference does it: integers wrap to the destination's width (two's
@@ -219,14 +193,16 @@ bool convert(const Op& op, Operands in, std::vector<Literal>& out) {
   if (!(is_int_like(from) && (is_int_like(to) || to_float)) && !(is_f(from) && to_float)) return false;
   Result result(op.result(0)->type(), out, false);  // every element written
   auto n = static_cast<size_t>(result->num_elements());
-  bool ok = by_storage(from, [&]<typename S>() {
-    by_storage(to, [&]<typename D>() {
-      const S* s = data<S>(*in[0]);
-      D* d = data<D>(*result);
+  // On storage types (bf16, which by_type also takes, returned above).
+  bool ok = by_type(from, true, [&]<typename ES>() {
+    return by_type(to, true, [&]<typename ED>() {
+      const auto* s = data<typename ES::storage>(*in[0]);
+      auto* d = data<typename ED::storage>(*result);
       if (to == ElementType::i1)
         for (size_t i = 0; i < n; ++i) d[i] = s[i] != 0 ? 1 : 0;
       else
-        for (size_t i = 0; i < n; ++i) d[i] = static_cast<D>(s[i]);
+        for (size_t i = 0; i < n; ++i) d[i] = static_cast<typename ED::storage>(s[i]);
+      return true;
     });
   });
   return result.done(ok);

@@ -87,18 +87,6 @@ void apply_stored(const std::byte* lhs, const std::byte* rhs, std::byte* out) {
 // For a scalar, or an array of the shape of `like`: element i.
 size_t at(const Literal& x, size_t i) { return x.type().rank() == 0 ? 0 : i; }
 
-bool compare_values(ir::ComparisonDirection d, auto a, auto b) {
-  using D = ir::ComparisonDirection;
-  switch (d) {
-    case D::EQ: return a == b;
-    case D::NE: return a != b;
-    case D::GE: return a >= b;
-    case D::GT: return a > b;
-    case D::LE: return a <= b;
-    case D::LT: return a < b;
-  }
-  return false;
-}
 
 // TOTALORDER: -NaN < -Inf < ... < -0 < +0 < ... < +Inf < +NaN, read from the stored bit pattern
 // (so minifloat NaNs keep their sign).

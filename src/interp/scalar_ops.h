@@ -77,6 +77,21 @@ T wide(T x, T y, F f) {
   }
 }
 
+// compare's `direction` on two values of one type (C++'s operators: IEEE for floats, any order with
+// NaN false and NE true). Shared by the reference kernel and the fast one of src/exec.
+bool compare_values(ir::ComparisonDirection d, auto a, auto b) {
+  using D = ir::ComparisonDirection;
+  switch (d) {
+    case D::EQ: return a == b;
+    case D::NE: return a != b;
+    case D::GE: return a >= b;
+    case D::GT: return a > b;
+    case D::LE: return a <= b;
+    case D::LT: return a < b;
+  }
+  return false;
+}
+
 // ---- Binary ----
 
 struct Add {
