@@ -154,14 +154,14 @@ void jvp_RaggedDot(JvpContext& c) {
 // batching dimensions).
 void vmap_RaggedDot(VmapContext& c) {
   ir::RaggedDotDims d = ragged_dims(c.op);
-  auto shifted = [](std::vector<int64_t> v) {
-    for (int64_t& x : v) ++x;
-    v.insert(v.begin(), 0);
-    return v;
-  };
   auto plus_one = [](std::vector<int64_t> v) {
     for (int64_t& x : v) ++x;
     return v;
+  };
+  auto shifted = [&](const std::vector<int64_t>& v) {  // the batch first, then v's dimensions
+    std::vector<int64_t> w = plus_one(v);
+    w.insert(w.begin(), 0);
+    return w;
   };
   const ir::Type& lhs = c.op.operand(0)->type();
   auto checked = ir::ragged_dot_layout(lhs, c.op.operand(1)->type(), c.op.operand(2)->type(), d);
