@@ -19,6 +19,7 @@
 #include "runtime/checkpoint.h"
 #include "runtime/session.h"
 #include "support/error.h"
+#include "tools/tessera/train_options.h"
 
 namespace tessera::tools {
 
@@ -29,43 +30,6 @@ using support::fail;
 using Clock = std::chrono::steady_clock;
 
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
-
-// The model of a checkpoint's metadata (train_options.h's run_metadata: model.*).
-nn::Config config_of(const std::string& resume, const std::map<std::string, std::string>& meta) {
-  auto field = [&](const std::string& key) -> const std::string& {
-    auto it = meta.find(key);
-    if (it == meta.end())
-      fail("--resume {}: the checkpoint records no {} (it was saved by an older tessera, or not by `tessera train`)",
-           resume, key);
-    return it->second;
-  };
-  auto number = [&](const std::string& key) {
-    const std::string& v = field(key);
-    try {
-      size_t used = 0;
-      int64_t n = std::stoll(v, &used);
-      if (used == v.size()) return n;
-    } catch (const std::exception&) {
-    }
-    fail("--resume {}: the checkpoint's {} is '{}', not a whole number", resume, key, v);
-  };
-  nn::Config c;
-  c.vocab = number("model.vocab");
-  c.d_model = number("model.d_model");
-  c.layers = number("model.layers");
-  c.heads = number("model.heads");
-  c.kv_heads = number("model.kv_heads");
-  c.ffn = number("model.ffn");
-  std::optional<ir::ElementType> dtype = ir::parse_element_type(field("model.dtype"));
-  if (!dtype || !ir::is_float(*dtype)) fail("--resume {}: the checkpoint's model.dtype '{}' is not a float type", resume, field("model.dtype"));
-  c.dtype = *dtype;
-  try {
-    c.validate();
-  } catch (const support::UserError& e) {
-    fail("--resume {}: {}", resume, e.what());
-  }
-  return c;
-}
 
 nn::ShardingPlan plan_of(const std::string& name, int64_t devices) {
   if (name == "tp") return nn::tensor_parallel(ir::Mesh{"mesh", {{"model", devices}}, {}}, "model");
@@ -102,7 +66,7 @@ int generate_command(const GenerateCommand& c, std::ostream& out) {
   } catch (const support::UserError& e) {
     fail("--resume {}: {}", c.resume, e.what());
   }
-  nn::Config cfg = config_of(c.resume, reader->metadata());
+  nn::Config cfg = config_of_metadata(c.resume, reader->metadata());
   if (cfg.vocab != 256) fail("--resume {}: the model's vocabulary is {}, not the 256 bytes of `tessera train`", c.resume, cfg.vocab);
   nn::CausalLM model(cfg);
   for (const nn::ParamSpec& p : model.parameters()) {

@@ -4,7 +4,9 @@
 #include <fmt/format.h>
 
 #include <filesystem>
+#include <optional>
 
+#include "ir/element_type.h"
 #include "support/error.h"
 
 namespace tessera::tools {
@@ -56,6 +58,42 @@ std::map<std::string, std::string> run_metadata(const nn::Config& config, const 
           {"schedule.total", s.kind == nn::LrSchedule::Kind::kConstant ? "-" : std::to_string(s.total)},
           // The batches come from the corpus less its held-out tail: another split, other batches.
           {"data.held_out_percent", std::to_string(held_out_percent)}};
+}
+
+nn::Config config_of_metadata(const std::string& resume, const std::map<std::string, std::string>& meta) {
+  auto field = [&](const std::string& key) -> const std::string& {
+    auto it = meta.find(key);
+    if (it == meta.end())
+      fail("--resume {}: the checkpoint records no {} (it was saved by an older tessera, or not by `tessera train`)",
+           resume, key);
+    return it->second;
+  };
+  auto number = [&](const std::string& key) {
+    const std::string& v = field(key);
+    try {
+      size_t used = 0;
+      int64_t n = std::stoll(v, &used);
+      if (used == v.size()) return n;
+    } catch (const std::exception&) {
+    }
+    fail("--resume {}: the checkpoint's {} is '{}', not a whole number", resume, key, v);
+  };
+  nn::Config c;
+  c.vocab = number("model.vocab");
+  c.d_model = number("model.d_model");
+  c.layers = number("model.layers");
+  c.heads = number("model.heads");
+  c.kv_heads = number("model.kv_heads");
+  c.ffn = number("model.ffn");
+  std::optional<ir::ElementType> dtype = ir::parse_element_type(field("model.dtype"));
+  if (!dtype || !ir::is_float(*dtype)) fail("--resume {}: the checkpoint's model.dtype '{}' is not a float type", resume, field("model.dtype"));
+  c.dtype = *dtype;
+  try {
+    c.validate();
+  } catch (const support::UserError& e) {
+    fail("--resume {}: {}", resume, e.what());
+  }
+  return c;
 }
 
 std::string check_resume(const std::string& resume, const std::map<std::string, std::string>& saved,

@@ -26,6 +26,9 @@ nn::LrSchedule schedule_of(const TrainCommand& c, int64_t last_step);
 // --eval-every holds out, 0 without it), values as text (doubles exactly).
 std::map<std::string, std::string> run_metadata(const nn::Config& config, const nn::LrSchedule& schedule,
                                                 int held_out_percent);
+// The model run_metadata recorded (model.*), read back for `tessera generate`; a missing or
+// malformed field is a UserError naming the checkpoint `resume` and the field.
+nn::Config config_of_metadata(const std::string& resume, const std::map<std::string, std::string>& meta);
 // UserError when `saved` (a checkpoint's metadata) differs from this run's, naming the first field
 // that differs and both values. A checkpoint without model.* fields (written before they were
 // recorded) is accepted; the return value is then a warning to print (empty otherwise).
