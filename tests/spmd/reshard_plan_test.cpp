@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <iostream>
 #include <random>
 
@@ -44,8 +45,10 @@ std::string text(const Sharding& s) {  // [{"x", "y"}, {}], for messages
   return out + "]";
 }
 
-// The sharded run equals the unsharded one, and the report counts `bytes` per device.
-void expect_reshard(const Case& c, int64_t bytes) {
+// Runs c's reshard (input seeded by `seed`) sharded and unsharded and expects equal values; then,
+// while the compiled program lives, `inspect` reads it.
+void run_reshard(const Case& c, uint64_t seed, const std::string& what,
+                 const std::function<void(const CompiledProgram&)>& inspect) {
   Module m;
   m.add_mesh(Mesh{"m", c.mesh, {}});
   if (!c.to_device_ids.empty()) m.add_mesh(Mesh{"n", c.mesh, c.to_device_ids});
@@ -55,15 +58,23 @@ void expect_reshard(const Case& c, int64_t bytes) {
     if (!c.to_device_ids.empty()) to.mesh = "n";
     return constrain(x, to);  // the result keeps the constraint's layout: the reshard is the only move
   });
-  Literal x = testing::random_literal(f32(c.shape), 3);
+  Literal x = testing::random_literal(f32(c.shape), seed);
   Literal want = interp::evaluate(m, "f", {x})[0];
   Session s = Session::host(m.meshes.at(0).num_devices());
   CompiledProgram p = s.compile(m, "f");
   Literal got = s.run_sharded(p, {x})[0];
   for (int64_t i = 0; i < want.num_elements(); ++i)
     ASSERT_TRUE(std::abs(got.get_double(i) - want.get_double(i)) <= kTolerance * (1 + std::abs(want.get_double(i))))
-        << c.name << ": element " << i << ": " << got.get_double(i) << " against " << want.get_double(i);
-  EXPECT_EQ(p.report().bytes_per_device(), bytes) << c.name << "\n" << p.report().to_string();
+        << what << ": element " << i << ": " << got.get_double(i) << " against " << want.get_double(i) << "\n"
+        << p.report().to_string();
+  inspect(p);
+}
+
+// The sharded run equals the unsharded one, and the report counts `bytes` per device.
+void expect_reshard(const Case& c, int64_t bytes) {
+  run_reshard(c, 3, c.name, [&](const CompiledProgram& p) {
+    EXPECT_EQ(p.report().bytes_per_device(), bytes) << c.name << "\n" << p.report().to_string();
+  });
 }
 void expect_reshard(const Case& c) { expect_reshard(c, c.shardy_bytes); }
 
@@ -176,29 +187,13 @@ TEST(ReshardPlan, RandomLayoutPairsEqualUnsharded) {
     }
     std::string what = fmt::format("{}: {} -> {}{}", c.name, text(c.from), text(c.to),
                                    c.to_device_ids.empty() ? "" : " (other device ids)");
-    Module m;
-    m.add_mesh(Mesh{"m", c.mesh, {}});
-    if (!c.to_device_ids.empty()) m.add_mesh(Mesh{"n", c.mesh, c.to_device_ids});
-    build_function(m, "f", [&](FunctionBuilder& f) {
-      Tensor x = f.param(f32(c.shape), c.from);
-      Sharding to = c.to;
-      if (!c.to_device_ids.empty()) to.mesh = "n";
-      return constrain(x, to);
-    });
-    Literal x = testing::random_literal(f32(c.shape), static_cast<uint64_t>(k));
-    Literal want = interp::evaluate(m, "f", {x})[0];
-    Session s = Session::host(m.meshes.at(0).num_devices());
-    CompiledProgram p = s.compile(m, "f");
-    Literal got = s.run_sharded(p, {x})[0];
-    for (int64_t i = 0; i < want.num_elements(); ++i)
-      ASSERT_TRUE(std::abs(got.get_double(i) - want.get_double(i)) <= kTolerance * (1 + std::abs(want.get_double(i))))
-          << what << ": element " << i << ": " << got.get_double(i) << " against " << want.get_double(i) << "\n"
-          << p.report().to_string();
     bool blocks = false, gathers = false;
-    for (const auto& r : p.report().collectives) {
-      blocks = blocks || r.forced_by.find("blocks between devices") != std::string::npos;
-      gathers = gathers || (blocks && r.kind == "all_gather");
-    }
+    run_reshard(c, static_cast<uint64_t>(k), what, [&](const CompiledProgram& p) {
+      for (const auto& r : p.report().collectives) {
+        blocks = blocks || r.forced_by.find("blocks between devices") != std::string::npos;
+        gathers = gathers || (blocks && r.kind == "all_gather");
+      }
+    });
     direct += blocks;
     finer += gathers;
   }
