@@ -133,13 +133,23 @@ TEST(Workers, ACollectiveThatNeverMeetsTimesOutAndTheWorkersServeTheNextRun) {
   EXPECT_EQ(support::thread_stats().workers, created);
 }
 
+// Waits until `count` has reached `n` (every party has arrived), for at most 10 s: on a loaded
+// machine one device or pool thread may otherwise finish before the other is scheduled at all,
+// and the test would measure the scheduler rather than the thread budget.
+void wait_for(std::atomic<int64_t>& count, int64_t n) {
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (count.load() < n && std::chrono::steady_clock::now() < deadline) std::this_thread::yield();
+}
+
 // Two devices, each running kernels of 12 chunks that take a while, under a limit of `limit`:
-// returns the most chunks seen running at once.
+// returns the most chunks seen running at once. The devices start their kernels together.
 int64_t chunks_at_once(int64_t limit) {
   support::set_thread_limit(limit);
   support::reset_max_busy();
-  std::atomic<int64_t> running{0}, most{0};
+  std::atomic<int64_t> running{0}, most{0}, arrived{0};
   support::run_concurrently(2, [&](size_t) {
+    ++arrived;
+    wait_for(arrived, 2);
     for (int kernel = 0; kernel < 3; ++kernel)
       support::parallel_chunks(12, [&](int64_t) {
         int64_t now = ++running;
@@ -169,7 +179,7 @@ TEST(Workers, KernelsUseOnlyTheCoresTheDevicesLeaveFree) {
 TEST(Workers, OneDeviceOnTwoCoresRunsItsChunksOnBoth) {
   support::set_thread_limit(2);
   support::reset_max_busy();
-  std::atomic<int64_t> running{0}, most{0};
+  std::atomic<int64_t> running{0}, most{0}, seen{0};
   std::mutex mu;
   std::set<std::thread::id> threads;
   support::run_concurrently(1, [&](size_t) {
@@ -179,8 +189,11 @@ TEST(Workers, OneDeviceOnTwoCoresRunsItsChunksOnBoth) {
       }
       {
         std::lock_guard<std::mutex> lock(mu);
-        threads.insert(std::this_thread::get_id());
+        if (threads.insert(std::this_thread::get_id()).second) ++seen;
       }
+      // The first chunks hold their thread until a second thread has taken one (or 10 s pass):
+      // a pool that never lends the free core fails, whatever the machine's load.
+      wait_for(seen, 2);
       std::this_thread::sleep_for(std::chrono::milliseconds(3));
       --running;
     });
@@ -188,7 +201,7 @@ TEST(Workers, OneDeviceOnTwoCoresRunsItsChunksOnBoth) {
   support::set_thread_limit(0);
   EXPECT_EQ(support::thread_stats().max_busy, 2);
   EXPECT_LE(most.load(), 2);
-  EXPECT_EQ(threads.size(), 2u);  // 16 chunks of 3 ms: the second thread takes some
+  EXPECT_EQ(threads.size(), 2u);
 }
 
 TEST(Workers, AChunksExceptionReachesTheCallerAfterEveryChunkHasEnded) {
