@@ -226,6 +226,17 @@ void vmap_Map(VmapContext& c) {
   c.set(0, c.again(xs, attrs)[0]);
 }
 
+// chlo.scan is a loop: like while, reversing it needs every step's carries saved. JAX never emits
+// it (it lowers lax.scan to while), so it stays undifferentiated, with that said.
+void vjp_Scan(VjpContext& c) {
+  refuse(c.op, "scans are not differentiated yet (the reverse pass would need every step's carries); "
+               "unroll the scan, or keep its results out of the loss");
+}
+void jvp_Scan(JvpContext& c) {
+  refuse(c.op, "scans are not differentiated yet (the tangent scan would carry a tangent per carry); "
+               "unroll the scan, or keep its results out of the loss");
+}
+
 // Values read from the infeed are leaves: no cotangent flows back, no tangent out.
 void vjp_Infeed(VjpContext&) {}
 void jvp_Infeed(JvpContext&) {}

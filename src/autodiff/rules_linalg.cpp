@@ -199,7 +199,8 @@ void vmap_RaggedDot(VmapContext& c) {
 
 // Ā = S*(L⁻ᵀ·φ(Lᵀ·L̄)·L⁻¹), S* folding the symmetric gradient onto the triangle read
 void vjp_Cholesky(VjpContext& c) {
-  bool lower = c.op.attrs().get<bool>("lower");
+  require_real(c.op);  // the rules transpose where a complex matrix needs the adjoint
+  bool lower = c.op.attrs().get_or<bool>("lower", false);
   Tensor l = lower_factor(c.y(), lower);
   Tensor lbar = keep(lower_factor(c.dy(), lower), ComparisonDirection::GE);
   Tensor p = phi(ir::matmul(mT(l), lbar));
@@ -210,7 +211,8 @@ void vjp_Cholesky(VjpContext& c) {
 
 // L̇ = L·φ(L⁻¹·Ȧ·L⁻ᵀ), Ȧ the symmetric matrix of the triangle read
 void jvp_Cholesky(JvpContext& c) {
-  bool lower = c.op.attrs().get<bool>("lower");
+  require_real(c.op);  // the rules transpose where a complex matrix needs the adjoint
+  bool lower = c.op.attrs().get_or<bool>("lower", false);
   Tensor l = lower_factor(c.y(), lower);
   c.set(0, c.term(0, [&](const Tensor& da) {
     Tensor d = lower_factor(da, lower);
@@ -223,6 +225,7 @@ void jvp_Cholesky(JvpContext& c) {
 
 // b̄ = op(a)⁻ᵀ·x̄; op(a)‾ = −b̄·xᵀ (left) or −xᵀ·b̄ (right), on the triangle read
 void vjp_TriangularSolve(VjpContext& c) {
+  require_real(c.op);  // the rules transpose where a complex matrix needs the adjoint
   SolveAttrs s = solve_attrs(c.op);
   Transpose flipped = s.transposed() ? Transpose::kNone : Transpose::kTranspose;
   Tensor bbar = ir::triangular_solve(c.x(0), c.dy(), s.left, s.lower, s.unit, flipped);
@@ -235,6 +238,7 @@ void vjp_TriangularSolve(VjpContext& c) {
 
 // ẋ = op(a)⁻¹·(ḃ − op(ȧ)·x) (left) or (ḃ − x·op(ȧ))·op(a)⁻¹ (right)
 void jvp_TriangularSolve(JvpContext& c) {
+  require_real(c.op);  // the rules transpose where a complex matrix needs the adjoint
   SolveAttrs s = solve_attrs(c.op);
   Tensor rhs = c.dx(1);
   if (c.has_tangent(0)) {

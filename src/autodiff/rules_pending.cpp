@@ -39,7 +39,6 @@ ir::PendingRules& pending_vmap() {
 // tokens, tuples, effects
 PENDING(Send)
 PENDING(Recv)
-PENDING(Scan)
 
 #undef PENDING
 #undef PENDING_VJP

@@ -7,9 +7,11 @@
 // batch. Layout ops and manual_computation keep their shardings, the batch added as a dimension
 // that is not split. while: the loop-carried values that become batched are found by a fixpoint
 // over the body; a batched predicate runs the loop while any example's predicate holds, and each
-// example keeps its values once its own predicate fails. func.call batches the callee.
+// example keeps its values once its own predicate fails. chlo.scan batches its body, every operand
+// batched. func.call batches the callee.
 #include "autodiff/vmap.h"
 #include "autodiff/vmap_rules.h"
+#include "ir/scan.h"
 
 namespace tessera::autodiff {
 
@@ -97,6 +99,35 @@ void vmap_While(VmapContext& c) {
     finish(bb, next);
   });
   for (size_t k = 0; k < n; ++k) c.set(k, ys[k], flags[k]);
+}
+// scan(x..., c...; body)[b] = scan(x[b]..., c[b]...; body[b]) along dimension + 1: every operand
+// batched at 0 (so each slice and carry is too), the body batched, and an output slice or carry
+// the body leaves unbatched broadcast over the batch.
+void vmap_Scan(VmapContext& c) {
+  std::vector<ir::Type> operand_types;
+  for (size_t i = 0; i < c.num_operands(); ++i) operand_types.push_back(c.x(i).type());
+  auto layout = ir::scan_layout(c.op.attrs(), operand_types, c.op.num_results());
+  if (const auto* why = std::get_if<std::string>(&layout)) c.fail("{}", *why);
+  const ir::ScanLayout& l = std::get<ir::ScanLayout>(layout);
+  int64_t d = l.dimension + 1;
+  std::vector<Tensor> operands;
+  std::vector<ir::Type> args, results;
+  for (size_t i = 0; i < c.num_operands(); ++i) {
+    operands.push_back(c.bx(i));
+    args.push_back(i < l.inputs ? ir::erase_dim(operands.back().type(), d) : operands.back().type());
+  }
+  for (size_t k = 0; k < c.op.num_results(); ++k) results.push_back(c.batched_type(c.result_type(k)));
+  ir::AttrMap a = c.op.attrs();
+  a.set("dimension", d);
+  std::vector<Tensor> ys = c.b.emit_with_regions(OpKind::Scan, operands, a, results, [&](ir::Op& op) {
+    ir::Block& bb = op.add_region();
+    ir::Builder bbb(c.b.module(), bb);
+    std::vector<BValue> outs = vmap_block(bbb, c.op.region(0), c.env, arguments(bbb, bb, args, std::vector<bool>(args.size(), true)));
+    std::vector<Tensor> next;
+    for (const BValue& v : outs) next.push_back(v.batched ? v.value : batch_broadcast(v.value, c.batch()));
+    finish(bb, next);
+  });
+  for (size_t k = 0; k < ys.size(); ++k) c.set(k, ys[k]);
 }
 // optimization_barrier(x_0, ...)[b] = optimization_barrier(x_0[b], ...), each operand as it is
 void vmap_OptimizationBarrier(VmapContext& c) { each_operand(c); }

@@ -1,9 +1,11 @@
 // Reference kernels of tokens, tuples and the ops that call a function or region: after_all and
 // create_token make a token (it holds nothing: the order of effects is the order the interpreter
 // runs ops in), tuple and get_tuple_element build and take apart tuple values, composite calls its
-// decomposition as func.call calls its callee, and map runs its computation once per element.
+// decomposition as func.call calls its callee, map runs its computation once per element, and
+// chlo.scan runs its body once per position of the scanned dimension, in order.
 #include "interp/kernels.h"
 #include "ir/effects.h"
+#include "ir/scan.h"
 
 namespace tessera::interp {
 
@@ -57,6 +59,56 @@ Results eval_Map(const EvalContext& ctx) {
     copy_element(r[0], 0, out, i);
   }
   return one(std::move(out));
+}
+
+// outputs[k][..., p, ...], carries = body(inputs[..., p, ...]..., carries) for p = 0, 1, ... (or from
+// the end when is_reverse)
+Results eval_Scan(const EvalContext& ctx) {
+  std::vector<ir::Type> types;
+  for (size_t i = 0; i < ctx.num_operands(); ++i) types.push_back(ctx.operand(i).type());
+  auto layout = ir::scan_layout(ctx.op.attrs(), types, ctx.op.num_results());
+  if (const auto* why = std::get_if<std::string>(&layout)) ctx.fail("{}", *why);
+  const ir::ScanLayout& l = std::get<ir::ScanLayout>(layout);
+  // A value of shape [outer..., n, inner...] holds position p's slice element (o, e) at
+  // (o·n + p)·inner + e.
+  auto extent = [&](const ir::Type& t, int64_t& outer, int64_t& inner) {
+    outer = inner = 1;
+    for (int64_t d = 0; d < t.rank(); ++d) (d < l.dimension ? outer : inner) *= d == l.dimension ? 1 : t.shape[static_cast<size_t>(d)];
+  };
+  std::vector<Literal> outputs, carries;
+  for (size_t k = 0; k < l.outputs; ++k) outputs.emplace_back(ctx.result_type(k));
+  for (size_t c = 0; c < l.inits; ++c) carries.push_back(ctx.operand(l.inputs + c));
+  for (int64_t step = 0; step < l.length; ++step) {
+    int64_t p = l.reverse ? l.length - 1 - step : step;
+    std::vector<Literal> args;
+    for (size_t i = 0; i < l.inputs; ++i) {
+      const Literal& x = ctx.operand(i);
+      Literal slice(ir::erase_dim(x.type(), l.dimension));
+      int64_t outer = 0, inner = 0;
+      extent(x.type(), outer, inner);
+      for (int64_t o = 0; o < outer; ++o)
+        for (int64_t e = 0; e < inner; ++e) copy_element(x, (o * l.length + p) * inner + e, slice, o * inner + e);
+      args.push_back(std::move(slice));
+    }
+    for (Literal& c : carries) args.push_back(std::move(c));
+    std::vector<Literal> r = ctx.run_region(0, std::move(args));
+    if (r.size() != l.outputs + l.inits)
+      ctx.fail("its body returned {} values, not {} output slices and {} carries", r.size(), l.outputs, l.inits);
+    for (size_t k = 0; k < l.outputs; ++k) {
+      int64_t outer = 0, inner = 0;
+      extent(outputs[k].type(), outer, inner);
+      if (r[k].num_elements() != outer * inner)
+        ctx.fail("its body returned {} for output {}, whose slices have {} elements", to_string(r[k].type()), k,
+                 outer * inner);
+      for (int64_t o = 0; o < outer; ++o)
+        for (int64_t e = 0; e < inner; ++e) copy_element(r[k], o * inner + e, outputs[k], (o * l.length + p) * inner + e);
+    }
+    carries.assign(std::make_move_iterator(r.begin() + static_cast<std::ptrdiff_t>(l.outputs)),
+                   std::make_move_iterator(r.end()));
+  }
+  Results out = std::move(outputs);
+  for (Literal& c : carries) out.push_back(std::move(c));
+  return out;
 }
 
 }  // namespace tessera::interp

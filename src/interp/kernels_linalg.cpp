@@ -7,9 +7,12 @@
 // round once into the result: cholesky by the Cholesky-Banachiewicz recurrence on the triangle it
 // reads (a matrix that is not positive definite gives NaN, where sqrt meets a negative pivot), the
 // other triangle of the result zero; triangular_solve by forward or back substitution on op(a)
-// built from the triangle it reads.
+// built from the triangle it reads. Complex matrices run the same recurrences in complex<double>
+// (cholesky of a Hermitian matrix, a = l·lᴴ; ADJOINT conjugates as it transposes).
 #include <algorithm>
 #include <cmath>
+#include <complex>
+#include <type_traits>
 #include <numeric>
 
 #include "interp/kernels.h"
@@ -35,25 +38,40 @@ int64_t batches(const ir::Type& t) {
   return n;
 }
 
-using Matrix = std::vector<double>;  // row-major n x n or rows x cols
+// The kernels run in T = double for real types and std::complex<double> for complex ones, so a
+// real solve does exactly the real arithmetic it always did.
+double conj(double v) { return v; }
+std::complex<double> conj(std::complex<double> v) { return std::conj(v); }
 
-Matrix read_matrix(const ir::Literal& x, int64_t batch, int64_t rows, int64_t cols) {
-  Matrix m(static_cast<size_t>(rows * cols));
-  for (int64_t i = 0; i < rows * cols; ++i) m[static_cast<size_t>(i)] = x.get_double(batch * rows * cols + i);
+template <typename T>
+using Matrix = std::vector<T>;  // row-major n x n or rows x cols
+
+template <typename T>
+Matrix<T> read_matrix(const ir::Literal& x, int64_t batch, int64_t rows, int64_t cols) {
+  Matrix<T> m(static_cast<size_t>(rows * cols));
+  for (int64_t i = 0; i < rows * cols; ++i) {
+    if constexpr (std::is_same_v<T, double>) m[static_cast<size_t>(i)] = x.get_double(batch * rows * cols + i);
+    else m[static_cast<size_t>(i)] = x.get_complex(batch * rows * cols + i);
+  }
   return m;
 }
 
-void write_matrix(ir::Literal& x, int64_t batch, const Matrix& m) {
+template <typename T>
+void write_matrix(ir::Literal& x, int64_t batch, const Matrix<T>& m) {
   auto size = static_cast<int64_t>(m.size());
-  for (int64_t i = 0; i < size; ++i) x.set_double(batch * size + i, m[static_cast<size_t>(i)]);
+  for (int64_t i = 0; i < size; ++i) {
+    if constexpr (std::is_same_v<T, double>) x.set_double(batch * size + i, m[static_cast<size_t>(i)]);
+    else x.set_complex(batch * size + i, m[static_cast<size_t>(i)]);
+  }
 }
 
 // Solves t·x = rhs for an n x n triangular t (lower or upper), in place.
-void substitute(const Matrix& t, int64_t n, bool lower, std::vector<double>& x) {
+template <typename T>
+void substitute(const Matrix<T>& t, int64_t n, bool lower, std::vector<T>& x) {
   auto at = [&](int64_t i, int64_t j) { return t[static_cast<size_t>(i * n + j)]; };
   for (int64_t s = 0; s < n; ++s) {
     int64_t i = lower ? s : n - 1 - s;
-    double v = x[static_cast<size_t>(i)];
+    T v = x[static_cast<size_t>(i)];
     if (lower) {
       for (int64_t j = 0; j < i; ++j) v -= at(i, j) * x[static_cast<size_t>(j)];
     } else {
@@ -61,6 +79,73 @@ void substitute(const Matrix& t, int64_t n, bool lower, std::vector<double>& x) 
     }
     x[static_cast<size_t>(i)] = v / at(i, i);
   }
+}
+
+// Cholesky of one batch of a: a = l·lᴴ (lower) or uᴴ·u (upper), Hermitian for complex a.
+template <typename T>
+void cholesky(const ir::Literal& a, ir::Literal& result, int64_t batch, int64_t n, bool lower) {
+  Matrix<T> m = read_matrix<T>(a, batch, n, n);
+  // The upper case is the lower factor of the conjugate-transposed triangle, conjugate-transposed back.
+  auto read = [&](int64_t i, int64_t j) {
+    return lower ? m[static_cast<size_t>(i * n + j)] : conj(m[static_cast<size_t>(j * n + i)]);
+  };
+  Matrix<T> l(static_cast<size_t>(n * n), T(0));
+  auto at = [&](int64_t i, int64_t j) -> T& { return l[static_cast<size_t>(i * n + j)]; };
+  for (int64_t j = 0; j < n; ++j) {
+    // The diagonal of a Hermitian matrix is real, and so is every pivot.
+    double d = std::real(read(j, j));
+    for (int64_t k = 0; k < j; ++k) d -= std::real(at(j, k) * conj(at(j, k)));
+    at(j, j) = T(std::sqrt(d));
+    for (int64_t i = j + 1; i < n; ++i) {
+      T v = read(i, j);
+      for (int64_t k = 0; k < j; ++k) v -= at(i, k) * conj(at(j, k));
+      at(i, j) = v / at(j, j);
+    }
+  }
+  if (!lower)
+    for (int64_t i = 0; i < n; ++i) {
+      at(i, i) = conj(at(i, i));
+      for (int64_t j = 0; j < i; ++j) {
+        T upper = conj(at(i, j));
+        at(i, j) = conj(at(j, i));
+        at(j, i) = upper;
+      }
+    }
+  write_matrix(result, batch, l);
+}
+
+// triangular_solve of one batch: op(a)·x = b (left) or x·op(a) = b, op one of identity, transpose
+// and adjoint (conjugate transpose; the transpose on reals).
+template <typename T>
+void triangular_solve(const ir::Literal& a, const ir::Literal& b, ir::Literal& result, int64_t batch, bool left,
+                      bool lower, bool unit, ir::Transpose how) {
+  int64_t n = a.shape().back();
+  int64_t rows = b.shape()[b.shape().size() - 2], cols = b.shape().back();
+  bool transposed = how != ir::Transpose::kNone, conjugated = how == ir::Transpose::kAdjoint;
+  Matrix<T> m = read_matrix<T>(a, batch, n, n);
+  // t = op(a) from the triangle read; t is lower when a's triangle is lower and not transposed, or
+  // upper and transposed. A right-side solve x·t = b is tᵀ·xᵀ = bᵀ.
+  Matrix<T> t(static_cast<size_t>(n * n), T(0));
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t j = 0; j < n; ++j) {
+      bool read = lower ? j <= i : j >= i;
+      if (!read) continue;
+      T v = i == j && unit ? T(1) : m[static_cast<size_t>(i * n + j)];
+      if (conjugated) v = conj(v);
+      bool flip = transposed != !left;  // transpose once for op(a), once more for the right side
+      t[static_cast<size_t>(flip ? j * n + i : i * n + j)] = v;
+    }
+  bool t_lower = lower != (transposed != !left);
+  Matrix<T> x = read_matrix<T>(b, batch, rows, cols);
+  std::vector<T> v(static_cast<size_t>(n));
+  int64_t systems = left ? cols : rows;
+  for (int64_t s = 0; s < systems; ++s) {
+    auto at = [&](int64_t e) -> T& { return x[static_cast<size_t>(left ? e * cols + s : s * cols + e)]; };
+    for (int64_t e = 0; e < n; ++e) v[static_cast<size_t>(e)] = at(e);
+    substitute(t, n, t_lower, v);
+    for (int64_t e = 0; e < n; ++e) at(e) = v[static_cast<size_t>(e)];
+  }
+  write_matrix(result, batch, x);
 }
 
 }  // namespace
@@ -96,27 +181,10 @@ Results eval_Cholesky(const EvalContext& ctx) {
   const ir::Literal& a = ctx.operand(0);
   ir::Literal result(ctx.result_type());
   int64_t n = a.shape().back();
-  bool lower = ctx.op.attrs().get<bool>("lower");
+  bool lower = ctx.op.attrs().get_or<bool>("lower", false);  // absent: false, its default
   for (int64_t batch = 0; batch < batches(a.type()); ++batch) {
-    Matrix m = read_matrix(a, batch, n, n);
-    // The upper case is the lower factor of the transposed triangle, transposed back.
-    auto read = [&](int64_t i, int64_t j) { return lower ? m[static_cast<size_t>(i * n + j)] : m[static_cast<size_t>(j * n + i)]; };
-    Matrix l(static_cast<size_t>(n * n), 0.0);
-    auto at = [&](int64_t i, int64_t j) -> double& { return l[static_cast<size_t>(i * n + j)]; };
-    for (int64_t j = 0; j < n; ++j) {
-      double d = read(j, j);
-      for (int64_t k = 0; k < j; ++k) d -= at(j, k) * at(j, k);
-      at(j, j) = std::sqrt(d);
-      for (int64_t i = j + 1; i < n; ++i) {
-        double v = read(i, j);
-        for (int64_t k = 0; k < j; ++k) v -= at(i, k) * at(j, k);
-        at(i, j) = v / at(j, j);
-      }
-    }
-    if (!lower)
-      for (int64_t i = 0; i < n; ++i)
-        for (int64_t j = 0; j < i; ++j) std::swap(at(i, j), at(j, i));
-    write_matrix(result, batch, l);
+    if (ir::is_complex(a.element())) cholesky<std::complex<double>>(a, result, batch, n, lower);
+    else cholesky<double>(a, result, batch, n, lower);
   }
   return one(std::move(result));
 }
@@ -125,34 +193,11 @@ Results eval_TriangularSolve(const EvalContext& ctx) {
   const ir::Literal &a = ctx.operand(0), &b = ctx.operand(1);
   const ir::AttrMap& attrs = ctx.op.attrs();
   bool left = attrs.get<bool>("left_side"), lower = attrs.get<bool>("lower"), unit = attrs.get<bool>("unit_diagonal");
-  bool transposed = *ir::transpose_of(attrs) != ir::Transpose::kNone;  // ADJOINT is TRANSPOSE on reals
+  ir::Transpose how = *ir::transpose_of(attrs);
   ir::Literal result(ctx.result_type());
-  int64_t n = a.shape().back();
-  int64_t rows = b.shape()[b.shape().size() - 2], cols = b.shape().back();
   for (int64_t batch = 0; batch < batches(a.type()); ++batch) {
-    Matrix m = read_matrix(a, batch, n, n);
-    // t = op(a) from the triangle read; t is lower when a's triangle is lower and not transposed, or
-    // upper and transposed. A right-side solve x·t = b is tᵀ·xᵀ = bᵀ.
-    Matrix t(static_cast<size_t>(n * n), 0.0);
-    for (int64_t i = 0; i < n; ++i)
-      for (int64_t j = 0; j < n; ++j) {
-        bool read = lower ? j <= i : j >= i;
-        if (!read) continue;
-        double v = i == j && unit ? 1.0 : m[static_cast<size_t>(i * n + j)];
-        bool flip = transposed != !left;  // transpose once for op(a), once more for the right side
-        t[static_cast<size_t>(flip ? j * n + i : i * n + j)] = v;
-      }
-    bool t_lower = lower != (transposed != !left);
-    Matrix x = read_matrix(b, batch, rows, cols);
-    std::vector<double> v(static_cast<size_t>(n));
-    int64_t systems = left ? cols : rows;
-    for (int64_t s = 0; s < systems; ++s) {
-      auto at = [&](int64_t e) -> double& { return x[static_cast<size_t>(left ? e * cols + s : s * cols + e)]; };
-      for (int64_t e = 0; e < n; ++e) v[static_cast<size_t>(e)] = at(e);
-      substitute(t, n, t_lower, v);
-      for (int64_t e = 0; e < n; ++e) at(e) = v[static_cast<size_t>(e)];
-    }
-    write_matrix(result, batch, x);
+    if (ir::is_complex(a.element())) triangular_solve<std::complex<double>>(a, b, result, batch, left, lower, unit, how);
+    else triangular_solve<double>(a, b, result, batch, left, lower, unit, how);
   }
   return one(std::move(result));
 }

@@ -21,7 +21,6 @@ ir::PendingRules& pending() {
 // tokens, tuples, effects
 PENDING(Send)
 PENDING(Recv)
-PENDING(Scan)
 
 #undef PENDING
 

@@ -1,11 +1,12 @@
 // Shape rules of tokens, tuples and the ops that call a function or region: after_all,
-// create_token, tuple, get_tuple_element, composite, map, async_start and async_done. The
-// constraints that need the module or a region (composite's decomposition, map's computation,
-// async_start's body) are checked by verify() (verify.cpp), with the same spec numbers.
+// create_token, tuple, get_tuple_element, composite, map, chlo.scan, async_start and async_done.
+// The constraints that need the module or a region (composite's decomposition, map's computation,
+// scan's body, async_start's body) are checked by verify() (verify.cpp), with the same spec numbers.
 #include <algorithm>
 #include <cctype>
 
 #include "ir/effects.h"
+#include "ir/scan.h"
 #include "ir/shape_rules.h"
 #include "support/strings.h"
 
@@ -130,6 +131,26 @@ Types infer_Map(const ShapeQuery& q) {
   if (out.shape != first.shape)
     reject(q, "result {} does not have the inputs' shape {} (C1)", to_string(out), to_string(first));
   return {out};
+}
+
+// chlo.scan: the layout (scan.h) holds, each carry has its init's type, and each output stacks a
+// slice of the body's along the scanned dimension (the slices' types are the body's, checked by
+// verify()).
+Types infer_Scan(const ShapeQuery& q) {
+  auto layout = scan_layout(q.attrs, {q.operands.begin(), q.operands.end()}, q.declared.size());
+  if (const auto* why = std::get_if<std::string>(&layout)) reject(q, "{}", *why);
+  const ScanLayout& l = std::get<ScanLayout>(layout);
+  for (size_t k = 0; k < l.outputs; ++k) {
+    const Type& out = q.declared[k];
+    if (!out.is_tensor() || l.dimension >= out.rank() || out.shape[static_cast<size_t>(l.dimension)] != l.length)
+      reject(q, "output {} is {}, which does not stack {} slices along dimension {}", k, to_string(out), l.length,
+             l.dimension);
+  }
+  for (size_t c = 0; c < l.inits; ++c)
+    if (q.declared[l.outputs + c] != q.operands[l.inputs + c])
+      reject(q, "carry {} is {} but its init is {}", c, to_string(q.declared[l.outputs + c]),
+             to_string(q.operands[l.inputs + c]));
+  return {q.declared.begin(), q.declared.end()};
 }
 
 // async_start: tensors in (I1), a future out, of the body op's results (C4, checked against the

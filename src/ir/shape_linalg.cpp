@@ -26,10 +26,10 @@ namespace {
 
 using Types = std::vector<Type>;
 
-void real_matrices(const ShapeQuery& q, size_t i, const char* name, const char* c_rank) {
+void float_matrices(const ShapeQuery& q, size_t i, const char* name, const char* c_rank) {
   const Type& t = q.operands[i];
-  if (!is_float(t.element))
-    reject(q, "{} has element type {}; only real floating-point types are supported", name, spelling(t.element));
+  if (!is_float(t.element) && !is_complex(t.element))
+    reject(q, "{} has element type {}; expected a floating-point or complex type", name, spelling(t.element));
   if (t.rank() < 2) reject(q, "{} has rank {}, must be at least 2 ({})", name, t.rank(), c_rank);
 }
 
@@ -58,16 +58,15 @@ Types infer_RaggedDot(const ShapeQuery& q) {
 }
 
 Types infer_Cholesky(const ShapeQuery& q) {
-  real_matrices(q, 0, "a", "C2");
+  float_matrices(q, 0, "a", "C2");
   const Type& a = q.operands[0];
   if (a.shape[a.shape.size() - 2] != a.shape.back()) reject(q, "a has shape {}, not square (C3)", to_string(a));
-  if (!q.attrs.find<bool>("lower")) reject(q, "has no 'lower' attribute");
   return {a};
 }
 
 Types infer_TriangularSolve(const ShapeQuery& q) {
-  real_matrices(q, 0, "a", "C2");
-  real_matrices(q, 1, "b", "C2");
+  float_matrices(q, 0, "a", "C2");
+  float_matrices(q, 1, "b", "C2");
   const Type &a = q.operands[0], &b = q.operands[1];
   if (a.element != b.element)
     reject(q, "a has element type {} and b {} (C1)", spelling(a.element), spelling(b.element));

@@ -20,7 +20,6 @@ PendingRules& pending() {
   [[maybe_unused]] const bool pending_##e = pending().mark(OpKind::e);
 
 // tokens, tuples, effects
-PENDING(Scan)
 
 #undef PENDING
 

@@ -6,6 +6,7 @@
 
 #include "ir/effects.h"
 #include "ir/module.h"
+#include "ir/scan.h"
 #include "ir/shape_rules.h"
 #include "support/error.h"
 
@@ -158,6 +159,32 @@ struct Verifier {
       fail("@{}: op {} ({}): its computation returns ({}) but the result needs ({}) (C4)", fn.name(), index,
            o.name(), shape_rules::types_string(ret->operand_types()), shape_rules::types_string(out));
   }
+  // chlo.scan's body takes each input's slice (the scanned dimension removed) and the carries, and
+  // returns each output's slice and the next carries, of the carries' types.
+  void check_scan(const Op& o, int index) {
+    if (o.regions().size() != 1) fail("@{}: op {} ({}) needs one body region", fn.name(), index, o.name());
+    std::vector<Type> operands = o.operand_types();
+    auto layout = scan_layout(o.attrs(), operands, o.num_results());
+    if (!std::holds_alternative<ScanLayout>(layout)) return;  // the shape rule has said why
+    const ScanLayout& l = std::get<ScanLayout>(layout);
+    std::vector<Type> want, out;
+    for (size_t i = 0; i < l.inputs; ++i) want.push_back(erase_dim(operands[i], l.dimension));
+    for (size_t k = 0; k < l.outputs; ++k) out.push_back(erase_dim(o.result(k)->type(), l.dimension));
+    for (size_t c = 0; c < l.inits; ++c) {
+      want.push_back(operands[l.inputs + c]);
+      out.push_back(operands[l.inputs + c]);
+    }
+    const Block& b = o.region(0);
+    std::vector<Type> args;
+    for (const auto& a : b.arguments()) args.push_back(a->type());
+    if (args != want)
+      fail("@{}: op {} ({}): its body takes ({}) but the input slices and carries are ({})", fn.name(), index,
+           o.name(), shape_rules::types_string(args), shape_rules::types_string(want));
+    const Op* ret = b.terminator();
+    if (ret != nullptr && ret->kind() == OpKind::Return && ret->operand_types() != out)
+      fail("@{}: op {} ({}): its body returns ({}) but the output slices and carries are ({})", fn.name(), index,
+           o.name(), shape_rules::types_string(ret->operand_types()), shape_rules::types_string(out));
+  }
   // async_start: its body is one op and a return (C1), a collective or a slice (C2), applied to
   // async_start's operands in order (C3; read directly, or through the body's arguments), and the
   // future holds that op's results (C4).
@@ -228,6 +255,7 @@ struct Verifier {
     if (o.kind() == OpKind::If || o.kind() == OpKind::Case) check_branches(o, index);
     if (o.kind() == OpKind::Composite) check_composite(o, index);
     if (o.kind() == OpKind::Map) check_map(o, index);
+    if (o.kind() == OpKind::Scan) check_scan(o, index);
     if (o.kind() == OpKind::AsyncStart) check_async(o, index);
     if (const Sharding* s = o.attrs().find<Sharding>("sharding"))
       check_sharding(*s, operands.at(0), fmt::format("op {} ({}) in @{}", index, o.name(), fn.name()));

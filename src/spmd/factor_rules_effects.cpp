@@ -4,7 +4,8 @@
 // interpreter.probe and check.expect_serialized_eq see whole values, and so do the streaming ops:
 // infeed's values arrive whole and outfeed writes whole values (a stream has no layout to split);
 // async_start and async_done keep their values whole too.
-// map is elementwise: one factor per dimension, shared by every input and the result.
+// map is elementwise: one factor per dimension, shared by every input and the result. chlo.scan's
+// body may mix any elements of a slice and carries them from step to step, so its values are whole.
 #include "spmd/factor_rule.h"
 
 namespace tessera::spmd::factor_rules {
@@ -32,6 +33,7 @@ FactorRule rule_AsyncDone(const ir::Op& op) { return whole(op); }
 // A probe writes the whole value; a serialized check reads the whole value.
 FactorRule rule_Probe(const ir::Op& op) { return whole(op); }
 FactorRule rule_ExpectSerializedEq(const ir::Op& op) { return whole(op); }
+FactorRule rule_Scan(const ir::Op& op) { return whole(op); }
 
 FactorRule rule_Map(const ir::Op& op) {
   FactorRule r = whole(op);

@@ -3,7 +3,8 @@
 //   stablehlo.dynamic_iota %shape, dim = 0 {attrs} : (tensor<2xi64>) -> tensor<4x5xi64>
 //   stablehlo.dynamic_broadcast_in_dim %x, %dims, dims = [2, 1] {known_...} : (t, t) -> t
 // dynamic_reshape, dynamic_pad and real_dynamic_slice are operands then types (the common form);
-// dynamic_gather and dynamic_conv are read in the generic form only, as stablehlo-opt prints them.
+// dynamic_gather is read in the generic form only, as stablehlo-opt prints it; dynamic_conv reads
+// convolution's pretty form (parse_window.cpp) or the generic one.
 #include "stablehlo/parse_attrs.h"
 #include "stablehlo/parser_impl.h"
 

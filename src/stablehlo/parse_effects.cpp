@@ -5,6 +5,7 @@
 //   stablehlo.composite "my.op" %a {decomposition = @f} : (tensor<f32>) -> tensor<f32>
 //   interpreter.probe %x, probe_id = "id" : tensor<2xf32>   (check.expect_serialized_eq alike)
 // The operand types of the first three are implied by the result type; the shape rule checks them.
+#include "ir/scan.h"
 #include "stablehlo/parser_impl.h"
 
 namespace tessera::stablehlo {
@@ -48,6 +49,36 @@ void parse_probe(Parser& p, OpText& op) {
   }
   p.parse_optional_attrs(op);
   p.parse_trailing_types(op);
+}
+
+// chlo.scan(%x, %y) inits(%c) dimension=0 [attributes {is_reverse = true}] {^bb0(...): ...} :
+// (types) -> (types); the segment sizes MLIR keeps as attributes are set from the lists read.
+void parse_scan(Parser& p, OpText& op) {
+  p.lx.expect("(");
+  op.operands = p.use_values();
+  p.lx.expect(")");
+  p.lx.expect("inits");
+  p.lx.expect("(");
+  std::vector<ir::Value*> inits = p.use_values();
+  p.lx.expect(")");
+  auto inputs = static_cast<int64_t>(op.operands.size());
+  op.operands.insert(op.operands.end(), inits.begin(), inits.end());
+  p.lx.expect("dimension");
+  p.lx.expect("=");
+  op.attrs.set("dimension", p.lx.integer());
+  if (p.lx.try_consume("attributes")) {
+    for (const auto& [name, value] : parse_attr_dict(p.lx)) op.attrs.set(name, value);
+  }
+  op.attrs.set("operandSegmentSizes", ir::segment_sizes_attr({inputs, static_cast<int64_t>(inits.size())}));
+  p.parse_region(op);
+  Location at = p.lx.location();
+  p.parse_trailing_types(op);
+  auto carries = static_cast<int64_t>(inits.size());
+  if (static_cast<int64_t>(op.result_types.size()) < carries)
+    p.lx.error_at(at, fmt::format("chlo.scan has {} inits but its type lists {} results", carries,
+                                  op.result_types.size()));
+  op.attrs.set("resultSegmentSizes",
+               ir::segment_sizes_attr({static_cast<int64_t>(op.result_types.size()) - carries, carries}));
 }
 
 }  // namespace tessera::stablehlo

@@ -3,6 +3,8 @@
 // ranges, reduce's `applies`, while's cond/do, Shardy's sharding literals) and fill in the same
 // attributes the generic form would carry.
 #include <array>
+#include <cmath>
+#include <cstdlib>
 #include <optional>
 
 #include "stablehlo/parser_impl.h"
@@ -384,13 +386,51 @@ void call_form(Parser& p, OpText& op) {
 }
 constexpr char kCallee[] = "callee", kTarget[] = "call_target_name";
 
+// The check dialect's keyword arguments after the operands, as its assembly formats write them:
+// `check.expect_almost_eq %a, %b, tolerance = 0.1 : t`, `check.expect_close %a, %b,
+// min_ulp_difference = 1, max_ulp_difference = 3 : t, t` and `check.expect_almost_eq_const %a,
+// dense<...> : t, tolerance = 1.0e-12`. The same values read from an attribute dictionary too.
+void check_keywords(Parser& p, OpText& op) {
+  while (true) {
+    Location at = p.lx.location();
+    p.lx.try_consume(",");  // use_values has eaten the comma after the last operand
+    if (p.lx.try_consume("tolerance")) {
+      p.lx.expect("=");
+      Location number = p.lx.location();
+      std::string t = p.lx.number_text();
+      char* end = nullptr;
+      double v = std::strtod(t.c_str(), &end);
+      if (end != t.c_str() + t.size() || !std::isfinite(v))
+        p.lx.error_at(number, fmt::format("expected a finite tolerance, found '{}'", t));
+      op.attrs.set("tolerance", v);
+    } else if (p.lx.try_consume("min_ulp_difference")) {
+      p.lx.expect("=");
+      op.attrs.set("min_ulp_difference", p.lx.integer());
+    } else if (p.lx.try_consume("max_ulp_difference")) {
+      p.lx.expect("=");
+      op.attrs.set("max_ulp_difference", p.lx.integer());
+    } else {
+      p.lx.reset(at);
+      return;
+    }
+  }
+}
+
 // check.expect_eq_const %x, dense<...> : tensor<...> {attrs}
 void expect_const(Parser& p, OpText& op) {
   op.operands = {p.use_value()};
   p.lx.expect(",");
   p.lx.expect("dense");
   op.attrs.set("value", parse_dense(p.lx));
+  check_keywords(p, op);
   p.parse_optional_attrs(op);
+}
+
+// check.expect_eq %a, %b : t (and almost_eq, close), keyword arguments included.
+void check_form(Parser& p, OpText& op) {
+  op.operands = p.use_values();
+  check_keywords(p, op);
+  finish(p, op);
 }
 
 // More elementwise ops (#17).
@@ -470,10 +510,12 @@ void top_k(Parser& p, OpText& op) {
 // `stablehlo.cholesky %a, lower = true : tensor<3x3xf32>`
 void cholesky(Parser& p, OpText& op) {
   op.operands = {p.use_value()};
-  p.lx.expect(",");
-  p.lx.expect("lower");
-  p.lx.expect("=");
-  op.attrs.set("lower", keyword_bool(p));
+  // `lower` has a default (false), and stablehlo-opt writes it only when it is set.
+  if (p.lx.try_consume(",")) {
+    p.lx.expect("lower");
+    p.lx.expect("=");
+    op.attrs.set("lower", keyword_bool(p));
+  }
   finish(p, op);
 }
 
@@ -493,7 +535,8 @@ constexpr Rule rule_for(OpKind k) {
     case OpKind::Pad: return pad;
     case OpKind::DotGeneral: return dot_general;
     case OpKind::Reduce: return reduce;
-    case OpKind::Convolution: return parse_convolution;
+    case OpKind::Convolution:
+    case OpKind::DynamicConv: return parse_convolution;
     case OpKind::While: return while_loop;
     case OpKind::TopK: return top_k;
     case OpKind::Cholesky: return cholesky;
@@ -509,6 +552,7 @@ constexpr Rule rule_for(OpKind k) {
     case OpKind::Tuple: return parse_result_type_form;
     case OpKind::GetTupleElement: return parse_get_tuple_element;
     case OpKind::Composite: return parse_composite;
+    case OpKind::Scan: return parse_scan;
     case OpKind::Probe:
     case OpKind::ExpectSerializedEq: return parse_probe;
     case OpKind::ShardingConstraint:
@@ -525,6 +569,9 @@ constexpr Rule rule_for(OpKind k) {
     case OpKind::CustomCall: return call_form<kTarget>;
     case OpKind::ExpectEqConst:
     case OpKind::ExpectAlmostEqConst: return expect_const;
+    case OpKind::ExpectEq:
+    case OpKind::ExpectAlmostEq:
+    case OpKind::ExpectClose: return check_form;
     // More elementwise ops (#17); Tan also reads chlo.tan's form.
     case OpKind::Complex: return complex;
     case OpKind::ReducePrecision: return reduce_precision;

@@ -72,6 +72,7 @@ void parse_result_type_form(Parser& p, OpText& op);
 void parse_get_tuple_element(Parser& p, OpText& op);
 void parse_composite(Parser& p, OpText& op);
 void parse_probe(Parser& p, OpText& op);  // interpreter.probe, check.expect_serialized_eq
+void parse_scan(Parser& p, OpText& op);   // chlo.scan
 // stablehlo.convolution's pretty form (parse_window.cpp).
 void parse_convolution(Parser& p, OpText& op);
 // get_dimension_size's and dynamic_iota's `%x, dim = 0`; dynamic_broadcast_in_dim's

@@ -4,7 +4,9 @@
 //   stablehlo.get_tuple_element %t[0] : (tuple<tensor<2xf32>, tensor<i64>>) -> tensor<2xf32>
 //   stablehlo.composite "my.op" %a {decomposition = @f, version = 1 : i32} : (tensor<f32>) -> tensor<f32>
 //   interpreter.probe %x, probe_id = "id" : tensor<2xf32>   (check.expect_serialized_eq alike)
+//   chlo.scan(%x) inits(%c) dimension=0 attributes {is_reverse = true} {^bb0(...): ...} : (t, t) -> (t, t)
 // Each falls back to the generic form when an attribute its form spells is missing.
+#include "ir/scan.h"
 #include "stablehlo/print_internal.h"
 
 namespace tessera::stablehlo::print_impl {
@@ -50,6 +52,31 @@ void probe_form(Printer& p, const Op& op) {
   p << ", probe_id = " << quoted(*id);
   if (iter != nullptr) p << ", iter = " << std::to_string(*iter);
   p << except(op, {"probe_id", "iter"}) << " : " << ir::to_string(op.operand(0)->type());
+}
+
+void scan_form(Printer& p, const Op& op) {
+  auto ins = ir::segment_sizes(op.attrs(), "operandSegmentSizes");
+  auto outs = ir::segment_sizes(op.attrs(), "resultSegmentSizes");
+  const auto* dimension = op.attrs().find<int64_t>("dimension");
+  if (!ins || ins->size() != 2 || static_cast<size_t>((*ins)[0] + (*ins)[1]) != op.operands().size() || !outs ||
+      outs->size() != 2 || (*outs)[1] != (*ins)[1] || static_cast<size_t>((*outs)[0] + (*outs)[1]) != op.num_results() ||
+      dimension == nullptr || op.regions().size() != 1)
+    return generic(p, op);
+  auto inputs = static_cast<size_t>((*ins)[0]);
+  p << op.name() << "(";
+  for (size_t i = 0; i < inputs; ++i) {
+    if (i) p << ", ";
+    p.value(op.operand(i));
+  }
+  p << ") inits(";
+  p.values(op.operands(), inputs);
+  p << ") dimension=" << std::to_string(*dimension);
+  std::string rest = except(op, {"dimension", "operandSegmentSizes", "resultSegmentSizes"});
+  if (!rest.empty()) p << " attributes" << rest;
+  p << " ";
+  p.region(op.region(0), true);
+  p << " : ";
+  p.functional_type(op);
 }
 
 }  // namespace tessera::stablehlo::print_impl

@@ -124,6 +124,7 @@ void result_type_form(Printer& p, const ir::Op& op);  // after_all, create_token
 void get_tuple_element(Printer& p, const ir::Op& op);
 void composite(Printer& p, const ir::Op& op);
 void probe_form(Printer& p, const ir::Op& op);  // interpreter.probe, check.expect_serialized_eq
+void scan_form(Printer& p, const ir::Op& op);   // chlo.scan
 // Shardy's ops (print_sdy_ops.cpp).
 void sharding_op(Printer& p, const ir::Op& op);  // sharding_constraint, reshard
 void sdy_all_gather(Printer& p, const ir::Op& op);

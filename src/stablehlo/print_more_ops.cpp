@@ -43,10 +43,10 @@ void top_k(Printer& p, const Op& op) {
 // `stablehlo.cholesky %a, lower = true : tensor<3x3xf32>`
 void cholesky(Printer& p, const Op& op) {
   const auto* lower = op.attrs().find<bool>("lower");
-  if (!lower) return generic(p, op);
   p << op.name() << " ";
   p.value(op.operand(0));
-  p << ", lower = " << (*lower ? "true" : "false") << except(op, {"lower"}) << " : ";
+  if (lower) p << ", lower = " << (*lower ? "true" : "false");
+  p << except(op, {"lower"}) << " : ";
   same_operands_and_result_type(p, op);
 }
 

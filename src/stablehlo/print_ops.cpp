@@ -277,7 +277,8 @@ void reduce(Printer& p, const Op& op) {
 // ---- Windows and convolution ----
 
 // `stablehlo.convolution(%a, %b) dim_numbers = [b, 0, 1, f]x[0, 1, i, o]->[b, 0, 1, f], window =
-// {stride = [2, 2], pad = [[0, 1], [0, 1]]} {attrs} : (t, t) -> t`, each window field printed
+// {stride = [2, 2], pad = [[0, 1], [0, 1]]} {attrs} : (t, t) -> t` (and dynamic_conv's, with its
+// padding operand third), each window field printed
 // when its attribute is there; the generic form when an attribute has a shape the pretty form
 // cannot spell.
 void convolution(Printer& p, const Op& op) {
@@ -291,7 +292,8 @@ void convolution(Printer& p, const Op& op) {
   auto list_ok = [&](const char* name) {
     return !op.attrs().has(name) || op.attrs().find<std::vector<int64_t>>(name) != nullptr;
   };
-  if (!d || op.operands().size() != 2 || !reversal_ok || !padding_ok || !list_ok("window_strides") ||
+  size_t operands = op.kind() == ir::OpKind::DynamicConv ? 3 : 2;  // dynamic_conv's padding is its third
+  if (!d || op.operands().size() != operands || !reversal_ok || !padding_ok || !list_ok("window_strides") ||
       !list_ok("lhs_dilation") || !list_ok("rhs_dilation"))
     return generic(p, op);
   p << op.name() << "(";
@@ -483,12 +485,12 @@ constexpr Rule AfterAll = result_type_form, CreateToken = result_type_form, Tupl
                GetTupleElement = get_tuple_element, Composite = composite, Map = generic;
 constexpr Rule Infeed = generic, Outfeed = generic, Send = generic, Recv = generic,
                AsyncStart = generic, AsyncDone = generic,
-               GetDimensionSize = get_dimension_size, Scan = generic, Probe = probe_form,
+               GetDimensionSize = get_dimension_size, Scan = scan_form, Probe = probe_form,
                ExpectSerializedEq = probe_form;
 constexpr Rule Fft = fft, Rng = rng, RngBitGenerator = rng_bit_generator, BatchNormInference = generic,
                BatchNormTraining = generic, BatchNormGrad = generic, Mulhi = chlo_form,
                Polygamma = chlo_form, Zeta = chlo_form, RaggedDot = generic;
-constexpr Rule DynamicBroadcastInDim = broadcast_in_dim, DynamicConv = generic, DynamicGather = generic,
+constexpr Rule DynamicBroadcastInDim = broadcast_in_dim, DynamicConv = convolution, DynamicGather = generic,
                DynamicIota = dynamic_iota, DynamicPad = operands_only, DynamicReshape = operands_only,
                RealDynamicSlice = operands_only;
 constexpr Rule UniformQuantize = operands_only, UniformDequantize = operands_only;

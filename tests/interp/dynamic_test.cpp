@@ -173,6 +173,26 @@ func.func @main() -> tensor<1x2x2x1xi64> {
   expect_ints(r[0], ir::i64({1, 2, 2, 1}), {1, 5, 10, 14});
 }
 
+// dynamic_conv in convolution's pretty form, its padding the third operand (as stablehlo-opt
+// prints it): read, run, printed in the same form and read back. With zero padding the strided
+// windows land on the 2x2 blocks' first elements, each summing a 3x3 window of the dilated lhs:
+// 1+2+3+4, 5+6+7+8, 10+11+12+13, 14+15+16+17.
+TEST(DynamicConv, PrettyFormRoundTrips) {
+  const std::string text = R"(func.func @main() -> tensor<1x2x2x1xi64> {
+  %c = stablehlo.constant dense<[[[[1], [2], [5], [6]], [[3], [4], [7], [8]], [[10], [11], [14], [15]], [[12], [13], [16], [17]]]]> : tensor<1x4x4x1xi64>
+  %c_0 = stablehlo.constant dense<1> : tensor<3x3x1x1xi64>
+  %c_1 = stablehlo.constant dense<0> : tensor<2x2xi64>
+  %0 = stablehlo.dynamic_conv(%c, %c_0, %c_1) dim_numbers = [b, 0, 1, f]x[0, 1, i, o]->[b, 0, 1, f], window = {stride = [4, 4], lhs_dilate = [2, 2]} {batch_group_count = 1 : i64, feature_group_count = 1 : i64} : (tensor<1x4x4x1xi64>, tensor<3x3x1x1xi64>, tensor<2x2xi64>) -> tensor<1x2x2x1xi64>
+  return %0 : tensor<1x2x2x1xi64>
+}
+)";
+  expect_ints(run_main(text)[0], ir::i64({1, 2, 2, 1}), {10, 26, 46, 62});
+  std::string printed = stablehlo::print(*stablehlo::parse(text, "t.mlir"));
+  EXPECT_NE(printed.find(text.substr(text.find("%0 = "), text.find("\n  return") - text.find("%0 = "))), std::string::npos)
+      << printed;
+  EXPECT_EQ(stablehlo::print(*stablehlo::parse(printed, "printed.mlir")), printed);
+}
+
 // A shape operand whose value contradicts the declared result: the op names itself.
 TEST(DynamicIota, AShapeValueThatContradictsTheResultTypeIsNamed) {
   std::string e = testing::error_of([] {

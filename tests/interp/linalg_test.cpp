@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <complex>
 
 #include "common/parse_error.h"
 #include "interp/interpreter.h"
@@ -131,6 +132,48 @@ TEST(TriangularSolve, RightSideMultipliesBack) {
         for (int k = 0; k <= j; ++k) sum += r[2].get_double(n * 6 + i * 3 + k) * a[n][k][j];
         EXPECT_NEAR(sum, b[n][j][i], 1e-12);
       }
+}
+
+// Complex matrices: L = [[2, ., .], [1-i, 3, .], [0.5+2i, -1+i, 4]] (the upper triangle holds 9+9i,
+// which must not be read), A = L·Lᴴ. cholesky(A) gives L (lower) and Lᴴ (upper); triangular_solve
+// with op = identity, TRANSPOSE and ADJOINT, on the left and (adjoint) on the right. Expected values
+// from numpy.linalg.cholesky and numpy.linalg.solve (complex128).
+const std::string kComplex = R"(func.func @main() -> (tensor<3x3xcomplex<f64>>, tensor<3x3xcomplex<f64>>, tensor<3x2xcomplex<f64>>, tensor<3x2xcomplex<f64>>, tensor<3x2xcomplex<f64>>, tensor<2x3xcomplex<f64>>) {
+  %l = stablehlo.constant dense<[[(2.0, 0.0), (9.0, 9.0), (9.0, 9.0)], [(1.0, -1.0), (3.0, 0.0), (9.0, 9.0)], [(0.5, 2.0), (-1.0, 1.0), (4.0, 0.0)]]> : tensor<3x3xcomplex<f64>>
+  %a = stablehlo.constant dense<[[(4.0, 0.0), (2.0, 2.0), (1.0, -4.0)], [(2.0, -2.0), (11.0, 0.0), (-4.5, -5.5)], [(1.0, 4.0), (-4.5, 5.5), (22.25, 0.0)]]> : tensor<3x3xcomplex<f64>>
+  %b = stablehlo.constant dense<[[(1.0, 1.0), (2.0, 0.0)], [(0.0, 0.0), (0.0, -1.0)], [(3.0, 0.0), (1.0, 2.0)]]> : tensor<3x2xcomplex<f64>>
+  %br = stablehlo.constant dense<[[(1.0, 1.0), (0.0, 0.0), (3.0, 0.0)], [(2.0, 0.0), (0.0, -1.0), (1.0, 2.0)]]> : tensor<2x3xcomplex<f64>>
+  %0 = stablehlo.cholesky %a, lower = true : tensor<3x3xcomplex<f64>>
+  %1 = stablehlo.cholesky %a : tensor<3x3xcomplex<f64>>
+  %2 = "stablehlo.triangular_solve"(%l, %b) <{left_side = true, lower = true, transpose_a = #stablehlo<transpose NO_TRANSPOSE>, unit_diagonal = false}> : (tensor<3x3xcomplex<f64>>, tensor<3x2xcomplex<f64>>) -> tensor<3x2xcomplex<f64>>
+  %3 = "stablehlo.triangular_solve"(%l, %b) <{left_side = true, lower = true, transpose_a = #stablehlo<transpose ADJOINT>, unit_diagonal = false}> : (tensor<3x3xcomplex<f64>>, tensor<3x2xcomplex<f64>>) -> tensor<3x2xcomplex<f64>>
+  %4 = "stablehlo.triangular_solve"(%l, %b) <{left_side = true, lower = true, transpose_a = #stablehlo<transpose TRANSPOSE>, unit_diagonal = false}> : (tensor<3x3xcomplex<f64>>, tensor<3x2xcomplex<f64>>) -> tensor<3x2xcomplex<f64>>
+  %5 = "stablehlo.triangular_solve"(%l, %br) <{left_side = false, lower = true, transpose_a = #stablehlo<transpose ADJOINT>, unit_diagonal = false}> : (tensor<3x3xcomplex<f64>>, tensor<2x3xcomplex<f64>>) -> tensor<2x3xcomplex<f64>>
+  return %0, %1, %2, %3, %4, %5 : tensor<3x3xcomplex<f64>>, tensor<3x3xcomplex<f64>>, tensor<3x2xcomplex<f64>>, tensor<3x2xcomplex<f64>>, tensor<3x2xcomplex<f64>>, tensor<2x3xcomplex<f64>>
+}
+)";
+
+TEST(Linalg, ComplexCholeskyAndSolvesMatchNumpy) {
+  auto r = run_main(kComplex);
+  using C = std::complex<double>;
+  auto expect_complex = [](const Literal& got, const std::vector<C>& want) {
+    ASSERT_EQ(got.num_elements(), static_cast<int64_t>(want.size()));
+    for (size_t i = 0; i < want.size(); ++i) {
+      C g = got.get_complex(static_cast<int64_t>(i));
+      EXPECT_NEAR(g.real(), want[i].real(), 1e-12) << "element " << i;
+      EXPECT_NEAR(g.imag(), want[i].imag(), 1e-12) << "element " << i;
+    }
+  };
+  expect_complex(r[0], {{2, 0}, {0, 0}, {0, 0}, {1, -1}, {3, 0}, {0, 0}, {0.5, 2}, {-1, 1}, {4, 0}});
+  expect_complex(r[1], {{2, 0}, {1, 1}, {0.5, -2}, {0, 0}, {3, 0}, {-1, -1}, {0, 0}, {0, 0}, {4, 0}});
+  expect_complex(r[2], {{0.5, 0.5}, {1, 0}, {-1.0 / 3, 0}, {-1.0 / 3, 0}, {0.8541666666666666, -0.22916666666666666},
+                        {0.04166666666666663, 0.08333333333333331}});
+  expect_complex(r[3], {{0.3125, 1}, {0.4375, 0.20833333333333331}, {0.25, 0.25}, {-1.0 / 12, -1.0 / 12}, {0.75, 0},
+                        {0.25, 0.5}});
+  expect_complex(r[4], {{0.3125, 0}, {1.4375, -0.125}, {0.25, -0.25}, {0.25, -0.25}, {0.75, 0}, {0.25, 0.5}});
+  expect_complex(r[5], {{0.5, 0.5}, {0, -1.0 / 3}, {0.5208333333333333, 0.10416666666666669}, {1, 0},
+                        {-1.0 / 3, -2.0 / 3}, {0.20833333333333331, 0.75}});
+  round_trip(kComplex);
 }
 
 const std::string kTopK = R"(func.func @main() -> (tensor<2x6xf32>, tensor<2x6xi32>, tensor<1x2xi32>, tensor<1x2xi32>) {

@@ -261,6 +261,56 @@ TEST(Check, JaxStyleCustomCallChecks) {
       << r.output;
 }
 
+// The check dialect's keyword arguments, as its assembly formats write them: a tolerance after
+// expect_almost_eq's operands or after expect_almost_eq_const's typed constant, and ULP bounds
+// after expect_close's operands. Each bound is used: the tighter twin of each check fails.
+TEST(Check, KeywordArgumentsOfTheCheckOps) {
+  std::string path = write_temp("keywords.mlir", R"(func.func @loose() {
+  %0 = stablehlo.constant dense<5.0000> : tensor<f64>
+  %1 = stablehlo.constant dense<5.0001> : tensor<f64>
+  check.expect_almost_eq %0, %1, tolerance = 0.1 : tensor<f64>
+  check.expect_almost_eq_const %0, dense<5.1> : tensor<f64>, tolerance = 2.0e-01
+  %2 = stablehlo.constant dense<5.0000> : tensor<f16>
+  %3 = stablehlo.constant dense<5.010> : tensor<f16>
+  check.expect_close %2, %3, max_ulp_difference = 3 : tensor<f16>, tensor<f16>
+  check.expect_close %2, %3, min_ulp_difference = 1, max_ulp_difference = 4 : tensor<f16>, tensor<f16>
+  func.return
+}
+
+// -----
+
+func.func @tight_almost_eq() {
+  %0 = stablehlo.constant dense<5.0000> : tensor<f64>
+  %1 = stablehlo.constant dense<5.0001> : tensor<f64>
+  check.expect_almost_eq %0, %1, tolerance = 1.0e-05 : tensor<f64>
+  func.return
+}
+
+// -----
+
+func.func @tight_almost_eq_const() {
+  %0 = stablehlo.constant dense<5.0000> : tensor<f64>
+  check.expect_almost_eq_const %0, dense<5.1> : tensor<f64>, tolerance = 0.05
+  func.return
+}
+
+// -----
+
+func.func @tight_close() {
+  %2 = stablehlo.constant dense<5.0000> : tensor<f16>
+  %3 = stablehlo.constant dense<5.010> : tensor<f16>
+  check.expect_close %2, %3, max_ulp_difference = 2 : tensor<f16>, tensor<f16>
+  func.return
+}
+)");
+  CheckRun r = run(path);
+  EXPECT_EQ(r.counts.passed, 1) << r.output;
+  EXPECT_EQ(r.counts.failed, 3) << r.output;
+  EXPECT_NE(r.output.find("PASS " + path + ":1 @loose (4 checks)"), std::string::npos) << r.output;
+  for (int line : {18, 26, 35})
+    EXPECT_NE(r.output.find(fmt::format("at {}:{}:", path, line)), std::string::npos) << line << "\n" << r.output;
+}
+
 // interpreter.run_parallel's `infeed = [@f, ...]`: each function is called, in order, for the next
 // value of one queue that the run's processes share; outfeed values are printed after the case's
 // line (process by process), and a case whose only effect is its outfeed passes.
