@@ -127,7 +127,11 @@ Types infer_Convolution(const ShapeQuery& q) {
   shape[static_cast<size_t>(dn->output_feature)] = out_features;
   for (size_t i = 0; i < s; ++i)
     shape[static_cast<size_t>(dn->output_spatial[i])] = w.num_windows(i, dim(lhs, dn->input_spatial[i]));
-  return {Type(lhs.element, shape)};
+  // A written result type may name a wider element type (JAX's preferred_element_type: i8 x i8 ->
+  // i32, bf16 x bf16 -> f32), which StableHLO's verifier accepts as it does for dot_general; the
+  // products are summed in it.
+  ElementType e = q.declared.empty() ? lhs.element : q.declared[0].element;
+  return {Type(e, shape)};
 }
 
 Types infer_ReduceWindow(const ShapeQuery& q) {

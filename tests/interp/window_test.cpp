@@ -124,6 +124,26 @@ TEST(WindowOps, SpecExampleConvolution) {
   EXPECT_EQ(values(run_main(kConvolution)[0]), (std::vector<int64_t>{10, 26, 46, 62}));
 }
 
+// A wider written result type (JAX's preferred_element_type): i8 x i8 summed in i32, where four
+// products of 100 would wrap in i8, and bf16 x bf16 summed in f32, where 256 + 1 + 1 would round
+// back to 256 in bf16.
+TEST(WindowOps, ConvolutionSumsInTheWrittenResultType) {
+  auto r = run_main(R"(
+func.func @main() -> (tensor<1x3x1xi32>, tensor<1x2x1xf32>) {
+  %x = stablehlo.constant dense<[[[100], [100], [100], [100], [100]]]> : tensor<1x5x1xi8>
+  %k = stablehlo.constant dense<[[[1]], [[1]], [[1]]]> : tensor<3x1x1xi8>
+  %0 = stablehlo.convolution(%x, %k) dim_numbers = [b, 0, f]x[0, i, o]->[b, 0, f], window = {} {batch_group_count = 1 : i64, feature_group_count = 1 : i64} : (tensor<1x5x1xi8>, tensor<3x1x1xi8>) -> tensor<1x3x1xi32>
+  %y = stablehlo.constant dense<[[[256.0], [1.0], [1.0], [1.0]]]> : tensor<1x4x1xbf16>
+  %k2 = stablehlo.constant dense<1.0> : tensor<3x1x1xbf16>
+  %1 = stablehlo.convolution(%y, %k2) dim_numbers = [b, 0, f]x[0, i, o]->[b, 0, f], window = {} {batch_group_count = 1 : i64, feature_group_count = 1 : i64} : (tensor<1x4x1xbf16>, tensor<3x1x1xbf16>) -> tensor<1x2x1xf32>
+  return %0, %1 : tensor<1x3x1xi32>, tensor<1x2x1xf32>
+}
+)");
+  EXPECT_EQ(values(r[0]), (std::vector<int64_t>{300, 300, 300}));
+  EXPECT_EQ(r[1].get_double(0), 258.0);
+  EXPECT_EQ(r[1].get_double(1), 3.0);
+}
+
 TEST(WindowOps, SpecExampleReduceWindow) {
   EXPECT_EQ(values(run_main(kReduceWindow)[0]), (std::vector<int64_t>{0, 0, 3, 4}));
 }
