@@ -217,6 +217,48 @@ func.func @main() {
   EXPECT_EQ(next.counts.failed, 0) << next.output;
 }
 
+// Shardy's test wrapper makes part2's @sequential_x from part1's @parallel_x (every `parallel_`
+// renamed, shardings dropped) when part1 defines no @sequential_x: the check then compares
+// Tessera's partitioned program with the unsharded one. A reverse along the split dimension: the
+// partitioned program must move rows between the devices to agree.
+TEST(Check, SequentialFunctionsComeFromPart1AsShardysWrapperMakesThem) {
+  std::string path = write_temp("sequential.mlir", R"(//--- part1.mlir
+
+sdy.mesh @mesh = <["x"=2]>
+
+func.func @parallel_reverse(%arg0: tensor<4xi32> {sdy.sharding = #sdy.sharding<@mesh, [{"x"}]>}) -> (tensor<4xi32> {sdy.sharding = #sdy.sharding<@mesh, [{"x"}]>}) {
+  %0 = stablehlo.reverse %arg0, dims = [0] : tensor<4xi32>
+  %1 = call @parallel_twice(%0) : (tensor<4xi32>) -> tensor<4xi32>
+  return %1 : tensor<4xi32>
+}
+
+func.func @parallel_twice(%arg0: tensor<4xi32>) -> tensor<4xi32> {
+  %0 = stablehlo.add %arg0, %arg0 : tensor<4xi32>
+  return %0 : tensor<4xi32>
+}
+
+//--- part2.mlir
+
+func.func @main() {
+  %x = stablehlo.constant dense<[1, 2, 3, 4]> : tensor<4xi32>
+  %s0 = stablehlo.constant dense<[1, 2]> : tensor<2xi32>
+  %s1 = stablehlo.constant dense<[3, 4]> : tensor<2xi32>
+  %seq = func.call @sequential_reverse(%x) : (tensor<4xi32>) -> tensor<4xi32>
+  check.expect_eq_const %seq, dense<[8, 6, 4, 2]> : tensor<4xi32>
+  %pars:2 = "interpreter.run_parallel"(%s0, %s1) {
+    programs = [[@parallel_reverse, @parallel_reverse]]
+  } : (tensor<2xi32>, tensor<2xi32>) -> (tensor<2xi32>, tensor<2xi32>)
+  %par = "stablehlo.concatenate"(%pars#0, %pars#1) {dimension = 0 : i64} : (tensor<2xi32>, tensor<2xi32>) -> tensor<4xi32>
+  "check.expect_eq"(%seq, %par) : (tensor<4xi32>, tensor<4xi32>) -> ()
+  return
+}
+)");
+  CheckRun r = run(path);
+  EXPECT_EQ(r.counts.passed, 1) << r.output;
+  EXPECT_EQ(r.counts.failed, 0) << r.output;
+  EXPECT_NE(r.output.find("(2 checks)"), std::string::npos) << r.output;
+}
+
 TEST(Check, ParseErrorsAreFailuresWithLocations) {
   std::string path = write_temp("bad.mlir",
                                 "func.func @ok() {\n  %0 = stablehlo.constant dense<1> : tensor<i32>\n"

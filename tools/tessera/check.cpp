@@ -232,6 +232,21 @@ std::unique_ptr<ir::Module> assemble_executable(const std::string& text, const s
       }
   for (auto& f : global->functions)
     if (!has_shardings(*f) && !out->find_function(f->name())) out->functions.push_back(std::move(f));
+  // Shardy's test wrapper (run_sdy_interpreter_test.sh): when part1 defines @parallel_x but no
+  // @sequential_x, part2's @sequential_x is part1 with every `parallel_` renamed `sequential_`
+  // and its shardings dropped. The interpreter runs a global program's sharding ops as the
+  // identity, so the renamed copy runs unpartitioned as it is.
+  std::string_view p1 = part1.text;
+  if (p1.find("@parallel_") != std::string_view::npos && p1.find("@sequential_") == std::string_view::npos) {
+    std::string sequential(p1);
+    const std::string from = "parallel_", to = "sequential_";
+    for (size_t at = sequential.find(from); at != std::string::npos; at = sequential.find(from, at + to.size()))
+      sequential.replace(at, from.size(), to);
+    auto copy = stablehlo::parse(sequential, path, part1.first_line, /*verify=*/false);
+    transforms::lower_quantized(*copy);
+    for (auto& f : copy->functions)
+      if (!out->find_function(f->name())) out->functions.push_back(std::move(f));
+  }
   ir::verify(*out);
   return out;
 }
