@@ -237,6 +237,20 @@ void jvp_Scan(JvpContext& c) {
                "unroll the scan, or keep its results out of the loss");
 }
 
+// send and recv move values between processes (or to and from the host) on a channel: JAX has no
+// derivative for them, and a batched program would send one message per example in no defined
+// order.
+void vjp_Send(VjpContext& c) { refuse(c.op, "messages between processes are not differentiated"); }
+void jvp_Send(JvpContext& c) { refuse(c.op, "messages between processes are not differentiated"); }
+void vjp_Recv(VjpContext& c) { refuse(c.op, "messages between processes are not differentiated"); }
+void jvp_Recv(JvpContext& c) { refuse(c.op, "messages between processes are not differentiated"); }
+void vmap_Send(VmapContext& c) {
+  c.fail("{}", "it sends its values as one message on its channel; send the batch as one value instead");
+}
+void vmap_Recv(VmapContext& c) {
+  c.fail("{}", "it receives one message on its channel; receive the batch as one value instead");
+}
+
 // Values read from the infeed are leaves: no cotangent flows back, no tangent out.
 void vjp_Infeed(VjpContext&) {}
 void jvp_Infeed(JvpContext&) {}

@@ -37,8 +37,6 @@ ir::PendingRules& pending_vmap() {
 #define PENDING(e) PENDING_VJP(e) PENDING_JVP(e) PENDING_VMAP(e)
 
 // tokens, tuples, effects
-PENDING(Send)
-PENDING(Recv)
 
 #undef PENDING
 #undef PENDING_VJP

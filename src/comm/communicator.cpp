@@ -26,6 +26,16 @@ size_t index_in_group(std::string_view op, const Group& group, int64_t device) {
   return static_cast<size_t>(it - group.begin());
 }
 
+void Communicator::post(std::string_view op, const MessageKey&, std::span<const std::byte>) {
+  support::fail("{}: this communicator has no one-sided messages; send and recv run on host devices "
+                "(Session::host, tessera check)", op);
+}
+
+void Communicator::take(std::string_view op, const MessageKey&, std::span<std::byte>) {
+  support::fail("{}: this communicator has no one-sided messages; send and recv run on host devices "
+                "(Session::host, tessera check)", op);
+}
+
 void check_reducible(std::string_view op, ir::ElementType type, ReduceOp reduce) {
   if (ir::is_complex(type) && (reduce == ReduceOp::Max || reduce == ReduceOp::Min))
     support::fail("{}: max/min of complex numbers are not defined", op);

@@ -38,6 +38,14 @@ class TimeoutError : public support::UserError {
 
 using Group = std::vector<int64_t>;
 
+// The address of a one-sided message (send and recv): its channel and the global ids of its sender
+// and receiver, or -1 for both where messages are matched by channel alone (a send with no
+// source_target_pairs, or to the host).
+struct MessageKey {
+  int64_t channel = 0, source = -1, target = -1;
+  auto operator<=>(const MessageKey&) const = default;
+};
+
 // What every device of a collective sees once all have arrived: each member's input, in group
 // order. Valid until the Exchange is destroyed; destroying it waits until every member is done
 // reading, so inputs stay alive while peers read them.
@@ -83,6 +91,14 @@ class Communicator {
   virtual void permute(std::string_view op, const Group& group, std::optional<int64_t> source,
                        std::span<const std::byte> in, std::span<std::byte> out);
   virtual void barrier(std::string_view op, const Group& group);
+
+  // One-sided messages, for send and recv: post leaves a copy of `bytes` under `key` and returns at
+  // once (a ring of sends, then receives, cannot deadlock); take waits, up to the communicator's
+  // timeout, for the oldest message under `key` and copies it into `out`, whose size must be the
+  // message's. Messages under one key arrive in the order they were posted. The base class has
+  // none and refuses by name; host devices have them (host_messages.cpp).
+  virtual void post(std::string_view op, const MessageKey& key, std::span<const std::byte> bytes);
+  virtual void take(std::string_view op, const MessageKey& key, std::span<std::byte> out);
 
   // Where this device's collectives count their bytes (null: not counted). The counter must
   // outlive the communicator's collectives.

@@ -27,9 +27,12 @@
 #pragma once
 
 #include <chrono>
+#include <condition_variable>
+#include <deque>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <vector>
 
 #include "comm/communicator.h"
 
@@ -58,6 +61,9 @@ class HostWorld {
   std::chrono::milliseconds timeout_;
   std::mutex mu_;
   std::map<Group, std::unique_ptr<Channel>> channels_;
+  // One-sided messages (host_messages.cpp), under mu_: what was posted and not yet taken, per key.
+  std::map<MessageKey, std::deque<std::vector<std::byte>>> mail_;
+  std::condition_variable mail_arrived_;
 };
 
 class HostCommunicator : public Communicator {
@@ -81,6 +87,8 @@ class HostCommunicator : public Communicator {
   void permute(std::string_view op, const Group& group, std::optional<int64_t> source,
                std::span<const std::byte> in, std::span<std::byte> out) override;
   void barrier(std::string_view op, const Group& group) override;
+  void post(std::string_view op, const MessageKey& key, std::span<const std::byte> bytes) override;
+  void take(std::string_view op, const MessageKey& key, std::span<std::byte> out) override;
 
   struct Meeting;  // this device's side of one collective on a channel (host_communicator.cpp)
 

@@ -236,6 +236,52 @@ std::optional<Literal> typed_collective(Communicator& comm, const ir::Op& op, co
   }
 }
 
+// send posts its values, one message per pair whose source is this process (one message matched
+// by channel alone when there are no pairs or the host is the peer); recv takes the message of the
+// pair whose target is this process, or zeros when it is none's (interp::message_pairs).
+std::vector<Literal> send_recv(Communicator& comm, const ir::Op& op, std::vector<Literal> operands,
+                               const interp::ProcessInfo& process) {
+  int64_t channel = op.attrs().get<ir::ChannelHandle>("channel_handle").handle;
+  int64_t self = interp::flat_process_id(process);
+  std::vector<std::pair<int64_t, int64_t>> pairs = interp::message_pairs(op);
+  int64_t n = int64_t{process.num_replicas} * process.num_partitions;
+  for (auto [s, t] : pairs)
+    if (s >= n || t >= n)
+      support::fail("{}: source_target_pairs name process {}, but the program runs on {} process(es)", op.name(),
+                    std::max(s, t), n);
+  std::vector<Literal> out;
+  if (op.kind() == OpKind::Send) {
+    std::vector<std::byte> payload;
+    for (size_t k = 0; k + 1 < operands.size(); ++k)
+      payload.insert(payload.end(), operands[k].bytes().begin(), operands[k].bytes().end());
+    if (pairs.empty()) comm.post(op.name(), MessageKey{channel, -1, -1}, payload);
+    for (auto [s, t] : pairs)
+      if (s == self) comm.post(op.name(), MessageKey{channel, s, t}, payload);
+    out.push_back(Literal::token());
+    return out;
+  }
+  size_t bytes = 0;
+  for (size_t k = 0; k + 1 < op.num_results(); ++k) {
+    out.emplace_back(op.result(k)->type());
+    bytes += out.back().bytes().size();
+  }
+  std::optional<MessageKey> key;
+  if (pairs.empty()) key = MessageKey{channel, -1, -1};
+  for (auto [s, t] : pairs)
+    if (t == self) key = MessageKey{channel, s, t};
+  if (key) {
+    std::vector<std::byte> payload(bytes);
+    comm.take(op.name(), *key, payload);
+    size_t at = 0;
+    for (Literal& v : out) {
+      if (!v.bytes().empty()) std::memcpy(v.bytes().data(), payload.data() + at, v.bytes().size());
+      at += v.bytes().size();
+    }
+  }
+  out.push_back(Literal::token());
+  return out;
+}
+
 }  // namespace
 
 bool CommCollectives::run_into(const ir::Op& op, const Literal& x, Literal& result, const interp::ProcessInfo& process) {
@@ -303,6 +349,7 @@ std::vector<Literal> CommCollectives::run(const ir::Op& op, std::vector<Literal>
                                           const interp::Combiner& combine,
                                           const interp::ProcessInfo& process) {
   const ir::AttrMap& a = op.attrs();
+  if (op.kind() == OpKind::Send || op.kind() == OpKind::Recv) return send_recv(comm_, op, std::move(operands), process);
   std::vector<Literal> out;
   if (op.kind() == OpKind::CollectivePermute) {
     // Every process of the group takes part; ids in the pairs are replica (or partition) ids.

@@ -9,6 +9,7 @@
 #include <set>
 
 #include "interp/kernels.h"
+#include "ir/shape_rules.h"
 #include "support/strings.h"
 
 namespace tessera::interp {
@@ -172,11 +173,55 @@ std::vector<std::pair<int64_t, int64_t>> source_target_pairs(const ir::Op& op) {
   return pairs;
 }
 
+int64_t flat_process_id(const ProcessInfo& process) {
+  return int64_t{process.replica_id} * process.num_partitions + process.partition_id;
+}
+
+std::vector<std::pair<int64_t, int64_t>> message_pairs(const ir::Op& op) {
+  if (op.attrs().get_or<bool>("is_host_transfer", false) || !op.attrs().has("source_target_pairs")) return {};
+  return source_target_pairs(op);
+}
+
 std::vector<Literal> SingleProcessCollectives::run(const ir::Op& op, std::vector<Literal> operands,
                                                    const Combiner& combine,
                                                    const ProcessInfo& process) {
   std::vector<Literal> out;
   const ir::AttrMap& a = op.attrs();
+  if (op.kind() == OpKind::Send || op.kind() == OpKind::Recv) {
+    // Every process runs this program on the same values, so what process 0 receives is what it
+    // sent itself, on the same channel.
+    int64_t channel = a.get<ir::ChannelHandle>("channel_handle").handle;
+    int64_t self = flat_process_id(process);
+    std::vector<std::pair<int64_t, int64_t>> pairs = message_pairs(op);
+    bool takes_part = pairs.empty();
+    for (auto [s, t] : pairs) takes_part = takes_part || (op.kind() == OpKind::Send ? s : t) == self;
+    if (op.kind() == OpKind::Send) {
+      operands.pop_back();  // the token
+      if (takes_part) mail_[channel].push_back(std::move(operands));
+      out.push_back(Literal::token());
+      return out;
+    }
+    std::vector<ir::Type> types;
+    for (size_t k = 0; k + 1 < op.num_results(); ++k) types.push_back(op.result(k)->type());
+    if (takes_part) {
+      auto it = mail_.find(channel);
+      if (it == mail_.end() || it->second.empty())
+        support::fail("{}: no stablehlo.send on channel {} ran before it (one process runs every process's part)",
+                      op.name(), channel);
+      std::vector<Literal> values = std::move(it->second.front());
+      it->second.pop_front();
+      std::vector<ir::Type> sent;
+      for (const Literal& v : values) sent.push_back(v.type());
+      if (sent != types)
+        support::fail("{}: the send on channel {} sent ({}), but it receives ({})", op.name(), channel,
+                      ir::shape_rules::types_string(sent), ir::shape_rules::types_string(types));
+      out = std::move(values);
+    } else {
+      for (const ir::Type& t : types) out.emplace_back(t);
+    }
+    out.push_back(Literal::token());
+    return out;
+  }
   if (op.kind() == OpKind::CollectivePermute) {
     int64_t self = collective_mode(op) == CollectiveMode::CrossPartition ? process.partition_id
                                                                           : process.replica_id;

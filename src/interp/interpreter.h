@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
@@ -61,10 +62,17 @@ class Collectives {
 // Groups are validated (replica_groups below) and must contain this process; ids may exceed the
 // ProcessInfo counts, since the other processes are imagined. "Process 0" above is the process of
 // Options.process, (0, 0) by default.
+//   send                 its values kept for the recvs of the same channel, when process 0 is a
+//                        source of its pairs (or it has none)
+//   recv                 the oldest values a send of its channel kept, when process 0 is a target of
+//                        its pairs (or it has none); zeros otherwise
 class SingleProcessCollectives : public Collectives {
  public:
   std::vector<ir::Literal> run(const ir::Op& op, std::vector<ir::Literal> operands,
                                const Combiner& combine, const ProcessInfo& process) override;
+
+ private:
+  std::map<int64_t, std::deque<std::vector<ir::Literal>>> mail_;  // by channel: sends not yet received
 };
 
 // ---- Process groups (StableHLO spec, "Collective ops"), shared with the comm layer ----
@@ -93,6 +101,13 @@ std::vector<std::vector<ProcessId>> process_groups(const ir::Op& op, const Proce
 // The source_target_pairs of collective_permute, validated: ids non-negative, no source and no
 // target twice.
 std::vector<std::pair<int64_t, int64_t>> source_target_pairs(const ir::Op& op);
+
+// send and recv: ids in their source_target_pairs are processes of the flattened grid (replica ·
+// num_partitions + partition: replicas when there is one partition, partitions when there is one
+// replica). message_pairs gives them validated; none when the op has none or transfers to or from
+// the host, and its messages are then matched by channel alone.
+int64_t flat_process_id(const ProcessInfo& process);
+std::vector<std::pair<int64_t, int64_t>> message_pairs(const ir::Op& op);
 
 // ---- Checks (check.* ops and the check custom calls of JAX-generated tests) ----
 

@@ -40,5 +40,9 @@ Results eval_AllToAll(const EvalContext& ctx) { return run_collective(ctx); }
 Results eval_CollectivePermute(const EvalContext& ctx) { return run_collective(ctx); }
 Results eval_CollectiveBroadcast(const EvalContext& ctx) { return run_collective(ctx); }
 Results eval_CollectiveReduce(const EvalContext& ctx) { return run_collective(ctx); }
+// send and recv are one-sided messages of the run's Collectives (SingleProcessCollectives keeps
+// them in the evaluation; comm's go through the communicator's post and take).
+Results eval_Send(const EvalContext& ctx) { return run_collective(ctx); }
+Results eval_Recv(const EvalContext& ctx) { return run_collective(ctx); }
 
 }  // namespace tessera::interp

@@ -19,8 +19,6 @@ ir::PendingRules& pending() {
   [[maybe_unused]] const bool pending_##e = pending().mark(ir::OpKind::e);
 
 // tokens, tuples, effects
-PENDING(Send)
-PENDING(Recv)
 
 #undef PENDING
 

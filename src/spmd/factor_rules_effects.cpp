@@ -34,6 +34,9 @@ FactorRule rule_AsyncDone(const ir::Op& op) { return whole(op); }
 FactorRule rule_Probe(const ir::Op& op) { return whole(op); }
 FactorRule rule_ExpectSerializedEq(const ir::Op& op) { return whole(op); }
 FactorRule rule_Scan(const ir::Op& op) { return whole(op); }
+// send and recv move whole values between processes.
+FactorRule rule_Send(const ir::Op& op) { return whole(op); }
+FactorRule rule_Recv(const ir::Op& op) { return whole(op); }
 
 FactorRule rule_Map(const ir::Op& op) {
   FactorRule r = whole(op);

@@ -4,8 +4,8 @@
 // StableHLO's verifier, outfeed's inputs), the values through the interpreter with the hooks
 // (interp::Options::infeed / outfeed) and the refusal without them, and the transforms: a
 // gradient and a tangent through a program that reads the infeed (its values are leaves, read
-// once), vmap refused by name. send and recv: their generic forms and constraints (the kernels are
-// still pending: one transport, see docs/CONFORMANCE.md).
+// once), vmap refused by name. send and recv: their generic forms and constraints, and their
+// values in one process (tests/tools/check_test.cpp runs them between processes).
 #include <gtest/gtest.h>
 
 #include <deque>
@@ -233,7 +233,7 @@ TEST(Effects, FeedsInTheTransforms) {
 
 // send and recv as the spec's examples write them (attribute dictionaries, recv's results named one
 // by one) read, print in the generic form with properties and read back; each constraint on its
-// message. Their kernels are pending: a run refuses them by name.
+// message; one process runs them as DESIGN.md §2 says collectives run.
 TEST(Effects, SendRecvRoundTripAndConstraints) {
   const std::string spec = R"(func.func @main(%operand: tensor<2x2xi64>, %token: !stablehlo.token) -> (tensor<2x2xi64>, !stablehlo.token) {
   %result = "stablehlo.send"(%operand, %token) {
@@ -314,9 +314,37 @@ TEST(Effects, SendRecvRoundTripAndConstraints) {
             "t.mlir:2:3: stablehlo.recv: result 0 is !stablehlo.token, not a tensor: every result but the last is a "
             "payload value");
 
+  // One process stands for all (DESIGN.md §2): process 0 is a source of the spec's pairs but no
+  // target, so its recv gives zeros.
   Literal x = i64s({2, 2}, {1, 2, 3, 4});
-  EXPECT_EQ(tessera::testing::error_of([&] { interp::evaluate(*m, "main", {x, Literal::token()}); }),
-            "stablehlo.send: the reference kernel is not implemented in Tessera");
+  std::vector<Literal> r = interp::evaluate(*m, "main", {x, Literal::token()});
+  EXPECT_EQ(r[0], i64s({2, 2}, {0, 0, 0, 0}));
+  EXPECT_EQ(r[1], Literal::token());
+}
+
+// In one process, a recv takes what a send of its channel sent before it (process 0 a source and
+// a target, or no pairs: every process holds the same values, so what it receives is what it
+// sent); a recv no send answered, or of other types, is refused naming the channel.
+TEST(Effects, SendRecvInOneProcess) {
+  auto program = [](const std::string& send_pairs, const std::string& recv_pairs, const std::string& recv_type) {
+    return "func.func @main(%arg0: tensor<2xf32>, %arg1: !stablehlo.token) -> " + recv_type + " {\n"
+           "  %0 = \"stablehlo.send\"(%arg0, %arg1) {channel_handle = #stablehlo.channel_handle<handle = 3, type = 1>, "
+           "is_host_transfer = false" + send_pairs + "} : (tensor<2xf32>, !stablehlo.token) -> !stablehlo.token\n"
+           "  %1:2 = \"stablehlo.recv\"(%0) {channel_handle = #stablehlo.channel_handle<handle = 3, type = 1>, "
+           "is_host_transfer = false" + recv_pairs + "} : (!stablehlo.token) -> (" + recv_type + ", !stablehlo.token)\n"
+           "  return %1#0 : " + recv_type + "\n}\n";
+  };
+  Literal x = Literal::from_doubles(ir::f32({2}), std::vector<double>{1.5, -2});
+  auto run = [&](const std::string& text) { return interp::evaluate(*parse(text, "t.mlir"), "main", {x, Literal::token()}); };
+  std::string ring = ", source_target_pairs = dense<[[0, 1], [1, 0]]> : tensor<2x2xi64>";
+  EXPECT_EQ(run(program(ring, ring, "tensor<2xf32>"))[0], x);
+  EXPECT_EQ(run(program("", "", "tensor<2xf32>"))[0], x);
+  std::string from_1 = ", source_target_pairs = dense<[[1, 0]]> : tensor<1x2xi64>";
+  EXPECT_EQ(tessera::testing::error_of([&] { run(program(", source_target_pairs = dense<[[1, 2]]> : tensor<1x2xi64>", from_1,
+                                                          "tensor<2xf32>")); }),
+            "stablehlo.recv: no stablehlo.send on channel 3 ran before it (one process runs every process's part)");
+  EXPECT_EQ(tessera::testing::error_of([&] { run(program("", "", "tensor<3xf32>")); }),
+            "stablehlo.recv: the send on channel 3 sent (tensor<2xf32>), but it receives (tensor<3xf32>)");
 }
 
 }  // namespace

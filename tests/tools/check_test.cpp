@@ -161,6 +161,77 @@ TEST(Check, DeadlockFailsWithTheTimeoutInBoundedTime) {
       << r.output;
 }
 
+// send and recv between the processes of interpreter.run_parallel: a ring over four partitions
+// (every process sends to the next, then receives from the previous, so sends must not wait for
+// their receivers), and a send in one program received by another, matched by channel alone. A
+// recv that no send answers times out naming its channel.
+TEST(Check, SendAndRecvBetweenProcesses) {
+  std::string text = R"(module @messages {
+  func.func @ring(%x : tensor<2xi32>) -> tensor<2xi32> {
+    %t = stablehlo.create_token : !stablehlo.token
+    %0 = "stablehlo.send"(%x, %t) {channel_handle = #stablehlo.channel_handle<handle = 1, type = 1>, is_host_transfer = false, source_target_pairs = dense<[[0, 1], [1, 2], [2, 3], [3, 0]]> : tensor<4x2xi64>} : (tensor<2xi32>, !stablehlo.token) -> !stablehlo.token
+    %1:2 = "stablehlo.recv"(%0) {channel_handle = #stablehlo.channel_handle<handle = 1, type = 1>, is_host_transfer = false, source_target_pairs = dense<[[0, 1], [1, 2], [2, 3], [3, 0]]> : tensor<4x2xi64>} : (!stablehlo.token) -> (tensor<2xi32>, !stablehlo.token)
+    return %1#0 : tensor<2xi32>
+  }
+  func.func @sender(%x : tensor<2xi32>) -> tensor<2xi32> {
+    %t = stablehlo.create_token : !stablehlo.token
+    %0 = "stablehlo.send"(%x, %x, %t) {channel_handle = #stablehlo.channel_handle<handle = 7, type = 1>, is_host_transfer = false} : (tensor<2xi32>, tensor<2xi32>, !stablehlo.token) -> !stablehlo.token
+    return %x : tensor<2xi32>
+  }
+  func.func @receiver(%x : tensor<2xi32>) -> tensor<2xi32> {
+    %t = stablehlo.create_token : !stablehlo.token
+    %0:3 = "stablehlo.recv"(%t) {channel_handle = #stablehlo.channel_handle<handle = 7, type = 1>, is_host_transfer = false} : (!stablehlo.token) -> (tensor<2xi32>, tensor<2xi32>, !stablehlo.token)
+    %1 = stablehlo.add %0#0, %0#1 : tensor<2xi32>
+    %2 = stablehlo.add %1, %x : tensor<2xi32>
+    return %2 : tensor<2xi32>
+  }
+  func.func @main() {
+    %a = stablehlo.constant dense<[0, 10]> : tensor<2xi32>
+    %b = stablehlo.constant dense<[1, 11]> : tensor<2xi32>
+    %c = stablehlo.constant dense<[2, 12]> : tensor<2xi32>
+    %d = stablehlo.constant dense<[3, 13]> : tensor<2xi32>
+    %r:4 = "interpreter.run_parallel"(%a, %b, %c, %d) {programs = [[@ring, @ring, @ring, @ring]]} :
+        (tensor<2xi32>, tensor<2xi32>, tensor<2xi32>, tensor<2xi32>) -> (tensor<2xi32>, tensor<2xi32>, tensor<2xi32>, tensor<2xi32>)
+    check.expect_eq_const %r#0, dense<[3, 13]> : tensor<2xi32>
+    check.expect_eq_const %r#1, dense<[0, 10]> : tensor<2xi32>
+    check.expect_eq_const %r#2, dense<[1, 11]> : tensor<2xi32>
+    check.expect_eq_const %r#3, dense<[2, 12]> : tensor<2xi32>
+    %s:2 = "interpreter.run_parallel"(%b, %c) {programs = [[@sender, @receiver]]} :
+        (tensor<2xi32>, tensor<2xi32>) -> (tensor<2xi32>, tensor<2xi32>)
+    check.expect_eq_const %s#1, dense<[4, 34]> : tensor<2xi32>
+    func.return
+  }
+}
+
+// -----
+
+module @unanswered {
+  func.func @receiver(%x : tensor<2xi32>) -> tensor<2xi32> {
+    %t = stablehlo.create_token : !stablehlo.token
+    %0:2 = "stablehlo.recv"(%t) {channel_handle = #stablehlo.channel_handle<handle = 9, type = 1>, is_host_transfer = false} : (!stablehlo.token) -> (tensor<2xi32>, !stablehlo.token)
+    return %0#0 : tensor<2xi32>
+  }
+  func.func @main() {
+    %a = stablehlo.constant dense<[0, 10]> : tensor<2xi32>
+    %r:2 = "interpreter.run_parallel"(%a, %a) {programs = [[@receiver, @receiver]]} :
+        (tensor<2xi32>, tensor<2xi32>) -> (tensor<2xi32>, tensor<2xi32>)
+    check.expect_eq_const %r#0, dense<[0, 10]> : tensor<2xi32>
+    func.return
+  }
+}
+)";
+  std::string path = write_temp("messages.mlir", text);
+  CheckOptions options;
+  options.timeout = std::chrono::milliseconds(300);
+  CheckRun r = run(path, options);
+  EXPECT_EQ(r.counts.passed, 1) << r.output;
+  EXPECT_EQ(r.counts.failed, 1) << r.output;
+  EXPECT_NE(r.output.find("@main (5 checks)"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("stablehlo.recv on device 0 timed out after 300 ms waiting for a message on channel 9"),
+            std::string::npos)
+      << r.output;
+}
+
 TEST(Check, ACaseThatChecksNothingFailsAndAnEmptyFileToo) {
   // It ran, but nothing compared its results: not a pass ("PASS (0 checks)" before).
   std::string path = write_temp("unchecked.mlir", R"(func.func @main() {
