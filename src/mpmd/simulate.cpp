@@ -12,6 +12,7 @@
 
 #include "mpmd/validate.h"
 #include "support/error.h"
+#include "support/strings.h"
 
 namespace tessera::mpmd {
 
@@ -19,17 +20,12 @@ using support::fail;
 
 Costs parse_costs(std::string_view text, std::string_view what) {
   std::vector<double> values;
-  size_t start = 0;
-  while (true) {
-    size_t comma = text.find(',', start);
-    std::string_view item = text.substr(start, comma == std::string_view::npos ? std::string_view::npos : comma - start);
+  for (std::string_view item : support::split(text, ',')) {
     double v = 0;
     auto [end, ec] = std::from_chars(item.data(), item.data() + item.size(), v);
     if (item.empty() || ec != std::errc() || end != item.data() + item.size() || !std::isfinite(v) || v < 0)
       fail("{}: '{}' is not a non-negative number (expected f,b[,w[,transfer]], e.g. 1,2,1)", what, item);
     values.push_back(v);
-    if (comma == std::string_view::npos) break;
-    start = comma + 1;
   }
   if (values.size() < 2 || values.size() > 4)
     fail("{}: '{}' has {} values; expected f,b or f,b,w or f,b,w,transfer", what, text, values.size());
