@@ -152,16 +152,6 @@ struct RunInputs {
 // A whole array as a buffer of one piece (what RunInputs takes for an input not yet on a stage).
 runtime::ShardedBuffer whole_buffer(ir::Literal value);
 
-// The mesh-to-mesh reshard: `from` (on `from_mesh`'s devices, or one whole piece when the mesh is
-// null or the buffer has one piece) laid out as `to` on `to_mesh`'s devices (null: one device, one
-// whole piece). Each destination piece receives exactly the overlapping parts of the source pieces
-// (one holder per distinct source box), never a whole array; `bytes` grows by what they received.
-// With `on` (the session of to_mesh's devices): over MPI only the pieces of this rank's devices
-// are made (the others stay empty), from source pieces this rank holds (an InternalError when a
-// piece needs another rank's; between ranks, transfers go by transfer_messages, ranks.h).
-runtime::ShardedBuffer reshard(const runtime::ShardedBuffer& from, const ir::Mesh* from_mesh, const ir::Sharding& to,
-                               const ir::Mesh* to_mesh, int64_t& bytes, const runtime::Session* on = nullptr);
-
 class FragmentPipeline {
  public:
   // `virtual_stages` are the named computations in model order; `stages` is P (N must be a multiple
