@@ -489,6 +489,10 @@ CompiledSchedule FragmentPipeline::compile(const Schedule& s) const {
   return Compiler(plan_, roles_, s).run();
 }
 
+FragmentPipelineRun FragmentPipeline::run(const Schedule& schedule, const std::vector<ir::Literal>& parameters) const {
+  return run(compile(schedule), schedule, parameters);
+}
+
 FragmentPipelineRun FragmentPipeline::run(const std::vector<ir::Literal>& parameters) const {
   Schedule none;
   none.name = "program order";
@@ -496,6 +500,15 @@ FragmentPipelineRun FragmentPipeline::run(const std::vector<ir::Literal>& parame
   none.actions.resize(plan_.meshes.size());
   const std::vector<FragmentRole> glue(plan_.fragments.size());
   return run(Compiler(plan_, glue, none).run(), none, parameters);
+}
+
+FragmentPipelineRun FragmentPipeline::run(const CompiledSchedule& compiled, const Schedule& schedule,
+                                          const std::vector<ir::Literal>& parameters) const {
+  std::vector<runtime::ShardedBuffer> buffers;
+  for (const ir::Literal& p : parameters) buffers.push_back(whole_buffer(p));
+  RunInputs in;
+  for (const runtime::ShardedBuffer& b : buffers) in.parameters.push_back(&b);
+  return run(compiled, schedule, in);
 }
 
 }  // namespace tessera::mpmd

@@ -172,7 +172,6 @@ class FragmentPipeline {
   const ir::Function& whole() const { return *whole_; }
   int64_t stages() const { return stages_; }
   int64_t microbatches() const { return microbatches_; }
-  int64_t virtual_per_stage() const { return static_cast<int64_t>(names_.size()) / stages_; }
   const FragmentRole& role(size_t fragment) const { return roles_.at(fragment); }
   // plan().summary() with each fragment's role.
   std::string summary() const;

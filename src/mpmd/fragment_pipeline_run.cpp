@@ -206,18 +206,6 @@ Literal FragmentPipeline::whole(const ShardedBuffer& b, int64_t stage) const {
   TESSERA_CHECK(false, "stage {} has no fragment to gather a value with", c.spanning_stage);
 }
 
-FragmentPipelineRun FragmentPipeline::run(const Schedule& schedule, const std::vector<Literal>& parameters) const {
-  return run(compile(schedule), schedule, parameters);
-}
-
-FragmentPipelineRun FragmentPipeline::run(const CompiledSchedule& compiled, const Schedule& schedule,
-                                          const std::vector<Literal>& parameters) const {
-  std::vector<ShardedBuffer> buffers;
-  for (const Literal& p : parameters) buffers.push_back(whole_buffer(p));
-  RunInputs in;
-  for (const ShardedBuffer& b : buffers) in.parameters.push_back(&b);
-  return run(compiled, schedule, in);
-}
 
 FragmentPipelineRun FragmentPipeline::run(const CompiledSchedule& compiled, const Schedule& schedule,
                                           const RunInputs& inputs) const {

@@ -28,8 +28,6 @@ using support::fail;
 
 const ir::Function& Fragment::fn() const { return *module->find_function(function); }
 
-std::string Fragment::label() const { return function; }
-
 namespace {
 
 // The values `op` reads from outside itself: its operands and what its regions capture.
@@ -389,8 +387,6 @@ class Cutter {
         plan_.results.push_back({Binding::Kind::kValue, id, {}});
       }
     }
-    // Each mesh's store keeps a value until the last fragment there that reads it has run.
-    std::map<std::pair<size_t, size_t>, size_t> last_use;  // (mesh, value) -> fragment
     for (Fragment& frag : plan_.fragments) {
       Building& b = building_[frag.index];
       std::vector<Value*> results;
@@ -401,8 +397,6 @@ class Cutter {
       b.fn->set_results(results);
       for (size_t k = 0; k < frag.outputs.size(); ++k)
         if (auto s = layout(value_of(frag.outputs[k]), frag.mesh)) b.fn->set_result_sharding(k, *s);
-      for (const Binding& in : frag.inputs)
-        if (in.kind == Binding::Kind::kValue) last_use[{frag.mesh, in.index}] = frag.index;
       try {
         ir::verify(*frag.module);
       } catch (const support::UserError& e) {
@@ -410,7 +404,6 @@ class Cutter {
              frag.origin ? frag.origin->to_string() : std::string("unnamed ops"), e.what());
       }
     }
-    for (const auto& [key, f] : last_use) plan_.fragments[f].frees.push_back(key.second);
   }
 
   const Value* value_of(size_t id) const { return values_by_id_.at(id); }
