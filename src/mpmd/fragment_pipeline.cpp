@@ -63,13 +63,8 @@ size_t separate_microbatch_sums(ir::Function& whole) {
     changed = false;
     for (const auto& op : whole.body().ops()) {
       if (op.get() == ret || moved.count(op.get())) continue;
-      std::function<void(const ir::Op&)> keep_read = [&](const ir::Op& o) {  // operands and region captures
-        for (const ir::Value* v : o.operands())
-          if (v->defining_op() && moved.erase(v->defining_op())) changed = true;
-        for (const auto& region : o.regions())
-          for (const auto& inner : region->ops()) keep_read(*inner);
-      };
-      keep_read(*op);
+      for (const ir::Value* v : outer_uses(*op))
+        if (v->defining_op() && moved.erase(v->defining_op())) changed = true;
     }
   }
   std::unordered_set<const ir::Op*> inner;  // moved sums read by another moved sum

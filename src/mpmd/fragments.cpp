@@ -30,26 +30,6 @@ const ir::Function& Fragment::fn() const { return *module->find_function(functio
 
 namespace {
 
-// The values `op` reads from outside itself: its operands and what its regions capture.
-void outer_uses(const Op& op, std::vector<const Value*>& out, std::unordered_set<const Value*>& inner) {
-  for (const Value* v : op.operands())
-    if (!inner.count(v) && std::find(out.begin(), out.end(), v) == out.end()) out.push_back(v);
-  for (const auto& region : op.regions()) {
-    for (const auto& a : region->arguments()) inner.insert(a.get());
-    for (const auto& o : region->ops()) {
-      outer_uses(*o, out, inner);
-      for (const Value* r : o->results()) inner.insert(r);
-    }
-  }
-}
-
-std::vector<const Value*> outer_uses(const Op& op) {
-  std::vector<const Value*> out;
-  std::unordered_set<const Value*> inner;
-  outer_uses(op, out, inner);
-  return out;
-}
-
 class Cutter {
  public:
   Cutter(const ir::Module& module, const ir::Function& whole, const std::vector<MeshSpec>& meshes,
