@@ -181,26 +181,23 @@ Literal FragmentPipeline::whole(const ShardedBuffer& b, int64_t stage) const {
   TESSERA_CHECK(mesh != nullptr, "a value of {} pieces on stage {} of one device", b.pieces->size(), stage);
   if (c.spanning_stage < 0) return runtime::assemble(*b.pieces, b.type, b.sharding, *mesh);
   // A stage over several ranks. When every one of its ranks holds a piece of every distinct box (a
-  // replicated loss, dp's parameters), each assembles its own; otherwise its ranks gather the
-  // pieces (a collective among them: they all call this alike, as the layout decides the same).
+  // replicated loss, dp's parameters), each assembles its own (transfer_messages' plan to a whole
+  // array on that rank reads only its pieces); otherwise its ranks gather the pieces (a collective
+  // among them: they all call this alike, as the layout decides the same).
   const runtime::Session& session = *c.sessions[static_cast<size_t>(c.spanning_stage)];
-  const int64_t n = mesh->num_devices(), per = n / session.num_ranks();
-  std::vector<int64_t> boxes = runtime::holders(b.type, b.sharding, *mesh);
+  const Placement pieces{mesh, b.sharding, {0, static_cast<int>(session.num_ranks())}};
+  auto plan_to = [&](int rank) { return transfer_messages(b.type, pieces, Placement{nullptr, {}, {rank, 1}}); };
   bool local = true;
-  std::vector<Literal> pieces = *b.pieces;
-  for (int64_t h : boxes) {
-    const runtime::PieceBox want = runtime::piece_box(b.type, b.sharding, *mesh, h);
-    for (int64_t r = 0; r < session.num_ranks(); ++r) {
-      int64_t found = -1;
-      for (int64_t d = r * per; d < (r + 1) * per && found < 0; ++d) {
-        const runtime::PieceBox got = runtime::piece_box(b.type, b.sharding, *mesh, d);
-        if (got.start == want.start && got.zeros == want.zeros) found = d;
-      }
-      if (found < 0) local = false;
-      else if (r == session.rank()) pieces[static_cast<size_t>(h)] = (*b.pieces)[static_cast<size_t>(found)];
-    }
+  for (int r = 0; r < pieces.ranks.count; ++r)
+    for (const PieceMessage& m : plan_to(r)) local &= m.from == r || m.parts.empty();
+  if (local) {
+    Literal out(b.type);
+    for (const PieceMessage& m : plan_to(static_cast<int>(session.rank())))
+      for (const PiecePart& part : m.parts)
+        runtime::copy_box((*b.pieces)[static_cast<size_t>(part.source_device)], part.at_src, out, part.at_dst,
+                          part.extent);
+    return out;
   }
-  if (local) return runtime::assemble(pieces, b.type, b.sharding, *mesh);
   for (size_t f = 0; f < plan_.fragments.size(); ++f)
     if (static_cast<int64_t>(plan_.fragments[f].mesh) == c.spanning_stage) return c.programs[f]->fetch(b);
   TESSERA_CHECK(false, "stage {} has no fragment to gather a value with", c.spanning_stage);
