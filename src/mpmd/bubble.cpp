@@ -2,6 +2,8 @@
 #include "mpmd/bubble.h"
 
 #include <algorithm>
+#include <map>
+#include <tuple>
 
 #include "support/error.h"
 
@@ -67,7 +69,7 @@ Simulation simulate_with_stage_times(const Schedule& schedule, const std::vector
     const FragmentTimes& c = times[s];
     return a.kind == ActionKind::kForward ? c.forward : a.kind == ActionKind::kBackwardWeight ? c.weight : c.backward;
   };
-  return replay(schedule, duration, transfer, "simulate_with_stage_times");
+  return replay(schedule, duration, transfer);
 }
 
 Simulation simulate_with_action_times(const Schedule& schedule, const PipelineResult& run, double transfer) {
@@ -82,14 +84,34 @@ Simulation simulate_with_action_times(const Schedule& schedule, const PipelineRe
     const Interval& t = run.stages[s].times[i];
     return t.end - t.start;
   };
-  return replay(schedule, duration, transfer, "simulate_with_action_times");
+  return replay(schedule, duration, transfer);
 }
 
-double mean_replayed_bubble(const Schedule& schedule, const std::vector<PipelineResult>& runs) {
+double mean_replayed_bubble(const Schedule& schedule, const std::vector<PipelineResult>& runs, double transfer) {
   if (runs.empty()) return 0;
   double sum = 0;
-  for (const PipelineResult& r : runs) sum += simulate_with_action_times(schedule, r).bubble;
+  for (const PipelineResult& r : runs) sum += simulate_with_action_times(schedule, r, transfer).bubble;
   return sum / static_cast<double>(runs.size());
+}
+
+double median_handoff(const Schedule& schedule, const std::vector<PipelineResult>& runs) {
+  std::vector<double> waits;
+  for (const PipelineResult& r : runs) {
+    std::map<std::tuple<Payload, int64_t, int64_t>, double> posted;  // (payload, mb, vs) -> SEND's end
+    for (size_t s = 0; s < schedule.actions.size(); ++s)
+      for (size_t i = 0; i < schedule.actions[s].size(); ++i)
+        if (const Action& a = schedule.actions[s][i]; a.kind == ActionKind::kSend)
+          posted[{a.payload, a.microbatch, a.virtual_stage}] = r.stages.at(s).times.at(i).end;
+    for (size_t s = 0; s < schedule.actions.size(); ++s)
+      for (size_t i = 0; i < schedule.actions[s].size(); ++i) {
+        const Action& a = schedule.actions[s][i];
+        const Interval& t = r.stages.at(s).times.at(i);
+        auto it = posted.find({a.payload, a.microbatch, a.virtual_stage});
+        if (a.kind == ActionKind::kRecv && it != posted.end() && t.start < it->second)
+          waits.push_back(t.end - it->second);
+      }
+  }
+  return median(waits);
 }
 
 double mean_measured_bubble(const Schedule& schedule, const std::vector<PipelineResult>& runs) {

@@ -70,7 +70,8 @@ int64_t peak_overlap(const std::vector<Interval>& intervals) {
 }  // namespace
 
 Simulation replay(const Schedule& s, const std::function<double(size_t, size_t, const Action&)>& duration,
-                  double transfer, std::string_view who) {
+                  double transfer) {
+  validate(s);  // so the replay finishes
   const size_t P = s.actions.size();
   Simulation sim;
   sim.times.resize(P);
@@ -104,9 +105,8 @@ Simulation replay(const Schedule& s, const std::function<double(size_t, size_t, 
     }
   }
   for (size_t stage = 0; stage < P; ++stage) {
-    if (next[stage] < s.actions[stage].size())
-      fail("mpmd::{}: schedule '{}' deadlocks at {}", who, s.name,
-           describe_at(static_cast<int64_t>(stage), static_cast<int64_t>(next[stage]), s.actions[stage][next[stage]]));
+    TESSERA_CHECK(next[stage] == s.actions[stage].size(), "schedule '{}' passed validation but stage {} stops",
+                  s.name, stage);
     sim.makespan = std::max(sim.makespan, clock[stage]);
   }
   double busy = 0;
@@ -132,9 +132,8 @@ Simulation replay(const Schedule& s, const std::function<double(size_t, size_t, 
 }
 
 Simulation simulate(const Schedule& s, const Costs& costs) {
-  validate(s);  // so the replay finishes
-  auto cost = [&](size_t, size_t, const Action& a) { return cost_of(a, costs, s.virtual_per_stage); };
-  return replay(s, cost, costs.transfer, "simulate");
+  return replay(s, [&](size_t, size_t, const Action& a) { return cost_of(a, costs, s.virtual_per_stage); },
+                costs.transfer);
 }
 
 std::string text_chart(const Schedule& s, const Simulation& sim, int64_t max_cells) {
