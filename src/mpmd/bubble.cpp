@@ -2,8 +2,6 @@
 #include "mpmd/bubble.h"
 
 #include <algorithm>
-#include <map>
-#include <tuple>
 
 #include "support/error.h"
 
@@ -87,31 +85,11 @@ Simulation simulate_with_action_times(const Schedule& schedule, const PipelineRe
   return replay(schedule, duration, transfer);
 }
 
-double mean_replayed_bubble(const Schedule& schedule, const std::vector<PipelineResult>& runs, double transfer) {
+double mean_replayed_bubble(const Schedule& schedule, const std::vector<PipelineResult>& runs) {
   if (runs.empty()) return 0;
   double sum = 0;
-  for (const PipelineResult& r : runs) sum += simulate_with_action_times(schedule, r, transfer).bubble;
+  for (const PipelineResult& r : runs) sum += simulate_with_action_times(schedule, r).bubble;
   return sum / static_cast<double>(runs.size());
-}
-
-double median_handoff(const Schedule& schedule, const std::vector<PipelineResult>& runs) {
-  std::vector<double> waits;
-  for (const PipelineResult& r : runs) {
-    std::map<std::tuple<Payload, int64_t, int64_t>, double> posted;  // (payload, mb, vs) -> SEND's end
-    for (size_t s = 0; s < schedule.actions.size(); ++s)
-      for (size_t i = 0; i < schedule.actions[s].size(); ++i)
-        if (const Action& a = schedule.actions[s][i]; a.kind == ActionKind::kSend)
-          posted[{a.payload, a.microbatch, a.virtual_stage}] = r.stages.at(s).times.at(i).end;
-    for (size_t s = 0; s < schedule.actions.size(); ++s)
-      for (size_t i = 0; i < schedule.actions[s].size(); ++i) {
-        const Action& a = schedule.actions[s][i];
-        const Interval& t = r.stages.at(s).times.at(i);
-        auto it = posted.find({a.payload, a.microbatch, a.virtual_stage});
-        if (a.kind == ActionKind::kRecv && it != posted.end() && t.start < it->second)
-          waits.push_back(t.end - it->second);
-      }
-  }
-  return median(waits);
 }
 
 double mean_measured_bubble(const Schedule& schedule, const std::vector<PipelineResult>& runs) {

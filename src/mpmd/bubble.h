@@ -70,14 +70,7 @@ Simulation simulate_with_stage_times(const Schedule& schedule, const std::vector
 Simulation simulate_with_action_times(const Schedule& schedule, const PipelineResult& run, double transfer = 0);
 
 // The mean over `runs` of each run's bubble replayed by simulate_with_action_times.
-double mean_replayed_bubble(const Schedule& schedule, const std::vector<PipelineResult>& runs, double transfer = 0);
-
-// The runtime's hand-off time: the median, over the RECVs of `runs` that waited (began before their
-// SEND had ended), of the time from the SEND's end (the value posted) to the RECV's end (the
-// receiving stage thread running again): its wake-up and, where stage threads outnumber the cores,
-// its wait for a core. 0 when no receive waited. The replays take it as the transfer latency, the
-// one cost between stages that a run has and the compute times leave out.
-double median_handoff(const Schedule& schedule, const std::vector<PipelineResult>& runs);
+double mean_replayed_bubble(const Schedule& schedule, const std::vector<PipelineResult>& runs);
 
 // The mean measured bubble over `runs` (measured_simulation of each).
 double mean_measured_bubble(const Schedule& schedule, const std::vector<PipelineResult>& runs);

@@ -121,22 +121,5 @@ TEST(ActionTimesReplay, ReproducesARunThatFollowsTheRulesAndExposesExtraIdle) {
   EXPECT_THROW(simulate_with_action_times(s, one_stage), support::UserError);
 }
 
-// The hand-off: from a SEND's end to the end of the RECV that waited for it (0.5 both ways here).
-// Fed to the replay as the transfer time, a run whose only idle beyond its compute is that hand-off
-// replays to itself; without it the replay's bubble is lower than measured.
-TEST(ActionTimesReplay, MeasuredHandoffIsTheTransferTime) {
-  Schedule s = one_f_one_b(2, 1);  // stage 0: F, SEND act, RECV grad, B; stage 1: RECV act, F, B, SEND grad
-  PipelineResult run;
-  run.stages.resize(2);
-  run.stages[0].times = {{0, 1}, {1, 1}, {1, 6.5}, {6.5, 8}};
-  run.stages[1].times = {{0, 1.5}, {1.5, 3}, {3, 6}, {6, 6}};
-  EXPECT_DOUBLE_EQ(median_handoff(s, {run}), 0.5);
-  EXPECT_DOUBLE_EQ(mean_replayed_bubble(s, {run}, 0.5), measured_simulation(s, run).bubble);
-  EXPECT_LT(mean_replayed_bubble(s, {run}), measured_simulation(s, run).bubble - 0.05);
-  run.stages[1].times[0] = {1.2, 1.5};  // a RECV that began after its SEND ended did not wait
-  EXPECT_DOUBLE_EQ(median_handoff(s, {run}), 0.5);
-  EXPECT_DOUBLE_EQ(median_handoff(s, {}), 0);
-}
-
 }  // namespace
 }  // namespace tessera::mpmd

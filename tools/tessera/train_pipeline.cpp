@@ -479,16 +479,6 @@ int train_pipeline(const TrainCommand& c, std::ostream& out_stream, const std::s
   out << fmt::format("  simulator fed fragment by fragment (each action its own measured time): {:.4f} (measured / "
                      "simulated {:.3f})\n",
                      replayed, replayed > 0 ? measured_bubble / replayed : 0.0);
-  // The runtime's hand-off between stages (a stage thread's wake-up, and its wait for a core where
-  // stage threads outnumber the cores) as the replays' transfer time.
-  const double handoff = mpmd::median_handoff(schedule, measured);
-  const double with_medians = mpmd::simulate_with_stage_times(schedule, medians, handoff).bubble;
-  const double with_actions = mpmd::mean_replayed_bubble(schedule, measured, handoff);
-  out << fmt::format("  simulator fed the measured hand-off too (median {:.3f} ms from a SEND to the end of the RECV "
-                     "that waited for it, as transfer time): medians {:.4f} (measured / simulated {:.3f}), fragment "
-                     "by fragment {:.4f} (measured / simulated {:.3f})\n",
-                     handoff, with_medians, with_medians > 0 ? measured_bubble / with_medians : 0.0, with_actions,
-                     with_actions > 0 ? measured_bubble / with_actions : 0.0);
   std::string fragments;
   for (size_t s = 0; s < medians.size(); ++s)
     fragments += fmt::format("{}stage {}: {:.2f} {:.2f} {:.2f}", s == 0 ? "" : "; ", s, medians[s].forward,
