@@ -221,6 +221,11 @@ std::string FragmentPipeline::summary() const {
   return out;
 }
 
+std::string instruction_place(const Schedule& s, size_t stage, int64_t step) {
+  if (step < 0) return fmt::format("stage {} (glue)", stage);
+  return describe_at(static_cast<int64_t>(stage), step, s.actions[stage][static_cast<size_t>(step)]);
+}
+
 namespace {
 
 // What a SEND or RECV carries in the plan: (payload, microbatch, virtual stage, from mesh, to mesh).
@@ -276,14 +281,8 @@ class Compiler {
   std::vector<size_t> pos_, sub_;
   std::vector<std::string> blocked_;  // per stage: what it waits for, for the deadlock message
 
-  std::string label(size_t f) const {
-    const Fragment& fr = plan_.fragments[f];
-    return fmt::format("fragment {} ({})", f, fr.origin ? fr.origin->to_string() : std::string("glue"));
-  }
-  std::string where(size_t st, int64_t step) const {
-    if (step < 0) return fmt::format("stage {} (glue)", st);
-    return describe_at(static_cast<int64_t>(st), step, s_.actions[st][static_cast<size_t>(step)]);
-  }
+  std::string label(size_t f) const { return plan_.fragments[f].describe(); }
+  std::string where(size_t st, int64_t step) const { return instruction_place(s_, st, step); }
   size_t mesh_of(size_t value) const {
     const PlanValue& v = plan_.values[value];
     return v.parameter ? *plan_.parameter_mesh[*v.parameter] : plan_.fragments[v.producer].mesh;

@@ -109,6 +109,10 @@ struct Instruction {
   int64_t step = -1;    // the schedule action it belongs to (−1: the start, or glue after no compute)
 };
 
+// Where an instruction of stage `stage` stands, for messages: its schedule action ("stage 1 step 4
+// F(mb 2, vs 1)"), or "stage 1 (glue)" for glue run before the stage's first compute action.
+std::string instruction_place(const Schedule& s, size_t stage, int64_t step);
+
 struct CompiledSchedule {
   std::vector<std::vector<Instruction>> stages;
   int64_t scheduled_transfers = 0;  // posted at a SEND of the schedule

@@ -262,14 +262,8 @@ FragmentPipelineRun FragmentPipeline::run(const CompiledSchedule& compiled, cons
   };
   std::mutex mu;  // guards results and out.transferred_bytes
 
-  auto where = [&](size_t st, int64_t step) {
-    if (step < 0) return fmt::format("stage {} (glue)", st);
-    return describe_at(static_cast<int64_t>(st), step, schedule.actions[st][static_cast<size_t>(step)]);
-  };
-  auto label = [&](size_t f) {
-    const Fragment& fr = plan.fragments[f];
-    return fmt::format("fragment {} ({})", f, fr.origin ? fr.origin->to_string() : std::string("glue"));
-  };
+  auto where = [&](size_t st, int64_t step) { return instruction_place(schedule, st, step); };
+  auto label = [&](size_t f) { return plan.fragments[f].describe(); };
 
   auto run_stage = [&](size_t st) {
     const std::vector<Instruction>& list = compiled.stages[st];

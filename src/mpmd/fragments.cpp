@@ -28,6 +28,10 @@ using support::fail;
 
 const ir::Function& Fragment::fn() const { return *module->find_function(function); }
 
+std::string Fragment::describe() const {
+  return fmt::format("fragment {} ({})", index, origin ? origin->to_string() : std::string("glue"));
+}
+
 namespace {
 
 class Cutter {

@@ -65,6 +65,7 @@ struct Fragment {
   size_t num_ops() const { return ops.size(); }
   size_t num_cloned = 0;          // cheap ops cloned into it
   const ir::Function& fn() const;
+  std::string describe() const;   // "fragment 2 (policy#0ᵀ)", "fragment 3 (glue)"
 };
 
 struct PlanValue {
