@@ -67,7 +67,7 @@ Simulation simulate_with_stage_times(const Schedule& schedule, const std::vector
     const FragmentTimes& c = times[s];
     return a.kind == ActionKind::kForward ? c.forward : a.kind == ActionKind::kBackwardWeight ? c.weight : c.backward;
   };
-  return replay(schedule, duration, transfer, "simulate_with_stage_times");
+  return replay(schedule, duration, transfer);
 }
 
 Simulation simulate_with_action_times(const Schedule& schedule, const PipelineResult& run, double transfer) {
@@ -82,7 +82,7 @@ Simulation simulate_with_action_times(const Schedule& schedule, const PipelineRe
     const Interval& t = run.stages[s].times[i];
     return t.end - t.start;
   };
-  return replay(schedule, duration, transfer, "simulate_with_action_times");
+  return replay(schedule, duration, transfer);
 }
 
 double mean_replayed_bubble(const Schedule& schedule, const std::vector<PipelineResult>& runs) {

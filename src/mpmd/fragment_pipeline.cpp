@@ -63,13 +63,8 @@ size_t separate_microbatch_sums(ir::Function& whole) {
     changed = false;
     for (const auto& op : whole.body().ops()) {
       if (op.get() == ret || moved.count(op.get())) continue;
-      std::function<void(const ir::Op&)> keep_read = [&](const ir::Op& o) {  // operands and region captures
-        for (const ir::Value* v : o.operands())
-          if (v->defining_op() && moved.erase(v->defining_op())) changed = true;
-        for (const auto& region : o.regions())
-          for (const auto& inner : region->ops()) keep_read(*inner);
-      };
-      keep_read(*op);
+      for (const ir::Value* v : outer_uses(*op))
+        if (v->defining_op() && moved.erase(v->defining_op())) changed = true;
     }
   }
   std::unordered_set<const ir::Op*> inner;  // moved sums read by another moved sum
@@ -226,6 +221,11 @@ std::string FragmentPipeline::summary() const {
   return out;
 }
 
+std::string instruction_place(const Schedule& s, size_t stage, int64_t step) {
+  if (step < 0) return fmt::format("stage {} (glue)", stage);
+  return describe_at(static_cast<int64_t>(stage), step, s.actions[stage][static_cast<size_t>(step)]);
+}
+
 namespace {
 
 // What a SEND or RECV carries in the plan: (payload, microbatch, virtual stage, from mesh, to mesh).
@@ -281,14 +281,8 @@ class Compiler {
   std::vector<size_t> pos_, sub_;
   std::vector<std::string> blocked_;  // per stage: what it waits for, for the deadlock message
 
-  std::string label(size_t f) const {
-    const Fragment& fr = plan_.fragments[f];
-    return fmt::format("fragment {} ({})", f, fr.origin ? fr.origin->to_string() : std::string("glue"));
-  }
-  std::string where(size_t st, int64_t step) const {
-    if (step < 0) return fmt::format("stage {} (glue)", st);
-    return describe_at(static_cast<int64_t>(st), step, s_.actions[st][static_cast<size_t>(step)]);
-  }
+  std::string label(size_t f) const { return plan_.fragments[f].describe(); }
+  std::string where(size_t st, int64_t step) const { return instruction_place(s_, st, step); }
   size_t mesh_of(size_t value) const {
     const PlanValue& v = plan_.values[value];
     return v.parameter ? *plan_.parameter_mesh[*v.parameter] : plan_.fragments[v.producer].mesh;
@@ -489,6 +483,10 @@ CompiledSchedule FragmentPipeline::compile(const Schedule& s) const {
   return Compiler(plan_, roles_, s).run();
 }
 
+FragmentPipelineRun FragmentPipeline::run(const Schedule& schedule, const std::vector<ir::Literal>& parameters) const {
+  return run(compile(schedule), schedule, parameters);
+}
+
 FragmentPipelineRun FragmentPipeline::run(const std::vector<ir::Literal>& parameters) const {
   Schedule none;
   none.name = "program order";
@@ -496,6 +494,15 @@ FragmentPipelineRun FragmentPipeline::run(const std::vector<ir::Literal>& parame
   none.actions.resize(plan_.meshes.size());
   const std::vector<FragmentRole> glue(plan_.fragments.size());
   return run(Compiler(plan_, glue, none).run(), none, parameters);
+}
+
+FragmentPipelineRun FragmentPipeline::run(const CompiledSchedule& compiled, const Schedule& schedule,
+                                          const std::vector<ir::Literal>& parameters) const {
+  std::vector<runtime::ShardedBuffer> buffers;
+  for (const ir::Literal& p : parameters) buffers.push_back(whole_buffer(p));
+  RunInputs in;
+  for (const runtime::ShardedBuffer& b : buffers) in.parameters.push_back(&b);
+  return run(compiled, schedule, in);
 }
 
 }  // namespace tessera::mpmd

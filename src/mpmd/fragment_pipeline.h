@@ -109,6 +109,10 @@ struct Instruction {
   int64_t step = -1;    // the schedule action it belongs to (−1: the start, or glue after no compute)
 };
 
+// Where an instruction of stage `stage` stands, for messages: its schedule action ("stage 1 step 4
+// F(mb 2, vs 1)"), or "stage 1 (glue)" for glue run before the stage's first compute action.
+std::string instruction_place(const Schedule& s, size_t stage, int64_t step);
+
 struct CompiledSchedule {
   std::vector<std::vector<Instruction>> stages;
   int64_t scheduled_transfers = 0;  // posted at a SEND of the schedule
@@ -152,16 +156,6 @@ struct RunInputs {
 // A whole array as a buffer of one piece (what RunInputs takes for an input not yet on a stage).
 runtime::ShardedBuffer whole_buffer(ir::Literal value);
 
-// The mesh-to-mesh reshard: `from` (on `from_mesh`'s devices, or one whole piece when the mesh is
-// null or the buffer has one piece) laid out as `to` on `to_mesh`'s devices (null: one device, one
-// whole piece). Each destination piece receives exactly the overlapping parts of the source pieces
-// (one holder per distinct source box), never a whole array; `bytes` grows by what they received.
-// With `on` (the session of to_mesh's devices): over MPI only the pieces of this rank's devices
-// are made (the others stay empty), from source pieces this rank holds (an InternalError when a
-// piece needs another rank's; between ranks, transfers go by transfer_messages, ranks.h).
-runtime::ShardedBuffer reshard(const runtime::ShardedBuffer& from, const ir::Mesh* from_mesh, const ir::Sharding& to,
-                               const ir::Mesh* to_mesh, int64_t& bytes, const runtime::Session* on = nullptr);
-
 class FragmentPipeline {
  public:
   // `virtual_stages` are the named computations in model order; `stages` is P (N must be a multiple
@@ -182,7 +176,6 @@ class FragmentPipeline {
   const ir::Function& whole() const { return *whole_; }
   int64_t stages() const { return stages_; }
   int64_t microbatches() const { return microbatches_; }
-  int64_t virtual_per_stage() const { return static_cast<int64_t>(names_.size()) / stages_; }
   const FragmentRole& role(size_t fragment) const { return roles_.at(fragment); }
   // plan().summary() with each fragment's role.
   std::string summary() const;

@@ -42,11 +42,6 @@ namespace {
 
 int64_t bytes_of(const ShardedBuffer& b) { return b.local_bytes(); }
 
-runtime::PieceBox box_of(const ir::Type& type, const ir::Sharding& s, const ir::Mesh* mesh, int64_t device) {
-  if (mesh == nullptr) return {std::vector<int64_t>(type.shape.size(), 0), type.shape, type.shape};
-  return runtime::piece_box(type, s, *mesh, device);
-}
-
 double thread_cpu_ms() {
   timespec t{};
   clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
@@ -79,65 +74,6 @@ ShardedBuffer whole_buffer(Literal value) {
   b.pieces = std::make_shared<std::vector<Literal>>();
   b.pieces->push_back(std::move(value));
   return b;
-}
-
-ShardedBuffer reshard(const ShardedBuffer& from, const ir::Mesh* from_mesh, const ir::Sharding& to,
-                      const ir::Mesh* to_mesh, int64_t& bytes, const runtime::Session* on) {
-  TESSERA_CHECK(!from.donated(), "reshard of a donated buffer");
-  if (from.pieces->size() == 1) from_mesh = nullptr;
-  if (to_mesh == nullptr) on = nullptr;
-  const ir::Type& type = from.type;
-  const auto element = static_cast<int64_t>(ir::info(type.element).bytes);
-  std::vector<int64_t> holders =
-      from_mesh ? runtime::holders(type, from.sharding, *from_mesh) : std::vector<int64_t>{0};
-  if (on && from_mesh)  // over MPI, a holder of each box on this rank where there is one (a replica)
-    for (int64_t& h : holders) {
-      if (on->owns(h)) continue;
-      const runtime::PieceBox want = box_of(type, from.sharding, from_mesh, h);
-      for (int64_t d = 0; d < from_mesh->num_devices(); ++d)
-        if (on->owns(d) && box_of(type, from.sharding, from_mesh, d).start == want.start && !want.zeros &&
-            !box_of(type, from.sharding, from_mesh, d).zeros) {
-          h = d;
-          break;
-        }
-    }
-  std::vector<runtime::PieceBox> source;
-  for (int64_t h : holders) source.push_back(box_of(type, from.sharding, from_mesh, h));
-  ShardedBuffer out;
-  out.type = type;
-  out.sharding = to_mesh ? to : ir::Sharding{};
-  const int64_t n = to_mesh ? to_mesh->num_devices() : 1;
-  out.pieces = std::make_shared<std::vector<Literal>>();
-  const size_t rank = type.shape.size();
-  for (int64_t d = 0; d < n; ++d) {
-    if (on && !on->owns(d)) {  // another rank's piece
-      out.pieces->emplace_back();
-      continue;
-    }
-    runtime::PieceBox dst = box_of(type, out.sharding, to_mesh, d);
-    Literal piece(ir::Type(type.element, dst.shape));
-    for (size_t k = 0; k < holders.size(); ++k) {
-      const runtime::PieceBox& src = source[k];
-      std::vector<int64_t> at_src(rank), at_dst(rank), extent(rank);
-      int64_t volume = 1;
-      for (size_t i = 0; i < rank; ++i) {
-        int64_t lo = std::max(src.start[i], dst.start[i]);
-        int64_t hi = std::min(src.start[i] + src.extent[i], dst.start[i] + dst.extent[i]);
-        extent[i] = std::max<int64_t>(hi - lo, 0);
-        at_src[i] = lo - src.start[i];
-        at_dst[i] = lo - dst.start[i];
-        volume *= extent[i];
-      }
-      if (volume == 0) continue;
-      TESSERA_CHECK(!on || !from_mesh || on->owns(holders[k]),
-                    "reshard on rank {}: piece {} needs device {}'s part, held by another rank only", on->rank(), d,
-                    holders[k]);
-      runtime::copy_box((*from.pieces)[static_cast<size_t>(holders[k])], at_src, piece, at_dst, extent);
-      bytes += volume * element;
-    }
-    out.pieces->push_back(std::move(piece));
-  }
-  return out;
 }
 
 struct FragmentPipeline::Compiled {
@@ -245,43 +181,28 @@ Literal FragmentPipeline::whole(const ShardedBuffer& b, int64_t stage) const {
   TESSERA_CHECK(mesh != nullptr, "a value of {} pieces on stage {} of one device", b.pieces->size(), stage);
   if (c.spanning_stage < 0) return runtime::assemble(*b.pieces, b.type, b.sharding, *mesh);
   // A stage over several ranks. When every one of its ranks holds a piece of every distinct box (a
-  // replicated loss, dp's parameters), each assembles its own; otherwise its ranks gather the
-  // pieces (a collective among them: they all call this alike, as the layout decides the same).
+  // replicated loss, dp's parameters), each assembles its own (transfer_messages' plan to a whole
+  // array on that rank reads only its pieces); otherwise its ranks gather the pieces (a collective
+  // among them: they all call this alike, as the layout decides the same).
   const runtime::Session& session = *c.sessions[static_cast<size_t>(c.spanning_stage)];
-  const int64_t n = mesh->num_devices(), per = n / session.num_ranks();
-  std::vector<int64_t> boxes = runtime::holders(b.type, b.sharding, *mesh);
+  const Placement pieces{mesh, b.sharding, {0, static_cast<int>(session.num_ranks())}};
+  auto plan_to = [&](int rank) { return transfer_messages(b.type, pieces, Placement{nullptr, {}, {rank, 1}}); };
   bool local = true;
-  std::vector<Literal> pieces = *b.pieces;
-  for (int64_t h : boxes) {
-    const runtime::PieceBox want = runtime::piece_box(b.type, b.sharding, *mesh, h);
-    for (int64_t r = 0; r < session.num_ranks(); ++r) {
-      int64_t found = -1;
-      for (int64_t d = r * per; d < (r + 1) * per && found < 0; ++d) {
-        const runtime::PieceBox got = runtime::piece_box(b.type, b.sharding, *mesh, d);
-        if (got.start == want.start && got.zeros == want.zeros) found = d;
-      }
-      if (found < 0) local = false;
-      else if (r == session.rank()) pieces[static_cast<size_t>(h)] = (*b.pieces)[static_cast<size_t>(found)];
-    }
+  for (int r = 0; r < pieces.ranks.count; ++r)
+    for (const PieceMessage& m : plan_to(r)) local &= m.from == r || m.parts.empty();
+  if (local) {
+    Literal out(b.type);
+    for (const PieceMessage& m : plan_to(static_cast<int>(session.rank())))
+      for (const PiecePart& part : m.parts)
+        runtime::copy_box((*b.pieces)[static_cast<size_t>(part.source_device)], part.at_src, out, part.at_dst,
+                          part.extent);
+    return out;
   }
-  if (local) return runtime::assemble(pieces, b.type, b.sharding, *mesh);
   for (size_t f = 0; f < plan_.fragments.size(); ++f)
     if (static_cast<int64_t>(plan_.fragments[f].mesh) == c.spanning_stage) return c.programs[f]->fetch(b);
   TESSERA_CHECK(false, "stage {} has no fragment to gather a value with", c.spanning_stage);
 }
 
-FragmentPipelineRun FragmentPipeline::run(const Schedule& schedule, const std::vector<Literal>& parameters) const {
-  return run(compile(schedule), schedule, parameters);
-}
-
-FragmentPipelineRun FragmentPipeline::run(const CompiledSchedule& compiled, const Schedule& schedule,
-                                          const std::vector<Literal>& parameters) const {
-  std::vector<ShardedBuffer> buffers;
-  for (const Literal& p : parameters) buffers.push_back(whole_buffer(p));
-  RunInputs in;
-  for (const ShardedBuffer& b : buffers) in.parameters.push_back(&b);
-  return run(compiled, schedule, in);
-}
 
 FragmentPipelineRun FragmentPipeline::run(const CompiledSchedule& compiled, const Schedule& schedule,
                                           const RunInputs& inputs) const {
@@ -341,14 +262,8 @@ FragmentPipelineRun FragmentPipeline::run(const CompiledSchedule& compiled, cons
   };
   std::mutex mu;  // guards results and out.transferred_bytes
 
-  auto where = [&](size_t st, int64_t step) {
-    if (step < 0) return fmt::format("stage {} (glue)", st);
-    return describe_at(static_cast<int64_t>(st), step, schedule.actions[st][static_cast<size_t>(step)]);
-  };
-  auto label = [&](size_t f) {
-    const Fragment& fr = plan.fragments[f];
-    return fmt::format("fragment {} ({})", f, fr.origin ? fr.origin->to_string() : std::string("glue"));
-  };
+  auto where = [&](size_t st, int64_t step) { return instruction_place(schedule, st, step); };
+  auto label = [&](size_t f) { return plan.fragments[f].describe(); };
 
   auto run_stage = [&](size_t st) {
     const std::vector<Instruction>& list = compiled.stages[st];
@@ -421,7 +336,7 @@ FragmentPipelineRun FragmentPipeline::run(const CompiledSchedule& compiled, cons
             for (int64_t d = 0; d < here.devices() && got == ReceiveStatus::kReceived; ++d) {
               if (here.rank_of(d) != ranks->rank()) continue;  // another rank's piece
               Literal& piece = (*b.pieces)[static_cast<size_t>(d)];
-              piece = Literal(ir::Type(b.type.element, box_of(b.type, b.sharding, mesh, d).shape));
+              piece = Literal(ir::Type(b.type.element, here.box(b.type, d).shape));
               const WireKey key{static_cast<int64_t>(in.value), static_cast<int64_t>(in.mesh),
                                 static_cast<int64_t>(st), d};
               for (int from = source.first; from < source.first + source.count && got == ReceiveStatus::kReceived;

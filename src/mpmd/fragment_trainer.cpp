@@ -196,6 +196,7 @@ const FragmentPipelineRun& FragmentTrainer::step(const ir::Literal& tokens, cons
     Stage& s = stages_[st];
     const size_t k = s.parameters.size();
     if (s.p.size() != k) return;  // another rank's stage
+    std::vector<runtime::ShardedBuffer> out;  // p'..., m'..., v'...
     if (s.program) {
       std::vector<runtime::ShardedBuffer> args;
       for (auto* group : {&s.p, &s.m, &s.v})
@@ -212,33 +213,29 @@ const FragmentPipelineRun& FragmentTrainer::step(const ir::Literal& tokens, cons
       }
       args.push_back(s.program->stage(4 * k, scalars));
       if (coef) args.push_back(s.program->stage(4 * k + 1, *coef));
-      std::vector<runtime::ShardedBuffer> out = s.program->execute(args);
-      for (size_t j = 0; j < k; ++j) {
-        s.p[j] = std::move(out[j]);
-        s.m[j] = std::move(out[k + j]);
-        s.v[j] = std::move(out[2 * k + j]);
-      }
-      return;
+      out = s.program->execute(args);
+    } else {
+      std::vector<ir::Literal> args;
+      for (auto* group : {&s.p, &s.m, &s.v})
+        for (runtime::ShardedBuffer& x : *group) args.push_back(std::move((*x.pieces)[0]));
+      for (size_t i : s.parameters) args.push_back(std::move((*last_.values[1 + i].pieces)[0]));
+      args.push_back(scalars);
+      if (coef) args.push_back(*coef);
+      interp::Options options;  // the update's ops, and the update itself, on the stage's track
+      options.profile = options_.profile;
+      options.trace = trace_;
+      options.trace_device = static_cast<int64_t>(st);
+      const int64_t begin = trace_ ? trace_->now_ns() : 0;
+      for (ir::Literal& x : s.update->run(std::move(args), options, *s.context))
+        out.push_back(whole_buffer(std::move(x)));
+      if (trace_)
+        trace_->add(trace_->track(static_cast<int64_t>(st)), trace_->intern({"AdamW update", "pipeline", ""}), begin,
+                    trace_->now_ns());
     }
-    std::vector<ir::Literal> args;
-    for (auto* group : {&s.p, &s.m, &s.v})
-      for (runtime::ShardedBuffer& x : *group) args.push_back(std::move((*x.pieces)[0]));
-    for (size_t i : s.parameters) args.push_back(std::move((*last_.values[1 + i].pieces)[0]));
-    args.push_back(scalars);
-    if (coef) args.push_back(*coef);
-    interp::Options options;  // the update's ops, and the update itself, on the stage's track
-    options.profile = options_.profile;
-    options.trace = trace_;
-    options.trace_device = static_cast<int64_t>(st);
-    const int64_t begin = trace_ ? trace_->now_ns() : 0;
-    std::vector<ir::Literal> out = s.update->run(std::move(args), options, *s.context);
-    if (trace_)
-      trace_->add(trace_->track(static_cast<int64_t>(st)), trace_->intern({"AdamW update", "pipeline", ""}), begin,
-                  trace_->now_ns());
     for (size_t j = 0; j < k; ++j) {
-      s.p[j] = whole_buffer(std::move(out[j]));
-      s.m[j] = whole_buffer(std::move(out[k + j]));
-      s.v[j] = whole_buffer(std::move(out[2 * k + j]));
+      s.p[j] = std::move(out[j]);
+      s.m[j] = std::move(out[k + j]);
+      s.v[j] = std::move(out[2 * k + j]);
     }
   });
   update_ms_ = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();

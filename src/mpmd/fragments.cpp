@@ -28,29 +28,11 @@ using support::fail;
 
 const ir::Function& Fragment::fn() const { return *module->find_function(function); }
 
-std::string Fragment::label() const { return function; }
+std::string Fragment::describe() const {
+  return fmt::format("fragment {} ({})", index, origin ? origin->to_string() : std::string("glue"));
+}
 
 namespace {
-
-// The values `op` reads from outside itself: its operands and what its regions capture.
-void outer_uses(const Op& op, std::vector<const Value*>& out, std::unordered_set<const Value*>& inner) {
-  for (const Value* v : op.operands())
-    if (!inner.count(v) && std::find(out.begin(), out.end(), v) == out.end()) out.push_back(v);
-  for (const auto& region : op.regions()) {
-    for (const auto& a : region->arguments()) inner.insert(a.get());
-    for (const auto& o : region->ops()) {
-      outer_uses(*o, out, inner);
-      for (const Value* r : o->results()) inner.insert(r);
-    }
-  }
-}
-
-std::vector<const Value*> outer_uses(const Op& op) {
-  std::vector<const Value*> out;
-  std::unordered_set<const Value*> inner;
-  outer_uses(op, out, inner);
-  return out;
-}
 
 class Cutter {
  public:
@@ -389,8 +371,6 @@ class Cutter {
         plan_.results.push_back({Binding::Kind::kValue, id, {}});
       }
     }
-    // Each mesh's store keeps a value until the last fragment there that reads it has run.
-    std::map<std::pair<size_t, size_t>, size_t> last_use;  // (mesh, value) -> fragment
     for (Fragment& frag : plan_.fragments) {
       Building& b = building_[frag.index];
       std::vector<Value*> results;
@@ -401,8 +381,6 @@ class Cutter {
       b.fn->set_results(results);
       for (size_t k = 0; k < frag.outputs.size(); ++k)
         if (auto s = layout(value_of(frag.outputs[k]), frag.mesh)) b.fn->set_result_sharding(k, *s);
-      for (const Binding& in : frag.inputs)
-        if (in.kind == Binding::Kind::kValue) last_use[{frag.mesh, in.index}] = frag.index;
       try {
         ir::verify(*frag.module);
       } catch (const support::UserError& e) {
@@ -410,7 +388,6 @@ class Cutter {
              frag.origin ? frag.origin->to_string() : std::string("unnamed ops"), e.what());
       }
     }
-    for (const auto& [key, f] : last_use) plan_.fragments[f].frees.push_back(key.second);
   }
 
   const Value* value_of(size_t id) const { return values_by_id_.at(id); }

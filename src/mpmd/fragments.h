@@ -23,7 +23,8 @@
 //      the fragment before it when that is on its mesh (unless FragmentOptions::glue_joins is off:
 //      then each unnamed op is a glue fragment of its own).
 //   6. Every other value used in a fragment it was not computed in is a fragment input: a parameter,
-//      a value from an earlier fragment on the same mesh (kept in that mesh's store), or a value from
+//      a value from an earlier fragment on the same mesh (kept by the runner while a later reader in
+//      its order still needs it: fragment_pipeline_run.cpp), or a value from
 //      another mesh, moved by a transfer — one per (value, destination mesh), however many fragments
 //      there read it.
 //   7. With meshes that have an spmd mesh, the whole step's shardings are propagated once
@@ -60,12 +61,11 @@ struct Fragment {
   std::string function;
   std::vector<Binding> inputs;    // one per parameter of the function (kParameter or kValue)
   std::vector<size_t> outputs;    // value ids, one per result
-  std::vector<size_t> frees;      // value ids its mesh's store drops once it has run
   std::vector<size_t> ops;        // the ops of the step it holds: positions in the step's body
   size_t num_ops() const { return ops.size(); }
   size_t num_cloned = 0;          // cheap ops cloned into it
   const ir::Function& fn() const;
-  std::string label() const;      // "2 A policy#0ᵀ"
+  std::string describe() const;   // "fragment 2 (policy#0ᵀ)", "fragment 3 (glue)"
 };
 
 struct PlanValue {

@@ -173,6 +173,15 @@ ir::Function& whole_step(ir::Module& module, const ir::Function& step, const std
   }
 }
 
+std::vector<const ir::Value*> outer_uses(const ir::Op& op) {
+  std::vector<const ir::Value*> out;
+  for (const ir::Value* v : op.operands())
+    if (std::find(out.begin(), out.end(), v) == out.end()) out.push_back(v);
+  for (const ir::Value* v : ir::captures_of(op))
+    if (std::find(out.begin(), out.end(), v) == out.end()) out.push_back(v);
+  return out;
+}
+
 std::vector<std::string> computation_names(const ir::Function& fn) {
   std::vector<std::string> names;
   std::set<std::string> seen;

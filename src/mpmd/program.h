@@ -99,6 +99,10 @@ ir::Function& flatten(ir::Module& module, const ir::Function& step, const std::s
 ir::Function& whole_step(ir::Module& module, const ir::Function& step, const std::vector<size_t>& wrt = {},
                          const std::string& name = "", bool remat = false);
 
+// The values `op` reads from outside itself, each once: its operands, then what its regions
+// capture (ir::captures_of), in the order they are first read.
+std::vector<const ir::Value*> outer_uses(const ir::Op& op);
+
 // The named computations of a flattened or whole step, in program order of their first op.
 std::vector<std::string> computation_names(const ir::Function& fn);
 

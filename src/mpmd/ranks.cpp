@@ -9,6 +9,7 @@
 #include "runtime/layout.h"
 #include "spmd/mesh_math.h"
 #include "support/error.h"
+#include "support/strings.h"
 
 namespace tessera::mpmd {
 
@@ -48,20 +49,12 @@ StageRanks stage_ranks(int64_t stage, int64_t stages, int ranks) {
   return {static_cast<int>(stage) * per, per};
 }
 
-int64_t PiecePart::elements() const {
-  int64_t n = 1;
-  for (int64_t e : extent) n *= e;
-  return n;
+int64_t PiecePart::elements() const { return support::product(extent); }
+
+runtime::PieceBox Placement::box(const ir::Type& type, int64_t device) const {
+  if (mesh == nullptr) return {std::vector<int64_t>(type.shape.size(), 0), type.shape, type.shape};
+  return runtime::piece_box(type, sharding, *mesh, device);
 }
-
-namespace {
-
-runtime::PieceBox box_on(const ir::Type& type, const Placement& p, int64_t device) {
-  if (p.mesh == nullptr) return {std::vector<int64_t>(type.shape.size(), 0), type.shape, type.shape};
-  return runtime::piece_box(type, p.sharding, *p.mesh, device);
-}
-
-}  // namespace
 
 std::vector<PieceMessage> transfer_messages(const ir::Type& type, const Placement& from, const Placement& to) {
   // The distinct source boxes, in the order of their first holder (runtime::holders' order), each
@@ -72,13 +65,13 @@ std::vector<PieceMessage> transfer_messages(const ir::Type& type, const Placemen
   };
   std::vector<Source> sources;
   if (from.mesh == nullptr) {
-    sources.push_back({box_on(type, from, 0), {0}});
+    sources.push_back({from.box(type, 0), {0}});
   } else {
     std::map<std::pair<std::vector<int64_t>, int64_t>, size_t> index;
     for (int64_t p = 0; p < from.mesh->num_devices(); ++p) {
       const int64_t d = spmd::device_at(*from.mesh, p);
       const int64_t u = from.sharding.unreduced.empty() ? 0 : spmd::shard_index(*from.mesh, p, from.sharding.unreduced);
-      runtime::PieceBox box = box_on(type, from, d);
+      runtime::PieceBox box = from.box(type, d);
       auto [it, fresh] = index.try_emplace({box.start, u}, sources.size());
       if (fresh) sources.push_back({std::move(box), {}});
       sources[it->second].devices.push_back(d);
@@ -89,7 +82,7 @@ std::vector<PieceMessage> transfer_messages(const ir::Type& type, const Placemen
   const size_t rank = type.shape.size();
   std::vector<PieceMessage> out;
   for (int64_t e = 0; e < to.devices(); ++e) {
-    const runtime::PieceBox dst = box_on(type, to, e);
+    const runtime::PieceBox dst = to.box(type, e);
     const size_t base = out.size();  // this piece's messages: one per rank of the source stage
     for (int r = 0; r < from.ranks.count; ++r) out.push_back({from.ranks.first + r, to.rank_of(e), e, {}});
     for (const Source& src : sources) {
@@ -105,10 +98,44 @@ std::vector<PieceMessage> transfer_messages(const ir::Type& type, const Placemen
         part.at_dst[i] = lo - dst.start[i];
       }
       if (part.elements() == 0) continue;
-      // Replicas of a box take turns by destination piece, so that no rank sends every piece.
       part.source_device = src.devices[static_cast<size_t>(e) % src.devices.size()];
+      for (int64_t d : src.devices)
+        if (from.rank_of(d) == to.rank_of(e)) {
+          part.source_device = d;
+          break;
+        }
       const auto sender = static_cast<size_t>(from.rank_of(part.source_device) - from.ranks.first);
       out[base + sender].parts.push_back(std::move(part));
+    }
+  }
+  return out;
+}
+
+runtime::ShardedBuffer reshard(const runtime::ShardedBuffer& from, const ir::Mesh* from_mesh, const ir::Sharding& to,
+                               const ir::Mesh* to_mesh, int64_t& bytes, const runtime::Session* on) {
+  TESSERA_CHECK(!from.donated(), "reshard of a donated buffer");
+  if (from.pieces->size() == 1) from_mesh = nullptr;
+  if (to_mesh == nullptr) on = nullptr;
+  // In the process every device is on one rank; with `on`, device d is on the session's rank d / local.
+  const StageRanks ranks{0, on ? static_cast<int>(on->num_ranks()) : 1};
+  runtime::ShardedBuffer out;
+  out.type = from.type;
+  out.sharding = to_mesh ? to : ir::Sharding{};
+  const Placement source{from_mesh, from.sharding, ranks}, dest{to_mesh, out.sharding, ranks};
+  out.pieces = std::make_shared<std::vector<ir::Literal>>(static_cast<size_t>(dest.devices()));
+  for (int64_t d = 0; d < dest.devices(); ++d)
+    if (!on || on->owns(d))
+      (*out.pieces)[static_cast<size_t>(d)] = ir::Literal(ir::Type(from.type.element, dest.box(from.type, d).shape));
+  const auto element = static_cast<int64_t>(ir::info(from.type.element).bytes);
+  for (const PieceMessage& m : transfer_messages(from.type, source, dest)) {
+    if (on && !on->owns(m.piece)) continue;  // another rank's piece
+    for (const PiecePart& part : m.parts) {
+      TESSERA_CHECK(!on || !from_mesh || on->owns(part.source_device),
+                    "reshard on rank {}: piece {} needs device {}'s part, held by another rank only", on->rank(),
+                    m.piece, part.source_device);
+      runtime::copy_box((*from.pieces)[static_cast<size_t>(part.source_device)], part.at_src,
+                        (*out.pieces)[static_cast<size_t>(m.piece)], part.at_dst, part.extent);
+      bytes += part.elements() * element;
     }
   }
   return out;

@@ -27,6 +27,7 @@
 
 #include "ir/literal.h"
 #include "ir/module.h"
+#include "runtime/layout.h"
 #include "runtime/session.h"
 
 namespace tessera::mpmd {
@@ -92,6 +93,8 @@ struct Placement {
   int rank_of(int64_t device) const {
     return ranks.first + static_cast<int>(device / std::max<int64_t>(1, devices() / ranks.count));
   }
+  // Where device `device`'s piece of a `type` value lies in the whole array.
+  runtime::PieceBox box(const ir::Type& type, int64_t device) const;
 };
 
 // One box copied from a source piece into a destination piece: at `at_src` of the source
@@ -108,11 +111,22 @@ struct PieceMessage {
   int64_t piece = 0;
   std::vector<PiecePart> parts;
 };
-// The sender's plan for a `type` value from `from` to `to` (stages on different ranks): for each
-// destination piece, each distinct source box it overlaps once, from one of the devices holding
-// that box (replicas take turns by destination piece), in one message per rank of the source
-// stage. The same reading of source boxes as reshard (fragment_pipeline.h): the same bits.
+// The plan for moving a `type` value from `from` to `to`: for each destination piece, each distinct
+// source box it overlaps once, from one of the devices holding that box (one on the destination
+// piece's rank when there is one, else replicas take turns by destination piece, so that no rank
+// sends every piece), in one message per rank of the source stage. Between stages on different
+// ranks the senders follow it; reshard follows it in the process, so both move the same bits.
 std::vector<PieceMessage> transfer_messages(const ir::Type& type, const Placement& from, const Placement& to);
+
+// The mesh-to-mesh reshard in the process: `from` (on `from_mesh`'s devices, or one whole piece when
+// the mesh is null or the buffer has one piece) laid out as `to` on `to_mesh`'s devices (null: one
+// device, one whole piece). Each destination piece receives exactly the overlapping parts of the
+// source pieces (transfer_messages' plan), never a whole array; `bytes` grows by what they
+// received. With `on` (the session of to_mesh's devices, a stage over several ranks) only the
+// pieces of this rank's devices are made (the others stay empty), from source pieces this rank
+// holds (an InternalError when a piece needs another rank's).
+runtime::ShardedBuffer reshard(const runtime::ShardedBuffer& from, const ir::Mesh* from_mesh, const ir::Sharding& to,
+                               const ir::Mesh* to_mesh, int64_t& bytes, const runtime::Session* on = nullptr);
 // A message's wire form: each part's place in the destination piece and its elements, cut from
 // this rank's source pieces.
 std::vector<std::byte> pack_parts(const PieceMessage& m, const std::vector<ir::Literal>& source_pieces);

@@ -4,17 +4,19 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <charconv>
-#include <fstream>
 #include <map>
 #include <ostream>
 #include <sstream>
 
+#include "support/durable_file.h"
 #include "support/error.h"
+#include "support/strings.h"
 
 namespace tessera::mpmd {
 
 using support::fail;
+using support::split;
+using support::trim;
 
 namespace {
 
@@ -24,30 +26,11 @@ constexpr std::string_view kHeader = "stage,step,kind,microbatch,virtual_stage,p
 constexpr const char* kColumns[] = {"stage",         "step",    "kind", "microbatch",
                                     "virtual_stage", "payload", "peer"};
 
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) s.remove_suffix(1);
-  return s;
-}
-
-std::vector<std::string_view> split(std::string_view s, char sep) {
-  std::vector<std::string_view> out;
-  size_t start = 0;
-  while (true) {
-    size_t at = s.find(sep, start);
-    out.push_back(trim(s.substr(start, at == std::string_view::npos ? std::string_view::npos : at - start)));
-    if (at == std::string_view::npos) return out;
-    start = at + 1;
-  }
-}
-
 // A non-negative integer, or a UserError naming the place and what was expected.
 int64_t parse_count(std::string_view text, std::string_view where, std::string_view what) {
-  int64_t value = -1;
-  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (text.empty() || ec != std::errc() || end != text.data() + text.size() || value < 0)
-    fail("{}: {} '{}' is not a non-negative integer", where, what, text);
-  return value;
+  const std::optional<int64_t> value = support::parse_int(text);
+  if (!value || *value < 0) fail("{}: {} '{}' is not a non-negative integer", where, what, text);
+  return *value;
 }
 
 ActionKind parse_kind(std::string_view text, std::string_view where) {
@@ -195,12 +178,6 @@ Schedule parse_csv(std::string_view text, std::string_view source) {
   return s;
 }
 
-Schedule load_csv(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) fail("{}: cannot read the schedule file", path);
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  return parse_csv(buffer.str(), path);
-}
+Schedule load_csv(const std::string& path) { return parse_csv(support::read_file_bytes(path), path); }
 
 }  // namespace tessera::mpmd

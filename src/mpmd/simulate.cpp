@@ -12,6 +12,7 @@
 
 #include "mpmd/validate.h"
 #include "support/error.h"
+#include "support/strings.h"
 
 namespace tessera::mpmd {
 
@@ -19,17 +20,12 @@ using support::fail;
 
 Costs parse_costs(std::string_view text, std::string_view what) {
   std::vector<double> values;
-  size_t start = 0;
-  while (true) {
-    size_t comma = text.find(',', start);
-    std::string_view item = text.substr(start, comma == std::string_view::npos ? std::string_view::npos : comma - start);
+  for (std::string_view item : support::split(text, ',')) {
     double v = 0;
     auto [end, ec] = std::from_chars(item.data(), item.data() + item.size(), v);
     if (item.empty() || ec != std::errc() || end != item.data() + item.size() || !std::isfinite(v) || v < 0)
       fail("{}: '{}' is not a non-negative number (expected f,b[,w[,transfer]], e.g. 1,2,1)", what, item);
     values.push_back(v);
-    if (comma == std::string_view::npos) break;
-    start = comma + 1;
   }
   if (values.size() < 2 || values.size() > 4)
     fail("{}: '{}' has {} values; expected f,b or f,b,w or f,b,w,transfer", what, text, values.size());
@@ -74,7 +70,8 @@ int64_t peak_overlap(const std::vector<Interval>& intervals) {
 }  // namespace
 
 Simulation replay(const Schedule& s, const std::function<double(size_t, size_t, const Action&)>& duration,
-                  double transfer, std::string_view who) {
+                  double transfer) {
+  validate(s);  // so the replay finishes
   const size_t P = s.actions.size();
   Simulation sim;
   sim.times.resize(P);
@@ -108,9 +105,8 @@ Simulation replay(const Schedule& s, const std::function<double(size_t, size_t, 
     }
   }
   for (size_t stage = 0; stage < P; ++stage) {
-    if (next[stage] < s.actions[stage].size())
-      fail("mpmd::{}: schedule '{}' deadlocks at {}", who, s.name,
-           describe_at(static_cast<int64_t>(stage), static_cast<int64_t>(next[stage]), s.actions[stage][next[stage]]));
+    TESSERA_CHECK(next[stage] == s.actions[stage].size(), "schedule '{}' passed validation but stage {} stops",
+                  s.name, stage);
     sim.makespan = std::max(sim.makespan, clock[stage]);
   }
   double busy = 0;
@@ -136,9 +132,8 @@ Simulation replay(const Schedule& s, const std::function<double(size_t, size_t, 
 }
 
 Simulation simulate(const Schedule& s, const Costs& costs) {
-  validate(s);  // so the replay finishes
-  auto cost = [&](size_t, size_t, const Action& a) { return cost_of(a, costs, s.virtual_per_stage); };
-  return replay(s, cost, costs.transfer, "simulate");
+  return replay(s, [&](size_t, size_t, const Action& a) { return cost_of(a, costs, s.virtual_per_stage); },
+                costs.transfer);
 }
 
 std::string text_chart(const Schedule& s, const Simulation& sim, int64_t max_cells) {

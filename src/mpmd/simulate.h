@@ -58,14 +58,14 @@ struct Simulation {
   std::vector<int64_t> peak_in_flight;
 };
 
-// Validates the schedule (validate.h), then simulates it.
+// Validates the schedule (validate.h: a schedule that cannot finish is refused there, naming the
+// stuck receive), then simulates it.
 Simulation simulate(const Schedule& s, const Costs& costs);
 
-// The model above with `duration(stage, index, action)` as each compute action's duration (simulate:
-// the costs; bubble.h: measured times) and `transfer` as each send's latency. A schedule that cannot
-// finish is a UserError naming `who` and the first stuck action.
+// The same with `duration(stage, index, action)` as each compute action's duration (simulate: the
+// costs; bubble.h: measured times) and `transfer` as each send's latency.
 Simulation replay(const Schedule& s, const std::function<double(size_t, size_t, const Action&)>& duration,
-                  double transfer, std::string_view who);
+                  double transfer);
 
 // A compact text timeline: one row per stage, one cell per time quantum (the shortest compute
 // cost, coarsened so a row stays under `max_cells` cells), each cell showing the action that runs

@@ -23,13 +23,6 @@ std::optional<Key> transpose_key(const ir::Op& op) {
   return Key{o->name, o->call_counter};
 }
 
-// The values defined outside `op` that it reads: its operands and its regions' captures.
-void reads(const ir::Op& op, std::vector<const ir::Value*>& out) {
-  for (const ir::Value* v : op.operands()) out.push_back(v);
-  for (const auto& region : op.regions())
-    for (const auto& inner : region->ops()) reads(*inner, out);
-}
-
 }  // namespace
 
 size_t split_backward(ir::Function& whole) {
@@ -49,9 +42,7 @@ size_t split_backward(ir::Function& whole) {
   for (size_t p = 0; p < ops.size(); ++p) {
     auto reader = origin_of(*ops[p]);
     if (!reader) continue;
-    std::vector<const ir::Value*> used;
-    reads(*ops[p], used);
-    for (const ir::Value* v : used) {
+    for (const ir::Value* v : outer_uses(*ops[p])) {
       auto it = v->defining_op() ? position.find(v->defining_op()) : position.end();
       if (it == position.end() || !key[it->second]) continue;
       if (std::get<0>(*key[it->second]) != reader->name) input_part[it->second] = true;
@@ -59,9 +50,7 @@ size_t split_backward(ir::Function& whole) {
   }
   for (size_t p = ops.size(); p-- > 0;) {
     if (!input_part[p]) continue;
-    std::vector<const ir::Value*> used;
-    reads(*ops[p], used);
-    for (const ir::Value* v : used) {
+    for (const ir::Value* v : outer_uses(*ops[p])) {
       auto it = v->defining_op() ? position.find(v->defining_op()) : position.end();
       if (it != position.end() && key[it->second] == key[p]) input_part[it->second] = true;
     }
@@ -90,12 +79,10 @@ size_t split_backward(ir::Function& whole) {
       deferred.emplace(ops[p], *key[p]);
       continue;
     }
-    std::vector<const ir::Value*> used;
-    reads(*ops[p], used);
     // Glue reading a deferred weight-gradient value (e.g. the constraint autodiff puts on a
     // gradient's layout) moves with it, after the latest such call's BI.
     std::optional<Key> wait;
-    for (const ir::Value* v : used) {
+    for (const ir::Value* v : outer_uses(*ops[p])) {
       auto it = deferred.find(v->defining_op());
       if (it == deferred.end()) continue;
       TESSERA_CHECK(!key[p] || weight[p],

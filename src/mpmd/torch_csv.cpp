@@ -5,12 +5,11 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <fstream>
-#include <sstream>
 #include <vector>
 
 #include "mpmd/generate.h"
 #include "mpmd/validate.h"
+#include "support/durable_file.h"
 #include "support/error.h"
 #include "support/strings.h"
 
@@ -22,12 +21,6 @@ namespace {
 
 // Bounds the tables built while reading (as parse_csv's kMaxCount); no real pipeline comes near.
 constexpr int64_t kMaxIndex = 1 << 16;
-
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t' || s.front() == '\r')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) s.remove_suffix(1);
-  return s;
-}
 
 // "[stage][F|I|B|W][microbatch]": the action, or a UserError naming the cell.
 Action parse_cell(std::string_view cell, const std::string& where) {
@@ -73,20 +66,14 @@ Schedule parse_torch_csv(std::string_view text, std::string_view source) {
     s.actions.emplace_back();
     columns.emplace_back();
     int64_t column = 0;
-    size_t start = 0;
-    while (true) {
-      size_t comma = line.find(',', start);
-      std::string_view cell = trim(line.substr(start, comma == std::string_view::npos ? std::string_view::npos : comma - start));
+    for (std::string_view cell : support::split(line, ',')) {
       ++column;
-      if (!cell.empty()) {
-        Action a = parse_cell(cell, fmt::format("{} row {} column {}", source, row, column));
-        virtual_stages = std::max(virtual_stages, a.virtual_stage + 1);
-        s.microbatches = std::max(s.microbatches, a.microbatch + 1);
-        s.actions.back().push_back(a);
-        columns.back().push_back(column);
-      }
-      if (comma == std::string_view::npos) break;
-      start = comma + 1;
+      if (cell.empty()) continue;
+      Action a = parse_cell(cell, fmt::format("{} row {} column {}", source, row, column));
+      virtual_stages = std::max(virtual_stages, a.virtual_stage + 1);
+      s.microbatches = std::max(s.microbatches, a.microbatch + 1);
+      s.actions.back().push_back(a);
+      columns.back().push_back(column);
     }
   }
   s.stages = static_cast<int64_t>(s.actions.size());
@@ -130,12 +117,6 @@ Schedule parse_torch_csv(std::string_view text, std::string_view source) {
   return s;
 }
 
-Schedule load_torch_csv(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) fail("{}: cannot read the schedule file", path);
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  return parse_torch_csv(buffer.str(), path);
-}
+Schedule load_torch_csv(const std::string& path) { return parse_torch_csv(support::read_file_bytes(path), path); }
 
 }  // namespace tessera::mpmd

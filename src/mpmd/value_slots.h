@@ -6,7 +6,6 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
-#include <exception>
 #include <functional>
 #include <map>
 #include <mutex>
@@ -59,28 +58,18 @@ class ValueSlots {
 };
 
 // Runs body(0) ... body(count - 1) at once, each on a persistent worker of its own
-// (support/threads.h), and waits for all; the first to fail aborts `slots` (so the others stop
-// waiting) and its exception is rethrown here.
+// (support/threads.h), and waits for all; one that fails aborts `slots`, so that the others stop
+// waiting, and run_concurrently rethrows its exception here (the lowest-numbered one's, when
+// several fail: a stage that stops because the run was aborted returns without one).
 inline void run_on_threads(size_t count, const std::function<void(size_t)>& body, ValueSlots& slots) {
-  std::mutex mu;
-  std::exception_ptr error;
-  try {
-    support::run_concurrently(count, [&](size_t i) {
-      try {
-        body(i);
-      } catch (...) {
-        {
-          std::lock_guard lock(mu);
-          if (!error) error = std::current_exception();
-        }
-        slots.abort();
-      }
-    });
-  } catch (...) {  // no thread to be had for some: stop those started (they have ended by now)
-    slots.abort();
-    throw;
-  }
-  if (error) std::rethrow_exception(error);
+  support::run_concurrently(count, [&](size_t i) {
+    try {
+      body(i);
+    } catch (...) {
+      slots.abort();
+      throw;
+    }
+  });
 }
 
 }  // namespace tessera::mpmd

@@ -19,6 +19,23 @@ std::optional<int64_t> parse_int(std::string_view text) {
   return v;
 }
 
+std::string_view trim(std::string_view text) {
+  auto blank = [](char c) { return c == ' ' || c == '\t' || c == '\r'; };
+  while (!text.empty() && blank(text.front())) text.remove_prefix(1);
+  while (!text.empty() && blank(text.back())) text.remove_suffix(1);
+  return text;
+}
+
+std::vector<std::string_view> split(std::string_view text, char sep) {
+  std::vector<std::string_view> out;
+  for (size_t start = 0;;) {
+    const size_t at = text.find(sep, start);
+    out.push_back(trim(text.substr(start, at == std::string_view::npos ? std::string_view::npos : at - start)));
+    if (at == std::string_view::npos) return out;
+    start = at + 1;
+  }
+}
+
 std::string xml_escape(std::string_view text) {
   std::string out;
   for (char c : text) {

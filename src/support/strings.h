@@ -7,6 +7,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace tessera::support {
@@ -32,6 +33,12 @@ int64_t product(std::span<const int64_t> values);
 // The whole of `text` as a decimal integer ("4", "-1"): nullopt for "", "4x", " 4", "0x10" or a
 // value outside int64. Command-line sizes are read with it, so "data=4x" is an error, not 4.
 std::optional<int64_t> parse_int(std::string_view text);
+
+// `text` without the spaces, tabs and carriage returns at either end.
+std::string_view trim(std::string_view text);
+// The fields of `text` between each `sep`, each trimmed: "a, b,," gives "a", "b", "", "" (one field
+// for a text without `sep`). The hand-written formats' reader (schedule CSVs, --costs).
+std::vector<std::string_view> split(std::string_view text, char sep);
 
 // Escapes &, <, >, " and ' for XML text and attribute values (the SVG pictures).
 std::string xml_escape(std::string_view text);

@@ -202,7 +202,7 @@ TEST(Csv, MalformedInputIsRefusedWithLineAndColumn) {
   EXPECT_EQ(err("# tessera-schedule stages=2 microbatches=2 virtual=1\n"),
             "s.csv: missing the header row 'stage,step,kind,microbatch,virtual_stage,payload,peer'");
   EXPECT_EQ(err(""), "s.csv: empty schedule (expected the line '# tessera-schedule ...')");
-  EXPECT_EQ(error_of([] { load_csv("/nonexistent/x.csv"); }), "/nonexistent/x.csv: cannot read the schedule file");
+  EXPECT_EQ(error_of([] { load_csv("/nonexistent/x.csv"); }), "/nonexistent/x.csv: cannot read the file: No such file or directory");
 }
 
 TEST(Csv, NamesThatCannotBeReadBackAreRefused) {

@@ -122,7 +122,7 @@ TEST(ScheduleCommand, Refusals) {
             "(the value of F(mb 0, vs 0))");
   fs::remove(file);
   custom.input = "/nonexistent/schedule.csv";
-  EXPECT_EQ(error_of([&] { run(custom); }), "/nonexistent/schedule.csv: cannot read the schedule file");
+  EXPECT_EQ(error_of([&] { run(custom); }), "/nonexistent/schedule.csv: cannot read the file: No such file or directory");
 }
 
 }  // namespace
