@@ -281,6 +281,64 @@ class Program {
     });
   }
 
+  // Folds rows of `len` elements (a multiple of kBlock) computed by the loop into dst[row], as
+  // fold_block does, kGroup rows side by side: the blocks at one column of a group's rows are
+  // computed in turn and staged, then folded, each row's elements still in order (the reference's
+  // bits) but kGroup chains of dependent folds overlapped, where one row per block would be one
+  // chain. Chunks of whole groups spread over the free threads; each row is folded by one thread.
+  template <typename T, typename Combine>
+  void fold_long_rows(int result, int64_t rows, int64_t len, T* dst, Combine&& combine) {
+    constexpr int64_t kGroup = 8;
+    // The last instruction computes `result` (compute() adds an op's instruction after its
+    // operands'): it writes straight into the staging row unless it runs only once per chunk.
+    bool direct = w_->used > 0 && instrs().back().out == result && !instrs().back().invariant;
+    auto groups = [&](int64_t first_row, int64_t last_row) {
+      std::byte* scratch = nullptr;
+      std::byte** regs = registers(kinds().size(), scratch_bytes_, scratch);
+      alignas(64) T stage[kGroup][kBlock];
+      bool first = true;
+      for (int64_t r = first_row; r < last_row; r += kGroup) {
+        int64_t count = std::min(kGroup, last_row - r);
+        for (int64_t c = 0; c < len; c += kBlock) {
+          for (int64_t g = 0; g < count; ++g) {
+            int64_t start = (r + g) * len + c;
+            for (size_t q = 0; q < kinds().size(); ++q) {
+              const Reg& k = kinds()[q];
+              regs[q] = k.in_place ? const_cast<std::byte*>(k.src) + start * k.width : scratch + k.offset;
+            }
+            if (direct) regs[static_cast<size_t>(result)] = reinterpret_cast<std::byte*>(stage[g]);
+            // Every block starts at a multiple of kBlock: an invariant load's register holds for all.
+            for (const Instr& s : instrs())
+              if (first || !s.invariant) s.fn(s, regs, start, kBlock);
+            first = false;
+            if (!direct) std::memcpy(stage[g], regs[static_cast<size_t>(result)], sizeof stage[g]);
+          }
+          if (count == kGroup) {
+            T acc[kGroup];
+            for (int64_t g = 0; g < kGroup; ++g) acc[g] = dst[r + g];
+            for (int64_t i = 0; i < kBlock; ++i)
+              for (int64_t g = 0; g < kGroup; ++g) acc[g] = combine(acc[g], stage[g][i]);
+            for (int64_t g = 0; g < kGroup; ++g) dst[r + g] = acc[g];
+          } else {
+            for (int64_t g = 0; g < count; ++g) {
+              T acc = dst[r + g];
+              for (int64_t i = 0; i < kBlock; ++i) acc = combine(acc, stage[g][i]);
+              dst[r + g] = acc;
+            }
+          }
+        }
+      }
+    };
+    int64_t chunk = chunk_elements(rows * len, kGroup * len) / len;  // rows per chunk
+    if (chunk >= rows) {
+      groups(0, rows);
+      return;
+    }
+    support::parallel_chunks((rows + chunk - 1) / chunk, [&](int64_t c) {
+      groups(c * chunk, std::min(rows, (c + 1) * chunk));
+    });
+  }
+
   // Runs the loop, writing register `result` into `out`. A large loop runs in chunks of whole
   // blocks spread over the threads the budget has free (support/threads.h), each chunk with
   // registers of its own: an element's value depends only on its index, never on the chunk or
@@ -393,7 +451,13 @@ void fold(Program& p, int reg, int64_t total, const FoldShape& f, OpKind kind, T
   // threads, each row folded by one thread in its own order, so the bits do not depend on them.
   // Otherwise every result folds elements from all over the loop: one thread.
   int64_t unit = f.rows ? std::lcm(f.row, kBlock) : 0;
+  int64_t rows = f.rows ? total / f.row : 0;
+  bool long_rows = f.rows && f.row % kBlock == 0 && rows >= 8;  // fold_shape: kGroup rows side by side
   auto run = [&]<typename Fn>() {
+    if (long_rows) {
+      p.fold_long_rows(reg, rows, f.row, dst, [](T a, T b) { return Fn::template apply<E>(a, b); });
+      return;
+    }
     p.sweep(
         reg, total,
         [&](const std::byte* v, int64_t start, int64_t n) {
