@@ -38,6 +38,16 @@
 
 namespace tessera::exec {
 
+namespace fused {
+
+// AVX2 where the CPU has it, else the baseline (the same bits: fused_kernels.h).
+const KernelSet& kernels() {
+  static const KernelSet& set = __builtin_cpu_supports("avx2") ? avx2_kernels() : base::kernel_set();
+  return set;
+}
+
+}  // namespace fused
+
 namespace {
 
 using namespace fused;
@@ -235,17 +245,17 @@ class Program {
         s.dim = t.rank() == 0 ? 0 : op.attrs().get<int64_t>("iota_dimension");
         s.shape.assign(t.shape.begin(), t.shape.end());
         s.strides.assign(t.shape.size(), 0);  // for_rows' offsets, unused
-        s.fn = by_type(t.element, []<typename T>() -> Kernel { return &iota<T>; });
+        s.fn = kernels().iota(t.element);
         break;
       case OpKind::Compare:
         s.direction = op.attrs().get<ir::ComparisonDirection>("comparison_direction");
-        s.fn = by_type(op.operand(0)->type().element, []<typename T>() -> Kernel { return &compare<T>; });
+        s.fn = kernels().compare(op.operand(0)->type().element);
         break;
       case OpKind::Select:
-        s.fn = by_type(t.element, []<typename T>() -> Kernel { return &select<T>; });
+        s.fn = kernels().select(t.element);
         break;
-      case OpKind::Convert: s.fn = converter(op.operand(0)->type().element, t.element); break;
-      default: s.fn = arithmetic(op.kind(), t.element); break;
+      case OpKind::Convert: s.fn = kernels().converter(op.operand(0)->type().element, t.element); break;
+      default: s.fn = kernels().arithmetic(op.kind(), t.element); break;
     }
     s.out = scratch(t.element);
     return s.out;
@@ -429,7 +439,7 @@ class Program {
                                 [](int64_t st) { return st != 0; }))
       period *= s.shape[--d];
     s.invariant = period > 0 && kBlock % period == 0;
-    s.fn = by_type(x.element(), []<typename T>() -> Kernel { return &gather<T>; });
+    s.fn = kernels().gather(x.element());
     s.out = scratch(x.element());
     return s.out;
   }
