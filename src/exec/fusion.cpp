@@ -463,16 +463,30 @@ void fold(Program& p, int reg, int64_t total, const FoldShape& f, OpKind kind, T
   int64_t unit = f.rows ? std::lcm(f.row, kBlock) : 0;
   int64_t rows = f.rows ? total / f.row : 0;
   bool long_rows = f.rows && f.row % kBlock == 0 && rows >= 8;  // fold_shape: kGroup rows side by side
+  // Rows of 128 or 256 elements: a block holds 4 or 2, too few chains to overlap the folds'
+  // latency. `group` blocks are staged and folded together, eight rows side by side (fold_block);
+  // chunks of whole groups, so a group never spans two threads.
+  int64_t group = f.rows && f.row < kBlock && kBlock % f.row == 0 ? std::max<int64_t>(1, 8 * f.row / kBlock) : 1;
+  if (group > 1) unit = group * kBlock;
   auto run = [&]<typename Fn>() {
+    auto combine = [](T a, T b) { return Fn::template apply<E>(a, b); };
     if (long_rows) {
-      p.fold_long_rows(reg, rows, f.row, dst, [](T a, T b) { return Fn::template apply<E>(a, b); });
+      p.fold_long_rows(reg, rows, f.row, dst, combine);
       return;
     }
     p.sweep(
         reg, total,
         [&](const std::byte* v, int64_t start, int64_t n) {
-          fold_block(f, reinterpret_cast<const T*>(v), start, n, dst,
-                     [](T a, T b) { return Fn::template apply<E>(a, b); });
+          if (group == 1) {
+            fold_block(f, reinterpret_cast<const T*>(v), start, n, dst, combine);
+            return;
+          }
+          // group <= 4: rows of at most kBlock / 2 fold here (fold_shape).
+          thread_local std::array<T, 4 * kBlock> stage;
+          int64_t at = start / kBlock % group;
+          std::memcpy(stage.data() + at * kBlock, v, static_cast<size_t>(n) * sizeof(T));
+          if (at == group - 1 || start + n == total)
+            fold_block(f, stage.data(), start - at * kBlock, at * kBlock + n, dst, combine);
         },
         unit);
   };

@@ -76,10 +76,12 @@ TEST(Fusion, RandomChainsGiveTheReferenceBits) {
 
 // Reductions of values computed in their loop: rows folded side by side (also across blocks),
 // leading dimensions, one long fold, rows of whole blocks (eight side by side, and the rows left
-// over: {11, 1024}, {2, 8, 512}); each must leave its operand unstored.
+// over: {11, 1024}, {2, 8, 512}), rows of 128 and 256 folded from two or four staged blocks (a
+// partial group at the end, and chunks on several threads: {600, 256}), eight rows of 64 in a block;
+// each must leave its operand unstored.
 TEST(Fusion, ReductionsFoldTheirLoopInOrder) {
-  for (std::vector<int64_t> shape :
-       std::vector<std::vector<int64_t>>{{7, 130}, {300, 5}, {3, 1000}, {40, 3, 9}, {11, 1024}, {2, 8, 512}}) {
+  for (std::vector<int64_t> shape : std::vector<std::vector<int64_t>>{
+           {7, 130}, {300, 5}, {3, 1000}, {40, 3, 9}, {11, 1024}, {2, 8, 512}, {9, 128}, {5, 256}, {600, 256}, {16, 64}}) {
     Module m;
     build_function(m, "f", [&](FunctionBuilder& f) {
       Tensor x = f.param(f32(shape)), y = f.param(f32(shape));
