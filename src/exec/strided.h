@@ -50,40 +50,24 @@ void strided_copy(const T* src, int64_t base, std::span<const int64_t> shape, st
   const int64_t n = shape[rank - 1], step = strides[rank - 1], dstep = ds[rank - 1];
   // A transpose: the destination's rows read the source across its lines, and an outer dimension
   // `p` reads it along them. Copied in tiles over (p, the innermost dimension), the other
-  // dimensions in row-major order around them.
-  if (rank >= 2 && dstep == 1 && step != 1 && n >= 8) {
-    size_t p = rank - 1;
+  // dimensions in row-major order around them; p = rank - 1 when there is none (rows copied).
+  size_t p = rank - 1;
+  if (rank >= 2 && dstep == 1 && step != 1 && n >= 8)
     for (size_t d = 0; d + 1 < rank; ++d)
       if (strides[d] == 1 && shape[d] >= 8) p = d;
-    if (p + 1 < rank) {
-      Dims index(rank);
-      int64_t in = base, out = 0;
-      while (true) {
-        transpose_tiles(src + in, step, shape[p], n, dst + out, ds[p]);
-        size_t d = rank - 1;
-        while (d-- > 0) {
-          if (d == p) continue;
-          in += strides[d];
-          out += ds[d];
-          if (++index[d] < shape[d]) break;
-          in -= strides[d] * shape[d];
-          out -= ds[d] * shape[d];
-          index[d] = 0;
-        }
-        if (d == static_cast<size_t>(-1)) return;
-      }
-    }
-  }
   Dims index(rank);
   int64_t in = base, out = 0;
   while (true) {
-    if (step == 1 && dstep == 1) {
+    if (p + 1 < rank) {
+      transpose_tiles(src + in, step, shape[p], n, dst + out, ds[p]);
+    } else if (step == 1 && dstep == 1) {
       std::memcpy(dst + out, src + in, static_cast<size_t>(n) * sizeof(T));
     } else {
       for (int64_t i = 0; i < n; ++i) dst[out + i * dstep] = src[in + i * step];
     }
     size_t d = rank - 1;
     while (d-- > 0) {
+      if (d == p) continue;  // the tiles cover it
       in += strides[d];
       out += ds[d];
       if (++index[d] < shape[d]) break;
