@@ -63,8 +63,16 @@ void fold_block(const FoldShape& f, const T* v, int64_t start, int64_t n, T* dst
       i += count;
       continue;
     }
-    // Whole rows: four chains side by side, each in its own order.
+    // Whole rows: eight (then four) chains side by side, each in its own order.
     int64_t whole = (n - i) / len, g = 0;
+    for (; g + 8 <= whole; g += 8) {
+      const T* x = v + i + g * len;
+      T a[8];
+      for (int64_t q = 0; q < 8; ++q) a[q] = dst[r + g + q];
+      for (int64_t k = 0; k < len; ++k)
+        for (int64_t q = 0; q < 8; ++q) a[q] = combine(a[q], x[q * len + k]);
+      for (int64_t q = 0; q < 8; ++q) dst[r + g + q] = a[q];
+    }
     for (; g + 4 <= whole; g += 4) {
       const T* x = v + i + g * len;
       T a0 = dst[r + g], a1 = dst[r + g + 1], a2 = dst[r + g + 2], a3 = dst[r + g + 3];

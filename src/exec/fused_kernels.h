@@ -2,6 +2,11 @@
 // kBlock elements, applying the reference kernel's scalar functor (interp/scalar_ops.h) to each
 // element, or a loop that gives the same bits faster (exp.h, sqrt below); loads read a value
 // through strides (broadcasts) or compute an iota. Internal to exec.
+//
+// The kernels are compiled twice: here for the baseline x86-64 (namespace fused::base), and in
+// fused_kernels_avx2.cpp for AVX2 (fused::avx2; its loops vectorize 8 floats wide where the
+// baseline's take 4). Every instruction there is an IEEE operation of the same width on each
+// element (no FMA: contraction is off), so both give the same bits; kernels() picks one at start.
 #pragma once
 
 #include <algorithm>
@@ -43,6 +48,29 @@ struct Instr {
   // kBlock): run for the first block only, its register keeps them.
   bool invariant = false;
 };
+
+// The kernel selectors of one instruction set (fused_kernels_avx2.cpp, the namespaces below).
+struct KernelSet {
+  Kernel (*arithmetic)(OpKind, ElementType);
+  Kernel (*converter)(ElementType from, ElementType to);
+  Kernel (*gather)(ElementType);
+  Kernel (*iota)(ElementType);
+  Kernel (*compare)(ElementType);  // of the operands' type
+  Kernel (*select)(ElementType);
+};
+
+// The AVX2 kernels (fused_kernels_avx2.cpp), and the set this machine runs.
+const KernelSet& avx2_kernels();
+const KernelSet& kernels();
+
+#ifndef TESSERA_FUSED_ISA
+#define TESSERA_FUSED_ISA base
+#endif
+#ifdef TESSERA_FUSED_AVX2
+#pragma GCC push_options
+#pragma GCC target("avx2")
+#endif
+namespace TESSERA_FUSED_ISA {
 
 // Calls row(offset, index_along_dim, count) for the rows of flat range [start, start + n) of
 // `shape`, where offset is the source position of the row's first element under `strides` and the
@@ -238,5 +266,22 @@ inline Kernel converter(ElementType from, ElementType to) {
     default: return to_float.template operator()<uint8_t>();  // i1
   }
 }
+
+inline const KernelSet& kernel_set() {
+  static const KernelSet set{
+      &arithmetic,
+      &converter,
+      [](ElementType e) { return by_type(e, []<typename T>() -> Kernel { return &gather<T>; }); },
+      [](ElementType e) { return by_type(e, []<typename T>() -> Kernel { return &iota<T>; }); },
+      [](ElementType e) { return by_type(e, []<typename T>() -> Kernel { return &compare<T>; }); },
+      [](ElementType e) { return by_type(e, []<typename T>() -> Kernel { return &select<T>; }); },
+  };
+  return set;
+}
+
+}  // namespace TESSERA_FUSED_ISA
+#ifdef TESSERA_FUSED_AVX2
+#pragma GCC pop_options
+#endif
 
 }  // namespace tessera::exec::fused

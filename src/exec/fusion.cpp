@@ -38,6 +38,16 @@
 
 namespace tessera::exec {
 
+namespace fused {
+
+// AVX2 where the CPU has it, else the baseline (the same bits: fused_kernels.h).
+const KernelSet& kernels() {
+  static const KernelSet& set = __builtin_cpu_supports("avx2") ? avx2_kernels() : base::kernel_set();
+  return set;
+}
+
+}  // namespace fused
+
 namespace {
 
 using namespace fused;
@@ -235,17 +245,17 @@ class Program {
         s.dim = t.rank() == 0 ? 0 : op.attrs().get<int64_t>("iota_dimension");
         s.shape.assign(t.shape.begin(), t.shape.end());
         s.strides.assign(t.shape.size(), 0);  // for_rows' offsets, unused
-        s.fn = by_type(t.element, []<typename T>() -> Kernel { return &iota<T>; });
+        s.fn = kernels().iota(t.element);
         break;
       case OpKind::Compare:
         s.direction = op.attrs().get<ir::ComparisonDirection>("comparison_direction");
-        s.fn = by_type(op.operand(0)->type().element, []<typename T>() -> Kernel { return &compare<T>; });
+        s.fn = kernels().compare(op.operand(0)->type().element);
         break;
       case OpKind::Select:
-        s.fn = by_type(t.element, []<typename T>() -> Kernel { return &select<T>; });
+        s.fn = kernels().select(t.element);
         break;
-      case OpKind::Convert: s.fn = converter(op.operand(0)->type().element, t.element); break;
-      default: s.fn = arithmetic(op.kind(), t.element); break;
+      case OpKind::Convert: s.fn = kernels().converter(op.operand(0)->type().element, t.element); break;
+      default: s.fn = kernels().arithmetic(op.kind(), t.element); break;
     }
     s.out = scratch(t.element);
     return s.out;
@@ -278,6 +288,64 @@ class Program {
     }
     support::parallel_chunks((total + chunk - 1) / chunk, [&](int64_t c) {
       blocks(c * chunk, std::min(total, (c + 1) * chunk));
+    });
+  }
+
+  // Folds rows of `len` elements (a multiple of kBlock) computed by the loop into dst[row], as
+  // fold_block does, kGroup rows side by side: the blocks at one column of a group's rows are
+  // computed in turn and staged, then folded, each row's elements still in order (the reference's
+  // bits) but kGroup chains of dependent folds overlapped, where one row per block would be one
+  // chain. Chunks of whole groups spread over the free threads; each row is folded by one thread.
+  template <typename T, typename Combine>
+  void fold_long_rows(int result, int64_t rows, int64_t len, T* dst, Combine&& combine) {
+    constexpr int64_t kGroup = 8;
+    // The last instruction computes `result` (compute() adds an op's instruction after its
+    // operands'): it writes straight into the staging row unless it runs only once per chunk.
+    bool direct = w_->used > 0 && instrs().back().out == result && !instrs().back().invariant;
+    auto groups = [&](int64_t first_row, int64_t last_row) {
+      std::byte* scratch = nullptr;
+      std::byte** regs = registers(kinds().size(), scratch_bytes_, scratch);
+      alignas(64) T stage[kGroup][kBlock];
+      bool first = true;
+      for (int64_t r = first_row; r < last_row; r += kGroup) {
+        int64_t count = std::min(kGroup, last_row - r);
+        for (int64_t c = 0; c < len; c += kBlock) {
+          for (int64_t g = 0; g < count; ++g) {
+            int64_t start = (r + g) * len + c;
+            for (size_t q = 0; q < kinds().size(); ++q) {
+              const Reg& k = kinds()[q];
+              regs[q] = k.in_place ? const_cast<std::byte*>(k.src) + start * k.width : scratch + k.offset;
+            }
+            if (direct) regs[static_cast<size_t>(result)] = reinterpret_cast<std::byte*>(stage[g]);
+            // Every block starts at a multiple of kBlock: an invariant load's register holds for all.
+            for (const Instr& s : instrs())
+              if (first || !s.invariant) s.fn(s, regs, start, kBlock);
+            first = false;
+            if (!direct) std::memcpy(stage[g], regs[static_cast<size_t>(result)], sizeof stage[g]);
+          }
+          if (count == kGroup) {
+            T acc[kGroup];
+            for (int64_t g = 0; g < kGroup; ++g) acc[g] = dst[r + g];
+            for (int64_t i = 0; i < kBlock; ++i)
+              for (int64_t g = 0; g < kGroup; ++g) acc[g] = combine(acc[g], stage[g][i]);
+            for (int64_t g = 0; g < kGroup; ++g) dst[r + g] = acc[g];
+          } else {
+            for (int64_t g = 0; g < count; ++g) {
+              T acc = dst[r + g];
+              for (int64_t i = 0; i < kBlock; ++i) acc = combine(acc, stage[g][i]);
+              dst[r + g] = acc;
+            }
+          }
+        }
+      }
+    };
+    int64_t chunk = chunk_elements(rows * len, kGroup * len) / len;  // rows per chunk
+    if (chunk >= rows) {
+      groups(0, rows);
+      return;
+    }
+    support::parallel_chunks((rows + chunk - 1) / chunk, [&](int64_t c) {
+      groups(c * chunk, std::min(rows, (c + 1) * chunk));
     });
   }
 
@@ -371,7 +439,7 @@ class Program {
                                 [](int64_t st) { return st != 0; }))
       period *= s.shape[--d];
     s.invariant = period > 0 && kBlock % period == 0;
-    s.fn = by_type(x.element(), []<typename T>() -> Kernel { return &gather<T>; });
+    s.fn = kernels().gather(x.element());
     s.out = scratch(x.element());
     return s.out;
   }
@@ -393,12 +461,32 @@ void fold(Program& p, int reg, int64_t total, const FoldShape& f, OpKind kind, T
   // threads, each row folded by one thread in its own order, so the bits do not depend on them.
   // Otherwise every result folds elements from all over the loop: one thread.
   int64_t unit = f.rows ? std::lcm(f.row, kBlock) : 0;
+  int64_t rows = f.rows ? total / f.row : 0;
+  bool long_rows = f.rows && f.row % kBlock == 0 && rows >= 8;  // fold_shape: kGroup rows side by side
+  // Rows of 128 or 256 elements: a block holds 4 or 2, too few chains to overlap the folds'
+  // latency. `group` blocks are staged and folded together, eight rows side by side (fold_block);
+  // chunks of whole groups, so a group never spans two threads.
+  int64_t group = f.rows && f.row < kBlock && kBlock % f.row == 0 ? std::max<int64_t>(1, 8 * f.row / kBlock) : 1;
+  if (group > 1) unit = group * kBlock;
   auto run = [&]<typename Fn>() {
+    auto combine = [](T a, T b) { return Fn::template apply<E>(a, b); };
+    if (long_rows) {
+      p.fold_long_rows(reg, rows, f.row, dst, combine);
+      return;
+    }
     p.sweep(
         reg, total,
         [&](const std::byte* v, int64_t start, int64_t n) {
-          fold_block(f, reinterpret_cast<const T*>(v), start, n, dst,
-                     [](T a, T b) { return Fn::template apply<E>(a, b); });
+          if (group == 1) {
+            fold_block(f, reinterpret_cast<const T*>(v), start, n, dst, combine);
+            return;
+          }
+          // group <= 4: rows of at most kBlock / 2 fold here (fold_shape).
+          thread_local std::array<T, 4 * kBlock> stage;
+          int64_t at = start / kBlock % group;
+          std::memcpy(stage.data() + at * kBlock, v, static_cast<size_t>(n) * sizeof(T));
+          if (at == group - 1 || start + n == total)
+            fold_block(f, stage.data(), start - at * kBlock, at * kBlock + n, dst, combine);
         },
         unit);
   };

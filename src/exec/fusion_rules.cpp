@@ -60,8 +60,9 @@ bool is_cheap(OpKind k) {
 
 // How a reduce folds the blocks of a fused loop over its operand (fold.h), when it can: an f32 or
 // f64 add, multiply, maximum or minimum that keeps the innermost dimension, or reduces trailing
-// dimensions into rows short enough for a block to hold several (or into fewer rows than the
-// unfused kernel folds side by side: then it is no slower). Anything else leaves its operand
+// dimensions into rows short enough for a block to hold several, into rows of whole blocks (folded
+// eight side by side, as the unfused kernel folds), or into fewer rows than the unfused kernel
+// folds side by side (then it is no slower). Anything else leaves its operand
 // stored and the reduce to the fast kernel.
 // Fills `f` (reusing its vectors' storage: this runs per fused reduce and run).
 bool fold_shape(const Op& op, FoldShape& f) {
@@ -91,8 +92,10 @@ bool fold_shape(const Op& op, FoldShape& f) {
   f.rows = true;
   f.row = 1;
   for (int64_t d : dims) f.row *= x.shape[static_cast<size_t>(d)];
+  // Rows longer than half a block, when there are many, fold only in whole blocks (a multiple of
+  // kBlock: fusion.cpp folds eight such rows side by side); others stay with the unfused kernel.
   int64_t rows = x.num_elements() / f.row;
-  return !(f.row > kBlock / 2 && rows >= 8);
+  return !(f.row > kBlock / 2 && rows >= 8) || f.row % kBlock == 0;
 }
 
 // Whether the fused loop computes `op` (its kinds and element types; the reference keeps the rest).

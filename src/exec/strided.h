@@ -14,6 +14,25 @@
 
 namespace tessera::exec {
 
+// Tiles of a transposing copy: kTile x kTile elements, whose source lines (kTile of them, one per
+// destination column) stay in L1 while the tile's destination rows are written.
+constexpr int64_t kTile = 32;
+
+// dst[i * dst_row + j] = src[i + j * src_col] for i < rows, j < cols: a 2-D transpose, tile by tile.
+// Row by row it reads a new source line (and often a new page) for every element it writes.
+template <typename T>
+void transpose_tiles(const T* src, int64_t src_col, int64_t rows, int64_t cols, T* dst, int64_t dst_row) {
+  for (int64_t i0 = 0; i0 < rows; i0 += kTile)
+    for (int64_t j0 = 0; j0 < cols; j0 += kTile) {
+      int64_t i1 = std::min(rows, i0 + kTile), j1 = std::min(cols, j0 + kTile);
+      for (int64_t i = i0; i < i1; ++i) {
+        T* out = dst + i * dst_row;
+        const T* in = src + i;
+        for (int64_t j = j0; j < j1; ++j) out[j] = in[j * src_col];
+      }
+    }
+}
+
 template <typename T>
 void strided_copy(const T* src, int64_t base, std::span<const int64_t> shape, std::span<const int64_t> strides, T* dst,
                   std::span<const int64_t> dst_strides = {}) {
@@ -29,16 +48,26 @@ void strided_copy(const T* src, int64_t base, std::span<const int64_t> shape, st
   if (dst_strides.empty()) Dims::row_major(shape, ds.data());
   else std::copy(dst_strides.begin(), dst_strides.end(), ds.begin());
   const int64_t n = shape[rank - 1], step = strides[rank - 1], dstep = ds[rank - 1];
+  // A transpose: the destination's rows read the source across its lines, and an outer dimension
+  // `p` reads it along them. Copied in tiles over (p, the innermost dimension), the other
+  // dimensions in row-major order around them; p = rank - 1 when there is none (rows copied).
+  size_t p = rank - 1;
+  if (rank >= 2 && dstep == 1 && step != 1 && n >= 8)
+    for (size_t d = 0; d + 1 < rank; ++d)
+      if (strides[d] == 1 && shape[d] >= 8) p = d;
   Dims index(rank);
   int64_t in = base, out = 0;
   while (true) {
-    if (step == 1 && dstep == 1) {
+    if (p + 1 < rank) {
+      transpose_tiles(src + in, step, shape[p], n, dst + out, ds[p]);
+    } else if (step == 1 && dstep == 1) {
       std::memcpy(dst + out, src + in, static_cast<size_t>(n) * sizeof(T));
     } else {
       for (int64_t i = 0; i < n; ++i) dst[out + i * dstep] = src[in + i * step];
     }
     size_t d = rank - 1;
     while (d-- > 0) {
+      if (d == p) continue;  // the tiles cover it
       in += strides[d];
       out += ds[d];
       if (++index[d] < shape[d]) break;

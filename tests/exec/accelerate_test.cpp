@@ -135,6 +135,13 @@ TEST(Accelerate, LayoutOpsCopyExactly) {
   std::vector<Case> cases = {
       {"transpose", {f32({2, 3, 4})}, [](FunctionBuilder&, const std::vector<Tensor>& p) { return transpose(p[0], {2, 0, 1}); }},
       {"transpose i32", {i32({3, 4})}, [](FunctionBuilder&, const std::vector<Tensor>& p) { return transpose(p[0], {1, 0}); }},
+      // Copied in tiles (strided.h): partial tiles at both edges, a batch dimension around them, the
+      // tiled source dimension not the outermost, f64, and a broadcast along the rows.
+      {"transpose in tiles", {f32({37, 70})}, [](FunctionBuilder&, const std::vector<Tensor>& p) { return transpose(p[0], {1, 0}); }},
+      {"transpose in tiles, batched", {f32({3, 40, 5, 33})}, [](FunctionBuilder&, const std::vector<Tensor>& p) { return transpose(p[0], {0, 3, 2, 1}); }},
+      {"transpose in tiles, inner", {f32({4, 12, 3, 10})}, [](FunctionBuilder&, const std::vector<Tensor>& p) { return transpose(p[0], {0, 2, 3, 1}); }},
+      {"transpose in tiles f64", {f64({9, 50})}, [](FunctionBuilder&, const std::vector<Tensor>& p) { return transpose(p[0], {1, 0}); }},
+      {"broadcast in tiles", {f32({20})}, [](FunctionBuilder&, const std::vector<Tensor>& p) { return broadcast_in_dim(p[0], {20, 9}, {0}); }},
       {"broadcast", {f32({3, 1})}, [](FunctionBuilder&, const std::vector<Tensor>& p) { return broadcast_in_dim(p[0], {2, 3, 4}, {1, 2}); }},
       {"broadcast scalar", {f64({})}, [](FunctionBuilder&, const std::vector<Tensor>& p) { return broadcast_in_dim(p[0], {3, 2}, {}); }},
       {"slice", {f32({6, 7})}, [](FunctionBuilder&, const std::vector<Tensor>& p) { return slice(p[0], {1, 2}, {6, 7}, {2, 3}); }},
