@@ -11,6 +11,7 @@
 #include <utility>
 
 #include "interp/kernels.h"
+#include "interp/kernels_lapack.h"
 #include "ir/dynamic_shapes.h"
 #include "support/strings.h"
 
@@ -233,6 +234,7 @@ Results eval_CustomCall(const EvalContext& ctx) {
   if (target == "check.expect_eq") how = Compare::Eq;
   else if (target == "check.expect_almost_eq") how = Compare::AlmostEq;
   else if (target == "check.expect_close") how = Compare::Close;
+  else if (std::optional<Results> r = eval_lapack(ctx, target)) return std::move(*r);
   else ctx.fail("@{} is not a call target the interpreter knows", target);
   if (ctx.num_operands() != 2) ctx.fail("@{} takes 2 operands, got {}", target, ctx.num_operands());
   check(ctx, name, ctx.operand(0), ctx.operand(1), how);
