@@ -1,6 +1,8 @@
 // The LAPACK custom calls that JAX's CPU lowering emits for its linear-algebra primitives, as the
 // interpreter runs them: Cholesky (`lapack_{s,d,c,z}potrf`) and LU with partial pivoting
-// (`lapack_{s,d,c,z}getrf`), each in both calling conventions JAX has used:
+// (`lapack_{s,d,c,z}getrf`), each in both calling conventions JAX has used, and the BLAS
+// triangular solve of older jaxlibs' triangular_solve and lu_solve (`blas_{s,d,c,z}trsm`,
+// api_version 2 only):
 //   - api_version 2 (jaxlib before the FFI): leading i32 scalar operands describing the problem
 //     (potrf: lower, batch, n; getrf: batch, m, n), then the matrices; one tuple result;
 //   - `_ffi` (typed FFI): the matrices only, potrf's triangle in `mhlo.backend_config`'s
@@ -189,6 +191,56 @@ std::tuple<Literal, Literal, Literal> getrf(const EvalContext& ctx, const Litera
   return {std::move(out), std::move(ipiv), std::move(info)};
 }
 
+// BLAS trsm: X with op(A) X = alpha B (left side) or X op(A) = alpha B, A triangular (`lower`,
+// `unit` diagonal not read), op = A, A^T (trans 1) or A^H (trans 2); batched over the leading
+// dimensions of both.
+Literal trsm(const EvalContext& ctx, bool left, bool lower, int64_t trans, bool unit, C alpha, const Literal& a,
+             const Literal& b) {
+  Matrices ma = shape_of(ctx, a), mb = shape_of(ctx, b);
+  int64_t m = mb.rows, n = mb.cols, k = left ? m : n;
+  if (ma.rows != k || ma.cols != k || ma.batch != mb.batch)
+    ctx.fail("trsm: a {} does not fit b {} (left side {})", ir::to_string(a.type()), ir::to_string(b.type()), left);
+  Rounding round{b.element()};
+  bool complex = ir::is_complex(b.element());
+  Literal out = b;
+  for (int64_t bt = 0; bt < mb.batch; ++bt) {
+    // op(A)(i, j), from A's stored triangle.
+    auto opa = [&](int64_t i, int64_t j) {
+      C v = trans == 0 ? a.get_complex(bt * k * k + i * k + j) : a.get_complex(bt * k * k + j * k + i);
+      return trans == 2 ? std::conj(v) : v;
+    };
+    // op(A) is lower when A is lower and not transposed, or upper and transposed.
+    bool op_lower = lower == (trans == 0);
+    std::vector<C> x(static_cast<size_t>(m * n));
+    for (int64_t i = 0; i < m * n; ++i) x[static_cast<size_t>(i)] = round(alpha * b.get_complex(bt * m * n + i));
+    auto e = [&](int64_t i, int64_t j) -> C& { return x[static_cast<size_t>(i * n + j)]; };
+    if (left) {  // solve op(A) X = B column by column, rows in dependency order
+      for (int64_t c = 0; c < n; ++c)
+        for (int64_t t = 0; t < m; ++t) {
+          int64_t i = op_lower ? t : m - 1 - t;
+          C s = e(i, c);
+          for (int64_t j = 0; j < m; ++j)
+            if (op_lower ? j < i : j > i) s = round(s - round(opa(i, j) * e(j, c)));
+          e(i, c) = unit ? s : round(s / opa(i, i));
+        }
+    } else {  // X op(A) = B: row by row, columns in dependency order
+      for (int64_t r = 0; r < m; ++r)
+        for (int64_t t = 0; t < n; ++t) {
+          int64_t j = op_lower ? n - 1 - t : t;
+          C s = e(r, j);
+          for (int64_t i = 0; i < n; ++i)
+            if (op_lower ? i > j : i < j) s = round(s - round(e(r, i) * opa(i, j)));
+          e(r, j) = unit ? s : round(s / opa(j, j));
+        }
+    }
+    for (int64_t i = 0; i < m * n; ++i) {
+      if (complex) out.set_complex(bt * m * n + i, x[static_cast<size_t>(i)]);
+      else out.set_double(bt * m * n + i, x[static_cast<size_t>(i)].real());
+    }
+  }
+  return out;
+}
+
 bool is_routine(const std::string& target, const char* routine, bool& ffi) {
   // lapack_<s|d|c|z><routine>[_ffi]
   const std::string head = "lapack_";
@@ -200,14 +252,14 @@ bool is_routine(const std::string& target, const char* routine, bool& ffi) {
   return rest == routine && (t == 's' || t == 'd' || t == 'c' || t == 'z');
 }
 
-// Checks the element type letter of `target` against the matrix's.
-void check_type(const EvalContext& ctx, const std::string& target, const Literal& a) {
-  char t = target[7];
+// Checks the element type letter of the routine (s, d, c, z) against the matrix's.
+void check_type(const EvalContext& ctx, const std::string& target, char t, const Literal& a) {
   ir::ElementType e = a.element();
   bool fits = (t == 's' && e == ir::ElementType::f32) || (t == 'd' && e == ir::ElementType::f64) ||
               (t == 'c' && e == ir::ElementType::c64) || (t == 'z' && e == ir::ElementType::c128);
-  if (!fits) ctx.fail("@{} takes {} matrices, not {}", target, t == 's' ? "f32" : t == 'd' ? "f64" : t == 'c' ? "complex<f32>" : "complex<f64>",
-                      ir::to_string(a.type()));
+  if (!fits)
+    ctx.fail("@{} takes {} matrices, not {}", target,
+             t == 's' ? "f32" : t == 'd' ? "f64" : t == 'c' ? "complex<f32>" : "complex<f64>", ir::to_string(a.type()));
 }
 
 // `v` with the shape `t` declares when only the shapes differ (an info of one matrix declared as
@@ -239,24 +291,44 @@ Results package(const EvalContext& ctx, std::vector<Literal> values) {
 
 std::optional<Results> eval_lapack(const EvalContext& ctx, const std::string& target) {
   bool ffi = false;
+  // The convention shows in the operands too: later jaxlibs call the typed-FFI routine without
+  // the `_ffi` suffix (`lapack_sgetrf(%a) {mhlo.backend_config = {}}`), and api_version 2 calls
+  // may declare their results one by one instead of as a tuple.
+  auto typed_ffi = [&](bool suffixed) { return suffixed || ctx.num_operands() == 1; };
   if (is_routine(target, "potrf", ffi)) {
+    ffi = typed_ffi(ffi);
     size_t first = ffi ? 0 : 3;  // api_version 2: lower, batch, n, a
     if (ctx.num_operands() != first + 1) ctx.fail("@{} takes {} operands, got {}", target, first + 1, ctx.num_operands());
     const Literal& a = ctx.operand(first);
-    check_type(ctx, target, a);
+    check_type(ctx, target, target[7], a);
     bool lower = ffi ? ffi_lower(ctx) : ctx.operand(0).get_int(0) != 0;
     if (row_major(ctx, first)) lower = !lower;  // LAPACK sees the transpose
     auto [factor, info] = potrf(ctx, a, lower);
     return package(ctx, {std::move(factor), std::move(info)});
   }
   if (is_routine(target, "getrf", ffi)) {
+    ffi = typed_ffi(ffi);
     size_t first = ffi ? 0 : 3;  // api_version 2: batch, m, n, a
     if (ctx.num_operands() != first + 1) ctx.fail("@{} takes {} operands, got {}", target, first + 1, ctx.num_operands());
     const Literal& a = ctx.operand(first);
-    check_type(ctx, target, a);
+    check_type(ctx, target, target[7], a);
     if (row_major(ctx, first)) ctx.fail("@{}: a row-major matrix layout is not supported (JAX passes column-major)", target);
     auto [lu, ipiv, info] = getrf(ctx, a);
     return package(ctx, {std::move(lu), std::move(ipiv), std::move(info)});
+  }
+  if (target.size() == 10 && target.rfind("blas_", 0) == 0 && target.substr(6) == "trsm" &&
+      std::string("sdcz").find(target[5]) != std::string::npos) {
+    // api_version 2: left_side, lower, trans_a (0 N, 1 T, 2 C), unit_diagonal, m, n, batch,
+    // alpha, a, b.
+    if (ctx.num_operands() != 10) ctx.fail("@{} takes 10 operands, got {}", target, ctx.num_operands());
+    const Literal& a = ctx.operand(8);
+    check_type(ctx, target, target[5], a);
+    if (row_major(ctx, 8) || row_major(ctx, 9))
+      ctx.fail("@{}: a row-major matrix layout is not supported (JAX passes column-major)", target);
+    auto flag = [&](size_t i) { return ctx.operand(i).get_int(0); };
+    Literal x = trsm(ctx, flag(0) != 0, flag(1) != 0, flag(2), flag(3) != 0, ctx.operand(7).get_complex(0), a,
+                     ctx.operand(9));
+    return package(ctx, {std::move(x)});
   }
   return std::nullopt;
 }

@@ -5,6 +5,7 @@
 // definite; getrf's packed LU, 1-based pivots and info. Values are worked by hand (exact in
 // binary), the f32 potrf on a matrix whose last pivot cancels is compared with LAPACK's spotrf as
 // JAX recorded it in its test program (cholesky of a 5x5, element [4, 4] = 0.753140688).
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "interp/interpreter.h"
@@ -138,6 +139,44 @@ TEST(Lapack, ATypeThatDoesNotFitTheRoutineIsRefusedByName) {
     EXPECT_NE(std::string(e.what()).find("@lapack_dpotrf_ffi takes f64 matrices, not tensor<1x1xf32>"), std::string::npos)
         << e.what();
   }
+}
+
+}  // namespace
+}  // namespace tessera::interp
+
+namespace tessera::interp {
+namespace {
+
+// blas_?trsm (api_version 2: left_side, lower, trans_a, unit_diagonal, m, n, batch, alpha, a, b),
+// as older jaxlibs' lu_solve calls it: L (unit lower) then U, on [[2, 1], [4, 5]] = L U with
+// L = [[1, 0], [2, 1]], U = [[2, 1], [0, 3]] packed as getrf gives them: [[2, 1], [2, 3]].
+std::string trsm_call(int left, int lower, int trans, int unit, const std::string& b, const std::string& bt) {
+  return fmt::format(
+      "    %a = stablehlo.constant dense<[[2.0, 1.0], [2.0, 3.0]]> : tensor<2x2xf64>\n"
+      "    %b = stablehlo.constant dense<{}> : {}\n"
+      "    %f0 = stablehlo.constant dense<{}> : tensor<i32>\n"
+      "    %f1 = stablehlo.constant dense<{}> : tensor<i32>\n"
+      "    %f2 = stablehlo.constant dense<{}> : tensor<i32>\n"
+      "    %f3 = stablehlo.constant dense<{}> : tensor<i32>\n"
+      "    %m = stablehlo.constant dense<2> : tensor<i32>\n"
+      "    %one = stablehlo.constant dense<1> : tensor<i32>\n"
+      "    %alpha = stablehlo.constant dense<2.0> : tensor<f64>\n"
+      "    %0 = stablehlo.custom_call @blas_dtrsm(%f0, %f1, %f2, %f3, %m, %one, %one, %alpha, %a, %b) {{api_version = 2 : i32}} : "
+      "(tensor<i32>, tensor<i32>, tensor<i32>, tensor<i32>, tensor<i32>, tensor<i32>, tensor<i32>, tensor<f64>, "
+      "tensor<2x2xf64>, {}) -> {}\n"
+      "    return %0 : {}\n",
+      b, bt, left, lower, trans, unit, bt, bt, bt);
+}
+
+TEST(Lapack, TrsmSolvesWithEitherTriangleSideAndTranspose) {
+  // Left, unit lower L: L x = 2 [1, 4] gives x = [2, 4].
+  expect_values(run(trsm_call(1, 1, 0, 1, "[[1.0], [4.0]]", "tensor<2x1xf64>"), "tensor<2x1xf64>")[0], {2, 4});
+  // Left, upper U: U x = 2 [3, 6] gives x2 = 4, x1 = (6 - 4) / 2 = 1.
+  expect_values(run(trsm_call(1, 0, 0, 0, "[[3.0], [6.0]]", "tensor<2x1xf64>"), "tensor<2x1xf64>")[0], {1, 4});
+  // Left, U^T (trans 1, upper stored): [[2, 0], [1, 3]] x = 2 [1, 2] gives x1 = 1, x2 = (4 - 1) / 3 = 1.
+  expect_values(run(trsm_call(1, 0, 1, 0, "[[1.0], [2.0]]", "tensor<2x1xf64>"), "tensor<2x1xf64>")[0], {1, 1});
+  // Right side, upper U: x U = 2 [2, 7] gives x1 = 2, x2 = (14 - 2) / 3 = 4.
+  expect_values(run(trsm_call(0, 0, 0, 0, "[[2.0, 7.0]]", "tensor<1x2xf64>"), "tensor<1x2xf64>")[0], {2, 4});
 }
 
 }  // namespace
