@@ -291,28 +291,29 @@ Results package(const EvalContext& ctx, std::vector<Literal> values) {
 
 std::optional<Results> eval_lapack(const EvalContext& ctx, const std::string& target) {
   bool ffi = false;
-  // The convention shows in the operands too: later jaxlibs call the typed-FFI routine without
-  // the `_ffi` suffix (`lapack_sgetrf(%a) {mhlo.backend_config = {}}`), and api_version 2 calls
-  // may declare their results one by one instead of as a tuple.
-  auto typed_ffi = [&](bool suffixed) { return suffixed || ctx.num_operands() == 1; };
+  // The matrix operand of a LAPACK routine, its type checked, and its index. The convention
+  // shows in the operands too: later jaxlibs call the typed-FFI routine without the `_ffi` suffix
+  // (`lapack_sgetrf(%a) {mhlo.backend_config = {}}`), and api_version 2 calls (three descriptor
+  // operands first: potrf lower, batch, n; getrf batch, m, n) may declare their results one by
+  // one instead of as a tuple.
+  auto matrix = [&](size_t& index) -> const Literal& {
+    ffi = ffi || ctx.num_operands() == 1;
+    index = ffi ? 0 : 3;
+    if (ctx.num_operands() != index + 1) ctx.fail("@{} takes {} operands, got {}", target, index + 1, ctx.num_operands());
+    check_type(ctx, target, target[7], ctx.operand(index));
+    return ctx.operand(index);
+  };
+  size_t index = 0;
   if (is_routine(target, "potrf", ffi)) {
-    ffi = typed_ffi(ffi);
-    size_t first = ffi ? 0 : 3;  // api_version 2: lower, batch, n, a
-    if (ctx.num_operands() != first + 1) ctx.fail("@{} takes {} operands, got {}", target, first + 1, ctx.num_operands());
-    const Literal& a = ctx.operand(first);
-    check_type(ctx, target, target[7], a);
+    const Literal& a = matrix(index);
     bool lower = ffi ? ffi_lower(ctx) : ctx.operand(0).get_int(0) != 0;
-    if (row_major(ctx, first)) lower = !lower;  // LAPACK sees the transpose
+    if (row_major(ctx, index)) lower = !lower;  // LAPACK sees the transpose
     auto [factor, info] = potrf(ctx, a, lower);
     return package(ctx, {std::move(factor), std::move(info)});
   }
   if (is_routine(target, "getrf", ffi)) {
-    ffi = typed_ffi(ffi);
-    size_t first = ffi ? 0 : 3;  // api_version 2: batch, m, n, a
-    if (ctx.num_operands() != first + 1) ctx.fail("@{} takes {} operands, got {}", target, first + 1, ctx.num_operands());
-    const Literal& a = ctx.operand(first);
-    check_type(ctx, target, target[7], a);
-    if (row_major(ctx, first)) ctx.fail("@{}: a row-major matrix layout is not supported (JAX passes column-major)", target);
+    const Literal& a = matrix(index);
+    if (row_major(ctx, index)) ctx.fail("@{}: a row-major matrix layout is not supported (JAX passes column-major)", target);
     auto [lu, ipiv, info] = getrf(ctx, a);
     return package(ctx, {std::move(lu), std::move(ipiv), std::move(info)});
   }
