@@ -111,7 +111,7 @@ Types infer_DynamicSlice(const ShapeQuery& q) {
   const auto& sizes = ints(q, "slice_sizes");
   check_length(q, "slice_sizes", sizes.size(), in.rank());
   for (size_t d = 0; d < sizes.size(); ++d)
-    if (sizes[d] < 0 || sizes[d] > in.shape[d])
+    if (sizes[d] < 0 || (in.shape[d] != kDynamic && sizes[d] > in.shape[d]))
       reject(q, "slice_sizes[{}] = {} does not fit dimension size {}", d, sizes[d], in.shape[d]);
   return {in.with_shape(sizes)};
 }
@@ -202,8 +202,10 @@ Types infer_Gather(const ShapeQuery& q) {
     if (d != ivd) batch_sizes.push_back(idx.shape[static_cast<size_t>(d)]);
   for (int64_t d = 0; d < in.rank(); ++d) {
     int64_t s = sizes[static_cast<size_t>(d)];
-    if (s < 0 || s > in.shape[static_cast<size_t>(d)])
-      reject(q, "slice_sizes[{}] = {} does not fit dimension size {}", d, s, in.shape[static_cast<size_t>(d)]);
+    // A dynamic ('?') dimension is checked once refined (transforms/refine_shapes.h).
+    int64_t size = in.shape[static_cast<size_t>(d)];
+    if (s < 0 || (size != kDynamic && s > size))
+      reject(q, "slice_sizes[{}] = {} does not fit dimension size {}", d, s, size);
     bool dropped = std::find(collapsed.begin(), collapsed.end(), d) != collapsed.end();
     if (dropped && s > 1) reject(q, "collapsed dimension {} has slice size {}, must be 0 or 1", d, s);
     if (!dropped) offset_sizes.push_back(s);

@@ -21,6 +21,36 @@ std::optional<ir::OpKind> op_kind_of(const std::string& name) {
   return ir::parse_op_kind(name);
 }
 
+// Older StableHLO (and JAX exports up to early 2024) wrote the generic form's list attributes as
+// 1-D dense tensors (`slice_sizes = dense<[1, 4]> : tensor<2xi64>`, `window_reversal =
+// dense<false> : tensor<2xi1>`) where today's writes `array<i64: 1, 4>` / `array<i1: ...>`; both
+// mean the same list. Such a literal is read as the list (an integer list, or the array<i1> text
+// bool lists are kept as), so the rules see one form. Literal-valued attributes are not listed.
+void read_legacy_lists(ir::AttrMap& attrs) {
+  static const char* const kIntLists[] = {
+      "slice_sizes",    "window_dimensions", "window_strides",   "base_dilations",  "window_dilations",
+      "lhs_dilation",   "rhs_dilation",      "broadcast_dimensions", "permutation", "dimensions",
+      "start_indices",  "limit_indices",     "strides",          "edge_padding_low", "edge_padding_high",
+      "interior_padding", "fft_length"};
+  auto as_list = [](const ir::Literal& lit) -> std::optional<std::vector<int64_t>> {
+    const ir::Type& t = lit.type();
+    if (t.rank() != 1 || !(ir::is_integer(t.element) || ir::is_bool(t.element))) return std::nullopt;
+    std::vector<int64_t> v;
+    for (int64_t i = 0; i < t.num_elements(); ++i) v.push_back(lit.get_int(i));
+    return v;
+  };
+  for (const char* name : kIntLists)
+    if (const auto* lit = attrs.find<ir::Literal>(name))
+      if (auto v = as_list(*lit); v && ir::is_integer(lit->type().element)) attrs.set(name, *v);
+  if (const auto* lit = attrs.find<ir::Literal>("window_reversal"))
+    if (auto v = as_list(*lit); v && ir::is_bool(lit->type().element)) {
+      std::vector<std::string> words;
+      for (int64_t b : *v) words.push_back(b != 0 ? "true" : "false");
+      attrs.set("window_reversal", ir::Opaque{words.empty() ? std::string("array<i1>")
+                                                            : "array<i1: " + support::join(words, ", ") + ">"});
+    }
+}
+
 }  // namespace
 
 void Parser::bind(const std::string& name, std::vector<ir::Value*> values, Location at) {
@@ -151,6 +181,7 @@ void Parser::parse_generic(OpText& op) {
     lx.expect(")");
   }
   parse_optional_attrs(op);
+  read_legacy_lists(op.attrs);
   lx.expect(":");
   std::vector<ir::Type> ins, outs;
   parse_function_type(lx, ins, outs);

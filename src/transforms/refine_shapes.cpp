@@ -43,6 +43,11 @@ class Refiner {
  public:
   explicit Refiner(const ir::Module& module) : module_(module) {}
 
+  // `v` (a parameter) will hold `value` when the function runs.
+  void know(const Value* v, const Literal& value) {
+    if (is_shape_value(v->type())) known_.emplace(v, value);
+  }
+
   // Rebuilds the ops of `from` into `into`; the terminator too when `with_terminator`.
   void block(const Block& from, Block& into, ir::ValueMap& map, int depth, bool with_terminator) {
     for (const auto& up : from.ops()) {
@@ -279,12 +284,17 @@ bool has_dynamic_types(const ir::Function& f) {
   return block_dynamic(f.body());
 }
 
-void refine_shapes(ir::Module& module, const std::string& entry, std::span<const Type> arg_types) {
+void refine_shapes(ir::Module& module, const std::string& entry, std::span<const Type> arg_types,
+                   std::span<const Literal> arg_values) {
   ir::Function* fn = module.find_function(entry);
   if (fn == nullptr) support::fail("refine_shapes: no function @{}", entry);
   if (arg_types.size() != fn->num_parameters())
     support::fail("refine_shapes: @{} takes {} arguments, given {} types", entry, fn->num_parameters(),
                   arg_types.size());
+  if (!arg_values.empty() && arg_values.size() != arg_types.size())
+    support::fail("refine_shapes: @{} is given {} argument values for {} arguments", entry, arg_values.size(),
+                  arg_types.size());
+  Refiner refiner(module);
   ir::Module scratch;
   ir::Function& out = scratch.add_function(entry);
   out.is_public = fn->is_public;
@@ -302,10 +312,16 @@ void refine_shapes(ir::Module& module, const std::string& entry, std::span<const
                       ir::to_string(a), d, p.bounds[d], ir::to_string(p));
     Type t = a;
     t.quant = p.quant;
-    map[fn->parameter(i)] = out.add_parameter(t);
+    Value* param = out.add_parameter(t);
+    map[fn->parameter(i)] = param;
     out.arg_attrs[i] = fn->arg_attrs[i];
+    if (!arg_values.empty()) {
+      if (!(arg_values[i].type() == a))
+        support::fail("refine_shapes: argument {} of @{} is given a value of type {}, not {}", i, entry,
+                      ir::to_string(arg_values[i].type()), ir::to_string(a));
+      refiner.know(param, arg_values[i]);
+    }
   }
-  Refiner refiner(module);
   refiner.block(fn->body(), out.body(), map, 0, true);
   out.result_types = out.body().terminator()->operand_types();
   out.result_attrs = fn->result_attrs;

@@ -21,6 +21,7 @@
 #include <span>
 #include <string>
 
+#include "ir/literal.h"
 #include "ir/module.h"
 
 namespace tessera::transforms {
@@ -33,6 +34,14 @@ bool has_dynamic_types(const ir::Function& f);
 
 // Replaces @entry of `module` by its refinement for arguments of `arg_types` (one per parameter;
 // each must agree with the parameter's type where that is static, and fit its bounds).
-void refine_shapes(ir::Module& module, const std::string& entry, std::span<const ir::Type> arg_types);
+//
+// `arg_values`, when given (one per parameter, of those types), are the arguments the program will
+// run with: the small integer ones (at most kMaxShapeElements elements) are folded into the shape
+// computations like constants. JAX's older polymorphic exports (jax2tf's `jit_fun_flat_jax`) take
+// each dimension variable as a leading tensor<i64> argument and build the shapes of their dynamic
+// ops from it, so without its value they cannot be made static. The refined function keeps those
+// parameters and must be run with the same values.
+void refine_shapes(ir::Module& module, const std::string& entry, std::span<const ir::Type> arg_types,
+                   std::span<const ir::Literal> arg_values = {});
 
 }  // namespace tessera::transforms

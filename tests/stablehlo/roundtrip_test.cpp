@@ -305,5 +305,48 @@ module @jit_f attributes {mhlo.num_partitions = 1 : i32, mhlo.num_replicas = 1 :
   expect_round_trip(*m);
 }
 
+
+// Older StableHLO wrote the generic form's list attributes as 1-D dense tensors; they read as the
+// same lists as today's array<i64>/array<i1> (so both texts print alike), while a constant's 1-D
+// integer value stays a tensor.
+TEST(RoundTrip, LegacyDenseListsReadAsTheirArrays) {
+  auto text = [](bool legacy) {
+    auto ints = [&](const std::string& v, int n) {
+      return legacy ? fmt::format("dense<[{}]> : tensor<{}xi64>", v, n) : fmt::format("array<i64: {}>", v);
+    };
+    std::string reversal = legacy ? "dense<false> : tensor<1xi1>" : "array<i1: false>";
+    return fmt::format(R"(module {{
+  func.func public @main(%x: tensor<4x6xf32>, %i: tensor<1xi64>, %k: tensor<3x2x1xf32>, %w: tensor<1x1x2xf32>) -> (tensor<6xf32>, tensor<2x3xf32>, tensor<6x4xf32>, tensor<2x4x6xf32>, tensor<3x2x2xf32>, tensor<2xi64>) {{
+    %z = stablehlo.constant dense<0.000000e+00> : tensor<f32>
+    %c = "stablehlo.constant"() {{value = dense<[1, 2]> : tensor<2xi64>}} : () -> tensor<2xi64>
+    %0 = "stablehlo.gather"(%x, %i) {{dimension_numbers = #stablehlo.gather<offset_dims = [0], collapsed_slice_dims = [0], start_index_map = [0]>, slice_sizes = {}}} : (tensor<4x6xf32>, tensor<1xi64>) -> tensor<6xf32>
+    %1 = "stablehlo.reduce_window"(%x, %z) ({{
+    ^bb0(%a: tensor<f32>, %b: tensor<f32>):
+      %s = stablehlo.add %a, %b : tensor<f32>
+      stablehlo.return %s : tensor<f32>
+    }}) {{window_dimensions = {}, window_strides = {}, base_dilations = {}, window_dilations = {}}} : (tensor<4x6xf32>, tensor<f32>) -> tensor<2x3xf32>
+    %2 = "stablehlo.transpose"(%x) {{permutation = {}}} : (tensor<4x6xf32>) -> tensor<6x4xf32>
+    %3 = "stablehlo.broadcast_in_dim"(%x) {{broadcast_dimensions = {}}} : (tensor<4x6xf32>) -> tensor<2x4x6xf32>
+    %4 = "stablehlo.convolution"(%k, %w) {{batch_group_count = 1 : i64, dimension_numbers = #stablehlo.conv<[b, 0, f]x[0, i, o]->[b, 0, f]>, feature_group_count = 1 : i64, window_reversal = {}}} : (tensor<3x2x1xf32>, tensor<1x1x2xf32>) -> tensor<3x2x2xf32>
+    return %0, %1, %2, %3, %4, %c : tensor<6xf32>, tensor<2x3xf32>, tensor<6x4xf32>, tensor<2x4x6xf32>, tensor<3x2x2xf32>, tensor<2xi64>
+  }}
+}}
+)",
+                       ints("1, 6", 2), ints("2, 2", 2), ints("2, 2", 2), ints("1, 1", 2), ints("1, 1", 2),
+                       ints("1, 0", 2), ints("1, 2", 2), reversal);
+  };
+  std::unique_ptr<Module> legacy, modern;
+  try {
+    legacy = parse(text(true), "legacy.mlir");
+    modern = parse(text(false), "modern.mlir");
+  } catch (const ParseError& e) {
+    FAIL() << e.what();
+  }
+  std::string printed = print(*modern);
+  EXPECT_EQ(print(*legacy), printed);
+  EXPECT_NE(printed.find("stablehlo.constant dense<[1, 2]> : tensor<2xi64>"), std::string::npos) << printed;
+  EXPECT_NE(printed.find("window = {reverse = [false]}"), std::string::npos) << printed;
+}
+
 }  // namespace
 }  // namespace tessera::stablehlo

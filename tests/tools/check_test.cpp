@@ -561,5 +561,49 @@ module @read_past_the_end {
       << b.output;
 }
 
+
+// The older JAX test files' check.eq(actual, expected) compares as JAX's harness did when it wrote
+// the expected values: integers exactly, floating-point and complex values within the element
+// type's default tolerance (atol = rtol = 1e-6 for f32, 1e-2 for bf16), equal NaNs passing.
+std::string jax_check_eq(const std::string& type, const std::string& actual, const std::string& expected) {
+  return fmt::format(R"(module @jit_testcase {{
+  func.func public @main() -> tensor<i1> {{
+    %0 = stablehlo.constant dense<{}> : {}
+    %1 = stablehlo.constant dense<{}> : {}
+    %2 = stablehlo.custom_call @check.eq(%0, %1) : ({}, {}) -> tensor<i1>
+    return %2 : tensor<i1>
+  }}
+}}
+)",
+                     actual, type, expected, type, type, type);
+}
+
+TEST(Check, OlderJaxCheckEqComparesWithinJaxsTolerance) {
+  struct Case {
+    std::string type, actual, expected;
+    bool passes;
+  };
+  const Case cases[] = {
+      {"tensor<2xf32>", "[1.0, 100.00005]", "[1.0, 100.0]", true},   // 5e-5 <= 1e-6 * (1 + 100)
+      {"tensor<2xf32>", "[1.0, 100.0002]", "[1.0, 100.0]", false},   // 2e-4 > 1.01e-4
+      {"tensor<2xf32>", "[0x7FC00000, 0x7F800000]", "[0x7FC00000, 0x7F800000]", true},
+      {"tensor<f32>", "0x7FC00000", "1.0", false},
+      {"tensor<2xbf16>", "[-2.650000e+01, 9.150000e+01]", "[-2.662500e+01, 9.100000e+01]", true},
+      {"tensor<bf16>", "-2.700000e+01", "-2.662500e+01", false},
+      {"tensor<complex<f32>>", "(1.0, 2.0000005)", "(1.0, 2.0)", true},
+      {"tensor<complex<f32>>", "(1.0, 2.001)", "(1.0, 2.0)", false},
+      {"tensor<2xi32>", "[3, 4]", "[3, 4]", true},
+      {"tensor<2xi32>", "[3, 4]", "[3, 5]", false},
+  };
+  int n = 0;
+  for (const Case& c : cases) {
+    std::string path = write_temp(fmt::format("jax_eq_{}.mlir", n++), jax_check_eq(c.type, c.actual, c.expected));
+    std::ostringstream out;
+    CheckCounts counts = check_file(path, out, {});
+    EXPECT_EQ(counts.passed, c.passes ? 1 : 0) << c.type << " " << c.actual << " vs " << c.expected << "\n" << out.str();
+    EXPECT_EQ(counts.failed, c.passes ? 0 : 1) << out.str();
+  }
+}
+
 }  // namespace
 }  // namespace tessera::tools

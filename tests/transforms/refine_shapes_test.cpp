@@ -148,3 +148,67 @@ func.func @main(%x: tensor<?x2xf32>) -> tensor<?x2xf32> {
 
 }  // namespace
 }  // namespace tessera::transforms::testing
+
+namespace tessera::transforms::testing {
+namespace {
+
+// jax2tf's polymorphic form: the dimension variable is argument 0 (tensor<i64>), and the shapes of
+// the dynamic ops are built from it; a gather reads a '?'-sized operand (its slice sizes are checked
+// against the dimension once it is known).
+constexpr const char* kDimensionVariableProgram = R"(
+module @jit_fun_flat_jax {
+  func.func public @main(%arg0: tensor<i64>, %arg1: tensor<?x3xf32>) -> tensor<?x3xf32> {
+    %0 = stablehlo.constant dense<2> : tensor<i64>
+    %1 = stablehlo.multiply %arg0, %0 : tensor<i64>
+    %2 = stablehlo.convert %1 : (tensor<i64>) -> tensor<i32>
+    %3 = stablehlo.reshape %2 : (tensor<i32>) -> tensor<1xi32>
+    %4 = stablehlo.constant dense<3> : tensor<1xi32>
+    %5 = stablehlo.concatenate %3, %4, dim = 0 : (tensor<1xi32>, tensor<1xi32>) -> tensor<2xi32>
+    %6 = stablehlo.dynamic_iota %5, dim = 0 : (tensor<2xi32>) -> tensor<?x3xf32>
+    %7 = stablehlo.constant dense<1> : tensor<1xi64>
+    %8 = "stablehlo.gather"(%arg1, %7) {dimension_numbers = #stablehlo.gather<offset_dims = [0], collapsed_slice_dims = [0], start_index_map = [0]>, slice_sizes = array<i64: 1, 3>} : (tensor<?x3xf32>, tensor<1xi64>) -> tensor<3xf32>
+    %9 = stablehlo.dynamic_broadcast_in_dim %8, %5, dims = [1] : (tensor<3xf32>, tensor<2xi32>) -> tensor<?x3xf32>
+    %10 = stablehlo.add %6, %9 : tensor<?x3xf32>
+    return %10 : tensor<?x3xf32>
+  }
+})";
+
+TEST(RefineShapes, ADimensionVariableArgumentSizesTheDynamicOpsByItsValue) {
+  for (int64_t b : {2, 3}) {
+    auto m = stablehlo::parse(kDimensionVariableProgram, "dimvar.mlir");
+    std::vector<Literal> args = {Literal::scalar(ir::ElementType::i64, static_cast<double>(b)),
+                                 counting(ir::f32({b, 3}))};
+    std::vector<ir::Type> types = {args[0].type(), args[1].type()};
+    // Without its value, argument 0 is unknown and the iota's shape cannot be folded.
+    {
+      auto unvalued = stablehlo::parse(kDimensionVariableProgram, "dimvar.mlir");
+      EXPECT_NE(error_of([&] { refine_shapes(*unvalued, "main", types); }).find("stablehlo.dynamic_iota (line 10): shape "
+                                                                                 "operand 0 is not a constant"),
+                std::string::npos);
+    }
+    refine_shapes(*m, "main", types, args);
+    ir::verify(*m);
+    const ir::Function& f = *m->find_function("main");
+    EXPECT_FALSE(has_dynamic_types(f));
+    ASSERT_EQ(f.result_types, (std::vector<ir::Type>{ir::f32({2 * b, 3})}));
+    std::vector<Literal> r = interp::evaluate(*m, "main", args);
+    // Row i is i + row 1 of the argument (counting: element k is k - 3).
+    for (int64_t i = 0; i < 2 * b; ++i)
+      for (int64_t j = 0; j < 3; ++j) EXPECT_EQ(r[0].get_double(i * 3 + j), static_cast<double>(i) + (3 + j - 3));
+  }
+}
+
+TEST(RefineShapes, ArgumentValuesMustMatchTheirTypes) {
+  auto m = stablehlo::parse(kDimensionVariableProgram, "dimvar.mlir");
+  std::vector<ir::Type> types = {ir::i64({}), ir::f32({2, 3})};
+  std::vector<Literal> one = {Literal::scalar(ir::ElementType::i64, 2)};
+  EXPECT_NE(error_of([&] { refine_shapes(*m, "main", types, one); }).find("is given 1 argument values for 2 arguments"),
+            std::string::npos);
+  std::vector<Literal> wrong = {Literal::scalar(ir::ElementType::i32, 2), counting(ir::f32({2, 3}))};
+  EXPECT_NE(error_of([&] { refine_shapes(*m, "main", types, wrong); })
+                .find("argument 0 of @main is given a value of type tensor<i32>, not tensor<i64>"),
+            std::string::npos);
+}
+
+}  // namespace
+}  // namespace tessera::transforms::testing

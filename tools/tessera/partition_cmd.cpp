@@ -167,9 +167,10 @@ int run_command(const RunCommand& c, std::ostream& out) {
     inputs.push_back(std::move(*given[i]));
     input_types.push_back(inputs.back().type());
   }
-  // A shape-polymorphic program ('?' dimensions) is made static for these inputs first.
+  // A shape-polymorphic program ('?' dimensions) is made static for these inputs first (their
+  // values too: a dimension variable passed as an argument sizes the dynamic ops).
   std::string name = polymorphic->name();
-  if (transforms::has_dynamic_types(*polymorphic)) transforms::refine_shapes(*m, name, input_types);
+  if (transforms::has_dynamic_types(*polymorphic)) transforms::refine_shapes(*m, name, input_types, inputs);
   const ir::Function& f = *m->find_function(name);
   if (c.backend != "host" && c.backend != "mpi") fail("--backend: '{}' is neither host nor mpi", c.backend);
   if (c.output_format != "npy" && c.output_format != "safetensors")

@@ -1,0 +1,15 @@
+// LAPACK custom calls of JAX's CPU lowering (kernels_lapack.cpp): potrf and getrf.
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "interp/kernels.h"
+
+namespace tessera::interp {
+
+// The results of custom_call @`target` when it is a LAPACK routine the interpreter runs
+// (lapack_{s,d,c,z}{potrf,getrf}[_ffi]); nullopt for any other target.
+std::optional<Results> eval_lapack(const EvalContext& ctx, const std::string& target);
+
+}  // namespace tessera::interp
