@@ -259,6 +259,47 @@ func.func @main() {
   EXPECT_NE(r.output.find("(2 checks)"), std::string::npos) << r.output;
 }
 
+// A test run as replicas (N x 1 in run_parallel) says so on its RUN lines, in the wrapper's flags,
+// its positional arguments or the conversion pass's options; each spelling makes the partitioned
+// collectives talk across replicas. A permute to a mesh with the device ids reversed swaps the
+// two replicas' elements.
+TEST(Check, ReplicaCountsInEverySpellingOfTheRunLines) {
+  const std::string body = R"(
+//--- part1.mlir
+
+sdy.mesh @mesh_a = <["x"=2]>
+sdy.mesh @mesh_b = <["x"=2], device_ids=[1, 0]>
+
+func.func @swap(%arg0: tensor<2xi32> {sdy.sharding = #sdy.sharding<@mesh_a, [{"x"}]>}) -> (tensor<2xi32> {sdy.sharding = #sdy.sharding<@mesh_b, [{"x"}]>}) {
+  %0 = sdy.collective_permute %arg0 out_sharding=<@mesh_b, [{"x"}]> : tensor<2xi32>
+  return %0 : tensor<2xi32>
+}
+
+//--- part2.mlir
+
+func.func @main() {
+  %s0 = stablehlo.constant dense<[7]> : tensor<1xi32>
+  %s1 = stablehlo.constant dense<[9]> : tensor<1xi32>
+  %res:2 = "interpreter.run_parallel"(%s0, %s1) {
+    programs = [[@swap], [@swap]]
+  } : (tensor<1xi32>, tensor<1xi32>) -> (tensor<1xi32>, tensor<1xi32>)
+  check.expect_eq_const %res#0, dense<[9]> : tensor<1xi32>
+  check.expect_eq_const %res#1, dense<[7]> : tensor<1xi32>
+  return
+}
+)";
+  for (const char* run_line :
+       {"// RUN: sdy_opt %t/part1.mlir --sdy-convert-global-to-local=\"replica-count=2 partition-count=1\" \\\n"
+        "// RUN:     --sdy-drop-sharding-and-mesh > %t/part1_processed.mlir",
+        "// RUN: %S/run_sdy_interpreter_test.sh %s %t --replica_count=2 --partition_count=1",
+        "// RUN: %S/run_sdy_interpreter_test.sh %s %t \"true\" 2 1"}) {
+    std::string path = write_temp("replicas.mlir", std::string(run_line) + "\n" + body);
+    CheckRun r = run(path);
+    EXPECT_EQ(r.counts.passed, 1) << run_line << "\n" << r.output;
+    EXPECT_EQ(r.counts.failed, 0) << run_line << "\n" << r.output;
+  }
+}
+
 TEST(Check, ParseErrorsAreFailuresWithLocations) {
   std::string path = write_temp("bad.mlir",
                                 "func.func @ok() {\n  %0 = stablehlo.constant dense<1> : tensor<i32>\n"
