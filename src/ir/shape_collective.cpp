@@ -252,6 +252,8 @@ Types infer_SdyAllSlice(const ShapeQuery& q) { return layout_change(q, {"slicing
 Types infer_SdyAllReduce(const ShapeQuery& q) {
   const Sharding& axes = sharding_attr(q, "reduction_axes");
   if (axes.dims.size() != 1) reject(q, "reduction_axes must be one list of axes");
+  if (const auto* kind = q.attrs.find<std::string>("reduction_kind"); kind && !reduction_kind(*kind))
+    reject(q, "reduction_kind '{}' is not sum, max or min", *kind);
   return layout_change(q, {});
 }
 Types infer_SdyReduceScatter(const ShapeQuery& q) { return layout_change(q, {"reduction_axes"}); }

@@ -52,6 +52,21 @@ bool Sharding::is_fully_replicated() const {
   return std::all_of(dims.begin(), dims.end(), [](const DimSharding& d) { return d.axes.empty(); });
 }
 
+std::string_view to_string(ReductionKind kind) {
+  switch (kind) {
+    case ReductionKind::kSum: return "sum";
+    case ReductionKind::kMax: return "max";
+    case ReductionKind::kMin: return "min";
+  }
+  return "sum";
+}
+
+std::optional<ReductionKind> reduction_kind(std::string_view word) {
+  for (ReductionKind k : {ReductionKind::kSum, ReductionKind::kMax, ReductionKind::kMin})
+    if (to_string(k) == word) return k;
+  return std::nullopt;
+}
+
 std::string to_string(const AxisRef& ref) {
   if (!ref.sub) return fmt::format("\"{}\"", ref.name);
   return fmt::format("\"{}\":({}){}", ref.name, ref.sub->pre_size, ref.sub->size);

@@ -5,7 +5,8 @@
 // add more (open, printed `?`), and an optional priority (`p0` is strongest). An AxisRef is a whole
 // axis or a sub-axis `"x":(pre)size`: the size-`size` slice of axis x that has `pre` devices before
 // it. Axes not named anywhere are replicated; `replicated` lists ones that must stay so, and
-// `unreduced` ones along which the value is a partial sum.
+// `unreduced` ones along which the value is partial: the pieces along them combine into it by a
+// sum (`unreduced={"x"}`) or, where the layout says so, a max or min (`unreduced=max{"x"}`).
 #pragma once
 
 #include <cstdint>
@@ -64,11 +65,17 @@ struct DimSharding {
   bool operator==(const DimSharding&) const = default;
 };
 
+// How the pieces along a layout's unreduced axes combine into the value.
+enum class ReductionKind : uint8_t { kSum, kMax, kMin };
+std::string_view to_string(ReductionKind kind);  // "sum", "max", "min"
+std::optional<ReductionKind> reduction_kind(std::string_view word);
+
 struct Sharding {
   std::string mesh;
   std::vector<DimSharding> dims;
   std::vector<AxisRef> replicated;
   std::vector<AxisRef> unreduced;
+  ReductionKind unreduced_kind = ReductionKind::kSum;  // kSum whenever `unreduced` is empty
 
   bool operator==(const Sharding&) const = default;
   bool is_fully_replicated() const;

@@ -80,6 +80,7 @@ class Cutter {
     ir::Sharding s = layouts_->at(v);
     if (s.mesh != plan_.meshes[mesh].spmd_mesh) return std::nullopt;
     s.unreduced.clear();
+    s.unreduced_kind = ir::ReductionKind::kSum;
     for (ir::DimSharding& d : s.dims) {
       d.open = false;
       d.priority.reset();

@@ -65,8 +65,13 @@ Box box_of(const ir::Type& global, const ir::Sharding& s, const ir::Mesh& mesh, 
 }
 
 // Whether mesh position p is not the first along the sharding's unreduced axes: from a whole
-// array, its piece is zeros.
+// array, its piece is zeros. Host arrays are split and assembled as partial sums only; a layout
+// whose pieces combine by a max or min (unreduced=max{...}) is refused by name.
 bool zero_part(const ir::Sharding& s, const ir::Mesh& mesh, int64_t p) {
+  if (!s.unreduced.empty() && s.unreduced_kind != ir::ReductionKind::kSum)
+    support::fail("a host array laid out unreduced={}{{...}} over mesh @{}: the runtime splits and assembles "
+                  "partial sums only; reshard it to a layout without unreduced axes (or a sum's)",
+                  ir::to_string(s.unreduced_kind), mesh.name);
   return !s.unreduced.empty() && spmd::shard_index(mesh, p, s.unreduced) != 0;
 }
 

@@ -98,6 +98,9 @@ std::string axes_text(const std::vector<ir::AxisRef>& axes) {
 
 std::string unreduced_note(const ir::Sharding& sharding) {
   if (sharding.unreduced.empty()) return "";
+  if (sharding.unreduced_kind != ir::ReductionKind::kSum)
+    return fmt::format("unreduced over {}: each block holds a partial {}; the array is their {}", axes_text(sharding.unreduced),
+                       ir::to_string(sharding.unreduced_kind), ir::to_string(sharding.unreduced_kind));
   return fmt::format("unreduced over {}: each block holds a partial sum; the array is their sum",
                      axes_text(sharding.unreduced));
 }
@@ -120,7 +123,9 @@ std::string sharding_text(const ir::Sharding& sharding) {
   for (const ir::DimSharding& d : sharding.dims) dims.push_back("{" + axes_text(d.axes) + (d.open ? ", ?" : "") + "}");
   std::string out = "[" + support::join(dims, ", ") + "]";
   if (!sharding.replicated.empty()) out += " replicated={" + axes_text(sharding.replicated) + "}";
-  if (!sharding.unreduced.empty()) out += " unreduced={" + axes_text(sharding.unreduced) + "}";
+  if (!sharding.unreduced.empty())
+    out += fmt::format(" unreduced={}{{{}}}", sharding.unreduced_kind == ir::ReductionKind::kSum ? "" : ir::to_string(sharding.unreduced_kind),
+                       axes_text(sharding.unreduced));
   return out;
 }
 

@@ -71,7 +71,7 @@ class Partitioner {
 
   // Shardy's explicit collectives: the operand goes to the output's layout. The operand of
   // all_reduce and reduce_scatter is read as partial along the reduced axes, whatever it was
-  // annotated (their local meaning: sum the devices' values).
+  // annotated (their local meaning: combine the devices' values, by a sum or all_reduce's kind).
   void explicit_collective(const Op& op);
 
   // `partial`'s dimension layout with `from`'s unreduced axes: what a value laid out as `from` must
@@ -79,6 +79,7 @@ class Partitioner {
   static Sharding replicated_like(const Sharding& partial, const Sharding& from) {
     Sharding s = partial;
     s.unreduced = from.unreduced;
+    s.unreduced_kind = from.unreduced_kind;
     return s;
   }
 

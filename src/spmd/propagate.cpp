@@ -311,6 +311,9 @@ Sharding partial_operand(const Op& op) {
       }
       s.unreduced.push_back(a);
     }
+  s.unreduced_kind = ir::ReductionKind::kSum;
+  if (const auto* kind = op.attrs().find<std::string>("reduction_kind"); kind && !s.unreduced.empty())
+    s.unreduced_kind = ir::reduction_kind(*kind).value_or(ir::ReductionKind::kSum);  // verified by the shape rule
   for (auto& d : s.dims) d.open = false;
   return s;
 }

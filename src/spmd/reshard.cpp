@@ -37,6 +37,7 @@ Sharding normalized(const Sharding& s, size_t rank) {
       for (const AxisRef& r : d.axes) splits |= overlap(a, r);
     if (!splits) out.unreduced.push_back(a);
   }
+  if (!out.unreduced.empty()) out.unreduced_kind = s.unreduced_kind;
   return out;
 }
 
@@ -220,6 +221,16 @@ std::optional<Tensor> permute_pieces(LocalContext& ctx, Tensor x, const Sharding
 
 namespace {
 
+// The op that combines pieces partial by `kind`.
+OpKind kind_combiner(ir::ReductionKind kind) {
+  switch (kind) {
+    case ir::ReductionKind::kMax: return OpKind::Maximum;
+    case ir::ReductionKind::kMin: return OpKind::Minimum;
+    case ir::ReductionKind::kSum: break;
+  }
+  return OpKind::Add;
+}
+
 Tensor reshard_steps(LocalContext& ctx, Tensor x, const ir::Type& global, const Sharding& from_in,
                      const Sharding& to_in, OpKind combiner, bool allow_direct = true);
 
@@ -240,11 +251,15 @@ Tensor reshard_steps(LocalContext& ctx, Tensor x, const ir::Type& global, const 
                      const Sharding& to_in, OpKind combiner, bool allow_direct) {
   size_t rank = static_cast<size_t>(global.rank());
   Sharding from = normalized(from_in, rank), to = normalized(to_in, rank);
-  // A target's unreduced axes mean a sum: partial results of another combiner (a max, a product)
-  // are combined first, whatever the target says, and made partial again below.
-  if (combiner != OpKind::Add && !from.unreduced.empty() && !to.unreduced.empty()) {
+  // A layout that names its kind (unreduced=max{...}) says how its pieces combine; otherwise the
+  // caller's combiner does (a reduce's partial results), a sum by default.
+  if (!from.unreduced.empty() && from.unreduced_kind != ir::ReductionKind::kSum) combiner = kind_combiner(from.unreduced_kind);
+  // Partial results of a combiner other than the target's are combined first, whatever the target
+  // says, and made partial again below.
+  if (combiner != kind_combiner(to.unreduced_kind) && !from.unreduced.empty() && !to.unreduced.empty()) {
     Sharding whole = from;
     whole.unreduced.clear();
+    whole.unreduced_kind = ir::ReductionKind::kSum;
     x = reshard(ctx, x, global, from, whole, combiner);
     from = whole;
   }
@@ -318,11 +333,13 @@ Tensor reshard_steps(LocalContext& ctx, Tensor x, const ir::Type& global, const 
   for (const AxisRef& a : to.unreduced)
     if (std::find(from.unreduced.begin(), from.unreduced.end(), a) == from.unreduced.end()) added.push_back(a);
   from.unreduced = to.unreduced;
+  from.unreduced_kind = to.unreduced_kind;  // kept partial axes already hold the target's combiner's pieces
   // Axes the value becomes partial along are masked last, once the pieces are in place: every
   // device along them then holds the same piece, and keeping the first one's makes the sum the
-  // value. (Masked before a gather, the gather would spread the first piece and the zeros.)
+  // value. (Masked before a gather, the gather would spread the first piece and the zeros.) The
+  // max or min of equal pieces is the piece: those keep every copy.
   auto partial_along_added = [&](Tensor y) {
-    if (added.empty()) return y;
+    if (added.empty() || to.unreduced_kind != ir::ReductionKind::kSum) return y;
     Tensor index = piece_offset(ctx, b, mesh, added, 1);
     Tensor first = ir::compare(index, b.scalar(ir::ElementType::i32, 0), ir::ComparisonDirection::EQ);
     return ir::select(ir::broadcast_to(first, y.shape()), y, ir::broadcast_to(b.scalar(y.element(), 0), y.shape()));
@@ -343,6 +360,7 @@ Tensor reshard_steps(LocalContext& ctx, Tensor x, const ir::Type& global, const 
     Sharding whole_from = from, whole_to = to;
     whole_from.unreduced.clear();
     whole_to.unreduced.clear();
+    whole_from.unreduced_kind = whole_to.unreduced_kind = ir::ReductionKind::kSum;
     const bool permutes = kept.empty();
     std::optional<int64_t> planned = planned_reshard_bytes(global, whole_from, whole_to, mesh, permutes);
     if (allow_direct && to.unreduced.empty())
@@ -360,6 +378,8 @@ Tensor reshard_steps(LocalContext& ctx, Tensor x, const ir::Type& global, const 
   for (const AxisRef& a : to.unreduced)
     if (std::find(added.begin(), added.end(), a) == added.end()) moved_from.unreduced.push_back(a);
   moved_to.unreduced.clear();
+  moved_to.unreduced_kind = ir::ReductionKind::kSum;
+  if (moved_from.unreduced.empty()) moved_from.unreduced_kind = ir::ReductionKind::kSum;
   if (std::optional<Tensor> p = permute_pieces(ctx, x, moved_from, moved_to, fm, tm)) return partial_along_added(*p);
 
   // 2. An axis leaving dimension i for dimension j: all_to_all.

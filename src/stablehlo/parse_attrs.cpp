@@ -483,7 +483,18 @@ ir::Sharding parse_sharding_body(Lexer& lx) {
     std::string key = lx.identifier();
     lx.expect("=");
     if (key == "replicated") s.replicated = parse_axis_refs(lx);
-    else if (key == "unreduced") s.unreduced = parse_axis_refs(lx);
+    else if (key == "unreduced") {
+      // unreduced=max{"x"}: the pieces combine by a max (a sum when no kind is written)
+      if (lx.peek() != '{') {
+        Location kind_at = lx.location();
+        std::string word = lx.identifier();
+        auto kind = ir::reduction_kind(word);
+        if (!kind) lx.error_at(kind_at, fmt::format("unknown reduction kind '{}' of unreduced axes (sum, max or min)", word));
+        s.unreduced_kind = *kind;
+      }
+      s.unreduced = parse_axis_refs(lx);
+      if (s.unreduced.empty()) s.unreduced_kind = ir::ReductionKind::kSum;
+    }
     else lx.error_at(at, fmt::format("unknown sharding field '{}'", key));
   }
   lx.expect(">");

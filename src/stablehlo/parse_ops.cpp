@@ -328,8 +328,17 @@ void per_dim_collective(Parser& p, OpText& op) {
 constexpr char kGatheringAxes[] = "gathering_axes", kSlicingAxes[] = "slicing_axes",
                kReductionAxes[] = "reduction_axes";
 
+// sdy.all_reduce [max|min|sum] {"x"} %v out_sharding=<...>: the kind, when not a sum, is kept
+// as the string attribute `reduction_kind`.
 void sdy_all_reduce(Parser& p, OpText& op) {
   ir::Sharding axes;
+  if (p.lx.peek() != '{') {
+    Location at = p.lx.location();
+    std::string word = p.lx.identifier();
+    auto kind = ir::reduction_kind(word);
+    if (!kind) p.lx.error_at(at, fmt::format("sdy.all_reduce: unknown reduction kind '{}' (sum, max or min)", word));
+    if (*kind != ir::ReductionKind::kSum) op.attrs.set("reduction_kind", std::string(ir::to_string(*kind)));
+  }
   axes.dims.push_back(axis_list(p));
   out_sharding(p, op, kReductionAxes, std::move(axes));
 }

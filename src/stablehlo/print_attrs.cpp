@@ -138,7 +138,9 @@ std::string sharding_body(const ir::Sharding& s) {
   for (const ir::DimSharding& d : s.dims) dims += (dims.empty() ? "" : ", ") + dim_sharding(d);
   std::string out = fmt::format("<{}, [{}]", symbol(s.mesh), dims);
   if (!s.replicated.empty()) out += ", replicated={" + axis_refs(s.replicated) + "}";
-  if (!s.unreduced.empty()) out += ", unreduced={" + axis_refs(s.unreduced) + "}";
+  if (!s.unreduced.empty())
+    out += fmt::format(", unreduced={}{{{}}}", s.unreduced_kind == ir::ReductionKind::kSum ? "" : ir::to_string(s.unreduced_kind),
+                       axis_refs(s.unreduced));
   return out + ">";
 }
 

@@ -75,8 +75,10 @@ void sdy_reduce_scatter(Printer& p, const Op& op) { per_dim_collective<kReductio
 void sdy_all_reduce(Printer& p, const Op& op) {
   const ir::Sharding* axes = collective_axes(op, kReductionAxes);
   if (!axes || axes->dims.size() != 1) return generic(p, op);
-  p << op.name() << " " << axis_ref_list(axes->dims[0].axes);
-  operand_and_out_sharding(p, op, {kReductionAxes});
+  p << op.name() << " ";
+  if (const auto* kind = op.attrs().find<std::string>("reduction_kind")) p << *kind << " ";
+  p << axis_ref_list(axes->dims[0].axes);
+  operand_and_out_sharding(p, op, {kReductionAxes, "reduction_kind"});
 }
 
 void sdy_all_to_all(Printer& p, const Op& op) {

@@ -257,6 +257,45 @@ TEST(Parse, ShardyExplicitCollectivesAreChecked) {
             "<no error>");
 }
 
+// Partial values combined by a max or min: `unreduced=max{...}` in a layout and the kind word of
+// sdy.all_reduce read and print back (the pretty form and the generic one); a sum prints no word.
+// An unknown kind is an error at its place.
+TEST(RoundTrip, ShardyReductionKinds) {
+  const std::string text = R"(sdy.mesh @m = <["x"=2, "y"=2]>
+func.func @main(%arg0: tensor<4xf32> {sdy.sharding = #sdy.sharding<@m, [{}], unreduced=min{"x"}>}) -> tensor<4xf32> {
+  %0 = stablehlo.negate %arg0 {sdy.sharding = #sdy.sharding_per_value<[<@m, [{}], unreduced=max{"x", "y"}>]>} : tensor<4xf32>
+  %1 = sdy.all_reduce max {"x", "y"} %0 out_sharding=<@m, [{}]> : tensor<4xf32>
+  %2 = sdy.all_reduce sum {"x"} %1 out_sharding=<@m, [{}]> : tensor<4xf32>
+  return %2 : tensor<4xf32>
+}
+)";
+  std::unique_ptr<Module> m = parse(text, "t.mlir");
+  EXPECT_EQ(m->functions[0]->arg_sharding(0)->unreduced_kind, ReductionKind::kMin);
+  const auto& ops = m->functions[0]->body().ops();
+  EXPECT_EQ(ops[0]->attrs().get<ShardingList>("sdy.sharding")[0].unreduced_kind, ReductionKind::kMax);
+  EXPECT_EQ(ops[1]->attrs().get<std::string>("reduction_kind"), "max");
+  EXPECT_FALSE(ops[2]->attrs().has("reduction_kind"));
+  std::string printed = print(*m);
+  for (const char* line : {R"(unreduced=min{"x"})", R"(unreduced=max{"x", "y"})",
+                           R"(%1 = sdy.all_reduce max {"x", "y"} %0 out_sharding=<@m, [{}]> : tensor<4xf32>)",
+                           R"(%2 = sdy.all_reduce {"x"} %1 out_sharding=<@m, [{}]> : tensor<4xf32>)"})
+    EXPECT_NE(printed.find(line), std::string::npos) << line << "\n" << printed;
+  EXPECT_EQ(print(*parse(printed, "printed.mlir")), printed);
+  expect_round_trip(*m);
+  for (const char* bad : {R"(unreduced=avg{"x"})", R"(sdy.all_reduce prod {"x"})"}) {
+    std::string t = text;
+    if (std::string(bad).rfind("unreduced", 0) == 0) t.replace(t.find(R"(unreduced=min{"x"})"), 18, bad);
+    else t.replace(t.find(R"(sdy.all_reduce max {"x", "y"})"), 29, bad);
+    try {
+      parse(t, "t.mlir");
+      ADD_FAILURE() << bad << " was accepted";
+    } catch (const support::UserError& e) {
+      EXPECT_NE(std::string(e.what()).find("t.mlir:"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("unknown reduction kind"), std::string::npos) << e.what();
+    }
+  }
+}
+
 TEST(RoundTrip, LiteralsOfEveryKind) {
   Module m("lits");
   build_function(m, "f", [](FunctionBuilder& f) {

@@ -330,6 +330,106 @@ func.func @main() {
   EXPECT_NE(r.output.find("(2 checks)"), std::string::npos) << r.output;
 }
 
+// A test run as replicas (N x 1 in run_parallel) says so on its RUN lines, in the wrapper's flags,
+// its positional arguments or the conversion pass's options; each spelling makes the partitioned
+// collectives talk across replicas. A permute to a mesh with the device ids reversed swaps the
+// two replicas' elements.
+TEST(Check, ReplicaCountsInEverySpellingOfTheRunLines) {
+  const std::string body = R"(
+//--- part1.mlir
+
+sdy.mesh @mesh_a = <["x"=2]>
+sdy.mesh @mesh_b = <["x"=2], device_ids=[1, 0]>
+
+func.func @swap(%arg0: tensor<2xi32> {sdy.sharding = #sdy.sharding<@mesh_a, [{"x"}]>}) -> (tensor<2xi32> {sdy.sharding = #sdy.sharding<@mesh_b, [{"x"}]>}) {
+  %0 = sdy.collective_permute %arg0 out_sharding=<@mesh_b, [{"x"}]> : tensor<2xi32>
+  return %0 : tensor<2xi32>
+}
+
+//--- part2.mlir
+
+func.func @main() {
+  %s0 = stablehlo.constant dense<[7]> : tensor<1xi32>
+  %s1 = stablehlo.constant dense<[9]> : tensor<1xi32>
+  %res:2 = "interpreter.run_parallel"(%s0, %s1) {
+    programs = [[@swap], [@swap]]
+  } : (tensor<1xi32>, tensor<1xi32>) -> (tensor<1xi32>, tensor<1xi32>)
+  check.expect_eq_const %res#0, dense<[9]> : tensor<1xi32>
+  check.expect_eq_const %res#1, dense<[7]> : tensor<1xi32>
+  return
+}
+)";
+  for (const char* run_line :
+       {"// RUN: sdy_opt %t/part1.mlir --sdy-convert-global-to-local=\"replica-count=2 partition-count=1\" \\\n"
+        "// RUN:     --sdy-drop-sharding-and-mesh > %t/part1_processed.mlir",
+        "// RUN: %S/run_sdy_interpreter_test.sh %s %t --replica_count=2 --partition_count=1",
+        "// RUN: %S/run_sdy_interpreter_test.sh %s %t \"true\" 2 1"}) {
+    std::string path = write_temp("replicas.mlir", std::string(run_line) + "\n" + body);
+    CheckRun r = run(path);
+    EXPECT_EQ(r.counts.passed, 1) << run_line << "\n" << r.output;
+    EXPECT_EQ(r.counts.failed, 0) << run_line << "\n" << r.output;
+  }
+}
+
+// Partial values combined by a max or min (`unreduced=max{"x"}`, `sdy.all_reduce max`): a
+// reduce-max split along its reduced dimension, and a gather from rows split over the devices
+// (each device finds the rows it holds), each laid out partial and then all-reduced by its kind.
+// Negative values for the max and positive ones for the min: pieces made as partial sums (zeros
+// off the owner) would give 0 in both.
+TEST(Check, PartialValuesCombinedByMaxOrMin) {
+  std::string path = write_temp("kinds.mlir", R"(// RUN: %S/run_sdy_interpreter_test.sh %s %t
+//--- part1.mlir
+
+sdy.mesh @mesh = <["x"=2]>
+
+func.func @parallel_max(%arg0: tensor<4xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"x"}]>}) -> tensor<f32> {
+  %init = stablehlo.constant dense<0xFF800000> : tensor<f32>
+  %0 = "stablehlo.reduce"(%arg0, %init) ({
+  ^bb0(%a: tensor<f32>, %b: tensor<f32>):
+    %m = stablehlo.maximum %a, %b : tensor<f32>
+    stablehlo.return %m : tensor<f32>
+  }) {dimensions = array<i64: 0>, sdy.sharding = #sdy.sharding_per_value<[<@mesh, [], unreduced=max{"x"}>]>} : (tensor<4xf32>, tensor<f32>) -> tensor<f32>
+  %1 = sdy.all_reduce max {"x"} %0 out_sharding=<@mesh, []> : tensor<f32>
+  return %1 : tensor<f32>
+}
+
+func.func @parallel_min(%arg0: tensor<4x2xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"x"}, {}]>}, %arg1: tensor<3xi32>) -> tensor<3x2xf32> {
+  %0 = "stablehlo.gather"(%arg0, %arg1) {
+    dimension_numbers = #stablehlo.gather<offset_dims = [1], collapsed_slice_dims = [0], start_index_map = [0], index_vector_dim = 1>,
+    slice_sizes = array<i64: 1, 2>,
+    sdy.sharding = #sdy.sharding_per_value<[<@mesh, [{}, {}], unreduced=min{"x"}>]>
+  } : (tensor<4x2xf32>, tensor<3xi32>) -> tensor<3x2xf32>
+  %1 = sdy.all_reduce min {"x"} %0 out_sharding=<@mesh, [{}, {}]> : tensor<3x2xf32>
+  return %1 : tensor<3x2xf32>
+}
+
+//--- part2.mlir
+
+func.func @main() {
+  %a0 = stablehlo.constant dense<[-5.0, -7.0]> : tensor<2xf32>
+  %a1 = stablehlo.constant dense<[-1.0, -3.0]> : tensor<2xf32>
+  %max:2 = "interpreter.run_parallel"(%a0, %a1) {
+    programs = [[@parallel_max, @parallel_max]]
+  } : (tensor<2xf32>, tensor<2xf32>) -> (tensor<f32>, tensor<f32>)
+  check.expect_eq_const %max#0, dense<-1.0> : tensor<f32>
+  check.expect_eq_const %max#1, dense<-1.0> : tensor<f32>
+  %r0 = stablehlo.constant dense<[[1.0, 2.0], [3.0, 4.0]]> : tensor<2x2xf32>
+  %r1 = stablehlo.constant dense<[[5.0, 6.0], [7.0, 8.0]]> : tensor<2x2xf32>
+  %i = stablehlo.constant dense<[3, 0, 2]> : tensor<3xi32>
+  %min:2 = "interpreter.run_parallel"(%r0, %i, %r1, %i) {
+    programs = [[@parallel_min, @parallel_min]]
+  } : (tensor<2x2xf32>, tensor<3xi32>, tensor<2x2xf32>, tensor<3xi32>) -> (tensor<3x2xf32>, tensor<3x2xf32>)
+  check.expect_eq_const %min#0, dense<[[7.0, 8.0], [1.0, 2.0], [5.0, 6.0]]> : tensor<3x2xf32>
+  check.expect_eq_const %min#1, dense<[[7.0, 8.0], [1.0, 2.0], [5.0, 6.0]]> : tensor<3x2xf32>
+  return
+}
+)");
+  CheckRun r = run(path);
+  EXPECT_EQ(r.counts.passed, 1) << r.output;
+  EXPECT_EQ(r.counts.failed, 0) << r.output;
+  EXPECT_NE(r.output.find("(4 checks)"), std::string::npos) << r.output;
+}
+
 TEST(Check, ParseErrorsAreFailuresWithLocations) {
   std::string path = write_temp("bad.mlir",
                                 "func.func @ok() {\n  %0 = stablehlo.constant dense<1> : tensor<i32>\n"

@@ -2,7 +2,9 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
+#include <cctype>
 #include <deque>
 #include <filesystem>
 #include <fstream>
@@ -168,10 +170,8 @@ bool has_shardings(const ir::Function& fn) {
   return has_shardings(fn.body());
 }
 
-// The function renamings of a test's RUN lines: each `sed 's/FROM/TO/g'` applied to a converted
-// part1 makes one more copy of its programs; without any, one copy keeps the names.
-std::vector<std::pair<std::string, std::string>> renamings(const std::string& text) {
-  // RUN commands, with `\` continuations joined.
+// A test's RUN commands, with `\` continuations joined.
+std::vector<std::string> run_commands(const std::string& text) {
   std::vector<std::string> commands;
   bool continued = false;
   std::istringstream lines(text);
@@ -187,8 +187,14 @@ std::vector<std::pair<std::string, std::string>> renamings(const std::string& te
     else commands.push_back(body);
     continued = next;
   }
+  return commands;
+}
+
+// The function renamings of a test's RUN lines: each `sed 's/FROM/TO/g'` applied to a converted
+// part1 makes one more copy of its programs; without any, one copy keeps the names.
+std::vector<std::pair<std::string, std::string>> renamings(const std::string& text) {
   std::vector<std::pair<std::string, std::string>> out;
-  for (const std::string& cmd : commands) {
+  for (const std::string& cmd : run_commands(text)) {
     if (cmd.find("part1.mlir") == std::string::npos) continue;
     size_t at = cmd.find("sed 's/");
     if (at == std::string::npos) continue;
@@ -198,6 +204,45 @@ std::vector<std::pair<std::string, std::string>> renamings(const std::string& te
   }
   if (out.empty()) out.push_back({"", ""});
   return out;
+}
+
+// Whether a test runs its programs as replicas (N x 1: stablehlo ops without a channel then talk
+// across replicas, and Shardy's conversion numbers devices by replica id). The counts are said in
+// three ways: the wrapper's flags (`--replica_count=4 --partition_count=1`), its positional
+// arguments (`run_sdy_interpreter_test.sh SRC TMP HALO REPLICAS PARTITIONS`), or the conversion
+// pass's options (`--sdy-convert-global-to-local="replica-count=4 partition-count=1"`). Each
+// count is 1 where unsaid, as in the wrapper.
+bool runs_as_replicas(const std::string& text) {
+  int64_t replicas = 1, partitions = 1;
+  auto number_after = [](const std::string& cmd, const std::string& key, int64_t& into) {
+    for (size_t at = cmd.find(key); at != std::string::npos; at = cmd.find(key, at + 1)) {
+      size_t end = at + key.size();
+      int64_t n = 0;
+      bool digits = false;
+      for (; end < cmd.size() && std::isdigit(static_cast<unsigned char>(cmd[end])) && n < 1000000; ++end, digits = true)
+        n = n * 10 + (cmd[end] - '0');
+      if (digits) into = n;
+    }
+  };
+  for (const std::string& cmd : run_commands(text)) {
+    for (const char* key : {"--replica_count=", "replica-count="}) number_after(cmd, key, replicas);
+    for (const char* key : {"--partition_count=", "partition-count="}) number_after(cmd, key, partitions);
+    size_t at = cmd.find("run_sdy_interpreter_test.sh");
+    if (at == std::string::npos) continue;
+    std::istringstream words(cmd.substr(at));
+    std::string word;
+    words >> word;  // the script
+    int position = 0;
+    while (words >> word) {
+      if (word.rfind("--", 0) == 0) continue;
+      if (word.size() >= 2 && word.front() == '"' && word.back() == '"') word = word.substr(1, word.size() - 2);
+      ++position;
+      bool number = !word.empty() && word.size() < 7 && std::all_of(word.begin(), word.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); });
+      if (position == 4 && number) replicas = std::stoll(word);
+      if (position == 5 && number) partitions = std::stoll(word);
+    }
+  }
+  return replicas > 1 && partitions == 1;
 }
 
 std::string renamed(const std::string& name, const std::pair<std::string, std::string>& r) {
@@ -219,15 +264,13 @@ std::unique_ptr<ir::Module> assemble_executable(const std::string& text, const s
   auto global = stablehlo::parse(both, path, part1.first_line, /*verify=*/false);
   transforms::lower_quantized(*global);  // quantized ops as dequantize -> op -> quantize
   auto out = std::make_unique<ir::Module>();
+  const bool as_replicas = runs_as_replicas(text);
   for (const auto& r : renamings(text))
     for (const auto& f : global->functions)
       if (has_shardings(*f)) {
         spmd::PartitionOptions o;
         o.name = renamed(f->name(), r);
-        // A test run as replicas (RUN: ... --replica_count=N --partition_count=1) numbers devices by replica.
-        o.devices_are_replicas = text.find("--partition_count=1") != std::string::npos &&
-                                 text.find("--replica_count=1 ") == std::string::npos &&
-                                 text.find("--replica_count=") != std::string::npos;
+        o.devices_are_replicas = as_replicas;  // numbered by replica, collectives across replicas
         spmd::partition(*global, *f, *out, o);
       }
   for (auto& f : global->functions)
