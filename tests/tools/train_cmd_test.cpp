@@ -2,7 +2,7 @@
 // printed, and a checkpoint written under FSDP on 4 devices resumes under tensor parallel on 2
 // with the same next-step loss as the unbroken run. Pipeline plans (pp=P[,dp=D][,tp=T]) train with
 // the losses of the accumulated step on one device, print the per-stage table and the bubble, and
-// draw the measured timeline.
+// draw the measured timeline. Context parallelism (ctx=4) trains with one device's losses.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
@@ -189,6 +189,34 @@ TEST(TrainCommand, ErrorsNameTheOption) {
   c.plan = "pp";
   e = testing::error_of([&] { train_command(c, out); });
   EXPECT_NE(e.find("--plan pp"), std::string::npos) << e;
+}
+
+TEST(TrainCommand, ContextParallelOnFourDevicesGivesOneDevicesLosses) {
+  // --plan ctx=4 splits each sequence of 16 over 4 devices (ring attention, the load-balanced
+  // layout); the losses, step after step, are one device's.
+  TempDir dir;
+  TrainCommand ctx = small(write_corpus(dir.path));
+  ctx.plan = "ctx=4";
+  ctx.steps = 4;
+  ctx.losses = (dir.path / "ctx.txt").string();
+  std::ostringstream a;
+  ASSERT_EQ(train_command(ctx, a), 0);
+  EXPECT_NE(a.str().find("plan ctx on 4"), std::string::npos) << a.str();
+  EXPECT_NE(a.str().find("collective_permute"), std::string::npos) << a.str();
+  TrainCommand one = small(dir.path / "corpus.txt");
+  one.devices = 1;
+  one.steps = 4;
+  one.losses = (dir.path / "one.txt").string();
+  std::ostringstream b;
+  ASSERT_EQ(train_command(one, b), 0);
+  std::vector<double> got = read_losses(dir.path / "ctx.txt"), want = read_losses(dir.path / "one.txt");
+  ASSERT_EQ(got.size(), 4u) << a.str();
+  ASSERT_EQ(want.size(), 4u) << b.str();
+  for (size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got[i], want[i], 1e-5 * want[i]) << "step " << i + 1;
+  EXPECT_LT(got[3], got[0]);
+  ctx.plan = "ctx=2";
+  std::string e = testing::error_of([&] { train_command(ctx, a); });
+  EXPECT_NE(e.find("--plan ctx=2: the ctx axis spans every device, 4 here"), std::string::npos) << e;
 }
 
 TEST(TrainCommand, PipelineGivesTheLossesOfTheAccumulatedStep) {
