@@ -95,6 +95,34 @@ Tensor ring_body(const Tensor& q, const Tensor& k0, const Tensor& v0, const Tens
   return cast(ir::transpose(out, {0, 2, 1, 3, 4}), q.element());      // [b, l, kv, g, hd]
 }
 
+// One device's part of split_cache_attention: q [B, S, kv, g, hd] and pos [B, S] whole, k and v
+// [B, l, kv, hd] its slice of the cache at positions kpos i32 [l].
+Tensor split_cache_body(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& pos, const Tensor& kpos,
+                        const ir::Groups& all) {
+  ir::Builder& b = q.builder();
+  const int64_t hd = q.shape().back();
+  const ir::ElementType wide = reduction_type(q.element());
+  Tensor scores = ir::dot_general(q, k, ir::DotDims{{0, 2}, {0, 2}, {4}, {3}}) / std::sqrt(double(hd));
+  const std::vector<int64_t>& shape = scores.shape();  // [B, kv, S, g, l]
+  Tensor visible = ir::compare(ir::broadcast_in_dim(kpos, shape, {4}), ir::broadcast_in_dim(pos, shape, {0, 2}),
+                               ComparisonDirection::LE);
+  Tensor hidden = ir::broadcast_to(b.scalar(scores.element(), -1e30), shape);
+  Tensor masked = cast(ir::select(visible, scores, hidden), wide);
+  const int64_t l = shape.back();
+  Tensor m = ir::reduce_max(masked, {4});
+  Tensor p = ir::exp(masked - expand_last(m, l));
+  Tensor sum = ir::reduce_sum(p, {4});
+  Tensor out = cast(ir::dot_general(cast(p, v.element()), v, ir::DotDims{{0, 1}, {0, 2}, {4}, {1}}), wide) /
+               expand_last(sum, hd);
+  // A slice with no visible key has m = -1e30 and so lse about -1e30: its weight exp(lse - max) is
+  // exactly 0 (position 0, on device 0, is visible to every query, so the maximum is finite).
+  Tensor lse = m + ir::log(sum);
+  Tensor top = ir::all_reduce(lse, all, ir::OpKind::Maximum);
+  Tensor weight = ir::exp(lse - top);
+  Tensor merged = ir::all_reduce(out * expand_last(weight, hd), all) / expand_last(ir::all_reduce(weight, all), hd);
+  return cast(ir::transpose(merged, {0, 2, 1, 3, 4}), q.element());  // [B, S, kv, g, hd]
+}
+
 }  // namespace
 
 int64_t ContextParallel::devices() const {
@@ -146,6 +174,28 @@ Tensor ring_attention(const Tensor& x, const AttentionWeights& w, int64_t heads,
         return std::vector<Tensor>{ring_body(in[0], in[1], in[2], in[3], next, n)};
       });
   return ir::matmul(ir::reshape(out[0], {b, s, w.q.shape()[1]}), w.o);
+}
+
+Tensor split_cache_attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& pos,
+                             const ContextParallel& cp) {
+  const int64_t n = cp.devices(), t = k.shape()[1];
+  if (cp.mesh.axes.size() != 1 || t % n != 0)
+    support::fail("nn::split_cache_attention: a cache of {} positions split over axis '{}' ({} devices) of mesh '{}' "
+                  "with {} axes: the axis must be the mesh's only one and divide the positions",
+                  t, cp.axis, n, cp.mesh.name, cp.mesh.axes.size());
+  Literal kpos(ir::i32({t}));
+  for (int64_t i = 0; i < t; ++i) kpos.set_int(i, i);
+  ir::Groups all(1);
+  for (int64_t i = 0; i < n; ++i) all[0].push_back(cp.mesh.device_ids.empty() ? i : cp.mesh.device_ids[size_t(i)]);
+  auto split = [&](int64_t rank, int64_t dim) { return split_dim(cp.mesh, rank, dim, cp.axis); };
+  auto whole = [&](int64_t rank) { return split_dim(cp.mesh, rank, 0, ""); };
+  std::vector<Tensor> out = ir::manual(
+      {q, k, v, pos, q.builder().constant(kpos)}, {whole(5), split(4, 1), split(4, 1), whole(2), split(1, 0)},
+      {whole(5)}, {cp.axis}, [&](ir::Builder&, const std::vector<Tensor>& in) {
+        return std::vector<Tensor>{split_cache_body(in[0], in[1], in[2], in[3], in[4], all)};
+      });
+  const std::vector<int64_t>& s = q.shape();
+  return ir::reshape(out[0], {s[0], s[1], s[2] * s[3] * s[4]});
 }
 
 }  // namespace tessera::nn

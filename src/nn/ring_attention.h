@@ -46,4 +46,13 @@ Tensor from_balanced(const Tensor& x, int64_t dim, int64_t devices);
 Tensor ring_attention(const Tensor& x, const AttentionWeights& w, int64_t heads, int64_t kv_heads, double rope_theta,
                       const ContextParallel& cp);
 
+// Decoding under context parallelism: attention of queries q [B, S, kv, g, hd] at positions
+// pos i32 [B, S] (whole on every device) to a cache of keys and values [B, T, kv, hd] split by
+// position over cp.axis (device i holds positions [i*T/N, (i+1)*T/N)); key t is visible to the
+// query at p when t <= p. Each device attends to its slice and returns its normalized output and
+// log-sum-exp per row; the partials merge by their log-sum-exp (an all-reduce of the maximum, then
+// of the weighted outputs and weights). Returns [B, S, heads * hd], whole on every device.
+Tensor split_cache_attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& pos,
+                             const ContextParallel& cp);
+
 }  // namespace tessera::nn
