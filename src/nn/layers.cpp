@@ -21,14 +21,13 @@ std::vector<int64_t> leading(int64_t r) {
   return dims;
 }
 
-// y [leading...] broadcast back over a dropped last dimension of size n.
+}  // namespace
+
 Tensor expand_last(const Tensor& y, int64_t n) {
   std::vector<int64_t> shape = y.shape();
   shape.push_back(n);
   return ir::broadcast_in_dim(y, shape, leading(y.rank()));
 }
-
-}  // namespace
 
 Tensor cast(const Tensor& x, ir::ElementType t) { return x.element() == t ? x : ir::convert(x, t); }
 

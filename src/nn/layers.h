@@ -20,6 +20,9 @@ using ir::Tensor;
 Tensor cast(const Tensor& x, ir::ElementType t);
 ir::ElementType reduction_type(ir::ElementType t);
 
+// y [leading...] broadcast over a new last dimension of size n (a row statistic back over its row).
+Tensor expand_last(const Tensor& y, int64_t n);
+
 // table [vocab, d], tokens i32 [b, s] -> [b, s, d]: row tokens[b, s] of the table.
 Tensor embedding(const Tensor& table, const Tensor& tokens);
 

@@ -42,14 +42,6 @@ Tensor reorder_chunks(const Tensor& x, int64_t dim, const std::vector<int64_t>& 
   return ir::concatenate(parts, dim);
 }
 
-// x [leading...] broadcast over a new last dimension of size n.
-Tensor expand_last(const Tensor& x, int64_t n) {
-  std::vector<int64_t> shape = x.shape(), dims;
-  shape.push_back(n);
-  for (int64_t i = 0; i < x.rank(); ++i) dims.push_back(i);
-  return ir::broadcast_in_dim(x, shape, dims);
-}
-
 // One device's part of ring attention. q [b, l, kv, g, hd], k and v [b, l, kv, hd] are its local
 // slots (l = s/N), pos i32 [l] their positions. Returns out [b, l, kv, g, hd].
 Tensor ring_body(const Tensor& q, const Tensor& k0, const Tensor& v0, const Tensor& pos,
