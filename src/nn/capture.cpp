@@ -66,8 +66,15 @@ std::optional<ir::Sharding> input_sharding(const TrainingStep& s, const std::str
 
 ir::Type batch_type(const Config& c) { return ir::i32({c.batch, c.seq}); }
 
-// The residual stream [b, s, d] laid out like the tokens along batch and sequence, features whole.
+// The model the plan runs: under a context-parallel plan, with its sequence split.
+CausalLM model_of(const TrainingStep& s, const CausalLM& model) {
+  return s.plan && s.plan->context ? model.context_parallel(*s.plan->context) : model;
+}
+
+// The residual stream [b, s, d] laid out like the tokens along batch and sequence, features whole
+// (under context parallelism, split along the sequence).
 std::optional<ir::Sharding> residual_sharding(const TrainingStep& s) {
+  if (s.plan && s.plan->context) return split_dim(s.plan->mesh, 3, 1, s.plan->context->axis);
   std::optional<ir::Sharding> tokens = input_sharding(s, "tokens", batch_type(s.model.config()));
   if (tokens) tokens->dims.emplace_back();
   return tokens;
@@ -97,7 +104,7 @@ Programs capture(ir::Module& module, const TrainingStep& s) {
     for (const ParamSpec& p : specs) params.push_back(f.param(ir::Type(c.dtype, p.shape), parameter_sharding(s, p)));
     Tensor tokens = f.param(batch_type(c), input_sharding(s, "tokens", batch_type(c)));
     Tensor targets = f.param(batch_type(c), input_sharding(s, "targets", batch_type(c)));
-    return s.model.loss(Weights(specs, params), tokens, targets, residual_sharding(s));
+    return model_of(s, s.model).loss(Weights(specs, params), tokens, targets, residual_sharding(s));
   });
 
   // @step: the loss and the gradient of every parameter (not of the integer inputs).
@@ -122,7 +129,7 @@ Programs capture(ir::Module& module, const TrainingStep& s) {
       for (const ParamSpec& p : specs) params.push_back(f.param(ir::Type(c.dtype, p.shape), parameter_sharding(s, p)));
       Tensor tokens = f.param(batch_type(mc), input_sharding(s, "tokens", batch_type(mc)));
       Tensor targets = f.param(batch_type(mc), input_sharding(s, "targets", batch_type(mc)));
-      return micro.loss(Weights(specs, params), tokens, targets, residual_sharding(ms));
+      return model_of(s, micro).loss(Weights(specs, params), tokens, targets, residual_sharding(ms));
     });
     autodiff::ReverseOptions mo = ro;
     mo.name = "step_micro";

@@ -79,8 +79,10 @@ using CacheStep = std::function<std::pair<Tensor, Tensor>(int64_t layer, const T
 
 // The model over tokens i32 [B, S] at positions pos i32 [B, S]: logits [B, S, vocab]. Mirrors
 // CausalLM::block (mixed precision included) with attention through `cache`.
+// With `split`, the keys and values are the cache split by position over split->axis, attended
+// to slice by slice (split_cache_attention).
 Tensor cached_forward(const CausalLM& model, const Weights& w, const Tensor& tokens, const Tensor& pos,
-                      int64_t max_len, const CacheStep& cache) {
+                      int64_t max_len, const CacheStep& cache, const std::optional<ContextParallel>& split = std::nullopt) {
   const Config& c = model.config();
   const ir::ElementType ct = c.compute_type();
   int64_t b = tokens.shape()[0], s = tokens.shape()[1], hd = c.head_dim(), groups = c.heads / c.kv_heads;
@@ -95,7 +97,8 @@ Tensor cached_forward(const CausalLM& model, const Weights& w, const Tensor& tok
                        c.rope_theta);
     Tensor v = ir::reshape(ir::matmul(h, weight(p + "attn.v")), {b, s, c.kv_heads, hd});
     auto [keys, values] = cache(layer, k, v);
-    Tensor a = ir::matmul(attend(q, keys, values, pos), weight(p + "attn.o"));
+    Tensor heads = split ? split_cache_attention(q, keys, values, pos, *split) : attend(q, keys, values, pos);
+    Tensor a = ir::matmul(heads, weight(p + "attn.o"));
     x = x + cast(a, x.element());
     Tensor f = swiglu(cast(rms_norm(x, w[p + "mlp_norm"], c.norm_eps), ct), weight(p + "mlp.gate"),
                       weight(p + "mlp.up"), weight(p + "mlp.down"));
@@ -174,6 +177,16 @@ GenerationPrograms capture_generation(ir::Module& module, const CausalLM& model,
       if (cache_type.shape[d] % n != 0)
         support::fail("nn::capture_generation: plan '{}' splits the cache's {} ({}) into {} pieces, which does not divide",
                       plan->name, d == 0 ? "batch" : "key/value heads", cache_type.shape[d], n);
+    }
+    if (plan->context) {  // positions split over the ctx axis (tokens and heads are whole)
+      if (paged)
+        support::fail("nn::capture_generation: plan '{}' splits the cache by position; a paged cache's pool is shared "
+                      "by the sequences (use a contiguous one)", plan->name);
+      int64_t n = plan->context->devices();
+      if (L % n != 0)
+        support::fail("nn::capture_generation: plan '{}' splits the cache's {} positions into {} pieces, which does "
+                      "not divide", plan->name, L, n);
+      cs.dims[1] = ir::DimSharding{ir::AxisRef(plan->context->axis)};
     }
     if (paged) {
       if (ir::dim_shards(cs, 0, plan->mesh) != 1)
@@ -254,7 +267,8 @@ GenerationPrograms capture_generation(ir::Module& module, const CausalLM& model,
                                      updated.push_back(k_store);
                                      updated.push_back(v_store);
                                      return std::pair{keys, values};
-                                   });
+                                   },
+                                   plan ? plan->context : std::nullopt);
     std::vector<Tensor> results = {ir::reshape(logits, {B, c.vocab})};
     results.insert(results.end(), updated.begin(), updated.end());
     return results;

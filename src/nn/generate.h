@@ -34,7 +34,10 @@
 // With a sharding plan (plan.h) the parameters are laid out as in training; the caches split their
 // batch like the plan's tokens and their key/value heads like the plan's attn.k columns (tp: the
 // heads over the model axis, each device attending with its own heads), results laid out like the
-// inputs they replace.
+// inputs they replace. Under the ctx plan (context_parallel) a contiguous cache is split by
+// position instead: each decode step attends to every device's slice and merges the partial
+// outputs by their log-sum-exp (split_cache_attention); the prefill is left to the partitioner,
+// its caches laid out in the slices.
 #pragma once
 
 #include <cstdint>
@@ -100,7 +103,8 @@ class BlockTable {
 
 // Builds @prefill and @decode (names taken: a UserError) in `module`, adding the plan's mesh when it
 // has none of its name. A UserError when the shape is empty or max_len < prompt, when the plan
-// splits the batch or the key/value heads unevenly, or the batch of a paged cache at all.
+// splits the batch, the key/value heads or (ctx) the positions unevenly, or the batch or positions
+// of a paged cache at all.
 GenerationPrograms capture_generation(ir::Module& module, const CausalLM& model, GenerationShape shape,
                                       const std::optional<ShardingPlan>& plan = std::nullopt);
 

@@ -21,14 +21,13 @@ std::vector<int64_t> leading(int64_t r) {
   return dims;
 }
 
-// y [leading...] broadcast back over a dropped last dimension of size n.
+}  // namespace
+
 Tensor expand_last(const Tensor& y, int64_t n) {
   std::vector<int64_t> shape = y.shape();
   shape.push_back(n);
   return ir::broadcast_in_dim(y, shape, leading(y.rank()));
 }
-
-}  // namespace
 
 Tensor cast(const Tensor& x, ir::ElementType t) { return x.element() == t ? x : ir::convert(x, t); }
 
@@ -57,14 +56,16 @@ Tensor rms_norm(const Tensor& x, const Tensor& gain, double eps) {
   return cast(xw * expand_last(scale, d) * cast(gain, wide), x.element());
 }
 
-Tensor rope(const Tensor& x, double theta) {
+Tensor rope(const Tensor& x, double theta, const std::vector<int64_t>& positions) {
   int64_t s = x.shape()[1], hd = x.shape().back(), half = hd / 2;
   if (hd % 2 != 0) support::fail("nn::rope: head dimension {} of {} is odd", hd, to_string(x.type()));
+  if (!positions.empty() && int64_t(positions.size()) != s)
+    support::fail("nn::rope: {} positions for the {} indices of dim 1 of {}", positions.size(), s, to_string(x.type()));
   // cos and sin of every (position, feature) angle, computed here in double: constants of the program.
   Literal cos_table(Type(x.element(), {s, hd})), sin_table(Type(x.element(), {s, hd}));
   for (int64_t p = 0; p < s; ++p)
     for (int64_t i = 0; i < hd; ++i) {
-      double angle = double(p) * std::pow(theta, -2.0 * double(i % half) / double(hd));
+      double angle = double(positions.empty() ? p : positions[size_t(p)]) * std::pow(theta, -2.0 * double(i % half) / double(hd));
       cos_table.set_double(p * hd + i, std::cos(angle));
       sin_table.set_double(p * hd + i, std::sin(angle));
     }
@@ -94,16 +95,22 @@ Tensor log_softmax_last(const Tensor& x) {
   return shifted - expand_last(ir::log(ir::reduce_sum(ir::exp(shifted), {last})), n);
 }
 
-Tensor attention(const Tensor& x, const AttentionWeights& w, int64_t heads, int64_t kv_heads, double rope_theta) {
+Projections project_qkv(const Tensor& x, const AttentionWeights& w, int64_t heads, int64_t kv_heads, double rope_theta,
+                        const std::vector<int64_t>& positions) {
   int64_t b = x.shape()[0], s = x.shape()[1];
   int64_t hd = w.q.shape()[1] / heads, groups = heads / kv_heads;
   if (hd * heads != w.q.shape()[1] || groups * kv_heads != heads)
     support::fail("nn::attention: {} query heads and {} key/value heads do not fit q {}", heads, kv_heads,
                   to_string(w.q.type()));
   // Query head h = kv * groups + g: the q columns of key/value head kv are contiguous.
-  Tensor q = rope(ir::reshape(ir::matmul(x, w.q), {b, s, kv_heads, groups, hd}), rope_theta);
-  Tensor k = rope(ir::reshape(ir::matmul(x, w.k), {b, s, kv_heads, hd}), rope_theta);
-  Tensor v = ir::reshape(ir::matmul(x, w.v), {b, s, kv_heads, hd});
+  return {rope(ir::reshape(ir::matmul(x, w.q), {b, s, kv_heads, groups, hd}), rope_theta, positions),
+          rope(ir::reshape(ir::matmul(x, w.k), {b, s, kv_heads, hd}), rope_theta, positions),
+          ir::reshape(ir::matmul(x, w.v), {b, s, kv_heads, hd})};
+}
+
+Tensor attention(const Tensor& x, const AttentionWeights& w, int64_t heads, int64_t kv_heads, double rope_theta) {
+  int64_t b = x.shape()[0], s = x.shape()[1], hd = w.q.shape()[1] / heads;
+  auto [q, k, v] = project_qkv(x, w, heads, kv_heads, rope_theta);
 
   // scores[b, kv, s, g, t] = q[b, s, kv, g, :] · k[b, t, kv, :] / sqrt(hd)
   ir::DotDims qk{{0, 2}, {0, 2}, {4}, {3}};

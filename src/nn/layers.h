@@ -20,6 +20,9 @@ using ir::Tensor;
 Tensor cast(const Tensor& x, ir::ElementType t);
 ir::ElementType reduction_type(ir::ElementType t);
 
+// y [leading...] broadcast over a new last dimension of size n (a row statistic back over its row).
+Tensor expand_last(const Tensor& y, int64_t n);
+
 // table [vocab, d], tokens i32 [b, s] -> [b, s, d]: row tokens[b, s] of the table.
 Tensor embedding(const Tensor& table, const Tensor& tokens);
 
@@ -29,8 +32,10 @@ Tensor rms_norm(const Tensor& x, const Tensor& gain, double eps);
 
 // Rotary position embedding of x [b, s, ..., head_dim] (position = index along dim 1), in the
 // "rotate half" form of GPT-NeoX and Hugging Face's Llama: feature i pairs with i + head_dim/2, and
-// the pair at position p turns by p * theta^(-2j/head_dim), j = i mod head_dim/2.
-Tensor rope(const Tensor& x, double theta);
+// the pair at position p turns by p * theta^(-2j/head_dim), j = i mod head_dim/2. `positions`, when
+// given, is the position of each index along dim 1 (a sequence held in another order, as context
+// parallelism's load-balanced layout holds it).
+Tensor rope(const Tensor& x, double theta, const std::vector<int64_t>& positions = {});
 
 // Softmax along the last dimension, stable (the row maximum subtracted first).
 Tensor softmax_last(const Tensor& x);
@@ -40,6 +45,14 @@ Tensor log_softmax_last(const Tensor& x);
 struct AttentionWeights {
   Tensor q, k, v, o;  // [d, heads*hd], [d, kv_heads*hd] twice, [heads*hd, d]
 };
+
+// The queries [b, s, kv_heads, groups, hd] and keys and values [b, s, kv_heads, hd] of x [b, s, d],
+// RoPE applied to queries and keys (at `positions`, as rope takes them).
+struct Projections {
+  Tensor q, k, v;
+};
+Projections project_qkv(const Tensor& x, const AttentionWeights& w, int64_t heads, int64_t kv_heads, double rope_theta,
+                        const std::vector<int64_t>& positions = {});
 
 // Causal grouped-query self-attention of x [b, s, d] with RoPE on queries and keys. Query head h
 // reads key/value head h / (heads / kv_heads), as Llama's repeat_kv does; the groups are a

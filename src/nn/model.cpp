@@ -25,6 +25,13 @@ const Tensor& Weights::operator[](const std::string& name) const {
 
 CausalLM::CausalLM(Config config) : config_(config), specs_(parameter_specs(config)) {}
 
+CausalLM CausalLM::context_parallel(ContextParallel cp) const {
+  balanced_positions(config_.seq, cp.devices());  // refuses a sequence the layout cannot cut
+  CausalLM m = *this;
+  m.context_ = std::move(cp);
+  return m;
+}
+
 Tensor CausalLM::embed(const Weights& w, const Tensor& tokens, const std::optional<ir::Sharding>& residual) const {
   const Config& c = config_;
   if (tokens.shape() != std::vector<int64_t>{c.batch, c.seq} || !ir::is_integer(tokens.element()))
@@ -45,8 +52,9 @@ Tensor CausalLM::block(const Weights& w, int64_t layer, const Tensor& x0,
   std::string p = "layers." + std::to_string(layer) + ".";
   AttentionWeights aw{weight(p + "attn.q"), weight(p + "attn.k"), weight(p + "attn.v"), weight(p + "attn.o")};
   Tensor x = x0;
-  Tensor a = attention(laid_out(cast(rms_norm(x, w[p + "attn_norm"], c.norm_eps), ct)), aw, c.heads, c.kv_heads,
-                       c.rope_theta);
+  Tensor normed = laid_out(cast(rms_norm(x, w[p + "attn_norm"], c.norm_eps), ct));
+  Tensor a = context_ ? ring_attention(normed, aw, c.heads, c.kv_heads, c.rope_theta, *context_)
+                      : attention(normed, aw, c.heads, c.kv_heads, c.rope_theta);
   x = x + cast(a, x.element());
   Tensor f = swiglu(laid_out(cast(rms_norm(x, w[p + "mlp_norm"], c.norm_eps), ct)), weight(p + "mlp.gate"),
                     weight(p + "mlp.up"), weight(p + "mlp.down"));
@@ -58,15 +66,26 @@ Tensor CausalLM::head(const Weights& w, const Tensor& x) const {
   return cast(ir::matmul(cast(rms_norm(x, w["norm"], config_.norm_eps), ct), cast(w["head"], ct)), x.element());
 }
 
-Tensor CausalLM::logits(const Weights& w, const Tensor& tokens, const std::optional<ir::Sharding>& residual) const {
+Tensor CausalLM::laid_out_logits(const Weights& w, const Tensor& tokens,
+                                 const std::optional<ir::Sharding>& residual) const {
   Tensor x = embed(w, tokens, residual);
   for (int64_t i = 0; i < config_.layers; ++i) x = block(w, i, x, residual);
   return head(w, x);
 }
 
+Tensor CausalLM::logits(const Weights& w, const Tensor& tokens, const std::optional<ir::Sharding>& residual) const {
+  if (!context_) return laid_out_logits(w, tokens, residual);
+  int64_t n = context_->devices();
+  return from_balanced(laid_out_logits(w, to_balanced(tokens, 1, n), residual), 1, n);
+}
+
+// The loss is a mean over tokens, indifferent to their order: under context parallelism the
+// targets take the tokens' layout rather than the logits going back to natural order.
 Tensor CausalLM::loss(const Weights& w, const Tensor& tokens, const Tensor& targets,
                       const std::optional<ir::Sharding>& residual) const {
-  return cross_entropy(logits(w, tokens, residual), targets);
+  if (!context_) return cross_entropy(laid_out_logits(w, tokens, residual), targets);
+  int64_t n = context_->devices();
+  return cross_entropy(laid_out_logits(w, to_balanced(tokens, 1, n), residual), to_balanced(targets, 1, n));
 }
 
 }  // namespace tessera::nn

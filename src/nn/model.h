@@ -16,6 +16,7 @@
 
 #include "nn/config.h"
 #include "nn/layers.h"
+#include "nn/ring_attention.h"
 
 namespace tessera::nn {
 
@@ -34,6 +35,11 @@ class CausalLM {
   explicit CausalLM(Config config);
   const Config& config() const { return config_; }
   const std::vector<ParamSpec>& parameters() const { return specs_; }
+  // The same model with its sequence split over cp.axis (ring_attention.h): logits and loss take
+  // and give tokens in natural order and hold the sequence in the load-balanced layout between;
+  // every attention is ring attention. embed, block and head then work in that layout.
+  CausalLM context_parallel(ContextParallel cp) const;
+  const std::optional<ContextParallel>& context() const { return context_; }
 
   // logits [b, s, vocab] of tokens i32 [b, s]. `residual`, when given, is the layout of the
   // residual stream [b, s, d]: it is constrained so after the embedding and after every block, so
@@ -52,8 +58,12 @@ class CausalLM {
               const std::optional<ir::Sharding>& residual = std::nullopt) const;
 
  private:
+  // The logits of tokens already in the layout the blocks use, in that layout.
+  Tensor laid_out_logits(const Weights& w, const Tensor& tokens, const std::optional<ir::Sharding>& residual) const;
+
   Config config_;
   std::vector<ParamSpec> specs_;
+  std::optional<ContextParallel> context_;
 };
 
 }  // namespace tessera::nn

@@ -72,6 +72,18 @@ ShardingPlan tensor_parallel(ir::Mesh mesh, std::string model_axis, std::optiona
   return plan;
 }
 
+ShardingPlan context_parallel(ir::Mesh mesh, std::string axis) {
+  ir::validate(mesh);
+  axis_of(mesh, axis, "context_parallel");
+  ShardingPlan plan{"ctx", mesh, nullptr, nullptr, ContextParallel{mesh, axis}};
+  // Tokens and targets come whole to every device, which cuts its slots of the load-balanced
+  // layout from them without moving anything (a sequence split in natural order would need the
+  // other devices' chunks); the residual stream is split along the sequence (capture.cpp).
+  plan.input = [mesh](const DataInput& in) { return split_dim(mesh, in.type.rank(), 0, ""); };
+  plan.parameter = [mesh](const ParamSpec& p) { return split_dim(mesh, int64_t(p.shape.size()), 0, ""); };
+  return plan;
+}
+
 int64_t elements_per_device(const ShardingPlan& plan, const ParamSpec& spec) {
   ir::Sharding s = plan.parameter(spec);
   ir::Type t(ir::ElementType::f32, spec.shape);

@@ -11,6 +11,10 @@
 //                               attn.q/k/v, mlp.gate/up and head split by column (output features,
 //                               the head by vocabulary); attn.o and mlp.down by row; embed and norms
 //                               whole; inputs split along the batch over data_axis when given
+//   context_parallel(mesh, axis)
+//                               the residual stream split along the sequence (in the load-balanced
+//                               layout, ring_attention.h), attention as ring attention over the axis;
+//                               parameters and inputs whole
 #pragma once
 
 #include <functional>
@@ -19,6 +23,7 @@
 
 #include "ir/sharding.h"
 #include "nn/config.h"
+#include "nn/ring_attention.h"
 
 namespace tessera::nn {
 
@@ -33,12 +38,15 @@ struct ShardingPlan {
   ir::Mesh mesh;
   std::function<ir::Sharding(const DataInput&)> input;
   std::function<ir::Sharding(const ParamSpec&)> parameter;
+  // Set by context_parallel: the model's sequence is split over this axis (CausalLM::context_parallel).
+  std::optional<ContextParallel> context = std::nullopt;
 };
 
 ShardingPlan data_parallel(ir::Mesh mesh, std::string axis);
 ShardingPlan fsdp(ir::Mesh mesh, std::string axis);
 ShardingPlan tensor_parallel(ir::Mesh mesh, std::string model_axis,
                              std::optional<std::string> data_axis = std::nullopt);
+ShardingPlan context_parallel(ir::Mesh mesh, std::string axis);
 
 // A closed sharding of a rank-`rank` tensor on `mesh` with dimension `dim` split over `axis` (no
 // dimension split when axis is empty).

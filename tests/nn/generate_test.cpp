@@ -3,7 +3,8 @@
 // of every generated position equal to CausalLM::logits recomputed on the whole sequence so far
 // (kCacheTolerance, relative; NaN fails), and so the same greedy tokens. The reference run is the
 // reference interpreter on whole arrays; the same programs on 1, 2 and 4 host devices under the
-// tensor-parallel plan (the caches split by key/value head, donated from step to step) give the
+// tensor-parallel plan (the caches split by key/value head, donated from step to step), and on 4
+// under ctx (the cache split by position, partial attentions merged by log-sum-exp), give the
 // same tokens and logits. Also the sampler: greedy, top-k and its argument checks.
 #include <gtest/gtest.h>
 
@@ -193,55 +194,91 @@ TEST(Generate, CachedLogitsEqualTheFullRecomputationAtEveryPosition) {
   }
 }
 
-// The same programs compiled for host devices under tp (caches split by key/value head) and run
-// through sharded_program with the caches donated: the reference's tokens, and its logits.
+// The programs of `shape` compiled for host devices under `plan` and run through sharded_program
+// with the caches donated: the reference's tokens, and its logits.
+void expect_sharded_generation_equals(const Config& c, const std::vector<Literal>& params, const Generated& want,
+                                      const ShardingPlan& plan, const GenerationShape& shape) {
+  runtime::Session s = runtime::Session::host(plan.mesh.num_devices());
+  Module m("generate");
+  GenerationPrograms g = capture_generation(m, CausalLM(c), shape, plan);
+  ASSERT_TRUE(g.cache_sharding.has_value());
+  runtime::ShardedProgram prefill = s.sharded_program(s.compile(m, g.prefill));
+  runtime::ShardedProgram decode = s.sharded_program(s.compile(m, g.decode), g.decode_aliases);
+  // The caches stay as buffers on the devices between steps; only logits come back.
+  std::vector<runtime::ShardedBuffer> caches;
+  auto run_prefill = [&](std::vector<Literal> in) {
+    std::vector<runtime::ShardedBuffer> bufs;
+    for (size_t i = 0; i < in.size(); ++i) bufs.push_back(prefill.stage(i, in[i]));
+    std::vector<runtime::ShardedBuffer> out = prefill.execute(bufs);
+    caches.assign(out.begin() + 1, out.end());
+    return std::vector<Literal>{prefill.fetch(out[0])};
+  };
+  std::vector<runtime::ShardedBuffer> staged_params;
+  auto run_decode = [&](std::vector<Literal> in) {
+    if (staged_params.empty())
+      for (size_t i = 0; i < g.num_parameters(); ++i) staged_params.push_back(decode.stage(i, in[i]));
+    std::vector<runtime::ShardedBuffer> bufs = staged_params;
+    // Moved, not copied: a donated buffer that no other one shares is reused in place.
+    bufs.insert(bufs.end(), std::make_move_iterator(caches.begin()), std::make_move_iterator(caches.end()));
+    // generate_with passes no caches here (run_prefill kept them as buffers): tokens, pos (and
+    // paged: slot and table) follow the parameters.
+    for (size_t j = g.num_parameters(); j < in.size(); ++j)
+      bufs.push_back(decode.stage(g.decode_tokens_input() + (j - g.num_parameters()), in[j]));
+    std::vector<runtime::ShardedBuffer> out = decode.execute(bufs);
+    for (size_t i = 0; i < g.num_caches(); ++i) EXPECT_TRUE(bufs[g.num_parameters() + i].donated());
+    caches.assign(out.begin() + 1, out.end());
+    return std::vector<Literal>{decode.fetch(out[0])};
+  };
+  Generated got = generate_with(g, c, run_prefill, run_decode, params);
+  EXPECT_EQ(got.tokens, want.tokens);
+  for (size_t b = 0; b < got.logits.size(); ++b)
+    for (size_t i = 0; i < got.logits[b].size(); ++i)
+      EXPECT_LE(testing::relative_error(got.logits[b][i], want.logits[b][i]), kCacheTolerance)
+          << "sequence " << b << " token " << i;
+}
+
+// Under tp the caches are split by key/value head.
 TEST(Generate, TensorParallelOnTwoAndFourDevicesGivesTheSameTokens) {
   Config c = generation_config();
   std::vector<Literal> params = init_parameters(c, 7);
   for (int64_t block_size : kBlockSizes) {
-  Generated want = reference_run(c, params, block_size);
-  for (int64_t n : {1, 2, 4}) {
-    SCOPED_TRACE(fmt::format("{} devices, {}", n, block_size == 0 ? "contiguous cache" : "paged cache"));
-    runtime::Session s = runtime::Session::host(n);
-    Module m("generate");
-    ShardingPlan plan = tensor_parallel(Mesh{"mesh", {{"model", n}}, {}}, "model");
-    GenerationPrograms g = capture_generation(m, CausalLM(c), shape_of(block_size), plan);
-    ASSERT_TRUE(g.cache_sharding.has_value());
-    runtime::ShardedProgram prefill = s.sharded_program(s.compile(m, g.prefill));
-    runtime::ShardedProgram decode = s.sharded_program(s.compile(m, g.decode), g.decode_aliases);
-    // The caches stay as buffers on the devices between steps; only logits come back.
-    std::vector<runtime::ShardedBuffer> caches;
-    auto run_prefill = [&](std::vector<Literal> in) {
-      std::vector<runtime::ShardedBuffer> bufs;
-      for (size_t i = 0; i < in.size(); ++i) bufs.push_back(prefill.stage(i, in[i]));
-      std::vector<runtime::ShardedBuffer> out = prefill.execute(bufs);
-      caches.assign(out.begin() + 1, out.end());
-      return std::vector<Literal>{prefill.fetch(out[0])};
-    };
-    std::vector<runtime::ShardedBuffer> staged_params;
-    auto run_decode = [&](std::vector<Literal> in) {
-      if (staged_params.empty())
-        for (size_t i = 0; i < g.num_parameters(); ++i) staged_params.push_back(decode.stage(i, in[i]));
-      std::vector<runtime::ShardedBuffer> bufs = staged_params;
-      // Moved, not copied: a donated buffer that no other one shares is reused in place.
-      bufs.insert(bufs.end(), std::make_move_iterator(caches.begin()), std::make_move_iterator(caches.end()));
-      // generate_with passes no caches here (run_prefill kept them as buffers): tokens, pos (and
-      // paged: slot and table) follow the parameters.
-      for (size_t j = g.num_parameters(); j < in.size(); ++j)
-        bufs.push_back(decode.stage(g.decode_tokens_input() + (j - g.num_parameters()), in[j]));
-      std::vector<runtime::ShardedBuffer> out = decode.execute(bufs);
-      for (size_t i = 0; i < g.num_caches(); ++i) EXPECT_TRUE(bufs[g.num_parameters() + i].donated());
-      caches.assign(out.begin() + 1, out.end());
-      return std::vector<Literal>{decode.fetch(out[0])};
-    };
-    Generated got = generate_with(g, c, run_prefill, run_decode, params);
-    EXPECT_EQ(got.tokens, want.tokens);
-    for (size_t b = 0; b < got.logits.size(); ++b)
-      for (size_t i = 0; i < got.logits[b].size(); ++i)
-        EXPECT_LE(testing::relative_error(got.logits[b][i], want.logits[b][i]), kCacheTolerance)
-            << "sequence " << b << " token " << i;
+    Generated want = reference_run(c, params, block_size);
+    for (int64_t n : {1, 2, 4}) {
+      SCOPED_TRACE(fmt::format("{} devices, {}", n, block_size == 0 ? "contiguous cache" : "paged cache"));
+      ShardingPlan plan = tensor_parallel(Mesh{"mesh", {{"model", n}}, {}}, "model");
+      expect_sharded_generation_equals(c, params, want, plan, shape_of(block_size));
+    }
   }
-  }
+}
+
+// Under ctx the contiguous cache of 12 positions is split by position, 3 on each of 4 devices:
+// each decode step attends slice by slice and merges by log-sum-exp. The reference (one device,
+// whole arrays) has the same tokens and logits, and so the full recomputation's (the test above).
+TEST(Generate, ContextParallelOnFourDevicesGivesTheSameTokens) {
+  Config c = generation_config();
+  std::vector<Literal> params = init_parameters(c, 7);
+  Generated want = reference_run(c, params, 0);
+  GenerationShape shape = shape_of(0);
+  shape.max_len = 12;  // 11 needed, rounded up to a multiple of 4
+  ShardingPlan plan = context_parallel(Mesh{"mesh", {{"ctx", 4}}, {}}, "ctx");
+  expect_sharded_generation_equals(c, params, want, plan, shape);
+  // Each device keeps its 3 positions of every cache, and a decode step moves only the merge: per
+  // layer, an all-reduce of the log-sum-exp maximum, then one of the weighted outputs and the
+  // weights (two the partitioner combines into one).
+  Module d("decode");
+  GenerationPrograms g = capture_generation(d, CausalLM(c), shape, plan);
+  ASSERT_EQ(g.cache_sharding->dims[1].axes.size(), 1u);
+  EXPECT_EQ(g.cache_sharding->dims[1].axes[0].name, "ctx");
+  runtime::CompiledProgram decode = runtime::Session::host(4).compile(d, g.decode);
+  EXPECT_EQ(decode.report().count("all_reduce"), 2 * c.layers) << decode.report().to_string();
+  EXPECT_EQ(decode.report().collectives.size(), size_t(2 * c.layers)) << decode.report().to_string();
+  Module m("refused");
+  shape.max_len = 11;
+  std::string e = tessera::testing::error_of([&] { capture_generation(m, CausalLM(c), shape, plan); });
+  EXPECT_NE(e.find("splits the cache's 11 positions into 4 pieces"), std::string::npos) << e;
+  Module p("paged");
+  e = tessera::testing::error_of([&] { capture_generation(p, CausalLM(c), shape_of(4), plan); });
+  EXPECT_NE(e.find("a paged cache's pool is shared"), std::string::npos) << e;
 }
 
 // The pool hands out each block once and refuses a sequence past it; unreserved positions map to

@@ -84,7 +84,7 @@ TEST(MixedPrecision, ShardedStepsTrackUnsharded) {
 
   runtime::Session s = runtime::Session::host(4);
   for (const ShardingPlan& plan : {data_parallel(line("data"), "data"), fsdp(line("data"), "data"),
-                                   tensor_parallel(line("model"), "model")}) {
+                                   tensor_parallel(line("model"), "model"), context_parallel(line("ctx"), "ctx")}) {
     SCOPED_TRACE("plan " + plan.name);
     Module m("sharded");
     Programs p = capture(m, TrainingStep{CausalLM(c)}.with(adamw).sharded(plan));

@@ -1,8 +1,9 @@
 // The training step of issue #6's configuration (78,144 parameters, batch 8 x 16) on 4 host
-// devices under the four sharding plans, against the unsharded step evaluated by the reference
-// interpreter: loss and every gradient through Session::run_sharded (1e-5), and six AdamW steps
-// through sharded_program with parameters and moments kept on the devices (1e-4). Also the
-// per-device parameter share of each plan, analytic and as the partitioner laid the pieces out.
+// devices under the five sharding plans (ctx's attention being ring attention), against the
+// unsharded step evaluated by the reference interpreter: loss and every gradient through
+// Session::run_sharded (1e-5), and six AdamW steps through sharded_program with parameters and
+// moments kept on the devices (1e-4). Also the per-device parameter share of each plan, analytic
+// and as the partitioner laid the pieces out.
 #include <gtest/gtest.h>
 
 #include <fmt/format.h>
@@ -59,7 +60,8 @@ std::vector<PlanCase> plans() {
   return {{data_parallel(line("data"), "data"), 78144, 1.0},
           {fsdp(line("data"), "data"), 19536, 0.2500},
           {tensor_parallel(line("model"), "model"), 21312, 0.2727},
-          {tensor_parallel(square(), "model", "data"), 40256, 0.5152}};
+          {tensor_parallel(square(), "model", "data"), 40256, 0.5152},
+          {context_parallel(line("ctx"), "ctx"), 78144, 1.0}};
 }
 
 // @train_step's inputs: the state (parameters, m, v), the step's AdamW scalars and the batch.
@@ -156,6 +158,12 @@ TEST(Plans, ShardingsOfThePresets) {
   EXPECT_EQ(split(f, "layers.0.attn.q"), "d.");  // equal dimensions: the first
   EXPECT_EQ(split(f, "norm"), "d");
   EXPECT_EQ(split(data_parallel(line("data"), "data"), "head"), "..");
+  ShardingPlan cp = context_parallel(line("ctx"), "ctx");
+  EXPECT_EQ(split(cp, "layers.0.attn.q"), "..");
+  EXPECT_TRUE(cp.input({"tokens", i32({8, 16})}).dims[0].axes.empty());
+  EXPECT_TRUE(cp.input({"tokens", i32({8, 16})}).dims[1].axes.empty());
+  ASSERT_TRUE(cp.context.has_value());
+  EXPECT_EQ(cp.context->axis, "ctx");
 }
 
 // Loss and gradients of @step through run_sharded equal the unsharded step, under every plan.

@@ -2,8 +2,8 @@
 
 A tiny model trains for 3 steps on 1 host device and saves; then two prompts of different lengths
 are generated greedily together on 1 device (paged cache in blocks of 16 and of 3, and contiguous),
-under tp on 2 and 4 devices (heads and KV cache split) and under dp on 2 (the prompts split, a
-contiguous cache): every run prints the same tokens, each sequence its prompt's bytes followed by
+under tp on 2 and 4 devices (heads and KV cache split), under dp on 2 (the prompts split, a
+contiguous cache) and under ctx on 4 (a contiguous cache split by position): every run prints the same tokens, each sequence its prompt's bytes followed by
 --tokens new ones, and the decode tokens/s. Sampling with a seed repeats itself.
 Bad command lines are named errors with exit 1.
 
@@ -54,7 +54,7 @@ with tempfile.TemporaryDirectory() as tmp:
     want = None
     for extra in [["--devices", "1"], ["--devices", "1", "--block-size", "0"], ["--devices", "1", "--block-size", "3"],
                   ["--plan", "tp", "--devices", "2"], ["--plan", "tp", "--devices", "4", "--block-size", "4"],
-                  ["--plan", "dp", "--devices", "2"]]:
+                  ["--plan", "dp", "--devices", "2"], ["--plan", "ctx", "--devices", "4"]]:
         code, out = run(base + extra)
         name = " ".join(extra)
         check(code == 0, f"generate {name} exits 0: " + out[-400:])
@@ -65,7 +65,7 @@ with tempfile.TemporaryDirectory() as tmp:
                   f"{name}: prompt '{p}' followed by {NEW} tokens")
         check(re.search(r"decode \d+ steps in [0-9.]+ s: [0-9.]+ tokens/s", out) is not None,
               f"{name}: reports decode tokens/s")
-        paged = "--block-size 0" not in name and "dp" not in name
+        paged = "--block-size 0" not in name and "dp" not in name and "ctx" not in name
         check(("paged KV cache" if paged else "contiguous KV cache") in out, f"{name}: the cache it says")
         if want is None:
             want = got
@@ -83,6 +83,8 @@ with tempfile.TemporaryDirectory() as tmp:
     check(code == 1 and "all 2 blocks of the pool are in use" in out, "a pool too small is a named error: " + out.strip()[-200:])
     code, out = run(base + ["--plan", "dp", "--devices", "2", "--block-size", "16"])
     check(code == 1 and "shared by the sequences" in out, "a paged cache under dp is refused: " + out.strip()[-200:])
+    code, out = run(base + ["--plan", "ctx", "--devices", "4", "--block-size", "4"])
+    check(code == 1 and "pool is shared" in out, "a paged cache under ctx is refused: " + out.strip()[-200:])
     code, out = run(["generate", "--resume", ckpt, "--prompt", ""])
     check(code == 1 and "empty" in out, "an empty prompt is refused: " + out.strip()[-200:])
 

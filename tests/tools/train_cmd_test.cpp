@@ -2,7 +2,7 @@
 // printed, and a checkpoint written under FSDP on 4 devices resumes under tensor parallel on 2
 // with the same next-step loss as the unbroken run. Pipeline plans (pp=P[,dp=D][,tp=T]) train with
 // the losses of the accumulated step on one device, print the per-stage table and the bubble, and
-// draw the measured timeline.
+// draw the measured timeline. Context parallelism (ctx=4) trains with one device's losses.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
@@ -191,6 +191,48 @@ TEST(TrainCommand, ErrorsNameTheOption) {
   EXPECT_NE(e.find("--plan pp"), std::string::npos) << e;
 }
 
+// Runs `a` and `b` for their --steps, each writing its losses under `dir`; their outputs and
+// losses, the number of each checked.
+struct TwoRuns {
+  std::string out_a, out_b;
+  std::vector<double> a, b;
+};
+TwoRuns run_both(TrainCommand a, TrainCommand b, const fs::path& dir) {
+  TwoRuns r;
+  a.losses = (dir / "a.txt").string();
+  b.losses = (dir / "b.txt").string();
+  std::ostringstream oa, ob;
+  EXPECT_EQ(train_command(a, oa), 0);
+  EXPECT_EQ(train_command(b, ob), 0);
+  r.out_a = oa.str(), r.out_b = ob.str();
+  r.a = read_losses(dir / "a.txt"), r.b = read_losses(dir / "b.txt");
+  EXPECT_EQ(r.a.size(), size_t(a.steps)) << r.out_a;
+  EXPECT_EQ(r.b.size(), size_t(b.steps)) << r.out_b;
+  return r;
+}
+
+TEST(TrainCommand, ContextParallelOnFourDevicesGivesOneDevicesLosses) {
+  // --plan ctx=4 splits each sequence of 16 over 4 devices (ring attention, the load-balanced
+  // layout); the losses, step after step, are one device's.
+  TempDir dir;
+  TrainCommand ctx = small(write_corpus(dir.path));
+  ctx.plan = "ctx=4";
+  ctx.steps = 4;
+  TrainCommand one = small(dir.path / "corpus.txt");
+  one.devices = 1;
+  one.steps = 4;
+  TwoRuns r = run_both(ctx, one, dir.path);
+  EXPECT_NE(r.out_a.find("plan ctx on 4"), std::string::npos) << r.out_a;
+  EXPECT_NE(r.out_a.find("collective_permute"), std::string::npos) << r.out_a;
+  ASSERT_EQ(r.a.size(), r.b.size());
+  for (size_t i = 0; i < r.a.size(); ++i) EXPECT_NEAR(r.a[i], r.b[i], 1e-5 * r.b[i]) << "step " << i + 1;
+  EXPECT_LT(r.a.back(), r.a.front());
+  ctx.plan = "ctx=2";
+  std::ostringstream out;
+  std::string e = testing::error_of([&] { train_command(ctx, out); });
+  EXPECT_NE(e.find("--plan ctx=2: the ctx axis spans every device, 4 here"), std::string::npos) << e;
+}
+
 TEST(TrainCommand, PipelineGivesTheLossesOfTheAccumulatedStep) {
   // A pipeline of 2 one-device stages over 4 microbatches computes what one device computes with
   // gradient accumulation over the same 4 microbatches: the same losses, step after step.
@@ -200,24 +242,18 @@ TEST(TrainCommand, PipelineGivesTheLossesOfTheAccumulatedStep) {
   pipeline.plan = "pp=2";
   pipeline.microbatches = 4;
   pipeline.steps = 4;
-  pipeline.losses = (dir.path / "pp.txt").string();
-  std::ostringstream a;
-  ASSERT_EQ(train_command(pipeline, a), 0);
   TrainCommand accumulated = small(dir.path / "corpus.txt");
   accumulated.layers = 2;
   accumulated.devices = 1;
   accumulated.accumulate = 4;
   accumulated.steps = 4;
-  accumulated.losses = (dir.path / "acc.txt").string();
-  std::ostringstream b;
-  ASSERT_EQ(train_command(accumulated, b), 0);
-  std::vector<double> got = read_losses(dir.path / "pp.txt"), want = read_losses(dir.path / "acc.txt");
-  ASSERT_EQ(got.size(), 4u) << a.str();
-  ASSERT_EQ(want.size(), 4u) << b.str();
-  for (size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got[i], want[i], 1e-5 * want[i]) << "step " << i + 1;
+  TwoRuns r = run_both(pipeline, accumulated, dir.path);
+  ASSERT_EQ(r.a.size(), 4u);
+  ASSERT_EQ(r.b.size(), 4u);
+  for (size_t i = 0; i < r.a.size(); ++i) EXPECT_NEAR(r.a[i], r.b[i], 1e-5 * r.b[i]) << "step " << i + 1;
   // One-device stages train on the program form, whose step is accumulate's bit for bit (M = 4).
-  EXPECT_EQ(read_loss_bits(dir.path / "pp.txt"), read_loss_bits(dir.path / "acc.txt"));
-  EXPECT_LT(got[3], got[0]);
+  EXPECT_EQ(read_loss_bits(dir.path / "a.txt"), read_loss_bits(dir.path / "b.txt"));
+  EXPECT_LT(r.a[3], r.a[0]);
 }
 
 TEST(TrainCommand, PipelineOfOneDeviceStagesReportsTheProgramFormAndDrawsItsTimeline) {

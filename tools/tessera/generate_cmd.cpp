@@ -34,7 +34,9 @@ double seconds_since(Clock::time_point t) { return std::chrono::duration<double>
 nn::ShardingPlan plan_of(const std::string& name, int64_t devices) {
   if (name == "tp") return nn::tensor_parallel(ir::Mesh{"mesh", {{"model", devices}}, {}}, "model");
   if (name == "dp") return nn::data_parallel(ir::Mesh{"mesh", {{"data", devices}}, {}}, "data");
-  fail("--plan {}: expected tp (heads and caches split over the devices) or dp (the prompts split)", name);
+  if (name == "ctx") return nn::context_parallel(ir::Mesh{"mesh", {{"ctx", devices}}, {}}, "ctx");
+  fail("--plan {}: expected tp (heads and caches split over the devices), dp (the prompts split) or ctx (the cache "
+       "split by position)", name);
 }
 
 // A byte as text: printable ASCII and newlines as they are, anything else as \xNN.
@@ -79,10 +81,13 @@ int generate_command(const GenerateCommand& c, std::ostream& out) {
   const int64_t B = int64_t(c.prompts.size());
   int64_t longest = 0;
   for (const std::string& p : c.prompts) longest = std::max<int64_t>(longest, int64_t(p.size()));
+  const bool ctx = c.plan == "ctx";
   nn::GenerationShape shape{B, longest, longest + c.tokens};
+  // ctx splits the cache's positions evenly over the devices: rounded up to a multiple of them.
+  if (ctx) shape.max_len = (shape.max_len + c.devices - 1) / c.devices * c.devices;
   if (c.block_size < -1) fail("--block-size {}: expected 0 (a contiguous cache) or a positive number", c.block_size);
   if (c.blocks < 0) fail("--blocks {}: expected a positive number (0: as many as the sequences need)", c.blocks);
-  shape.block_size = c.block_size >= 0 ? c.block_size : c.plan == "dp" ? 0 : 16;
+  shape.block_size = c.block_size >= 0 ? c.block_size : c.plan == "dp" || ctx ? 0 : 16;
   if (shape.block_size > 0) {
     // Sequence b writes positions 0 .. len_b + tokens - 2 (the last token is never fed back).
     int64_t needed = 1;

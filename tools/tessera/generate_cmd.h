@@ -23,7 +23,8 @@ struct GenerateCommand {
   std::string resume;                // a --save directory or one of its step directories
   std::vector<std::string> prompts;  // one sequence each, generated together
   int64_t tokens = 64;               // new tokens per prompt
-  std::string plan = "tp";           // tp (heads and caches split over devices) | dp (prompts split)
+  // tp (heads and caches split over devices) | dp (prompts split) | ctx (cache split by position)
+  std::string plan = "tp";
   int64_t devices = 1;               // host devices
   double temperature = 0;            // 0: greedy
   int64_t top_k = 0;                 // 0: every token

@@ -93,7 +93,7 @@ int main(int argc, char** argv) {
   sched->add_option("--svg", sc.svg, "Write the timeline as SVG");
   auto* train = app.add_subcommand("train", "Train a byte-level CausalLM on a text corpus over host devices or MPI ranks");
   tessera::tools::TrainCommand tc;
-  train->add_option("--plan", tc.plan, "Sharding plan: dp, fsdp, tp, dp,tp, or a pipeline pp=P[,dp=D][,tp=T]")
+  train->add_option("--plan", tc.plan, "Sharding plan: dp, fsdp, tp, dp,tp, ctx[=N] (sequence split, ring attention), or a pipeline pp=P[,dp=D][,tp=T]")
       ->capture_default_str();
   train->add_option("--devices", tc.devices, "Host devices (default 4); with --backend mpi, devices per rank (default 1)")
       ->check(CLI::PositiveNumber);
@@ -172,8 +172,10 @@ int main(int argc, char** argv) {
   gen->add_option("--resume", gc.resume, "Checkpoint: a --save directory (its latest) or a step directory")->required();
   gen->add_option("--prompt", gc.prompts, "A prompt (repeat for several, generated together as one batch)")->required();
   gen->add_option("--tokens", gc.tokens, "New tokens (bytes) per prompt")->capture_default_str()->check(CLI::PositiveNumber);
-  gen->add_option("--plan", gc.plan, "tp (heads and KV cache split over the devices) or dp (the prompts split)")
-      ->capture_default_str()->check(CLI::IsMember({"tp", "dp"}));
+  gen->add_option("--plan", gc.plan,
+                  "tp (heads and KV cache split over the devices), dp (the prompts split) or ctx (the KV cache split "
+                  "by position)")
+      ->capture_default_str()->check(CLI::IsMember({"tp", "dp", "ctx"}));
   gen->add_option("--devices", gc.devices, "Host devices")->capture_default_str()->check(CLI::PositiveNumber);
   gen->add_option("--temperature", gc.temperature, "Sampling temperature; 0 is greedy")->capture_default_str()
       ->check(CLI::NonNegativeNumber);

@@ -56,11 +56,14 @@ nn::ShardingPlan make_plan(const std::string& name, int64_t devices) {
   if (name == "dp") return nn::data_parallel(mesh({{"data", devices}}), "data");
   if (name == "fsdp") return nn::fsdp(mesh({{"data", devices}}), "data");
   if (name == "tp") return nn::tensor_parallel(mesh({{"model", devices}}), "model");
+  // Context parallelism: the sequence split over every device (ring attention); ctx=N names the count.
+  if (name == "ctx" || name == "ctx=" + std::to_string(devices)) return nn::context_parallel(mesh({{"ctx", devices}}), "ctx");
+  if (name.rfind("ctx=", 0) == 0) fail("--plan {}: the ctx axis spans every device, {} here", name, devices);
   if (name == "dp,tp" || name == "tp,dp") {
     if (devices % 2 != 0) fail("--plan dp,tp needs an even number of devices, not {}", devices);
     return nn::tensor_parallel(mesh({{"data", devices / 2}, {"model", 2}}), "model", "data");
   }
-  fail("--plan {}: expected dp, fsdp, tp, dp,tp or a pipeline plan pp=P[,dp=D][,tp=T]", name);
+  fail("--plan {}: expected dp, fsdp, tp, dp,tp, ctx[=N] or a pipeline plan pp=P[,dp=D][,tp=T]", name);
 }
 
 
@@ -137,7 +140,7 @@ int train_command(const TrainCommand& c, std::ostream& out_stream) {
          c.d_model, c.layers, c.ffn, c.seq, c.batch, support::format_bytes(need),
          support::format_bytes(support::memory_limit()));
   if (c.plan.find("pp=") != std::string::npos && !c.emit_program.empty())
-    fail("--emit-program {}: a pipeline plan is several programs; --emit-program takes dp, fsdp, tp or dp,tp",
+    fail("--emit-program {}: a pipeline plan is several programs; --emit-program takes dp, fsdp, tp, dp,tp or ctx",
          c.emit_program);
   nn::CausalLM model(cfg);
   if (c.plan.find("pp=") != std::string::npos)

@@ -35,7 +35,7 @@
 namespace tessera::tools {
 
 struct TrainCommand {
-  std::string plan = "dp";       // dp | fsdp | tp | dp,tp | pp=P[,dp=D][,tp=T]
+  std::string plan = "dp";       // dp | fsdp | tp | dp,tp | ctx[=N] | pp=P[,dp=D][,tp=T]
   std::string backend = "host";  // host | mpi
   int64_t devices = 0;           // host devices (0: 4), or with backend mpi devices per rank (0: 1)
   int64_t steps = 400;
