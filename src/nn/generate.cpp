@@ -97,8 +97,7 @@ Tensor cached_forward(const CausalLM& model, const Weights& w, const Tensor& tok
     auto [keys, values] = cache(layer, k, v);
     Tensor a = ir::matmul(attend(q, keys, values, pos), weight(p + "attn.o"));
     x = x + cast(a, x.element());
-    Tensor f = swiglu(cast(rms_norm(x, w[p + "mlp_norm"], c.norm_eps), ct), weight(p + "mlp.gate"),
-                      weight(p + "mlp.up"), weight(p + "mlp.down"));
+    Tensor f = model.mlp(w, layer, cast(rms_norm(x, w[p + "mlp_norm"], c.norm_eps), ct), std::nullopt, nullptr);
     x = x + cast(f, x.element());
   }
   return model.head(w, x);

@@ -3,6 +3,7 @@
 
 #include <fmt/ranges.h>
 
+#include "nn/moe.h"
 #include "support/error.h"
 
 namespace tessera::nn {
@@ -25,6 +26,12 @@ const Tensor& Weights::operator[](const std::string& name) const {
 
 CausalLM::CausalLM(Config config) : config_(config), specs_(parameter_specs(config)) {}
 
+CausalLM CausalLM::with_expert_axis(std::string axis) const {
+  CausalLM m = *this;
+  m.expert_axis_ = std::move(axis);
+  return m;
+}
+
 Tensor CausalLM::embed(const Weights& w, const Tensor& tokens, const std::optional<ir::Sharding>& residual) const {
   const Config& c = config_;
   if (tokens.shape() != std::vector<int64_t>{c.batch, c.seq} || !ir::is_integer(tokens.element()))
@@ -36,8 +43,24 @@ Tensor CausalLM::embed(const Weights& w, const Tensor& tokens, const std::option
 
 // Mixed precision: each matmul reads its weight and its input in the compute type; the residual
 // stream, the norms and the parameters stay in dtype (config.h).
+Tensor CausalLM::mlp(const Weights& w, int64_t layer, const Tensor& h, const std::optional<ir::Sharding>& residual,
+                     std::vector<Tensor>* aux) const {
+  const Config& c = config_;
+  const ir::ElementType ct = c.compute_type();
+  auto weight = [&](const std::string& name) { return cast(w[name], ct); };
+  std::string p = "layers." + std::to_string(layer) + ".";
+  if (c.experts == 0) return swiglu(h, weight(p + "mlp.gate"), weight(p + "mlp.up"), weight(p + "mlp.down"));
+  // The router reads the weight in dtype: routing runs in the reduction type (moe.h).
+  MoeWeights mw{w[p + "moe.router"], weight(p + "moe.gate"), weight(p + "moe.up"), weight(p + "moe.down")};
+  std::optional<MoeLayout> layout;
+  if (residual && !expert_axis_.empty()) layout = MoeLayout{*residual, expert_axis_};
+  MoeOutput out = moe(h, mw, c.top_k, c.capacity_factor, layout);
+  if (aux != nullptr) aux->push_back(out.aux);
+  return out.y;
+}
+
 Tensor CausalLM::block(const Weights& w, int64_t layer, const Tensor& x0,
-                       const std::optional<ir::Sharding>& residual) const {
+                       const std::optional<ir::Sharding>& residual, std::vector<Tensor>* aux) const {
   const Config& c = config_;
   auto laid_out = [&](const Tensor& x) { return residual ? ir::constrain(x, *residual) : x; };
   const ir::ElementType ct = c.compute_type();
@@ -48,8 +71,7 @@ Tensor CausalLM::block(const Weights& w, int64_t layer, const Tensor& x0,
   Tensor a = attention(laid_out(cast(rms_norm(x, w[p + "attn_norm"], c.norm_eps), ct)), aw, c.heads, c.kv_heads,
                        c.rope_theta);
   x = x + cast(a, x.element());
-  Tensor f = swiglu(laid_out(cast(rms_norm(x, w[p + "mlp_norm"], c.norm_eps), ct)), weight(p + "mlp.gate"),
-                    weight(p + "mlp.up"), weight(p + "mlp.down"));
+  Tensor f = mlp(w, layer, laid_out(cast(rms_norm(x, w[p + "mlp_norm"], c.norm_eps), ct)), residual, aux);
   return laid_out(x + cast(f, x.element()));
 }
 
@@ -66,7 +88,12 @@ Tensor CausalLM::logits(const Weights& w, const Tensor& tokens, const std::optio
 
 Tensor CausalLM::loss(const Weights& w, const Tensor& tokens, const Tensor& targets,
                       const std::optional<ir::Sharding>& residual) const {
-  return cross_entropy(logits(w, tokens, residual), targets);
+  Tensor x = embed(w, tokens, residual);
+  std::vector<Tensor> aux;
+  for (int64_t i = 0; i < config_.layers; ++i) x = block(w, i, x, residual, &aux);
+  Tensor loss = cross_entropy(head(w, x), targets);
+  for (const Tensor& a : aux) loss = loss + cast(a, loss.element()) * config_.aux_loss_coef;
+  return loss;
 }
 
 }  // namespace tessera::nn
