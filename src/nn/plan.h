@@ -11,6 +11,10 @@
 //                               attn.q/k/v, mlp.gate/up and head split by column (output features,
 //                               the head by vocabulary); attn.o and mlp.down by row; embed and norms
 //                               whole; inputs split along the batch over data_axis when given
+//   expert_parallel(mesh, expert_axis, data_axis)
+//                               inputs split along the batch over data_axis (when given) and
+//                               expert_axis; the MoE layers' expert weights (moe.gate/up/down) split
+//                               along the experts over expert_axis; every other parameter whole
 #pragma once
 
 #include <functional>
@@ -29,15 +33,19 @@ struct DataInput {
 };
 
 struct ShardingPlan {
-  std::string name;  // "dp", "fsdp", "tp", "dp,tp"
+  std::string name;  // "dp", "fsdp", "tp", "dp,tp", "ep", "dp,ep"
   ir::Mesh mesh;
   std::function<ir::Sharding(const DataInput&)> input;
   std::function<ir::Sharding(const ParamSpec&)> parameter;
+  // The mesh axis that splits the experts of MoE layers (expert_parallel), empty when none.
+  std::string expert_axis;
 };
 
 ShardingPlan data_parallel(ir::Mesh mesh, std::string axis);
 ShardingPlan fsdp(ir::Mesh mesh, std::string axis);
 ShardingPlan tensor_parallel(ir::Mesh mesh, std::string model_axis,
+                             std::optional<std::string> data_axis = std::nullopt);
+ShardingPlan expert_parallel(ir::Mesh mesh, std::string expert_axis,
                              std::optional<std::string> data_axis = std::nullopt);
 
 // A closed sharding of a rank-`rank` tensor on `mesh` with dimension `dim` split over `axis` (no
