@@ -54,8 +54,8 @@ Tensor CausalLM::mlp(const Weights& w, int64_t layer, const Tensor& h, const std
   MoeWeights mw{w[p + "moe.router"], weight(p + "moe.gate"), weight(p + "moe.up"), weight(p + "moe.down")};
   std::optional<MoeLayout> layout;
   if (residual && !expert_axis_.empty()) layout = MoeLayout{*residual, expert_axis_};
-  MoeOutput out = moe(h, mw, c.top_k, c.capacity_factor, layout);
-  if (aux != nullptr) aux->push_back(out.aux);
+  MoeOutput out = moe(h, mw, c.top_k, c.capacity_factor, layout, aux != nullptr);
+  if (aux != nullptr) aux->push_back(*out.aux);
   return out.y;
 }
 

@@ -82,7 +82,7 @@ int64_t moe_capacity(int64_t tokens_per_group, int64_t experts, int64_t top_k, d
 }
 
 MoeOutput moe(const Tensor& x, const MoeWeights& w, int64_t top_k, double capacity_factor,
-              const std::optional<MoeLayout>& layout) {
+              const std::optional<MoeLayout>& layout, bool with_aux) {
   if (x.rank() != 3 || w.router.rank() != 2 || w.router.shape()[0] != x.shape()[2])
     support::fail("nn::moe: x must be [G, S, M] and the router [M, E], got {} and {}", to_string(x.type()),
                   to_string(w.router.type()));
@@ -118,9 +118,12 @@ MoeOutput moe(const Tensor& x, const MoeWeights& w, int64_t top_k, double capaci
   auto [dispatch, combine] = routed();
 
   // Switch's load-balancing loss over all G * S tokens.
-  double tokens = double(G * S);
-  Tensor fraction = ir::reduce_sum(mask1, {0, 1}) / tokens, mean_prob = ir::reduce_sum(probs, {0, 1}) / tokens;
-  Tensor aux = ir::sum(fraction * mean_prob) * double(E);
+  std::optional<Tensor> aux;
+  if (with_aux) {
+    double tokens = double(G * S);
+    Tensor fraction = ir::reduce_sum(mask1, {0, 1}) / tokens, mean_prob = ir::reduce_sum(probs, {0, 1}) / tokens;
+    aux = ir::sum(fraction * mean_prob) * double(E);
+  }
 
   // Dispatch, the experts, combine, in x's type.
   const ir::ElementType t = x.element();

@@ -46,14 +46,16 @@ struct MoeLayout {
 };
 
 struct MoeOutput {
-  Tensor y;    // [G, S, M], x's type
-  Tensor aux;  // scalar, the load-balancing loss (unscaled), in reduction_type(x)
+  Tensor y;                   // [G, S, M], x's type
+  std::optional<Tensor> aux;  // scalar, the load-balancing loss (unscaled), in reduction_type(x)
 };
 
 // The expert capacity per group (see above); UserError on a nonsensical factor or k.
 int64_t moe_capacity(int64_t tokens_per_group, int64_t experts, int64_t top_k, double capacity_factor);
 
+// `with_aux`: build the load-balancing loss too (generation does not: its sums over every token
+// would be dead code that still communicates under expert parallelism).
 MoeOutput moe(const Tensor& x, const MoeWeights& w, int64_t top_k, double capacity_factor,
-              const std::optional<MoeLayout>& layout = std::nullopt);
+              const std::optional<MoeLayout>& layout = std::nullopt, bool with_aux = true);
 
 }  // namespace tessera::nn

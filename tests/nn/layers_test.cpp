@@ -285,7 +285,7 @@ TEST(Gradients, MoeTop2WithDroppedTokens) {
   ASSERT_EQ(moe_capacity(6, 3, 2, 0.5), 2);
   auto layer = [](const std::vector<Tensor>& x) { return moe(x[0], MoeWeights{x[1], x[2], x[3], x[4]}, 2, 0.5); };
   check_gradient({"moe", in, [&](const std::vector<Tensor>& x) { return layer(x).y; }}, OpKind::Logistic);
-  check_gradient({"moe_aux", in, [&](const std::vector<Tensor>& x) { return layer(x).aux; }}, OpKind::Exponential);
+  check_gradient({"moe_aux", in, [&](const std::vector<Tensor>& x) { return *layer(x).aux; }}, OpKind::Exponential);
 }
 
 TEST(Gradients, MoeCausalLMLoss) {

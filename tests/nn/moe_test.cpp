@@ -109,7 +109,7 @@ void check_against_loop(int64_t k, double capacity_factor, int64_t want_capacity
   build_function(mod, "moe", [&](FunctionBuilder& f) {
     Tensor xs = f.param(x.type()), r = f.param(router.type()), g = f.param(gate.type()), u = f.param(up.type());
     MoeOutput o = moe(xs, MoeWeights{r, g, u, f.param(down.type())}, k, capacity_factor);
-    return std::vector<Tensor>{o.y, o.aux};
+    return std::vector<Tensor>{o.y, *o.aux};
   });
   std::vector<Literal> got = interp::evaluate(mod, "moe", {x, router, gate, up, down});
   Oracle want = per_token(z, x, router, gate, up, down, k, want_capacity);

@@ -178,8 +178,10 @@ int main(int argc, char** argv) {
   gen->add_option("--resume", gc.resume, "Checkpoint: a --save directory (its latest) or a step directory")->required();
   gen->add_option("--prompt", gc.prompts, "A prompt (repeat for several, generated together as one batch)")->required();
   gen->add_option("--tokens", gc.tokens, "New tokens (bytes) per prompt")->capture_default_str()->check(CLI::PositiveNumber);
-  gen->add_option("--plan", gc.plan, "tp (heads and KV cache split over the devices) or dp (the prompts split)")
-      ->capture_default_str()->check(CLI::IsMember({"tp", "dp"}));
+  gen->add_option("--plan", gc.plan,
+                  "tp (heads and KV cache split over the devices), dp (the prompts split) or ep (an MoE model's experts "
+                  "and the prompts split)")
+      ->capture_default_str()->check(CLI::IsMember({"tp", "dp", "ep"}));
   gen->add_option("--devices", gc.devices, "Host devices")->capture_default_str()->check(CLI::PositiveNumber);
   gen->add_option("--temperature", gc.temperature, "Sampling temperature; 0 is greedy")->capture_default_str()
       ->check(CLI::NonNegativeNumber);
