@@ -76,6 +76,7 @@ void expect_ep_step_equals_unsharded(int64_t k) {
     // 2 all_to_alls per MoE layer forward (dispatch, combine) and 2 backward (their adjoints).
     const spmd::Report& r = compiled.report();
     EXPECT_EQ(r.count("all_to_all"), 4 * c.layers) << r.explain();
+    EXPECT_EQ(s.compile(m, p.loss).report().count("all_to_all"), 2 * c.layers) << "the forward alone";
     // Each moves, per device, the capacity slots (filled or padding, as GShard's fixed-size
     // buffers) of this device's sequences bound for the experts of the other devices of its
     // expert group: groups x (E - E / n) x C tokens of d_model values.
