@@ -62,16 +62,7 @@ void expect_ep_step_equals_unsharded(int64_t k) {
     Programs p = capture(m, TrainingStep{CausalLM(c)}.sharded(pc.plan));
     runtime::CompiledProgram compiled = s.compile(m, p.step);
     std::vector<Literal> got = s.run_sharded(compiled, in);
-    ASSERT_EQ(got.size(), want.size());
-    double worst = testing::relative_error(got[0], want[0]);
-    EXPECT_LE(worst, kStepTolerance) << "loss";
-    for (size_t i = 0; i < p.num_parameters(); ++i) {
-      double e = testing::relative_error(got[1 + i], want[1 + i]);
-      worst = std::max(worst, e);
-      EXPECT_LE(e, kStepTolerance) << p.parameters[i].name;
-      EXPECT_EQ(compiled.info.result_shardings[1 + i].dims, pc.plan.parameter(p.parameters[i]).dims)
-          << p.parameters[i].name;
-    }
+    double worst = testing::expect_step_matches(got, want, p, compiled, pc.plan, kStepTolerance);
 
     // 2 all_to_alls per MoE layer forward (dispatch, combine) and 2 backward (their adjoints).
     const spmd::Report& r = compiled.report();
