@@ -146,7 +146,7 @@ int train_command(const TrainCommand& c, std::ostream& out_stream) {
          c.d_model, c.layers, c.ffn, c.seq, c.batch, support::format_bytes(need),
          support::format_bytes(support::memory_limit()));
   if (c.plan.find("pp=") != std::string::npos && !c.emit_program.empty())
-    fail("--emit-program {}: a pipeline plan is several programs; --emit-program takes dp, fsdp, tp or dp,tp",
+    fail("--emit-program {}: a pipeline plan is several programs; --emit-program takes dp, fsdp, tp, dp,tp, ep or dp,ep",
          c.emit_program);
   nn::CausalLM model(cfg);
   if (c.plan.find("pp=") != std::string::npos && cfg.experts > 0)
