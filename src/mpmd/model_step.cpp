@@ -35,6 +35,10 @@ ModelStep model_step(const nn::CausalLM& model, int64_t virtual_stages, int64_t 
                      const std::optional<nn::ShardingPlan>& plan) {
   const nn::Config& c = model.config();
   c.validate();
+  // The stages pass only the residual stream on: an MoE block's load-balancing loss would be lost.
+  if (c.experts > 0)
+    support::fail("pipeline of the CausalLM: MoE blocks ({} experts) are not supported; their load-balancing loss "
+                  "does not cross stages", c.experts);
   if (virtual_stages < 1 || c.layers % virtual_stages != 0)
     support::fail("pipeline of the CausalLM: {} layers do not split into {} pipeline stages of whole layers",
                   c.layers, virtual_stages);

@@ -49,6 +49,7 @@ ir::Literal Programs::step_scalars(int64_t step, std::optional<double> lr) const
 TrainingStep TrainingStep::sharded(ShardingPlan p) const {
   TrainingStep s = *this;
   s.plan = std::move(p);
+  s.model = s.model.with_expert_axis(s.plan->expert_axis);
   return s;
 }
 
@@ -121,7 +122,7 @@ Programs capture(ir::Module& module, const TrainingStep& s) {
     // @loss_micro and its gradient @step_micro on b/k rows; @step averages them over the batch.
     Config mc = c;
     mc.batch = c.batch / k;
-    CausalLM micro(mc);
+    CausalLM micro = CausalLM(mc).with_expert_axis(s.model.expert_axis());
     TrainingStep ms = s;
     ms.model = micro;
     ir::Function& loss_micro = ir::build_function(module, "loss_micro", [&](FunctionBuilder& f) {

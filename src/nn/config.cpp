@@ -1,6 +1,7 @@
 // Config validation, the parameter list of the Llama layout, and the counter-based initializer.
 #include "nn/config.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <numbers>
@@ -30,6 +31,15 @@ void Config::validate() const {
     support::fail("nn::Config: RoPE needs an even head dimension, d_model / heads = {}", head_dim());
   if (!ir::is_float(dtype)) support::fail("nn::Config: dtype must be a float type");
   if (compute && !ir::is_float(*compute)) support::fail("nn::Config: the compute type must be a float type");
+  if (experts < 0) support::fail("nn::Config: experts must be 0 (a dense MLP) or positive, got {}", experts);
+  if (experts > 0) {
+    if (top_k != 1 && top_k != 2) support::fail("nn::Config: top_k must be 1 or 2, got {}", top_k);
+    if (top_k > experts) support::fail("nn::Config: top_k ({}) exceeds experts ({})", top_k, experts);
+    if (!(capacity_factor > 0) || !std::isfinite(capacity_factor))
+      support::fail("nn::Config: capacity_factor must be a positive number, got {}", capacity_factor);
+    if (!(aux_loss_coef >= 0) || !std::isfinite(aux_loss_coef))
+      support::fail("nn::Config: aux_loss_coef must be a number >= 0, got {}", aux_loss_coef);
+  }
   if (training_bytes_lower_bound() == INT64_MAX)
     support::fail("nn::Config: d_model {}, layers {}, ffn {}, seq {}, batch {}: the model's sizes overflow 64-bit counts",
                   d_model, layers, ffn, seq, batch);
@@ -49,7 +59,7 @@ int64_t Config::training_bytes_lower_bound() const {
   };
   int64_t kv = mul({d_model / heads, kv_heads});
   int64_t per_layer = add(add(mul({2, d_model}), add(mul({2, d_model, d_model}), mul({2, d_model, kv}))),
-                          mul({3, d_model, ffn}));
+                          add(mul({3, d_model, ffn, std::max<int64_t>(experts, 1)}), mul({d_model, experts})));
   int64_t params = add(add(mul({layers, per_layer}), mul({2, vocab, d_model})), d_model);
   int64_t element = ir::info(dtype).bytes;
   int64_t state = mul({4, params, element});  // parameters, gradients, m and v
@@ -77,6 +87,14 @@ std::vector<ParamSpec> parameter_specs(const Config& c) {
     specs.push_back({p + "attn.v", {d, c.kv_heads * hd}, Init::Normal});
     specs.push_back({p + "attn.o", {c.heads * hd, d}, Init::Normal});
     specs.push_back({p + "mlp_norm", {d}, Init::Ones});
+    if (c.experts > 0) {
+      int64_t e = c.experts;
+      specs.push_back({p + "moe.router", {d, e}, Init::Normal});
+      specs.push_back({p + "moe.gate", {e, d, c.ffn}, Init::Normal});
+      specs.push_back({p + "moe.up", {e, d, c.ffn}, Init::Normal});
+      specs.push_back({p + "moe.down", {e, c.ffn, d}, Init::Normal});
+      continue;
+    }
     specs.push_back({p + "mlp.gate", {d, c.ffn}, Init::Normal});
     specs.push_back({p + "mlp.up", {d, c.ffn}, Init::Normal});
     specs.push_back({p + "mlp.down", {c.ffn, d}, Init::Normal});

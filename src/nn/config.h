@@ -4,6 +4,7 @@
 //   embed [vocab, d_model]
 //   layers.i.attn_norm [d_model], layers.i.attn.{q [d, heads*hd], k, v [d, kv_heads*hd], o [heads*hd, d]}
 //   layers.i.mlp_norm [d_model], layers.i.mlp.{gate, up [d, ffn], down [ffn, d]}
+//     or, with experts E > 0 (moe.h), layers.i.moe.{router [d, E], gate, up [E, d, ffn], down [E, ffn, d]}
 //   norm [d_model], head [d_model, vocab]
 // Weights are [in, out] (x @ w), without biases, as in the Llama layout.
 //
@@ -33,6 +34,12 @@ struct Config {
   // (bf16), while parameters, optimizer state, the residual stream and the reductions (norms,
   // softmax, loss) stay in dtype. Unset: everything in dtype.
   std::optional<ir::ElementType> compute;
+  // Mixture of experts (moe.h): experts > 0 replaces every block's SwiGLU by `experts` SwiGLU
+  // experts of width ffn with top-k routing (k = 1 or 2) and capacity_factor * k * seq / experts
+  // slots per expert and sequence; the loss adds aux_loss_coef times the sum over layers of the
+  // load-balancing loss.
+  int64_t experts = 0, top_k = 1;
+  double capacity_factor = 1.25, aux_loss_coef = 0.01;
 
   ir::ElementType compute_type() const { return compute.value_or(dtype); }
 

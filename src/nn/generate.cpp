@@ -78,11 +78,13 @@ Tensor attend(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& p
 using CacheStep = std::function<std::pair<Tensor, Tensor>(int64_t layer, const Tensor& k, const Tensor& v)>;
 
 // The model over tokens i32 [B, S] at positions pos i32 [B, S]: logits [B, S, vocab]. Mirrors
-// CausalLM::block (mixed precision included) with attention through `cache`.
-// With `split`, the keys and values are the cache split by position over split->axis, attended
-// to slice by slice (split_cache_attention).
+// CausalLM::block (mixed precision included) with attention through `cache`; `residual` is the
+// layout of [B, S, d] the MoE layers dispatch from under expert parallelism. With `split`, the keys
+// and values are the cache split by position over split->axis, attended to slice by slice
+// (split_cache_attention).
 Tensor cached_forward(const CausalLM& model, const Weights& w, const Tensor& tokens, const Tensor& pos,
-                      int64_t max_len, const CacheStep& cache, const std::optional<ContextParallel>& split = std::nullopt) {
+                      int64_t max_len, const CacheStep& cache, const std::optional<ir::Sharding>& residual,
+                      const std::optional<ContextParallel>& split = std::nullopt) {
   const Config& c = model.config();
   const ir::ElementType ct = c.compute_type();
   int64_t b = tokens.shape()[0], s = tokens.shape()[1], hd = c.head_dim(), groups = c.heads / c.kv_heads;
@@ -100,8 +102,7 @@ Tensor cached_forward(const CausalLM& model, const Weights& w, const Tensor& tok
     Tensor heads = split ? split_cache_attention(q, keys, values, pos, *split) : attend(q, keys, values, pos);
     Tensor a = ir::matmul(heads, weight(p + "attn.o"));
     x = x + cast(a, x.element());
-    Tensor f = swiglu(cast(rms_norm(x, w[p + "mlp_norm"], c.norm_eps), ct), weight(p + "mlp.gate"),
-                      weight(p + "mlp.up"), weight(p + "mlp.down"));
+    Tensor f = model.mlp(w, layer, cast(rms_norm(x, w[p + "mlp_norm"], c.norm_eps), ct), residual, nullptr);
     x = x + cast(f, x.element());
   }
   return model.head(w, x);
@@ -136,8 +137,12 @@ Tensor read_blocks(const Tensor& pool, const Tensor& table) {
 
 }  // namespace
 
-GenerationPrograms capture_generation(ir::Module& module, const CausalLM& model, GenerationShape shape,
+GenerationPrograms capture_generation(ir::Module& module, const CausalLM& trained, GenerationShape shape,
                                       const std::optional<ShardingPlan>& plan) {
+  // MoE layers route every choice (generate.h): capacity = the tokens of a group.
+  Config serving = trained.config();
+  serving.capacity_factor = double(std::max<int64_t>(serving.experts, 1));
+  const CausalLM model = CausalLM(serving).with_expert_axis(plan ? plan->expert_axis : "");
   const Config& c = model.config();
   if (shape.batch < 1 || shape.prompt < 1 || shape.max_len < shape.prompt)
     support::fail("nn::capture_generation: batch {} and prompt length {} must be positive and the cache length {} at "
@@ -161,7 +166,7 @@ GenerationPrograms capture_generation(ir::Module& module, const CausalLM& model,
   const Type pool_type(ct, {N, bs, c.kv_heads, hd});
   const Type& store_type = paged ? pool_type : cache_type;  // each layer's K (or V) store
 
-  std::optional<ir::Sharding> tokens_sharding, pos_sharding, step_tokens_sharding;
+  std::optional<ir::Sharding> tokens_sharding, pos_sharding, step_tokens_sharding, residual;
   if (plan) {
     const ir::Mesh* existing = module.find_mesh(plan->mesh.name);
     if (existing == nullptr) module.add_mesh(plan->mesh);
@@ -195,6 +200,7 @@ GenerationPrograms capture_generation(ir::Module& module, const CausalLM& model,
       cs.dims[1] = {};  // [blocks, block_size, kv, hd]: the heads split as before
     }
     out.cache_sharding = cs;
+    residual = ir::Sharding{plan->mesh.name, {dim_of(*tokens_sharding, 0), {}, {}}, {}, {}};
     pos_sharding = ir::Sharding{plan->mesh.name, {dim_of(*tokens_sharding, 0)}, {}, {}};
     step_tokens_sharding = pos_sharding;
   }
@@ -226,7 +232,7 @@ GenerationPrograms capture_generation(ir::Module& module, const CausalLM& model,
         caches.push_back(ir::reshape(write_slots(empty, ir::reshape(*slots, {B, P, 1}), x), pool_type.shape));
       }
       return std::pair{k, v};
-    });
+    }, residual);
     std::vector<Tensor> results = {logits};
     results.insert(results.end(), caches.begin(), caches.end());
     return results;
@@ -268,7 +274,7 @@ GenerationPrograms capture_generation(ir::Module& module, const CausalLM& model,
                                      updated.push_back(v_store);
                                      return std::pair{keys, values};
                                    },
-                                   plan ? plan->context : std::nullopt);
+                                   residual, plan ? plan->context : std::nullopt);
     std::vector<Tensor> results = {ir::reshape(logits, {B, c.vocab})};
     results.insert(results.end(), updated.begin(), updated.end());
     return results;

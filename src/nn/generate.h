@@ -31,6 +31,12 @@
 // by its table into [B, M * block_size, kv_heads, hd] and attends as above. The pool is shared, so
 // a paged cache is not split by sequence (a plan that splits the batch is refused).
 //
+// MoE layers (moe.h) route without a capacity limit (C = the group's tokens: no choice dropped,
+// as inference serving does), so a decode step's token meets the experts it would in a full
+// recomputation whatever the other tokens; under expert parallelism (plan.expert_axis) the tokens
+// go to their experts' devices by all_to_all, the batch split over the expert axis (a contiguous
+// cache: a paged one is refused when the batch is split).
+//
 // With a sharding plan (plan.h) the parameters are laid out as in training; the caches split their
 // batch like the plan's tokens and their key/value heads like the plan's attn.k columns (tp: the
 // heads over the model axis, each device attending with its own heads), results laid out like the

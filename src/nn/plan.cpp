@@ -35,7 +35,7 @@ ir::Sharding split_dim(const ir::Mesh& mesh, int64_t rank, int64_t dim, const st
 ShardingPlan data_parallel(ir::Mesh mesh, std::string axis) {
   ir::validate(mesh);
   axis_of(mesh, axis, "data_parallel");
-  ShardingPlan plan{"dp", mesh, batch_over(mesh, axis), nullptr};
+  ShardingPlan plan{"dp", mesh, batch_over(mesh, axis), nullptr, {}};
   plan.parameter = [mesh](const ParamSpec& p) { return split_dim(mesh, int64_t(p.shape.size()), 0, ""); };
   return plan;
 }
@@ -43,7 +43,7 @@ ShardingPlan data_parallel(ir::Mesh mesh, std::string axis) {
 ShardingPlan fsdp(ir::Mesh mesh, std::string axis) {
   ir::validate(mesh);
   int64_t n = axis_of(mesh, axis, "fsdp").size;
-  ShardingPlan plan{"fsdp", mesh, batch_over(mesh, axis), nullptr};
+  ShardingPlan plan{"fsdp", mesh, batch_over(mesh, axis), nullptr, {}};
   plan.parameter = [mesh, axis, n](const ParamSpec& p) {
     // The largest dimension the axis divides; the first of equals, so [64, 64] splits by row.
     int64_t best = -1;
@@ -59,7 +59,7 @@ ShardingPlan tensor_parallel(ir::Mesh mesh, std::string model_axis, std::optiona
   ir::validate(mesh);
   axis_of(mesh, model_axis, "tensor_parallel");
   if (data_axis) axis_of(mesh, *data_axis, "tensor_parallel");
-  ShardingPlan plan{data_axis ? "dp,tp" : "tp", mesh, batch_over(mesh, data_axis), nullptr};
+  ShardingPlan plan{data_axis ? "dp,tp" : "tp", mesh, batch_over(mesh, data_axis), nullptr, {}};
   plan.parameter = [mesh, model_axis](const ParamSpec& p) {
     auto rank = int64_t(p.shape.size());
     for (const char* column : {".attn.q", ".attn.k", ".attn.v", ".mlp.gate", ".mlp.up"})
@@ -81,6 +81,30 @@ ShardingPlan context_parallel(ir::Mesh mesh, std::string axis) {
   // other devices' chunks); the residual stream is split along the sequence (capture.cpp).
   plan.input = [mesh](const DataInput& in) { return split_dim(mesh, in.type.rank(), 0, ""); };
   plan.parameter = [mesh](const ParamSpec& p) { return split_dim(mesh, int64_t(p.shape.size()), 0, ""); };
+  return plan;
+}
+
+ShardingPlan expert_parallel(ir::Mesh mesh, std::string expert_axis, std::optional<std::string> data_axis) {
+  ir::validate(mesh);
+  axis_of(mesh, expert_axis, "expert_parallel");
+  if (data_axis) axis_of(mesh, *data_axis, "expert_parallel");
+  ShardingPlan plan{data_axis ? "dp,ep" : "ep", mesh, nullptr, nullptr};
+  plan.expert_axis = expert_axis;
+  // The batch over the data axis (major) and the expert axis (minor): each device its own rows.
+  ir::DimSharding batch;
+  if (data_axis) batch.axes.emplace_back(*data_axis);
+  batch.axes.emplace_back(expert_axis);
+  plan.input = [mesh, batch](const DataInput& in) {
+    ir::Sharding s = split_dim(mesh, in.type.rank(), 0, "");
+    s.dims.at(0) = batch;
+    return s;
+  };
+  plan.parameter = [mesh, expert_axis](const ParamSpec& p) {
+    auto rank = int64_t(p.shape.size());
+    for (const char* expert : {".moe.gate", ".moe.up", ".moe.down"})
+      if (ends_with(p.name, expert)) return split_dim(mesh, rank, 0, expert_axis);
+    return split_dim(mesh, rank, 0, "");
+  };
   return plan;
 }
 

@@ -15,6 +15,10 @@
 //                               the residual stream split along the sequence (in the load-balanced
 //                               layout, ring_attention.h), attention as ring attention over the axis;
 //                               parameters and inputs whole
+//   expert_parallel(mesh, expert_axis, data_axis)
+//                               inputs split along the batch over data_axis (when given) and
+//                               expert_axis; the MoE layers' expert weights (moe.gate/up/down) split
+//                               along the experts over expert_axis; every other parameter whole
 #pragma once
 
 #include <functional>
@@ -34,12 +38,14 @@ struct DataInput {
 };
 
 struct ShardingPlan {
-  std::string name;  // "dp", "fsdp", "tp", "dp,tp"
+  std::string name;  // "dp", "fsdp", "tp", "dp,tp", "ep", "dp,ep"
   ir::Mesh mesh;
   std::function<ir::Sharding(const DataInput&)> input;
   std::function<ir::Sharding(const ParamSpec&)> parameter;
   // Set by context_parallel: the model's sequence is split over this axis (CausalLM::context_parallel).
   std::optional<ContextParallel> context = std::nullopt;
+  // The mesh axis that splits the experts of MoE layers (expert_parallel), empty when none.
+  std::string expert_axis;
 };
 
 ShardingPlan data_parallel(ir::Mesh mesh, std::string axis);
@@ -47,6 +53,8 @@ ShardingPlan fsdp(ir::Mesh mesh, std::string axis);
 ShardingPlan tensor_parallel(ir::Mesh mesh, std::string model_axis,
                              std::optional<std::string> data_axis = std::nullopt);
 ShardingPlan context_parallel(ir::Mesh mesh, std::string axis);
+ShardingPlan expert_parallel(ir::Mesh mesh, std::string expert_axis,
+                             std::optional<std::string> data_axis = std::nullopt);
 
 // A closed sharding of a rank-`rank` tensor on `mesh` with dimension `dim` split over `axis` (no
 // dimension split when axis is empty).

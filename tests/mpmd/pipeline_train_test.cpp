@@ -194,5 +194,19 @@ TEST(PipelineTimesDataParallel, RefusesAMicrobatchTheGroupCannotSplit) {
   }
 }
 
+TEST(PipelineOfTheCausalLM, RefusesMoeBlocks) {
+  // The stages pass the residual stream only: the MoE load-balancing loss would be dropped.
+  nn::Config c = pipeline_config();
+  c.experts = 2;
+  try {
+    model_step(nn::CausalLM(c), 2, 2, std::nullopt);
+    ADD_FAILURE() << "accepted";
+  } catch (const support::UserError& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "pipeline of the CausalLM: MoE blocks (2 experts) are not supported; their load-balancing loss does not "
+              "cross stages");
+  }
+}
+
 }  // namespace
 }  // namespace tessera::mpmd

@@ -13,6 +13,7 @@
 #include "common/error_of.h"
 #include "interp/interpreter.h"
 #include "nn/model.h"
+#include "nn/moe.h"
 #include "nn_test_util.h"
 
 namespace tessera::nn {
@@ -273,6 +274,38 @@ TEST(Gradients, CrossEntropy) {
                   {random_literal(f64({2, 3, 5}), 14, -2, 2), Literal::from<int>(i32({2, 3}), {0, 4, 2, 1, 1, 3})},
                   [](const std::vector<Tensor>& x) { return cross_entropy(x[0], x[1]); }},
                  OpKind::Exponential);
+}
+
+TEST(Gradients, MoeTop2WithDroppedTokens) {
+  // Capacity 2 of 6 tokens x 2 choices over 3 experts: some choices dropped. The output, and the
+  // load-balancing loss (through the mean router probabilities).
+  std::vector<Literal> in = {random_literal(f64({2, 6, 4}), 40), random_literal(f64({4, 3}), 41),
+                             random_literal(f64({3, 4, 5}), 42), random_literal(f64({3, 4, 5}), 43),
+                             random_literal(f64({3, 5, 4}), 44)};
+  ASSERT_EQ(moe_capacity(6, 3, 2, 0.5), 2);
+  auto layer = [](const std::vector<Tensor>& x) { return moe(x[0], MoeWeights{x[1], x[2], x[3], x[4]}, 2, 0.5); };
+  check_gradient({"moe", in, [&](const std::vector<Tensor>& x) { return layer(x).y; }}, OpKind::Logistic);
+  check_gradient({"moe_aux", in, [&](const std::vector<Tensor>& x) { return *layer(x).aux; }}, OpKind::Exponential);
+}
+
+TEST(Gradients, MoeCausalLMLoss) {
+  Config c = testing::tiny_config();
+  c.experts = 3;
+  c.top_k = 2;
+  c.capacity_factor = 0.75;  // 2 slots per expert for 4 tokens x 2 choices: some dropped
+  c.aux_loss_coef = 0.5;
+  CausalLM model(c);
+  testing::Batch batch = testing::make_batch(c, 22);
+  std::vector<Literal> inputs = init_parameters(c, 6);
+  size_t n = inputs.size();
+  inputs.push_back(batch.tokens);
+  inputs.push_back(batch.targets);
+  check_gradient({"moe_causal_lm", inputs,
+                  [&](const std::vector<Tensor>& x) {
+                    std::vector<Tensor> params(x.begin(), x.begin() + long(n));
+                    return model.loss(Weights(model.parameters(), params), x[n], x[n + 1]);
+                  }},
+                 OpKind::Logistic);
 }
 
 TEST(Gradients, CausalLMLoss) {

@@ -74,4 +74,21 @@ double relative_error(const ir::Literal& got, const ir::Literal& want) {
   return worst;
 }
 
+double expect_step_matches(const std::vector<ir::Literal>& got, const std::vector<ir::Literal>& want,
+                           const Programs& p, const runtime::CompiledProgram& compiled, const ShardingPlan& plan,
+                           double tolerance) {
+  EXPECT_EQ(got.size(), want.size());
+  if (got.size() != want.size() || got.size() != 1 + p.num_parameters()) return INFINITY;
+  double worst = relative_error(got[0], want[0]);
+  EXPECT_LE(worst, tolerance) << "loss";
+  for (size_t i = 0; i < p.num_parameters(); ++i) {
+    double e = relative_error(got[1 + i], want[1 + i]);
+    worst = std::max(worst, e);
+    EXPECT_LE(e, tolerance) << p.parameters[i].name;
+    // Each gradient comes out laid out like its parameter.
+    EXPECT_EQ(compiled.info.result_shardings[1 + i].dims, plan.parameter(p.parameters[i]).dims) << p.parameters[i].name;
+  }
+  return worst;
+}
+
 }  // namespace tessera::nn::testing

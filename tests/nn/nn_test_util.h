@@ -7,7 +7,9 @@
 #include <vector>
 
 #include "ir/literal.h"
+#include "nn/capture.h"
 #include "nn/config.h"
+#include "runtime/session.h"
 
 namespace tessera::nn::testing {
 
@@ -31,5 +33,12 @@ ir::Literal random_literal(const ir::Type& t, uint64_t seed, double lo = -1, dou
 // INFINITY when one side has a NaN the other has not.
 inline constexpr double kElementFloor = 0.1;
 double relative_error(const ir::Literal& got, const ir::Literal& want);
+
+// A sharded @step's results `got` (the loss, then each gradient) against the unsharded `want`:
+// each within `tolerance` (relative_error) and each gradient laid out like its parameter under
+// `plan`, as gtest expectations; returns the largest error.
+double expect_step_matches(const std::vector<ir::Literal>& got, const std::vector<ir::Literal>& want,
+                           const Programs& p, const runtime::CompiledProgram& compiled, const ShardingPlan& plan,
+                           double tolerance);
 
 }  // namespace tessera::nn::testing

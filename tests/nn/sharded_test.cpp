@@ -180,17 +180,7 @@ TEST(Sharded, StepEqualsUnshardedUnderEveryPlan) {
     in.push_back(model.batch.tokens);
     in.push_back(model.batch.targets);
     std::vector<Literal> got = s.run_sharded(compiled, in);
-    ASSERT_EQ(got.size(), want.size());
-    double worst = testing::relative_error(got[0], want[0]);
-    EXPECT_LE(worst, kStepTolerance) << "loss";
-    for (size_t i = 0; i < p.num_parameters(); ++i) {
-      double e = testing::relative_error(got[1 + i], want[1 + i]);
-      worst = std::max(worst, e);
-      EXPECT_LE(e, kStepTolerance) << p.parameters[i].name;
-      // Each gradient comes out laid out like its parameter.
-      EXPECT_EQ(compiled.info.result_shardings[1 + i].dims, pc.plan.parameter(p.parameters[i]).dims)
-          << p.parameters[i].name;
-    }
+    double worst = testing::expect_step_matches(got, want, p, compiled, pc.plan, kStepTolerance);
     std::cout << fmt::format("  {:6} @step: worst relative error {:.1e}; collectives:", pc.plan.name, worst);
     for (const auto& [kind, n] : compiled.report().counts()) std::cout << " " << kind << " " << n;
     std::cout << fmt::format(" ({} bytes per device)\n", compiled.report().bytes_per_device());

@@ -14,6 +14,9 @@
 // And the trainer's case of issue #21 (TorchOracleTrainer below): weight decay with no-decay
 // groups, warmup + cosine, clipping, five steps unsharded and under dp, fsdp and tp, within 1e-6;
 // and bf16 mixed precision (TorchOracleMixed below): 20 steps under dp and fsdp.
+//
+// And the MoE layer (TorchOracleMoe below, torch_moe_oracle.py): top-1 and top-2 routing with
+// dropped tokens, the output, the load-balancing loss and every gradient, in f64 within 1e-10.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
@@ -26,7 +29,9 @@
 
 #include "interp/interpreter.h"
 #include "interp/npy.h"
+#include "autodiff/reverse.h"
 #include "nn/capture.h"
+#include "nn/moe.h"
 #include "nn/plan.h"
 #include "runtime/session.h"
 #include "nn_test_util.h"
@@ -112,11 +117,11 @@ void write_case(const OracleCase& oc, const fs::path& dir) {
   }
 }
 
-// Runs torch_oracle.py on the case in `dir` and passes when it reports agreement.
-void run_oracle(const std::string& python, const fs::path& dir) {
+// Runs `script` (tests/nn/) on the case in `dir` and passes when it reports agreement.
+void run_oracle(const std::string& python, const fs::path& dir, const std::string& script_name = "torch_oracle.py") {
   const char* source = std::getenv("TESSERA_SOURCE_DIR");
   ASSERT_NE(source, nullptr) << "TESSERA_SOURCE_DIR is not set (ctest sets it)";
-  fs::path script = fs::path(source) / "tests/nn/torch_oracle.py";
+  fs::path script = fs::path(source) / "tests/nn" / script_name;
   ASSERT_TRUE(fs::exists(script)) << script;
   std::string command = "'" + python + "' '" + script.string() + "' '" + dir.string() + "' > '" +
                         (dir / "output.txt").string() + "' 2>&1";
@@ -306,6 +311,60 @@ TEST(TorchOracleMixed, Bf16TwentyStepsUnderDpAndFsdpTrackPyTorch) {
   fs::path dir = fresh_directory();
   write_mixed_case(dir);
   run_oracle(*python, dir);
+}
+
+// The MoE layer's cases: x [4, 12, 8] over 4 experts of width 6, the router leaning to expert 0 so
+// that its slots overflow; Tessera's output, loss and gradients from the reference interpreter.
+void write_moe_case(const fs::path& dir) {
+  const int64_t G = 4, S = 12, M = 8, E = 4, F = 6;
+  struct MoeCase {
+    const char* name;
+    int64_t k;
+    double capacity_factor;
+  };
+  nlohmann::json cfg = {{"tolerance", 1e-10}, {"cases", nlohmann::json::array()}};
+  auto save = [&](const Literal& x, const std::string& stem) { interp::save_npy(x, (dir / (stem + ".npy")).string()); };
+  uint64_t seed = 100;
+  for (const MoeCase& mc : {MoeCase{"top1", 1, 1.0}, MoeCase{"top2", 2, 0.75}}) {
+    std::vector<Literal> in = {testing::random_literal(f64({G, S, M}), ++seed), testing::random_literal(f64({M, E}), ++seed),
+                               testing::random_literal(f64({E, M, F}), ++seed), testing::random_literal(f64({E, M, F}), ++seed),
+                               testing::random_literal(f64({E, F, M}), ++seed), testing::random_literal(f64({G, S, M}), ++seed)};
+    for (int64_t m = 0; m < M; ++m) in[1].set_double(m * E, in[1].get_double(m * E) + 0.5);
+    Module mod("moe");
+    auto layer = [&](FunctionBuilder& f, std::vector<Tensor>& xs) {
+      for (const Literal& x : in) xs.push_back(f.param(x.type()));
+      return moe(xs[0], MoeWeights{xs[1], xs[2], xs[3], xs[4]}, mc.k, mc.capacity_factor);
+    };
+    build_function(mod, "forward", [&](FunctionBuilder& f) {
+      std::vector<Tensor> xs;
+      MoeOutput o = layer(f, xs);
+      return std::vector<Tensor>{o.y, *o.aux};
+    });
+    Function& loss = build_function(mod, "loss", [&](FunctionBuilder& f) {
+      std::vector<Tensor> xs;
+      MoeOutput o = layer(f, xs);
+      return sum(o.y * xs[5]) + *o.aux;
+    });
+    autodiff::ReverseOptions ro;
+    ro.wrt = {0, 1, 2, 3, 4};
+    Function& grad = autodiff::reverse(mod, loss, ro);
+    std::vector<Literal> out = interp::evaluate(mod, "forward", in), grads = interp::evaluate(mod, grad.name(), in);
+    const char* names[] = {"x", "router", "gate", "up", "down", "r"};
+    for (size_t i = 0; i < in.size(); ++i) save(in[i], fmt::format("{}.{}", mc.name, names[i]));
+    save(out[0], fmt::format("{}.y", mc.name));
+    save(out[1], fmt::format("{}.aux", mc.name));
+    for (size_t i = 0; i < grads.size(); ++i) save(grads[i], fmt::format("{}.grad.{}", mc.name, names[i]));
+    cfg["cases"].push_back({{"name", mc.name}, {"top_k", mc.k}, {"capacity", moe_capacity(S, E, mc.k, mc.capacity_factor)}});
+  }
+  std::ofstream(dir / "config.json") << cfg.dump(1);
+}
+
+TEST(TorchOracleMoe, RoutingCapacityLoadBalancingLossAndGradientsAgree) {
+  std::optional<std::string> python = python_with_torch();
+  if (!python) GTEST_SKIP() << "PyTorch cannot be imported by $PYTHON nor /usr/bin/python3 (apt-get install python3-torch)";
+  fs::path dir = fresh_directory();
+  write_moe_case(dir);
+  run_oracle(*python, dir, "torch_moe_oracle.py");
 }
 
 class TorchOracle : public ::testing::TestWithParam<OracleCase> {};

@@ -1,7 +1,7 @@
 """`tessera partition --explain --strict` on the programs Tessera itself trains (#18 item 3).
 
 The CausalLM training step of each SPMD plan (dp, fsdp, tp, dp,tp on 4 devices, the default model,
-written by `tessera train --emit-program`) and the CNN of examples/06_cnn.cpp (batch and channel
+and ep, dp,ep with 4 experts, top-2, written by `tessera train --emit-program`) and the CNN of examples/06_cnn.cpp (batch and channel
 splits, written by `06_cnn --emit`) are partitioned with --explain --strict: --explain lists every
 collective with what forced it, and --strict exits 0 where there is no avoidable gather, which
 every one of them must do. (fsdp's token lookup gathers the vocabulary-split table: the cost model
@@ -62,9 +62,10 @@ def strict(cli, path, function, what):
 def main():
     cli, cnn = sys.argv[1], sys.argv[2]
     with tempfile.TemporaryDirectory() as d:
-        for plan in ["dp", "fsdp", "tp", "dp,tp"]:
+        for plan in ["dp", "fsdp", "tp", "dp,tp", "ep", "dp,ep"]:
             path = os.path.join(d, f"causal_lm_{plan.replace(',', '_')}.mlir")
-            r = run([cli, "train", "--plan", plan, "--devices", "4", "--emit-program", path])
+            moe = ["--moe", "4,2"] if "ep" in plan else []  # expert parallelism: an MoE model
+            r = run([cli, "train", "--plan", plan, "--devices", "4", "--emit-program", path] + moe)
             check(r.returncode == 0 and os.path.exists(path),
                   f"train --plan {plan} --emit-program writes the step (rc {r.returncode}) {r.stderr.strip()[:300]}")
             if r.returncode == 0:

@@ -5,6 +5,8 @@ are generated greedily together on 1 device (paged cache in blocks of 16 and of 
 under tp on 2 and 4 devices (heads and KV cache split), under dp on 2 (the prompts split, a
 contiguous cache) and under ctx on 4 (a contiguous cache split by position): every run prints the same tokens, each sequence its prompt's bytes followed by
 --tokens new ones, and the decode tokens/s. Sampling with a seed repeats itself.
+An MoE checkpoint (`train --moe 4,2 --plan ep`) generates 4 prompts greedily on 1 device and under
+ep on 4 (the experts and the prompts split) with the same tokens; ep on a dense checkpoint is refused.
 Bad command lines are named errors with exit 1.
 
 Usage: generate_cli.py TESSERA_CLI
@@ -87,6 +89,22 @@ with tempfile.TemporaryDirectory() as tmp:
     check(code == 1 and "pool is shared" in out, "a paged cache under ctx is refused: " + out.strip()[-200:])
     code, out = run(["generate", "--resume", ckpt, "--prompt", ""])
     check(code == 1 and "empty" in out, "an empty prompt is refused: " + out.strip()[-200:])
+
+    # Mixture of experts: trained under ep on 4 devices, generated on 1 and under ep on 4.
+    moe = os.path.join(tmp, "moe")
+    code, out = run(["train", "--corpus", corpus, "--d-model", "32", "--layers", "2", "--heads", "4", "--kv-heads",
+                     "4", "--ffn", "32", "--moe", "4,2", "--batch", "4", "--seq", "16", "--steps", "3", "--plan", "ep",
+                     "--lr", "1e-2", "--sample", "0", "--no-progress-bar", "--save", moe])
+    check(code == 0 and "plan ep" in out, "train --moe 4,2 --plan ep --save exits 0: " + out[-300:])
+    four = ["generate", "--resume", moe, "--tokens", str(NEW), "--print-tokens"]
+    for p in PROMPTS + ["Why ", "If"]:
+        four += ["--prompt", p]
+    code, one = run(four + ["--devices", "1"])
+    check(code == 0 and len(tokens_of(one)) == 4, "MoE generate on 1 device exits 0: " + one[-300:])
+    code, ep = run(four + ["--plan", "ep", "--devices", "4"])
+    check(code == 0 and tokens_of(ep) == tokens_of(one), "MoE generate under ep on 4: the same greedy tokens: " + ep[-300:])
+    code, out = run(base + ["--plan", "ep", "--devices", "2"])
+    check(code == 1 and "needs an MoE checkpoint" in out, "ep on a dense checkpoint is refused: " + out.strip()[-200:])
 
 print(f"\n{failed} failed")
 sys.exit(1 if failed else 0)

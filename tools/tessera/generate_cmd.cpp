@@ -31,12 +31,18 @@ using Clock = std::chrono::steady_clock;
 
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
-nn::ShardingPlan plan_of(const std::string& name, int64_t devices) {
+nn::ShardingPlan plan_of(const std::string& name, int64_t devices, const nn::Config& cfg) {
   if (name == "tp") return nn::tensor_parallel(ir::Mesh{"mesh", {{"model", devices}}, {}}, "model");
   if (name == "dp") return nn::data_parallel(ir::Mesh{"mesh", {{"data", devices}}, {}}, "data");
   if (name == "ctx") return nn::context_parallel(ir::Mesh{"mesh", {{"ctx", devices}}, {}}, "ctx");
-  fail("--plan {}: expected tp (heads and caches split over the devices), dp (the prompts split) or ctx (the cache "
-       "split by position)", name);
+  if (name == "ep") {
+    if (cfg.experts == 0) fail("--plan ep: expert parallelism needs an MoE checkpoint (`tessera train --moe E,k`)");
+    if (cfg.experts % devices != 0)
+      fail("--plan ep: the checkpoint's {} experts do not split evenly over {} devices", cfg.experts, devices);
+    return nn::expert_parallel(ir::Mesh{"mesh", {{"expert", devices}}, {}}, "expert");
+  }
+  fail("--plan {}: expected tp (heads and caches split over the devices), dp (the prompts split), ctx (the cache "
+       "split by position) or ep (an MoE model's experts and the prompts split)", name);
 }
 
 // A byte as text: printable ASCII and newlines as they are, anything else as \xNN.
@@ -87,7 +93,7 @@ int generate_command(const GenerateCommand& c, std::ostream& out) {
   if (ctx) shape.max_len = (shape.max_len + c.devices - 1) / c.devices * c.devices;
   if (c.block_size < -1) fail("--block-size {}: expected 0 (a contiguous cache) or a positive number", c.block_size);
   if (c.blocks < 0) fail("--blocks {}: expected a positive number (0: as many as the sequences need)", c.blocks);
-  shape.block_size = c.block_size >= 0 ? c.block_size : c.plan == "dp" || ctx ? 0 : 16;
+  shape.block_size = c.block_size >= 0 ? c.block_size : c.plan == "dp" || c.plan == "ep" || ctx ? 0 : 16;
   if (shape.block_size > 0) {
     // Sequence b writes positions 0 .. len_b + tokens - 2 (the last token is never fed back).
     int64_t needed = 1;
@@ -98,7 +104,7 @@ int generate_command(const GenerateCommand& c, std::ostream& out) {
     fail("--blocks {}: a contiguous cache (--block-size 0) has no blocks", c.blocks);
   }
   runtime::Session session = runtime::Session::host(c.devices);
-  nn::ShardingPlan plan = plan_of(c.plan, c.devices);
+  nn::ShardingPlan plan = plan_of(c.plan, c.devices, cfg);
   ir::Module m("generate");
   nn::GenerationPrograms g;
   try {

@@ -7,7 +7,8 @@
 // parameters are read piece by piece under the plan, whatever plan wrote them. The prompts (bytes)
 // are one batch: @prefill runs them once, right-padded to the longest, then @decode makes one token
 // per prompt per step, the caches staying on the devices (donated to each step and returned by it).
-// The cache is paged by default (blocks of 16 positions handed out as sequences reach them).
+// The cache is paged by default (blocks of 16 positions handed out as sequences reach them);
+// contiguous under dp and ep, which split the prompts over the devices (ep: an MoE checkpoint).
 // Both programs are compiled once. Prints each prompt with its continuation (bytes outside
 // printable ASCII as \xNN) and the prefill time and decode tokens/s.
 #pragma once
@@ -23,7 +24,7 @@ struct GenerateCommand {
   std::string resume;                // a --save directory or one of its step directories
   std::vector<std::string> prompts;  // one sequence each, generated together
   int64_t tokens = 64;               // new tokens per prompt
-  // tp (heads and caches split over devices) | dp (prompts split) | ctx (cache split by position)
+  // tp (heads and caches split over devices) | dp (prompts split) | ctx (cache split by position) | ep (MoE)
   std::string plan = "tp";
   int64_t devices = 1;               // host devices
   double temperature = 0;            // 0: greedy

@@ -93,7 +93,9 @@ int main(int argc, char** argv) {
   sched->add_option("--svg", sc.svg, "Write the timeline as SVG");
   auto* train = app.add_subcommand("train", "Train a byte-level CausalLM on a text corpus over host devices or MPI ranks");
   tessera::tools::TrainCommand tc;
-  train->add_option("--plan", tc.plan, "Sharding plan: dp, fsdp, tp, dp,tp, ctx[=N] (sequence split, ring attention), or a pipeline pp=P[,dp=D][,tp=T]")
+  train->add_option("--plan", tc.plan,
+                    "Sharding plan: dp, fsdp, tp, dp,tp, ctx[=N] (sequence split, ring attention), ep[=N] (experts "
+                    "split), dp,ep, or a pipeline pp=P[,dp=D][,tp=T]")
       ->capture_default_str();
   train->add_option("--devices", tc.devices, "Host devices (default 4); with --backend mpi, devices per rank (default 1)")
       ->check(CLI::PositiveNumber);
@@ -128,6 +130,11 @@ int main(int argc, char** argv) {
   train->add_option("--heads", tc.heads, "Query heads")->capture_default_str();
   train->add_option("--kv-heads", tc.kv_heads, "Key/value heads")->capture_default_str();
   train->add_option("--ffn", tc.ffn, "SwiGLU hidden width")->capture_default_str();
+  train->add_option("--moe", tc.moe, "Mixture of experts E,k: E SwiGLU experts per block, top-k routing (k 1 or 2)");
+  train->add_option("--capacity-factor", tc.capacity_factor, "MoE: expert slots per sequence = factor * k * seq / E")
+      ->capture_default_str();
+  train->add_option("--aux-loss-coef", tc.aux_loss_coef, "MoE: the load-balancing loss's coefficient")
+      ->capture_default_str();
   train->add_option("--seed", tc.seed, "Initialisation and data seed")->capture_default_str();
   train->add_option("--corpus", tc.corpus, "Text file or directory (default: Debian's fortunes)");
   train->add_option("--save", tc.save, "Checkpoint directory: each save adds step-<N>/ and then points DIR/latest at it");
@@ -173,9 +180,9 @@ int main(int argc, char** argv) {
   gen->add_option("--prompt", gc.prompts, "A prompt (repeat for several, generated together as one batch)")->required();
   gen->add_option("--tokens", gc.tokens, "New tokens (bytes) per prompt")->capture_default_str()->check(CLI::PositiveNumber);
   gen->add_option("--plan", gc.plan,
-                  "tp (heads and KV cache split over the devices), dp (the prompts split) or ctx (the KV cache split "
-                  "by position)")
-      ->capture_default_str()->check(CLI::IsMember({"tp", "dp", "ctx"}));
+                  "tp (heads and KV cache split over the devices), dp (the prompts split), ctx (the KV cache split "
+                  "by position) or ep (an MoE model's experts and the prompts split)")
+      ->capture_default_str()->check(CLI::IsMember({"tp", "dp", "ctx", "ep"}));
   gen->add_option("--devices", gc.devices, "Host devices")->capture_default_str()->check(CLI::PositiveNumber);
   gen->add_option("--temperature", gc.temperature, "Sampling temperature; 0 is greedy")->capture_default_str()
       ->check(CLI::NonNegativeNumber);

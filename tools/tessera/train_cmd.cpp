@@ -51,8 +51,16 @@ namespace fs = std::filesystem;
 using ir::Literal;
 using support::fail;
 
-nn::ShardingPlan make_plan(const std::string& name, int64_t devices) {
+nn::ShardingPlan make_plan(const std::string& name, int64_t devices, const nn::Config& cfg) {
   auto mesh = [](std::vector<ir::MeshAxis> axes) { return ir::Mesh{"mesh", std::move(axes), {}}; };
+  if (std::optional<int64_t> experts_over = expert_axis_size(name, devices)) {
+    if (cfg.experts == 0) fail("--plan {}: expert parallelism needs an MoE model (--moe E,k)", name);
+    if (cfg.experts % *experts_over != 0)
+      fail("--plan {} --moe {}: the {} experts do not split evenly over the expert axis of {} devices", name,
+           cfg.experts, cfg.experts, *experts_over);
+    if (*experts_over == devices) return nn::expert_parallel(mesh({{"expert", devices}}), "expert");
+    return nn::expert_parallel(mesh({{"data", devices / *experts_over}, {"expert", *experts_over}}), "expert", "data");
+  }
   if (name == "dp") return nn::data_parallel(mesh({{"data", devices}}), "data");
   if (name == "fsdp") return nn::fsdp(mesh({{"data", devices}}), "data");
   if (name == "tp") return nn::tensor_parallel(mesh({{"model", devices}}), "model");
@@ -63,7 +71,7 @@ nn::ShardingPlan make_plan(const std::string& name, int64_t devices) {
     if (devices % 2 != 0) fail("--plan dp,tp needs an even number of devices, not {}", devices);
     return nn::tensor_parallel(mesh({{"data", devices / 2}, {"model", 2}}), "model", "data");
   }
-  fail("--plan {}: expected dp, fsdp, tp, dp,tp, ctx[=N] or a pipeline plan pp=P[,dp=D][,tp=T]", name);
+  fail("--plan {}: expected dp, fsdp, tp, dp,tp, ctx[=N], ep[=N], dp,ep or a pipeline plan pp=P[,dp=D][,tp=T]", name);
 }
 
 
@@ -129,6 +137,7 @@ int train_command(const TrainCommand& c, std::ostream& out_stream) {
   cfg.ffn = c.ffn;
   cfg.seq = c.seq;
   cfg.batch = c.batch;
+  apply_moe(c, cfg);
   if (c.precision == "bf16") cfg.compute = ir::ElementType::bf16;
   else if (c.precision != "f32") fail("--precision {}: expected f32 or bf16", c.precision);
   cfg.validate();
@@ -140,9 +149,12 @@ int train_command(const TrainCommand& c, std::ostream& out_stream) {
          c.d_model, c.layers, c.ffn, c.seq, c.batch, support::format_bytes(need),
          support::format_bytes(support::memory_limit()));
   if (c.plan.find("pp=") != std::string::npos && !c.emit_program.empty())
-    fail("--emit-program {}: a pipeline plan is several programs; --emit-program takes dp, fsdp, tp, dp,tp or ctx",
+    fail("--emit-program {}: a pipeline plan is several programs; --emit-program takes dp, fsdp, tp, dp,tp, ctx, ep or dp,ep",
          c.emit_program);
   nn::CausalLM model(cfg);
+  if (c.plan.find("pp=") != std::string::npos && cfg.experts > 0)
+    fail("--plan {} --moe {}: pipeline plans do not carry the MoE load-balancing loss across stages; use dp, fsdp, "
+         "ep or dp,ep", c.plan, c.moe);
   if (c.plan.find("pp=") != std::string::npos)
     return train_pipeline(c, out_stream, text, corpus_path, model);
   if (!c.schedule_svg.empty()) fail("--schedule-svg {}: needs a pipeline plan (--plan pp=P...)", c.schedule_svg);
@@ -164,7 +176,7 @@ int train_command(const TrainCommand& c, std::ostream& out_stream) {
     session_options.trace = trace.get();
   }
   bool over_mpi = c.backend == "mpi";
-  int64_t local_devices = c.devices > 0 ? c.devices : over_mpi ? 1 : 4;
+  int64_t local_devices = c.devices > 0 ? c.devices : over_mpi ? 1 : plan_devices(c.plan).value_or(4);
   runtime::Session session = over_mpi ? runtime::Session::mpi(local_devices, session_options)
                                       : runtime::Session::host(local_devices, session_options);
   int64_t devices = session.num_devices();
@@ -172,7 +184,7 @@ int train_command(const TrainCommand& c, std::ostream& out_stream) {
   if (trace) trace->set_pid(session.rank());
   std::ostream silent(nullptr);      // the other ranks' output goes nowhere
   std::ostream& out = rank0 ? out_stream : silent;
-  nn::ShardingPlan plan = make_plan(c.plan, devices);
+  nn::ShardingPlan plan = make_plan(c.plan, devices, cfg);
   nn::AdamW adam = adamw_of(c);
   nn::TrainingStep training = nn::TrainingStep{model}
                                   .accumulate(c.accumulate)

@@ -35,7 +35,7 @@
 namespace tessera::tools {
 
 struct TrainCommand {
-  std::string plan = "dp";       // dp | fsdp | tp | dp,tp | ctx[=N] | pp=P[,dp=D][,tp=T]
+  std::string plan = "dp";       // dp | fsdp | tp | dp,tp | ctx[=N] | ep[=N] | dp,ep | pp=P[,dp=D][,tp=T]
   std::string backend = "host";  // host | mpi
   int64_t devices = 0;           // host devices (0: 4), or with backend mpi devices per rank (0: 1)
   int64_t steps = 400;
@@ -53,6 +53,10 @@ struct TrainCommand {
   double clip_norm = 0;                // > 0: clip gradients to this global norm
   std::string precision = "f32";       // f32 | bf16 (mixed: bf16 matmuls, f32 master weights, state, reductions)
   int64_t d_model = 64, layers = 2, heads = 4, kv_heads = 2, ffn = 172;
+  // Mixture of experts (nn/moe.h): "E" or "E,k" (E experts of width --ffn, top-k routing, k 1 or
+  // 2; empty: the dense SwiGLU), the capacity factor and the load-balancing loss's coefficient.
+  std::string moe;
+  double capacity_factor = 1.25, aux_loss_coef = 0.01;
   uint64_t seed = 1;
   std::string corpus;  // a file, or a directory of text files; empty: Debian's fortunes
   std::string save, resume;

@@ -3,6 +3,8 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
+#include <cstdlib>
 #include <filesystem>
 #include <optional>
 
@@ -42,6 +44,76 @@ nn::LrSchedule schedule_of(const TrainCommand& c, int64_t last_step) {
   return s;
 }
 
+namespace {
+
+// A whole number > 0 spelled exactly, or nullopt.
+std::optional<int64_t> count_of(const std::string& text) {
+  if (text.empty() || text.size() > 9 || text.find_first_not_of("0123456789") != std::string::npos) return std::nullopt;
+  int64_t n = std::stoll(text);
+  return n > 0 ? std::optional<int64_t>(n) : std::nullopt;
+}
+
+// "ep", "ep=N", "dp,ep", "dp=D,ep=N" as (D or 0, N or 0); nullopt for any other plan.
+std::optional<std::pair<int64_t, int64_t>> expert_plan_sizes(const std::string& plan) {
+  auto size_of = [](const std::string& part, const std::string& axis) -> std::optional<int64_t> {
+    if (part == axis) return 0;
+    if (part.rfind(axis + "=", 0) != 0) return std::nullopt;
+    std::optional<int64_t> n = count_of(part.substr(axis.size() + 1));
+    if (!n) fail("--plan {}: expected a number of devices > 0 after '{}='", part, axis);
+    return n;
+  };
+  size_t comma = plan.find(',');
+  if (comma == std::string::npos) {
+    std::optional<int64_t> ep = size_of(plan, "ep");
+    if (!ep) return std::nullopt;
+    return std::pair<int64_t, int64_t>{1, *ep};
+  }
+  std::optional<int64_t> dp = size_of(plan.substr(0, comma), "dp"), ep = size_of(plan.substr(comma + 1), "ep");
+  if (!dp || !ep) return std::nullopt;
+  return std::pair<int64_t, int64_t>{*dp, *ep};
+}
+
+}  // namespace
+
+void apply_moe(const TrainCommand& c, nn::Config& config) {
+  if (c.moe.empty()) return;
+  size_t comma = c.moe.find(',');
+  std::optional<int64_t> experts = count_of(c.moe.substr(0, comma));
+  std::optional<int64_t> k = comma == std::string::npos ? std::optional<int64_t>(1) : count_of(c.moe.substr(comma + 1));
+  if (!experts || !k) fail("--moe {}: expected E or E,k (E experts, top-k routing with k 1 or 2)", c.moe);
+  if (*k > 2) fail("--moe {}: top-k routing with k = {}; expected 1 or 2", c.moe, *k);
+  if (*k > *experts) fail("--moe {}: top-{} routing needs at least {} experts", c.moe, *k, *k);
+  if (!(c.capacity_factor > 0) || !std::isfinite(c.capacity_factor))
+    fail("--capacity-factor {}: expected a positive number", c.capacity_factor);
+  if (!(c.aux_loss_coef >= 0) || !std::isfinite(c.aux_loss_coef))
+    fail("--aux-loss-coef {}: expected a number >= 0", c.aux_loss_coef);
+  config.experts = *experts;
+  config.top_k = *k;
+  config.capacity_factor = c.capacity_factor;
+  config.aux_loss_coef = c.aux_loss_coef;
+}
+
+std::optional<int64_t> plan_devices(const std::string& plan) {
+  std::optional<std::pair<int64_t, int64_t>> sizes = expert_plan_sizes(plan);
+  if (!sizes || sizes->first == 0 || sizes->second == 0) return std::nullopt;
+  return sizes->first * sizes->second;
+}
+
+std::optional<int64_t> expert_axis_size(const std::string& plan, int64_t devices) {
+  std::optional<std::pair<int64_t, int64_t>> sizes = expert_plan_sizes(plan);
+  if (!sizes) return std::nullopt;
+  auto [dp, ep] = *sizes;
+  if (dp == 0 && ep == 0) {  // dp,ep: 2 on the expert axis
+    if (devices % 2 != 0) fail("--plan {} needs an even number of devices, not {}", plan, devices);
+    return 2;
+  }
+  if (ep == 0) ep = devices / dp;
+  if (dp == 0) dp = devices / ep;
+  if (dp * ep != devices)
+    fail("--plan {}: {} x {} devices, but the run has {} (--devices)", plan, dp, ep, devices);
+  return ep;
+}
+
 std::map<std::string, std::string> run_metadata(const nn::Config& config, const nn::LrSchedule& s, int held_out_percent) {
   return {{"model.vocab", std::to_string(config.vocab)},
           {"model.d_model", std::to_string(config.d_model)},
@@ -49,6 +121,10 @@ std::map<std::string, std::string> run_metadata(const nn::Config& config, const 
           {"model.heads", std::to_string(config.heads)},
           {"model.kv_heads", std::to_string(config.kv_heads)},
           {"model.ffn", std::to_string(config.ffn)},
+          {"model.experts", std::to_string(config.experts)},
+          {"model.top_k", std::to_string(config.top_k)},
+          {"model.capacity_factor", fmt::format("{:.17g}", config.capacity_factor)},
+          {"model.aux_loss_coef", fmt::format("{:.17g}", config.aux_loss_coef)},
           {"model.dtype", std::string(ir::spelling(config.dtype))},
           {"schedule.kind", nn::lr_schedule_name(s.kind)},
           {"schedule.lr", fmt::format("{:.17g}", s.lr)},
@@ -85,6 +161,17 @@ nn::Config config_of_metadata(const std::string& resume, const std::map<std::str
   c.heads = number("model.heads");
   c.kv_heads = number("model.kv_heads");
   c.ffn = number("model.ffn");
+  // MoE fields: absent from checkpoints of dense models saved before MoE existed.
+  if (meta.count("model.experts") != 0) {
+    c.experts = number("model.experts");
+    c.top_k = number("model.top_k");
+    for (auto [key, into] : {std::pair{"model.capacity_factor", &c.capacity_factor}, {"model.aux_loss_coef", &c.aux_loss_coef}}) {
+      const std::string& v = field(key);
+      char* end = nullptr;
+      *into = std::strtod(v.c_str(), &end);
+      if (v.empty() || end != v.c_str() + v.size()) fail("--resume {}: the checkpoint's {} is '{}', not a number", resume, key, v);
+    }
+  }
   std::optional<ir::ElementType> dtype = ir::parse_element_type(field("model.dtype"));
   if (!dtype || !ir::is_float(*dtype)) fail("--resume {}: the checkpoint's model.dtype '{}' is not a float type", resume, field("model.dtype"));
   c.dtype = *dtype;
@@ -102,7 +189,9 @@ std::string check_resume(const std::string& resume, const std::map<std::string, 
   static const std::map<std::string, std::string> option = {
       {"model.vocab", "the vocabulary"}, {"model.d_model", "--d-model"},       {"model.layers", "--layers"},
       {"model.heads", "--heads"},        {"model.kv_heads", "--kv-heads"},     {"model.ffn", "--ffn"},
-      {"model.dtype", "the dtype"},      {"schedule.kind", "--lr-schedule"},   {"schedule.lr", "--lr"},
+      {"model.dtype", "the dtype"},      {"model.experts", "--moe"},           {"model.top_k", "--moe"},
+      {"model.capacity_factor", "--capacity-factor"}, {"model.aux_loss_coef", "--aux-loss-coef"},
+      {"schedule.kind", "--lr-schedule"},   {"schedule.lr", "--lr"},
       {"schedule.min_lr", "--min-lr"},   {"schedule.warmup", "--warmup"},      {"schedule.total", "--lr-steps"},
       {"data.held_out_percent", "--eval-every holds out the corpus's tail"}};
   std::map<std::string, std::string> now = run_metadata(config, schedule, held_out_percent);

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -21,8 +22,17 @@ nn::AdamW adamw_of(const TrainCommand& c);
 // --lr-schedule, --warmup, --min-lr, and the step the decay ends at: --lr-steps, or `last_step`.
 nn::LrSchedule schedule_of(const TrainCommand& c, int64_t last_step);
 
+// --moe E[,k], --capacity-factor and --aux-loss-coef into config (nothing without --moe).
+void apply_moe(const TrainCommand& c, nn::Config& config);
+// Expert parallelism's plans: "ep" (every device on the expert axis), "ep=N" (N devices), "dp,ep"
+// (2 on the expert axis, the rest data) and "dp=D,ep=N": the expert axis's size on `devices`, or
+// nullopt for another plan; a UserError when the sizes do not fit the devices.
+std::optional<int64_t> expert_axis_size(const std::string& plan, int64_t devices);
+// The devices a plan names itself (ep=N, dp=D,ep=N), when it does.
+std::optional<int64_t> plan_devices(const std::string& plan);
+
 // index.json's "metadata" of a checkpoint: model.* (vocab, d_model, layers, heads, kv_heads, ffn,
-// dtype), schedule.* (kind, lr, min_lr, warmup, total) and data.held_out_percent (the corpus tail
+// dtype, experts, top_k, capacity_factor, aux_loss_coef), schedule.* (kind, lr, min_lr, warmup, total) and data.held_out_percent (the corpus tail
 // --eval-every holds out, 0 without it), values as text (doubles exactly).
 std::map<std::string, std::string> run_metadata(const nn::Config& config, const nn::LrSchedule& schedule,
                                                 int held_out_percent);
