@@ -152,7 +152,7 @@ const std::map<std::string, std::pair<int, int>> kShardyCounts = {
     {"propagation/basic_propagation_conservative.mlir", {5, 0}},
     {"propagation/op_priority_propagation.mlir", {12, 3}},
     {"propagation/op_sharding_rule_registry.mlir", {0, 1}},
-    {"propagation/user_priority_propagation.mlir", {17, 3}},
+    {"propagation/user_priority_propagation.mlir", {18, 2}},
     {"reshard_to_collectives/reshard_to_collectives.mlir", {0, 1}},
 };
 
