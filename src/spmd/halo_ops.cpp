@@ -1,10 +1,11 @@
 // The ops that read a dimension no factor splits, done by halo exchange (split_reads.h): which
-// dimensions of slice, reverse, pad and concatenate can stay split and their plans, the bytes
+// dimensions of slice, reverse, pad, concatenate and reduce_window can stay split and their plans, the bytes
 // those plans move (for the partitioner's cost model), and the op on the exchanged pieces.
 #include <fmt/format.h>
 
 #include <algorithm>
 
+#include "ir/window.h"
 #include "spmd/mesh_math.h"
 #include "spmd/split_reads.h"
 #include "support/error.h"
@@ -106,6 +107,15 @@ std::vector<HaloDim> halo_dims(const Op& op, const FactorRule& rule, const Facto
       // (interior padding stays a gather: split_reads.h)
       if (ints(op, "interior_padding")[d] == 0)
         plan = plan_shift(shape[d], ints(op, "edge_padding_low")[d], op.result(0)->type().shape[d], shards);
+    } else if (op.kind() == OpKind::ReduceWindow) {
+      // (every input alike: one exchange each)
+      const ir::Window w = ir::read_window(op.attrs(), ir::kReduceWindow, shape.size());
+      if (w.base_dilation[d] != 1) continue;
+      std::optional<HaloPlan> window = plan_window(shape[d], -w.pad_lo[d], w.stride[d], (w.size[d] - 1) * w.window_dilation[d] + 1,
+                                                   op.result(0)->type().shape[d], shards);
+      if (window)
+        for (size_t i = 0; i < op.num_results(); ++i) halo.push_back({d, axes, *window, i});
+      continue;
     } else if (op.kind() == OpKind::Slice) {
       const auto& start = ints(op, "start_indices");
       const auto& limit = ints(op, "limit_indices");
@@ -126,9 +136,32 @@ int64_t halo_bytes(const std::vector<HaloDim>& halo, size_t operand, std::vector
     int64_t other = 1;
     for (size_t d = 0; d < local.size(); ++d) other *= d == h.dim ? 1 : local[d];
     bytes += halo_bytes(h.plan, other, element_bytes);
-    local[h.dim] = h.plan.result_piece;
+    local[h.dim] = h.plan.window > 0 ? h.plan.window : h.plan.result_piece;
   }
   return bytes;
+}
+
+std::vector<Tensor> halo_windows(LocalContext& ctx, const Op& op, std::vector<Tensor> operands, const std::vector<HaloDim>& halo,
+                                 const ir::Mesh& mesh) {
+  const size_t n = op.num_results();
+  for (const HaloDim& h : halo) {
+    ctx.forced_by = fmt::format("operand {}", h.operand);
+    Tensor& x = operands[h.operand];
+    x = halo_slice(ctx, x, static_cast<int64_t>(h.dim), h.plan, mesh, h.axes);
+    // (outside the operand: the init value, as the op's padding reads)
+    x = ir::select(window_valid(ctx, x, static_cast<int64_t>(h.dim), h.plan, mesh, h.axes), x,
+                   ir::broadcast_to(operands[n + h.operand], x.shape()));
+  }
+  return operands;
+}
+
+ir::AttrMap halo_window_attrs(const Op& op, const std::vector<HaloDim>& halo) {
+  ir::AttrMap attrs = op.attrs();
+  ir::Window w = ir::read_window(attrs, ir::kReduceWindow, static_cast<size_t>(op.operand(0)->type().rank()));
+  for (const HaloDim& h : halo) w.pad_lo[h.dim] = w.pad_hi[h.dim] = 0;
+  attrs.erase(ir::kReduceWindow.padding);  // (write_window leaves a default out, and would keep the old)
+  ir::write_window(attrs, ir::kReduceWindow, w);
+  return attrs;
 }
 
 Tensor halo_op(LocalContext& ctx, const Op& op, const std::vector<Tensor>& operands, const std::vector<HaloDim>& halo,

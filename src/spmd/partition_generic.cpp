@@ -56,8 +56,8 @@ void Partitioner::generic(const Op& op, Builder& b) {
     for (size_t i = 0; i < results.size(); ++i) local_.insert_or_assign(op.result(i), results[i]);
     return;
   }
-  // A gather's split indexed dimensions and the split dimensions a slice, reverse, pad or
-  // concatenate reads whole may stay split (a local gather, a halo exchange) where the cost model finds that cheaper than gathering them.
+  // A gather's split indexed dimensions and the split dimensions a slice, reverse, pad,
+  // concatenate or reduce_window reads whole may stay split (a local gather, a halo exchange) where the cost model finds that cheaper than gathering them.
   std::vector<IndexedDim> indexed;
   if (op.kind() == OpKind::Gather) indexed = add_indexed_factors(op, rule);
   FactorAxes assign = assignment(op, rule, mesh);
@@ -66,7 +66,7 @@ void Partitioner::generic(const Op& op, Builder& b) {
   if (!indexed.empty()) choose_local_gather(op, rule, indexed, assign, mesh, judged);
   std::vector<HaloDim> halo;
   if (op.kind() == OpKind::Slice || op.kind() == OpKind::Reverse || op.kind() == OpKind::Pad ||
-      op.kind() == OpKind::Concatenate)
+      op.kind() == OpKind::Concatenate || op.kind() == OpKind::ReduceWindow)
     halo = choose_halo(op, rule, assign, mesh, judged);
   std::optional<OpKind> combiner = OpKind::Add;
   if (op.kind() == OpKind::Reduce) combiner = op.num_results() == 1 ? combiner_of(op) : std::nullopt;
@@ -124,7 +124,10 @@ void Partitioner::generic(const Op& op, Builder& b) {
     operands[1] = rows->indices;
   }
   std::vector<Tensor> results;
-  if (!halo.empty()) {
+  if (!halo.empty() && op.kind() == OpKind::ReduceWindow) {
+    ir::AttrMap attrs = halo_window_attrs(op, halo);
+    results = emit(op, b, halo_windows(ctx_, op, operands, halo, mesh), types, &assign, &attrs);
+  } else if (!halo.empty()) {
     ctx_.forced_by = "operand 0";
     results.push_back(halo_op(ctx_, op, operands, halo, mesh));
   } else {
@@ -302,8 +305,9 @@ void Partitioner::flag_full_gathers(const Op& op, size_t i, const FactorRule& ru
     if (r.kind != "all_gather" || !r.avoidable.empty() || r.op == nullptr) continue;
     auto d = static_cast<size_t>(r.op->attrs().get<int64_t>("all_gather_dim"));
     if (d >= have.dims.size() || have.dims[d].axes.empty()) continue;
-    // (the cheaper way was judged: operand 0's dimensions, or every operand's for a concatenate)
-    if ((i == 0 || op.kind() == OpKind::Concatenate) && std::find(judged.begin(), judged.end(), d) != judged.end())
+    // (the cheaper way was judged: operand 0's dimensions, or every exchanged operand's)
+    bool exchanged = i == 0 || op.kind() == OpKind::Concatenate || (op.kind() == OpKind::ReduceWindow && i < op.num_results());
+    if (exchanged && std::find(judged.begin(), judged.end(), d) != judged.end())
       continue;
     const std::vector<int>& factors = rule.operands[i][d];
     bool splittable = std::any_of(factors.begin(), factors.end(), [&](int f) {
@@ -346,8 +350,8 @@ void Partitioner::fix_iota(const Op& op, std::vector<Tensor>& results, const Fac
 // The op again on local operands with local result types; attributes that hold sizes of split
 // dimensions are rewritten to the local sizes.
 std::vector<Tensor> Partitioner::emit(const Op& op, Builder& b, const std::vector<Tensor>& operands,
-                         const std::vector<Type>& types, const FactorAxes* assign) {
-  ir::AttrMap attrs = op.attrs();
+                         const std::vector<Type>& types, const FactorAxes* assign, const ir::AttrMap* given) {
+  ir::AttrMap attrs = given ? *given : op.attrs();
   attrs.erase("sdy.sharding");
   if (assign) {
     const auto& in = operands.empty() ? std::vector<int64_t>{} : operands[0].shape();

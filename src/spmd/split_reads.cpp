@@ -160,6 +160,13 @@ std::optional<HaloPlan> plan_reverse(int64_t size, int64_t shards) {
 }
 
 std::optional<HaloPlan> plan_shift(int64_t size, int64_t low, int64_t length, int64_t shards) {
+  std::optional<HaloPlan> plan = plan_window(size, -low, 1, 1, length, shards);
+  if (plan) plan->window = 0;  // (the result piece: a pad's window is its result)
+  return plan;
+}
+
+std::optional<HaloPlan> plan_window(int64_t size, int64_t start, int64_t stride, int64_t extent, int64_t length,
+                                    int64_t shards) {
   const int64_t n = shards, p = piece_size(size, n);
   if (length <= 0 || p <= 0) return std::nullopt;
   HaloPlan plan;
@@ -167,21 +174,22 @@ std::optional<HaloPlan> plan_shift(int64_t size, int64_t low, int64_t length, in
   plan.piece = p;
   plan.result_piece = piece_size(length, n);
   plan.size = size;
-  const int64_t q = plan.result_piece;
-  // Receiving shard i makes result elements [iq, iq + count): operand elements from iq - low,
-  // of which it needs those in [0, size).
+  const int64_t q = plan.result_piece, window = (q - 1) * stride + extent;
+  plan.window = window;
+  // Receiving shard i makes result elements [iq, iq + count), which read operand elements from
+  // start + iq * stride on; it needs those in [0, size).
   std::vector<int64_t> lo(static_cast<size_t>(n)), hi(static_cast<size_t>(n));
   std::vector<bool> needs(static_cast<size_t>(n));
   plan.first_index.assign(static_cast<size_t>(n), 0);
   for (int64_t i = 0; i < n; ++i) {
     auto u = static_cast<size_t>(i);
-    int64_t count = std::clamp<int64_t>(length - i * q, 0, q), first = i * q - low;
+    int64_t count = std::clamp<int64_t>(length - i * q, 0, q), first = start + i * q * stride;
     plan.first_index[u] = first;
     lo[u] = std::max<int64_t>(0, first);
-    hi[u] = std::min(size, first + count);
+    hi[u] = count > 0 ? std::min(size, first + (count - 1) * stride + extent) : 0;
     needs[u] = count > 0 && lo[u] < hi[u];
   }
-  std::optional<HaloPlan> out = plan_ranges(plan, lo, hi, needs, q);
+  std::optional<HaloPlan> out = plan_ranges(plan, lo, hi, needs, window);
   if (!out) return out;
   // plan_ranges put each window where its operand range starts; it starts lo - first earlier
   // (before the run where that is negative: `lead` elements are put in front).
@@ -195,7 +203,7 @@ std::optional<HaloPlan> plan_shift(int64_t size, int64_t low, int64_t length, in
   out->lead = -lowest;
   for (int64_t& s : out->start) {
     s += out->lead;
-    end = std::max(end, s + q);
+    end = std::max(end, s + window);
   }
   out->pad = std::max<int64_t>(0, end - total - out->lead);
   return out;
@@ -358,7 +366,7 @@ Tensor halo_slice(LocalContext& ctx, Tensor x, int64_t dim, const HaloPlan& plan
     hi[d] = plan.pad;
     run = ir::pad(run, b.scalar(run.element(), 0), lo, hi);
   }
-  const int64_t window = (plan.result_piece - 1) * plan.stride + 1;
+  const int64_t window = plan.window > 0 ? plan.window : (plan.result_piece - 1) * plan.stride + 1;
   std::vector<int64_t> sizes = run.shape();
   sizes[d] = window;
   Tensor out = ir::dynamic_slice(run, starts(per_shard(ctx, b, mesh, axes, plan.start)), sizes);

@@ -14,6 +14,9 @@
 //   device's range when no source serves two devices at once (a reverse), else the pieces at
 //   each shift k = (source shard - own shard); the chunks are joined (reversed for a reverse)
 //   and the device's window is cut from them (then strided).
+// - reduce_window along a split window dimension (no base dilation): each device takes the run of
+//   the operand its windows read, the positions outside the operand set to the init value, and
+//   reduces it locally without padding.
 // - pad (edge padding, negative included; not interior) or concatenate along a split dimension:
 //   the same exchange for a shifted window. The result is split by the operand's axes; result
 //   element j of a pad is operand element j - low, so each device's window of the result is a
@@ -75,6 +78,7 @@ struct HaloPlan {
   int64_t pad = 0;                   // zeros after the chunks, so every window fits
   bool reversed = false;             // the received run is reversed before the windows are cut
   int64_t lead = 0;                  // elements before the chunks (a shifted window may start before them)
+  int64_t window = 0;                // a reduce_window's: the length cut, not strided (0: from result_piece)
   // A shifted window (pad, concatenate): per receiving shard, the operand index of its window's
   // first element; elements outside [0, size) are not the operand's. Empty for slice and reverse.
   std::vector<int64_t> first_index;
@@ -91,6 +95,12 @@ std::optional<HaloPlan> plan_reverse(int64_t size, int64_t shards);
 // is operand element j - low of a dimension of `size` elements split into `shards` pieces, the
 // result split alike; nullopt where no device needs any operand element.
 std::optional<HaloPlan> plan_shift(int64_t size, int64_t low, int64_t length, int64_t shards);
+// The exchange for a reduce_window along a dimension of `size` elements split into `shards`
+// pieces: result element j (of `length`) reads operand elements from `start` + j * stride over
+// `extent` ((window - 1) * dilation + 1); each device receives the whole run its result piece
+// reads (plan.window elements, those outside [0, size) to be masked), the result split alike.
+std::optional<HaloPlan> plan_window(int64_t size, int64_t start, int64_t stride, int64_t extent, int64_t length,
+                                    int64_t shards);
 // Bytes per device it moves (as the report counts a collective_permute: what is sent), for a
 // piece of `other` elements of `element_bytes` across the other dimensions.
 int64_t halo_bytes(const HaloPlan& plan, int64_t other, int64_t element_bytes);
@@ -123,6 +133,11 @@ std::vector<HaloDim> halo_dims(const ir::Op& op, const FactorRule& rule, const F
 // of shape `local`.
 int64_t halo_bytes(const std::vector<HaloDim>& halo, size_t operand, std::vector<int64_t> local, int64_t element_bytes);
 
+// reduce_window `op`'s inputs (among its local operands) made the runs its windows read along the
+// dimensions of `halo`, and its attributes with no padding there: the op on those is the result.
+std::vector<ir::Tensor> halo_windows(LocalContext& ctx, const ir::Op& op, std::vector<ir::Tensor> operands,
+                                     const std::vector<HaloDim>& halo, const ir::Mesh& mesh);
+ir::AttrMap halo_window_attrs(const ir::Op& op, const std::vector<HaloDim>& halo);
 // `op` on its local operands, the dimensions of `halo` by exchange (halo_slice) and the rest of
 // the op locally: a slice or reverse of the other dimensions, a pad of the other dimensions, or
 // for a concatenate each operand's window kept where it is that operand's.
