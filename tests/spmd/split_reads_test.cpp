@@ -1,10 +1,11 @@
-// A gather whose indexed dimension is split and a slice along a split dimension, done on the
-// pieces where the cost model finds that cheaper than gathering the operand (#18,
-// spmd/split_reads.h): the sharded run equals the single-device interpreter (a comparison that
-// fails on NaN) for uneven splits, 2-D meshes, sub-axes, out-of-range and negative indices,
-// several split indexed dimensions, strides and results split or whole; the collectives are the
-// cheaper ones (no gather of the operand where the local way moves less, never more bytes than
-// gathering it), and a gather kept because it is cheaper is no warning.
+// A gather whose indexed dimension is split, and a slice, reverse, pad, concatenate or
+// reduce_window along a split dimension, done on the pieces where the cost model finds that
+// cheaper than gathering the operand (#18, spmd/split_reads.h): the sharded run equals the
+// single-device interpreter (a comparison that fails on NaN) for uneven splits, 2-D meshes,
+// sub-axes, out-of-range and negative indices, several split indexed dimensions, strides,
+// negative padding and results split or whole; the collectives are the cheaper ones (no gather of
+// the operand where the local way moves less, never more bytes than gathering it), and a gather
+// kept because it is cheaper is no warning.
 #include <gtest/gtest.h>
 
 #include <cmath>
