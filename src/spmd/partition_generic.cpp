@@ -43,8 +43,21 @@ void Partitioner::generic(const Op& op, Builder& b) {
     }
     return;
   }
-  // A gather's split indexed dimensions and a slice's or reverse's split dimensions may stay
-  // split (a local gather, a halo exchange) where the cost model finds that cheaper than gathering them.
+  // An element-wise op whose operands and results all share one layout (no partial axes) runs on
+  // the pieces as they are, whatever its rule: its rule has no factor for a dimension of size 1,
+  // and would gather such a dimension split by some axis (one real element, on the first shard)
+  // only to slice it again.
+  if (in_place(op)) {
+    std::vector<Tensor> operands;
+    for (const Value* v : op.operands()) operands.push_back(local_.at(v));
+    std::vector<Type> types;
+    for (const Value* r : op.results()) types.push_back(local_type(r->type(), sm_.at(r)));
+    std::vector<Tensor> results = emit(op, b, operands, types, nullptr);
+    for (size_t i = 0; i < results.size(); ++i) local_.insert_or_assign(op.result(i), results[i]);
+    return;
+  }
+  // A gather's split indexed dimensions and the split dimensions a slice, reverse, pad,
+  // concatenate or reduce_window reads whole may stay split (a local gather, a halo exchange) where the cost model finds that cheaper than gathering them.
   std::vector<IndexedDim> indexed;
   if (op.kind() == OpKind::Gather) indexed = add_indexed_factors(op, rule);
   FactorAxes assign = assignment(op, rule, mesh);
@@ -52,7 +65,9 @@ void Partitioner::generic(const Op& op, Builder& b) {
   cheaper_gather_.clear();
   if (!indexed.empty()) choose_local_gather(op, rule, indexed, assign, mesh, judged);
   std::vector<HaloDim> halo;
-  if (op.kind() == OpKind::Slice || op.kind() == OpKind::Reverse) halo = choose_halo(op, rule, assign, mesh, judged);
+  if (op.kind() == OpKind::Slice || op.kind() == OpKind::Reverse || op.kind() == OpKind::Pad ||
+      op.kind() == OpKind::Concatenate || op.kind() == OpKind::ReduceWindow)
+    halo = choose_halo(op, rule, assign, mesh, judged);
   std::optional<OpKind> combiner = OpKind::Add;
   if (op.kind() == OpKind::Reduce) combiner = op.num_results() == 1 ? combiner_of(op) : std::nullopt;
   std::vector<AxisRef> partial;
@@ -79,8 +94,8 @@ void Partitioner::generic(const Op& op, Builder& b) {
       continue;
     }
     Sharding want = compose(rule.operands[i], rule, assign, mesh);
-    if (i == 0)
-      for (const HaloDim& h : halo) want.dims[h.dim].axes = h.axes;
+    for (const HaloDim& h : halo)
+      if (h.operand == i) want.dims[h.dim].axes = h.axes;
     // A scatter whose updates are split adds into the operand on every device: it must count
     // once in the sum, so it is made partial (whole on the first device, zeros elsewhere).
     if (op.kind() == OpKind::Scatter && i < op.num_results()) want.unreduced = partial;
@@ -109,15 +124,12 @@ void Partitioner::generic(const Op& op, Builder& b) {
     operands[1] = rows->indices;
   }
   std::vector<Tensor> results;
-  if (!halo.empty()) {
-    Tensor x = operands[0];
-    std::vector<size_t> done;
-    for (const HaloDim& h : halo) {
-      ctx_.forced_by = "operand 0";
-      x = halo_slice(ctx_, x, static_cast<int64_t>(h.dim), h.plan, mesh, h.axes);
-      done.push_back(h.dim);
-    }
-    results.push_back(rest_of(op, x, done));
+  if (!halo.empty() && op.kind() == OpKind::ReduceWindow) {
+    ir::AttrMap attrs = halo_window_attrs(op, halo);
+    results = emit(op, b, halo_windows(ctx_, op, operands, halo, mesh), types, &assign, &attrs);
+  } else if (!halo.empty()) {
+    ctx_.forced_by = "operand 0";
+    results.push_back(halo_op(ctx_, op, operands, halo, mesh));
   } else {
     results = emit(op, b, operands, types, &assign);
   }
@@ -139,6 +151,20 @@ void Partitioner::generic(const Op& op, Builder& b) {
     local_.insert_or_assign(op.result(i), reshard(ctx_, results[i], op.result(i)->type(), have[i], sm_.at(op.result(i)),
                                    combiner.value_or(OpKind::Add)));
   }
+}
+
+bool Partitioner::in_place(const Op& op) const {
+  if (!ir::has_trait(op.kind(), ir::kElementwise) || !op.regions().empty() || op.num_results() == 0) return false;
+  const Value* r = op.result(0);
+  if (!r->type().is_tensor()) return false;
+  const auto rank = static_cast<size_t>(r->type().rank());
+  const Sharding layout = normalized(sm_.at(r), rank);
+  if (!layout.unreduced.empty() || is_maximal(gm_.mesh(layout.mesh))) return false;
+  auto same = [&](const Value* v) {
+    return v->type().is_tensor() && v->type().shape == r->type().shape && normalized(sm_.at(v), rank) == layout;
+  };
+  const std::vector<Value*> operands = op.operands(), results = op.results();
+  return std::all_of(operands.begin(), operands.end(), same) && std::all_of(results.begin(), results.end(), same);
 }
 
 // The k largest of a row split in p pieces are among the p·k candidates of the pieces' own top k.
@@ -218,13 +244,13 @@ int64_t Partitioner::cost(const Op& op, const FactorRule& rule, const FactorAxes
     const Value* v = op.operand(i);
     auto rank = static_cast<size_t>(v->type().rank());
     Sharding want = normalized(compose(rule.operands[i], rule, assign, mesh), rank);
-    if (i == 0)
-      for (const HaloDim& h : halo) want.dims[h.dim].axes = h.axes;
+    for (const HaloDim& h : halo)
+      if (h.operand == i) want.dims[h.dim].axes = h.axes;
     auto made = made_.find(v);
     bool have = want == normalized(sm_.at(v), rank) ||
                 (made != made_.end() && std::any_of(made->second.begin(), made->second.end(), [&](const auto& m) { return m.first == want; }));
     if (!have) bytes += reshard_bytes(ctx_, v->type(), sm_.at(v), want);
-    if (i == 0) bytes += halo_bytes(halo, shape_of(v->type(), want), ir::info(v->type().element).bytes);
+    if (v->type().is_tensor()) bytes += halo_bytes(halo, i, shape_of(v->type(), want), ir::info(v->type().element).bytes);
   }
   for (size_t i = 0; i < op.num_results(); ++i) {
     Sharding s = compose(rule.results[i], rule, assign, mesh);
@@ -257,8 +283,11 @@ void Partitioner::choose_local_gather(const Op& op, const FactorRule& rule, cons
 // a halo exchange where that moves less than gathering them.
 std::vector<HaloDim> Partitioner::choose_halo(const Op& op, const FactorRule& rule, const FactorAxes& assign, const Mesh& mesh,
                                  std::vector<size_t>& judged) {
-  const Value* v = op.operand(0);
-  std::vector<HaloDim> halo = halo_dims(op, rule, assign, normalized(sm_.at(v), static_cast<size_t>(v->type().rank())), mesh);
+  std::vector<Sharding> have;
+  for (const Value* v : op.operands()) have.push_back(normalized(sm_.at(v), static_cast<size_t>(v->type().rank())));
+  const Value* r = op.result(0);
+  std::vector<HaloDim> halo =
+      halo_dims(op, rule, assign, have, normalized(sm_.at(r), static_cast<size_t>(r->type().rank())), mesh);
   for (const HaloDim& h : halo) judged.push_back(h.dim);
   if (halo.empty() || cost(op, rule, assign, mesh, halo) >= cost(op, rule, assign, mesh)) return {};
   return halo;
@@ -276,7 +305,10 @@ void Partitioner::flag_full_gathers(const Op& op, size_t i, const FactorRule& ru
     if (r.kind != "all_gather" || !r.avoidable.empty() || r.op == nullptr) continue;
     auto d = static_cast<size_t>(r.op->attrs().get<int64_t>("all_gather_dim"));
     if (d >= have.dims.size() || have.dims[d].axes.empty()) continue;
-    if (i == 0 && std::find(judged.begin(), judged.end(), d) != judged.end()) continue;  // the cheaper way
+    // (the cheaper way was judged: operand 0's dimensions, or every exchanged operand's)
+    bool exchanged = i == 0 || op.kind() == OpKind::Concatenate || (op.kind() == OpKind::ReduceWindow && i < op.num_results());
+    if (exchanged && std::find(judged.begin(), judged.end(), d) != judged.end())
+      continue;
     const std::vector<int>& factors = rule.operands[i][d];
     bool splittable = std::any_of(factors.begin(), factors.end(), [&](int f) {
       return rule.kinds[static_cast<size_t>(f)] == FactorKind::kPassThrough ||
@@ -318,8 +350,8 @@ void Partitioner::fix_iota(const Op& op, std::vector<Tensor>& results, const Fac
 // The op again on local operands with local result types; attributes that hold sizes of split
 // dimensions are rewritten to the local sizes.
 std::vector<Tensor> Partitioner::emit(const Op& op, Builder& b, const std::vector<Tensor>& operands,
-                         const std::vector<Type>& types, const FactorAxes* assign) {
-  ir::AttrMap attrs = op.attrs();
+                         const std::vector<Type>& types, const FactorAxes* assign, const ir::AttrMap* given) {
+  ir::AttrMap attrs = given ? *given : op.attrs();
   attrs.erase("sdy.sharding");
   if (assign) {
     const auto& in = operands.empty() ? std::vector<int64_t>{} : operands[0].shape();

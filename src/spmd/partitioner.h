@@ -104,6 +104,8 @@ class Partitioner {
   }
 
   void generic(const Op& op, Builder& b);
+  // Whether element-wise `op`'s operands and results share one layout without partial axes.
+  bool in_place(const Op& op) const;
   // top_k along a split last dimension: each device's top k, the candidates gathered, the top k of
   // those (where that moves less than gathering the operand).
   bool top_k_by_pieces(const Op& op, Builder& b);
@@ -119,8 +121,8 @@ class Partitioner {
   void choose_local_gather(const Op& op, const FactorRule& rule, const std::vector<IndexedDim>& indexed,
                            FactorAxes& assign, const Mesh& mesh, std::vector<size_t>& judged);
 
-  // A slice or reverse along dimensions its operand arrives split on (by axes no factor uses) is
-  // a halo exchange where that moves less than gathering them.
+  // A slice, reverse, pad, concatenate or reduce_window along dimensions its operands arrive split on (by axes
+  // no factor uses) is a halo exchange where that moves less than gathering them.
   std::vector<HaloDim> choose_halo(const Op& op, const FactorRule& rule, const FactorAxes& assign, const Mesh& mesh,
                                    std::vector<size_t>& judged);
 
@@ -140,7 +142,8 @@ class Partitioner {
   // The op again on local operands with local result types; attributes that hold sizes of split
   // dimensions are rewritten to the local sizes.
   std::vector<Tensor> emit(const Op& op, Builder& b, const std::vector<Tensor>& operands,
-                           const std::vector<Type>& types, const FactorAxes* assign);
+                           const std::vector<Type>& types, const FactorAxes* assign,
+                           const ir::AttrMap* attrs = nullptr);  // (op's attributes, unless given)
 
   // while: every loop-carried value keeps its propagated layout through the loop.
   void while_op(const Op& op, Builder& b);

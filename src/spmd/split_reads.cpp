@@ -1,4 +1,5 @@
-// Local gather over split indexed dimensions and halo exchange for slices (see split_reads.h).
+// Local gather over split indexed dimensions and the halo exchanges of slices, reverses and
+// shifted windows (pad, concatenate), see split_reads.h; the ops' use of them is halo_ops.cpp.
 #include "spmd/split_reads.h"
 
 #include <algorithm>
@@ -158,6 +159,56 @@ std::optional<HaloPlan> plan_reverse(int64_t size, int64_t shards) {
   return plan_ranges(plan, lo, hi, needs, p);
 }
 
+std::optional<HaloPlan> plan_shift(int64_t size, int64_t low, int64_t length, int64_t shards) {
+  std::optional<HaloPlan> plan = plan_window(size, -low, 1, 1, length, shards);
+  if (plan) plan->window = 0;  // (the result piece: a pad's window is its result)
+  return plan;
+}
+
+std::optional<HaloPlan> plan_window(int64_t size, int64_t start, int64_t stride, int64_t extent, int64_t length,
+                                    int64_t shards) {
+  const int64_t n = shards, p = piece_size(size, n);
+  if (length <= 0 || p <= 0) return std::nullopt;
+  HaloPlan plan;
+  plan.shards = n;
+  plan.piece = p;
+  plan.result_piece = piece_size(length, n);
+  plan.size = size;
+  const int64_t q = plan.result_piece, window = (q - 1) * stride + extent;
+  plan.window = window;
+  // Receiving shard i makes result elements [iq, iq + count), which read operand elements from
+  // start + iq * stride on; it needs those in [0, size).
+  std::vector<int64_t> lo(static_cast<size_t>(n)), hi(static_cast<size_t>(n));
+  std::vector<bool> needs(static_cast<size_t>(n));
+  plan.first_index.assign(static_cast<size_t>(n), 0);
+  for (int64_t i = 0; i < n; ++i) {
+    auto u = static_cast<size_t>(i);
+    int64_t count = std::clamp<int64_t>(length - i * q, 0, q), first = start + i * q * stride;
+    plan.first_index[u] = first;
+    lo[u] = std::max<int64_t>(0, first);
+    hi[u] = count > 0 ? std::min(size, first + (count - 1) * stride + extent) : 0;
+    needs[u] = count > 0 && lo[u] < hi[u];
+  }
+  std::optional<HaloPlan> out = plan_ranges(plan, lo, hi, needs, window);
+  if (!out) return out;
+  // plan_ranges put each window where its operand range starts; it starts lo - first earlier
+  // (before the run where that is negative: `lead` elements are put in front).
+  int64_t total = 0, lowest = 0, end = 0;
+  for (const HaloChunk& c : out->chunks) total += c.width;
+  for (int64_t i = 0; i < n; ++i) {
+    auto u = static_cast<size_t>(i);
+    out->start[u] = needs[u] ? out->start[u] - (lo[u] - plan.first_index[u]) : 0;
+    lowest = std::min(lowest, out->start[u]);
+  }
+  out->lead = -lowest;
+  for (int64_t& s : out->start) {
+    s += out->lead;
+    end = std::max(end, s + window);
+  }
+  out->pad = std::max<int64_t>(0, end - total - out->lead);
+  return out;
+}
+
 namespace {
 
 std::optional<HaloPlan> plan_ranges(HaloPlan plan, const std::vector<int64_t>& lo, const std::vector<int64_t>& hi,
@@ -309,12 +360,13 @@ Tensor halo_slice(LocalContext& ctx, Tensor x, int64_t dim, const HaloPlan& plan
   }
   Tensor run = parts.size() == 1 ? parts[0] : ir::concatenate(parts, dim);
   if (plan.reversed) run = ir::reverse(run, {dim});
-  if (plan.pad > 0) {
+  if (plan.pad > 0 || plan.lead > 0) {
     std::vector<int64_t> lo(shape.size(), 0), hi(shape.size(), 0);
+    lo[d] = plan.lead;
     hi[d] = plan.pad;
     run = ir::pad(run, b.scalar(run.element(), 0), lo, hi);
   }
-  const int64_t window = (plan.result_piece - 1) * plan.stride + 1;
+  const int64_t window = plan.window > 0 ? plan.window : (plan.result_piece - 1) * plan.stride + 1;
   std::vector<int64_t> sizes = run.shape();
   sizes[d] = window;
   Tensor out = ir::dynamic_slice(run, starts(per_shard(ctx, b, mesh, axes, plan.start)), sizes);
@@ -326,73 +378,14 @@ Tensor halo_slice(LocalContext& ctx, Tensor x, int64_t dim, const HaloPlan& plan
   return out;
 }
 
-std::vector<HaloDim> halo_dims(const Op& op, const FactorRule& rule, const FactorAxes& assign,
-                               const ir::Sharding& have, const ir::Mesh& mesh) {
-  const auto& shape = op.operand(0)->type().shape;
-  if (have.mesh != mesh.name || !have.unreduced.empty()) return {};
-  bool reverse = op.kind() == ir::OpKind::Reverse;
-  std::vector<HaloDim> halo;
-  for (size_t d = 0; d < shape.size(); ++d) {
-    const std::vector<ir::AxisRef>& axes = have.dims[d].axes;
-    if (!rule.operands[0][d].empty() || axes.empty()) continue;
-    bool free = std::none_of(assign.begin(), assign.end(), [&](const std::vector<ir::AxisRef>& fa) {
-      return std::any_of(fa.begin(), fa.end(), [&](const ir::AxisRef& u) {
-        return std::any_of(axes.begin(), axes.end(), [&](const ir::AxisRef& a) { return overlaps(u, a, mesh); });
-      });
-    });
-    if (!free) continue;
-    std::optional<HaloPlan> plan;
-    if (reverse) {
-      if (contains(op.attrs().get<std::vector<int64_t>>("dimensions"), static_cast<int64_t>(d)))
-        plan = plan_reverse(shape[d], shard_count(mesh, axes));
-    } else {
-      const auto& start = op.attrs().get<std::vector<int64_t>>("start_indices");
-      const auto& limit = op.attrs().get<std::vector<int64_t>>("limit_indices");
-      const auto* strides = op.attrs().find<std::vector<int64_t>>("strides");
-      int64_t stride = strides && d < strides->size() ? (*strides)[d] : 1;
-      if (start[d] == 0 && limit[d] == shape[d] && stride == 1) continue;  // (a dimension of 1, read whole)
-      plan = plan_halo(shape[d], start[d], limit[d], stride, shard_count(mesh, axes));
-    }
-    if (plan) halo.push_back({d, axes, *plan});
-  }
-  return halo;
-}
-
-int64_t halo_bytes(const std::vector<HaloDim>& halo, std::vector<int64_t> local, int64_t element_bytes) {
-  int64_t bytes = 0;
-  for (const HaloDim& h : halo) {
-    int64_t other = 1;
-    for (size_t d = 0; d < local.size(); ++d) other *= d == h.dim ? 1 : local[d];
-    bytes += halo_bytes(h.plan, other, element_bytes);
-    local[h.dim] = h.plan.result_piece;
-  }
-  return bytes;
-}
-
-Tensor rest_of(const Op& op, Tensor x, const std::vector<size_t>& done) {
-  const auto& global = op.operand(0)->type().shape;
-  if (op.kind() == ir::OpKind::Reverse) {
-    std::vector<int64_t> dims;
-    for (int64_t d : op.attrs().get<std::vector<int64_t>>("dimensions"))
-      if (std::find(done.begin(), done.end(), static_cast<size_t>(d)) == done.end()) dims.push_back(d);
-    return dims.empty() ? x : ir::reverse(x, dims);
-  }
-  std::vector<int64_t> start = op.attrs().get<std::vector<int64_t>>("start_indices");
-  std::vector<int64_t> limit = op.attrs().get<std::vector<int64_t>>("limit_indices");
-  std::vector<int64_t> strides;
-  if (const auto* given = op.attrs().find<std::vector<int64_t>>("strides")) strides = *given;
-  strides.resize(global.size(), 1);
-  const std::vector<int64_t> shape = x.shape();
-  for (size_t d = 0; d < global.size(); ++d) {
-    bool whole = start[d] == 0 && limit[d] == global[d] && strides[d] == 1;
-    if (whole || std::find(done.begin(), done.end(), d) != done.end()) {
-      start[d] = 0;
-      limit[d] = shape[d];
-      strides[d] = 1;
-    }
-  }
-  if (start == std::vector<int64_t>(shape.size(), 0) && limit == shape) return x;
-  return ir::slice(x, start, limit, strides);
+Tensor window_valid(LocalContext& ctx, const Tensor& x, int64_t dim, const HaloPlan& plan, const ir::Mesh& mesh,
+                    const std::vector<ir::AxisRef>& axes) {
+  ir::Builder& b = x.builder();
+  const std::vector<int64_t>& shape = x.shape();
+  Tensor index = b.iota(ir::Type(ElementType::i32, shape), dim) +
+                 ir::broadcast_to(per_shard(ctx, b, mesh, axes, plan.first_index), shape);
+  return ir::compare(index, splat(b, ElementType::i32, 0, shape), ir::ComparisonDirection::GE) &
+         ir::compare(index, splat(b, ElementType::i32, static_cast<double>(plan.size), shape), ir::ComparisonDirection::LT);
 }
 
 }  // namespace tessera::spmd

@@ -14,6 +14,18 @@
 //   device's range when no source serves two devices at once (a reverse), else the pieces at
 //   each shift k = (source shard - own shard); the chunks are joined (reversed for a reverse)
 //   and the device's window is cut from them (then strided).
+// - reduce_window along a split window dimension (no base dilation): each device takes the run of
+//   the operand its windows read, the positions outside the operand set to the init value, and
+//   reduces it locally without padding.
+// - pad (edge padding, negative included; not interior) or concatenate along a split dimension:
+//   the same exchange for a shifted window. The result is split by the operand's axes; result
+//   element j of a pad is operand element j - low, so each device's window of the result is a
+//   range of the operand (clipped to it) shifted by low, brought as for a slice; the positions
+//   outside the operand take the padding value (a mask on the window's global index). A
+//   concatenate is one such window per operand (operand k shifted by the sizes before it), each
+//   kept where it is that operand's. Interior padding stays a gather: every result piece then
+//   reads a strided range of the operand whose stride and phase change from device to device,
+//   which one shifted window per device cannot express (docs/CONFORMANCE.md).
 #pragma once
 
 #include <cstdint>
@@ -65,6 +77,12 @@ struct HaloPlan {
   std::vector<int64_t> start;        // per receiving shard: its window's start in the chunks
   int64_t pad = 0;                   // zeros after the chunks, so every window fits
   bool reversed = false;             // the received run is reversed before the windows are cut
+  int64_t lead = 0;                  // elements before the chunks (a shifted window may start before them)
+  int64_t window = 0;                // a reduce_window's: the length cut, not strided (0: from result_piece)
+  // A shifted window (pad, concatenate): per receiving shard, the operand index of its window's
+  // first element; elements outside [0, size) are not the operand's. Empty for slice and reverse.
+  std::vector<int64_t> first_index;
+  int64_t size = 0;
 };
 
 // The exchange for slicing [start, limit) with `stride` a dimension of `size` elements split into
@@ -73,6 +91,16 @@ std::optional<HaloPlan> plan_halo(int64_t size, int64_t start, int64_t limit, in
 // The exchange for reversing a dimension of `size` elements split into `shards` pieces: the
 // result split alike, each device's piece the reverse of the mirrored part of the operand.
 std::optional<HaloPlan> plan_reverse(int64_t size, int64_t shards);
+// The exchange for a window shifted by `low` (negative: cropped): result element j, of `length`,
+// is operand element j - low of a dimension of `size` elements split into `shards` pieces, the
+// result split alike; nullopt where no device needs any operand element.
+std::optional<HaloPlan> plan_shift(int64_t size, int64_t low, int64_t length, int64_t shards);
+// The exchange for a reduce_window along a dimension of `size` elements split into `shards`
+// pieces: result element j (of `length`) reads operand elements from `start` + j * stride over
+// `extent` ((window - 1) * dilation + 1); each device receives the whole run its result piece
+// reads (plan.window elements, those outside [0, size) to be masked), the result split alike.
+std::optional<HaloPlan> plan_window(int64_t size, int64_t start, int64_t stride, int64_t extent, int64_t length,
+                                    int64_t shards);
 // Bytes per device it moves (as the report counts a collective_permute: what is sent), for a
 // piece of `other` elements of `element_bytes` across the other dimensions.
 int64_t halo_bytes(const HaloPlan& plan, int64_t other, int64_t element_bytes);
@@ -81,21 +109,39 @@ int64_t halo_bytes(const HaloPlan& plan, int64_t other, int64_t element_bytes);
 ir::Tensor halo_slice(LocalContext& ctx, ir::Tensor x, int64_t dim, const HaloPlan& plan, const ir::Mesh& mesh,
                       const std::vector<ir::AxisRef>& axes);
 
-// A dimension of a slice's operand kept split, sliced by halo exchange.
+// True (i1, x's shape) where the window halo_slice cut by a shifted plan holds the operand's
+// elements (see HaloPlan::first_index).
+ir::Tensor window_valid(LocalContext& ctx, const ir::Tensor& x, int64_t dim, const HaloPlan& plan, const ir::Mesh& mesh,
+                        const std::vector<ir::AxisRef>& axes);
+
+// ---- the ops (halo_ops.cpp) ----
+// A dimension of an operand of slice, reverse, pad or concatenate kept split, exchanged by halo.
 struct HaloDim {
   size_t dim;
   std::vector<ir::AxisRef> axes;
   HaloPlan plan;
+  size_t operand = 0;
 };
-// The dimensions slice or reverse `op` slices or reverses that its operand, laid out as `have`, arrives split on by axes
-// no factor of `assign` uses, each with its exchange.
+// The dimensions slice, reverse, pad or concatenate `op` reads whole (no factor) that can stay
+// split by axes no factor of `assign` uses, each with its exchange: those its operand, laid out as
+// `have` (one per operand), arrives split on; for concatenate, one per operand along the
+// concatenated dimension, split by the axes of the result's layout `result` or else of the
+// first operand that arrives split there.
 std::vector<HaloDim> halo_dims(const ir::Op& op, const FactorRule& rule, const FactorAxes& assign,
-                               const ir::Sharding& have, const ir::Mesh& mesh);
-// Bytes per device the exchanges of `halo` move, in order, from an operand piece of shape `local`.
-int64_t halo_bytes(const std::vector<HaloDim>& halo, std::vector<int64_t> local, int64_t element_bytes);
+                               const std::vector<ir::Sharding>& have, const ir::Sharding& result, const ir::Mesh& mesh);
+// Bytes per device the exchanges of `halo` for operand `operand` move, in order, from its piece
+// of shape `local`.
+int64_t halo_bytes(const std::vector<HaloDim>& halo, size_t operand, std::vector<int64_t> local, int64_t element_bytes);
 
-// The rest of slice or reverse `op` on x, whose dimensions `done` are already done (by
-// halo_slice): the dimensions it reads whole as they are, the others sliced or reversed.
-ir::Tensor rest_of(const ir::Op& op, ir::Tensor x, const std::vector<size_t>& done);
+// reduce_window `op`'s inputs (among its local operands) made the runs its windows read along the
+// dimensions of `halo`, and its attributes with no padding there: the op on those is the result.
+std::vector<ir::Tensor> halo_windows(LocalContext& ctx, const ir::Op& op, std::vector<ir::Tensor> operands,
+                                     const std::vector<HaloDim>& halo, const ir::Mesh& mesh);
+ir::AttrMap halo_window_attrs(const ir::Op& op, const std::vector<HaloDim>& halo);
+// `op` on its local operands, the dimensions of `halo` by exchange (halo_slice) and the rest of
+// the op locally: a slice or reverse of the other dimensions, a pad of the other dimensions, or
+// for a concatenate each operand's window kept where it is that operand's.
+ir::Tensor halo_op(LocalContext& ctx, const ir::Op& op, const std::vector<ir::Tensor>& operands,
+                   const std::vector<HaloDim>& halo, const ir::Mesh& mesh);
 
 }  // namespace tessera::spmd

@@ -210,12 +210,31 @@ inline void build_sharded_program(Module& m, ProgramGen& g, int length, bool ext
           std::vector<int64_t> lo(rank, 0), hi(rank, 0);
           lo[d] = g.pick(3);
           hi[d] = g.pick(3) - (shape[d] > 1 ? 1 : 0);
+          // (extended: sometimes cropping at the start too, and the operand and result laid out
+          // alike, which a halo exchange serves: spmd/split_reads.h)
+          if (extended && g.coin(0.4)) {
+            if (shape[d] > 2 && g.coin(0.5)) lo[d] = -1;
+            Sharding s = g.random_sharding(rank);
+            x = constrain(pad(constrain(x, s), x.builder().scalar(ElementType::f32, 0.25), lo, hi), s);
+            break;
+          }
           x = pad(x, x.builder().scalar(ElementType::f32, 0.25), lo, hi);
           break;
         }
         // (not x and -x: a later sum over the doubled dimension cancels to ~0 exactly, where a
         // last-bit difference of the sharded sum flips a following max or argmax: seeds 5158, 6663)
-        case 10: x = concatenate({x, negate(x) * 0.75 + 0.125}, g.pick(static_cast<int>(rank))); break;
+        case 10: {
+          auto d = g.pick(static_cast<int>(rank));
+          // (extended: sometimes the operands and result laid out alike, as for pad)
+          if (extended && g.coin(0.4)) {
+            Sharding s = g.random_sharding(rank);
+            Tensor y = constrain(x, s);
+            x = constrain(concatenate({y, negate(y) * 0.75 + 0.125}, d), s);
+            break;
+          }
+          x = concatenate({x, negate(x) * 0.75 + 0.125}, d);
+          break;
+        }
         case 11: x = reverse(x, {g.pick(static_cast<int>(rank))}); break;
         case 12: x = constrain(x, g.random_sharding(rank)); break;
         case 13:

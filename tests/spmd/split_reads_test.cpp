@@ -1,21 +1,25 @@
-// A gather whose indexed dimension is split and a slice along a split dimension, done on the
-// pieces where the cost model finds that cheaper than gathering the operand (#18,
-// spmd/split_reads.h): the sharded run equals the single-device interpreter (a comparison that
-// fails on NaN) for uneven splits, 2-D meshes, sub-axes, out-of-range and negative indices,
-// several split indexed dimensions, strides and results split or whole; the collectives are the
-// cheaper ones (no gather of the operand where the local way moves less, never more bytes than
-// gathering it), and a gather kept because it is cheaper is no warning.
+// A gather whose indexed dimension is split, and a slice, reverse, pad, concatenate or
+// reduce_window along a split dimension, done on the pieces where the cost model finds that
+// cheaper than gathering the operand (#18, spmd/split_reads.h): the sharded run equals the
+// single-device interpreter (a comparison that fails on NaN) for uneven splits, 2-D meshes,
+// sub-axes, out-of-range and negative indices, several split indexed dimensions, strides,
+// negative padding and results split or whole; the collectives are the cheaper ones (no gather of
+// the operand where the local way moves less, never more bytes than gathering it), and a gather
+// kept because it is cheaper is no warning.
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <functional>
 #include <limits>
 #include <map>
+#include <numeric>
 #include <optional>
 #include <tuple>
 
 #include "interp/interpreter.h"
 #include "ir/builder.h"
+#include "ir/builder_window.h"
+#include "ir/window.h"
 #include "runtime/session.h"
 #include "spmd/split_reads.h"
 #include "stablehlo/printer.h"
@@ -232,6 +236,24 @@ TEST(SplitReads, HaloPlanSendsOnlyWhatEachDeviceNeeds) {
 // reverse along a split dimension, even and uneven, 1-D and 2-D meshes, sub-axes, with the other
 // dimension reversed too, the result declared split alike: sharded equals unsharded, the pieces
 // are exchanged, never gathered, and no more bytes move than gathering would.
+// A shifted window (a pad of 8 rows in 4 pieces by 1 before and after: 10 rows in pieces of 3):
+// shard i's window starts at operand row 3i - 1; shard 0 keeps its own rows, shards 1 and 2 take
+// at most 2 rows from their right neighbour, shard 3 needs none (only padding); cropping by 2
+// (low = -2) moves each window the other way.
+TEST(SplitReads, ShiftedWindowPlanSendsOnlyWhatEachDeviceNeeds) {
+  std::optional<HaloPlan> plan = plan_shift(8, 1, 10, 4);
+  ASSERT_TRUE(plan.has_value());
+  EXPECT_EQ(plan->result_piece, 3);
+  EXPECT_EQ(plan->first_index, (std::vector<int64_t>{-1, 2, 5, 8}));
+  EXPECT_EQ(halo_bytes(*plan, 3, 4), 2 * 3 * 4);
+  EXPECT_EQ(plan->lead, 1);  // (shard 0's window starts one row before the run)
+  std::optional<HaloPlan> crop = plan_shift(8, -2, 6, 2);  // rows 2..7 in pieces of 3 from pieces of 4
+  ASSERT_TRUE(crop.has_value());
+  EXPECT_EQ(crop->first_index, (std::vector<int64_t>{2, 5}));
+  EXPECT_EQ(halo_bytes(*crop, 1, 4), 1 * 4);  // shard 0 takes row 4 from shard 1
+  EXPECT_FALSE(plan_shift(8, -8, 2, 2).has_value());  // nothing of the operand is kept
+}
+
 TEST(SplitReads, ReverseAlongASplitDimensionExchangesMirroredPieces) {
   struct Layout {
     std::vector<MeshAxis> mesh;
@@ -297,6 +319,119 @@ TEST(SplitReads, SliceAlongASplitDimensionExchangesHalos) {
           }
         }
   EXPECT_GT(halos, cases / 4) << halos << " of " << cases;
+}
+
+// The layouts the pad and concatenate cases run on: even and uneven pieces, 1-D and 2-D meshes,
+// axes in mesh order and not, a sub-axis.
+struct HaloLayout {
+  std::vector<MeshAxis> mesh;
+  DimSharding axes;
+  int64_t shards;
+};
+const std::vector<HaloLayout> kHaloLayouts = {
+    {{{"x", 4}}, {"x"}, 4},
+    {{{"x", 2}, {"y", 2}}, {"y", "x"}, 4},
+    {{{"x", 8}}, {AxisRef("x", SubAxis{2, 4})}, 4},
+    {{{"x", 3}}, {"x"}, 3},
+    {{{"x", 2}, {"y", 4}}, {"x", "y"}, 8},
+};
+
+// Edge padding (low, high, negative ones crop) along a split dimension, the result declared split
+// alike, the other dimension padded too (whole): sharded equals unsharded with a padding value
+// that is no element's; never more bytes than gathering the operand, and where only a few
+// elements shift (|low|, |high| <= 2, pieces of 2 or more, a result split evenly: propagation
+// leaves an uneven result whole, and the cost model then counts its gather) the pieces are
+// exchanged, never gathered. Interior padding still gathers, and still computes the unsharded
+// result.
+TEST(SplitReads, PadAlongASplitDimensionExchangesHalos) {
+  int halos = 0, cases = 0;
+  for (const HaloLayout& l : kHaloLayouts)
+    for (int64_t size : {8, 10, 17})
+      for (auto [low, high, interior] : std::vector<std::tuple<int64_t, int64_t, int64_t>>{
+               {1, 1, 0}, {2, 0, 0}, {0, 2, 0}, {-1, 2, 0}, {2, -1, 0}, {-2, -1, 0}, {5, 6, 0}, {1, 1, 1}})
+        for (bool other : {false, true}) {
+          Mesh mesh{"m", l.mesh, {}};
+          Moved moved = run(mesh, [&](FunctionBuilder& b) {
+            Tensor x = b.param(f32({size, 3}), on({l.axes, {}}));
+            Tensor p = pad(x, b.scalar(ElementType::f32, -7.25), {low, other ? 1 : 0}, {high, 0}, {interior, 0});
+            return constrain(p, on({l.axes, {}}));
+          }, {arange(f32({size, 3}))}, "stablehlo.pad", false);
+          if (::testing::Test::HasFailure()) return;
+          int64_t piece = (size + l.shards - 1) / l.shards;
+          EXPECT_LE(moved.bytes, piece * (l.shards - 1) * 3 * 4 + (size + low + high) * 4 * 4)
+              << size << " low " << low << " high " << high;
+          if (interior == 0) halos += moved.kinds["collective_permute"] > 0;
+          ++cases;
+          if (interior == 0 && std::abs(low) <= 2 && std::abs(high) <= 2 && piece >= 2 &&
+              (size + low + high) % l.shards == 0) {
+            EXPECT_EQ(moved.gathers, 0) << size << " over " << l.shards << " low " << low << " high " << high;
+          }
+        }
+  EXPECT_GT(halos, cases / 8) << halos << " of " << cases;
+}
+
+// Concatenate along a split dimension, of two or three operands of other sizes (one of them
+// arriving whole, or every one split), the result declared split alike: sharded equals unsharded
+// (the operands' values are apart by 100, so one leaking into another's positions shows), never
+// more bytes than gathering the operands and then the result, and where every operand arrives split (and the result
+// splits evenly) nothing is gathered.
+TEST(SplitReads, ConcatenateAlongASplitDimensionExchangesHalos) {
+  int halos = 0, cases = 0;
+  for (const HaloLayout& l : kHaloLayouts)
+    for (std::vector<int64_t> sizes : std::vector<std::vector<int64_t>>{{8, 8}, {5, 11}, {16, 3, 7}, {1, 9}})
+      for (bool all_split : {true, false}) {
+        Mesh mesh{"m", l.mesh, {}};
+        std::vector<Literal> in;
+        int64_t gathered = 0;
+        for (size_t k = 0; k < sizes.size(); ++k) {
+          Literal a = arange(f32({sizes[k], 2}));
+          for (int64_t i = 0; i < a.num_elements(); ++i) a.set_double(i, a.get_double(i) + 100.0 * static_cast<double>(k));
+          in.push_back(std::move(a));
+          gathered += sizes[k] * 2 * 4;
+        }
+        Moved moved = run(mesh, [&](FunctionBuilder& b) {
+          std::vector<Tensor> xs;
+          for (size_t k = 0; k < sizes.size(); ++k)
+            xs.push_back(b.param(f32({sizes[k], 2}), on({all_split || k != 0 ? l.axes : DimSharding{}, {}})));
+          return constrain(concatenate(xs, 0), on({l.axes, {}}));
+        }, in, "stablehlo.concatenate", false);
+        if (::testing::Test::HasFailure()) return;
+        // (the cost model weighs the result's reshard too: gathering every operand and then the result)
+        EXPECT_LE(moved.bytes, 2 * gathered);
+        halos += moved.kinds["collective_permute"] > 0;
+        ++cases;
+        if (all_split && std::accumulate(sizes.begin(), sizes.end(), int64_t{0}) % l.shards == 0) {
+          EXPECT_EQ(moved.kinds["all_gather"], 0) << sizes.size() << " operands over " << l.shards;
+        }
+      }
+  EXPECT_GE(halos, cases / 3) << halos << " of " << cases;
+}
+
+// reduce_window (a sum and a max-pool from -8) along a split dimension, with padding, strides and
+// window dilation, the result declared split alike: sharded equals unsharded, never more bytes
+// than gathering the operand and then the result, and the windows' runs are exchanged in some.
+TEST(SplitReads, ReduceWindowAlongASplitDimensionExchangesHalos) {
+  int halos = 0, cases = 0;
+  for (const HaloLayout& l : kHaloLayouts)
+    for (int64_t size : {8, 10, 17})
+      for (auto [size_w, stride, dilation, low, high] : std::vector<std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t>>{
+               {3, 1, 1, 1, 1}, {2, 2, 1, 0, 0}, {3, 2, 1, 1, 1}, {3, 1, 2, 2, 2}, {4, 3, 1, 0, 2}})
+        for (bool sum : {true, false}) {
+          Mesh mesh{"m", l.mesh, {}};
+          Window w{{size_w, 1}, {stride, 1}, {1, 1}, {dilation, 1}, {low, 0}, {high, 0}, {}};
+          Moved moved = run(mesh, [&](FunctionBuilder& b) {
+            Tensor x = b.param(f32({size, 3}), on({l.axes, {}}));
+            Tensor r = sum ? reduce_window(x, b.scalar(ElementType::f32, 0), w, OpKind::Add)
+                           : reduce_window(x, b.scalar(ElementType::f32, -8), w, OpKind::Maximum);
+            return constrain(r, on({l.axes, {}}));
+          }, {arange(f32({size, 3}))}, "stablehlo.reduce_window", false);
+          if (::testing::Test::HasFailure()) return;
+          int64_t piece = (size + l.shards - 1) / l.shards;
+          EXPECT_LE(moved.bytes, 2 * piece * l.shards * 3 * 4) << size;
+          halos += moved.kinds["collective_permute"] > 0;
+          ++cases;
+        }
+  EXPECT_GT(halos, cases / 8) << halos << " of " << cases;
 }
 
 }  // namespace

@@ -8,8 +8,9 @@ every one of them must do. (fsdp's token lookup gathers the vocabulary-split tab
 prices the local lookup and its reduce_scatter at 199,680 bytes per device against the table's
 49,152, so the gather is its choice, not a warning; tp's RoPE slices of a head_dim split in two
 are costed against a halo exchange, which moves as much, and share one gather.) A slice of split
-rows exchanges a halo (a collective_permute) and passes; a module whose pad reads a split
-dimension whole must fail under --strict (exit 1), naming the op and its place.
+rows and an edge pad of them exchange halos (collective_permutes) and pass; a module whose pad
+reads a split dimension whole (interior padding) must fail under --strict (exit 1), naming the op
+and its place.
 
 Usage: explain_strict_cli.py TESSERA_CLI CNN_EXAMPLE
 """
@@ -33,6 +34,16 @@ PAD_MODULE = """module @padded attributes {mhlo.num_partitions = 4 : i32} {
     %cst = stablehlo.constant dense<0.000000e+00> : tensor<f32>
     %0 = stablehlo.pad %arg0, %cst, low = [0, 0], high = [0, 0], interior = [1, 0] : (tensor<16x4xf32>, tensor<f32>) -> tensor<31x4xf32>
     return %0 : tensor<31x4xf32>
+  }
+}
+"""
+
+EDGE_PAD_MODULE = """module @edge_padded attributes {mhlo.num_partitions = 4 : i32} {
+  sdy.mesh @mesh = <["data"=4]>
+  func.func public @main(%arg0: tensor<16x4xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"data"}, {}]>}) -> (tensor<20x4xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"data"}, {}]>}) {
+    %cst = stablehlo.constant dense<0.000000e+00> : tensor<f32>
+    %0 = stablehlo.pad %arg0, %cst, low = [2, 0], high = [2, 0], interior = [0, 0] : (tensor<16x4xf32>, tensor<f32>) -> tensor<20x4xf32>
+    return %0 : tensor<20x4xf32>
   }
 }
 """
@@ -84,6 +95,13 @@ def main():
         check("collective_permute" in out and "operand 0 dimension 0 halo\n" in out and
               "// total bytes moved per device: 128\n" in out,
               f"the slice exchanges a halo (32 bytes) and gathers its 8 rows (96), not the 16: {out[-800:]}")
+
+        path = os.path.join(d, "edge_padded.mlir")
+        with open(path, "w") as f:
+            f.write(EDGE_PAD_MODULE)
+        out = strict(cli, path, "main", "an edge pad of split rows")
+        check("operand 0 dimension 0 halo" in out and "all_gather" not in out,
+              f"the edge pad exchanges halos and gathers nothing: {out[-800:]}")
 
         path = os.path.join(d, "padded.mlir")
         with open(path, "w") as f:
