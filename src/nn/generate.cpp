@@ -164,15 +164,20 @@ GenerationPrograms capture_generation(ir::Module& module, const CausalLM& traine
     support::fail("nn::capture_generation: a paged cache needs a positive block size (not {}) and at least 2 blocks, "
                   "the null block and one (not {})", shape.block_size, N);
   const Type pool_type(ct, {N, bs, c.kv_heads, hd});
+  const int64_t R = out.prefill_rows();  // the prefill's rows
+  if (shape.prefill_batch < 0 || (!paged && (shape.prefill_into_pools || R != B)))
+    support::fail("nn::capture_generation: a prefill of its own batch ({} rows) or into the pools needs a paged cache",
+                  shape.prefill_batch);
   const Type& store_type = paged ? pool_type : cache_type;  // each layer's K (or V) store
 
-  std::optional<ir::Sharding> tokens_sharding, pos_sharding, step_tokens_sharding, residual;
+  std::optional<ir::Sharding> tokens_sharding, pos_sharding, step_tokens_sharding, prefill_tokens_sharding, residual;
   if (plan) {
     const ir::Mesh* existing = module.find_mesh(plan->mesh.name);
     if (existing == nullptr) module.add_mesh(plan->mesh);
     else if (!(*existing == plan->mesh))
       support::fail("nn::capture_generation: module '{}' has another mesh named '{}'", module.name, plan->mesh.name);
     tokens_sharding = plan->input(DataInput{"tokens", ir::i32({B, P})});
+    prefill_tokens_sharding = plan->input(DataInput{"tokens", ir::i32({R, P})});
     // The caches: batch like the tokens, key/value heads like attn.k's columns.
     ir::Sharding k = plan->parameter(specs[parameter_index(specs, "layers.0.attn.k")]);
     ir::Sharding cs{plan->mesh.name, {dim_of(*tokens_sharding, 0), {}, dim_of(k, 1), {}}, {}, {}};
@@ -213,13 +218,16 @@ GenerationPrograms capture_generation(ir::Module& module, const CausalLM& traine
 
   // @prefill: positions 0..P-1 of every sequence, attending to the prompt's own keys and values;
   // the caches are those padded with zeros to max_len (paged: scattered at the given slots into an
-  // empty pool).
+  // empty pool, or into the given pools).
   ir::Function& prefill = ir::build_function(module, out.prefill, [&](ir::FunctionBuilder& f) {
     std::vector<Tensor> ps = params_of(f);
-    Tensor tokens = f.param(ir::i32({B, P}), tokens_sharding);
+    std::vector<Tensor> pools;
+    if (shape.prefill_into_pools)
+      for (size_t i = 0; i < out.num_caches(); ++i) pools.push_back(f.param(store_type, out.cache_sharding));
+    Tensor tokens = f.param(ir::i32({R, P}), prefill_tokens_sharding);
     std::optional<Tensor> slots;
-    if (paged) slots = f.param(ir::i32({B, P}), tokens_sharding);
-    Tensor pos = f.iota(ir::i32({B, P}), 1);
+    if (paged) slots = f.param(ir::i32({R, P}), prefill_tokens_sharding);
+    Tensor pos = f.iota(ir::i32({R, P}), 1);
     std::vector<Tensor> caches;
     Tensor zero = f.scalar(ct, 0);
     Tensor logits = cached_forward(model, Weights(specs, ps), tokens, pos, L, [&](int64_t, const Tensor& k, const Tensor& v) {
@@ -228,8 +236,9 @@ GenerationPrograms capture_generation(ir::Module& module, const CausalLM& traine
           caches.push_back(ir::pad(x, zero, {0, 0, 0, 0}, {0, L - P, 0, 0}));
           continue;
         }
-        Tensor empty = ir::broadcast_to(zero, {N * bs, c.kv_heads, hd});
-        caches.push_back(ir::reshape(write_slots(empty, ir::reshape(*slots, {B, P, 1}), x), pool_type.shape));
+        Tensor into = shape.prefill_into_pools ? ir::reshape(pools[caches.size()], {N * bs, c.kv_heads, hd})
+                                               : ir::broadcast_to(zero, {N * bs, c.kv_heads, hd});
+        caches.push_back(ir::reshape(write_slots(into, ir::reshape(*slots, {R, P, 1}), x), pool_type.shape));
       }
       return std::pair{k, v};
     }, residual);
@@ -282,6 +291,7 @@ GenerationPrograms capture_generation(ir::Module& module, const CausalLM& traine
 
   for (size_t i = 0; i < out.num_caches(); ++i) {
     out.decode_aliases.emplace_back(out.num_parameters() + i, 1 + i);
+    if (shape.prefill_into_pools) out.prefill_aliases.emplace_back(out.num_parameters() + i, 1 + i);
     if (out.cache_sharding) {
       prefill.set_result_sharding(1 + i, *out.cache_sharding);
       decode.set_result_sharding(1 + i, *out.cache_sharding);
@@ -294,6 +304,14 @@ BlockTable::BlockTable(const GenerationPrograms& g)
     : block_size_(g.shape.block_size), num_blocks_(g.shape.num_blocks), per_sequence_(g.blocks_per_sequence()),
       blocks_(static_cast<size_t>(g.shape.batch)) {
   if (!g.paged()) support::fail("nn::BlockTable: the programs were captured with a contiguous cache");
+  for (int64_t k = num_blocks_ - 1; k >= 1; --k) free_.push_back(k);
+}
+
+void BlockTable::release(int64_t b) {
+  std::vector<int64_t>& mine = blocks_.at(size_t(b));
+  free_.insert(free_.end(), mine.begin(), mine.end());
+  std::sort(free_.begin(), free_.end(), std::greater<>());
+  mine.clear();
 }
 
 void BlockTable::reserve(int64_t b, int64_t p) {
@@ -302,10 +320,11 @@ void BlockTable::reserve(int64_t b, int64_t p) {
                   b, blocks_.size(), per_sequence_, block_size_);
   std::vector<int64_t>& mine = blocks_[size_t(b)];
   while (int64_t(mine.size()) <= p / block_size_) {
-    if (next_free_ >= num_blocks_)
+    if (free_.empty())
       support::fail("nn::BlockTable: all {} blocks of the pool are in use (sequence {} reached position {})",
                     num_blocks_ - 1, b, p);
-    mine.push_back(next_free_++);
+    mine.push_back(free_.back());
+    free_.pop_back();
   }
 }
 

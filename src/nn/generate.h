@@ -25,6 +25,8 @@
 // prompts' padding point to, never read unmasked). The programs then take the slot (block *
 // block_size + offset) each new key goes to:
 //   @prefill(params[P], tokens i32[B, prompt], slots i32[B, prompt]) -> (logits, pools...)
+//   @prefill(params[P], pools..., tokens i32[R, prompt], slots i32[R, prompt]) -> (logits, pools'...)
+//       the second with shape.prefill_into_pools (R = prefill_batch rows), for continuous batching
 //   @decode(params[P], pools..., tokens i32[B], pos i32[B], slot i32[B], table i32[B, M])
 //       -> (logits [B, vocab], pools'...)
 // A write is a scatter of B rows (not a pass over the cache); a read gathers the sequence's blocks
@@ -66,6 +68,11 @@ struct GenerationShape {
   int64_t max_len = 0;  // positions the cache holds: prompt + new tokens at least
   int64_t block_size = 0;  // > 0: a paged cache of blocks of this many positions
   int64_t num_blocks = 0;  // paged: blocks in the pool, the null block 0 included
+  // Paged, for continuous batching (nn/batching.h): @prefill takes the pools (donated, aliased to
+  // its results) and writes the prompts' slots into them, leaving the other sequences' blocks as
+  // they are, over prefill_batch rows (0: batch) that are independent of the decode's slots.
+  bool prefill_into_pools = false;
+  int64_t prefill_batch = 0;
 };
 
 struct GenerationPrograms {
@@ -74,6 +81,7 @@ struct GenerationPrograms {
   GenerationShape shape;
   int64_t layers = 0;
   std::vector<std::pair<size_t, size_t>> decode_aliases;  // {input, output}: each cache
+  std::vector<std::pair<size_t, size_t>> prefill_aliases;  // the same, with prefill_into_pools
   std::optional<ir::Sharding> cache_sharding;            // with a plan
 
   size_t num_parameters() const { return parameters.size(); }
@@ -84,13 +92,15 @@ struct GenerationPrograms {
   bool paged() const { return shape.block_size > 0; }
   // Paged: the blocks of one sequence's table, and the inputs the paged programs add.
   int64_t blocks_per_sequence() const { return paged() ? (shape.max_len + shape.block_size - 1) / shape.block_size : 0; }
-  size_t prefill_slots_input() const { return num_parameters() + 1; }
+  int64_t prefill_rows() const { return shape.prefill_batch > 0 ? shape.prefill_batch : shape.batch; }
+  size_t prefill_tokens_input() const { return num_parameters() + (shape.prefill_into_pools ? num_caches() : 0); }
+  size_t prefill_slots_input() const { return prefill_tokens_input() + 1; }
   size_t decode_slot_input() const { return decode_pos_input() + 1; }
   size_t decode_table_input() const { return decode_pos_input() + 2; }
 };
 
 // The host's side of a paged cache: which blocks each sequence owns, handed out from the free
-// blocks 1..num_blocks-1 as its positions are reached.
+// blocks 1..num_blocks-1 as its positions are reached and returned when the sequence finishes.
 class BlockTable {
  public:
   explicit BlockTable(const GenerationPrograms& g);
@@ -100,10 +110,16 @@ class BlockTable {
   // The slot of position p of sequence b: in its block, or in the null block when not reserved.
   int64_t slot(int64_t b, int64_t p) const;
   ir::Literal table() const;  // i32 [B, blocks_per_sequence], 0 where no block is held
-  int64_t blocks_used() const { return next_free_ - 1; }
+  // Returns sequence b's blocks to the pool (its slot then starts afresh at position 0).
+  void release(int64_t b);
+  int64_t blocks_held(int64_t b) const { return int64_t(blocks_.at(size_t(b)).size()); }
+  int64_t blocks_used() const { return num_blocks_ - 1 - int64_t(free_.size()); }
+  int64_t blocks_free() const { return int64_t(free_.size()); }
+  int64_t block_size() const { return block_size_; }
 
  private:
-  int64_t block_size_, num_blocks_, per_sequence_, next_free_ = 1;
+  int64_t block_size_, num_blocks_, per_sequence_;
+  std::vector<int64_t> free_;                 // descending: the lowest free block is handed out first
   std::vector<std::vector<int64_t>> blocks_;  // per sequence, in order
 };
 

@@ -81,8 +81,45 @@ with tempfile.TemporaryDirectory() as tmp:
     check(code == 1 and "error: --resume" in out, "a missing checkpoint is a named error: " + out.strip()[-200:])
     code, out = run(base + ["--plan", "tp", "--devices", "3"])
     check(code == 1 and "does not divide" in out, "tp on 3 devices with 4 heads is refused: " + out.strip()[-200:])
-    code, out = run(base + ["--blocks", "3"])
-    check(code == 1 and "all 2 blocks of the pool are in use" in out, "a pool too small is a named error: " + out.strip()[-200:])
+    # Continuous batching: three prompts through one and two slots, a stop string and a stop byte
+    # taken from the greedy run (so that they fire), each prompt's tokens those of its run alone cut
+    # after its first stop.
+    three = PROMPTS + ["the "]
+    alone = []
+    for p in three:
+        code, out = run(["generate", "--resume", ckpt, "--tokens", str(NEW), "--print-tokens", "--prompt", p])
+        alone += tokens_of(out)
+    stop_string = bytes(alone[0][len(PROMPTS[0]) + 2:len(PROMPTS[0]) + 4]).decode("latin-1")
+    stop_byte = alone[2][len(three[2]) + 1]
+
+    def cut(tokens, prompt):  # (the tokens up to the first stop, whether one fired)
+        new = tokens[len(prompt):]
+        for i in range(1, len(new) + 1):
+            if new[i - 1] == stop_byte or bytes(new[:i]).decode("latin-1").endswith(stop_string):
+                return tokens[:len(prompt) + i], True
+        return tokens, False
+
+    for extra in [["--max-batch", "1"], ["--max-batch", "2"], ["--max-batch", "2", "--prefill-rows", "2"],
+                  ["--max-batch", "2", "--plan", "tp", "--devices", "2"]]:
+        stops = ["--stop", stop_string, "--stop-byte", str(stop_byte)]
+        name = " ".join(extra)
+        args = ["generate", "--resume", ckpt, "--tokens", str(NEW), "--print-tokens"] + extra
+        for p in three:
+            args += ["--prompt", p]
+        code, out = run(args)
+        check(code == 0 and tokens_of(out) == alone, f"{name}: each prompt's tokens alone: " + out[-300:])
+        code, out = run(args + stops)
+        want_cut = [cut(t, p) for t, p in zip(alone, three)]
+        check(code == 0 and tokens_of(out) == [w for w, _ in want_cut],
+              f"{name} with stops: cut after the first stop: " + out[-300:])
+        check(out.count("(stopped after") == sum(stopped for _, stopped in want_cut) >= 2,
+              f"{name}: says which sequences stopped")
+    code, out = run(base + ["--blocks", "2"])
+    check(code == 1 and "needs 2 blocks of 16 positions" in out and "the pool holds 1" in out,
+          "a request the pool cannot hold is a named error: " + out.strip()[-200:])
+    code, out = run(base + ["--block-size", "0", "--max-batch", "1"])
+    check(code == 1 and "need a paged cache" in out, "fewer slots than prompts on a contiguous cache is refused: "
+          + out.strip()[-200:])
     code, out = run(base + ["--plan", "dp", "--devices", "2", "--block-size", "16"])
     check(code == 1 and "shared by the sequences" in out, "a paged cache under dp is refused: " + out.strip()[-200:])
     code, out = run(base + ["--plan", "ctx", "--devices", "4", "--block-size", "4"])

@@ -7,8 +7,11 @@
 // parameters are read piece by piece under the plan, whatever plan wrote them. The prompts (bytes)
 // are one batch: @prefill runs them once, right-padded to the longest, then @decode makes one token
 // per prompt per step, the caches staying on the devices (donated to each step and returned by it).
-// The cache is paged by default (blocks of 16 positions handed out as sequences reach them);
-// contiguous under dp and ep, which split the prompts over the devices (ep: an MoE checkpoint).
+// The cache is paged by default (blocks of 16 positions handed out as sequences reach them), and
+// then batched continuously: --max-batch slots, each freed slot (a sequence stopped by --stop or
+// --stop-byte, or at --tokens) and its blocks taken by the next waiting prompt. It is contiguous
+// under dp and ep, which split the prompts over the devices (ep: an MoE checkpoint), and under ctx,
+// which splits it by position.
 // Both programs are compiled once. Prints each prompt with its continuation (bytes outside
 // printable ASCII as \xNN) and the prefill time and decode tokens/s.
 #pragma once
@@ -36,13 +39,22 @@ struct GenerateCommand {
   // blocks (0: as many as the sequences reach, plus the null block).
   int64_t block_size = -1;
   int64_t blocks = 0;
+  // A sequence stops after generating one of these bytes or ending with one of these strings.
+  std::vector<int64_t> stop_bytes;
+  std::vector<std::string> stops;
+  // Paged: decode slots (0: one per prompt); with fewer slots than prompts the rest wait and take
+  // the slots that finished sequences free (continuous batching, nn/batching.h). And the rows of
+  // one prefill (0: every slot when all prompts have one, else 1: a freed slot is refilled alone).
+  int64_t max_batch = 0;
+  int64_t prefill_rows = 0;
 };
 
 // What a generation made: each prompt's tokens followed by the new ones, and the timings.
 struct GenerationRun {
   std::vector<std::vector<int64_t>> tokens;
+  std::vector<bool> stopped;  // by a stop byte or string (else at --tokens)
   double compile_s = 0, prefill_s = 0, decode_s = 0;
-  int64_t decode_steps = 0;
+  int64_t decode_steps = 0, decoded = 0, prefills = 1;
 };
 
 int generate_command(const GenerateCommand& c, std::ostream& out);

@@ -177,7 +177,7 @@ int main(int argc, char** argv) {
   auto* gen = app.add_subcommand("generate", "Generate text from a `tessera train --save` checkpoint, with a KV cache on the devices");
   tessera::tools::GenerateCommand gc;
   gen->add_option("--resume", gc.resume, "Checkpoint: a --save directory (its latest) or a step directory")->required();
-  gen->add_option("--prompt", gc.prompts, "A prompt (repeat for several, generated together as one batch)")->required();
+  gen->add_option("--prompt", gc.prompts, "A prompt (repeat for several, generated together in one batch)")->required();
   gen->add_option("--tokens", gc.tokens, "New tokens (bytes) per prompt")->capture_default_str()->check(CLI::PositiveNumber);
   gen->add_option("--plan", gc.plan,
                   "tp (heads and KV cache split over the devices), dp (the prompts split), ctx (the KV cache split "
@@ -192,7 +192,13 @@ int main(int argc, char** argv) {
   gen->add_flag("--print-tokens", gc.print_tokens, "Also print each sequence's token ids");
   gen->add_option("--block-size", gc.block_size, "Positions per block of the paged KV cache; 0: a contiguous cache "
                   "(default: 16 under tp, contiguous under dp)");
-  gen->add_option("--blocks", gc.blocks, "Blocks in the paged cache's pool (default: as many as the sequences reach)");
+  gen->add_option("--blocks", gc.blocks, "Blocks in the paged cache's pool (default: every slot's longest sequence)");
+  gen->add_option("--stop", gc.stops, "A stop string: a sequence stops once its new bytes end with it (repeat for several)");
+  gen->add_option("--stop-byte", gc.stop_bytes, "An end token: a sequence stops after generating this byte (0-255; repeat)");
+  gen->add_option("--max-batch", gc.max_batch, "Decode slots (paged cache): more prompts wait and take the slots and "
+                  "blocks of finished sequences (default: one slot per prompt)")->check(CLI::PositiveNumber);
+  gen->add_option("--prefill-rows", gc.prefill_rows, "Prompts per prefill run (default: every slot when all prompts "
+                  "have one, else 1)")->check(CLI::PositiveNumber);
   auto* bench = app.add_subcommand("bench", "Time collectives against OpenMPI's and memcpy (nccl-tests' bandwidths)");
   tessera::tools::BenchCommand bc;
   bench->add_option("what", bc.what, "What to time: collectives")->required()->check(CLI::IsMember({"collectives"}));
