@@ -154,8 +154,8 @@ int generate_command(const GenerateCommand& c, std::ostream& out) {
   } else {
     if (c.blocks > 0) fail("--blocks {}: a contiguous cache (--block-size 0) has no blocks", c.blocks);
     if (B < n)
-      fail("--max-batch {}: {} prompts in fewer slots need a paged cache (--block-size > 0, not under dp, ep or ctx), whose freed "
-           "slots and blocks the waiting prompts take", c.max_batch, n);
+      fail("--max-batch {}: {} prompts in fewer slots need a paged cache (--block-size > 0, not under dp, ep or "
+           "ctx), whose freed slots and blocks the waiting prompts take", c.max_batch, n);
     if (c.prefill_rows > 0) fail("--prefill-rows {}: a contiguous cache is prefilled in one batch", c.prefill_rows);
   }
   runtime::Session session = runtime::Session::host(c.devices);
