@@ -73,6 +73,10 @@ void parse_get_tuple_element(Parser& p, OpText& op);
 void parse_composite(Parser& p, OpText& op);
 void parse_probe(Parser& p, OpText& op);  // interpreter.probe, check.expect_serialized_eq
 void parse_scan(Parser& p, OpText& op);   // chlo.scan
+// The check dialect (parse_check.cpp): expect_eq_const / expect_almost_eq_const, and expect_eq /
+// expect_almost_eq / expect_close with their keyword arguments.
+void parse_expect_const(Parser& p, OpText& op);
+void parse_check_form(Parser& p, OpText& op);
 // stablehlo.convolution's pretty form (parse_window.cpp).
 void parse_convolution(Parser& p, OpText& op);
 // get_dimension_size's and dynamic_iota's `%x, dim = 0`; dynamic_broadcast_in_dim's
