@@ -3,6 +3,8 @@
 // with a faster way override them (host_communicator.cpp); the results must be the same bits.
 #include "comm/communicator.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cstring>
 
@@ -26,14 +28,19 @@ size_t index_in_group(std::string_view op, const Group& group, int64_t device) {
   return static_cast<size_t>(it - group.begin());
 }
 
+std::string describe(const MessageKey& key) {
+  if (key.source < 0) return fmt::format("channel {}", key.channel);
+  return fmt::format("channel {} from device {} to device {}", key.channel, key.source, key.target);
+}
+
 void Communicator::post(std::string_view op, const MessageKey&, std::span<const std::byte>) {
   support::fail("{}: this communicator has no one-sided messages; send and recv run on host devices "
-                "(Session::host, tessera check)", op);
+                "and MPI ranks", op);
 }
 
 void Communicator::take(std::string_view op, const MessageKey&, std::span<std::byte>) {
   support::fail("{}: this communicator has no one-sided messages; send and recv run on host devices "
-                "(Session::host, tessera check)", op);
+                "and MPI ranks", op);
 }
 
 void check_reducible(std::string_view op, ir::ElementType type, ReduceOp reduce) {

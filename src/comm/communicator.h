@@ -45,6 +45,8 @@ struct MessageKey {
   int64_t channel = 0, source = -1, target = -1;
   auto operator<=>(const MessageKey&) const = default;
 };
+// "channel 3 from device 1 to device 2", or "channel 3" for a key matched by channel alone.
+std::string describe(const MessageKey& key);
 
 // What every device of a collective sees once all have arrived: each member's input, in group
 // order. Valid until the Exchange is destroyed; destroying it waits until every member is done

@@ -11,15 +11,6 @@
 
 namespace tessera::comm {
 
-namespace {
-
-std::string describe(const MessageKey& key) {
-  if (key.source < 0) return fmt::format("channel {}", key.channel);
-  return fmt::format("channel {} from device {} to device {}", key.channel, key.source, key.target);
-}
-
-}  // namespace
-
 void HostCommunicator::post(std::string_view op, const MessageKey& key, std::span<const std::byte> bytes) {
   {
     std::lock_guard<std::mutex> lock(world_->mu_);

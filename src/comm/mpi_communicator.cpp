@@ -64,28 +64,38 @@ Group point_to_point(int from, int to) { return {-1, from, to}; }
 void MpiWorld::send_to(int rank, const std::string& what, int64_t tag, std::vector<std::byte> payload) {
   if (rank < 0 || rank >= num_ranks_ || rank == rank_)
     support::fail("{}: rank {} cannot send to rank {} of {}", what, rank_, rank, num_ranks_);
-  const int to = first_rank_ + rank, me = job_rank();
-  process_->send(MpiProcess::Key{id_, point_to_point(me, to), tag}, what, {to}, std::move(payload));
+  send_keyed(rank, what, point_to_point(job_rank(), first_rank_ + rank), tag, std::move(payload));
+}
+
+void MpiWorld::send_keyed(int rank, std::string_view wire, Group key, int64_t tag, std::vector<std::byte> payload) {
+  process_->send(MpiProcess::Key{id_, std::move(key), tag}, wire, {first_rank_ + rank}, std::move(payload));
 }
 
 std::vector<std::byte> MpiWorld::receive_from(int rank, const std::string& what, int64_t tag,
                                               std::chrono::milliseconds timeout) {
   if (rank < 0 || rank >= num_ranks_ || rank == rank_)
     support::fail("{}: rank {} cannot receive from rank {} of {}", what, rank_, rank, num_ranks_);
+  return receive_keyed(rank, what, what, point_to_point(first_rank_ + rank, job_rank()), tag,
+                       fmt::format("message {}", tag), timeout);
+}
+
+std::vector<std::byte> MpiWorld::receive_keyed(int rank, std::string_view what, std::string_view wire, Group key,
+                                               int64_t tag, std::string_view message,
+                                               std::chrono::milliseconds timeout) {
   // Errors name the job's ranks, as mpirun numbers them.
   const int me = job_rank();
   rank += first_rank_;
   auto waiting = [&](const std::vector<int>&) {
     return fmt::format("tessera: rank {} stopped by SIGTERM while in {}, waiting for rank {}", me, what, rank);
   };
-  MpiProcess::Outcome o = process_->receive(MpiProcess::Key{id_, point_to_point(rank, me), tag}, what, {rank},
+  MpiProcess::Outcome o = process_->receive(MpiProcess::Key{id_, std::move(key), tag}, wire, {rank},
                                             std::chrono::steady_clock::now() + timeout, waiting);
   switch (o.kind) {
     case MpiProcess::Outcome::Ok:
       return std::move(o.payloads.at(0));
     case MpiProcess::Outcome::Timeout:
-      throw TimeoutError(fmt::format("{} on rank {} timed out after {} ms waiting for rank {} (message {})", what,
-                                     me, timeout.count(), rank, tag));
+      throw TimeoutError(fmt::format("{} on rank {} timed out after {} ms waiting for rank {} ({})", what, me,
+                                     timeout.count(), rank, message));
     case MpiProcess::Outcome::PeerFailed:
       support::fail("{} on rank {}: rank {} failed: {}", what, me, o.peer, o.detail);
     case MpiProcess::Outcome::PeerLeft:

@@ -91,6 +91,16 @@ class MpiWorld {
 
  private:
   friend class MpiCommunicator;
+  // send_to and receive_from under any key group (not only rank to rank): `rank` within the world;
+  // `wire` is the name both ends give the message (a receive that meets another name is a
+  // mismatch), `what` names the receive and `message` what it awaits in errors.
+  void send_keyed(int rank, std::string_view wire, Group key, int64_t tag, std::vector<std::byte> payload);
+  std::vector<std::byte> receive_keyed(int rank, std::string_view what, std::string_view wire, Group key,
+                                       int64_t tag, std::string_view message, std::chrono::milliseconds timeout);
+  // One-sided messages (mpi_messages.cpp): the number of messages posted (posting) or taken so far
+  // under `key` by this rank's devices, then counts one more. Both ends count alike, so the n-th
+  // message under a key is matched with the n-th take, as on host devices.
+  int64_t next_message(bool posting, const MessageKey& key);
   // The leader's part of a collective: sends `payload` (the local members' inputs) to `ranks` and
   // returns what they sent, in their order, or a failure (status != 0) with its message.
   struct Received {
@@ -114,6 +124,7 @@ class MpiWorld {
   std::mutex mu_;
   std::map<Group, int64_t> sequence_;  // collectives this rank has led per group
   std::set<Group> handshaken_;         // groups whose leaders have met in this world
+  std::map<std::pair<bool, MessageKey>, int64_t> messages_;  // next_message
 };
 
 class MpiCommunicator : public Communicator {
@@ -137,6 +148,12 @@ class MpiCommunicator : public Communicator {
   void permute(std::string_view op, const Group& group, std::optional<int64_t> source,
                std::span<const std::byte> in, std::span<std::byte> out) override;
   void barrier(std::string_view op, const Group& group) override;
+  // send and recv (mpi_messages.cpp): between devices of one rank through its HostWorld, between
+  // ranks as a point-to-point message of the world keyed by channel, sender and receiver. A message
+  // matched by channel alone (no source_target_pairs) has no rank to go to and is refused when the
+  // world has several ranks.
+  void post(std::string_view op, const MessageKey& key, std::span<const std::byte> bytes) override;
+  void take(std::string_view op, const MessageKey& key, std::span<std::byte> out) override;
 
   struct Run;  // one collective in progress (mpi_communicator.cpp)
 

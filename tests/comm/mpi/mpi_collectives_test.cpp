@@ -16,6 +16,7 @@
 #include "comm/host_communicator.h"
 #include "comm/mpi/mpi_test_env.h"
 #include "comm/mpi_communicator.h"
+#include "stablehlo/parser.h"
 #include "support/strings.h"
 
 namespace tessera::comm {
@@ -340,6 +341,61 @@ TEST(MpiCommunicator, BadGroupsAndDevices) {
                                                  world.rank(), first, first + k() - 1));
   }
   EXPECT_THROW(MpiWorld(0), support::UserError);
+}
+
+// send and recv across ranks, against values known in advance: a ring over every device (each
+// message crosses ranks with one device per rank; with two, half stay on their rank), two messages
+// under one key received in the order sent, and a message matched by channel alone refused by
+// name when there are several ranks.
+TEST(MpiCommunicator, SendAndRecvAcrossRanks) {
+  MpiWorld world(k(), std::chrono::seconds(20));
+  const int64_t n = world.num_devices();
+  std::string pairs;
+  for (int64_t d = 0; d < n; ++d) pairs += fmt::format("{}[{}, {}]", d == 0 ? "" : ", ", d, (d + 1) % n);
+  std::string attrs = fmt::format("channel_handle = #stablehlo.channel_handle<handle = 4, type = 1>, is_host_transfer = "
+                                  "false, source_target_pairs = dense<[{}]> : tensor<{}x2xi64>",
+                                  pairs, n);
+  std::string text = fmt::format(R"(func.func @ring(%x : tensor<2xi32>) -> (tensor<2xi32>, tensor<2xi32>) {{
+  %t = stablehlo.create_token : !stablehlo.token
+  %c = stablehlo.constant dense<100> : tensor<2xi32>
+  %y = stablehlo.add %x, %c : tensor<2xi32>
+  %0 = "stablehlo.send"(%x, %t) {{{0}}} : (tensor<2xi32>, !stablehlo.token) -> !stablehlo.token
+  %1 = "stablehlo.send"(%y, %0) {{{0}}} : (tensor<2xi32>, !stablehlo.token) -> !stablehlo.token
+  %2:2 = "stablehlo.recv"(%1) {{{0}}} : (!stablehlo.token) -> (tensor<2xi32>, !stablehlo.token)
+  %3:2 = "stablehlo.recv"(%2#1) {{{0}}} : (!stablehlo.token) -> (tensor<2xi32>, !stablehlo.token)
+  return %2#0, %3#0 : tensor<2xi32>, tensor<2xi32>
+}}
+func.func @by_channel(%x : tensor<2xi32>) -> tensor<2xi32> {{
+  %t = stablehlo.create_token : !stablehlo.token
+  %0 = "stablehlo.send"(%x, %t) {{channel_handle = #stablehlo.channel_handle<handle = 5, type = 1>, is_host_transfer = false}} : (tensor<2xi32>, !stablehlo.token) -> !stablehlo.token
+  return %x : tensor<2xi32>
+}}
+)", attrs);
+  std::unique_ptr<ir::Module> m = stablehlo::parse(text, "ring.mlir");
+  std::vector<std::vector<ir::Literal>> in;
+  for (int64_t d = 0; d < n; ++d)
+    in.push_back({ir::Literal::from_doubles(ir::i32({2}), std::vector<double>{double(d), double(10 * d)})});
+  std::vector<std::vector<ir::Literal>> out = run_on_ranks(world, *m, "ring", in);
+  ASSERT_EQ(out.size(), static_cast<size_t>(n));
+  for (int64_t d = 0; d < n; ++d) {
+    int64_t from = (d + n - 1) % n;
+    EXPECT_EQ(out[d].at(0), ir::Literal::from_doubles(ir::i32({2}), std::vector<double>{double(from), 10.0 * from}))
+        << "device " << d;
+    EXPECT_EQ(out[d].at(1), ir::Literal::from_doubles(ir::i32({2}), std::vector<double>{from + 100.0, 10.0 * from + 100}))
+        << "device " << d;
+  }
+  if (world.num_ranks() > 1) {
+    std::string e;
+    try {
+      run_on_ranks(world, *m, "by_channel", in);
+    } catch (const support::UserError& x) {
+      e = x.what();
+    }
+    EXPECT_NE(e.find("stablehlo.send on device " + std::to_string(world.first_local_device()) + ": a message matched by channel alone (channel 5, no source_target_pairs) has no rank to go to "
+                     "among " + std::to_string(world.num_ranks()) + " MPI ranks; give the op source_target_pairs"),
+              std::string::npos)
+        << e;
+  }
 }
 
 // Every rank gets every rank's payload, in rank order.
