@@ -13,6 +13,7 @@
 #include <sstream>
 
 #include "check_test_util.h"
+#include "common/polymorphic_program.h"
 #include "tools/tessera/check.h"
 
 namespace tessera::tools {
@@ -154,6 +155,36 @@ TEST(Check, ACaseThatChecksNothingFailsAndAnEmptyFileToo) {
   EXPECT_EQ(r.counts.passed, 0) << r.output;
   EXPECT_EQ(r.counts.failed, 1) << r.output;
   EXPECT_NE(r.output.find("no test cases"), std::string::npos) << r.output;
+}
+
+// A module whose @main takes arguments is no case (JAX's exports in StableHLO's testdata): it
+// passes when it round-trips and runs on generated arguments, '?' dimensions made 3, and fails
+// naming what went wrong (here a shape assertion that b = 3 does not meet).
+TEST(Check, AModuleWithArgumentsRoundTripsAndRuns) {
+  CheckRun r = run(write_temp("polymorphic.mlir", testing::kPolymorphicProgram));
+  EXPECT_EQ(r.counts.passed, 1) << r.output;
+  EXPECT_NE(r.output.find("@main (round trip; ran on generated arguments with every '?' = 3: the file compares no "
+                          "values)"),
+            std::string::npos)
+      << r.output;
+  std::string strict = testing::kPolymorphicProgram;
+  strict.replace(strict.find("dense<1> : tensor<i64>"), 22, "dense<5> : tensor<i64>");
+  r = run(write_temp("polymorphic5.mlir", strict));
+  EXPECT_EQ(r.counts.failed, 1) << r.output;
+  EXPECT_NE(r.output.find("Expected value >= 1 for dimension variable 'b'. Obtained dimension variables: 'b' = 3"),
+            std::string::npos)
+      << r.output;
+  // A static module with arguments runs too; a result that is not its declared type fails.
+  r = run(write_temp("static_args.mlir", R"(func.func @main(%a: tensor<2xf32>, %b: tensor<2xi32>) -> tensor<2xf32> {
+  %0 = stablehlo.convert %b : (tensor<2xi32>) -> tensor<2xf32>
+  %1 = stablehlo.add %a, %0 : tensor<2xf32>
+  func.return %1 : tensor<2xf32>
+}
+)"));
+  EXPECT_EQ(r.counts.passed, 1) << r.output;
+  EXPECT_NE(r.output.find("@main (round trip; ran on generated arguments: the file compares no values)"),
+            std::string::npos)
+      << r.output;
 }
 
 // An internal error (a broken invariant of ours, support::InternalError) while a file is partitioned

@@ -13,11 +13,19 @@
 // (PASS, or FAIL with file:line, the check and the largest difference), then "N passed, M failed". With
 // --executable the cases run compiled (exec::Executable), the way devices run programs. Probes
 // (interpreter.probe) write under --probe-dir, a folder per case.
+//
+// A piece whose @main takes arguments is a module, not a case (JAX's exports in StableHLO's
+// testdata, the shape-polymorphic ones above all, whose RUN lines round-trip them): it passes when
+// print -> parse -> print keeps its text and it runs on generated arguments (check_module.cpp).
 #pragma once
 
 #include <chrono>
 #include <ostream>
 #include <string>
+
+namespace tessera::ir {
+class Module;
+}
 
 namespace tessera::tools {
 
@@ -34,6 +42,10 @@ struct CheckOptions {
 struct CheckCounts {
   int passed = 0, failed = 0;
 };
+
+// The check of a module whose @`entry` takes arguments (see above): what passed, or a UserError
+// naming the step that failed. Lowers the module's quantized ops and refines its shapes.
+std::string check_module(ir::Module& module, const std::string& entry, const std::string& path);
 
 CheckCounts check_file(const std::string& path, std::ostream& out, const CheckOptions& options = {});
 
