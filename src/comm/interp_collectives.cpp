@@ -15,10 +15,6 @@ namespace {
 using ir::Literal;
 using ir::OpKind;
 
-int64_t device_of(const interp::ProcessId& p, const interp::ProcessInfo& grid) {
-  return p.replica * grid.num_partitions + p.partition;
-}
-
 // This process's group, as device ids in group order; none when its groups leave it out.
 std::optional<Group> find_my_group(const ir::Op& op, const interp::ProcessInfo& process) {
   interp::ProcessId self{process.replica_id, process.partition_id};
@@ -35,7 +31,7 @@ std::optional<Group> find_my_group(const ir::Op& op, const interp::ProcessInfo& 
   for (const auto& g : groups) {
     if (std::find(g.begin(), g.end(), self) == g.end()) continue;
     Group out;
-    for (const auto& p : g) out.push_back(device_of(p, process));
+    for (const auto& p : g) out.push_back(interp::flat_process_id(p, process));
     return out;
   }
   return std::nullopt;
@@ -362,7 +358,7 @@ std::vector<Literal> CommCollectives::run(const ir::Op& op, std::vector<Literal>
       if (t != self) continue;
       interp::ProcessId from = by_partition ? interp::ProcessId{process.replica_id, s}
                                             : interp::ProcessId{s, process.partition_id};
-      source = device_of(from, process);
+      source = interp::flat_process_id(from, process);
     }
     Literal result(operands[0].type());
     comm_.permute(op.name(), *group, source, operands[0].bytes(), result.bytes());

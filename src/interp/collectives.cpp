@@ -173,8 +173,12 @@ std::vector<std::pair<int64_t, int64_t>> source_target_pairs(const ir::Op& op) {
   return pairs;
 }
 
+int64_t flat_process_id(const ProcessId& p, const ProcessInfo& grid) {
+  return p.replica * grid.num_partitions + p.partition;
+}
+
 int64_t flat_process_id(const ProcessInfo& process) {
-  return int64_t{process.replica_id} * process.num_partitions + process.partition_id;
+  return flat_process_id(ProcessId{process.replica_id, process.partition_id}, process);
 }
 
 std::vector<std::pair<int64_t, int64_t>> message_pairs(const ir::Op& op) {

@@ -107,6 +107,7 @@ std::vector<std::pair<int64_t, int64_t>> source_target_pairs(const ir::Op& op);
 // replica). message_pairs gives them validated; none when the op has none or transfers to or from
 // the host, and its messages are then matched by channel alone.
 int64_t flat_process_id(const ProcessInfo& process);
+int64_t flat_process_id(const ProcessId& p, const ProcessInfo& grid);  // process p of grid's grid
 std::vector<std::pair<int64_t, int64_t>> message_pairs(const ir::Op& op);
 
 // ---- Checks (check.* ops and the check custom calls of JAX-generated tests) ----
