@@ -21,6 +21,8 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from torch_oracle import comparer, report
+
 
 def moe(x, router, gate, up, down, k, capacity):
     experts = router.shape[1]
@@ -55,19 +57,7 @@ def main():
     def load(name):
         return np.load(os.path.join(case_dir, name + ".npy"))
 
-    def compare(what, tessera, want):
-        tessera = np.asarray(tessera, dtype=np.float64)
-        want = want.detach().numpy().astype(np.float64)
-        if tessera.shape != want.shape:
-            failures.append(f"{what}: shape {tessera.shape}, torch {want.shape}")
-            return
-        scale = np.abs(want).max()
-        diff = np.abs(tessera - want).max()
-        err = 0.0 if diff == 0 else diff / scale
-        ok = err <= tol  # NaN fails
-        print(f"  {what:24} {err:.3e} {'ok' if ok else 'FAIL'}")
-        if not ok:
-            failures.append(f"{what}: relative error {err:.3e} (tolerance {tol:g})")
+    compare = comparer(tol, failures)
 
     names = ["x", "router", "gate", "up", "down"]
     for case in cfg["cases"]:
@@ -84,11 +74,8 @@ def main():
         for n, t in zip(names, inputs):
             compare(f"{name}.grad.{n}", load(f"{name}.grad.{n}"), t.grad)
 
-    if failures:
-        print("FAILED:\n  " + "\n  ".join(failures))
-        sys.exit(1)
-    print(f"PyTorch agrees with Tessera's MoE layer within {tol:g}")
+    return report(failures, tol)
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -238,16 +238,9 @@ def trainer_case(case, cfg, compare, failures):
                 w[n].copy_(torch.from_numpy(got.astype(np.float64)))
 
 
-def main(case):
-    with open(f"{case}/config.json") as f:
-        cfg = json.load(f)
-    names, tol = cfg["names"], cfg["tolerance"]
-    load = lambda stem: torch.from_numpy(np.load(f"{case}/{stem}.npy").astype(np.float64))
-    tokens = torch.from_numpy(np.load(f"{case}/tokens.npy")).long()
-    targets = torch.from_numpy(np.load(f"{case}/targets.npy")).long()
-    w = {n: load(f"param.{n}").requires_grad_(True) for n in names}
-
-    failures = []
+def comparer(tol, failures):
+    """compare(what, tessera, torch_value): Tessera's array against PyTorch's, relative to the largest
+    entry and entry-wise, within `tol`; a disagreement is appended to `failures`."""
 
     def compare(what, tessera, torch_value):
         tessera = np.asarray(tessera, dtype=np.float64)
@@ -267,6 +260,22 @@ def main(case):
         if not ok:
             failures.append(f"{what}: relative error {err:.3e} (tolerance {tol:g}), entry-wise {elem:.3e} "
                             f"(tolerance {ELEMENT_SLACK * tol:g} on entries >= {ELEMENT_FLOOR:g} of the largest)")
+
+    return compare
+
+
+def main(case):
+    with open(f"{case}/config.json") as f:
+        cfg = json.load(f)
+    names, tol = cfg["names"], cfg["tolerance"]
+    load = lambda stem: torch.from_numpy(np.load(f"{case}/{stem}.npy").astype(np.float64))
+    tokens = torch.from_numpy(np.load(f"{case}/tokens.npy")).long()
+    targets = torch.from_numpy(np.load(f"{case}/targets.npy")).long()
+    w = {n: load(f"param.{n}").requires_grad_(True) for n in names}
+
+    failures = []
+
+    compare = comparer(tol, failures)
 
     if cfg.get("precision") == "bf16":
         return mixed_case(case, cfg)
