@@ -1,0 +1,81 @@
+// Shape rules on '?' operands (ir/shape_polymorphic.cpp): ops whose rules compute sizes from
+// their operands' dimensions (reduce_window's windows, pad's edges) read a '?' dimension as
+// unknown, not as a size: the program parses with the declared '?' results, a declared result that
+// contradicts the static dimensions is still refused (naming the inferred '?' type), and once
+// refined for a batch size the program evaluates as its static form does.
+#include <gtest/gtest.h>
+
+#include "common/error_of.h"
+#include "interp/interpreter.h"
+#include "stablehlo/parser.h"
+#include "stablehlo/printer.h"
+#include "transforms/refine_shapes.h"
+
+namespace tessera::transforms::testing {
+namespace {
+
+using ir::Literal;
+using tessera::testing::error_of;
+
+// A 2x2 window sum over a '?'-row operand (the spec's reduce_window: result dimension
+// (N - 2) / 1 + 1 for N = 8 is 7, and unknown for the '?'), and a pad that cuts one column from each
+// side (negative edge padding; dimension 3 + (-1) + (-1) = 1).
+constexpr const char* kWindowAndPad = R"(
+func.func @main(%x: tensor<?x8xf32>, %y: tensor<?x3xf32>) -> (tensor<?x7xf32>, tensor<?x1xf32>) {
+  %z = stablehlo.constant dense<0.000000e+00> : tensor<f32>
+  %0 = "stablehlo.reduce_window"(%x, %z) ({
+  ^bb0(%a: tensor<f32>, %b: tensor<f32>):
+    %s = stablehlo.add %a, %b : tensor<f32>
+    stablehlo.return %s : tensor<f32>
+  }) {window_dimensions = array<i64: 2, 2>} : (tensor<?x8xf32>, tensor<f32>) -> tensor<?x7xf32>
+  %1 = stablehlo.pad %y, %z, low = [0, -1], high = [0, -1], interior = [0, 0] : (tensor<?x3xf32>, tensor<f32>) -> tensor<?x1xf32>
+  return %0, %1 : tensor<?x7xf32>, tensor<?x1xf32>
+}
+)";
+
+Literal counting(const ir::Type& t) {
+  Literal x(t);
+  for (int64_t i = 0; i < x.num_elements(); ++i) x.set_double(i, static_cast<double>(i) - 3);
+  return x;
+}
+
+TEST(PolymorphicRules, WindowAndPadOnADynamicDimensionParseAndRunAtTwoBatchSizes) {
+  auto parsed = stablehlo::parse(kWindowAndPad, "poly.mlir");
+  // The declared '?' types are kept: the text prints back as it was written.
+  std::string printed = stablehlo::print(*parsed);
+  EXPECT_NE(printed.find("-> tensor<?x7xf32>"), std::string::npos) << printed;
+  EXPECT_NE(printed.find("-> tensor<?x1xf32>"), std::string::npos) << printed;
+  for (int64_t b : {2, 5}) {
+    auto m = stablehlo::parse(kWindowAndPad, "poly.mlir");
+    std::vector<Literal> args = {counting(ir::f32({b, 8})), counting(ir::f32({b, 3}))};
+    std::vector<ir::Type> types = {args[0].type(), args[1].type()};
+    refine_shapes(*m, "main", types);
+    ir::verify(*m);
+    std::vector<Literal> r = interp::evaluate(*m, "main", args);
+    ASSERT_EQ(r[0].type(), ir::f32({b - 1, 7}));
+    ASSERT_EQ(r[1].type(), ir::f32({b, 1}));
+    auto x = [&](int64_t i, int64_t j) { return args[0].get_double(i * 8 + j); };
+    for (int64_t i = 0; i + 1 < b; ++i)
+      for (int64_t j = 0; j < 7; ++j)
+        EXPECT_EQ(r[0].get_double(i * 7 + j), x(i, j) + x(i, j + 1) + x(i + 1, j) + x(i + 1, j + 1));
+    for (int64_t i = 0; i < b; ++i) EXPECT_EQ(r[1].get_double(i), args[1].get_double(i * 3 + 1));
+  }
+}
+
+TEST(PolymorphicRules, ADeclaredTypeThatContradictsTheStaticDimensionsIsRefused) {
+  std::string text = kWindowAndPad;
+  text.replace(text.find("-> tensor<?x7xf32>\n"), 18, "-> tensor<?x6xf32>");
+  std::string e = error_of([&] { stablehlo::parse(text, "poly.mlir"); });
+  EXPECT_NE(e.find("stablehlo.reduce_window: result types (tensor<?x6xf32>) do not match the operands, which give "
+                   "(tensor<?x7xf32>)"),
+            std::string::npos)
+      << e;
+  // A rank or element type that differs is refused as before.
+  std::string rank = kWindowAndPad;
+  rank.replace(rank.find("-> tensor<?x1xf32>\n"), 18, "-> tensor<?xf32>");
+  e = error_of([&] { stablehlo::parse(rank, "poly.mlir"); });
+  EXPECT_NE(e.find("stablehlo.pad: result types (tensor<?xf32>) do not match the operands"), std::string::npos) << e;
+}
+
+}  // namespace
+}  // namespace tessera::transforms::testing
