@@ -22,8 +22,8 @@ using ir::Type;
 using ir::Value;
 
 // Rules that read their result from the declared type (convert, bitcast_convert, broadcast_in_dim,
-// reshape) cannot say what a declared '?' is; once the operand is static it is fixed by the spec's
-// constraints: convert keeps the operand's shape; bitcast_convert adds or drops the last
+// reshape, map, uniform_quantize) cannot say what a declared '?' is; once the operand is static
+// it is fixed by the spec's constraints: convert, map and (de)quantization keep the operand's shape; bitcast_convert adds or drops the last
 // dimension by the ratio of the bit widths (C1); broadcast_in_dim's result dimension
 // broadcast_dimensions[i] is the operand's dimension i unless that is 1 (C2); and reshape's one '?'
 // is what makes the element counts equal (C1). Dimensions these leave unknown stay '?'.
@@ -34,7 +34,8 @@ Type fill_declared(OpKind kind, const Type& in, Type out, const ir::AttrMap& att
     for (size_t d = 0; d < shape.size(); ++d)
       if (out.shape[d] == ir::kDynamic) out.shape[d] = shape[d];
   };
-  if (kind == OpKind::Convert) {
+  if (kind == OpKind::Convert || kind == OpKind::Map || kind == OpKind::UniformQuantize ||
+      kind == OpKind::UniformDequantize) {
     fill(in.shape);
   } else if (kind == OpKind::BitcastConvert) {
     int a = ir::info(in.element).bits, b = ir::info(out.element).bits;

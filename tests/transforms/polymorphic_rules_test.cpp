@@ -3,7 +3,7 @@
 // unknown, not as a size: the program parses with the declared '?' results, a declared result that
 // contradicts the static dimensions is still refused (naming the inferred '?' type), and once
 // refined for a batch size the program evaluates as its static form does; ops whose rules read
-// their result from the declared type (convert, bitcast_convert, broadcast_in_dim, reshape) have
+// their result from the declared type (convert, bitcast_convert, broadcast_in_dim, reshape, map) have
 // its '?' fixed by the refined operand.
 #include <gtest/gtest.h>
 
@@ -81,12 +81,17 @@ TEST(PolymorphicRules, ADeclaredTypeThatContradictsTheStaticDimensionsIsRefused)
 
 // Declared '?' results of the ops that take their result type from the text.
 constexpr const char* kDeclaredResults = R"(
-func.func @main(%x: tensor<?x4xf32>, %y: tensor<?x1xf32>) -> (tensor<?x4x2xi16>, tensor<?x4xf64>, tensor<?x3xf32>, tensor<?x2x2xf32>) {
+func.func @main(%x: tensor<?x4xf32>, %y: tensor<?x1xf32>) -> (tensor<?x4x2xi16>, tensor<?x4xf64>, tensor<?x3xf32>, tensor<?x2x2xf32>, tensor<?x4xf32>) {
   %0 = stablehlo.bitcast_convert %x : (tensor<?x4xf32>) -> tensor<?x4x2xi16>
   %1 = stablehlo.convert %x : (tensor<?x4xf32>) -> tensor<?x4xf64>
   %2 = stablehlo.broadcast_in_dim %y, dims = [0, 1] : (tensor<?x1xf32>) -> tensor<?x3xf32>
   %3 = stablehlo.reshape %x : (tensor<?x4xf32>) -> tensor<?x2x2xf32>
-  return %0, %1, %2, %3 : tensor<?x4x2xi16>, tensor<?x4xf64>, tensor<?x3xf32>, tensor<?x2x2xf32>
+  %4 = "stablehlo.map"(%x, %x) ({
+  ^bb0(%a: tensor<f32>, %b: tensor<f32>):
+    %s = stablehlo.add %a, %b : tensor<f32>
+    stablehlo.return %s : tensor<f32>
+  }) {dimensions = array<i64: 0, 1>} : (tensor<?x4xf32>, tensor<?x4xf32>) -> tensor<?x4xf32>
+  return %0, %1, %2, %3, %4 : tensor<?x4x2xi16>, tensor<?x4xf64>, tensor<?x3xf32>, tensor<?x2x2xf32>, tensor<?x4xf32>
 }
 )";
 
@@ -99,13 +104,14 @@ TEST(PolymorphicRules, ResultsReadFromTheTextAreFixedByTheRefinedOperand) {
     ir::verify(*m);
     EXPECT_EQ(m->find_function("main")->result_types,
               (std::vector<ir::Type>{ir::Type(ir::ElementType::i16, {b, 4, 2}), ir::f64({b, 4}), ir::f32({b, 3}),
-                                     ir::f32({b, 2, 2})}));
+                                     ir::f32({b, 2, 2}), ir::f32({b, 4})}));
     std::vector<Literal> r = interp::evaluate(*m, "main", args);
     for (int64_t i = 0; i < b; ++i)
       for (int64_t j = 0; j < 3; ++j) EXPECT_EQ(r[2].get_double(i * 3 + j), args[1].get_double(i));
     for (int64_t k = 0; k < 4 * b; ++k) {
       EXPECT_EQ(r[1].get_double(k), args[0].get_double(k));
       EXPECT_EQ(r[3].get_double(k), args[0].get_double(k));
+      EXPECT_EQ(r[4].get_double(k), 2 * args[0].get_double(k));
     }
   }
 }
