@@ -25,6 +25,28 @@ void expect_unit_type(Lexer& lx) {
   lx.expect(")");
 }
 
+// `"name"()`: the op's quoted name, which must be `name`, and its empty operand list; returns where
+// the op starts.
+Location expect_generic_op(Lexer& lx, std::string_view name) {
+  lx.skip_space();
+  Location at = lx.location();
+  std::string found = lx.string_literal();
+  if (found != name) lx.error_at(at, fmt::format("expected \"{}\", found \"{}\"", name, found));
+  lx.expect("(");
+  lx.expect(")");
+  return at;
+}
+
+// "(T, ...)" after its '(' was consumed.
+std::vector<ir::Type> parse_type_tuple_rest(Lexer& lx) {
+  std::vector<ir::Type> out;
+  if (lx.try_consume(")")) return out;
+  do out.push_back(parse_type(lx));
+  while (lx.try_consume(","));
+  lx.expect(")");
+  return out;
+}
+
 // [{...}, {...}] (one dictionary per argument or result).
 std::vector<ir::AttrMap> parse_dict_list(Lexer& lx) {
   std::vector<ir::AttrMap> out;
@@ -56,21 +78,10 @@ void parse_func_properties(Lexer& lx, FuncProperties& f) {
     if (key == "function_type") {
       // (T, ...) -> R or -> (R, ...): a single result is not followed by more types here.
       lx.expect("(");
-      if (!lx.try_consume(")")) {
-        do f.inputs.push_back(parse_type(lx));
-        while (lx.try_consume(","));
-        lx.expect(")");
-      }
+      f.inputs = parse_type_tuple_rest(lx);
       lx.expect("->");
-      if (lx.try_consume("(")) {
-        if (!lx.try_consume(")")) {
-          do f.outputs.push_back(parse_type(lx));
-          while (lx.try_consume(","));
-          lx.expect(")");
-        }
-      } else {
-        f.outputs.push_back(parse_type(lx));
-      }
+      if (lx.try_consume("(")) f.outputs = parse_type_tuple_rest(lx);
+      else f.outputs = {parse_type(lx)};
       f.has_type = true;
     } else if (key == "sym_name") {
       f.name = lx.string_literal();
@@ -123,12 +134,7 @@ Location past_braces(const Lexer& lx, Location open) {
 }  // namespace
 
 void Parser::parse_generic_module() {
-  lx.skip_space();
-  Location at = lx.location();
-  std::string name = lx.string_literal();
-  if (name != "builtin.module") lx.error_at(at, fmt::format("expected \"builtin.module\", found \"{}\"", name));
-  lx.expect("(");
-  lx.expect(")");
+  expect_generic_op(lx, "builtin.module");
   auto take = [&](const ir::AttrMap& props) {
     for (const auto& [k, v] : props) {
       if (k == "sym_name") {
@@ -152,12 +158,7 @@ void Parser::parse_generic_module() {
 }
 
 void Parser::parse_generic_function() {
-  lx.skip_space();
-  Location at = lx.location();
-  std::string op_name = lx.string_literal();
-  if (op_name != "func.func") lx.error_at(at, fmt::format("expected \"func.func\", found \"{}\"", op_name));
-  lx.expect("(");
-  lx.expect(")");
+  Location at = expect_generic_op(lx, "func.func");
   FuncProperties f;
   if (lx.try_consume("<")) {
     parse_func_properties(lx, f);
