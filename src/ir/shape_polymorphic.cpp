@@ -13,6 +13,7 @@
 // shape refinement needs, and the parser keeps the declared text (stablehlo/parser.cpp).
 #include "ir/shape_polymorphic.h"
 
+#include "ir/op_kind.h"
 #include "support/error.h"
 
 namespace tessera::ir {
@@ -105,6 +106,24 @@ std::vector<Type> meet(const std::vector<Type>& inferred, std::span<const Type> 
   return out;
 }
 
+// Each '?' of a tensor operand replaced by the size another operand of the same rank has there.
+std::vector<Type> unify_elementwise(std::span<const Type> operands) {
+  std::vector<Type> out(operands.begin(), operands.end());
+  for (Type& t : out) {
+    if (!t.is_tensor()) continue;
+    for (size_t d = 0; d < t.shape.size(); ++d) {
+      if (t.shape[d] != kDynamic) continue;
+      for (const Type& o : operands)
+        if (o.is_tensor() && o.rank() == t.rank() && o.shape[d] != kDynamic) {
+          t.shape[d] = o.shape[d];
+          break;
+        }
+    }
+    if (t.is_static()) t.bounds.clear();
+  }
+  return out;
+}
+
 }  // namespace
 
 bool compatible_types(std::span<const Type> inferred, std::span<const Type> declared) {
@@ -117,6 +136,14 @@ bool compatible_types(std::span<const Type> inferred, std::span<const Type> decl
 std::vector<Type> infer_polymorphic(const ShapeQuery& q, const std::function<std::vector<Type>(const ShapeQuery&)>& infer) {
   bool dynamic = false;
   for (const Type& t : q.operands) dynamic = dynamic || has_dynamic(t);
+  // An elementwise op's operands of one rank have one shape at run time, so a '?' where another
+  // operand is static is that size (the spec's "Dynamism" section: static dimensions must be equal,
+  // others merely compatible; tensor<?x4xf32> + tensor<3x4xf32> is valid).
+  if (dynamic && has_trait(q.kind, kElementwise)) {
+    std::vector<Type> unified = unify_elementwise(q.operands);
+    if (unified != std::vector<Type>(q.operands.begin(), q.operands.end()))
+      return infer_polymorphic(ShapeQuery{q.kind, unified, q.attrs, q.declared}, infer);
+  }
   // What the rule itself says; a result it gives that the declared types refine is the declared one.
   std::optional<support::UserError> first_error;
   std::vector<Type> direct;

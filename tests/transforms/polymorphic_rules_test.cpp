@@ -4,7 +4,8 @@
 // contradicts the static dimensions is still refused (naming the inferred '?' type), and once
 // refined for a batch size the program evaluates as its static form does; ops whose rules read
 // their result from the declared type (convert, bitcast_convert, broadcast_in_dim, reshape, map) have
-// its '?' fixed by the refined operand.
+// its '?' fixed by the refined operand; and an elementwise op may mix a '?' with a static size (the
+// spec's "Dynamism" section).
 #include <gtest/gtest.h>
 
 #include "common/error_of.h"
@@ -114,6 +115,34 @@ TEST(PolymorphicRules, ResultsReadFromTheTextAreFixedByTheRefinedOperand) {
       EXPECT_EQ(r[4].get_double(k), 2 * args[0].get_double(k));
     }
   }
+}
+
+TEST(PolymorphicRules, AnElementwiseOpMayMixADynamicAndAStaticSize) {
+  constexpr const char* kMixed = R"(
+func.func @main(%x: tensor<?x4xf32>, %y: tensor<3x4xf32>) -> (tensor<?x4xf32>, tensor<3x4xi1>) {
+  %0 = stablehlo.add %x, %y : (tensor<?x4xf32>, tensor<3x4xf32>) -> tensor<?x4xf32>
+  %1 = stablehlo.compare  LT, %y, %x,  FLOAT : (tensor<3x4xf32>, tensor<?x4xf32>) -> tensor<3x4xi1>
+  return %0, %1 : tensor<?x4xf32>, tensor<3x4xi1>
+}
+)";
+  auto m = stablehlo::parse(kMixed, "mixed.mlir");
+  std::vector<Literal> args = {counting(ir::f32({3, 4})), counting(ir::f32({3, 4}))};
+  std::vector<ir::Type> types = {args[0].type(), args[1].type()};
+  refine_shapes(*m, "main", types);
+  std::vector<Literal> r = interp::evaluate(*m, "main", args);
+  ASSERT_EQ(r[0].type(), ir::f32({3, 4}));
+  for (int64_t k = 0; k < 12; ++k) {
+    EXPECT_EQ(r[0].get_double(k), 2 * args[0].get_double(k));
+    EXPECT_EQ(r[1].get_int(k), 0);
+  }
+  // The static size fixes the '?': a declared result that contradicts it is refused.
+  std::string wrong = kMixed;
+  wrong.replace(wrong.find("-> tensor<?x4xf32>\n  %1"), 18, "-> tensor<5x4xf32>");
+  std::string e = error_of([&] { stablehlo::parse(wrong, "mixed.mlir"); });
+  EXPECT_NE(e.find("stablehlo.add: result types (tensor<5x4xf32>) do not match the operands, which give "
+                   "(tensor<3x4xf32>)"),
+            std::string::npos)
+      << e;
 }
 
 }  // namespace
