@@ -2,6 +2,7 @@
 // "func.func"() <{function_type = ..., sym_name = ...}> ({^bb0(...): ...}) : () -> ()) read into
 // the same module as the pretty forms: both print the same text; the properties may also come as
 // a trailing attribute dictionary; and a body that disagrees with function_type is refused by name.
+// dot_general's precision config reads the same from either form (print -> parse -> print keeps it).
 #include <gtest/gtest.h>
 
 #include "stablehlo/parser.h"
@@ -69,6 +70,17 @@ TEST(GenericModule, ABodyThatDisagreesWithItsFunctionTypeIsRefused) {
   other.replace(other.find("\"builtin.module\""), 16, "\"builtin.modul\"");
   EXPECT_NE(error_of(other).find("expected \"builtin.module\", found \"builtin.modul\""), std::string::npos)
       << error_of(other);
+}
+
+TEST(GenericModule, DotGeneralPrecisionReadsAlikeInBothForms) {
+  constexpr const char* kGenericDot = R"(func.func @f(%a: tensor<3x4xf32>, %b: tensor<4x2xf32>) -> tensor<3x2xf32> {
+  %0 = "stablehlo.dot_general"(%a, %b) {dot_dimension_numbers = #stablehlo.dot<lhs_contracting_dimensions = [1], rhs_contracting_dimensions = [0]>, precision_config = [#stablehlo<precision DEFAULT>, #stablehlo<precision HIGHEST>]} : (tensor<3x4xf32>, tensor<4x2xf32>) -> tensor<3x2xf32>
+  return %0 : tensor<3x2xf32>
+}
+)";
+  std::string once = print(*parse(kGenericDot, "g.mlir"));
+  EXPECT_NE(once.find("contracting_dims = [1] x [0], precision = [DEFAULT, HIGHEST] :"), std::string::npos) << once;
+  EXPECT_EQ(print(*parse(once, "p.mlir")), once);
 }
 
 }  // namespace
