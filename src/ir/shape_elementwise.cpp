@@ -2,6 +2,8 @@
 #include <array>
 
 #include "ir/shape_rules.h"
+#include "ir/dynamic_shapes.h"
+#include "ir/shape_polymorphic.h"
 #include "support/strings.h"
 
 namespace tessera::ir {
@@ -197,8 +199,13 @@ std::vector<Type> infer_result_types(const ShapeQuery& q) {
   if (arity != kVariadic && static_cast<int>(q.operands.size()) != arity)
     shape_rules::reject(q, "expects {} operands, got {}", arity, q.operands.size());
   Rule rule = kRules[static_cast<size_t>(q.kind)];
-  if (shape_rules::quantized_query(q)) return shape_rules::infer_on_expressed(q, rule);
-  return rule(q);
+  auto run = [rule](const ShapeQuery& query) {
+    if (shape_rules::quantized_query(query)) return shape_rules::infer_on_expressed(query, rule);
+    return rule(query);
+  };
+  // The dynamic ops' rules read '?' themselves; every other rule is probed where operands have '?'.
+  if (is_dynamic_shape_op(q.kind)) return run(q);
+  return infer_polymorphic(q, run);
 }
 
 }  // namespace tessera::ir

@@ -6,6 +6,7 @@
 #include <optional>
 
 #include "stablehlo/parser_impl.h"
+#include "support/strings.h"
 
 namespace tessera::stablehlo {
 namespace {
@@ -144,6 +145,24 @@ void dims_pair(Parser& p, std::vector<int64_t>& lhs, std::vector<int64_t>& rhs) 
   rhs = parse_int_list(p.lx);
 }
 
+// "[DEFAULT, HIGHEST]" as "[#stablehlo<precision DEFAULT>, #stablehlo<precision HIGHEST>]"; text
+// that is not such a list of words is kept as it is.
+std::string generic_precision_list(const std::string& text) {
+  if (text.size() < 2 || text.front() != '[' || text.back() != ']') return text;
+  std::vector<std::string> words;
+  std::string inner = text.substr(1, text.size() - 2), word;
+  for (char c : inner + ",") {
+    if (c == ',') {
+      if (word.empty() || word.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZ_") != std::string::npos) return text;
+      words.push_back("#stablehlo<precision " + word + ">");
+      word.clear();
+    } else if (c != ' ') {
+      word += c;
+    }
+  }
+  return "[" + support::join(words, ", ") + "]";
+}
+
 void dot_general(Parser& p, OpText& op) {
   values_then(p, op);
   ir::DotDims d;
@@ -162,6 +181,10 @@ void dot_general(Parser& p, OpText& op) {
       char open = p.lx.peek();
       p.lx.expect(std::string(1, open));
       std::string text = open + p.lx.balanced_until(open == '[' ? ']' : '>');
+      // The pretty `precision = [DEFAULT, HIGHEST]` is kept as the generic form's
+      // `[#stablehlo<precision DEFAULT>, #stablehlo<precision HIGHEST>]`, so both forms read into one
+      // attribute and print alike.
+      if (key == "precision") text = generic_precision_list(text);
       op.attrs.set(key == "precision" ? "precision_config" : "algorithm", ir::Opaque{text});
     } else {
       p.lx.error_at(at, fmt::format("unknown dot_general clause '{}'", key));

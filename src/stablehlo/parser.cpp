@@ -2,6 +2,7 @@
 // Pretty op forms are in parse_ops.cpp.
 #include "stablehlo/parser.h"
 
+#include "ir/shape_polymorphic.h"
 #include "ir/shape_rules.h"
 #include "stablehlo/parser_impl.h"
 #include "support/strings.h"
@@ -182,6 +183,9 @@ void Parser::parse_generic(OpText& op) {
   }
   parse_optional_attrs(op);
   read_legacy_lists(op.attrs);
+  // func.call's callee is a symbol reference (`callee = @f`), kept as the function's name.
+  if (const auto* callee = op.attrs.find<ir::Opaque>("callee"); callee && callee->text.starts_with("@"))
+    op.attrs.set("callee", callee->text.substr(1));
   lx.expect(":");
   std::vector<ir::Type> ins, outs;
   parse_function_type(lx, ins, outs);
@@ -234,9 +238,12 @@ void Parser::parse_op(ir::Block& block) {
   } catch (const support::UserError& e) {
     lx.error_at(at, e.what());
   }
-  if (!op.result_types.empty() && op.result_types != inferred)
+  // A declared type may be less refined than the inferred one ('?' where the operands fix a size,
+  // as polymorphic exports write); it is kept as written.
+  if (!op.result_types.empty() && !ir::compatible_types(inferred, op.result_types))
     lx.error_at(at, fmt::format("{}: result types ({}) do not match the operands, which give ({})",
                                 name, types_text(op.result_types), types_text(inferred)));
+  if (!op.result_types.empty()) inferred = op.result_types;
   if (op.expected_results != inferred.size())
     lx.error_at(at, fmt::format("{} has {} results, but the text names {}", name, inferred.size(),
                                 op.expected_results));
@@ -330,6 +337,8 @@ void Parser::parse_module() {
       }
     } else if (lx.try_consume("func.func")) {
       parse_function();
+    } else if (lx.peek() == '"') {
+      parse_generic_function();
     } else if (lx.try_consume("#")) {  // a location alias, `#loc1 = loc(...)`, read as space
       lx.suffix_id();
       lx.expect("=");
@@ -357,6 +366,9 @@ void Parser::parse_top_level(bool verify) {
       lx.suffix_id();
       lx.expect("=");
     }
+    if (!lx.at_end()) lx.error("text after the end of the module");
+  } else if (lx.peek() == '"') {
+    parse_generic_module();
     if (!lx.at_end()) lx.error("text after the end of the module");
   } else {
     parse_module();

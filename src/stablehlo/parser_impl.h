@@ -55,6 +55,11 @@ class Parser {
  private:
   void parse_module();
   void parse_function();
+  // MLIR's generic forms of the module and of func.func (parse_generic_func.cpp):
+  // "builtin.module"() <{sym_name = ...}> ({...}) {attrs} : () -> () and
+  // "func.func"() <{function_type = ..., sym_name = ..., arg_attrs = [...]}> ({^bb0(...): ...}) : () -> ().
+  void parse_generic_module();
+  void parse_generic_function();
   void parse_block_body(ir::Block& block);
   void parse_op(ir::Block& block);
   void parse_generic(OpText& op);

@@ -21,6 +21,48 @@ using ir::OpKind;
 using ir::Type;
 using ir::Value;
 
+// Rules that read their result from the declared type (convert, bitcast_convert, broadcast_in_dim,
+// reshape, map, uniform_quantize) cannot say what a declared '?' is; once the operand is static
+// it is fixed by the spec's constraints: convert, map and (de)quantization keep the operand's shape; bitcast_convert adds or drops the last
+// dimension by the ratio of the bit widths (C1); broadcast_in_dim's result dimension
+// broadcast_dimensions[i] is the operand's dimension i unless that is 1 (C2); and reshape's one '?'
+// is what makes the element counts equal (C1). Dimensions these leave unknown stay '?'.
+Type fill_declared(OpKind kind, const Type& in, Type out, const ir::AttrMap& attrs) {
+  if (out.is_static() || !in.is_static() || !out.is_tensor() || !in.is_tensor()) return out;
+  auto fill = [&](const std::vector<int64_t>& shape) {
+    if (shape.size() != out.shape.size()) return;
+    for (size_t d = 0; d < shape.size(); ++d)
+      if (out.shape[d] == ir::kDynamic) out.shape[d] = shape[d];
+  };
+  if (kind == OpKind::Convert || kind == OpKind::Map || kind == OpKind::UniformQuantize ||
+      kind == OpKind::UniformDequantize) {
+    fill(in.shape);
+  } else if (kind == OpKind::BitcastConvert) {
+    int a = ir::info(in.element).bits, b = ir::info(out.element).bits;
+    std::vector<int64_t> shape = in.shape;
+    if (a > b) shape.push_back(a / b);
+    else if (a < b && !shape.empty()) shape.pop_back();
+    fill(shape);
+  } else if (kind == OpKind::BroadcastInDim) {
+    if (const auto* dims = attrs.find<std::vector<int64_t>>("broadcast_dimensions"))
+      for (size_t i = 0; i < dims->size() && i < in.shape.size(); ++i) {
+        auto d = static_cast<size_t>((*dims)[i]);
+        if (d < out.shape.size() && out.shape[d] == ir::kDynamic && in.shape[i] != 1) out.shape[d] = in.shape[i];
+      }
+  } else if (kind == OpKind::Reshape) {
+    int64_t known = 1, unknown = 0;
+    for (int64_t d : out.shape) {
+      if (d == ir::kDynamic) ++unknown;
+      else known *= d;
+    }
+    if (unknown == 1 && known > 0 && in.num_elements() % known == 0)
+      for (int64_t& d : out.shape)
+        if (d == ir::kDynamic) d = in.num_elements() / known;
+  }
+  if (out.is_static()) out.bounds.clear();
+  return out;
+}
+
 bool is_shape_value(const Type& t) {
   return t.is_tensor() && t.is_static() && (ir::is_integer(t.element) || ir::is_bool(t.element)) &&
          t.num_elements() <= kMaxShapeElements;
@@ -169,13 +211,7 @@ class Refiner {
   // The op's result types from its shape rule on the refined operands.
   std::vector<Type> result_types(const Op& op, OpKind kind, const std::vector<Type>& in,
                                  std::vector<Type> declared, const ir::AttrMap& attrs) {
-    // Rules that read their result from the declared type: an elementwise conversion keeps the
-    // operand's (now static) shape.
-    for (Type& t : declared)
-      if (!t.is_static() && (kind == OpKind::Convert || kind == OpKind::BitcastConvert) && !in.empty() &&
-          in[0].is_static() && in[0].rank() == t.rank()) {
-        t = Type(t.element, in[0].shape);
-      }
+    if (declared.size() == 1 && !in.empty()) declared[0] = fill_declared(kind, in[0], declared[0], attrs);
     std::vector<Type> got = ir::infer_result_types(ir::ShapeQuery{kind, in, attrs, declared});
     if (got.size() != op.num_results())
       support::fail("{}: gives {} results after refinement, declares {}", where(op), got.size(), op.num_results());
