@@ -212,15 +212,23 @@ Results eval_CustomCall(const EvalContext& ctx) {
       if (distance(x, y, i) != 0) equal = false, first = i;
     // `tessera check` counts it as a check too: JAX's quantized test files return its i1 and run no
     // other check. Their order is check.eq(expected, actual); the older unquantized files write
-    // check.eq(actual, expected).
+    // check.eq(actual, expected): the expected operand is the one a constant or a call of their
+    // @expected defines, the first when neither or both are.
     if (CheckLog* log = ctx.state.options ? ctx.state.options->checks : nullptr) {
+      auto given = [&](size_t k) {
+        const ir::Op* def = ctx.op.operand(k)->defining_op();
+        return def != nullptr && (def->kind() == ir::OpKind::Constant ||
+                                  (def->kind() == ir::OpKind::Call && def->attrs().get<std::string>("callee") == "expected"));
+      };
+      const bool expected_first = !(given(1) && !given(0));
+      const Literal &expected = expected_first ? x : y, &actual = expected_first ? y : x;
       CheckResult r{ctx.op.loc, name, equal, 0, ""};
       if (x.type() != y.type()) {
-        r.detail = fmt::format("compares {} with {}", to_string(y.type()), to_string(x.type()));
+        r.detail = fmt::format("compares {} with {}", to_string(actual.type()), to_string(expected.type()));
       } else if (!equal) {
         for (int64_t i = 0; i < x.num_elements(); ++i) r.max_difference = std::max(r.max_difference, distance(x, y, i));
-        r.detail = fmt::format("element {}: {} (actual) vs {} (expected)", index_text(y, first),
-                               element_text(y, first), element_text(x, first));
+        r.detail = fmt::format("element {}: {} (actual) vs {} (expected)", index_text(actual, first),
+                               element_text(actual, first), element_text(expected, first));
       }
       log->add(std::move(r));
     }

@@ -407,6 +407,32 @@ module @read_past_the_end {
 }
 
 
+// A failed check.eq names its operands by where they come from: the older files' check.eq(actual,
+// expected) takes the expected values from a call of @expected (the quantized files' check.eq
+// (expected, actual) from a constant, CheckQuantized.JaxStyleCheckEqIsACheck).
+TEST(Check, CheckEqNamesTheExpectedOperandByItsSource) {
+  CheckRun r = run(write_temp("older_eq.mlir", R"(module @jit_testcase {
+  func.func public @main() -> tensor<i1> {
+    %0 = call @inputs() : () -> tensor<2xf32>
+    %1 = call @expected() : () -> tensor<2xf32>
+    %2 = stablehlo.add %0, %0 : tensor<2xf32>
+    %3 = stablehlo.custom_call @check.eq(%2, %1) : (tensor<2xf32>, tensor<2xf32>) -> tensor<i1>
+    return %3 : tensor<i1>
+  }
+  func.func private @inputs() -> tensor<2xf32> {
+    %cst = stablehlo.constant dense<[1.0, 2.0]> : tensor<2xf32>
+    return %cst : tensor<2xf32>
+  }
+  func.func private @expected() -> tensor<2xf32> {
+    %cst = stablehlo.constant dense<[2.0, 5.0]> : tensor<2xf32>
+    return %cst : tensor<2xf32>
+  }
+}
+)"));
+  EXPECT_EQ(r.counts.failed, 1) << r.output;
+  EXPECT_NE(r.output.find("element [1]: 4 (actual) vs 5 (expected)"), std::string::npos) << r.output;
+}
+
 // The older JAX test files' check.eq(actual, expected) compares as JAX's harness did when it wrote
 // the expected values: integers exactly, floating-point and complex values within the element
 // type's default tolerance (atol = rtol = 1e-6 for f32, 1e-2 for bf16), equal NaNs passing.
