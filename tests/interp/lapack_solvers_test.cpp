@@ -1,0 +1,213 @@
+// The LAPACK custom calls that run through OpenBLAS's LAPACK (interp/kernels_lapack_solvers.cpp),
+// as JAX's CPU lowering writes them: QR (geqrf, orgqr/ungqr), eigh (syevd/heevd), SVD (gesdd,
+// gesvd) and eig (geev), batched, in f32, f64, complex<f32> and complex<f64>. Results are checked
+// by identities that hold only for a right answer (Q^H Q = I and Q R = A; V^H A V = diag(w) with
+// V unitary; U diag(s) V^H = A with U, V orthonormal; A vr = vr diag(w), vl^H A = diag(w) vl^H)
+// and against NumPy (numpy.linalg.qr, eigvalsh, svd), which no one here wrote. Both calling
+// conventions: `_ffi` with attributes in mhlo.backend_config, and api_version 2 with its scalar
+// descriptors, tuple result and workspaces (returned as zeros).
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <complex>
+
+#include "interp/interpreter.h"
+#include "numpy_oracle.h"
+#include "stablehlo/parser.h"
+#include "support/error.h"
+
+namespace tessera::interp {
+namespace {
+
+using C = std::complex<double>;
+using ir::ElementType;
+using ir::Literal;
+using ir::Type;
+using testing::NumPy;
+
+const ElementType kTypes[] = {ElementType::f32, ElementType::f64, ElementType::c64, ElementType::c128};
+
+// The tolerance of results in `e`, relative to the matrices' size (entries are O(1)).
+double tolerance(ElementType e) { return e == ElementType::f32 || e == ElementType::c64 ? 2e-5 : 1e-12; }
+char letter(ElementType e) {
+  return e == ElementType::f32 ? 's' : e == ElementType::f64 ? 'd' : e == ElementType::c64 ? 'c' : 'z';
+}
+std::string text(const Type& t) { return ir::to_string(t); }
+
+// Deterministic O(1) entries, complex ones with an imaginary part.
+Literal matrix(ElementType e, std::vector<int64_t> shape, double seed) {
+  Literal a(Type(e, shape));
+  for (int64_t i = 0; i < a.num_elements(); ++i) {
+    double re = std::sin(0.7 * static_cast<double>(i) + seed) + 0.3 * std::cos(1.3 * static_cast<double>(i * i) + seed);
+    double im = ir::is_complex(e) ? std::cos(0.9 * static_cast<double>(i) - seed) : 0.0;
+    a.set_complex(i, C(re, im));
+  }
+  return a;
+}
+
+// Runs `body` as @main(%a) -> results, `body` ending in the return of `results`.
+std::vector<Literal> run(const Literal& a, const std::string& body, const std::vector<Type>& results) {
+  std::string types;
+  for (const Type& t : results) types += (types.empty() ? "" : ", ") + text(t);
+  std::string program = fmt::format("module {{\n  func.func @main(%a: {}) -> ({}) {{\n{}  }}\n}}\n", text(a.type()), types, body);
+  auto m = stablehlo::parse(program, "lapack_solvers.mlir");
+  return evaluate(*m, "main", {a});
+}
+
+// One custom call of `target` on %a returning all its results.
+std::vector<Literal> call(const std::string& target, const std::string& attrs, const Literal& a,
+                          const std::vector<Type>& results) {
+  std::string types, names;
+  for (size_t i = 0; i < results.size(); ++i) {
+    types += (i ? ", " : "") + text(results[i]);
+    names += fmt::format("{}%0#{}", i ? ", " : "", i);
+  }
+  std::string body = fmt::format("    %0:{} = stablehlo.custom_call @{}(%a) {{{}}} : ({}) -> ({})\n    return {} : {}\n",
+                                 results.size(), target, attrs, text(a.type()), types, names, types);
+  return run(a, body, results);
+}
+
+Type batched(ElementType e, std::vector<int64_t> batch, std::vector<int64_t> tail) {
+  batch.insert(batch.end(), tail.begin(), tail.end());
+  return Type(e, batch);
+}
+
+// Element (i, j) of matrix b of x (the last two dimensions), as complex<double>.
+C at(const Literal& x, int64_t b, int64_t i, int64_t j) {
+  const auto& s = x.shape();
+  int64_t rows = s[s.size() - 2], cols = s[s.size() - 1];
+  return x.get_complex(b * rows * cols + i * cols + j);
+}
+
+// The largest |sum_k f(i, k) g(k, j) - want(i, j)| over i < rows, j < cols.
+template <class F, class G, class W>
+double product_error(int64_t rows, int64_t inner, int64_t cols, F f, G g, W want) {
+  double worst = 0;
+  for (int64_t i = 0; i < rows; ++i)
+    for (int64_t j = 0; j < cols; ++j) {
+      C s = 0;
+      for (int64_t k = 0; k < inner; ++k) s += f(i, k) * g(k, j);
+      double d = std::abs(s - want(i, j));
+      worst = std::isnan(d) ? INFINITY : std::max(worst, d);
+    }
+  return worst;
+}
+
+void expect_close(const Literal& got, const Literal& want, double tol, const std::string& what) {
+  ASSERT_EQ(got.num_elements(), want.num_elements()) << what;
+  for (int64_t i = 0; i < got.num_elements(); ++i)
+    EXPECT_LE(std::abs(got.get_complex(i) - want.get_complex(i)), tol) << what << " element " << i;
+}
+
+TEST(LapackSolvers, GeqrfThenOrgqrGiveNumPysQAndRBatched) {
+  for (ElementType e : kTypes) {
+    std::string t = std::string(1, letter(e)), q = ir::is_complex(e) ? "ungqr" : "orgqr";
+    Literal a = matrix(e, {2, 5, 3}, 0.25);
+    Type mt = a.type(), taut = batched(e, {2}, {3});
+    std::string body = fmt::format(
+        "    %0:2 = stablehlo.custom_call @lapack_{0}geqrf_ffi(%a) {{mhlo.backend_config = {{}}, operand_layouts = "
+        "[dense<[1, 2, 0]> : tensor<3xindex>]}} : ({1}) -> ({1}, {2})\n"
+        "    %1 = stablehlo.custom_call @lapack_{0}{3}_ffi(%0#0, %0#1) {{mhlo.backend_config = {{}}}} : ({1}, {2}) -> {1}\n"
+        "    return %0#0, %1 : {1}, {1}\n",
+        t, text(mt), text(taut), q);
+    std::vector<Literal> r = run(a, body, {mt, mt});
+    NumPy np;
+    size_t nq = np.add("np.linalg.qr(a0)[0]", {a}), nr = np.add("np.linalg.qr(a0)[1]", {a});
+    std::vector<Literal> want = np.run();
+    double tol = 10 * tolerance(e);
+    for (int64_t b = 0; b < 2; ++b) {
+      auto qm = [&](int64_t i, int64_t k) { return at(r[1], b, i, k); };
+      auto rm = [&](int64_t k, int64_t j) { return k <= j ? at(r[0], b, k, j) : C(0); };
+      auto qh = [&](int64_t i, int64_t k) { return std::conj(at(r[1], b, k, i)); };
+      EXPECT_LE(product_error(5, 3, 3, qm, rm, [&](int64_t i, int64_t j) { return at(a, b, i, j); }), tol) << "Q R = A";
+      EXPECT_LE(product_error(3, 5, 3, qh, qm, [](int64_t i, int64_t j) { return C(i == j); }), tol) << "Q^H Q = I";
+      for (int64_t i = 0; i < 3; ++i)
+        for (int64_t j = 0; j < 3; ++j) {
+          EXPECT_LE(std::abs(rm(i, j) - at(want[nr], b, i, j)), tol) << std::string(ir::spelling(e)) << " R " << i << j;
+          EXPECT_LE(std::abs(at(r[1], b, i + 2, j) - at(want[nq], b, i + 2, j)), tol) << std::string(ir::spelling(e)) << " Q";
+        }
+    }
+  }
+}
+
+TEST(LapackSolvers, GeqrfApiVersion2ReturnsInfoAndAZeroWorkspace) {
+  // A wide matrix (m < n): R is 3 x 5, upper trapezoidal, as numpy.linalg.qr gives it.
+  Literal a = matrix(ElementType::f64, {3, 5}, 1.5);
+  std::string tuple = "tuple<tensor<3x5xf64>, tensor<3xf64>, tensor<i32>, tensor<7xf64>>";
+  std::string body =
+      "    %b = stablehlo.constant dense<1> : tensor<i32>\n    %m = stablehlo.constant dense<3> : tensor<i32>\n"
+      "    %n = stablehlo.constant dense<5> : tensor<i32>\n    %w = stablehlo.constant dense<7> : tensor<i32>\n"
+      "    %0 = stablehlo.custom_call @lapack_dgeqrf(%b, %m, %n, %w, %a) {api_version = 2 : i32} : (tensor<i32>, "
+      "tensor<i32>, tensor<i32>, tensor<i32>, tensor<3x5xf64>) -> " + tuple + "\n"
+      "    %1 = stablehlo.get_tuple_element %0[0] : (" + tuple + ") -> tensor<3x5xf64>\n"
+      "    %2 = stablehlo.get_tuple_element %0[2] : (" + tuple + ") -> tensor<i32>\n"
+      "    %3 = stablehlo.get_tuple_element %0[3] : (" + tuple + ") -> tensor<7xf64>\n"
+      "    return %1, %2, %3 : tensor<3x5xf64>, tensor<i32>, tensor<7xf64>\n";
+  std::vector<Literal> r = run(a, body, {a.type(), Type(ElementType::i32, {}), Type(ElementType::f64, {7})});
+  Literal want = testing::numpy("np.linalg.qr(a0)[1]", {a});
+  for (int64_t i = 0; i < 3; ++i)
+    for (int64_t j = i; j < 5; ++j) EXPECT_NEAR(r[0].get_double(i * 5 + j), want.get_double(i * 5 + j), 1e-12) << i << j;
+  EXPECT_EQ(r[1].get_int(0), 0);
+  for (int64_t i = 0; i < 7; ++i) EXPECT_EQ(r[2].get_double(i), 0.0);
+}
+
+TEST(LapackSolvers, EighReadsOnlyItsTriangleAndGivesAscendingValuesAndUnitaryVectors) {
+  for (ElementType e : kTypes) {
+    for (bool lower : {true, false}) {
+      // The other triangle holds values that are not the matrix's: LAPACK must not read them.
+      Literal a = matrix(e, {2, 4, 4}, 0.5);
+      ElementType re = ir::real_type(e);
+      std::string routine = ir::is_complex(e) ? "heevd" : "syevd";
+      std::vector<Literal> r =
+          call(fmt::format("lapack_{}{}_ffi", letter(e), routine),
+               fmt::format("mhlo.backend_config = {{mode = 86 : ui8, uplo = {} : ui8}}", lower ? 76 : 85), a,
+               {a.type(), batched(re, {2}, {4}), Type(ElementType::i32, {2})});
+      Literal w = testing::numpy(fmt::format("np.linalg.eigvalsh(a0, UPLO='{}').astype({})", lower ? 'L' : 'U',
+                                             testing::numpy_dtype(re)),
+                                 {a});
+      expect_close(r[1], w, 10 * tolerance(e), std::string(ir::spelling(e)));
+      double tol = 10 * tolerance(e);
+      for (int64_t b = 0; b < 2; ++b) {
+        EXPECT_EQ(r[2].get_int(b), 0);
+        // The Hermitian matrix the triangle stands for.
+        auto h = [&](int64_t i, int64_t j) {
+          bool stored = lower ? i >= j : i <= j;
+          C v = stored ? at(a, b, i, j) : std::conj(at(a, b, j, i));
+          return i == j ? C(v.real()) : v;
+        };
+        auto v = [&](int64_t i, int64_t j) { return at(r[0], b, i, j); };
+        auto vh = [&](int64_t i, int64_t j) { return std::conj(at(r[0], b, j, i)); };
+        auto vw = [&](int64_t i, int64_t j) { return at(r[0], b, i, j) * r[1].get_double(b * 4 + j); };
+        EXPECT_LE(product_error(4, 4, 4, h, v, vw), tol) << std::string(ir::spelling(e)) << " A V = V diag(w), lower " << lower;
+        EXPECT_LE(product_error(4, 4, 4, vh, v, [](int64_t i, int64_t j) { return C(i == j); }), tol) << "V^H V = I";
+        for (int64_t i = 0; i + 1 < 4; ++i) EXPECT_LE(r[1].get_double(b * 4 + i), r[1].get_double(b * 4 + i + 1));
+      }
+    }
+  }
+}
+
+TEST(LapackSolvers, EighApiVersion2AndItsWorkspaces) {
+  // [[2, 1], [1, 2]] (upper triangle garbage): eigenvalues 1 and 3, vectors (1, -1) / sqrt(2), (1, 1) / sqrt(2).
+  Literal a = Literal::from_doubles(Type(ElementType::f32, {2, 2}), std::vector<double>{2, 99, 1, 2});
+  std::string tuple = "tuple<tensor<2x2xf32>, tensor<2xf32>, tensor<i32>, tensor<17xf32>, tensor<13xi32>>";
+  std::string body =
+      "    %l = stablehlo.constant dense<1> : tensor<i32>\n    %b = stablehlo.constant dense<1> : tensor<i32>\n"
+      "    %n = stablehlo.constant dense<2> : tensor<i32>\n"
+      "    %0 = stablehlo.custom_call @lapack_ssyevd(%l, %b, %n, %a) {api_version = 2 : i32, operand_layouts = [dense<> : "
+      "tensor<0xindex>, dense<> : tensor<0xindex>, dense<> : tensor<0xindex>, dense<[0, 1]> : tensor<2xindex>]} : "
+      "(tensor<i32>, tensor<i32>, tensor<i32>, tensor<2x2xf32>) -> " + tuple + "\n"
+      "    %1 = stablehlo.get_tuple_element %0[0] : (" + tuple + ") -> tensor<2x2xf32>\n"
+      "    %2 = stablehlo.get_tuple_element %0[1] : (" + tuple + ") -> tensor<2xf32>\n"
+      "    return %1, %2 : tensor<2x2xf32>, tensor<2xf32>\n";
+  std::vector<Literal> r = run(a, body, {a.type(), Type(ElementType::f32, {2})});
+  EXPECT_NEAR(r[1].get_double(0), 1.0, 1e-6);
+  EXPECT_NEAR(r[1].get_double(1), 3.0, 1e-6);
+  double h = std::sqrt(0.5);
+  EXPECT_NEAR(std::abs(r[0].get_double(0)), h, 1e-6);  // column 0: (1, -1) / sqrt(2) up to sign
+  EXPECT_NEAR(r[0].get_double(0) + r[0].get_double(2), 0.0, 1e-6);
+  EXPECT_NEAR(r[0].get_double(1) - r[0].get_double(3), 0.0, 1e-6);  // column 1: (1, 1) / sqrt(2) up to sign
+}
+
+}  // namespace
+}  // namespace tessera::interp
