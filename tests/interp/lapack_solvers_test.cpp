@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <complex>
 
@@ -207,6 +208,133 @@ TEST(LapackSolvers, EighApiVersion2AndItsWorkspaces) {
   EXPECT_NEAR(std::abs(r[0].get_double(0)), h, 1e-6);  // column 0: (1, -1) / sqrt(2) up to sign
   EXPECT_NEAR(r[0].get_double(0) + r[0].get_double(2), 0.0, 1e-6);
   EXPECT_NEAR(r[0].get_double(1) - r[0].get_double(3), 0.0, 1e-6);  // column 1: (1, 1) / sqrt(2) up to sign
+}
+
+// U diag(s) V^H = A with orthonormal U and V, s descending and NumPy's, for gesdd (and gesvd)
+// in modes 'A' (full), 'S' (reduced) and 'N' (values only).
+void check_svd(ElementType e, const std::string& routine, char mode, int64_t m, int64_t n) {
+  SCOPED_TRACE(fmt::format("{} {} mode {} {}x{}", ir::spelling(e), routine, mode, m, n));
+  int64_t k = std::min(m, n), ucols = mode == 'A' ? m : k, vrows = mode == 'A' ? n : k;
+  Literal a = matrix(e, {2, m, n}, 0.75);
+  ElementType re = ir::real_type(e);
+  std::vector<Type> types = {a.type(), batched(re, {2}, {k}), batched(e, {2}, {m, ucols}), batched(e, {2}, {vrows, n}),
+                             Type(ElementType::i32, {2})};
+  std::vector<Literal> r = call(fmt::format("lapack_{}{}_ffi", letter(e), routine),
+                                fmt::format("mhlo.backend_config = {{mode = {} : ui8}}", int(mode)), a, types);
+  Literal s = testing::numpy(fmt::format("np.linalg.svd(a0, compute_uv=False).astype({})", testing::numpy_dtype(re)), {a});
+  double tol = 10 * tolerance(e);
+  expect_close(r[1], s, tol, "s");
+  for (int64_t b = 0; b < 2; ++b) {
+    EXPECT_EQ(r[4].get_int(b), 0);
+    for (int64_t i = 0; i + 1 < k; ++i) EXPECT_GE(r[1].get_double(b * k + i), r[1].get_double(b * k + i + 1));
+    if (mode == 'N') continue;
+    auto us = [&](int64_t i, int64_t j) { return j < k ? at(r[2], b, i, j) * r[1].get_double(b * k + j) : C(0); };
+    auto vt = [&](int64_t i, int64_t j) { return i < k ? at(r[3], b, i, j) : C(0); };
+    EXPECT_LE(product_error(m, std::min(ucols, vrows), n, us, vt, [&](int64_t i, int64_t j) { return at(a, b, i, j); }), tol)
+        << "U diag(s) V^H = A";
+    auto uh = [&](int64_t i, int64_t j) { return std::conj(at(r[2], b, j, i)); };
+    auto u = [&](int64_t i, int64_t j) { return at(r[2], b, i, j); };
+    EXPECT_LE(product_error(ucols, m, ucols, uh, u, [](int64_t i, int64_t j) { return C(i == j); }), tol) << "U^H U = I";
+    auto v = [&](int64_t i, int64_t j) { return at(r[3], b, i, j); };
+    auto vh = [&](int64_t i, int64_t j) { return std::conj(at(r[3], b, j, i)); };
+    EXPECT_LE(product_error(vrows, n, vrows, v, vh, [](int64_t i, int64_t j) { return C(i == j); }), tol) << "V^H V = I";
+  }
+}
+
+TEST(LapackSolvers, SvdReconstructsTheMatrixWithOrthonormalFactorsInEveryMode) {
+  for (ElementType e : kTypes) {
+    check_svd(e, "gesdd", 'A', 4, 3);
+    check_svd(e, "gesdd", 'S', 3, 5);
+    check_svd(e, "gesdd", 'N', 4, 4);
+    check_svd(e, "gesvd", 'S', 5, 3);
+  }
+}
+
+TEST(LapackSolvers, GesddApiVersion2WithItsWorkspaces) {
+  // full_matrices 0, compute_uv 1: mode 'S'; [[3, 0], [0, -4]] has singular values 4, 3.
+  Literal a = Literal::from_doubles(Type(ElementType::f64, {2, 2}), std::vector<double>{3, 0, 0, -4});
+  std::string tuple =
+      "tuple<tensor<2x2xf64>, tensor<2xf64>, tensor<2x2xf64>, tensor<2x2xf64>, tensor<i32>, tensor<16xi32>, tensor<40xf64>>";
+  std::string body =
+      "    %f = stablehlo.constant dense<0> : tensor<i32>\n    %u = stablehlo.constant dense<1> : tensor<i32>\n"
+      "    %b = stablehlo.constant dense<1> : tensor<i32>\n    %n = stablehlo.constant dense<2> : tensor<i32>\n"
+      "    %w = stablehlo.constant dense<40> : tensor<i32>\n"
+      "    %0 = stablehlo.custom_call @lapack_dgesdd(%f, %u, %b, %n, %n, %w, %a) {api_version = 2 : i32} : (tensor<i32>, "
+      "tensor<i32>, tensor<i32>, tensor<i32>, tensor<i32>, tensor<i32>, tensor<2x2xf64>) -> " + tuple + "\n"
+      "    %1 = stablehlo.get_tuple_element %0[1] : (" + tuple + ") -> tensor<2xf64>\n"
+      "    %2 = stablehlo.get_tuple_element %0[2] : (" + tuple + ") -> tensor<2x2xf64>\n"
+      "    %3 = stablehlo.get_tuple_element %0[3] : (" + tuple + ") -> tensor<2x2xf64>\n"
+      "    return %1, %2, %3 : tensor<2xf64>, tensor<2x2xf64>, tensor<2x2xf64>\n";
+  std::vector<Literal> r = run(a, body, {Type(ElementType::f64, {2}), a.type(), a.type()});
+  EXPECT_NEAR(r[0].get_double(0), 4, 1e-14);
+  EXPECT_NEAR(r[0].get_double(1), 3, 1e-14);
+  // u[:, 0] s0 vt[0, :] is the -4 entry: |u[1][0]| = |vt[0][1]| = 1, their product -1.
+  EXPECT_NEAR(r[1].get_double(2) * r[2].get_double(1), -1, 1e-14);
+  EXPECT_NEAR(r[1].get_double(1) * r[2].get_double(2), 1, 1e-14);
+}
+
+TEST(LapackSolvers, GeevGivesRightAndLeftEigenvectorsAndUnpacksConjugatePairs) {
+  // A rotation block and 2: eigenvalues +-i and 2 (a conjugate pair in the real routine).
+  for (ElementType e : kTypes) {
+    SCOPED_TRACE(std::string(ir::spelling(e)));
+    Literal a(Type(e, {3, 3}));
+    std::vector<double> v = {0, -1, 0, 1, 0, 0, 0.5, 0.25, 2};
+    for (int64_t i = 0; i < 9; ++i) a.set_complex(i, v[static_cast<size_t>(i)]);
+    bool complex = ir::is_complex(e);
+    ElementType ce = complex ? e : (e == ElementType::f32 ? ElementType::c64 : ElementType::c128);
+    std::vector<Type> types;
+    if (complex) types = {Type(e, {3})};
+    else types = {Type(e, {3}), Type(e, {3})};
+    types.insert(types.end(), {Type(ce, {3, 3}), Type(ce, {3, 3}), Type(ElementType::i32, {})});
+    std::vector<Literal> r = call(fmt::format("lapack_{}geev_ffi", letter(e)),
+                                  "mhlo.backend_config = {compute_left = 86 : ui8, compute_right = 86 : ui8}", a, types);
+    size_t vl = complex ? 1 : 2;
+    auto w = [&](int64_t j) { return complex ? r[0].get_complex(j) : C(r[0].get_double(j), r[1].get_double(j)); };
+    EXPECT_EQ(r[vl + 2].get_int(0), 0);
+    std::vector<C> got = {w(0), w(1), w(2)};
+    std::sort(got.begin(), got.end(), [](C x, C y) { return x.imag() < y.imag() || (x.imag() == y.imag() && x.real() < y.real()); });
+    double tol = 10 * tolerance(e);
+    EXPECT_LE(std::abs(got[0] - C(0, -1)), tol);
+    EXPECT_LE(std::abs(got[1] - C(2, 0)), tol);
+    EXPECT_LE(std::abs(got[2] - C(0, 1)), tol);
+    auto am = [&](int64_t i, int64_t j) { return at(a, 0, i, j); };
+    auto vr = [&](int64_t i, int64_t j) { return at(r[vl + 1], 0, i, j); };
+    auto vlh = [&](int64_t i, int64_t j) { return std::conj(at(r[vl], 0, j, i)); };
+    EXPECT_LE(product_error(3, 3, 3, am, vr, [&](int64_t i, int64_t j) { return vr(i, j) * w(j); }), tol) << "A vr = vr w";
+    EXPECT_LE(product_error(3, 3, 3, vlh, am, [&](int64_t i, int64_t j) { return w(i) * vlh(i, j); }), tol) << "vl^H A = w vl^H";
+    for (int64_t j = 0; j < 3; ++j) {
+      double norm = 0;
+      for (int64_t i = 0; i < 3; ++i) norm += std::norm(vr(i, j));
+      EXPECT_NEAR(norm, 1, tol) << "column " << j << " of unit norm";
+    }
+  }
+}
+
+TEST(LapackSolvers, GeevOfANonFiniteMatrixSetsInfoMinus4) {
+  Literal a = Literal::from_doubles(Type(ElementType::f64, {2, 2, 2}), std::vector<double>{1, 0, 0, 2, INFINITY, 0, 0, 1});
+  std::vector<Literal> r = call("lapack_dgeev_ffi", "mhlo.backend_config = {compute_left = 78 : ui8, compute_right = 86 : ui8}", a,
+                                {Type(ElementType::f64, {2, 2}), Type(ElementType::f64, {2, 2}), Type(ElementType::c128, {2, 2, 2}),
+                                 Type(ElementType::c128, {2, 2, 2}), Type(ElementType::i32, {2})});
+  EXPECT_EQ(r[4].get_int(0), 0);
+  EXPECT_EQ(r[4].get_int(1), -4);
+  EXPECT_EQ(r[0].get_double(0) + r[0].get_double(1), 3.0);
+}
+
+TEST(LapackSolvers, AMismatchedTypeOrARowMajorLayoutIsRefusedByName) {
+  auto message = [](const std::string& target, const std::string& attrs, const Literal& a) {
+    try {
+      call(target, attrs, a, {a.type(), Type(a.element(), {2})});
+    } catch (const support::UserError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  Literal a = matrix(ElementType::f32, {2, 2}, 0);
+  EXPECT_NE(message("lapack_dgeqrf_ffi", "", a).find("@lapack_dgeqrf_ffi takes f64 matrices, not tensor<2x2xf32>"),
+            std::string::npos);
+  EXPECT_NE(message("lapack_sgeqrf_ffi", "operand_layouts = [dense<[1, 0]> : tensor<2xindex>]", a)
+                .find("@lapack_sgeqrf_ffi: a row-major layout of operand 0 is not supported"),
+            std::string::npos);
 }
 
 }  // namespace
