@@ -460,8 +460,9 @@ std::optional<Results> eval_solvers(const EvalContext& ctx, const std::string& t
   char t = target[7];
   const Literal& a = ctx.operand(descriptors);
   check_type(ctx, target, t, a);
-  for (size_t i = descriptors; i < ctx.num_operands(); ++i)
-    if (row_major(ctx, i)) ctx.fail("@{}: a row-major layout of operand {} is not supported (JAX passes column-major)", target, i);
+  // Only the matrix's layout matters: orgqr's tau is a batch of vectors ([1, 0] when batched).
+  if (row_major(ctx, descriptors))
+    ctx.fail("@{}: a row-major layout of operand {} is not supported (JAX passes column-major)", target, descriptors);
   bool v2 = descriptors > 0;
   auto flag = [&](size_t i, int64_t otherwise) { return v2 && i < descriptors ? ctx.operand(i).get_int(0) : otherwise; };
   switch (routine) {
