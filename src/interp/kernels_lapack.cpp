@@ -1,8 +1,8 @@
 // The LAPACK custom calls that JAX's CPU lowering emits for its linear-algebra primitives, as the
 // interpreter runs them: Cholesky (`lapack_{s,d,c,z}potrf`) and LU with partial pivoting
 // (`lapack_{s,d,c,z}getrf`), each in both calling conventions JAX has used, and the BLAS
-// triangular solve of older jaxlibs' triangular_solve and lu_solve (`blas_{s,d,c,z}trsm`,
-// api_version 2 only):
+// triangular solve of jaxlibs' triangular_solve and lu_solve (older: `blas_{s,d,c,z}trsm`,
+// api_version 2; later: `lapack_{s,d,c,z}trsm_ffi`, typed FFI):
 //   - api_version 2 (jaxlib before the FFI): leading i32 scalar operands describing the problem
 //     (potrf: lower, batch, n; getrf: batch, m, n), then the matrices; one tuple result;
 //   - `_ffi` (typed FFI): the matrices only, potrf's triangle in `mhlo.backend_config`'s
@@ -332,6 +332,23 @@ std::optional<Results> eval_lapack(const EvalContext& ctx, const std::string& ta
     if (row_major(ctx, index)) ctx.fail("@{}: a row-major matrix layout is not supported (JAX passes column-major)", target);
     auto [lu, ipiv, info] = getrf(ctx, a);
     return package(ctx, {std::move(lu), std::move(ipiv), std::move(info)});
+  }
+  if (is_routine(target, "trsm", ffi)) {
+    // The typed-FFI triangular solve of later jaxlibs: (a, b[, alpha]) with `side` (76 'L',
+    // 82 'R'), `uplo` (76, 85), `trans_x` (78 'N', 84 'T', 67 'C') and `diag` (78, 85 'U').
+    if (ctx.num_operands() != 2 && ctx.num_operands() != 3)
+      ctx.fail("@{} takes 2 or 3 operands (a, b[, alpha]), got {}", target, ctx.num_operands());
+    const Literal& a = ctx.operand(0);
+    check_type(ctx, target, target[7], a);
+    check_type(ctx, target, target[7], ctx.operand(1));
+    if (row_major(ctx, 0) || row_major(ctx, 1))
+      ctx.fail("@{}: a row-major matrix layout is not supported (JAX passes column-major)", target);
+    int64_t trans_x = config_int(ctx, "trans_x").value_or('N');
+    int64_t trans = trans_x == 'T' ? 1 : trans_x == 'C' ? 2 : 0;
+    C alpha = ctx.num_operands() == 3 ? ctx.operand(2).get_complex(0) : C(1);
+    Literal x = trsm(ctx, config_int(ctx, "side").value_or('L') != 'R', config_int(ctx, "uplo").value_or('L') != 'U',
+                     trans, config_int(ctx, "diag").value_or('N') == 'U', alpha, a, ctx.operand(1));
+    return package(ctx, {std::move(x)});
   }
   if (target.size() == 10 && target.rfind("blas_", 0) == 0 && target.substr(6) == "trsm" &&
       std::string("sdcz").find(target[5]) != std::string::npos) {

@@ -29,23 +29,12 @@
 #include <type_traits>
 
 #include "interp/kernels.h"
-#include "interp/lapack_common.h"
-
-namespace tessera::interp::lapack {
-namespace {
-
-using ir::Literal;
-using ir::Type;
-using cf = std::complex<float>;
-using cd = std::complex<double>;
-
-}  // namespace
-}  // namespace tessera::interp::lapack
+#include "interp/lapack_buffers.h"
 
 // LAPACK's Fortran entry points (gfortran's convention: every argument by address, a hidden
 // length after the arguments for each character argument).
 extern "C" {
-using lint = int;
+using tessera::interp::lapack::lint;
 using flen = size_t;
 #define TESSERA_GEQRF(p, T) void p##geqrf_(const lint*, const lint*, T*, const lint*, T*, T*, const lint*, lint*);
 TESSERA_GEQRF(s, float)
@@ -102,18 +91,8 @@ TESSERA_GEEV_COMPLEX(z, tessera::interp::lapack::cd, double)
 namespace tessera::interp::lapack {
 namespace {
 
-template <class T>
-constexpr bool kComplex = !std::is_floating_point_v<T>;
-template <class T>
-struct RealOf {
-  using type = T;
-};
-template <class T>
-struct RealOf<std::complex<T>> {
-  using type = T;
-};
-template <class T>
-using Real = typename RealOf<T>::type;
+using ir::Literal;
+using ir::Type;
 
 // LAPACK's routines for element type T, by overload.
 // clang-format off
@@ -126,62 +105,6 @@ void orgqr(lint m, lint n, lint k, double* a, const double* tau, double* w, lint
 void orgqr(lint m, lint n, lint k, cf* a, const cf* tau, cf* w, lint lw, lint* info) { cungqr_(&m, &n, &k, a, &m, tau, w, &lw, info); }
 void orgqr(lint m, lint n, lint k, cd* a, const cd* tau, cd* w, lint lw, lint* info) { zungqr_(&m, &n, &k, a, &m, tau, w, &lw, info); }
 // clang-format on
-
-// A LAPACK workspace size answered by a query call (lwork = -1 writes it to work[0]).
-template <class T>
-lint queried(const T& w) {
-  return std::max<lint>(1, static_cast<lint>(std::real(w)));
-}
-
-// The matrix `b` of `a` (row-major, logical) as LAPACK's column-major array, and back.
-template <class T>
-std::vector<T> gather(const Literal& a, int64_t b, int64_t rows, int64_t cols) {
-  const T* src = reinterpret_cast<const T*>(a.bytes().data()) + b * rows * cols;
-  std::vector<T> out(static_cast<size_t>(std::max<int64_t>(1, rows * cols)));
-  for (int64_t i = 0; i < rows; ++i)
-    for (int64_t j = 0; j < cols; ++j) out[static_cast<size_t>(j * rows + i)] = src[i * cols + j];
-  return out;
-}
-template <class T>
-void scatter(Literal& out, int64_t b, int64_t rows, int64_t cols, const T* in, int64_t ld) {
-  T* dst = reinterpret_cast<T*>(out.bytes().data()) + b * rows * cols;
-  for (int64_t i = 0; i < rows; ++i)
-    for (int64_t j = 0; j < cols; ++j) dst[i * cols + j] = in[j * ld + i];
-}
-template <class T>
-void put(Literal& out, int64_t b, int64_t n, const T* in) {
-  std::memcpy(reinterpret_cast<T*>(out.bytes().data()) + b * n, in, static_cast<size_t>(n) * sizeof(T));
-}
-
-// A type of the batch dimensions of `a` followed by `tail`.
-Type batched(const Literal& a, ir::ElementType e, std::vector<int64_t> tail) {
-  std::vector<int64_t> s(a.shape().begin(), a.shape().end() - 2);
-  s.insert(s.end(), tail.begin(), tail.end());
-  return Type(e, s);
-}
-
-// The declared result types, the members of a tuple result (api_version 2) or the results.
-std::vector<Type> declared(const EvalContext& ctx) {
-  if (ctx.op.num_results() == 1 && ctx.result_type(0).is_tuple()) return ctx.result_type(0).elements;
-  std::vector<Type> t;
-  for (size_t i = 0; i < ctx.op.num_results(); ++i) t.push_back(ctx.result_type(i));
-  return t;
-}
-
-// `values` at their result positions (nullopt: a workspace, returned as zeros of its declared
-// type), packaged as the op declares: the first `required` must be declared, the others (an info
-// that the latest jaxlibs no longer return) are dropped when they are not.
-Results finish(const EvalContext& ctx, std::vector<std::optional<Literal>> values, size_t required) {
-  std::vector<Type> types = declared(ctx);
-  if (types.size() < required) ctx.fail("declares {} results, the routine gives {}", types.size(), required);
-  std::vector<Literal> out;
-  for (size_t i = 0; i < types.size(); ++i) {
-    if (i < values.size() && values[i]) out.push_back(std::move(*values[i]));
-    else if (!types[i].is_tensor() || !types[i].is_static()) ctx.fail("result {} is not a static tensor", i);
-    else out.emplace_back(types[i]);
-  }
-  return package(ctx, std::move(out));
-}
 
 // QR: Householder vectors below the diagonal and R on and above it, tau, info.
 template <class T>
@@ -423,17 +346,6 @@ Results run_geev(const EvalContext& ctx, const Literal& a, char jobvl, char jobv
   return finish(ctx, std::move(r), required);
 }
 
-// Calls `f` with a value of the C++ element type of routine letter `t`.
-template <class F>
-Results by_type(char t, F&& f) {
-  switch (t) {
-    case 's': return f(float{});
-    case 'd': return f(double{});
-    case 'c': return f(cf{});
-    default: return f(cd{});
-  }
-}
-
 }  // namespace
 
 std::optional<Results> eval_solvers(const EvalContext& ctx, const std::string& target) {
@@ -449,7 +361,7 @@ std::optional<Results> eval_solvers(const EvalContext& ctx, const std::string& t
   else if (is("gesdd", nullptr)) routine = Routine::Gesdd;
   else if (is("gesvd", nullptr)) routine = Routine::Gesvd;
   else if (is("geev", nullptr)) routine = Routine::Geev;
-  else return std::nullopt;
+  else return eval_reductions(ctx, target);
   // api_version 2's scalar descriptors come first; the typed-FFI forms (with or without the
   // `_ffi` suffix) pass the matrices alone.
   size_t descriptors = 0;

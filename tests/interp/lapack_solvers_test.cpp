@@ -337,5 +337,89 @@ TEST(LapackSolvers, AMismatchedTypeOrARowMajorLayoutIsRefusedByName) {
             std::string::npos);
 }
 
+// Whether each of `got` (n values) is within `tol` of a distinct one of `want`.
+void expect_same_values(const std::vector<C>& got, const Literal& want, double tol, const std::string& what) {
+  std::vector<bool> used(static_cast<size_t>(want.num_elements()));
+  ASSERT_EQ(static_cast<int64_t>(got.size()), want.num_elements()) << what;
+  for (C g : got) {
+    int64_t best = -1;
+    for (int64_t j = 0; j < want.num_elements(); ++j)
+      if (!used[static_cast<size_t>(j)] && (best < 0 || std::abs(want.get_complex(j) - g) < std::abs(want.get_complex(best) - g)))
+        best = j;
+    ASSERT_GE(best, 0);
+    used[static_cast<size_t>(best)] = true;
+    EXPECT_LE(std::abs(want.get_complex(best) - g), tol) << what << ": " << g.real() << " + " << g.imag() << "i";
+  }
+}
+
+TEST(LapackSolvers, GeesGivesAUnitarySimilarityToATriangularForm) {
+  for (ElementType e : kTypes) {
+    SCOPED_TRACE(std::string(ir::spelling(e)));
+    bool complex = ir::is_complex(e);
+    Literal a = matrix(e, {2, 4, 4}, 2.0);
+    std::vector<Type> types = {a.type(), a.type(), batched(e, {2}, {4})};
+    if (!complex) types.push_back(batched(e, {2}, {4}));
+    types.insert(types.end(), {Type(ElementType::i32, {2}), Type(ElementType::i32, {2})});
+    std::vector<Literal> r = call(fmt::format("lapack_{}gees_ffi", letter(e)),
+                                  "mhlo.backend_config = {mode = 86 : ui8, sort = 78 : ui8}", a, types);
+    Literal want = testing::numpy("np.linalg.eigvals(a0).astype(np.complex128)", {a});
+    double tol = 10 * tolerance(e);
+    size_t info = complex ? 4 : 5;
+    for (int64_t b = 0; b < 2; ++b) {
+      EXPECT_EQ(r[info].get_int(b), 0);
+      auto t = [&](int64_t i, int64_t j) { return at(r[0], b, i, j); };
+      auto z = [&](int64_t i, int64_t j) { return at(r[1], b, i, j); };
+      auto zh = [&](int64_t i, int64_t j) { return std::conj(at(r[1], b, j, i)); };
+      // A Z = Z T, Z unitary, T upper triangular (real: quasi-, with 2 x 2 blocks).
+      EXPECT_LE(product_error(4, 4, 4, [&](int64_t i, int64_t k) { return at(a, b, i, k); }, z,
+                              [&](int64_t i, int64_t j) {
+                                C s = 0;
+                                for (int64_t k = 0; k < 4; ++k) s += z(i, k) * t(k, j);
+                                return s;
+                              }),
+                tol) << "A Z = Z T";
+      EXPECT_LE(product_error(4, 4, 4, zh, z, [](int64_t i, int64_t j) { return C(i == j); }), tol) << "Z^H Z = I";
+      for (int64_t i = 0; i < 4; ++i)
+        for (int64_t j = 0; j + (complex ? 1 : 2) <= i; ++j) EXPECT_EQ(t(i, j), C(0)) << "T " << i << j;
+      std::vector<C> w;
+      for (int64_t j = 0; j < 4; ++j)
+        w.push_back(complex ? r[2].get_complex(b * 4 + j) : C(r[2].get_double(b * 4 + j), r[3].get_double(b * 4 + j)));
+      Literal wb(Type(ElementType::c128, {4}));
+      for (int64_t j = 0; j < 4; ++j) wb.set_complex(j, want.get_complex(b * 4 + j));
+      expect_same_values(w, wb, tol, "eigenvalues");
+    }
+  }
+}
+
+TEST(LapackSolvers, GehrdAndSytrdKeepTheEigenvaluesInTheirCondensedForms) {
+  for (ElementType e : kTypes) {
+    SCOPED_TRACE(std::string(ir::spelling(e)));
+    ElementType re = ir::real_type(e);
+    Literal a = matrix(e, {5, 5}, 3.0);
+    double tol = 10 * tolerance(e);
+    // gehrd: the upper Hessenberg part of the result has A's eigenvalues.
+    std::vector<Literal> h = call(fmt::format("lapack_{}gehrd_ffi", letter(e)), "mhlo.backend_config = {high = 5 : i32, low = 1 : i32}",
+                                  a, {a.type(), Type(e, {4}), Type(ElementType::i32, {})});
+    EXPECT_EQ(h[2].get_int(0), 0);
+    NumPy np;
+    size_t hw = np.add("np.linalg.eigvals(np.triu(a0, -1)).astype(np.complex128)", {h[0]});
+    size_t aw = np.add("np.linalg.eigvals(a0).astype(np.complex128)", {a});
+    // sytrd/hetrd on the lower triangle: tridiag(e, d, e) has the Hermitian matrix's eigenvalues.
+    std::vector<Literal> t =
+        call(fmt::format("lapack_{}{}_ffi", letter(e), ir::is_complex(e) ? "hetrd" : "sytrd"), "mhlo.backend_config = {uplo = 76 : ui8}",
+             a, {a.type(), Type(re, {5}), Type(re, {4}), Type(e, {4}), Type(ElementType::i32, {})});
+    EXPECT_EQ(t[4].get_int(0), 0);
+    size_t tw = np.add("np.linalg.eigvalsh(np.diag(a0) + np.diag(a1, 1) + np.diag(a1, -1)).astype(np.complex128)", {t[1], t[2]});
+    size_t sw = np.add("np.linalg.eigvalsh(a0, UPLO='L').astype(np.complex128)", {a});
+    std::vector<Literal> w = np.run();
+    std::vector<C> got;
+    for (int64_t i = 0; i < 5; ++i) got.push_back(w[hw].get_complex(i));
+    expect_same_values(got, w[aw], 100 * tol, "gehrd");
+    got.clear();
+    for (int64_t i = 0; i < 5; ++i) got.push_back(w[tw].get_complex(i));
+    expect_same_values(got, w[sw], 10 * tol, "sytrd");
+  }
+}
+
 }  // namespace
 }  // namespace tessera::interp
