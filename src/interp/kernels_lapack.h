@@ -1,6 +1,6 @@
 // LAPACK custom calls of JAX's CPU lowering (kernels_lapack.cpp: potrf, getrf, trsm; through
 // kernels_lapack_solvers.cpp: geqrf, orgqr, syevd, gesdd, gesvd, geev; kernels_lapack_reductions.cpp:
-// gees, gehrd, sytrd).
+// gees, gehrd, sytrd, geqp3, gtsv).
 #pragma once
 
 #include <optional>

@@ -2,7 +2,9 @@
 // unitary similarity, run by OpenBLAS's LAPACK as the other factorizations are
 // (kernels_lapack_solvers.cpp says why): the Schur decomposition (`gees`, jax.scipy.linalg.schur),
 // the Hessenberg form (`gehrd`, jax.lax.linalg.hessenberg) and the tridiagonal form of a
-// symmetric or Hermitian matrix (`sytrd`/`hetrd`, jax.lax.linalg.tridiagonal).
+// symmetric or Hermitian matrix (`sytrd`/`hetrd`, jax.lax.linalg.tridiagonal); and two routines
+// that only the typed FFI has: QR with column pivoting (`geqp3`, jax.scipy.linalg.qr with
+// pivoting) and the tridiagonal solve (`gtsv`, jax.lax.linalg.tridiagonal_solve).
 //
 // Conventions (jaxlib's lapack_kernels), matrices column-major in the last two dimensions:
 //   - gees: `mode` (86 'V' Schur vectors, 78 'N') and `sort` (78 'N'; JAX supplies no selection
@@ -14,6 +16,10 @@
 //     info, work).
 //   - sytrd/hetrd: `uplo` -> (a with the reflectors, d[n], e[n - 1], tau[n - 1], info); api_version
 //     2 (n, lower, lda, batch, lwork, a) -> (a, d, e, tau, info, work).
+//   - geqp3: (a, jpvt) -> (a: R and the reflectors, jpvt: the 1-based column permutation, tau);
+//     a nonzero jpvt entry on input keeps its column in front, as LAPACK's does.
+//   - gtsv: (dl, d, du, b) -> (dl, d, du as LAPACK's elimination leaves them, x, info); the
+//     diagonals are batches of vectors of b's row count, dl's first and du's last entry unused.
 // Workspaces declared as results are returned as zeros (lapack_buffers.h).
 #include <algorithm>
 
@@ -47,6 +53,19 @@ TESSERA_SYTRD(ssytrd, float, float)
 TESSERA_SYTRD(dsytrd, double, double)
 TESSERA_SYTRD(chetrd, tessera::interp::lapack::cf, float)
 TESSERA_SYTRD(zhetrd, tessera::interp::lapack::cd, double)
+#define TESSERA_GEQP3_REAL(p, T) \
+  void p##geqp3_(const lint*, const lint*, T*, const lint*, lint*, T*, T*, const lint*, lint*);
+TESSERA_GEQP3_REAL(s, float)
+TESSERA_GEQP3_REAL(d, double)
+#define TESSERA_GEQP3_COMPLEX(p, T, R) \
+  void p##geqp3_(const lint*, const lint*, T*, const lint*, lint*, T*, T*, const lint*, R*, lint*);
+TESSERA_GEQP3_COMPLEX(c, tessera::interp::lapack::cf, float)
+TESSERA_GEQP3_COMPLEX(z, tessera::interp::lapack::cd, double)
+#define TESSERA_GTSV(p, T) void p##gtsv_(const lint*, const lint*, T*, T*, T*, T*, const lint*, lint*);
+TESSERA_GTSV(s, float)
+TESSERA_GTSV(d, double)
+TESSERA_GTSV(c, tessera::interp::lapack::cf)
+TESSERA_GTSV(z, tessera::interp::lapack::cd)
 }
 
 namespace tessera::interp::lapack {
@@ -63,6 +82,10 @@ void sytrd(char u, lint n, float* a, float* d, float* e, float* tau, float* w, l
 void sytrd(char u, lint n, double* a, double* d, double* e, double* tau, double* w, lint lw, lint* info) { dsytrd_(&u, &n, a, &n, d, e, tau, w, &lw, info, 1); }
 void sytrd(char u, lint n, cf* a, float* d, float* e, cf* tau, cf* w, lint lw, lint* info) { chetrd_(&u, &n, a, &n, d, e, tau, w, &lw, info, 1); }
 void sytrd(char u, lint n, cd* a, double* d, double* e, cd* tau, cd* w, lint lw, lint* info) { zhetrd_(&u, &n, a, &n, d, e, tau, w, &lw, info, 1); }
+void gtsv(lint n, lint nrhs, float* dl, float* d, float* du, float* b, lint* info) { sgtsv_(&n, &nrhs, dl, d, du, b, &n, info); }
+void gtsv(lint n, lint nrhs, double* dl, double* d, double* du, double* b, lint* info) { dgtsv_(&n, &nrhs, dl, d, du, b, &n, info); }
+void gtsv(lint n, lint nrhs, cf* dl, cf* d, cf* du, cf* b, lint* info) { cgtsv_(&n, &nrhs, dl, d, du, b, &n, info); }
+void gtsv(lint n, lint nrhs, cd* dl, cd* d, cd* du, cd* b, lint* info) { zgtsv_(&n, &nrhs, dl, d, du, b, &n, info); }
 // clang-format on
 
 lint square(const EvalContext& ctx, const Literal& a, const char* routine) {
@@ -180,10 +203,90 @@ Results run_sytrd(const EvalContext& ctx, const Literal& a, bool lower) {
   return finish(ctx, std::move(r), 5);
 }
 
+// QR with column pivoting: A P = Q R, jpvt the 1-based columns of A that P takes, in order.
+template <class T>
+Results run_geqp3(const EvalContext& ctx, const Literal& a, const Literal& jpvt) {
+  Matrices s = shape_of(ctx, a);
+  auto m = static_cast<lint>(s.rows), n = static_cast<lint>(s.cols), k = std::min(m, n), status = 0;
+  if (jpvt.element() != ir::ElementType::i32 || jpvt.num_elements() != s.batch * n)
+    ctx.fail("jpvt {} is not {} i32 column indices per matrix", ir::to_string(jpvt.type()), n);
+  Literal out = a, piv = jpvt, tau(batched(a, a.element(), {k}));
+  lint lda = std::max(1, m);
+  std::vector<Real<T>> rwork(static_cast<size_t>(std::max(1, 2 * n)));
+  auto call = [&](T* x, lint* p, T* t, T* work, lint lw) {
+    if constexpr (std::is_same_v<T, float>) sgeqp3_(&m, &n, x, &lda, p, t, work, &lw, &status);
+    else if constexpr (std::is_same_v<T, double>) dgeqp3_(&m, &n, x, &lda, p, t, work, &lw, &status);
+    else if constexpr (std::is_same_v<T, cf>) cgeqp3_(&m, &n, x, &lda, p, t, work, &lw, rwork.data(), &status);
+    else zgeqp3_(&m, &n, x, &lda, p, t, work, &lw, rwork.data(), &status);
+  };
+  T query{};
+  call(nullptr, nullptr, nullptr, &query, -1);
+  std::vector<T> work(static_cast<size_t>(queried(query))), t(static_cast<size_t>(std::max(1, k)));
+  std::vector<lint> p(static_cast<size_t>(std::max(1, n)));
+  for (int64_t b = 0; b < s.batch; ++b) {
+    std::vector<T> x = gather<T>(a, b, m, n);
+    for (lint j = 0; j < n; ++j) p[static_cast<size_t>(j)] = static_cast<lint>(jpvt.get_int(b * n + j));
+    call(x.data(), p.data(), t.data(), work.data(), static_cast<lint>(work.size()));
+    scatter(out, b, m, n, x.data(), lda);
+    for (lint j = 0; j < n; ++j) piv.set_int(b * n + j, p[static_cast<size_t>(j)]);
+    put(tau, b, k, t.data());
+  }
+  std::vector<std::optional<Literal>> r;
+  r.emplace_back(std::move(out));
+  r.emplace_back(std::move(piv));
+  r.emplace_back(std::move(tau));
+  return finish(ctx, std::move(r), 3);
+}
+
+// The tridiagonal solve A X = B, A with subdiagonal dl[1:], diagonal d and superdiagonal du[:-1].
+template <class T>
+Results run_gtsv(const EvalContext& ctx, const Literal& dl, const Literal& d, const Literal& du, const Literal& b) {
+  Matrices s = shape_of(ctx, b);
+  auto m = static_cast<lint>(s.rows), nrhs = static_cast<lint>(s.cols);
+  for (const Literal* v : {&dl, &d, &du})
+    if (v->element() != b.element() || v->num_elements() != s.batch * m)
+      ctx.fail("the diagonal {} does not fit b {}", ir::to_string(v->type()), ir::to_string(b.type()));
+  Literal dlo = dl, dout = d, duo = du, x = b, info(batched(b, ir::ElementType::i32, {}));
+  for (int64_t bt = 0; bt < s.batch; ++bt) {
+    auto vec = [&](const Literal& v) {
+      const T* p = reinterpret_cast<const T*>(v.bytes().data()) + bt * m;
+      return std::vector<T>(p, p + m);
+    };
+    std::vector<T> l = vec(dl), dd = vec(d), u = vec(du), xb = gather<T>(b, bt, m, nrhs);
+    lint status = 0;
+    if (m > 0) gtsv(m, nrhs, l.data() + 1, dd.data(), u.data(), xb.data(), &status);
+    put(dlo, bt, m, l.data());
+    put(dout, bt, m, dd.data());
+    put(duo, bt, m, u.data());
+    scatter(x, bt, m, nrhs, xb.data(), std::max(1, m));
+    info.set_int(bt, status);
+  }
+  std::vector<std::optional<Literal>> r;
+  r.emplace_back(std::move(dlo));
+  r.emplace_back(std::move(dout));
+  r.emplace_back(std::move(duo));
+  r.emplace_back(std::move(x));
+  r.emplace_back(std::move(info));
+  return finish(ctx, std::move(r), 4);
+}
+
 }  // namespace
 
 std::optional<Results> eval_reductions(const EvalContext& ctx, const std::string& target) {
   bool ffi = false;
+  if (is_routine(target, "geqp3", ffi) || is_routine(target, "gtsv", ffi)) {
+    bool qr = target.find("geqp3") != std::string::npos;
+    size_t operands = qr ? 2 : 4, matrix = qr ? 0 : 3;
+    if (ctx.num_operands() != operands) ctx.fail("@{} takes {} operands, got {}", target, operands, ctx.num_operands());
+    check_type(ctx, target, target[7], ctx.operand(matrix));
+    // Only the matrix's layout matters: gtsv's diagonals are batches of vectors ([1, 0]).
+    if (row_major(ctx, matrix))
+      ctx.fail("@{}: a row-major layout of operand {} is not supported (JAX passes column-major)", target, matrix);
+    if (qr) return by_type(target[7], [&](auto x) { return run_geqp3<decltype(x)>(ctx, ctx.operand(0), ctx.operand(1)); });
+    return by_type(target[7], [&](auto x) {
+      return run_gtsv<decltype(x)>(ctx, ctx.operand(0), ctx.operand(1), ctx.operand(2), ctx.operand(3));
+    });
+  }
   enum class Routine { Gees, Gehrd, Sytrd } routine;
   if (is_routine(target, "gees", ffi)) routine = Routine::Gees;
   else if (is_routine(target, "gehrd", ffi)) routine = Routine::Gehrd;

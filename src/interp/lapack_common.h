@@ -44,7 +44,7 @@ Results package(const EvalContext& ctx, std::vector<ir::Literal> values);
 std::optional<Results> eval_solvers(const EvalContext& ctx, const std::string& target);
 
 // The routines of kernels_lapack_reductions.cpp: gees (Schur), gehrd (Hessenberg), sytrd/hetrd
-// (tridiagonal); nullopt for any other target.
+// (tridiagonal), geqp3 (pivoted QR), gtsv (tridiagonal solve); nullopt for any other target.
 std::optional<Results> eval_reductions(const EvalContext& ctx, const std::string& target);
 
 }  // namespace tessera::interp::lapack

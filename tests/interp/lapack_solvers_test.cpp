@@ -421,5 +421,71 @@ TEST(LapackSolvers, GehrdAndSytrdKeepTheEigenvaluesInTheirCondensedForms) {
   }
 }
 
+TEST(LapackSolvers, Geqp3PivotsTheLargestColumnsFirstAndKeepsTheGramMatrix) {
+  for (ElementType e : kTypes) {
+    SCOPED_TRACE(std::string(ir::spelling(e)));
+    Literal a = matrix(e, {2, 5, 4}, 4.0);
+    std::string body = fmt::format(
+        "    %p = stablehlo.constant dense<0> : tensor<2x4xi32>\n"
+        "    %0:3 = stablehlo.custom_call @lapack_{}geqp3_ffi(%a, %p) {{mhlo.backend_config = {{}}, operand_layouts = "
+        "[dense<[1, 2, 0]> : tensor<3xindex>, dense<[1, 0]> : tensor<2xindex>]}} : ({}, tensor<2x4xi32>) -> ({}, "
+        "tensor<2x4xi32>, {})\n    return %0#0, %0#1 : {}, tensor<2x4xi32>\n",
+        letter(e), text(a.type()), text(a.type()), text(batched(e, {2}, {4})), text(a.type()));
+    std::vector<Literal> r = run(a, body, {a.type(), Type(ElementType::i32, {2, 4})});
+    double tol = 20 * tolerance(e);
+    for (int64_t b = 0; b < 2; ++b) {
+      std::vector<int64_t> p;
+      for (int64_t j = 0; j < 4; ++j) p.push_back(r[1].get_int(b * 4 + j) - 1);
+      std::vector<int64_t> sorted = p;
+      std::sort(sorted.begin(), sorted.end());
+      EXPECT_EQ(sorted, (std::vector<int64_t>{0, 1, 2, 3})) << "a permutation";
+      ASSERT_TRUE(sorted == (std::vector<int64_t>{0, 1, 2, 3}));
+      // R^H R = (A P)^H (A P): Q is unitary.
+      auto rm = [&](int64_t k, int64_t j) { return k <= j ? at(r[0], b, k, j) : C(0); };
+      auto rh = [&](int64_t j, int64_t k) { return std::conj(rm(k, j)); };
+      EXPECT_LE(product_error(4, 4, 4, rh, rm,
+                              [&](int64_t i, int64_t j) {
+                                C g = 0;
+                                for (int64_t k = 0; k < 5; ++k) g += std::conj(at(a, b, k, p[i])) * at(a, b, k, p[j]);
+                                return g;
+                              }),
+                tol) << "R^H R = P^T A^H A P";
+      for (int64_t j = 0; j + 1 < 4; ++j) EXPECT_GE(std::abs(rm(j, j)) + tol, std::abs(rm(j + 1, j + 1))) << "pivoted";
+    }
+  }
+}
+
+TEST(LapackSolvers, GtsvSolvesTheBatchedTridiagonalSystems) {
+  for (ElementType e : kTypes) {
+    SCOPED_TRACE(std::string(ir::spelling(e)));
+    // Diagonally dominant: d = 4 + ..., off-diagonals O(1).
+    Literal dl = matrix(e, {2, 4}, 0.1), d = matrix(e, {2, 4}, 0.2), du = matrix(e, {2, 4}, 0.3), b = matrix(e, {2, 4, 3}, 0.4);
+    for (int64_t i = 0; i < 8; ++i) d.set_complex(i, d.get_complex(i) + 4.0);
+    std::string v = text(dl.type()), m = text(b.type());
+    std::string program = fmt::format(
+        "module {{\n  func.func @main(%dl: {0}, %d: {0}, %du: {0}, %b: {1}) -> {1} {{\n"
+        "    %0:5 = stablehlo.custom_call @lapack_{2}gtsv_ffi(%dl, %d, %du, %b) {{mhlo.backend_config = {{}}, "
+        "operand_layouts = [dense<[1, 0]> : tensor<2xindex>, dense<[1, 0]> : tensor<2xindex>, dense<[1, 0]> : "
+        "tensor<2xindex>, dense<[1, 2, 0]> : tensor<3xindex>]}} : ({0}, {0}, {0}, {1}) -> ({0}, {0}, {0}, {1}, tensor<2xi32>)\n"
+        "    return %0#3 : {1}\n  }}\n}}\n",
+        v, m, letter(e));
+    auto mod = stablehlo::parse(program, "gtsv.mlir");
+    Literal x = evaluate(*mod, "main", {dl, d, du, b})[0];
+    for (int64_t bt = 0; bt < 2; ++bt) {
+      // A(i, i - 1) = dl[i], A(i, i) = d[i], A(i, i + 1) = du[i].
+      auto am = [&](int64_t i, int64_t j) {
+        if (j == i - 1) return dl.get_complex(bt * 4 + i);
+        if (j == i) return d.get_complex(bt * 4 + i);
+        if (j == i + 1) return du.get_complex(bt * 4 + i);
+        return C(0);
+      };
+      EXPECT_LE(product_error(4, 4, 3, am, [&](int64_t i, int64_t j) { return at(x, bt, i, j); },
+                              [&](int64_t i, int64_t j) { return at(b, bt, i, j); }),
+                10 * tolerance(e))
+          << "A x = b";
+    }
+  }
+}
+
 }  // namespace
 }  // namespace tessera::interp
