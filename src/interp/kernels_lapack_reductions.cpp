@@ -163,11 +163,7 @@ Results run_gehrd(const EvalContext& ctx, const Literal& a, int64_t low, int64_t
     put(tau, b, k, t.data());
     info.set_int(b, status);
   }
-  std::vector<std::optional<Literal>> r;
-  r.emplace_back(std::move(h));
-  r.emplace_back(std::move(tau));
-  r.emplace_back(std::move(info));
-  return finish(ctx, std::move(r), 3);
+  return finish(ctx, slots(std::move(h), std::move(tau), std::move(info)), 3);
 }
 
 // The tridiagonal form Q^H A Q = tridiag(e, d, e) of the matrix whose `lower` (or upper)
@@ -194,13 +190,7 @@ Results run_sytrd(const EvalContext& ctx, const Literal& a, bool lower) {
     put(tau, b, k, t.data());
     info.set_int(b, status);
   }
-  std::vector<std::optional<Literal>> r;
-  r.emplace_back(std::move(out));
-  r.emplace_back(std::move(d));
-  r.emplace_back(std::move(e));
-  r.emplace_back(std::move(tau));
-  r.emplace_back(std::move(info));
-  return finish(ctx, std::move(r), 5);
+  return finish(ctx, slots(std::move(out), std::move(d), std::move(e), std::move(tau), std::move(info)), 5);
 }
 
 // QR with column pivoting: A P = Q R, jpvt the 1-based columns of A that P takes, in order.
@@ -231,11 +221,7 @@ Results run_geqp3(const EvalContext& ctx, const Literal& a, const Literal& jpvt)
     for (lint j = 0; j < n; ++j) piv.set_int(b * n + j, p[static_cast<size_t>(j)]);
     put(tau, b, k, t.data());
   }
-  std::vector<std::optional<Literal>> r;
-  r.emplace_back(std::move(out));
-  r.emplace_back(std::move(piv));
-  r.emplace_back(std::move(tau));
-  return finish(ctx, std::move(r), 3);
+  return finish(ctx, slots(std::move(out), std::move(piv), std::move(tau)), 3);
 }
 
 // The tridiagonal solve A X = B, A with subdiagonal dl[1:], diagonal d and superdiagonal du[:-1].
@@ -261,13 +247,7 @@ Results run_gtsv(const EvalContext& ctx, const Literal& dl, const Literal& d, co
     scatter(x, bt, m, nrhs, xb.data(), std::max(1, m));
     info.set_int(bt, status);
   }
-  std::vector<std::optional<Literal>> r;
-  r.emplace_back(std::move(dlo));
-  r.emplace_back(std::move(dout));
-  r.emplace_back(std::move(duo));
-  r.emplace_back(std::move(x));
-  r.emplace_back(std::move(info));
-  return finish(ctx, std::move(r), 4);
+  return finish(ctx, slots(std::move(dlo), std::move(dout), std::move(duo), std::move(x), std::move(info)), 4);
 }
 
 }  // namespace
@@ -292,16 +272,9 @@ std::optional<Results> eval_reductions(const EvalContext& ctx, const std::string
   else if (is_routine(target, "gehrd", ffi)) routine = Routine::Gehrd;
   else if (is_routine(target, "sytrd", ffi) || is_routine(target, "hetrd", ffi)) routine = Routine::Sytrd;
   else return std::nullopt;
-  // api_version 2's scalar descriptors come first, then the matrix.
-  size_t descriptors = 0;
-  while (descriptors < ctx.num_operands() && ctx.operand(descriptors).shape().empty()) ++descriptors;
-  if (ctx.num_operands() != descriptors + 1)
-    ctx.fail("@{} takes one matrix operand after its scalar descriptors, got {} operands", target, ctx.num_operands());
+  size_t descriptors = descriptors_before_matrix(ctx, target, 1);
   char t = target[7];
   const Literal& a = ctx.operand(descriptors);
-  check_type(ctx, target, t, a);
-  if (row_major(ctx, descriptors))
-    ctx.fail("@{}: a row-major layout of operand {} is not supported (JAX passes column-major)", target, descriptors);
   bool v2 = descriptors > 0;
   auto flag = [&](size_t i) { return ctx.operand(i).get_int(0); };
   switch (routine) {

@@ -123,11 +123,7 @@ Results run_geqrf(const EvalContext& ctx, const Literal& a) {
     put(tau, b, k, t.data());
     info.set_int(b, status);
   }
-  std::vector<std::optional<Literal>> r;
-  r.emplace_back(std::move(out));
-  r.emplace_back(std::move(tau));
-  r.emplace_back(std::move(info));
-  return finish(ctx, std::move(r), 2);
+  return finish(ctx, slots(std::move(out), std::move(tau), std::move(info)), 2);
 }
 
 // The first n columns of Q = H(1) ... H(k) from geqrf's reflectors in `a` (m x n, m >= n >= k).
@@ -154,10 +150,7 @@ Results run_orgqr(const EvalContext& ctx, const Literal& a, const Literal& tau) 
     scatter(out, b, m, n, x.data(), m);
     info.set_int(b, status);
   }
-  std::vector<std::optional<Literal>> r;
-  r.emplace_back(std::move(out));
-  r.emplace_back(std::move(info));
-  return finish(ctx, std::move(r), 1);
+  return finish(ctx, slots(std::move(out), std::move(info)), 1);
 }
 
 // Eigenvalues (ascending) and, with `vectors`, orthonormal eigenvectors (columns) of the
@@ -192,11 +185,7 @@ Results run_syevd(const EvalContext& ctx, const Literal& a, bool lower, bool vec
     put(w, b, n, ev.data());
     info.set_int(b, status);
   }
-  std::vector<std::optional<Literal>> r;
-  r.emplace_back(std::move(out));
-  r.emplace_back(std::move(w));
-  r.emplace_back(std::move(info));
-  return finish(ctx, std::move(r), 3);
+  return finish(ctx, slots(std::move(out), std::move(w), std::move(info)), 3);
 }
 
 // The SVD A = U diag(s) V^H, s descending: `mode` 'A' (U m x m, V^H n x n), 'S' (U m x k, V^H
@@ -258,13 +247,7 @@ Results run_svd(const EvalContext& ctx, const Literal& a, char mode, bool gesdd)
     if (u) scatter(*u, b, m, ucols, ub.data(), ldu), scatter(*vt, b, vrows, n, vb.data(), ldvt);
     info.set_int(b, status);
   }
-  std::vector<std::optional<Literal>> r;
-  r.emplace_back(std::move(out));
-  r.emplace_back(std::move(sv));
-  r.emplace_back(std::move(u));
-  r.emplace_back(std::move(vt));
-  r.emplace_back(std::move(info));
-  return finish(ctx, std::move(r), 5);
+  return finish(ctx, slots(std::move(out), std::move(sv), std::move(u), std::move(vt), std::move(info)), 5);
 }
 
 // Eigenvalues and left/right eigenvectors (columns, each of unit norm) of general matrices. A real
@@ -362,19 +345,9 @@ std::optional<Results> eval_solvers(const EvalContext& ctx, const std::string& t
   else if (is("gesvd", nullptr)) routine = Routine::Gesvd;
   else if (is("geev", nullptr)) routine = Routine::Geev;
   else return eval_reductions(ctx, target);
-  // api_version 2's scalar descriptors come first; the typed-FFI forms (with or without the
-  // `_ffi` suffix) pass the matrices alone.
-  size_t descriptors = 0;
-  while (descriptors < ctx.num_operands() && ctx.operand(descriptors).shape().empty()) ++descriptors;
-  if (ctx.num_operands() != descriptors + matrices)
-    ctx.fail("@{} takes {} matrix operand(s) after its scalar descriptors, got {} operands", target, matrices,
-             ctx.num_operands());
+  size_t descriptors = descriptors_before_matrix(ctx, target, matrices);
   char t = target[7];
   const Literal& a = ctx.operand(descriptors);
-  check_type(ctx, target, t, a);
-  // Only the matrix's layout matters: orgqr's tau is a batch of vectors ([1, 0] when batched).
-  if (row_major(ctx, descriptors))
-    ctx.fail("@{}: a row-major layout of operand {} is not supported (JAX passes column-major)", target, descriptors);
   bool v2 = descriptors > 0;
   auto flag = [&](size_t i, int64_t otherwise) { return v2 && i < descriptors ? ctx.operand(i).get_int(0) : otherwise; };
   switch (routine) {

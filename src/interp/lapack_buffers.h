@@ -7,7 +7,9 @@
 #include <complex>
 #include <cstring>
 #include <optional>
+#include <string>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "interp/lapack_common.h"
@@ -85,6 +87,30 @@ inline Results finish(const EvalContext& ctx, std::vector<std::optional<ir::Lite
     else out.emplace_back(types[i]);
   }
   return package(ctx, std::move(out));
+}
+
+// The values of a call's results in order, for finish (std::nullopt: a workspace).
+template <class... Values>
+std::vector<std::optional<ir::Literal>> slots(Values&&... values) {
+  std::vector<std::optional<ir::Literal>> r;
+  (r.emplace_back(std::forward<Values>(values)), ...);
+  return r;
+}
+
+// The number of api_version 2's leading scalar descriptors (none in the typed-FFI forms, with or
+// without the `_ffi` suffix), which is the index of the first of the `matrices` operands after
+// them; that matrix's element type and layout are checked (only its layout matters: a batch of
+// vectors such as orgqr's tau has a [1, 0] layout).
+inline size_t descriptors_before_matrix(const EvalContext& ctx, const std::string& target, size_t matrices) {
+  size_t descriptors = 0;
+  while (descriptors < ctx.num_operands() && ctx.operand(descriptors).shape().empty()) ++descriptors;
+  if (ctx.num_operands() != descriptors + matrices)
+    ctx.fail("@{} takes {} matrix operand(s) after its scalar descriptors, got {} operands", target, matrices,
+             ctx.num_operands());
+  check_type(ctx, target, target[7], ctx.operand(descriptors));
+  if (row_major(ctx, descriptors))
+    ctx.fail("@{}: a row-major layout of operand {} is not supported (JAX passes column-major)", target, descriptors);
+  return descriptors;
 }
 
 // Calls `f` with a value of the C++ element type of routine letter `t`.
