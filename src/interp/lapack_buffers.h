@@ -14,6 +14,8 @@
 
 #include "interp/lapack_common.h"
 
+extern "C" void openblas_set_num_threads(int);  // OpenBLAS's (cblas.h)
+
 namespace tessera::interp::lapack {
 
 using cf = std::complex<float>;
@@ -113,9 +115,16 @@ inline size_t descriptors_before_matrix(const EvalContext& ctx, const std::strin
   return descriptors;
 }
 
-// Calls `f` with a value of the C++ element type of routine letter `t`.
+// Calls `f` with a value of the C++ element type of routine letter `t`. OpenBLAS runs on one
+// thread, set before its first call as exec/gemm.cpp does: its own pool would be a second one
+// outside the thread budget (DESIGN.md, "One GEMM thread per call").
 template <class F>
 Results by_type(char t, F&& f) {
+  static const bool one_thread = [] {
+    openblas_set_num_threads(1);
+    return true;
+  }();
+  (void)one_thread;
   switch (t) {
     case 's': return f(float{});
     case 'd': return f(double{});
