@@ -487,5 +487,44 @@ TEST(LapackSolvers, GtsvSolvesTheBatchedTridiagonalSystems) {
   }
 }
 
+TEST(LapackSolvers, GeevAndSytrdInApiVersion2PlaceTheirResultsBetweenWorkspaces) {
+  // geev (batch, n, jobvl, jobvr, a) -> (a, vl, vr work, wr, wi, vl, vr, info) on diag(3, -1).
+  Literal a = Literal::from_doubles(Type(ElementType::f64, {2, 2}), std::vector<double>{3, 0, 0, -1});
+  std::string tuple =
+      "tuple<tensor<2x2xf64>, tensor<2x2xf64>, tensor<2x2xf64>, tensor<2xf64>, tensor<2xf64>, tensor<2x2xcomplex<f64>>, "
+      "tensor<2x2xcomplex<f64>>, tensor<i32>>";
+  std::string body =
+      "    %b = stablehlo.constant dense<1> : tensor<i32>\n    %n = stablehlo.constant dense<2> : tensor<i32>\n"
+      "    %v = stablehlo.constant dense<86> : tensor<ui8>\n    %no = stablehlo.constant dense<78> : tensor<ui8>\n"
+      "    %0 = stablehlo.custom_call @lapack_dgeev(%b, %n, %no, %v, %a) {api_version = 2 : i32} : (tensor<i32>, tensor<i32>, "
+      "tensor<ui8>, tensor<ui8>, tensor<2x2xf64>) -> " + tuple + "\n"
+      "    %1 = stablehlo.get_tuple_element %0[3] : (" + tuple + ") -> tensor<2xf64>\n"
+      "    %2 = stablehlo.get_tuple_element %0[6] : (" + tuple + ") -> tensor<2x2xcomplex<f64>>\n"
+      "    %3 = stablehlo.get_tuple_element %0[7] : (" + tuple + ") -> tensor<i32>\n"
+      "    return %1, %2, %3 : tensor<2xf64>, tensor<2x2xcomplex<f64>>, tensor<i32>\n";
+  std::vector<Literal> r = run(a, body, {Type(ElementType::f64, {2}), Type(ElementType::c128, {2, 2}), Type(ElementType::i32, {})});
+  EXPECT_EQ(r[0].get_double(0), 3);
+  EXPECT_EQ(r[0].get_double(1), -1);
+  EXPECT_EQ(std::abs(r[1].get_complex(0)), 1);  // the right vectors: e1 and e2 up to sign
+  EXPECT_EQ(std::abs(r[1].get_complex(3)), 1);
+  EXPECT_EQ(r[2].get_int(0), 0);
+  // sytrd (n, lower, lda, batch, lwork, a) -> (a, d, e, tau, info, work): a 2x2 matrix is already
+  // tridiagonal, d its diagonal and e its off-diagonal (up to sign), read from the upper triangle.
+  Literal s2 = Literal::from_doubles(Type(ElementType::f32, {2, 2}), std::vector<double>{1, 5, 99, 2});
+  std::string t2 = "tuple<tensor<2x2xf32>, tensor<2xf32>, tensor<1xf32>, tensor<1xf32>, tensor<i32>, tensor<64xf32>>";
+  std::string b2 =
+      "    %n = stablehlo.constant dense<2> : tensor<i32>\n    %l = stablehlo.constant dense<0> : tensor<i32>\n"
+      "    %b = stablehlo.constant dense<1> : tensor<i32>\n    %w = stablehlo.constant dense<64> : tensor<i32>\n"
+      "    %0 = stablehlo.custom_call @lapack_ssytrd(%n, %l, %n, %b, %w, %a) {api_version = 2 : i32} : (tensor<i32>, tensor<i32>, "
+      "tensor<i32>, tensor<i32>, tensor<i32>, tensor<2x2xf32>) -> " + t2 + "\n"
+      "    %1 = stablehlo.get_tuple_element %0[1] : (" + t2 + ") -> tensor<2xf32>\n"
+      "    %2 = stablehlo.get_tuple_element %0[2] : (" + t2 + ") -> tensor<1xf32>\n"
+      "    return %1, %2 : tensor<2xf32>, tensor<1xf32>\n";
+  r = run(s2, b2, {Type(ElementType::f32, {2}), Type(ElementType::f32, {1})});
+  EXPECT_EQ(r[0].get_double(0), 1);
+  EXPECT_EQ(r[0].get_double(1), 2);
+  EXPECT_EQ(std::abs(r[1].get_double(0)), 5);
+}
+
 }  // namespace
 }  // namespace tessera::interp
