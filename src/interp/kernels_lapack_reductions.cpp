@@ -74,14 +74,14 @@ namespace {
 using ir::Literal;
 
 // clang-format off
-void gehrd(lint n, lint lo, lint hi, float* a, float* tau, float* w, lint lw, lint* info) { sgehrd_(&n, &lo, &hi, a, &n, tau, w, &lw, info); }
-void gehrd(lint n, lint lo, lint hi, double* a, double* tau, double* w, lint lw, lint* info) { dgehrd_(&n, &lo, &hi, a, &n, tau, w, &lw, info); }
-void gehrd(lint n, lint lo, lint hi, cf* a, cf* tau, cf* w, lint lw, lint* info) { cgehrd_(&n, &lo, &hi, a, &n, tau, w, &lw, info); }
-void gehrd(lint n, lint lo, lint hi, cd* a, cd* tau, cd* w, lint lw, lint* info) { zgehrd_(&n, &lo, &hi, a, &n, tau, w, &lw, info); }
-void sytrd(char u, lint n, float* a, float* d, float* e, float* tau, float* w, lint lw, lint* info) { ssytrd_(&u, &n, a, &n, d, e, tau, w, &lw, info, 1); }
-void sytrd(char u, lint n, double* a, double* d, double* e, double* tau, double* w, lint lw, lint* info) { dsytrd_(&u, &n, a, &n, d, e, tau, w, &lw, info, 1); }
-void sytrd(char u, lint n, cf* a, float* d, float* e, cf* tau, cf* w, lint lw, lint* info) { chetrd_(&u, &n, a, &n, d, e, tau, w, &lw, info, 1); }
-void sytrd(char u, lint n, cd* a, double* d, double* e, cd* tau, cd* w, lint lw, lint* info) { zhetrd_(&u, &n, a, &n, d, e, tau, w, &lw, info, 1); }
+void gehrd(lint n, lint lo, lint hi, float* a, float* tau, float* w, lint lw, lint* info) { lint ld = std::max(1, n); sgehrd_(&n, &lo, &hi, a, &ld, tau, w, &lw, info); }
+void gehrd(lint n, lint lo, lint hi, double* a, double* tau, double* w, lint lw, lint* info) { lint ld = std::max(1, n); dgehrd_(&n, &lo, &hi, a, &ld, tau, w, &lw, info); }
+void gehrd(lint n, lint lo, lint hi, cf* a, cf* tau, cf* w, lint lw, lint* info) { lint ld = std::max(1, n); cgehrd_(&n, &lo, &hi, a, &ld, tau, w, &lw, info); }
+void gehrd(lint n, lint lo, lint hi, cd* a, cd* tau, cd* w, lint lw, lint* info) { lint ld = std::max(1, n); zgehrd_(&n, &lo, &hi, a, &ld, tau, w, &lw, info); }
+void sytrd(char u, lint n, float* a, float* d, float* e, float* tau, float* w, lint lw, lint* info) { lint ld = std::max(1, n); ssytrd_(&u, &n, a, &ld, d, e, tau, w, &lw, info, 1); }
+void sytrd(char u, lint n, double* a, double* d, double* e, double* tau, double* w, lint lw, lint* info) { lint ld = std::max(1, n); dsytrd_(&u, &n, a, &ld, d, e, tau, w, &lw, info, 1); }
+void sytrd(char u, lint n, cf* a, float* d, float* e, cf* tau, cf* w, lint lw, lint* info) { lint ld = std::max(1, n); chetrd_(&u, &n, a, &ld, d, e, tau, w, &lw, info, 1); }
+void sytrd(char u, lint n, cd* a, double* d, double* e, cd* tau, cd* w, lint lw, lint* info) { lint ld = std::max(1, n); zhetrd_(&u, &n, a, &ld, d, e, tau, w, &lw, info, 1); }
 void gtsv(lint n, lint nrhs, float* dl, float* d, float* du, float* b, lint* info) { sgtsv_(&n, &nrhs, dl, d, du, b, &n, info); }
 void gtsv(lint n, lint nrhs, double* dl, double* d, double* du, double* b, lint* info) { dgtsv_(&n, &nrhs, dl, d, du, b, &n, info); }
 void gtsv(lint n, lint nrhs, cf* dl, cf* d, cf* du, cf* b, lint* info) { cgtsv_(&n, &nrhs, dl, d, du, b, &n, info); }

@@ -96,14 +96,14 @@ using ir::Type;
 
 // LAPACK's routines for element type T, by overload.
 // clang-format off
-void geqrf(lint m, lint n, float* a, float* tau, float* w, lint lw, lint* info) { sgeqrf_(&m, &n, a, &m, tau, w, &lw, info); }
-void geqrf(lint m, lint n, double* a, double* tau, double* w, lint lw, lint* info) { dgeqrf_(&m, &n, a, &m, tau, w, &lw, info); }
-void geqrf(lint m, lint n, cf* a, cf* tau, cf* w, lint lw, lint* info) { cgeqrf_(&m, &n, a, &m, tau, w, &lw, info); }
-void geqrf(lint m, lint n, cd* a, cd* tau, cd* w, lint lw, lint* info) { zgeqrf_(&m, &n, a, &m, tau, w, &lw, info); }
-void orgqr(lint m, lint n, lint k, float* a, const float* tau, float* w, lint lw, lint* info) { sorgqr_(&m, &n, &k, a, &m, tau, w, &lw, info); }
-void orgqr(lint m, lint n, lint k, double* a, const double* tau, double* w, lint lw, lint* info) { dorgqr_(&m, &n, &k, a, &m, tau, w, &lw, info); }
-void orgqr(lint m, lint n, lint k, cf* a, const cf* tau, cf* w, lint lw, lint* info) { cungqr_(&m, &n, &k, a, &m, tau, w, &lw, info); }
-void orgqr(lint m, lint n, lint k, cd* a, const cd* tau, cd* w, lint lw, lint* info) { zungqr_(&m, &n, &k, a, &m, tau, w, &lw, info); }
+void geqrf(lint m, lint n, float* a, float* tau, float* w, lint lw, lint* info) { lint ld = std::max(1, m); sgeqrf_(&m, &n, a, &ld, tau, w, &lw, info); }
+void geqrf(lint m, lint n, double* a, double* tau, double* w, lint lw, lint* info) { lint ld = std::max(1, m); dgeqrf_(&m, &n, a, &ld, tau, w, &lw, info); }
+void geqrf(lint m, lint n, cf* a, cf* tau, cf* w, lint lw, lint* info) { lint ld = std::max(1, m); cgeqrf_(&m, &n, a, &ld, tau, w, &lw, info); }
+void geqrf(lint m, lint n, cd* a, cd* tau, cd* w, lint lw, lint* info) { lint ld = std::max(1, m); zgeqrf_(&m, &n, a, &ld, tau, w, &lw, info); }
+void orgqr(lint m, lint n, lint k, float* a, const float* tau, float* w, lint lw, lint* info) { lint ld = std::max(1, m); sorgqr_(&m, &n, &k, a, &ld, tau, w, &lw, info); }
+void orgqr(lint m, lint n, lint k, double* a, const double* tau, double* w, lint lw, lint* info) { lint ld = std::max(1, m); dorgqr_(&m, &n, &k, a, &ld, tau, w, &lw, info); }
+void orgqr(lint m, lint n, lint k, cf* a, const cf* tau, cf* w, lint lw, lint* info) { lint ld = std::max(1, m); cungqr_(&m, &n, &k, a, &ld, tau, w, &lw, info); }
+void orgqr(lint m, lint n, lint k, cd* a, const cd* tau, cd* w, lint lw, lint* info) { lint ld = std::max(1, m); zungqr_(&m, &n, &k, a, &ld, tau, w, &lw, info); }
 // clang-format on
 
 // QR: Householder vectors below the diagonal and R on and above it, tau, info.
@@ -163,14 +163,15 @@ Results run_syevd(const EvalContext& ctx, const Literal& a, bool lower, bool vec
   using R = Real<T>;
   Literal out = a, w(batched(a, ir::real_type(a.element()), {n})), info(batched(a, ir::ElementType::i32, {}));
   char jobz = vectors ? 'V' : 'N', uplo = lower ? 'L' : 'U';
+  lint ld = std::max(1, n);  // LAPACK's leading dimensions are at least 1, even for an empty matrix
   lint status = 0, lwork = -1, liwork = -1, lrwork = -1, iquery = 0;
   T query{};
   R rquery{};
   auto call = [&](T* x, R* ev, T* work, lint lw, R* rwork, lint lrw, lint* iwork, lint liw) {
-    if constexpr (std::is_same_v<T, float>) ssyevd_(&jobz, &uplo, &n, x, &n, ev, work, &lw, iwork, &liw, &status, 1, 1);
-    else if constexpr (std::is_same_v<T, double>) dsyevd_(&jobz, &uplo, &n, x, &n, ev, work, &lw, iwork, &liw, &status, 1, 1);
-    else if constexpr (std::is_same_v<T, cf>) cheevd_(&jobz, &uplo, &n, x, &n, ev, work, &lw, rwork, &lrw, iwork, &liw, &status, 1, 1);
-    else zheevd_(&jobz, &uplo, &n, x, &n, ev, work, &lw, rwork, &lrw, iwork, &liw, &status, 1, 1);
+    if constexpr (std::is_same_v<T, float>) ssyevd_(&jobz, &uplo, &n, x, &ld, ev, work, &lw, iwork, &liw, &status, 1, 1);
+    else if constexpr (std::is_same_v<T, double>) dsyevd_(&jobz, &uplo, &n, x, &ld, ev, work, &lw, iwork, &liw, &status, 1, 1);
+    else if constexpr (std::is_same_v<T, cf>) cheevd_(&jobz, &uplo, &n, x, &ld, ev, work, &lw, rwork, &lrw, iwork, &liw, &status, 1, 1);
+    else zheevd_(&jobz, &uplo, &n, x, &ld, ev, work, &lw, rwork, &lrw, iwork, &liw, &status, 1, 1);
   };
   call(nullptr, nullptr, &query, lwork, &rquery, lrwork, &iquery, liwork);
   std::vector<T> work(static_cast<size_t>(queried(query)));

@@ -526,5 +526,21 @@ TEST(LapackSolvers, GeevAndSytrdInApiVersion2PlaceTheirResultsBetweenWorkspaces)
   EXPECT_EQ(std::abs(r[1].get_double(0)), 5);
 }
 
+TEST(LapackSolvers, EmptyMatricesGiveEmptyResultsAndInfoZero) {
+  // LAPACK wants leading dimensions of at least 1 even for an empty matrix (info -4 otherwise).
+  Literal a(Type(ElementType::f32, {0, 3}));
+  std::vector<Literal> q = call("lapack_sgeqrf_ffi", "", a, {a.type(), Type(ElementType::f32, {0})});
+  EXPECT_EQ(q[0].num_elements(), 0);
+  Literal e(Type(ElementType::f64, {2, 0, 0}));
+  std::vector<Literal> h = call("lapack_dsyevd_ffi", "mhlo.backend_config = {mode = 86 : ui8, uplo = 76 : ui8}", e,
+                                {e.type(), Type(ElementType::f64, {2, 0}), Type(ElementType::i32, {2})});
+  EXPECT_EQ(h[2].get_int(0), 0);
+  EXPECT_EQ(h[2].get_int(1), 0);
+  std::vector<Literal> t = call("lapack_dsytrd_ffi", "mhlo.backend_config = {uplo = 76 : ui8}", e,
+                                {e.type(), Type(ElementType::f64, {2, 0}), Type(ElementType::f64, {2, 0}),
+                                 Type(ElementType::f64, {2, 0}), Type(ElementType::i32, {2})});
+  EXPECT_EQ(t[4].get_int(1), 0);
+}
+
 }  // namespace
 }  // namespace tessera::interp
