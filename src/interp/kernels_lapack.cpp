@@ -1,8 +1,8 @@
 // The LAPACK custom calls that JAX's CPU lowering emits for its linear-algebra primitives, as the
 // interpreter runs them: Cholesky (`lapack_{s,d,c,z}potrf`) and LU with partial pivoting
 // (`lapack_{s,d,c,z}getrf`), each in both calling conventions JAX has used, and the BLAS
-// triangular solve of older jaxlibs' triangular_solve and lu_solve (`blas_{s,d,c,z}trsm`,
-// api_version 2 only):
+// triangular solve of jaxlibs' triangular_solve and lu_solve (older: `blas_{s,d,c,z}trsm`,
+// api_version 2; later: `lapack_{s,d,c,z}trsm_ffi`, typed FFI):
 //   - api_version 2 (jaxlib before the FFI): leading i32 scalar operands describing the problem
 //     (potrf: lower, batch, n; getrf: batch, m, n), then the matrices; one tuple result;
 //   - `_ffi` (typed FFI): the matrices only, potrf's triangle in `mhlo.backend_config`'s
@@ -23,16 +23,15 @@
 
 #include "interp/kernels.h"
 #include "interp/kernels_lapack.h"
+#include "interp/lapack_common.h"
 
 namespace tessera::interp {
-namespace {
+namespace lapack {
 
 using ir::Literal;
-using C = std::complex<double>;
 
-// Whether the matrix operand `index` has a row-major layout in `operand_layouts` (kept as its
-// text, `[dense<> : tensor<0xindex>, dense<[1, 2, 0]> : tensor<3xindex>]`: a minor-to-major list
-// per operand).
+// `operand_layouts` is kept as its text, `[dense<> : tensor<0xindex>, dense<[1, 2, 0]> :
+// tensor<3xindex>]`: a minor-to-major list per operand.
 bool row_major(const EvalContext& ctx, size_t index) {
   const auto* o = ctx.op.attrs().find<ir::Opaque>("operand_layouts");
   if (o == nullptr) return false;
@@ -65,10 +64,6 @@ bool row_major(const EvalContext& ctx, size_t index) {
   return rank >= 2 && minor_to_major[0] == rank - 1;
 }
 
-struct Matrices {
-  int64_t batch = 1, rows = 0, cols = 0;
-};
-
 Matrices shape_of(const EvalContext& ctx, const Literal& a) {
   const auto& s = a.shape();
   if (s.size() < 2) ctx.fail("the matrix operand {} has rank {}, needs at least 2", ir::to_string(a.type()), s.size());
@@ -79,15 +74,81 @@ Matrices shape_of(const EvalContext& ctx, const Literal& a) {
   return m;
 }
 
-// The `uplo` of an _ffi potrf's backend_config ('L' unless it says 85, 'U').
-bool ffi_lower(const EvalContext& ctx) {
-  const auto* o = ctx.op.attrs().find<ir::Opaque>("mhlo.backend_config");
-  if (o == nullptr) return true;
-  size_t at = o->text.find("uplo");
-  if (at == std::string::npos) return true;
-  size_t eq = o->text.find('=', at);
-  return eq == std::string::npos || std::stoi(o->text.substr(eq + 1)) != 85;
+bool is_routine(const std::string& target, const char* routine, bool& ffi) {
+  const std::string head = "lapack_";
+  if (target.rfind(head, 0) != 0 || target.size() < head.size() + 1) return false;
+  std::string rest = target.substr(head.size() + 1);
+  ffi = rest.size() > 4 && rest.substr(rest.size() - 4) == "_ffi";
+  if (ffi) rest = rest.substr(0, rest.size() - 4);
+  char t = target[head.size()];
+  return rest == routine && (t == 's' || t == 'd' || t == 'c' || t == 'z');
 }
+
+void check_type(const EvalContext& ctx, const std::string& target, char t, const Literal& a) {
+  ir::ElementType e = a.element();
+  bool fits = (t == 's' && e == ir::ElementType::f32) || (t == 'd' && e == ir::ElementType::f64) ||
+              (t == 'c' && e == ir::ElementType::c64) || (t == 'z' && e == ir::ElementType::c128);
+  if (!fits)
+    ctx.fail("@{} takes {} matrices, not {}", target,
+             t == 's' ? "f32" : t == 'd' ? "f64" : t == 'c' ? "complex<f32>" : "complex<f64>", ir::to_string(a.type()));
+}
+
+Literal as_declared(Literal v, const ir::Type& t) {
+  if (!t.is_tensor() || !t.is_static() || t.element != v.element() || t.num_elements() != v.num_elements() ||
+      t == v.type())
+    return v;
+  Literal out(t);
+  for (int64_t i = 0; i < v.num_elements(); ++i) out.set_complex(i, v.get_complex(i));
+  return out;
+}
+
+Results package(const EvalContext& ctx, std::vector<Literal> values) {
+  if (ctx.op.num_results() == 1 && ctx.result_type(0).is_tuple()) {
+    const ir::Type& t = ctx.result_type(0);
+    for (size_t i = 0; i < values.size() && i < t.elements.size(); ++i) values[i] = as_declared(std::move(values[i]), t.elements[i]);
+    return one(Literal::tuple(std::move(values)));
+  }
+  for (size_t i = 0; i < values.size() && i < ctx.op.num_results(); ++i)
+    values[i] = as_declared(std::move(values[i]), ctx.result_type(i));
+  if (ctx.op.num_results() != values.size())
+    ctx.fail("declares {} results, the routine gives {}", ctx.op.num_results(), values.size());
+  return values;
+}
+
+std::optional<int64_t> config_int(const EvalContext& ctx, const std::string& key) {
+  const auto* o = ctx.op.attrs().find<ir::Opaque>("mhlo.backend_config");
+  if (o == nullptr) return std::nullopt;
+  const std::string& t = o->text;
+  for (size_t at = t.find(key); at != std::string::npos; at = t.find(key, at + 1)) {
+    // The whole key (not the tail of a longer one), then `=` and the number.
+    if (at > 0 && (std::isalnum(static_cast<unsigned char>(t[at - 1])) || t[at - 1] == '_')) continue;
+    size_t i = at + key.size();
+    while (i < t.size() && t[i] == ' ') ++i;
+    if (i >= t.size() || t[i] != '=') continue;
+    ++i;
+    while (i < t.size() && t[i] == ' ') ++i;
+    size_t used = 0;
+    try {
+      int64_t v = std::stoll(t.substr(i), &used);
+      if (used > 0) return v;
+    } catch (const std::exception&) {
+    }
+    ctx.fail("mhlo.backend_config's `{}` is not an integer: {}", key, t);
+  }
+  return std::nullopt;
+}
+
+}  // namespace lapack
+
+namespace {
+
+using ir::Literal;
+using C = std::complex<double>;
+using lapack::Matrices;
+using lapack::shape_of;
+
+// The `uplo` of an _ffi potrf's backend_config ('L' unless it says 85, 'U').
+bool ffi_lower(const EvalContext& ctx) { return lapack::config_int(ctx, "uplo").value_or(76) != 85; }
 
 // Each step rounded to the element type's precision, as LAPACK's single-precision routines
 // compute (a double sum would differ from them by more than JAX's f32 tolerance where a pivot
@@ -241,55 +302,10 @@ Literal trsm(const EvalContext& ctx, bool left, bool lower, int64_t trans, bool 
   return out;
 }
 
-bool is_routine(const std::string& target, const char* routine, bool& ffi) {
-  // lapack_<s|d|c|z><routine>[_ffi]
-  const std::string head = "lapack_";
-  if (target.rfind(head, 0) != 0 || target.size() < head.size() + 1) return false;
-  std::string rest = target.substr(head.size() + 1);
-  ffi = rest.size() > 4 && rest.substr(rest.size() - 4) == "_ffi";
-  if (ffi) rest = rest.substr(0, rest.size() - 4);
-  char t = target[head.size()];
-  return rest == routine && (t == 's' || t == 'd' || t == 'c' || t == 'z');
-}
-
-// Checks the element type letter of the routine (s, d, c, z) against the matrix's.
-void check_type(const EvalContext& ctx, const std::string& target, char t, const Literal& a) {
-  ir::ElementType e = a.element();
-  bool fits = (t == 's' && e == ir::ElementType::f32) || (t == 'd' && e == ir::ElementType::f64) ||
-              (t == 'c' && e == ir::ElementType::c64) || (t == 'z' && e == ir::ElementType::c128);
-  if (!fits)
-    ctx.fail("@{} takes {} matrices, not {}", target,
-             t == 's' ? "f32" : t == 'd' ? "f64" : t == 'c' ? "complex<f32>" : "complex<f64>", ir::to_string(a.type()));
-}
-
-// `v` with the shape `t` declares when only the shapes differ (an info of one matrix declared as
-// tensor<1xi32> rather than tensor<i32>).
-Literal as_declared(Literal v, const ir::Type& t) {
-  if (!t.is_tensor() || !t.is_static() || t.element != v.element() || t.num_elements() != v.num_elements() ||
-      t == v.type())
-    return v;
-  Literal out(t);
-  for (int64_t i = 0; i < v.num_elements(); ++i) out.set_complex(i, v.get_complex(i));
-  return out;
-}
-
-// A tuple result (api_version 2) or the results one by one (_ffi), as the op declares.
-Results package(const EvalContext& ctx, std::vector<Literal> values) {
-  if (ctx.op.num_results() == 1 && ctx.result_type(0).is_tuple()) {
-    const ir::Type& t = ctx.result_type(0);
-    for (size_t i = 0; i < values.size() && i < t.elements.size(); ++i) values[i] = as_declared(std::move(values[i]), t.elements[i]);
-    return one(Literal::tuple(std::move(values)));
-  }
-  for (size_t i = 0; i < values.size() && i < ctx.op.num_results(); ++i)
-    values[i] = as_declared(std::move(values[i]), ctx.result_type(i));
-  if (ctx.op.num_results() != values.size())
-    ctx.fail("declares {} results, the routine gives {}", ctx.op.num_results(), values.size());
-  return values;
-}
-
 }  // namespace
 
 std::optional<Results> eval_lapack(const EvalContext& ctx, const std::string& target) {
+  using namespace lapack;
   bool ffi = false;
   // The matrix operand of a LAPACK routine, its type checked, and its index. The convention
   // shows in the operands too: later jaxlibs call the typed-FFI routine without the `_ffi` suffix
@@ -317,6 +333,23 @@ std::optional<Results> eval_lapack(const EvalContext& ctx, const std::string& ta
     auto [lu, ipiv, info] = getrf(ctx, a);
     return package(ctx, {std::move(lu), std::move(ipiv), std::move(info)});
   }
+  if (is_routine(target, "trsm", ffi)) {
+    // The typed-FFI triangular solve of later jaxlibs: (a, b[, alpha]) with `side` (76 'L',
+    // 82 'R'), `uplo` (76, 85), `trans_x` (78 'N', 84 'T', 67 'C') and `diag` (78, 85 'U').
+    if (ctx.num_operands() != 2 && ctx.num_operands() != 3)
+      ctx.fail("@{} takes 2 or 3 operands (a, b[, alpha]), got {}", target, ctx.num_operands());
+    const Literal& a = ctx.operand(0);
+    check_type(ctx, target, target[7], a);
+    check_type(ctx, target, target[7], ctx.operand(1));
+    if (row_major(ctx, 0) || row_major(ctx, 1))
+      ctx.fail("@{}: a row-major matrix layout is not supported (JAX passes column-major)", target);
+    int64_t trans_x = config_int(ctx, "trans_x").value_or('N');
+    int64_t trans = trans_x == 'T' ? 1 : trans_x == 'C' ? 2 : 0;
+    C alpha = ctx.num_operands() == 3 ? ctx.operand(2).get_complex(0) : C(1);
+    Literal x = trsm(ctx, config_int(ctx, "side").value_or('L') != 'R', config_int(ctx, "uplo").value_or('L') != 'U',
+                     trans, config_int(ctx, "diag").value_or('N') == 'U', alpha, a, ctx.operand(1));
+    return package(ctx, {std::move(x)});
+  }
   if (target.size() == 10 && target.rfind("blas_", 0) == 0 && target.substr(6) == "trsm" &&
       std::string("sdcz").find(target[5]) != std::string::npos) {
     // api_version 2: left_side, lower, trans_a (0 N, 1 T, 2 C), unit_diagonal, m, n, batch,
@@ -331,7 +364,7 @@ std::optional<Results> eval_lapack(const EvalContext& ctx, const std::string& ta
                      ctx.operand(9));
     return package(ctx, {std::move(x)});
   }
-  return std::nullopt;
+  return eval_solvers(ctx, target);
 }
 
 }  // namespace tessera::interp

@@ -489,7 +489,6 @@ FactorRule rule_SdyCollectivePermute(const Op& op) { return none(op); }
 FactorRule rule_SdyConstant(const Op& op) { return same_shape(op); }
 
 FactorRule rule_Call(const Op& op) { return none(op); }
-FactorRule rule_CustomCall(const Op& op) { return none(op); }
 FactorRule rule_RunParallel(const Op& op) { return none(op); }
 FactorRule rule_ExpectEqConst(const Op& op) { return none(op); }
 FactorRule rule_ExpectAlmostEqConst(const Op& op) { return none(op); }

@@ -11,7 +11,14 @@
 // partitioner keeps a reduce_window's split by a halo exchange where cheaper (split_reads.h). sort passes through every dimension but
 // the sorted one, and chlo.top_k every dimension but the last. cholesky and triangular_solve pass
 // their batch dimensions through and keep the matrices whole, except triangular_solve's b and
-// result columns (left side; rows on the right side), each of which is solved alone.
+// result columns (left side; rows on the right side), each of which is solved alone. The LAPACK
+// and BLAS custom calls of JAX's CPU lowering (`lapack_*`, `blas_*`) do likewise: each factors or
+// solves the matrices in the last two dimensions of its operands one by one, so their batch
+// dimensions pass through to every operand and result that starts with them (tau, eigenvalues,
+// singular values, info) and the matrices stay whole; other custom calls are opaque (no factors).
+#include <algorithm>
+#include <string>
+
 #include "ir/window.h"
 #include "spmd/factor_rule.h"
 
@@ -135,6 +142,38 @@ FactorRule rule_TriangularSolve(const Op& op) {
     if (shape[d] != 1) r.operands[0][d] = r.operands[1][d] = r.results[0][d] = {r.add(shape[d])};
   size_t free = op.attrs().get_or<bool>("left_side", true) ? rank - 1 : rank - 2;
   if (shape[free] != 1) r.operands[1][free] = r.results[0][free] = {r.add(shape[free])};
+  return r;
+}
+
+FactorRule rule_CustomCall(const Op& op) {
+  FactorRule r = blank_rule(op);
+  std::string target = op.attrs().get_or<std::string>("call_target_name", "");
+  if (target.rfind("lapack_", 0) != 0 && target.rfind("blas_", 0) != 0) return r;
+  // The batch dimensions: those of the first matrix operand (api_version 2's scalar descriptors
+  // come first). A tuple result (api_version 2) has no dimensions to share: left opaque.
+  std::vector<int64_t> batch;
+  for (ir::Value* v : op.operands())
+    if (v->type().is_tensor() && v->type().rank() >= 2) {
+      batch.assign(v->type().shape.begin(), v->type().shape.end() - 2);
+      break;
+    }
+  for (ir::Value* v : op.results())
+    if (!v->type().is_tensor()) return r;
+  // A tensor shares the batch when it starts with it and has at most a matrix after it (a
+  // workspace's one dimension, rarely equal to the batch, is not read by the kernels).
+  auto shares = [&](const ir::Type& t) {
+    return t.is_tensor() && t.rank() >= static_cast<int64_t>(batch.size()) &&
+           t.rank() <= static_cast<int64_t>(batch.size()) + 2 &&
+           std::equal(batch.begin(), batch.end(), t.shape.begin());
+  };
+  for (size_t d = 0; d < batch.size(); ++d) {
+    if (batch[d] == 1) continue;
+    int f = r.add(batch[d]);
+    for (size_t i = 0; i < op.operands().size(); ++i)
+      if (shares(op.operand(i)->type())) r.operands[i][d] = {f};
+    for (size_t i = 0; i < op.num_results(); ++i)
+      if (shares(op.result(i)->type())) r.results[i][d] = {f};
+  }
   return r;
 }
 

@@ -181,3 +181,30 @@ TEST(Lapack, TrsmSolvesWithEitherTriangleSideAndTranspose) {
 
 }  // namespace
 }  // namespace tessera::interp
+
+namespace tessera::interp {
+namespace {
+
+// lapack_?trsm_ffi (later jaxlibs): (a, b[, alpha]) with side, uplo, trans_x and diag in
+// mhlo.backend_config, on the packed LU above ([[2, 1], [2, 3]]).
+TEST(Lapack, TrsmFfiReadsItsFlagsFromTheBackendConfig) {
+  auto call = [](const std::string& config, bool alpha) {
+    std::string body = fmt::format(
+        "    %a = stablehlo.constant dense<[[2.0, 1.0], [2.0, 3.0]]> : tensor<2x2xf64>\n"
+        "    %b = stablehlo.constant dense<[[1.0], [4.0]]> : tensor<2x1xf64>\n"
+        "    %alpha = stablehlo.constant dense<2.0> : tensor<f64>\n"
+        "    %0 = stablehlo.custom_call @lapack_dtrsm_ffi(%a, %b{}) {{mhlo.backend_config = {{{}}}, operand_layouts = "
+        "[dense<[0, 1]> : tensor<2xindex>, dense<[0, 1]> : tensor<2xindex>{}]}} : (tensor<2x2xf64>, tensor<2x1xf64>{}) "
+        "-> tensor<2x1xf64>\n"
+        "    return %0 : tensor<2x1xf64>\n",
+        alpha ? ", %alpha" : "", config, alpha ? ", dense<> : tensor<0xindex>" : "", alpha ? ", tensor<f64>" : "");
+    return run(body, "tensor<2x1xf64>")[0];
+  };
+  // Unit lower L = [[1, 0], [2, 1]]: L x = [1, 4] gives x = [1, 2].
+  expect_values(call("diag = 85 : ui8, side = 76 : ui8, trans_x = 78 : ui8, uplo = 76 : ui8", false), {1, 2});
+  // U^T = [[2, 0], [1, 3]]: U^T x = 2 [1, 4] gives x1 = 1, x2 = (8 - 1) / 3.
+  expect_values(call("diag = 78 : ui8, side = 76 : ui8, trans_x = 84 : ui8, uplo = 85 : ui8", true), {1, 7.0 / 3});
+}
+
+}  // namespace
+}  // namespace tessera::interp
