@@ -1,5 +1,5 @@
-// Per-stage fragment times and the replay that turns them into a simulated timeline (bubble.h).
-#include "mpmd/bubble.h"
+// Per-stage fragment times and the replays that turn them into a simulated timeline (simulate.h).
+#include "mpmd/simulate.h"
 
 #include <algorithm>
 

@@ -12,7 +12,7 @@
 
 #include <fmt/ranges.h>
 
-#include "mpmd/validate.h"
+#include "mpmd/schedule.h"
 #include "support/error.h"
 
 namespace tessera::mpmd {

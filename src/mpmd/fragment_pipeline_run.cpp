@@ -11,6 +11,7 @@
 #include <time.h>
 
 #include <atomic>
+#include <condition_variable>
 #include <chrono>
 #include <cmath>
 #include <exception>
@@ -26,7 +27,6 @@
 #include "exec/executable.h"
 #include "interp/interpreter.h"
 #include "mpmd/fragment_pipeline.h"
-#include "mpmd/value_slots.h"
 #include "runtime/layout.h"
 #include "spmd/reshard.h"
 #include "support/error.h"
@@ -40,7 +40,45 @@ using support::fail;
 
 namespace {
 
-int64_t bytes_of(const ShardedBuffer& b) { return b.local_bytes(); }
+// The one transport inside a process: values in flight between stage threads, one slot per (value
+// id, destination stage). A post never waits; a take waits for its slot up to a timeout; a failure
+// aborts every wait at once, so no thread outlives a failed run. Between ranks: Ranks (ranks.h).
+class ValueSlots {
+ public:
+  void post(size_t value, size_t to, runtime::ShardedBuffer v) {
+    {
+      std::lock_guard lock(mu_);
+      slots_.insert_or_assign({value, to}, std::move(v));
+    }
+    cv_.notify_all();
+  }
+  // The value, or nothing when the run was aborted or `timeout` passed.
+  std::optional<runtime::ShardedBuffer> take(size_t value, size_t to, std::chrono::milliseconds timeout) {
+    std::unique_lock lock(mu_);
+    auto key = std::make_pair(value, to);
+    if (!cv_.wait_for(lock, timeout, [&] { return aborted_ || slots_.count(key); }) || !slots_.count(key))
+      return std::nullopt;
+    runtime::ShardedBuffer v = std::move(slots_.at(key));
+    slots_.erase(key);
+    return v;
+  }
+  void abort() {
+    {
+      std::lock_guard lock(mu_);
+      aborted_ = true;
+    }
+    cv_.notify_all();
+  }
+  bool aborted() const { return aborted_; }
+  // For waits elsewhere (a receive from another rank) to give up when the run is aborted.
+  const std::atomic<bool>& abort_flag() const { return aborted_; }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::map<std::pair<size_t, size_t>, runtime::ShardedBuffer> slots_;
+  std::atomic<bool> aborted_{false};
+};
 
 double thread_cpu_ms() {
   timespec t{};
@@ -290,8 +328,8 @@ FragmentPipelineRun FragmentPipeline::run(const CompiledSchedule& compiled, cons
     exec_options.trace_device = static_cast<int64_t>(st);
     exec_options.profile = options_.profile;
     auto keep = [&](size_t id, ShardedBuffer v) {
-      held += bytes_of(v);
-      if (saved.count(id)) held_saved += bytes_of(v);
+      held += v.local_bytes();
+      if (saved.count(id)) held_saved += v.local_bytes();
       out.peak_store_bytes[st] = std::max(out.peak_store_bytes[st], held);
       out.peak_saved_bytes[st] = std::max(out.peak_saved_bytes[st], held_saved);
       store.emplace(id, std::move(v));
@@ -300,8 +338,8 @@ FragmentPipelineRun FragmentPipeline::run(const CompiledSchedule& compiled, cons
       if (--readers[id] > 0) return;
       auto it = store.find(id);
       TESSERA_CHECK(it != store.end(), "stage {} dropped {} before its last reader", st, plan.values[id].name);
-      held -= bytes_of(it->second);
-      if (saved.count(id)) held_saved -= bytes_of(it->second);
+      held -= it->second.local_bytes();
+      if (saved.count(id)) held_saved -= it->second.local_bytes();
       store.erase(it);
     };
     // An action's interval runs from its first instruction's start to its last one's end.
@@ -363,7 +401,7 @@ FragmentPipelineRun FragmentPipeline::run(const CompiledSchedule& compiled, cons
                  in.mesh, pv.parameter ? std::string("a parameter") : label(pv.producer),
                  options_.transfer_timeout.count());
           }
-          if (in.step >= 0) out.action_bytes[st][static_cast<size_t>(in.step)] += bytes_of(*v);
+          if (in.step >= 0) out.action_bytes[st][static_cast<size_t>(in.step)] += v->local_bytes();
           keep(in.value, std::move(*v));
           break;
         }
@@ -460,7 +498,14 @@ FragmentPipelineRun FragmentPipeline::run(const CompiledSchedule& compiled, cons
   for (size_t st = 0; st < stages; ++st)
     if (runs_here(static_cast<int64_t>(st))) here.push_back(st);
   try {
-    run_on_threads(here.size(), [&](size_t i) { run_stage(here[i]); }, slots);
+    support::run_concurrently(here.size(), [&](size_t i) {
+      try {
+        run_stage(here[i]);
+      } catch (...) {
+        slots.abort();  // the other stages stop waiting
+        throw;
+      }
+    });
   } catch (const std::exception& e) {
     if (ranks) ranks->report_failure(e.what());  // the other ranks' waits on this one end now
     throw;

@@ -115,7 +115,10 @@ class Cutter {
         fail("mesh '{}' has {} devices, but its spmd mesh @{} has {}", m.name, m.devices, m.spmd_mesh,
              sm->num_devices());
     }
-    std::vector<std::string> named = computation_names(whole_);
+    std::vector<std::string> named;  // in program order
+    for (const auto& op : whole_.body().ops())
+      if (auto o = origin_of(*op); o && std::find(named.begin(), named.end(), o->name) == named.end())
+        named.push_back(o->name);
     for (const auto& [name, mesh] : assignment_) {
       if (!names.count(mesh))
         fail("assignment: named computation '{}' is assigned to mesh '{}', which is not one of the program's "

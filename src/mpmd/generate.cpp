@@ -1,5 +1,5 @@
-// The built-in schedule generators (see generate.h for what each schedule is).
-#include "mpmd/generate.h"
+// The built-in schedule generators (schedule.h says what each schedule is).
+#include "mpmd/schedule.h"
 
 #include <algorithm>
 

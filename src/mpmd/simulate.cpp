@@ -10,7 +10,7 @@
 #include <map>
 #include <tuple>
 
-#include "mpmd/validate.h"
+#include "mpmd/schedule.h"
 #include "support/error.h"
 #include "support/strings.h"
 

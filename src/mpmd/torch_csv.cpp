@@ -1,14 +1,12 @@
-// PyTorch's compute-only schedule CSV (torch_csv.h): cells read into compute actions, the
+// PyTorch's compute-only schedule CSV (schedule.h): cells read into compute actions, the
 // transfers inserted, the result validated with every action named by its row and column.
-#include "mpmd/torch_csv.h"
+#include "mpmd/schedule.h"
 
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <vector>
 
-#include "mpmd/generate.h"
-#include "mpmd/validate.h"
 #include "support/durable_file.h"
 #include "support/error.h"
 #include "support/strings.h"
