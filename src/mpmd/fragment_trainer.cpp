@@ -82,17 +82,13 @@ FragmentTrainer::FragmentTrainer(const nn::CausalLM& model, Schedule schedule,
         ir::Tensor coef = f.param(ir::Type(dtype, {}));
         for (ir::Tensor& x : g) x = x * coef;
       }
-      std::vector<ir::Tensor> out_p, out_m, out_v;
-      for (size_t k = 0; k < s.parameters.size(); ++k) {
-        nn::AdamWState next =
-            nn::adamw_update(adamw_, {p[k], m[k], v[k]}, g[k], scalars, nn::decays(adamw_, specs[s.parameters[k]].name));
-        out_p.push_back(next.p);
-        out_m.push_back(next.m);
-        out_v.push_back(next.v);
-      }
-      std::vector<ir::Tensor> out = out_p;
-      out.insert(out.end(), out_m.begin(), out_m.end());
-      out.insert(out.end(), out_v.begin(), out_v.end());
+      std::vector<nn::AdamWState> next;
+      for (size_t j = 0; j < s.parameters.size(); ++j)
+        next.push_back(
+            nn::adamw_update(adamw_, {p[j], m[j], v[j]}, g[j], scalars, nn::decays(adamw_, specs[s.parameters[j]].name)));
+      std::vector<ir::Tensor> out;  // p'..., m'..., v'...
+      for (auto member : {&nn::AdamWState::p, &nn::AdamWState::m, &nn::AdamWState::v})
+        for (const nn::AdamWState& n : next) out.push_back(n.*member);
       return out;
     });
     const size_t k = s.parameters.size();
@@ -100,22 +96,16 @@ FragmentTrainer::FragmentTrainer(const nn::CausalLM& model, Schedule schedule,
       std::vector<std::pair<size_t, size_t>> donated;  // p, m, v update in place
       for (size_t j = 0; j < 3 * k; ++j) donated.emplace_back(j, j);
       s.program = std::make_unique<runtime::ShardedProgram>(session->sharded_program(session->compile(*s.module, "adamw"), donated));
-      for (size_t j = 0; j < k; ++j) {
-        const ir::Literal& x = parameters[s.parameters[j]];
-        s.p.push_back(s.program->stage(j, x));
-        s.m.push_back(s.program->stage(k + j, ir::Literal(x.type())));  // zeros
-        s.v.push_back(s.program->stage(2 * k + j, ir::Literal(x.type())));
-      }
     } else {
       exec::CompileOptions co;
       co.module = s.module.get();
       s.update = exec::Executable::compile(fn, co);
       s.context = s.update->make_context();
-      for (size_t i : s.parameters) {
-        s.p.push_back(whole_buffer(parameters[i]));
-        s.m.push_back(whole_buffer(ir::Literal(parameters[i].type())));  // zeros
-        s.v.push_back(whole_buffer(ir::Literal(parameters[i].type())));
-      }
+    }
+    for (size_t j = 0; j < 3 * k; ++j) {  // the parameters, then zero moments
+      const ir::Literal& x = parameters[s.parameters[j % k]];
+      ir::Literal value = j < k ? x : ir::Literal(x.type());
+      s.state.push_back(s.program ? s.program->stage(j, value) : whole_buffer(std::move(value)));
     }
   }
 }
@@ -175,7 +165,7 @@ const FragmentPipelineRun& FragmentTrainer::step(const ir::Literal& tokens, cons
   RunInputs in;
   for (size_t i = 0; i < n; ++i) {
     const Stage& s = stages_[where_[i].first];
-    in.parameters.push_back(s.p.empty() ? nullptr : &s.p[where_[i].second]);  // null: on another rank
+    in.parameters.push_back(s.state.empty() ? nullptr : &s.state[where_[i].second]);  // null: another rank's
   }
   std::vector<runtime::ShardedBuffer> whole;  // the microbatches, split where a stage reads them
   for (ir::Literal& x : batch) whole.push_back(whole_buffer(std::move(x)));
@@ -195,12 +185,10 @@ const FragmentPipelineRun& FragmentTrainer::step(const ir::Literal& tokens, cons
   support::run_concurrently(stages_.size(), [&](size_t st) {
     Stage& s = stages_[st];
     const size_t k = s.parameters.size();
-    if (s.p.size() != k) return;  // another rank's stage
+    if (s.state.empty()) return;  // another rank's stage
     std::vector<runtime::ShardedBuffer> out;  // p'..., m'..., v'...
     if (s.program) {
-      std::vector<runtime::ShardedBuffer> args;
-      for (auto* group : {&s.p, &s.m, &s.v})
-        for (runtime::ShardedBuffer& x : *group) args.push_back(std::move(x));
+      std::vector<runtime::ShardedBuffer> args = std::move(s.state);
       const ir::Mesh* mesh = pipeline_->stage_mesh();
       const auto& want = s.program->program().info.parameter_shardings;
       const runtime::Session* session = pipeline_->session(static_cast<int64_t>(st));
@@ -216,8 +204,7 @@ const FragmentPipelineRun& FragmentTrainer::step(const ir::Literal& tokens, cons
       out = s.program->execute(args);
     } else {
       std::vector<ir::Literal> args;
-      for (auto* group : {&s.p, &s.m, &s.v})
-        for (runtime::ShardedBuffer& x : *group) args.push_back(std::move((*x.pieces)[0]));
+      for (runtime::ShardedBuffer& x : s.state) args.push_back(std::move((*x.pieces)[0]));
       for (size_t i : s.parameters) args.push_back(std::move((*last_.values[1 + i].pieces)[0]));
       args.push_back(scalars);
       if (coef) args.push_back(*coef);
@@ -232,11 +219,7 @@ const FragmentPipelineRun& FragmentTrainer::step(const ir::Literal& tokens, cons
         trace_->add(trace_->track(static_cast<int64_t>(st)), trace_->intern({"AdamW update", "pipeline", ""}), begin,
                     trace_->now_ns());
     }
-    for (size_t j = 0; j < k; ++j) {
-      s.p[j] = std::move(out[j]);
-      s.m[j] = std::move(out[k + j]);
-      s.v[j] = std::move(out[2 * k + j]);
-    }
+    s.state = std::move(out);
   });
   update_ms_ = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   return last_;
@@ -249,7 +232,7 @@ double FragmentTrainer::clip_coefficient() {
   std::vector<double> squares(stages_.size(), 0.0);
   for (size_t i = 0; i < where_.size(); ++i) {
     const size_t st = where_[i].first;
-    if (stages_[st].p.empty()) continue;  // another rank's
+    if (stages_[st].state.empty()) continue;  // another rank's
     const ir::Literal g = pipeline_->whole(last_.values[1 + i]);
     for (int64_t e = 0; e < g.num_elements(); ++e) squares[st] += g.get_double(e) * g.get_double(e);
   }
@@ -279,34 +262,30 @@ const runtime::ShardedBuffer& FragmentTrainer::state(size_t i, int kind) const {
     support::fail("pipeline trainer: no state {} of parameter {} (the model has {})", kind, i, where_.size());
   static const runtime::ShardedBuffer kNone;  // another rank's stage
   const Stage& s = stages_[where_[i].first];
-  if (s.p.empty()) return kNone;
-  const std::vector<runtime::ShardedBuffer>& group = kind == 0 ? s.p : kind == 1 ? s.m : s.v;
-  return group[where_[i].second];
+  if (s.state.empty()) return kNone;
+  return s.state[static_cast<size_t>(kind) * s.parameters.size() + where_[i].second];
 }
 
 void FragmentTrainer::restore(const StateReader& read, int64_t steps) {
   if (steps < 0) support::fail("pipeline trainer: restored at step {}, which is negative", steps);
   for (Stage& s : stages_) {
     const size_t k = s.parameters.size();
-    if (s.p.size() != k) continue;  // another rank's stage
-    for (int kind = 0; kind < 3; ++kind) {
-      std::vector<runtime::ShardedBuffer>& group = kind == 0 ? s.p : kind == 1 ? s.m : s.v;
-      for (size_t j = 0; j < k; ++j) {
-        const size_t i = s.parameters[j];
-        const std::vector<int64_t>& shape = step_.parameters[i].shape;
-        if (s.program) {
-          group[j] = s.program->stage_pieces(kind * k + j, [&](const std::vector<int64_t>& start,
-                                                                const std::vector<int64_t>& extent) {
-            return read(i, kind, start, extent);
-          });
-        } else {
-          ir::Literal whole = read(i, kind, std::vector<int64_t>(shape.size(), 0), shape);
-          if (whole.type() != ir::Type(dtype_, shape))
-            support::fail("pipeline trainer: state {} of parameter {} ('{}') read as {}, the model needs {}", kind, i,
-                          step_.parameters[i].name, ir::to_string(whole.type()), ir::to_string(ir::Type(dtype_, shape)));
-          group[j] = whole_buffer(std::move(whole));
-        }
+    for (size_t j = 0; j < s.state.size(); ++j) {  // empty on another rank's stage
+      const size_t i = s.parameters[j % k];
+      const int kind = static_cast<int>(j / k);
+      auto piece = [&](const std::vector<int64_t>& start, const std::vector<int64_t>& extent) {
+        return read(i, kind, start, extent);
+      };
+      const std::vector<int64_t>& shape = step_.parameters[i].shape;
+      if (s.program) {
+        s.state[j] = s.program->stage_pieces(j, piece);
+        continue;
       }
+      ir::Literal whole = piece(std::vector<int64_t>(shape.size(), 0), shape);
+      if (whole.type() != ir::Type(dtype_, shape))
+        support::fail("pipeline trainer: state {} of parameter {} ('{}') read as {}, the model needs {}", kind, i,
+                      step_.parameters[i].name, ir::to_string(whole.type()), ir::to_string(ir::Type(dtype_, shape)));
+      s.state[j] = whole_buffer(std::move(whole));
     }
   }
   steps_ = steps;
@@ -317,8 +296,8 @@ std::vector<ir::Literal> FragmentTrainer::parameters() const {
   std::vector<std::byte> mine;
   for (size_t i = 0; i < where_.size(); ++i) {
     const Stage& s = stages_[where_[i].first];
-    if (s.p.empty()) continue;
-    out[i] = pipeline_->whole(s.p[where_[i].second]);
+    if (s.state.empty()) continue;
+    out[i] = pipeline_->whole(s.state[where_[i].second]);
     if (ranks_) {
       std::vector<std::byte> one;
       encode_literal(one, out[i]);

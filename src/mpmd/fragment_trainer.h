@@ -85,7 +85,7 @@ class FragmentTrainer {
  private:
   struct Stage {
     std::vector<size_t> parameters;     // indices into parameter_specs
-    std::vector<runtime::ShardedBuffer> p, m, v;  // resident, parallel to `parameters`
+    std::vector<runtime::ShardedBuffer> state;  // resident: p..., m..., v..., parallel to `parameters`
     std::unique_ptr<ir::Module> module;  // @adamw(p..., m..., v..., g..., scalars[3]) -> (p'..., m'..., v'...)
     // One device: the update's executable; a device group: its sharded program.
     std::shared_ptr<const exec::Executable> update;

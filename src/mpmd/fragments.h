@@ -22,6 +22,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -78,7 +79,8 @@ struct FragmentPlan {
   std::vector<ir::Type> parameter_types;  // of the whole step
   std::vector<std::optional<size_t>> parameter_mesh;  // none: read by no fragment
 
-  std::string summary() const;                       // fragments and transfers, one a line
+  // Fragments (each line ending in note(f), if given) and transfers, one a line.
+  std::string summary(const std::function<std::string(size_t)>& note = nullptr) const;
   size_t count(size_t mesh, ir::OpKind kind) const;  // ops of `kind` on mesh `mesh` (tests)
 };
 
