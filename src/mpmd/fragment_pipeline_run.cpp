@@ -1,13 +1,9 @@
-// FragmentPipeline::run: one thread per stage executes the instruction list compile() made for it
-// (fragment_pipeline.h). A stage keeps each value it computed or received in its store only while
-// some later instruction of its list still reads it (a fragment input or a post), so what a stage
-// holds follows the schedule's order, not the program's: that is what makes 1F1B hold less than GPipe.
-// Each fragment is compiled once, when the pipeline is made: on a one-device stage into an
-// exec::Executable with a run context of its own, which a run lends the parameters (views: never
-// written, never copied); on a stage of several devices into a runtime::ShardedProgram on the
-// stage's session, whose values are pieces that stay on the stage's devices from fragment to
-// fragment. A value crosses to another stage as pieces too (reshard): each destination device gets
-// only its part.
+// FragmentPipeline::run: one thread per stage executes its list from compile(). A stage keeps a
+// value only while a later instruction of its list reads it, so what it holds follows the
+// schedule's order (what makes 1F1B hold less than GPipe). Fragments are compiled once: on one
+// device into an exec::Executable lent the parameters as views (never copied); on a device group
+// into a runtime::ShardedProgram whose values stay on the devices as pieces, and cross to other
+// stages as pieces too (reshard).
 #include <time.h>
 
 #include <atomic>
@@ -15,12 +11,10 @@
 #include <chrono>
 #include <cmath>
 #include <exception>
-#include <functional>
 #include <map>
 #include <mutex>
 #include <optional>
 #include <set>
-#include <thread>
 #include <unordered_map>
 
 #include "exec/accelerate.h"
@@ -247,17 +241,18 @@ FragmentPipelineRun FragmentPipeline::run(const CompiledSchedule& compiled, cons
   const FragmentPlan& plan = plan_;
   const std::vector<const ShardedBuffer*>& parameters = inputs.parameters;
   const Compiled& c = *compiled_;
-  try {
-    if (parameters.size() != plan.parameter_types.size())
-      fail("pipeline run: the step takes {} parameters, got {}", plan.parameter_types.size(), parameters.size());
-    for (size_t i = 0; i < parameters.size(); ++i)
-      if (parameters[i] != nullptr && parameters[i]->type != plan.parameter_types[i])
-        fail("pipeline run: parameter {} is {}, the step's parameter %arg{} is {}", i,
-             ir::to_string(parameters[i]->type), i, ir::to_string(plan.parameter_types[i]));
-  } catch (const support::UserError& e) {
-    if (options_.ranks) options_.ranks->report_failure(e.what());  // the others would wait for this rank
-    throw;
-  }
+  Ranks* ranks = options_.ranks;
+  auto refuse = [&](const std::string& why) {
+    if (ranks) ranks->report_failure(why);  // the other ranks would wait for this one
+    fail("{}", why);
+  };
+  if (parameters.size() != plan.parameter_types.size())
+    refuse(fmt::format("pipeline run: the step takes {} parameters, got {}", plan.parameter_types.size(),
+                       parameters.size()));
+  for (size_t i = 0; i < parameters.size(); ++i)
+    if (parameters[i] != nullptr && parameters[i]->type != plan.parameter_types[i])
+      refuse(fmt::format("pipeline run: parameter {} is {}, the step's parameter %arg{} is {}", i,
+                         ir::to_string(parameters[i]->type), i, ir::to_string(plan.parameter_types[i])));
   TESSERA_CHECK(compiled.stages.size() == static_cast<size_t>(stages_) && schedule.actions.size() == compiled.stages.size(),
                 "a compiled schedule of {} stages run on a pipeline of {}", compiled.stages.size(), stages_);
 
@@ -266,15 +261,12 @@ FragmentPipelineRun FragmentPipeline::run(const CompiledSchedule& compiled, cons
   out.peak_saved_bytes.assign(stages, 0);
   out.peak_store_bytes.assign(stages, 0);
   out.fragment_runs.assign(plan.fragments.size(), 0);
-  out.fragment_times.assign(plan.fragments.size(), Interval{});
-  out.times.resize(stages);
-  out.cpu_ms.resize(stages);
-  for (size_t st = 0; st < stages; ++st) {
-    out.times[st].assign(schedule.actions[st].size(), Interval{});
-    out.cpu_ms[st].assign(schedule.actions[st].size(), 0.0);
+  out.fragment_times.resize(plan.fragments.size());
+  for (const std::vector<Action>& actions : schedule.actions) {
+    out.times.emplace_back(actions.size());
+    out.cpu_ms.emplace_back(actions.size());
+    out.action_bytes.emplace_back(actions.size());
   }
-  out.action_bytes = std::vector<std::vector<int64_t>>(out.times.size());
-  for (size_t st = 0; st < stages; ++st) out.action_bytes[st].assign(schedule.actions[st].size(), 0);
   const auto start = std::chrono::steady_clock::now();
   auto now_ms = [&] { return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count(); };
   std::vector<std::optional<ShardedBuffer>> results(plan.results.size());
@@ -288,7 +280,6 @@ FragmentPipelineRun FragmentPipeline::run(const CompiledSchedule& compiled, cons
     else result_of.insert({b.index, r});
   }
   ValueSlots slots;
-  Ranks* ranks = options_.ranks;
   const uint64_t run_number = ranks ? ranks->next_run() : 0;
   // Where a value of stage st laid out as `sharding` has its pieces (on rank 0 without ranks).
   auto placement = [&](size_t st, const ir::Sharding& sharding) {
