@@ -30,6 +30,7 @@
 #include <string>
 #include <vector>
 
+#include "interp/interpreter.h"
 #include "interp/trace.h"
 #include "ir/literal.h"
 #include "ir/module.h"
@@ -38,6 +39,11 @@
 #include "mpmd/schedule.h"
 #include "mpmd/simulate.h"
 #include "runtime/session.h"
+
+namespace tessera::exec {
+class Executable;
+class RunContext;
+}  // namespace tessera::exec
 
 namespace tessera::mpmd {
 
@@ -123,6 +129,32 @@ struct RunInputs {
 // A whole array as a buffer of one piece.
 runtime::ShardedBuffer whole_buffer(ir::Literal value);
 
+// A program of one stage (a fragment, a trainer's update): on one device an exec::Executable lent
+// its inputs as views (never written, never copied) but for the donated ones, with `options`
+// (trace, profile); on a device group (`session`) a runtime::ShardedProgram whose values stay on
+// the devices as pieces, execute moving an input laid out otherwise (a whole array) into place.
+class StageProgram {
+ public:
+  StageProgram(const runtime::Session* session, const ir::Module& module, const std::string& function,
+               bool fast_kernels, std::vector<std::pair<size_t, size_t>> donated = {});
+  ~StageProgram();
+  const ir::Sharding& input_layout(size_t k) const { return layouts_.at(k); }  // none on one device
+  runtime::ShardedBuffer stage(size_t k, const ir::Literal& x) const;  // input k from a whole array
+  runtime::ShardedBuffer stage_pieces(size_t k, const runtime::PieceMaker& make) const;
+  std::vector<runtime::ShardedBuffer> execute(std::vector<runtime::ShardedBuffer>& args,
+                                              const interp::Options& options) const;
+  const runtime::ShardedProgram* sharded() const { return program_.get(); }
+
+ private:
+  std::unique_ptr<runtime::ShardedProgram> program_;
+  std::shared_ptr<const exec::Executable> executable_;
+  std::unique_ptr<exec::RunContext> context_;
+  std::vector<ir::Sharding> layouts_;
+  std::vector<bool> donated_;  // per input, on one device
+  const runtime::Session* session_ = nullptr;
+  const ir::Mesh* mesh_ = nullptr;
+};
+
 class FragmentPipeline {
  public:
   // `virtual_stages` are the named computations in model order, spread over `stages` (dividing
@@ -169,7 +201,7 @@ class FragmentPipeline {
   FragmentPlan plan_;
   std::vector<std::optional<ir::Mesh>> meshes_;  // per stage, its devices; none: one device
   std::vector<FragmentRole> roles_;
-  struct Compiled;  // per fragment: its executable and run context
+  struct Compiled;  // the stages' sessions, the fragments' programs and layouts
   std::shared_ptr<Compiled> compiled_;  // shared: its deleter is made where Compiled is complete
   void compile_fragments();
   FragmentPipelineRun run(const CompiledSchedule& compiled, const Schedule& schedule,

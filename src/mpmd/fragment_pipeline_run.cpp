@@ -108,19 +108,72 @@ ShardedBuffer whole_buffer(Literal value) {
   return b;
 }
 
+StageProgram::StageProgram(const runtime::Session* session, const ir::Module& module, const std::string& function,
+                           bool fast_kernels, std::vector<std::pair<size_t, size_t>> donated) {
+  if (session) {
+    runtime::CompiledProgram p = session->compile(module, function);
+    layouts_ = p.info.parameter_shardings;
+    session_ = session;
+    mesh_ = module.find_mesh(p.info.mesh);
+    TESSERA_CHECK(mesh_ != nullptr, "@{} has no mesh @{}", function, p.info.mesh);
+    program_ = std::make_unique<runtime::ShardedProgram>(session->sharded_program(std::move(p), std::move(donated)));
+    return;
+  }
+  const ir::Function& fn = *module.find_function(function);
+  layouts_.resize(fn.num_parameters());
+  donated_.assign(fn.num_parameters(), false);
+  for (auto [in, out] : donated) donated_.at(in) = true;
+  exec::CompileOptions o;
+  o.module = &module;
+  if (!fast_kernels) o.accelerate = nullptr;
+  executable_ = exec::Executable::compile(fn, o);
+  context_ = executable_->make_context();
+}
+
+StageProgram::~StageProgram() = default;
+
+ShardedBuffer StageProgram::stage(size_t k, const Literal& x) const {
+  return program_ ? program_->stage(k, x) : whole_buffer(x);
+}
+
+ShardedBuffer StageProgram::stage_pieces(size_t k, const runtime::PieceMaker& make) const {
+  if (program_) return program_->stage_pieces(k, make);
+  const ir::Type& type = executable_->function().parameter(k)->type();
+  Literal x = make(std::vector<int64_t>(type.shape.size(), 0), type.shape);
+  if (x.type() != type) fail("input {} made as {}, the program takes {}", k, ir::to_string(x.type()), ir::to_string(type));
+  return whole_buffer(std::move(x));
+}
+
+std::vector<ShardedBuffer> StageProgram::execute(std::vector<ShardedBuffer>& args, const interp::Options& options) const {
+  if (program_) {
+    for (size_t k = 0; k < args.size(); ++k) {  // each input as the program lays it out
+      const ShardedBuffer& v = args[k];
+      int64_t local = 0;
+      if (v.pieces->size() != static_cast<size_t>(mesh_->num_devices()) ||
+          !spmd::same_layout(v.sharding, layouts_[k], v.type.shape.size()))
+        args[k] = reshard(v, mesh_, layouts_[k], mesh_, local, session_);
+    }
+    return program_->execute(args);
+  }
+  std::vector<Literal> in;  // a donated input held by nothing else is moved in (results may take
+  for (size_t k = 0; k < args.size(); ++k) {  // its buffer); the others are lent as views
+    Literal& x = (*args[k].pieces)[0];
+    in.push_back(donated_[k] && args[k].pieces.use_count() == 1 ? std::move(x)
+                                                               : Literal::view(x.type(), x.bytes().data()));
+  }
+  std::vector<ShardedBuffer> out;
+  for (Literal& r : executable_->run(std::move(in), options, *context_)) out.push_back(whole_buffer(std::move(r)));
+  return out;
+}
+
 struct FragmentPipeline::Compiled {
-  // Per fragment: on a one-device stage its executable and run context, else its sharded program.
-  std::vector<std::shared_ptr<const exec::Executable>> executables;
-  std::vector<std::unique_ptr<exec::RunContext>> contexts;
-  std::vector<std::unique_ptr<runtime::ShardedProgram>> programs;
-  // Per stage (empty: one device each): a stage this rank runs over several ranks has a session
-  // over those ranks (Ranks::stage_session), every other one host devices (the latter only
-  // compile, for the layouts, where another rank runs the stage).
+  // Per stage (null: one device): a stage this rank runs over several ranks has a session over
+  // those ranks (Ranks::stage_session), every other one host devices (the latter only compile, for
+  // the layouts, where another rank runs the stage).
   std::vector<std::unique_ptr<runtime::Session>> sessions;
   int64_t spanning_stage = -1;  // the stage this rank runs with other ranks, if any
-  // The layout a fragment's input k takes ([fragment][k]), and the layout a value posted to a mesh
-  // takes there: that of its first reader on the mesh.
-  std::vector<std::vector<ir::Sharding>> input_layouts;
+  std::vector<std::unique_ptr<StageProgram>> programs;  // per fragment
+  // The layout a value posted to a mesh takes there: that of its first reader on the mesh.
   std::map<std::pair<size_t, size_t>, ir::Sharding> arrival_layouts;
 };
 
@@ -160,29 +213,15 @@ void FragmentPipeline::compile_fragments() {
     }
   }
   for (const Fragment& f : plan_.fragments) {
-    std::vector<ir::Sharding> layouts(f.inputs.size());
-    if (c.sessions[f.mesh]) {
-      runtime::CompiledProgram p;
-      try {
-        p = c.sessions[f.mesh]->compile(*f.module, f.function);
-      } catch (const support::UserError& e) {
-        fail("fragment {} on stage {}: {}", f.index, f.mesh, e.what());
-      }
-      layouts = p.info.parameter_shardings;
-      c.programs.push_back(std::make_unique<runtime::ShardedProgram>(c.sessions[f.mesh]->sharded_program(p)));
-      c.executables.emplace_back();
-      c.contexts.emplace_back();
-    } else {
-      exec::CompileOptions o;
-      o.module = f.module.get();
-      if (!options_.fast_kernels) o.accelerate = nullptr;
-      c.executables.push_back(exec::Executable::compile(f.fn(), o));
-      c.contexts.push_back(c.executables.back()->make_context());
-      c.programs.emplace_back();
+    try {
+      c.programs.push_back(std::make_unique<StageProgram>(c.sessions[f.mesh].get(), *f.module, f.function,
+                                                          options_.fast_kernels));
+    } catch (const support::UserError& e) {
+      fail("fragment {} on stage {}: {}", f.index, f.mesh, e.what());
     }
     for (size_t k = 0; k < f.inputs.size(); ++k)
-      if (f.inputs[k].kind == Binding::Kind::kValue) c.arrival_layouts.try_emplace({f.inputs[k].index, f.mesh}, layouts[k]);
-    c.input_layouts.push_back(std::move(layouts));
+      if (f.inputs[k].kind == Binding::Kind::kValue)
+        c.arrival_layouts.try_emplace({f.inputs[k].index, f.mesh}, c.programs.back()->input_layout(k));
   }
 }
 
@@ -231,7 +270,7 @@ Literal FragmentPipeline::whole(const ShardedBuffer& b, int64_t stage) const {
     return out;
   }
   for (size_t f = 0; f < plan_.fragments.size(); ++f)
-    if (static_cast<int64_t>(plan_.fragments[f].mesh) == c.spanning_stage) return c.programs[f]->fetch(b);
+    if (static_cast<int64_t>(plan_.fragments[f].mesh) == c.spanning_stage) return c.programs[f]->sharded()->fetch(b);
   TESSERA_CHECK(false, "stage {} has no fragment to gather a value with", c.spanning_stage);
 }
 
@@ -427,33 +466,15 @@ FragmentPipelineRun FragmentPipeline::run(const CompiledSchedule& compiled, cons
         }
         case Instruction::Kind::kRun: {
           const Fragment& f = plan.fragments[in.fragment];
-          // Each input as the fragment lays it out: a value of this stage already is (fragments.h
-          // rule 7); a whole input (a microbatch's tokens) is split here.
+          // A value of this stage is laid out as the fragment takes it (fragments.h rule 7); a whole
+          // input (a microbatch's tokens) is split by execute.
           std::vector<ShardedBuffer> args;
-          for (size_t k = 0; k < f.inputs.size(); ++k) {
-            const Binding& b = f.inputs[k];
-            const ShardedBuffer& v = b.kind == Binding::Kind::kParameter ? *parameters[b.index] : store.at(b.index);
-            const ir::Sharding& want = c.input_layouts[in.fragment][k];
-            bool fits = !mesh ? v.pieces->size() == 1
-                              : v.pieces->size() == static_cast<size_t>(mesh->num_devices()) &&
-                                    spmd::same_layout(v.sharding, want, v.type.shape.size());
-            int64_t local = 0;
-            args.push_back(fits ? v : reshard(v, mesh, want, mesh, local, session(static_cast<int64_t>(st))));
-          }
+          for (const Binding& b : f.inputs)
+            args.push_back(b.kind == Binding::Kind::kParameter ? *parameters[b.index] : store.at(b.index));
           std::vector<ShardedBuffer> outputs;
           const double begun = now_ms();
           try {
-            if (c.programs[in.fragment]) {
-              outputs = c.programs[in.fragment]->execute(args);
-            } else {  // lent as views: the executable reads them, never writes
-              std::vector<Literal> views;
-              for (const ShardedBuffer& a : args) {
-                const Literal& x = (*a.pieces)[0];
-                views.push_back(Literal::view(x.type(), const_cast<std::byte*>(x.bytes().data())));
-              }
-              for (Literal& r : c.executables[in.fragment]->run(std::move(views), exec_options, *c.contexts[in.fragment]))
-                outputs.push_back(whole_buffer(std::move(r)));
-            }
+            outputs = c.programs[in.fragment]->execute(args, exec_options);
           } catch (const support::UserError& e) {
             fail("{}: {}: {}", where(st, in.step), label(in.fragment), e.what());
           }

@@ -7,10 +7,8 @@
 #include <chrono>
 #include <cmath>
 
-#include "exec/executable.h"
 #include "comm/mpi_wire.h"
 #include "runtime/layout.h"
-#include "spmd/reshard.h"
 #include "ir/builder.h"
 #include "support/error.h"
 #include "support/threads.h"
@@ -72,7 +70,7 @@ FragmentTrainer::FragmentTrainer(const nn::CausalLM& model, Schedule schedule,
     Stage& s = stages_[st];
     s.module = std::make_unique<ir::Module>("adamw");
     if (stage_plan) s.module->add_mesh(stage_plan->mesh);
-    const ir::Function& fn = ir::build_function(*s.module, "adamw", [&](ir::FunctionBuilder& f) {
+    ir::build_function(*s.module, "adamw", [&](ir::FunctionBuilder& f) {
       std::vector<ir::Tensor> p, m, v, g;
       for (auto* group : {&p, &m, &v, &g})
         for (size_t i : s.parameters)
@@ -92,20 +90,14 @@ FragmentTrainer::FragmentTrainer(const nn::CausalLM& model, Schedule schedule,
       return out;
     });
     const size_t k = s.parameters.size();
-    if (const runtime::Session* session = pipeline_->session(static_cast<int64_t>(st))) {
-      std::vector<std::pair<size_t, size_t>> donated;  // p, m, v update in place
-      for (size_t j = 0; j < 3 * k; ++j) donated.emplace_back(j, j);
-      s.program = std::make_unique<runtime::ShardedProgram>(session->sharded_program(session->compile(*s.module, "adamw"), donated));
-    } else {
-      exec::CompileOptions co;
-      co.module = s.module.get();
-      s.update = exec::Executable::compile(fn, co);
-      s.context = s.update->make_context();
-    }
+    std::vector<std::pair<size_t, size_t>> donated;  // p, m, v update in place
+    for (size_t j = 0; j < 3 * k; ++j) donated.emplace_back(j, j);
+    s.update = std::make_unique<StageProgram>(pipeline_->session(static_cast<int64_t>(st)), *s.module, "adamw", true,
+                                              donated);
     for (size_t j = 0; j < 3 * k; ++j) {  // the parameters, then zero moments
       const ir::Literal& x = parameters[s.parameters[j % k]];
       ir::Literal value = j < k ? x : ir::Literal(x.type());
-      s.state.push_back(s.program ? s.program->stage(j, value) : whole_buffer(std::move(value)));
+      s.state.push_back(s.update->stage(j, value));
     }
   }
 }
@@ -186,40 +178,19 @@ const FragmentPipelineRun& FragmentTrainer::step(const ir::Literal& tokens, cons
     Stage& s = stages_[st];
     const size_t k = s.parameters.size();
     if (s.state.empty()) return;  // another rank's stage
-    std::vector<runtime::ShardedBuffer> out;  // p'..., m'..., v'...
-    if (s.program) {
-      std::vector<runtime::ShardedBuffer> args = std::move(s.state);
-      const ir::Mesh* mesh = pipeline_->stage_mesh();
-      const auto& want = s.program->program().info.parameter_shardings;
-      const runtime::Session* session = pipeline_->session(static_cast<int64_t>(st));
-      for (size_t j = 0; j < k; ++j) {  // a gradient laid out otherwise than its parameter is moved there
-        runtime::ShardedBuffer& g = last_.values[1 + s.parameters[j]];
-        int64_t local = 0;
-        args.push_back(spmd::same_layout(g.sharding, want[3 * k + j], g.type.shape.size())
-                           ? g
-                           : reshard(g, mesh, want[3 * k + j], mesh, local, session));
-      }
-      args.push_back(s.program->stage(4 * k, scalars));
-      if (coef) args.push_back(s.program->stage(4 * k + 1, *coef));
-      out = s.program->execute(args);
-    } else {
-      std::vector<ir::Literal> args;
-      for (runtime::ShardedBuffer& x : s.state) args.push_back(std::move((*x.pieces)[0]));
-      for (size_t i : s.parameters) args.push_back(std::move((*last_.values[1 + i].pieces)[0]));
-      args.push_back(scalars);
-      if (coef) args.push_back(*coef);
-      interp::Options options;  // the update's ops, and the update itself, on the stage's track
-      options.profile = options_.profile;
-      options.trace = trace_;
-      options.trace_device = static_cast<int64_t>(st);
-      const int64_t begin = trace_ ? trace_->now_ns() : 0;
-      for (ir::Literal& x : s.update->run(std::move(args), options, *s.context))
-        out.push_back(whole_buffer(std::move(x)));
-      if (trace_)
-        trace_->add(trace_->track(static_cast<int64_t>(st)), trace_->intern({"AdamW update", "pipeline", ""}), begin,
-                    trace_->now_ns());
-    }
-    s.state = std::move(out);
+    std::vector<runtime::ShardedBuffer> args = std::move(s.state);  // donated
+    for (size_t i : s.parameters) args.push_back(last_.values[1 + i]);  // the gradients
+    args.push_back(s.update->stage(4 * k, scalars));
+    if (coef) args.push_back(s.update->stage(4 * k + 1, *coef));
+    interp::Options options;  // on one device: the update's ops, and the update itself, on the stage's track
+    options.profile = options_.profile;
+    options.trace = trace_;
+    options.trace_device = static_cast<int64_t>(st);
+    const int64_t begin = trace_ ? trace_->now_ns() : 0;
+    s.state = s.update->execute(args, options);  // p'..., m'..., v'...
+    if (trace_)
+      trace_->add(trace_->track(static_cast<int64_t>(st)), trace_->intern({"AdamW update", "pipeline", ""}), begin,
+                  trace_->now_ns());
   });
   update_ms_ = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   return last_;
@@ -276,16 +247,11 @@ void FragmentTrainer::restore(const StateReader& read, int64_t steps) {
       auto piece = [&](const std::vector<int64_t>& start, const std::vector<int64_t>& extent) {
         return read(i, kind, start, extent);
       };
-      const std::vector<int64_t>& shape = step_.parameters[i].shape;
-      if (s.program) {
-        s.state[j] = s.program->stage_pieces(j, piece);
-        continue;
+      try {
+        s.state[j] = s.update->stage_pieces(j, piece);
+      } catch (const support::UserError& e) {
+        support::fail("pipeline trainer: state {} of parameter {} ('{}'): {}", kind, i, step_.parameters[i].name, e.what());
       }
-      ir::Literal whole = piece(std::vector<int64_t>(shape.size(), 0), shape);
-      if (whole.type() != ir::Type(dtype_, shape))
-        support::fail("pipeline trainer: state {} of parameter {} ('{}') read as {}, the model needs {}", kind, i,
-                      step_.parameters[i].name, ir::to_string(whole.type()), ir::to_string(ir::Type(dtype_, shape)));
-      s.state[j] = whole_buffer(std::move(whole));
     }
   }
   steps_ = steps;

@@ -25,11 +25,6 @@
 #include "nn/model.h"
 #include "nn/optimizer.h"
 
-namespace tessera::exec {
-class Executable;
-class RunContext;
-}  // namespace tessera::exec
-
 namespace tessera::mpmd {
 
 struct FragmentTrainerOptions {
@@ -87,10 +82,7 @@ class FragmentTrainer {
     std::vector<size_t> parameters;     // indices into parameter_specs
     std::vector<runtime::ShardedBuffer> state;  // resident: p..., m..., v..., parallel to `parameters`
     std::unique_ptr<ir::Module> module;  // @adamw(p..., m..., v..., g..., scalars[3]) -> (p'..., m'..., v'...)
-    // One device: the update's executable; a device group: its sharded program.
-    std::shared_ptr<const exec::Executable> update;
-    std::unique_ptr<exec::RunContext> context;
-    std::unique_ptr<runtime::ShardedProgram> program;
+    std::unique_ptr<StageProgram> update;
   };
   ModelStep step_;
   Schedule schedule_;
