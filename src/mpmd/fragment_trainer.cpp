@@ -179,7 +179,7 @@ const FragmentPipelineRun& FragmentTrainer::step(const ir::Literal& tokens, cons
     const size_t k = s.parameters.size();
     if (s.state.empty()) return;  // another rank's stage
     std::vector<runtime::ShardedBuffer> args = std::move(s.state);  // donated
-    for (size_t i : s.parameters) args.push_back(last_.values[1 + i]);  // the gradients
+    for (size_t i : s.parameters) args.push_back(std::move(last_.values[1 + i]));  // the gradients, freed after
     args.push_back(s.update->stage(4 * k, scalars));
     if (coef) args.push_back(s.update->stage(4 * k + 1, *coef));
     interp::Options options;  // on one device: the update's ops, and the update itself, on the stage's track

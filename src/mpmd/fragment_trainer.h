@@ -48,7 +48,7 @@ class FragmentTrainer {
   FragmentTrainer& operator=(const FragmentTrainer&) = delete;
 
   // One AdamW step on a batch (tokens, targets i32 [batch, seq]) at `lr` (default: the AdamW's);
-  // the run's results[0] is the loss before the update.
+  // the run's results[0] is the loss before the update (its gradients went to the update).
   const FragmentPipelineRun& step(const ir::Literal& tokens, const ir::Literal& targets,
                                   std::optional<double> lr = std::nullopt);
 
