@@ -48,17 +48,29 @@ Schedule build(const char* name, int64_t stages, int64_t microbatches, int64_t v
   return s;
 }
 
-// 1F1B's order on one stage with the given backward kind (B, or BI for zero bubble).
-std::vector<Action> one_f_one_b_order(int64_t stage, int64_t stages, int64_t microbatches, ActionKind backward) {
+// Stage `stage`'s order in interleaved 1F1B with `backward` as the backward kind (BI for zero
+// bubble). The k-th forward: microbatches advance in groups of P, each group passing through every
+// chunk of the stage before the next starts; backwards visit the chunks in reverse. V = 1 is 1F1B.
+std::vector<Action> interleaved_order(int64_t stage, int64_t P, int64_t M, int64_t V, ActionKind backward) {
+  const int64_t total = V * M;
+  auto microbatch_of = [&](int64_t k) { return (k / (P * V)) * P + k % P; };
+  auto chunk_of = [&](int64_t k, bool forward) {
+    int64_t c = (k % (P * V)) / P;
+    return forward ? c : V - 1 - c;
+  };
   std::vector<Action> order;
-  int64_t warmup = std::min(stages - 1 - stage, microbatches);
-  for (int64_t m = 0; m < warmup; ++m) order.push_back(compute(ActionKind::kForward, m, stage));
-  for (int64_t i = 0; i + warmup < microbatches; ++i) {
-    order.push_back(compute(ActionKind::kForward, warmup + i, stage));
-    order.push_back(compute(backward, i, stage));
+  auto fwd = [&](int64_t k) { order.push_back(compute(ActionKind::kForward, microbatch_of(k), stage + chunk_of(k, true) * P)); };
+  auto bwd = [&](int64_t k) { order.push_back(compute(backward, microbatch_of(k), stage + chunk_of(k, false) * P)); };
+  // Enough forwards that the first backward chunk of the stage has its gradient by the time the
+  // warm-up ends: one per later stage with V = 1 (P−1−s), else two (there and back) plus one group
+  // for every extra chunk.
+  const int64_t warmup = std::min((P - 1 - stage) * (V == 1 ? 1 : 2) + (V - 1) * P, total);
+  for (int64_t k = 0; k < warmup; ++k) fwd(k);
+  for (int64_t i = 0; i + warmup < total; ++i) {
+    fwd(warmup + i);
+    bwd(i);
   }
-  for (int64_t m = std::max<int64_t>(microbatches - warmup, 0); m < microbatches; ++m)
-    order.push_back(compute(backward, m, stage));
+  for (int64_t k = total - warmup; k < total; ++k) bwd(k);
   return order;
 }
 
@@ -122,40 +134,18 @@ Schedule gpipe(int64_t stages, int64_t microbatches) {
 
 Schedule one_f_one_b(int64_t stages, int64_t microbatches) {
   return build("1f1b", stages, microbatches, 1, [&](int64_t stage) {
-    return one_f_one_b_order(stage, stages, microbatches, ActionKind::kBackward);
+    return interleaved_order(stage, stages, microbatches, 1, ActionKind::kBackward);
   });
 }
 
 Schedule interleaved(int64_t stages, int64_t microbatches, int64_t virtual_per_stage) {
   check_sizes("interleaved", stages, microbatches, virtual_per_stage);  // before M % P
-  const int64_t P = stages, M = microbatches, V = virtual_per_stage;
-  if (V > 1 && M % P != 0)
+  if (virtual_per_stage > 1 && microbatches % stages != 0)
     fail("interleaved schedule with {} virtual stages per stage: the microbatch count ({}) must be a "
          "multiple of the stage count ({})",
-         V, M, P);
-  // The k-th forward of a stage: microbatches advance in groups of P, and each group passes through
-  // every chunk of the stage before the next group starts; backwards visit the chunks in reverse.
-  // With V = 1 this is 1F1B's order.
-  const int64_t total = V * M;
-  auto microbatch_of = [&](int64_t k) { return (k / (P * V)) * P + k % P; };
-  auto chunk_of = [&](int64_t k, bool forward) {
-    int64_t c = (k % (P * V)) / P;
-    return forward ? c : V - 1 - c;
-  };
-  return build("interleaved", P, M, V, [&](int64_t stage) {
-    std::vector<Action> order;
-    auto fwd = [&](int64_t k) { order.push_back(compute(ActionKind::kForward, microbatch_of(k), stage + chunk_of(k, true) * P)); };
-    auto bwd = [&](int64_t k) { order.push_back(compute(ActionKind::kBackward, microbatch_of(k), stage + chunk_of(k, false) * P)); };
-    // Enough forwards that the first backward chunk of the stage has its gradient by the time the
-    // warm-up ends: two per later stage (there and back) plus one group for every extra chunk.
-    int64_t warmup = std::min((P - 1 - stage) * (V == 1 ? 1 : 2) + (V - 1) * P, total);
-    for (int64_t k = 0; k < warmup; ++k) fwd(k);
-    for (int64_t i = 0; i + warmup < total; ++i) {
-      fwd(warmup + i);
-      bwd(i);
-    }
-    for (int64_t k = total - warmup; k < total; ++k) bwd(k);
-    return order;
+         virtual_per_stage, microbatches, stages);
+  return build("interleaved", stages, microbatches, virtual_per_stage, [&](int64_t stage) {
+    return interleaved_order(stage, stages, microbatches, virtual_per_stage, ActionKind::kBackward);
   });
 }
 
@@ -166,7 +156,7 @@ Schedule zero_bubble_h1(int64_t stages, int64_t microbatches) {
     // longest) with W's to run while the gradients travel back to the earlier stages.
     std::vector<Action> order;
     int64_t backwards = 0, weights = 0;
-    for (const Action& a : one_f_one_b_order(stage, stages, microbatches, ActionKind::kBackwardInput)) {
+    for (const Action& a : interleaved_order(stage, stages, microbatches, 1, ActionKind::kBackwardInput)) {
       order.push_back(a);
       if (a.kind == ActionKind::kBackwardInput && ++backwards > stage)
         order.push_back(compute(ActionKind::kBackwardWeight, weights++, stage));
