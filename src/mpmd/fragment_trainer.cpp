@@ -301,9 +301,4 @@ int64_t FragmentTrainer::parameter_bytes(int64_t stage) const {
   return bytes;
 }
 
-int64_t FragmentTrainer::devices_per_stage() const {
-  const ir::Mesh* mesh = pipeline_->stage_mesh();
-  return mesh ? mesh->num_devices() : 1;
-}
-
 }  // namespace tessera::mpmd
