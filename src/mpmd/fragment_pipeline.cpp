@@ -12,7 +12,7 @@
 
 #include <fmt/ranges.h>
 
-#include "mpmd/validate.h"
+#include "mpmd/schedule.h"
 #include "support/error.h"
 
 namespace tessera::mpmd {
@@ -208,17 +208,7 @@ FragmentPipeline::FragmentPipeline(FragmentPlan plan, FragmentPipelineOptions op
 }
 
 std::string FragmentPipeline::summary() const {
-  std::string out;
-  std::string plan = plan_.summary();
-  size_t f = 0, start = 0;
-  while (start < plan.size()) {
-    size_t end = plan.find('\n', start);
-    std::string line = plan.substr(start, end - start);
-    if (line.rfind("fragment ", 0) == 0 && f < roles_.size()) line += fmt::format("  [{}]", roles_[f++].to_string());
-    out += line + "\n";
-    start = end + 1;
-  }
-  return out;
+  return plan_.summary([&](size_t f) { return fmt::format("  [{}]", roles_[f].to_string()); });
 }
 
 std::string instruction_place(const Schedule& s, size_t stage, int64_t step) {

@@ -1,32 +1,26 @@
-// FragmentPipeline::run: one thread per stage executes the instruction list compile() made for it
-// (fragment_pipeline.h). A stage keeps each value it computed or received in its store only while
-// some later instruction of its list still reads it (a fragment input or a post), so what a stage
-// holds follows the schedule's order, not the program's: that is what makes 1F1B hold less than GPipe.
-// Each fragment is compiled once, when the pipeline is made: on a one-device stage into an
-// exec::Executable with a run context of its own, which a run lends the parameters (views: never
-// written, never copied); on a stage of several devices into a runtime::ShardedProgram on the
-// stage's session, whose values are pieces that stay on the stage's devices from fragment to
-// fragment. A value crosses to another stage as pieces too (reshard): each destination device gets
-// only its part.
+// FragmentPipeline::run: one thread per stage executes its list from compile(). A stage keeps a
+// value only while a later instruction of its list reads it, so what it holds follows the
+// schedule's order (what makes 1F1B hold less than GPipe). Fragments are compiled once: on one
+// device into an exec::Executable lent the parameters as views (never copied); on a device group
+// into a runtime::ShardedProgram whose values stay on the devices as pieces, and cross to other
+// stages as pieces too (reshard).
 #include <time.h>
 
 #include <atomic>
+#include <condition_variable>
 #include <chrono>
 #include <cmath>
 #include <exception>
-#include <functional>
 #include <map>
 #include <mutex>
 #include <optional>
 #include <set>
-#include <thread>
 #include <unordered_map>
 
 #include "exec/accelerate.h"
 #include "exec/executable.h"
 #include "interp/interpreter.h"
 #include "mpmd/fragment_pipeline.h"
-#include "mpmd/value_slots.h"
 #include "runtime/layout.h"
 #include "spmd/reshard.h"
 #include "support/error.h"
@@ -40,7 +34,45 @@ using support::fail;
 
 namespace {
 
-int64_t bytes_of(const ShardedBuffer& b) { return b.local_bytes(); }
+// The one transport inside a process: values in flight between stage threads, one slot per (value
+// id, destination stage). A post never waits; a take waits for its slot up to a timeout; a failure
+// aborts every wait at once, so no thread outlives a failed run. Between ranks: Ranks (ranks.h).
+class ValueSlots {
+ public:
+  void post(size_t value, size_t to, runtime::ShardedBuffer v) {
+    {
+      std::lock_guard lock(mu_);
+      slots_.insert_or_assign({value, to}, std::move(v));
+    }
+    cv_.notify_all();
+  }
+  // The value, or nothing when the run was aborted or `timeout` passed.
+  std::optional<runtime::ShardedBuffer> take(size_t value, size_t to, std::chrono::milliseconds timeout) {
+    std::unique_lock lock(mu_);
+    auto key = std::make_pair(value, to);
+    if (!cv_.wait_for(lock, timeout, [&] { return aborted_ || slots_.count(key); }) || !slots_.count(key))
+      return std::nullopt;
+    runtime::ShardedBuffer v = std::move(slots_.at(key));
+    slots_.erase(key);
+    return v;
+  }
+  void abort() {
+    {
+      std::lock_guard lock(mu_);
+      aborted_ = true;
+    }
+    cv_.notify_all();
+  }
+  bool aborted() const { return aborted_; }
+  // For waits elsewhere (a receive from another rank) to give up when the run is aborted.
+  const std::atomic<bool>& abort_flag() const { return aborted_; }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::map<std::pair<size_t, size_t>, runtime::ShardedBuffer> slots_;
+  std::atomic<bool> aborted_{false};
+};
 
 double thread_cpu_ms() {
   timespec t{};
@@ -76,19 +108,72 @@ ShardedBuffer whole_buffer(Literal value) {
   return b;
 }
 
+StageProgram::StageProgram(const runtime::Session* session, const ir::Module& module, const std::string& function,
+                           bool fast_kernels, std::vector<std::pair<size_t, size_t>> donated) {
+  if (session) {
+    runtime::CompiledProgram p = session->compile(module, function);
+    layouts_ = p.info.parameter_shardings;
+    session_ = session;
+    mesh_ = module.find_mesh(p.info.mesh);
+    TESSERA_CHECK(mesh_ != nullptr, "@{} has no mesh @{}", function, p.info.mesh);
+    program_ = std::make_unique<runtime::ShardedProgram>(session->sharded_program(std::move(p), std::move(donated)));
+    return;
+  }
+  const ir::Function& fn = *module.find_function(function);
+  layouts_.resize(fn.num_parameters());
+  donated_.assign(fn.num_parameters(), false);
+  for (auto [in, out] : donated) donated_.at(in) = true;
+  exec::CompileOptions o;
+  o.module = &module;
+  if (!fast_kernels) o.accelerate = nullptr;
+  executable_ = exec::Executable::compile(fn, o);
+  context_ = executable_->make_context();
+}
+
+StageProgram::~StageProgram() = default;
+
+ShardedBuffer StageProgram::stage(size_t k, const Literal& x) const {
+  return program_ ? program_->stage(k, x) : whole_buffer(x);
+}
+
+ShardedBuffer StageProgram::stage_pieces(size_t k, const runtime::PieceMaker& make) const {
+  if (program_) return program_->stage_pieces(k, make);
+  const ir::Type& type = executable_->function().parameter(k)->type();
+  Literal x = make(std::vector<int64_t>(type.shape.size(), 0), type.shape);
+  if (x.type() != type) fail("input {} made as {}, the program takes {}", k, ir::to_string(x.type()), ir::to_string(type));
+  return whole_buffer(std::move(x));
+}
+
+std::vector<ShardedBuffer> StageProgram::execute(std::vector<ShardedBuffer>& args, const interp::Options& options) const {
+  if (program_) {
+    for (size_t k = 0; k < args.size(); ++k) {  // each input as the program lays it out
+      const ShardedBuffer& v = args[k];
+      int64_t local = 0;
+      if (v.pieces->size() != static_cast<size_t>(mesh_->num_devices()) ||
+          !spmd::same_layout(v.sharding, layouts_[k], v.type.shape.size()))
+        args[k] = reshard(v, mesh_, layouts_[k], mesh_, local, session_);
+    }
+    return program_->execute(args);
+  }
+  std::vector<Literal> in;  // a donated input held by nothing else is moved in (results may take
+  for (size_t k = 0; k < args.size(); ++k) {  // its buffer); the others are lent as views
+    Literal& x = (*args[k].pieces)[0];
+    in.push_back(donated_[k] && args[k].pieces.use_count() == 1 ? std::move(x)
+                                                               : Literal::view(x.type(), x.bytes().data()));
+  }
+  std::vector<ShardedBuffer> out;
+  for (Literal& r : executable_->run(std::move(in), options, *context_)) out.push_back(whole_buffer(std::move(r)));
+  return out;
+}
+
 struct FragmentPipeline::Compiled {
-  // Per fragment: on a one-device stage its executable and run context, else its sharded program.
-  std::vector<std::shared_ptr<const exec::Executable>> executables;
-  std::vector<std::unique_ptr<exec::RunContext>> contexts;
-  std::vector<std::unique_ptr<runtime::ShardedProgram>> programs;
-  // Per stage (empty: one device each): a stage this rank runs over several ranks has a session
-  // over those ranks (Ranks::stage_session), every other one host devices (the latter only
-  // compile, for the layouts, where another rank runs the stage).
+  // Per stage (null: one device): a stage this rank runs over several ranks has a session over
+  // those ranks (Ranks::stage_session), every other one host devices (the latter only compile, for
+  // the layouts, where another rank runs the stage).
   std::vector<std::unique_ptr<runtime::Session>> sessions;
   int64_t spanning_stage = -1;  // the stage this rank runs with other ranks, if any
-  // The layout a fragment's input k takes ([fragment][k]), and the layout a value posted to a mesh
-  // takes there: that of its first reader on the mesh.
-  std::vector<std::vector<ir::Sharding>> input_layouts;
+  std::vector<std::unique_ptr<StageProgram>> programs;  // per fragment
+  // The layout a value posted to a mesh takes there: that of its first reader on the mesh.
   std::map<std::pair<size_t, size_t>, ir::Sharding> arrival_layouts;
 };
 
@@ -128,29 +213,15 @@ void FragmentPipeline::compile_fragments() {
     }
   }
   for (const Fragment& f : plan_.fragments) {
-    std::vector<ir::Sharding> layouts(f.inputs.size());
-    if (c.sessions[f.mesh]) {
-      runtime::CompiledProgram p;
-      try {
-        p = c.sessions[f.mesh]->compile(*f.module, f.function);
-      } catch (const support::UserError& e) {
-        fail("fragment {} on stage {}: {}", f.index, f.mesh, e.what());
-      }
-      layouts = p.info.parameter_shardings;
-      c.programs.push_back(std::make_unique<runtime::ShardedProgram>(c.sessions[f.mesh]->sharded_program(p)));
-      c.executables.emplace_back();
-      c.contexts.emplace_back();
-    } else {
-      exec::CompileOptions o;
-      o.module = f.module.get();
-      if (!options_.fast_kernels) o.accelerate = nullptr;
-      c.executables.push_back(exec::Executable::compile(f.fn(), o));
-      c.contexts.push_back(c.executables.back()->make_context());
-      c.programs.emplace_back();
+    try {
+      c.programs.push_back(std::make_unique<StageProgram>(c.sessions[f.mesh].get(), *f.module, f.function,
+                                                          options_.fast_kernels));
+    } catch (const support::UserError& e) {
+      fail("fragment {} on stage {}: {}", f.index, f.mesh, e.what());
     }
     for (size_t k = 0; k < f.inputs.size(); ++k)
-      if (f.inputs[k].kind == Binding::Kind::kValue) c.arrival_layouts.try_emplace({f.inputs[k].index, f.mesh}, layouts[k]);
-    c.input_layouts.push_back(std::move(layouts));
+      if (f.inputs[k].kind == Binding::Kind::kValue)
+        c.arrival_layouts.try_emplace({f.inputs[k].index, f.mesh}, c.programs.back()->input_layout(k));
   }
 }
 
@@ -199,7 +270,7 @@ Literal FragmentPipeline::whole(const ShardedBuffer& b, int64_t stage) const {
     return out;
   }
   for (size_t f = 0; f < plan_.fragments.size(); ++f)
-    if (static_cast<int64_t>(plan_.fragments[f].mesh) == c.spanning_stage) return c.programs[f]->fetch(b);
+    if (static_cast<int64_t>(plan_.fragments[f].mesh) == c.spanning_stage) return c.programs[f]->sharded()->fetch(b);
   TESSERA_CHECK(false, "stage {} has no fragment to gather a value with", c.spanning_stage);
 }
 
@@ -209,17 +280,18 @@ FragmentPipelineRun FragmentPipeline::run(const CompiledSchedule& compiled, cons
   const FragmentPlan& plan = plan_;
   const std::vector<const ShardedBuffer*>& parameters = inputs.parameters;
   const Compiled& c = *compiled_;
-  try {
-    if (parameters.size() != plan.parameter_types.size())
-      fail("pipeline run: the step takes {} parameters, got {}", plan.parameter_types.size(), parameters.size());
-    for (size_t i = 0; i < parameters.size(); ++i)
-      if (parameters[i] != nullptr && parameters[i]->type != plan.parameter_types[i])
-        fail("pipeline run: parameter {} is {}, the step's parameter %arg{} is {}", i,
-             ir::to_string(parameters[i]->type), i, ir::to_string(plan.parameter_types[i]));
-  } catch (const support::UserError& e) {
-    if (options_.ranks) options_.ranks->report_failure(e.what());  // the others would wait for this rank
-    throw;
-  }
+  Ranks* ranks = options_.ranks;
+  auto refuse = [&](const std::string& why) {
+    if (ranks) ranks->report_failure(why);  // the other ranks would wait for this one
+    fail("{}", why);
+  };
+  if (parameters.size() != plan.parameter_types.size())
+    refuse(fmt::format("pipeline run: the step takes {} parameters, got {}", plan.parameter_types.size(),
+                       parameters.size()));
+  for (size_t i = 0; i < parameters.size(); ++i)
+    if (parameters[i] != nullptr && parameters[i]->type != plan.parameter_types[i])
+      refuse(fmt::format("pipeline run: parameter {} is {}, the step's parameter %arg{} is {}", i,
+                         ir::to_string(parameters[i]->type), i, ir::to_string(plan.parameter_types[i])));
   TESSERA_CHECK(compiled.stages.size() == static_cast<size_t>(stages_) && schedule.actions.size() == compiled.stages.size(),
                 "a compiled schedule of {} stages run on a pipeline of {}", compiled.stages.size(), stages_);
 
@@ -228,15 +300,12 @@ FragmentPipelineRun FragmentPipeline::run(const CompiledSchedule& compiled, cons
   out.peak_saved_bytes.assign(stages, 0);
   out.peak_store_bytes.assign(stages, 0);
   out.fragment_runs.assign(plan.fragments.size(), 0);
-  out.fragment_times.assign(plan.fragments.size(), Interval{});
-  out.times.resize(stages);
-  out.cpu_ms.resize(stages);
-  for (size_t st = 0; st < stages; ++st) {
-    out.times[st].assign(schedule.actions[st].size(), Interval{});
-    out.cpu_ms[st].assign(schedule.actions[st].size(), 0.0);
+  out.fragment_times.resize(plan.fragments.size());
+  for (const std::vector<Action>& actions : schedule.actions) {
+    out.times.emplace_back(actions.size());
+    out.cpu_ms.emplace_back(actions.size());
+    out.action_bytes.emplace_back(actions.size());
   }
-  out.action_bytes = std::vector<std::vector<int64_t>>(out.times.size());
-  for (size_t st = 0; st < stages; ++st) out.action_bytes[st].assign(schedule.actions[st].size(), 0);
   const auto start = std::chrono::steady_clock::now();
   auto now_ms = [&] { return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count(); };
   std::vector<std::optional<ShardedBuffer>> results(plan.results.size());
@@ -250,7 +319,6 @@ FragmentPipelineRun FragmentPipeline::run(const CompiledSchedule& compiled, cons
     else result_of.insert({b.index, r});
   }
   ValueSlots slots;
-  Ranks* ranks = options_.ranks;
   const uint64_t run_number = ranks ? ranks->next_run() : 0;
   // Where a value of stage st laid out as `sharding` has its pieces (on rank 0 without ranks).
   auto placement = [&](size_t st, const ir::Sharding& sharding) {
@@ -290,8 +358,8 @@ FragmentPipelineRun FragmentPipeline::run(const CompiledSchedule& compiled, cons
     exec_options.trace_device = static_cast<int64_t>(st);
     exec_options.profile = options_.profile;
     auto keep = [&](size_t id, ShardedBuffer v) {
-      held += bytes_of(v);
-      if (saved.count(id)) held_saved += bytes_of(v);
+      held += v.local_bytes();
+      if (saved.count(id)) held_saved += v.local_bytes();
       out.peak_store_bytes[st] = std::max(out.peak_store_bytes[st], held);
       out.peak_saved_bytes[st] = std::max(out.peak_saved_bytes[st], held_saved);
       store.emplace(id, std::move(v));
@@ -300,8 +368,8 @@ FragmentPipelineRun FragmentPipeline::run(const CompiledSchedule& compiled, cons
       if (--readers[id] > 0) return;
       auto it = store.find(id);
       TESSERA_CHECK(it != store.end(), "stage {} dropped {} before its last reader", st, plan.values[id].name);
-      held -= bytes_of(it->second);
-      if (saved.count(id)) held_saved -= bytes_of(it->second);
+      held -= it->second.local_bytes();
+      if (saved.count(id)) held_saved -= it->second.local_bytes();
       store.erase(it);
     };
     // An action's interval runs from its first instruction's start to its last one's end.
@@ -363,7 +431,7 @@ FragmentPipelineRun FragmentPipeline::run(const CompiledSchedule& compiled, cons
                  in.mesh, pv.parameter ? std::string("a parameter") : label(pv.producer),
                  options_.transfer_timeout.count());
           }
-          if (in.step >= 0) out.action_bytes[st][static_cast<size_t>(in.step)] += bytes_of(*v);
+          if (in.step >= 0) out.action_bytes[st][static_cast<size_t>(in.step)] += v->local_bytes();
           keep(in.value, std::move(*v));
           break;
         }
@@ -398,33 +466,15 @@ FragmentPipelineRun FragmentPipeline::run(const CompiledSchedule& compiled, cons
         }
         case Instruction::Kind::kRun: {
           const Fragment& f = plan.fragments[in.fragment];
-          // Each input as the fragment lays it out: a value of this stage already is (fragments.h
-          // rule 7); a whole input (a microbatch's tokens) is split here.
+          // A value of this stage is laid out as the fragment takes it (fragments.h rule 7); a whole
+          // input (a microbatch's tokens) is split by execute.
           std::vector<ShardedBuffer> args;
-          for (size_t k = 0; k < f.inputs.size(); ++k) {
-            const Binding& b = f.inputs[k];
-            const ShardedBuffer& v = b.kind == Binding::Kind::kParameter ? *parameters[b.index] : store.at(b.index);
-            const ir::Sharding& want = c.input_layouts[in.fragment][k];
-            bool fits = !mesh ? v.pieces->size() == 1
-                              : v.pieces->size() == static_cast<size_t>(mesh->num_devices()) &&
-                                    spmd::same_layout(v.sharding, want, v.type.shape.size());
-            int64_t local = 0;
-            args.push_back(fits ? v : reshard(v, mesh, want, mesh, local, session(static_cast<int64_t>(st))));
-          }
+          for (const Binding& b : f.inputs)
+            args.push_back(b.kind == Binding::Kind::kParameter ? *parameters[b.index] : store.at(b.index));
           std::vector<ShardedBuffer> outputs;
           const double begun = now_ms();
           try {
-            if (c.programs[in.fragment]) {
-              outputs = c.programs[in.fragment]->execute(args);
-            } else {  // lent as views: the executable reads them, never writes
-              std::vector<Literal> views;
-              for (const ShardedBuffer& a : args) {
-                const Literal& x = (*a.pieces)[0];
-                views.push_back(Literal::view(x.type(), const_cast<std::byte*>(x.bytes().data())));
-              }
-              for (Literal& r : c.executables[in.fragment]->run(std::move(views), exec_options, *c.contexts[in.fragment]))
-                outputs.push_back(whole_buffer(std::move(r)));
-            }
+            outputs = c.programs[in.fragment]->execute(args, exec_options);
           } catch (const support::UserError& e) {
             fail("{}: {}: {}", where(st, in.step), label(in.fragment), e.what());
           }
@@ -460,7 +510,14 @@ FragmentPipelineRun FragmentPipeline::run(const CompiledSchedule& compiled, cons
   for (size_t st = 0; st < stages; ++st)
     if (runs_here(static_cast<int64_t>(st))) here.push_back(st);
   try {
-    run_on_threads(here.size(), [&](size_t i) { run_stage(here[i]); }, slots);
+    support::run_concurrently(here.size(), [&](size_t i) {
+      try {
+        run_stage(here[i]);
+      } catch (...) {
+        slots.abort();  // the other stages stop waiting
+        throw;
+      }
+    });
   } catch (const std::exception& e) {
     if (ranks) ranks->report_failure(e.what());  // the other ranks' waits on this one end now
     throw;

@@ -7,10 +7,8 @@
 #include <chrono>
 #include <cmath>
 
-#include "exec/executable.h"
 #include "comm/mpi_wire.h"
 #include "runtime/layout.h"
-#include "spmd/reshard.h"
 #include "ir/builder.h"
 #include "support/error.h"
 #include "support/threads.h"
@@ -72,7 +70,7 @@ FragmentTrainer::FragmentTrainer(const nn::CausalLM& model, Schedule schedule,
     Stage& s = stages_[st];
     s.module = std::make_unique<ir::Module>("adamw");
     if (stage_plan) s.module->add_mesh(stage_plan->mesh);
-    const ir::Function& fn = ir::build_function(*s.module, "adamw", [&](ir::FunctionBuilder& f) {
+    ir::build_function(*s.module, "adamw", [&](ir::FunctionBuilder& f) {
       std::vector<ir::Tensor> p, m, v, g;
       for (auto* group : {&p, &m, &v, &g})
         for (size_t i : s.parameters)
@@ -82,40 +80,24 @@ FragmentTrainer::FragmentTrainer(const nn::CausalLM& model, Schedule schedule,
         ir::Tensor coef = f.param(ir::Type(dtype, {}));
         for (ir::Tensor& x : g) x = x * coef;
       }
-      std::vector<ir::Tensor> out_p, out_m, out_v;
-      for (size_t k = 0; k < s.parameters.size(); ++k) {
-        nn::AdamWState next =
-            nn::adamw_update(adamw_, {p[k], m[k], v[k]}, g[k], scalars, nn::decays(adamw_, specs[s.parameters[k]].name));
-        out_p.push_back(next.p);
-        out_m.push_back(next.m);
-        out_v.push_back(next.v);
-      }
-      std::vector<ir::Tensor> out = out_p;
-      out.insert(out.end(), out_m.begin(), out_m.end());
-      out.insert(out.end(), out_v.begin(), out_v.end());
+      std::vector<nn::AdamWState> next;
+      for (size_t j = 0; j < s.parameters.size(); ++j)
+        next.push_back(
+            nn::adamw_update(adamw_, {p[j], m[j], v[j]}, g[j], scalars, nn::decays(adamw_, specs[s.parameters[j]].name)));
+      std::vector<ir::Tensor> out;  // p'..., m'..., v'...
+      for (auto member : {&nn::AdamWState::p, &nn::AdamWState::m, &nn::AdamWState::v})
+        for (const nn::AdamWState& n : next) out.push_back(n.*member);
       return out;
     });
     const size_t k = s.parameters.size();
-    if (const runtime::Session* session = pipeline_->session(static_cast<int64_t>(st))) {
-      std::vector<std::pair<size_t, size_t>> donated;  // p, m, v update in place
-      for (size_t j = 0; j < 3 * k; ++j) donated.emplace_back(j, j);
-      s.program = std::make_unique<runtime::ShardedProgram>(session->sharded_program(session->compile(*s.module, "adamw"), donated));
-      for (size_t j = 0; j < k; ++j) {
-        const ir::Literal& x = parameters[s.parameters[j]];
-        s.p.push_back(s.program->stage(j, x));
-        s.m.push_back(s.program->stage(k + j, ir::Literal(x.type())));  // zeros
-        s.v.push_back(s.program->stage(2 * k + j, ir::Literal(x.type())));
-      }
-    } else {
-      exec::CompileOptions co;
-      co.module = s.module.get();
-      s.update = exec::Executable::compile(fn, co);
-      s.context = s.update->make_context();
-      for (size_t i : s.parameters) {
-        s.p.push_back(whole_buffer(parameters[i]));
-        s.m.push_back(whole_buffer(ir::Literal(parameters[i].type())));  // zeros
-        s.v.push_back(whole_buffer(ir::Literal(parameters[i].type())));
-      }
+    std::vector<std::pair<size_t, size_t>> donated;  // p, m, v update in place
+    for (size_t j = 0; j < 3 * k; ++j) donated.emplace_back(j, j);
+    s.update = std::make_unique<StageProgram>(pipeline_->session(static_cast<int64_t>(st)), *s.module, "adamw", true,
+                                              donated);
+    for (size_t j = 0; j < 3 * k; ++j) {  // the parameters, then zero moments
+      const ir::Literal& x = parameters[s.parameters[j % k]];
+      ir::Literal value = j < k ? x : ir::Literal(x.type());
+      s.state.push_back(s.update->stage(j, value));
     }
   }
 }
@@ -175,7 +157,7 @@ const FragmentPipelineRun& FragmentTrainer::step(const ir::Literal& tokens, cons
   RunInputs in;
   for (size_t i = 0; i < n; ++i) {
     const Stage& s = stages_[where_[i].first];
-    in.parameters.push_back(s.p.empty() ? nullptr : &s.p[where_[i].second]);  // null: on another rank
+    in.parameters.push_back(s.state.empty() ? nullptr : &s.state[where_[i].second]);  // null: another rank's
   }
   std::vector<runtime::ShardedBuffer> whole;  // the microbatches, split where a stage reads them
   for (ir::Literal& x : batch) whole.push_back(whole_buffer(std::move(x)));
@@ -195,48 +177,20 @@ const FragmentPipelineRun& FragmentTrainer::step(const ir::Literal& tokens, cons
   support::run_concurrently(stages_.size(), [&](size_t st) {
     Stage& s = stages_[st];
     const size_t k = s.parameters.size();
-    if (s.p.size() != k) return;  // another rank's stage
-    std::vector<runtime::ShardedBuffer> out;  // p'..., m'..., v'...
-    if (s.program) {
-      std::vector<runtime::ShardedBuffer> args;
-      for (auto* group : {&s.p, &s.m, &s.v})
-        for (runtime::ShardedBuffer& x : *group) args.push_back(std::move(x));
-      const ir::Mesh* mesh = pipeline_->stage_mesh();
-      const auto& want = s.program->program().info.parameter_shardings;
-      const runtime::Session* session = pipeline_->session(static_cast<int64_t>(st));
-      for (size_t j = 0; j < k; ++j) {  // a gradient laid out otherwise than its parameter is moved there
-        runtime::ShardedBuffer& g = last_.values[1 + s.parameters[j]];
-        int64_t local = 0;
-        args.push_back(spmd::same_layout(g.sharding, want[3 * k + j], g.type.shape.size())
-                           ? g
-                           : reshard(g, mesh, want[3 * k + j], mesh, local, session));
-      }
-      args.push_back(s.program->stage(4 * k, scalars));
-      if (coef) args.push_back(s.program->stage(4 * k + 1, *coef));
-      out = s.program->execute(args);
-    } else {
-      std::vector<ir::Literal> args;
-      for (auto* group : {&s.p, &s.m, &s.v})
-        for (runtime::ShardedBuffer& x : *group) args.push_back(std::move((*x.pieces)[0]));
-      for (size_t i : s.parameters) args.push_back(std::move((*last_.values[1 + i].pieces)[0]));
-      args.push_back(scalars);
-      if (coef) args.push_back(*coef);
-      interp::Options options;  // the update's ops, and the update itself, on the stage's track
-      options.profile = options_.profile;
-      options.trace = trace_;
-      options.trace_device = static_cast<int64_t>(st);
-      const int64_t begin = trace_ ? trace_->now_ns() : 0;
-      for (ir::Literal& x : s.update->run(std::move(args), options, *s.context))
-        out.push_back(whole_buffer(std::move(x)));
-      if (trace_)
-        trace_->add(trace_->track(static_cast<int64_t>(st)), trace_->intern({"AdamW update", "pipeline", ""}), begin,
-                    trace_->now_ns());
-    }
-    for (size_t j = 0; j < k; ++j) {
-      s.p[j] = std::move(out[j]);
-      s.m[j] = std::move(out[k + j]);
-      s.v[j] = std::move(out[2 * k + j]);
-    }
+    if (s.state.empty()) return;  // another rank's stage
+    std::vector<runtime::ShardedBuffer> args = std::move(s.state);  // donated
+    for (size_t i : s.parameters) args.push_back(std::move(last_.values[1 + i]));  // the gradients, freed after
+    args.push_back(s.update->stage(4 * k, scalars));
+    if (coef) args.push_back(s.update->stage(4 * k + 1, *coef));
+    interp::Options options;  // on one device: the update's ops, and the update itself, on the stage's track
+    options.profile = options_.profile;
+    options.trace = trace_;
+    options.trace_device = static_cast<int64_t>(st);
+    const int64_t begin = trace_ ? trace_->now_ns() : 0;
+    s.state = s.update->execute(args, options);  // p'..., m'..., v'...
+    if (trace_)
+      trace_->add(trace_->track(static_cast<int64_t>(st)), trace_->intern({"AdamW update", "pipeline", ""}), begin,
+                  trace_->now_ns());
   });
   update_ms_ = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   return last_;
@@ -249,7 +203,7 @@ double FragmentTrainer::clip_coefficient() {
   std::vector<double> squares(stages_.size(), 0.0);
   for (size_t i = 0; i < where_.size(); ++i) {
     const size_t st = where_[i].first;
-    if (stages_[st].p.empty()) continue;  // another rank's
+    if (stages_[st].state.empty()) continue;  // another rank's
     const ir::Literal g = pipeline_->whole(last_.values[1 + i]);
     for (int64_t e = 0; e < g.num_elements(); ++e) squares[st] += g.get_double(e) * g.get_double(e);
   }
@@ -279,33 +233,24 @@ const runtime::ShardedBuffer& FragmentTrainer::state(size_t i, int kind) const {
     support::fail("pipeline trainer: no state {} of parameter {} (the model has {})", kind, i, where_.size());
   static const runtime::ShardedBuffer kNone;  // another rank's stage
   const Stage& s = stages_[where_[i].first];
-  if (s.p.empty()) return kNone;
-  const std::vector<runtime::ShardedBuffer>& group = kind == 0 ? s.p : kind == 1 ? s.m : s.v;
-  return group[where_[i].second];
+  if (s.state.empty()) return kNone;
+  return s.state[static_cast<size_t>(kind) * s.parameters.size() + where_[i].second];
 }
 
 void FragmentTrainer::restore(const StateReader& read, int64_t steps) {
   if (steps < 0) support::fail("pipeline trainer: restored at step {}, which is negative", steps);
   for (Stage& s : stages_) {
     const size_t k = s.parameters.size();
-    if (s.p.size() != k) continue;  // another rank's stage
-    for (int kind = 0; kind < 3; ++kind) {
-      std::vector<runtime::ShardedBuffer>& group = kind == 0 ? s.p : kind == 1 ? s.m : s.v;
-      for (size_t j = 0; j < k; ++j) {
-        const size_t i = s.parameters[j];
-        const std::vector<int64_t>& shape = step_.parameters[i].shape;
-        if (s.program) {
-          group[j] = s.program->stage_pieces(kind * k + j, [&](const std::vector<int64_t>& start,
-                                                                const std::vector<int64_t>& extent) {
-            return read(i, kind, start, extent);
-          });
-        } else {
-          ir::Literal whole = read(i, kind, std::vector<int64_t>(shape.size(), 0), shape);
-          if (whole.type() != ir::Type(dtype_, shape))
-            support::fail("pipeline trainer: state {} of parameter {} ('{}') read as {}, the model needs {}", kind, i,
-                          step_.parameters[i].name, ir::to_string(whole.type()), ir::to_string(ir::Type(dtype_, shape)));
-          group[j] = whole_buffer(std::move(whole));
-        }
+    for (size_t j = 0; j < s.state.size(); ++j) {  // empty on another rank's stage
+      const size_t i = s.parameters[j % k];
+      const int kind = static_cast<int>(j / k);
+      auto piece = [&](const std::vector<int64_t>& start, const std::vector<int64_t>& extent) {
+        return read(i, kind, start, extent);
+      };
+      try {
+        s.state[j] = s.update->stage_pieces(j, piece);
+      } catch (const support::UserError& e) {
+        support::fail("pipeline trainer: state {} of parameter {} ('{}'): {}", kind, i, step_.parameters[i].name, e.what());
       }
     }
   }
@@ -317,8 +262,8 @@ std::vector<ir::Literal> FragmentTrainer::parameters() const {
   std::vector<std::byte> mine;
   for (size_t i = 0; i < where_.size(); ++i) {
     const Stage& s = stages_[where_[i].first];
-    if (s.p.empty()) continue;
-    out[i] = pipeline_->whole(s.p[where_[i].second]);
+    if (s.state.empty()) continue;
+    out[i] = pipeline_->whole(s.state[where_[i].second]);
     if (ranks_) {
       std::vector<std::byte> one;
       encode_literal(one, out[i]);
@@ -354,11 +299,6 @@ int64_t FragmentTrainer::parameter_bytes(int64_t stage) const {
     bytes += n;
   }
   return bytes;
-}
-
-int64_t FragmentTrainer::devices_per_stage() const {
-  const ir::Mesh* mesh = pipeline_->stage_mesh();
-  return mesh ? mesh->num_devices() : 1;
 }
 
 }  // namespace tessera::mpmd

@@ -115,7 +115,10 @@ class Cutter {
         fail("mesh '{}' has {} devices, but its spmd mesh @{} has {}", m.name, m.devices, m.spmd_mesh,
              sm->num_devices());
     }
-    std::vector<std::string> named = computation_names(whole_);
+    std::vector<std::string> named;  // in program order
+    for (const auto& op : whole_.body().ops())
+      if (auto o = origin_of(*op); o && std::find(named.begin(), named.end(), o->name) == named.end())
+        named.push_back(o->name);
     for (const auto& [name, mesh] : assignment_) {
       if (!names.count(mesh))
         fail("assignment: named computation '{}' is assigned to mesh '{}', which is not one of the program's "
@@ -426,17 +429,17 @@ FragmentPlan fragment(const ir::Module& module, const ir::Function& whole, const
   return Cutter(module, whole, meshes, assignment, options).run();
 }
 
-std::string FragmentPlan::summary() const {
+std::string FragmentPlan::summary(const std::function<std::string(size_t)>& note) const {
   std::string out;
   for (const Fragment& f : fragments) {
     std::vector<std::string> ins, outs;
     for (const Binding& b : f.inputs)
       ins.push_back(b.kind == Binding::Kind::kParameter ? fmt::format("%arg{}", b.index) : values[b.index].name);
     for (size_t id : f.outputs) outs.push_back(values[id].name);
-    out += fmt::format("fragment {} on {}: {} — {} ops{}; in ({}) out ({})\n", f.index, meshes[f.mesh].name,
+    out += fmt::format("fragment {} on {}: {} — {} ops{}; in ({}) out ({}){}\n", f.index, meshes[f.mesh].name,
                        f.origin ? f.origin->to_string() : std::string("unnamed"), f.num_ops(),
                        f.num_cloned ? fmt::format(" + {} cloned", f.num_cloned) : std::string(),
-                       fmt::join(ins, ", "), fmt::join(outs, ", "));
+                       fmt::join(ins, ", "), fmt::join(outs, ", "), note ? note(f.index) : std::string());
   }
   for (const Transfer& t : transfers)
     out += fmt::format("transfer {} {}: {} -> {} ({} -> fragment {})\n", values[t.value].name,

@@ -1,7 +1,8 @@
-// The built-in schedule generators (see generate.h for what each schedule is).
-#include "mpmd/generate.h"
+// The built-in schedule generators (schedule.h says what each schedule is).
+#include "mpmd/schedule.h"
 
 #include <algorithm>
+#include <functional>
 
 #include "support/error.h"
 
@@ -33,27 +34,43 @@ void check_sizes(std::string_view kind, int64_t stages, int64_t microbatches, in
          kind, stages, microbatches, virtual_per_stage, kMaxPairs);
 }
 
-Schedule empty(std::string name, int64_t stages, int64_t microbatches, int64_t virtual_per_stage) {
+// A schedule named `name` whose stage s runs order(s), the transfers inserted.
+Schedule build(const char* name, int64_t stages, int64_t microbatches, int64_t virtual_per_stage,
+               const std::function<std::vector<Action>(int64_t)>& order) {
+  check_sizes(name, stages, microbatches, virtual_per_stage);
   Schedule s;
-  s.name = std::move(name);
+  s.name = name;
   s.stages = stages;
   s.microbatches = microbatches;
   s.virtual_per_stage = virtual_per_stage;
-  s.actions.resize(static_cast<size_t>(stages));
+  for (int64_t stage = 0; stage < stages; ++stage) s.actions.push_back(order(stage));
+  insert_transfers(s);
   return s;
 }
 
-// 1F1B's order on one stage with the given backward kind (B, or BI for zero bubble).
-std::vector<Action> one_f_one_b_order(int64_t stage, int64_t stages, int64_t microbatches, ActionKind backward) {
+// Stage `stage`'s order in interleaved 1F1B with `backward` as the backward kind (BI for zero
+// bubble). The k-th forward: microbatches advance in groups of P, each group passing through every
+// chunk of the stage before the next starts; backwards visit the chunks in reverse. V = 1 is 1F1B.
+std::vector<Action> interleaved_order(int64_t stage, int64_t P, int64_t M, int64_t V, ActionKind backward) {
+  const int64_t total = V * M;
+  auto microbatch_of = [&](int64_t k) { return (k / (P * V)) * P + k % P; };
+  auto chunk_of = [&](int64_t k, bool forward) {
+    int64_t c = (k % (P * V)) / P;
+    return forward ? c : V - 1 - c;
+  };
   std::vector<Action> order;
-  int64_t warmup = std::min(stages - 1 - stage, microbatches);
-  for (int64_t m = 0; m < warmup; ++m) order.push_back(compute(ActionKind::kForward, m, stage));
-  for (int64_t i = 0; i + warmup < microbatches; ++i) {
-    order.push_back(compute(ActionKind::kForward, warmup + i, stage));
-    order.push_back(compute(backward, i, stage));
+  auto fwd = [&](int64_t k) { order.push_back(compute(ActionKind::kForward, microbatch_of(k), stage + chunk_of(k, true) * P)); };
+  auto bwd = [&](int64_t k) { order.push_back(compute(backward, microbatch_of(k), stage + chunk_of(k, false) * P)); };
+  // Enough forwards that the first backward chunk of the stage has its gradient by the time the
+  // warm-up ends: one per later stage with V = 1 (P−1−s), else two (there and back) plus one group
+  // for every extra chunk.
+  const int64_t warmup = std::min((P - 1 - stage) * (V == 1 ? 1 : 2) + (V - 1) * P, total);
+  for (int64_t k = 0; k < warmup; ++k) fwd(k);
+  for (int64_t i = 0; i + warmup < total; ++i) {
+    fwd(warmup + i);
+    bwd(i);
   }
-  for (int64_t m = std::max<int64_t>(microbatches - warmup, 0); m < microbatches; ++m)
-    order.push_back(compute(backward, m, stage));
+  for (int64_t k = total - warmup; k < total; ++k) bwd(k);
   return order;
 }
 
@@ -107,87 +124,46 @@ void insert_transfers(Schedule& s) {
 }
 
 Schedule gpipe(int64_t stages, int64_t microbatches) {
-  check_sizes("gpipe", stages, microbatches, 1);
-  Schedule s = empty("gpipe", stages, microbatches, 1);
-  for (int64_t stage = 0; stage < stages; ++stage) {
-    auto& order = s.actions[static_cast<size_t>(stage)];
+  return build("gpipe", stages, microbatches, 1, [&](int64_t stage) {
+    std::vector<Action> order;
     for (int64_t m = 0; m < microbatches; ++m) order.push_back(compute(ActionKind::kForward, m, stage));
     for (int64_t m = 0; m < microbatches; ++m) order.push_back(compute(ActionKind::kBackward, m, stage));
-  }
-  insert_transfers(s);
-  return s;
+    return order;
+  });
 }
 
 Schedule one_f_one_b(int64_t stages, int64_t microbatches) {
-  check_sizes("1f1b", stages, microbatches, 1);
-  Schedule s = empty("1f1b", stages, microbatches, 1);
-  for (int64_t stage = 0; stage < stages; ++stage)
-    s.actions[static_cast<size_t>(stage)] = one_f_one_b_order(stage, stages, microbatches, ActionKind::kBackward);
-  insert_transfers(s);
-  return s;
+  return build("1f1b", stages, microbatches, 1, [&](int64_t stage) {
+    return interleaved_order(stage, stages, microbatches, 1, ActionKind::kBackward);
+  });
 }
 
 Schedule interleaved(int64_t stages, int64_t microbatches, int64_t virtual_per_stage) {
-  check_sizes("interleaved", stages, microbatches, virtual_per_stage);
-  const int64_t P = stages, M = microbatches, V = virtual_per_stage;
-  if (V > 1 && M % P != 0)
+  check_sizes("interleaved", stages, microbatches, virtual_per_stage);  // before M % P
+  if (virtual_per_stage > 1 && microbatches % stages != 0)
     fail("interleaved schedule with {} virtual stages per stage: the microbatch count ({}) must be a "
          "multiple of the stage count ({})",
-         V, M, P);
-  Schedule s = empty("interleaved", P, M, V);
-  if (V == 1) {
-    for (int64_t stage = 0; stage < P; ++stage)
-      s.actions[static_cast<size_t>(stage)] = one_f_one_b_order(stage, P, M, ActionKind::kBackward);
-    insert_transfers(s);
-    return s;
-  }
-  // The k-th forward of a stage: microbatches advance in groups of P, and each group passes through
-  // every chunk of the stage before the next group starts; backwards visit the chunks in reverse.
-  const int64_t total = V * M;
-  auto microbatch_of = [&](int64_t k) { return (k / (P * V)) * P + k % P; };
-  auto chunk_of = [&](int64_t k, bool forward) {
-    int64_t c = (k % (P * V)) / P;
-    return forward ? c : V - 1 - c;
-  };
-  for (int64_t stage = 0; stage < P; ++stage) {
-    auto& order = s.actions[static_cast<size_t>(stage)];
-    auto fwd = [&](int64_t k) { order.push_back(compute(ActionKind::kForward, microbatch_of(k), stage + chunk_of(k, true) * P)); };
-    auto bwd = [&](int64_t k) { order.push_back(compute(ActionKind::kBackward, microbatch_of(k), stage + chunk_of(k, false) * P)); };
-    // Enough forwards that the first backward chunk of the stage has its gradient by the time the
-    // warm-up ends: two per later stage (there and back) plus one group for every extra chunk.
-    int64_t warmup = std::min((P - 1 - stage) * 2 + (V - 1) * P, total);
-    for (int64_t k = 0; k < warmup; ++k) fwd(k);
-    for (int64_t i = 0; i + warmup < total; ++i) {
-      fwd(warmup + i);
-      bwd(i);
-    }
-    for (int64_t k = total - warmup; k < total; ++k) bwd(k);
-  }
-  insert_transfers(s);
-  return s;
+         virtual_per_stage, microbatches, stages);
+  return build("interleaved", stages, microbatches, virtual_per_stage, [&](int64_t stage) {
+    return interleaved_order(stage, stages, microbatches, virtual_per_stage, ActionKind::kBackward);
+  });
 }
 
 Schedule zero_bubble_h1(int64_t stages, int64_t microbatches) {
-  check_sizes("zb-h1", stages, microbatches, 1);
-  Schedule s = empty("zb-h1", stages, microbatches, 1);
-  for (int64_t stage = 0; stage < stages; ++stage) {
-    std::vector<Action> base = one_f_one_b_order(stage, stages, microbatches, ActionKind::kBackwardInput);
-    auto& order = s.actions[static_cast<size_t>(stage)];
+  return build("zb-h1", stages, microbatches, 1, [&](int64_t stage) {
     // 1F1B keeps P−s microbatches in flight on stage s; deferring the W's by s input-gradient
     // passes raises that to P and no further, and leaves the later stages (whose drain bubble is
     // longest) with W's to run while the gradients travel back to the earlier stages.
-    const int64_t defer = stage;
+    std::vector<Action> order;
     int64_t backwards = 0, weights = 0;
-    for (const Action& a : base) {
+    for (const Action& a : interleaved_order(stage, stages, microbatches, 1, ActionKind::kBackwardInput)) {
       order.push_back(a);
-      if (a.kind != ActionKind::kBackwardInput) continue;
-      ++backwards;
-      if (backwards > defer) order.push_back(compute(ActionKind::kBackwardWeight, weights++, stage));
+      if (a.kind == ActionKind::kBackwardInput && ++backwards > stage)
+        order.push_back(compute(ActionKind::kBackwardWeight, weights++, stage));
     }
     while (weights < microbatches) order.push_back(compute(ActionKind::kBackwardWeight, weights++, stage));
-  }
-  insert_transfers(s);
-  return s;
+    return order;
+  });
 }
 
 Schedule generate(ScheduleKind kind, int64_t stages, int64_t microbatches, int64_t virtual_per_stage) {

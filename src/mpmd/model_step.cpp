@@ -13,6 +13,10 @@ namespace tessera::mpmd {
 
 using ir::Tensor;
 
+namespace {
+
+// Whether parameter `name` belongs to the piece of layers [first, end), the first piece `embeds`,
+// the last `has_loss`.
 bool in_piece(const std::string& name, int64_t first, int64_t end, bool embeds, bool has_loss) {
   if (name == "embed") return embeds;
   if (name == "norm" || name == "head") return has_loss;
@@ -21,6 +25,24 @@ bool in_piece(const std::string& name, int64_t first, int64_t end, bool embeds, 
   int64_t layer = std::stoll(name.substr(7, dot - 7));
   return layer >= first && layer < end;
 }
+
+// Rows i, i+M, i+2M, ... of a batch-major array: accumulate's microbatch i of M.
+ir::Literal microbatch_rows(const ir::Literal& batch, int64_t i, int64_t microbatches) {
+  const std::vector<int64_t>& shape = batch.shape();
+  if (shape.empty() || microbatches < 1 || shape[0] % microbatches != 0 || i < 0 || i >= microbatches)
+    support::fail("mpmd::microbatch_rows: cannot take microbatch {} of {} from an array of type {}", i, microbatches,
+                  ir::to_string(batch.type()));
+  std::vector<int64_t> part_shape = shape;
+  part_shape[0] = shape[0] / microbatches;
+  ir::Literal part(ir::Type(batch.element(), part_shape));
+  const size_t row = batch.bytes().size() / static_cast<size_t>(shape[0]);
+  for (int64_t r = 0; r < part_shape[0]; ++r)
+    std::memcpy(part.bytes().data() + static_cast<size_t>(r) * row,
+                batch.bytes().data() + static_cast<size_t>(i + r * microbatches) * row, row);
+  return part;
+}
+
+}  // namespace
 
 const ir::Function& ModelStep::step() const { return *module->find_function("step"); }
 
@@ -118,21 +140,6 @@ ModelStep model_step(const nn::CausalLM& model, int64_t virtual_stages, int64_t 
     return loss * (1.0 / static_cast<double>(microbatches));
   });
   return out;
-}
-
-ir::Literal microbatch_rows(const ir::Literal& batch, int64_t i, int64_t microbatches) {
-  const std::vector<int64_t>& shape = batch.shape();
-  if (shape.empty() || microbatches < 1 || shape[0] % microbatches != 0 || i < 0 || i >= microbatches)
-    support::fail("mpmd::microbatch_rows: cannot take microbatch {} of {} from an array of type {}", i, microbatches,
-                  ir::to_string(batch.type()));
-  std::vector<int64_t> part_shape = shape;
-  part_shape[0] = shape[0] / microbatches;
-  ir::Literal part(ir::Type(batch.element(), part_shape));
-  const size_t row = batch.bytes().size() / static_cast<size_t>(shape[0]);
-  for (int64_t r = 0; r < part_shape[0]; ++r)
-    std::memcpy(part.bytes().data() + static_cast<size_t>(r) * row,
-                batch.bytes().data() + static_cast<size_t>(i + r * microbatches) * row, row);
-  return part;
 }
 
 }  // namespace tessera::mpmd

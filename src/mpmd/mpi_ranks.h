@@ -1,14 +1,9 @@
-// Pipeline stages on MPI ranks: the Ranks of ranks.h over a comm::MpiWorld.
-//
-// Every rank creates its MpiWorld (and this) in the same order and runs the same pipeline calls;
-// a run executes only the stages the rank owns (stage_ranks). A stage on several ranks runs on a
-// runtime::Session over those ranks (stage_session), whose waits also end at a failure notice of
-// this world: a rank that fails anywhere in the pipeline ends its stage peers' collectives too.
-// The parts of a destination piece go from each source rank as one point-to-point message
-// (MpiWorld::send_to, the bytes of pack_parts); its tag packs the run number, the destination
-// stage, the value and the piece. A receive waits in short slices, so that a failure of another
-// stage of the same rank (an abort) stops it at once too; a rank that failed or exited ends it at
-// once with an error naming that rank. Built only with the MPI backend (TESSERA_HAVE_MPI).
+// Pipeline stages on MPI ranks: the Ranks of ranks.h over a comm::MpiWorld. Every rank makes its
+// MpiWorld (and this) in the same order and runs the same pipeline calls. A stage on several ranks
+// runs on a Session over them whose waits also end at this world's failure notices. A piece's
+// parts go as one point-to-point message whose tag packs the run, destination stage, value and
+// piece; a receive waits in short slices so that an abort of the run stops it too. Built only with
+// the MPI backend (TESSERA_HAVE_MPI).
 #pragma once
 
 #include "comm/mpi_communicator.h"
@@ -29,7 +24,7 @@ class MpiRanks final : public Ranks {
   std::unique_ptr<runtime::Session> stage_session(int first, int count, int64_t local_devices,
                                                   const runtime::SessionOptions& options) override;
 
-  // The message tag of `key` in run `run` (UserError when a field does not fit its bits).
+  // UserError when a field does not fit its bits.
   static int64_t tag(uint64_t run, const WireKey& key);
 
  private:

@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <memory>
-#include <set>
 #include <unordered_set>
 
 #include <fmt/ranges.h>
@@ -180,14 +179,6 @@ std::vector<const ir::Value*> outer_uses(const ir::Op& op) {
   for (const ir::Value* v : ir::captures_of(op))
     if (std::find(out.begin(), out.end(), v) == out.end()) out.push_back(v);
   return out;
-}
-
-std::vector<std::string> computation_names(const ir::Function& fn) {
-  std::vector<std::string> names;
-  std::set<std::string> seen;
-  for (const auto& op : fn.body().ops())
-    if (auto o = origin_of(*op); o && seen.insert(o->name).second) names.push_back(o->name);
-  return names;
 }
 
 }  // namespace tessera::mpmd

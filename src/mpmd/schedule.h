@@ -1,18 +1,17 @@
-// Pipeline schedules as data.
+// Pipeline schedules as data: for each stage (a device group), the order in which it runs its
+// actions — forwards and backwards of (microbatch, virtual stage) pairs, the backward optionally
+// split into its input-gradient (BI) and weight-gradient (W) parts as zero-bubble schedules do —
+// and the sends and receives that move activations forward and gradients backward. Virtual stage
+// v lives on stage v % stages (the circular assignment of interleaved 1F1B).
 //
-// A Schedule says, for each stage (a device group), the order in which that stage runs its
-// actions: forwards and backwards of (microbatch, virtual stage) pairs — the backward optionally
-// split into its input-gradient part (BI) and its weight-gradient part (W), as zero-bubble
-// schedules do — and the sends and receives that move activations forward and gradients backward
-// between stages. Virtual stages are numbered 0 .. stages·virtual−1 along the model; virtual stage
-// v lives on stage v % stages (the circular assignment of interleaved 1F1B), so with one virtual
-// stage per device the two numberings coincide.
-//
-// Schedules print to and load from CSV (format in docs/PIPELINES.md and at print_csv below), so a
-// custom schedule can be written by hand, validated (validate.h) and simulated (simulate.h).
+// Here also: the CSV forms (ours, docs/PIPELINES.md, and PyTorch's compute_only form), the built-in
+// generators and the validator. Each generator orders only the compute actions; insert_transfers
+// then adds a receive right before the action that needs a value and a send right after the one
+// that produced it, so every built-in schedule passes validate().
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <iosfwd>
 #include <string>
 #include <string_view>
@@ -21,24 +20,23 @@
 namespace tessera::mpmd {
 
 enum class ActionKind {
-  kForward,         // F: the forward of one virtual stage on one microbatch
-  kBackward,        // B: the whole backward (input and weight gradients)
-  kBackwardInput,   // BI: the input-gradient half of a split backward (on the critical path)
-  kBackwardWeight,  // W: the weight-gradient half (needed by no other stage; fills bubbles)
-  kSend,            // hand a value to another stage
-  kRecv,            // wait for a value from another stage
+  kForward,         // F
+  kBackward,        // B: input and weight gradients
+  kBackwardInput,   // BI: the input-gradient part (on the critical path)
+  kBackwardWeight,  // W: the weight-gradient part (needed by no other stage; fills bubbles)
+  kSend,
+  kRecv,
 };
 
-// What a send or receive carries: a forward activation (to the next virtual stage) or a gradient
-// (to the previous one).
+// What a send or receive carries: an activation (to the next virtual stage) or a gradient (to the
+// previous one).
 enum class Payload { kNone, kActivation, kGradient };
 
 struct Action {
   ActionKind kind = ActionKind::kForward;
   int64_t microbatch = 0;
-  // For F, B, BI and W: the virtual stage computed. For SEND and RECV: the virtual stage that
-  // produced the value (an activation of F at vs goes to vs+1; a gradient of B/BI at vs goes to
-  // vs−1), so a send and its receive carry the same (payload, microbatch, virtual_stage).
+  // F, B, BI, W: the virtual stage computed. SEND, RECV: the one that produced the value, so a send
+  // and its receive carry the same (payload, microbatch, virtual_stage).
   int64_t virtual_stage = 0;
   Payload payload = Payload::kNone;  // SEND and RECV only
   int64_t peer = -1;                 // SEND: destination stage; RECV: source stage; else -1
@@ -48,38 +46,72 @@ struct Action {
 };
 
 struct Schedule {
-  std::string name = "custom";  // "gpipe", "1f1b", "interleaved", "zb-h1" or anything for a custom one
+  std::string name = "custom";
   int64_t stages = 1;
   int64_t microbatches = 1;
-  int64_t virtual_per_stage = 1;          // V: virtual stages held by each stage
+  int64_t virtual_per_stage = 1;             // V: virtual stages held by each stage
   std::vector<std::vector<Action>> actions;  // actions[stage] in execution order
 
   int64_t virtual_stages() const { return stages * virtual_per_stage; }
-  // The stage holding virtual stage vs (circular assignment).
   int64_t stage_of(int64_t vs) const { return vs % stages; }
 };
 
-// "F", "B", "BI", "W", "SEND", "RECV".
-std::string_view kind_name(ActionKind kind);
-// "act", "grad" or "".
-std::string_view payload_name(Payload payload);
-// The action as messages and charts name it: "F(mb 2, vs 1)", "SEND act(mb 2, vs 1) to stage 2".
+std::string_view kind_name(ActionKind kind);      // "F", "B", "BI", "W", "SEND", "RECV"
+std::string_view payload_name(Payload payload);   // "act", "grad" or ""
+// "F(mb 2, vs 1)", "SEND act(mb 2, vs 1) to stage 2"; with its place: "stage 1 step 4 F(mb 2, vs 1)".
 std::string describe(const Action& a);
-// describe() with its place: "stage 1 step 4 RECV act(mb 0, vs 0) from stage 0".
 std::string describe_at(int64_t stage, int64_t step, const Action& a);
 
-// The schedule as CSV: a first line
-//   # tessera-schedule name=<name> stages=<P> microbatches=<M> virtual=<V>
-// then the header row `stage,step,kind,microbatch,virtual_stage,payload,peer` and one row per
-// action, stages in order and steps 0, 1, ... within a stage. payload is act or grad for SEND and
-// RECV and empty otherwise; peer is the other stage for SEND and RECV and empty otherwise.
+// ---- CSV ----
+
+// A first line `# tessera-schedule name=<name> stages=<P> microbatches=<M> virtual=<V>`, the
+// header `stage,step,kind,microbatch,virtual_stage,payload,peer`, one row per action (payload act
+// or grad and peer for SEND and RECV only, else empty).
 std::string print_csv(const Schedule& s);
 void print_csv(const Schedule& s, std::ostream& out);
-
-// Parses print_csv's format (UserError naming `source`:line and the column on malformed input).
-// Rows may come in any order; a stage's actions are ordered by step, and steps must be distinct.
-// Lines starting with '#' after the first are comments. The result is not validated.
+// Parses print_csv's format (UserError naming `source`:line and the column). Rows may come in any
+// order, steps distinct per stage; later '#' lines are comments. The result is not validated.
 Schedule parse_csv(std::string_view text, std::string_view source = "<csv>");
 Schedule load_csv(const std::string& path);
+
+// PyTorch's compute-only CSV (_PipelineScheduleRuntime._load_csv(format="compute_only")): row r is
+// stage r, each cell one compute action `[virtual stage][F|I|B|W][microbatch]` (I: BI) or empty.
+// The transfers are inserted and the result validated; UserErrors name `source`, the row and
+// column (from 1) of the cell at fault, an inserted transfer the cell it serves.
+Schedule parse_torch_csv(std::string_view text, std::string_view source = "<csv>");
+Schedule load_torch_csv(const std::string& path);
+
+// ---- The built-in schedules ----
+
+enum class ScheduleKind { kGPipe, kOneFOneB, kInterleaved, kZeroBubbleH1 };
+std::string_view schedule_kind_name(ScheduleKind kind);  // "gpipe", "1f1b", "interleaved", "zb-h1"
+ScheduleKind parse_schedule_kind(std::string_view name);
+
+// GPipe: all forwards, then all backwards. Peak in flight: M on every stage.
+Schedule gpipe(int64_t stages, int64_t microbatches);
+// 1F1B (PipeDream-flush): stage s runs P−1−s warm-up forwards, alternates one forward and one
+// backward, then drains. Peak in flight on stage s: min(P−s, M).
+Schedule one_f_one_b(int64_t stages, int64_t microbatches);
+// Megatron-LM's interleaved 1F1B: stage s holds virtual stages s, s+P, ...; microbatches go through
+// the chunks in groups of P (V > 1 needs P to divide M); V = 1 is 1F1B.
+Schedule interleaved(int64_t stages, int64_t microbatches, int64_t virtual_per_stage);
+// Zero-bubble H1 (Qi et al.): 1F1B's order with split backwards; stage s defers its W's by s
+// backwards so they fill the drain bubble, keeping at most P microbatches in flight.
+Schedule zero_bubble_h1(int64_t stages, int64_t microbatches);
+Schedule generate(ScheduleKind kind, int64_t stages, int64_t microbatches, int64_t virtual_per_stage = 1);
+void insert_transfers(Schedule& s);
+
+// ---- The validator ----
+
+// Refuses a schedule that would compute the wrong thing or hang, naming the action at fault.
+// Checks, in order: 1. sizes; 2. ranges (microbatch, virtual stage, compute on its own stage,
+// transfers between the producer's and consumer's stages); 3. no duplicate, no backward both whole
+// and split; 4. completeness (F and B, or BI and W, for every pair); 5. every SEND has its RECV and
+// vice versa; 6. order on each stage (a forward after its input's producer or RECV, a backward
+// after its forward and its gradient's producer or RECV, W after BI, a SEND after its producer);
+// 7. progress: run in order with receives waiting for their sends, every stage finishes.
+// `place`, when given, names an action's place instead of "stage 1 step 4" (torch CSV cells).
+using PlaceName = std::function<std::string(int64_t stage, int64_t step)>;
+void validate(const Schedule& s, const PlaceName& place = nullptr);
 
 }  // namespace tessera::mpmd

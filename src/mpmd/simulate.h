@@ -1,11 +1,10 @@
-// An event simulator of pipeline schedules: when each action starts and ends, the makespan, the
-// bubble and the peak number of microbatches in flight on each stage.
+// The schedule simulator (when each action starts and ends, the makespan, the bubble, the peak of
+// microbatches in flight per stage), its replays with measured times, and its pictures.
 //
-// The model: each stage runs its actions one at a time in the schedule's order. A compute action
-// takes its cost. A SEND takes no time on its stage (it is posted and the link carries it); the
-// value arrives at the peer `transfer` later. A RECV ends when the value has arrived (or at once
-// if it already has); the stage waits there, and that wait is idle time. Dependencies inside a
-// stage are met by the order (validate() checks it), so the only cross-stage edges are transfers.
+// The model: each stage runs its actions one at a time in order. A compute action takes its cost;
+// a SEND takes no stage time and its value arrives `transfer` later; a RECV ends when the value has
+// arrived, the wait being idle time. Dependencies inside a stage are met by the order (validate()),
+// so transfers are the only edges between stages.
 #pragma once
 
 #include <cstdint>
@@ -18,23 +17,18 @@
 
 namespace tessera::mpmd {
 
-// Costs in arbitrary time units, of one stage's whole share of the model: its forward costs
-// `forward`; its backward's input-gradient half (BI) `backward` and weight-gradient half (W)
-// `weight`; an unsplit B both halves, `backward + weight`. With weight = 0 an unsplit backward costs
-// `backward`, the "f = b = 1, no W split" setting of the classic formulas. A stage holding V
-// virtual stages runs each of them on 1/V of its layers, so there every action costs 1/V of that,
-// and schedules with and without virtual stages compare on the same model.
+// Costs of one stage's whole share of the model, in any unit: F `forward`, BI `backward`, W
+// `weight`, an unsplit B both (weight = 0: the classic f = b = 1 setting). With V virtual stages
+// per stage each action costs 1/V of that, so schedules compare on the same model.
 struct Costs {
   double forward = 1;
   double backward = 1;
   double weight = 0;
-  double transfer = 0;  // latency of one send, from posting to arrival
+  double transfer = 0;  // from a send's posting to its arrival
 };
 
-// Parses "f,b" or "f,b,w" or "f,b,w,t" (a UserError names `what` and the bad item).
+// Parses "f,b", "f,b,w" or "f,b,w,t" (a UserError names `what` and the bad item).
 Costs parse_costs(std::string_view text, std::string_view what = "costs");
-
-// The duration of `a` in a schedule with `virtual_per_stage` virtual stages per stage.
 double cost_of(const Action& a, const Costs& costs, int64_t virtual_per_stage = 1);
 
 struct Interval {
@@ -44,33 +38,68 @@ struct Interval {
 
 struct Simulation {
   std::vector<std::vector<Interval>> times;  // parallel to Schedule::actions
-  double makespan = 0;                       // the end of the last action (everything starts at 0)
-  std::vector<double> busy;                  // per stage: time spent in compute actions
-  // idle / (stages × makespan), idle = stages × makespan − Σ busy: the share of the stages' time
-  // spent waiting (at a receive, or after the stage's last action until the makespan).
-  double bubble = 0;
-  // Per stage: the most forwards in flight at once. A forward is in flight from its start until
-  // the end of its backward (B, or W when the backward is split: W still reads the stored
-  // activations); intervals are half-open, so a forward starting as another's backward ends does
-  // not count both. With one virtual stage per stage this is the number of microbatches whose
-  // activations the stage holds; with V virtual stages each forward holds one chunk (1/V of the
-  // stage's layers), so the stage holds peak/V microbatches' worth of activations.
+  double makespan = 0;
+  std::vector<double> busy;  // per stage: time in compute actions
+  double bubble = 0;         // idle share of stages × makespan
+  // Per stage: the most forwards in flight at once, each from its start to its backward's end (B,
+  // or W: it still reads the activations), half-open. With V virtual stages each holds 1/V of the
+  // stage's layers.
   std::vector<int64_t> peak_in_flight;
 };
 
-// Validates the schedule (validate.h: a schedule that cannot finish is refused there, naming the
-// stuck receive), then simulates it.
+// Validates the schedule, then simulates it.
 Simulation simulate(const Schedule& s, const Costs& costs);
-
-// The same with `duration(stage, index, action)` as each compute action's duration (simulate: the
-// costs; bubble.h: measured times) and `transfer` as each send's latency.
+// The same with `duration(stage, index, action)` for each compute action and `transfer` per send.
 Simulation replay(const Schedule& s, const std::function<double(size_t, size_t, const Action&)>& duration,
                   double transfer);
 
-// A compact text timeline: one row per stage, one cell per time quantum (the shortest compute
-// cost, coarsened so a row stays under `max_cells` cells), each cell showing the action that runs
-// then (F3 = forward of microbatch 3, B/I/W for backward, input and weight gradient; with virtual
-// stages the chunk follows as F3.1) or '.' when the stage waits.
+// A text timeline: a row per stage, a cell per time quantum (coarsened to at most `max_cells`),
+// showing the action running then (F3, B3, I3, W3; F3.1 for chunk 1) or '.'.
 std::string text_chart(const Schedule& s, const Simulation& sim, int64_t max_cells = 160);
+// An SVG timeline: one background <rect> and one per compute action of positive duration.
+std::string timeline_svg(const Schedule& s, const Simulation& sim, std::string_view title);
+
+// ---- Measured runs against the simulator ----
+//
+// A real model's stages differ (the first embeds, the last has the head and loss), so the replays
+// below take a cost per stage and kind, or each action's own measured time.
+
+struct StageMeasurements {
+  int64_t peak_saved = 0;        // the most microbatches held at once for a later backward
+  int64_t peak_saved_bytes = 0;  // and their bytes
+  std::vector<Interval> times;   // per action: ms since the run started
+  // Per action, the CPU time of the stage's thread: less than the wall time when stage threads
+  // outnumber cores.
+  std::vector<double> cpu_ms;
+};
+
+struct PipelineResult {
+  std::vector<StageMeasurements> stages;
+};
+
+// The measured run as a Simulation (ms; peak_in_flight is peak_saved), for timeline_svg.
+Simulation measured_simulation(const Schedule& schedule, const PipelineResult& result);
+
+// Median durations (ms) of one stage's F, B or BI, and W (0 when none).
+struct FragmentTimes {
+  double forward = 0;
+  double backward = 0;
+  double weight = 0;
+};
+
+// Per stage, the medians over `runs` of the wall times, or with `cpu` of the CPU times.
+std::vector<FragmentTimes> median_fragment_times(const Schedule& schedule, const std::vector<PipelineResult>& runs,
+                                                 bool cpu = false);
+// Per stage, CPU time over wall time of its compute actions: about 1 with a core to itself.
+std::vector<double> compute_cpu_share(const Schedule& schedule, const std::vector<PipelineResult>& runs);
+// Replays with `times[s]` as stage s's durations (B and BI cost `backward`).
+Simulation simulate_with_stage_times(const Schedule& schedule, const std::vector<FragmentTimes>& times,
+                                     double transfer = 0);
+// Replays with each action's own measured time: what it leaves out is the runtime's overhead
+// between fragments (hand-offs, wake-ups).
+Simulation simulate_with_action_times(const Schedule& schedule, const PipelineResult& run, double transfer = 0);
+// Means over `runs` of the replayed and of the measured bubble.
+double mean_replayed_bubble(const Schedule& schedule, const std::vector<PipelineResult>& runs);
+double mean_measured_bubble(const Schedule& schedule, const std::vector<PipelineResult>& runs);
 
 }  // namespace tessera::mpmd

@@ -1,7 +1,7 @@
-// The SVG timeline writer (see svg.h). Plain text output: the picture must open in any browser
+// The SVG timeline writer (simulate.h). Plain text output: the picture must open in any browser
 // and needs no library; colours follow the kind, and alternate chunks of an interleaved schedule
 // use a lighter shade of the same colour so the virtual stages can be told apart.
-#include "mpmd/svg.h"
+#include "mpmd/simulate.h"
 
 #include <fmt/format.h>
 

@@ -1,14 +1,12 @@
-// PyTorch's compute-only schedule CSV (torch_csv.h): cells read into compute actions, the
+// PyTorch's compute-only schedule CSV (schedule.h): cells read into compute actions, the
 // transfers inserted, the result validated with every action named by its row and column.
-#include "mpmd/torch_csv.h"
+#include "mpmd/schedule.h"
 
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <vector>
 
-#include "mpmd/generate.h"
-#include "mpmd/validate.h"
 #include "support/durable_file.h"
 #include "support/error.h"
 #include "support/strings.h"
@@ -54,7 +52,7 @@ Action parse_cell(std::string_view cell, const std::string& where) {
 Schedule parse_torch_csv(std::string_view text, std::string_view source) {
   Schedule s;
   s.name = std::string(source);
-  std::vector<std::vector<int64_t>> columns;  // per stage, per compute action: its column (from 1)
+  std::vector<std::vector<std::pair<int64_t, std::string_view>>> cells;  // per row, per action: column, text
   int64_t virtual_stages = 0;
   size_t pos = 0;
   while (pos < text.size()) {  // a final newline ends the last row; it starts none
@@ -64,7 +62,7 @@ Schedule parse_torch_csv(std::string_view text, std::string_view source) {
     const int64_t row = static_cast<int64_t>(s.actions.size()) + 1;
     if (row > kMaxIndex) fail("{}: more than {} rows", source, kMaxIndex);
     s.actions.emplace_back();
-    columns.emplace_back();
+    cells.emplace_back();
     int64_t column = 0;
     for (std::string_view cell : support::split(line, ',')) {
       ++column;
@@ -73,7 +71,7 @@ Schedule parse_torch_csv(std::string_view text, std::string_view source) {
       virtual_stages = std::max(virtual_stages, a.virtual_stage + 1);
       s.microbatches = std::max(s.microbatches, a.microbatch + 1);
       s.actions.back().push_back(a);
-      columns.back().push_back(column);
+      cells.back().emplace_back(column, cell);
     }
   }
   s.stages = static_cast<int64_t>(s.actions.size());
@@ -88,13 +86,10 @@ Schedule parse_torch_csv(std::string_view text, std::string_view source) {
     for (size_t k = 0; k < s.actions[static_cast<size_t>(st)].size(); ++k) {
       const Action& a = s.actions[static_cast<size_t>(st)][k];
       if (s.stage_of(a.virtual_stage) != st)
-        fail("{} row {} column {}: '{}{}{}' is virtual stage {}, which runs on row {} (stage v on row v mod {} + 1)",
-             source, st + 1, columns[static_cast<size_t>(st)][k], a.virtual_stage,
-             a.kind == ActionKind::kForward ? "F" : a.kind == ActionKind::kBackward ? "B"
-             : a.kind == ActionKind::kBackwardInput ? "I" : "W",
-             a.microbatch, a.virtual_stage, s.stage_of(a.virtual_stage) + 1, s.stages);
+        fail("{} row {} column {}: '{}' is virtual stage {}, which runs on row {} (stage v on row v mod {} + 1)",
+             source, st + 1, cells[static_cast<size_t>(st)][k].first, cells[static_cast<size_t>(st)][k].second,
+             a.virtual_stage, s.stage_of(a.virtual_stage) + 1, s.stages);
     }
-  const std::vector<std::vector<Action>> compute = s.actions;
   insert_transfers(s);
   // Each action of the lowered lists: its cell, or for an inserted transfer the cell it serves
   // (a receive is inserted right before its reader, a send right after its producer).
@@ -103,15 +98,13 @@ Schedule parse_torch_csv(std::string_view text, std::string_view source) {
     size_t k = 0;  // the next compute action of the row
     for (const Action& a : s.actions[st]) {
       if (a.is_compute()) {
-        place[st].push_back(fmt::format("{} row {} column {}", source, st + 1, columns[st][k]));
-        ++k;
+        place[st].push_back(fmt::format("{} row {} column {}", source, st + 1, cells[st][k++].first));
       } else if (a.kind == ActionKind::kRecv) {
-        place[st].push_back(fmt::format("{} row {} (inserted before column {})", source, st + 1, columns[st][k]));
+        place[st].push_back(fmt::format("{} row {} (inserted before column {})", source, st + 1, cells[st][k].first));
       } else {
-        place[st].push_back(fmt::format("{} row {} (inserted after column {})", source, st + 1, columns[st][k - 1]));
+        place[st].push_back(fmt::format("{} row {} (inserted after column {})", source, st + 1, cells[st][k - 1].first));
       }
     }
-    TESSERA_CHECK(k == compute[st].size(), "row {}: {} compute actions placed of {}", st + 1, k, compute[st].size());
   }
   validate(s, [&](int64_t stage, int64_t step) { return place[static_cast<size_t>(stage)][static_cast<size_t>(step)]; });
   return s;

@@ -1,7 +1,7 @@
-// The schedule validator (see validate.h for the checks and their order). Checks run from the
+// The schedule validator (schedule.h lists the checks and their order). Checks run from the
 // cheapest and most local to the global progress check, so each defect is reported by the check
 // that names it most precisely.
-#include "mpmd/validate.h"
+#include "mpmd/schedule.h"
 
 #include <fmt/format.h>
 

@@ -1,10 +1,10 @@
-// The per-stage replay of bubble.h: with equal times on every stage it is the simulator itself
+// The per-stage replay of simulate.h: with equal times on every stage it is the simulator itself
 // (same makespan, bubble and peaks for every built-in schedule); with unequal stages it gives the
 // timeline worked out by hand; medians and CPU shares are taken per stage and per kind.
 #include <gtest/gtest.h>
 
-#include "mpmd/bubble.h"
-#include "mpmd/generate.h"
+#include "mpmd/simulate.h"
+#include "mpmd/schedule.h"
 #include "support/error.h"
 
 namespace tessera::mpmd {

@@ -11,7 +11,7 @@
 #include <map>
 
 #include "mpmd/fragment_trainer.h"
-#include "mpmd/generate.h"
+#include "mpmd/schedule.h"
 #include "pipeline_reference.h"
 #include "pipeline_test_util.h"
 

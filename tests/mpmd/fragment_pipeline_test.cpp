@@ -16,7 +16,7 @@
 #include "interp/interpreter.h"
 #include "ir/builder.h"
 #include "mpmd/fragment_pipeline.h"
-#include "mpmd/generate.h"
+#include "mpmd/schedule.h"
 #include "mpmd/model_step.h"
 #include "nn/capture.h"
 #include "nn/layers.h"

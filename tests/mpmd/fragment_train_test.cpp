@@ -10,7 +10,7 @@
 
 #include "exec/executable.h"
 #include "mpmd/fragment_trainer.h"
-#include "mpmd/generate.h"
+#include "mpmd/schedule.h"
 #include "pipeline_reference.h"
 #include "pipeline_test_util.h"
 

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "ir/literal.h"
-#include "mpmd/generate.h"
+#include "mpmd/schedule.h"
 #include "nn/config.h"
 #include "nn/optimizer.h"
 

@@ -15,7 +15,7 @@
 #include "exec/accelerate.h"
 #include "interp/interpreter.h"
 #include "mpmd/fragment_trainer.h"
-#include "mpmd/generate.h"
+#include "mpmd/schedule.h"
 #include "nn/capture.h"
 #include "nn/nn_test_util.h"
 #include "pipeline_reference.h"

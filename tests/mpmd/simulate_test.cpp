@@ -10,7 +10,7 @@
 #include <tuple>
 
 #include "common/error_of.h"
-#include "mpmd/generate.h"
+#include "mpmd/schedule.h"
 #include "mpmd/simulate.h"
 
 namespace tessera::mpmd {

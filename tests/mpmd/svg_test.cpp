@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "mpmd/generate.h"
-#include "mpmd/svg.h"
+#include "mpmd/schedule.h"
+#include "mpmd/simulate.h"
 #include "support/strings.h"
 
 namespace tessera::mpmd {

@@ -1,14 +1,13 @@
-// PyTorch's compute-only schedule CSV (mpmd/torch_csv.h): the built-in schedules written in that
+// PyTorch's compute-only schedule CSV (mpmd/schedule.h): the built-in schedules written in that
 // form read back as the same schedules (the transfers inserted alike), and a bad file is refused
 // naming its row and column.
-#include "mpmd/torch_csv.h"
+#include "mpmd/schedule.h"
 
 #include <gtest/gtest.h>
 
 #include <string>
 
 #include "common/error_of.h"
-#include "mpmd/generate.h"
 
 namespace tessera::mpmd {
 namespace {

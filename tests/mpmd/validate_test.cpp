@@ -5,9 +5,7 @@
 #include <algorithm>
 
 #include "common/error_of.h"
-#include "mpmd/generate.h"
 #include "mpmd/schedule.h"
-#include "mpmd/validate.h"
 
 namespace tessera::mpmd {
 namespace {

@@ -17,7 +17,6 @@
 #include "common/temp_dir.h"
 #include "interp/npy.h"
 #include "interp/trace.h"
-#include "mpmd/generate.h"
 #include "mpmd/schedule.h"
 #include "tools/tessera/partition_cmd.h"
 #include "tools/tessera/trace_out.h"

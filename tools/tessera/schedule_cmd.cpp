@@ -5,10 +5,8 @@
 
 #include <fstream>
 
-#include "mpmd/generate.h"
 #include "mpmd/schedule.h"
 #include "mpmd/simulate.h"
-#include "mpmd/svg.h"
 #include "support/error.h"
 #include "support/strings.h"
 

@@ -25,12 +25,9 @@
 #include "comm/mpi_communicator.h"
 #include "mpmd/mpi_ranks.h"
 #endif
-#include "mpmd/bubble.h"
-#include "mpmd/fragment_trainer.h"
-#include "mpmd/generate.h"
 #include "mpmd/simulate.h"
-#include "mpmd/svg.h"
-#include "mpmd/torch_csv.h"
+#include "mpmd/fragment_trainer.h"
+#include "mpmd/schedule.h"
 #include "exec/executable.h"
 #include "nn/capture.h"
 #include "nn/model.h"
@@ -105,7 +102,7 @@ std::string stage_layers(int64_t layers, int64_t pieces, const std::vector<int64
   return out;
 }
 
-// A run's measurements as bubble.h takes them: the microbatches in flight are the schedule's own
+// A run's measurements as simulate.h takes them: the microbatches in flight are the schedule's own
 // (simulate's peak, which the order alone decides), the bytes are measured.
 mpmd::PipelineResult as_pipeline_result(const mpmd::Schedule& schedule, const mpmd::FragmentPipelineRun& run) {
   mpmd::PipelineResult r;
