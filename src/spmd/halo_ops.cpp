@@ -20,15 +20,6 @@ namespace {
 
 bool contains(const std::vector<int64_t>& v, int64_t x) { return std::find(v.begin(), v.end(), x) != v.end(); }
 
-// Whether no factor of `assign` uses any of `axes` (the exchange keeps them on one dimension).
-bool free_of(const FactorAxes& assign, const std::vector<ir::AxisRef>& axes, const ir::Mesh& mesh) {
-  return std::none_of(assign.begin(), assign.end(), [&](const std::vector<ir::AxisRef>& fa) {
-    return std::any_of(fa.begin(), fa.end(), [&](const ir::AxisRef& u) {
-      return std::any_of(axes.begin(), axes.end(), [&](const ir::AxisRef& a) { return overlaps(u, a, mesh); });
-    });
-  });
-}
-
 const std::vector<int64_t>& ints(const Op& op, const char* name) { return op.attrs().get<std::vector<int64_t>>(name); }
 
 // concatenate: one window per operand along the concatenated dimension, all split by one set of
@@ -87,6 +78,15 @@ Tensor rest_of(const Op& op, Tensor x, const std::vector<size_t>& done) {
 
 }  // namespace
 
+bool free_of(const FactorAxes& assign, const std::vector<ir::AxisRef>& axes, const ir::Mesh& mesh) {
+  return std::none_of(assign.begin(), assign.end(), [&](const std::vector<ir::AxisRef>& fa) {
+    return std::any_of(fa.begin(), fa.end(), [&](const ir::AxisRef& u) {
+      return std::any_of(axes.begin(), axes.end(), [&](const ir::AxisRef& a) { return overlaps(u, a, mesh); });
+    });
+  });
+}
+
+
 std::vector<HaloDim> halo_dims(const Op& op, const FactorRule& rule, const FactorAxes& assign,
                                const std::vector<ir::Sharding>& have, const ir::Sharding& result, const ir::Mesh& mesh) {
   // (the operands exchanged: a pad's padding value is not)
@@ -136,7 +136,7 @@ int64_t halo_bytes(const std::vector<HaloDim>& halo, size_t operand, std::vector
     int64_t other = 1;
     for (size_t d = 0; d < local.size(); ++d) other *= d == h.dim ? 1 : local[d];
     bytes += halo_bytes(h.plan, other, element_bytes);
-    local[h.dim] = h.plan.window > 0 ? h.plan.window : h.plan.result_piece;
+    local[h.dim] = h.plan.dilation > 1 ? h.plan.dilated_window : h.plan.window > 0 ? h.plan.window : h.plan.result_piece;
   }
   return bytes;
 }

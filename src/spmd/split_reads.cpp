@@ -166,29 +166,38 @@ std::optional<HaloPlan> plan_shift(int64_t size, int64_t low, int64_t length, in
 }
 
 std::optional<HaloPlan> plan_window(int64_t size, int64_t start, int64_t stride, int64_t extent, int64_t length,
-                                    int64_t shards) {
-  const int64_t n = shards, p = piece_size(size, n);
-  if (length <= 0 || p <= 0) return std::nullopt;
+                                    int64_t shards, int64_t dilation) {
+  const int64_t n = shards, p = piece_size(size, n), b = dilation;
+  if (length <= 0 || p <= 0 || b < 1) return std::nullopt;
   HaloPlan plan;
   plan.shards = n;
   plan.piece = p;
   plan.result_piece = piece_size(length, n);
   plan.size = size;
-  const int64_t q = plan.result_piece, window = (q - 1) * stride + extent;
-  plan.window = window;
-  // Receiving shard i makes result elements [iq, iq + count), which read operand elements from
-  // start + iq * stride on; it needs those in [0, size).
+  plan.dilation = b;
+  const int64_t q = plan.result_piece;
+  plan.dilated_window = (q - 1) * stride + extent;
+  // Receiving shard i makes result elements [iq, iq + count), which read dilated positions
+  // [first, end) from first = start + iq * stride on: operand elements [ceil(first / b),
+  // floor((end - 1) / b)] (all of them for b = 1), of which it needs those in [0, size).
+  auto floor_div = [](int64_t a, int64_t d) { return a >= 0 ? a / d : -((-a + d - 1) / d); };
   std::vector<int64_t> lo(static_cast<size_t>(n)), hi(static_cast<size_t>(n));
   std::vector<bool> needs(static_cast<size_t>(n));
   plan.first_index.assign(static_cast<size_t>(n), 0);
+  plan.phase.assign(static_cast<size_t>(n), 0);
+  int64_t window = 1;
   for (int64_t i = 0; i < n; ++i) {
     auto u = static_cast<size_t>(i);
     int64_t count = std::clamp<int64_t>(length - i * q, 0, q), first = start + i * q * stride;
-    plan.first_index[u] = first;
-    lo[u] = std::max<int64_t>(0, first);
-    hi[u] = count > 0 ? std::min(size, first + (count - 1) * stride + extent) : 0;
+    int64_t a = -floor_div(-first, b), e = floor_div(first + (count - 1) * stride + extent - 1, b) + 1;
+    plan.first_index[u] = a;
+    plan.phase[u] = a * b - first;
+    lo[u] = std::max<int64_t>(0, a);
+    hi[u] = count > 0 ? std::min(size, e) : 0;
     needs[u] = count > 0 && lo[u] < hi[u];
+    if (count > 0) window = std::max(window, e - a);
   }
+  plan.window = window;
   std::optional<HaloPlan> out = plan_ranges(plan, lo, hi, needs, window);
   if (!out) return out;
   // plan_ranges put each window where its operand range starts; it starts lo - first earlier

@@ -8,7 +8,8 @@ every one of them must do. (fsdp's token lookup gathers the vocabulary-split tab
 prices the local lookup and its reduce_scatter at 199,680 bytes per device against the table's
 49,152, so the gather is its choice, not a warning; tp's RoPE slices of a head_dim split in two
 are costed against a halo exchange, which moves as much, and share one gather.) A slice of split
-rows and an edge pad of them exchange halos (collective_permutes) and pass; a module whose pad
+rows, an edge pad of them and a 3x3 convolution of an NHWC input split along H exchange halos
+(collective_permutes) and pass; a module whose pad
 reads a split dimension whole (interior padding) must fail under --strict (exit 1), naming the op
 and its place.
 
@@ -44,6 +45,15 @@ EDGE_PAD_MODULE = """module @edge_padded attributes {mhlo.num_partitions = 4 : i
     %cst = stablehlo.constant dense<0.000000e+00> : tensor<f32>
     %0 = stablehlo.pad %arg0, %cst, low = [2, 0], high = [2, 0], interior = [0, 0] : (tensor<16x4xf32>, tensor<f32>) -> tensor<20x4xf32>
     return %0 : tensor<20x4xf32>
+  }
+}
+"""
+
+CONV_MODULE = """module @conv attributes {mhlo.num_partitions = 4 : i32} {
+  sdy.mesh @mesh = <["data"=4]>
+  func.func public @main(%arg0: tensor<2x16x8x3xf32> {sdy.sharding = #sdy.sharding<@mesh, [{}, {"data"}, {}, {}]>}, %arg1: tensor<3x3x3x4xf32>) -> (tensor<2x16x8x4xf32> {sdy.sharding = #sdy.sharding<@mesh, [{}, {"data"}, {}, {}]>}) {
+    %0 = stablehlo.convolution(%arg0, %arg1) dim_numbers = [b, 0, 1, f]x[0, 1, i, o]->[b, 0, 1, f], window = {stride = [1, 1], pad = [[1, 1], [1, 1]]} {batch_group_count = 1 : i64, feature_group_count = 1 : i64} : (tensor<2x16x8x3xf32>, tensor<3x3x3x4xf32>) -> tensor<2x16x8x4xf32>
+    return %0 : tensor<2x16x8x4xf32>
   }
 }
 """
@@ -102,6 +112,14 @@ def main():
         out = strict(cli, path, "main", "an edge pad of split rows")
         check("operand 0 dimension 0 halo" in out and "all_gather" not in out,
               f"the edge pad exchanges halos and gathers nothing: {out[-800:]}")
+
+        path = os.path.join(d, "conv.mlir")
+        with open(path, "w") as f:
+            f.write(CONV_MODULE)
+        out = strict(cli, path, "main", "a 3x3 convolution of rows split over 4")
+        check("operand 0 dimension 1 halo" in out and "all_gather" not in out and
+              "// total bytes moved per device: 384\n" in out,
+              f"the convolution exchanges one input row (192 bytes) with each neighbour and gathers nothing: {out[-800:]}")
 
         path = os.path.join(d, "padded.mlir")
         with open(path, "w") as f:
