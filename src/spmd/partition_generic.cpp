@@ -24,9 +24,12 @@ namespace tessera::spmd::partition_detail {
 namespace {
 
 // A result's layout `s` with the halo's: split along each exchanged dimension, or partial over
-// its axes where a convolution sums over split kernel rows; partial over `partial` too.
-Sharding with_halo(Sharding s, const std::vector<AxisRef>& partial, const std::vector<HaloDim>& halo) {
+// its axes where a convolution sums over split kernel rows; partial over `partial` too, combined
+// by `kind`.
+Sharding with_halo(Sharding s, const std::vector<AxisRef>& partial, const std::vector<HaloDim>& halo,
+                   ir::ReductionKind kind = ir::ReductionKind::kSum) {
   s.unreduced = partial;
+  if (!partial.empty()) s.unreduced_kind = kind;
   for (const HaloDim& h : halo) {
     if (h.kernel_dim >= 0)
       s.unreduced.insert(s.unreduced.end(), h.axes.begin(), h.axes.end());
@@ -34,6 +37,17 @@ Sharding with_halo(Sharding s, const std::vector<AxisRef>& partial, const std::v
       s.dims[h.out()].axes = h.axes;
   }
   return s;
+}
+
+// How a gather's partial results (a local gather over split indexed dimensions) are combined:
+// by the max or min its result is laid out partial by (unreduced=max{...}), the rows a device
+// does not hold then set to that reduction's identity, so the pieces need no sum first; else a sum.
+ir::ReductionKind partial_kind(const Op& op, const Sharding& result) {
+  return op.kind() == OpKind::Gather && !result.unreduced.empty() ? result.unreduced_kind : ir::ReductionKind::kSum;
+}
+
+OpKind combiner_for(ir::ReductionKind kind) {
+  return kind == ir::ReductionKind::kMax ? OpKind::Maximum : kind == ir::ReductionKind::kMin ? OpKind::Minimum : OpKind::Add;
 }
 
 }  // namespace
@@ -135,7 +149,7 @@ void Partitioner::generic(const Op& op, Builder& b) {
   std::vector<Type> types;
   std::vector<Sharding> have;
   for (size_t i = 0; i < op.num_results(); ++i) {
-    Sharding s = with_halo(compose(rule.results[i], rule, assign, mesh), partial, halo);
+    Sharding s = with_halo(compose(rule.results[i], rule, assign, mesh), partial, halo, partial_kind(op, sm_.at(op.result(i))));
     const Type& t = op.result(i)->type();
     types.push_back(t.is_tensor() ? t.with_shape(local_shape(t.shape, s, mesh)) : t);
     have.push_back(std::move(s));
@@ -159,7 +173,7 @@ void Partitioner::generic(const Op& op, Builder& b) {
   } else {
     results = emit(op, b, operands, types, &assign);
   }
-  if (rows) results[0] = zero_outside(op, results[0], rows->in_piece);
+  if (rows) results[0] = zero_outside(op, results[0], rows->in_piece, combiner_for(have[0].unreduced_kind));
   for (size_t i = 0; i < results.size(); ++i)
     TESSERA_CHECK(results[i].type() == types[i], "{}: local result {} is {}, expected {}", describe(op), i,
                   ir::to_string(results[i].type()), ir::to_string(types[i]));
@@ -281,7 +295,7 @@ int64_t Partitioner::cost(const Op& op, const FactorRule& rule, const FactorAxes
     if (v->type().is_tensor()) bytes += halo_bytes(halo, i, shape_of(v->type(), want), ir::info(v->type().element).bytes);
   }
   for (size_t i = 0; i < op.num_results(); ++i) {
-    Sharding s = with_halo(compose(rule.results[i], rule, assign, mesh), partial, halo);
+    Sharding s = with_halo(compose(rule.results[i], rule, assign, mesh), partial, halo, partial_kind(op, sm_.at(op.result(i))));
     bytes += reshard_bytes(ctx_, op.result(i)->type(), s, sm_.at(op.result(i)));
   }
   return bytes;

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <limits>
 
+#include "spmd/identities.h"
 #include "spmd/mesh_math.h"
 #include "support/error.h"
 
@@ -95,7 +96,7 @@ LocalIndices local_indices(LocalContext& ctx, ir::Builder& b, const Op& op, Tens
   return {out, in_piece};
 }
 
-Tensor zero_outside(const Op& op, Tensor result, const Tensor& in_piece) {
+Tensor zero_outside(const Op& op, Tensor result, const Tensor& in_piece, ir::OpKind combiner) {
   const auto& dn = op.attrs().get<ir::GatherDims>("dimension_numbers");
   const std::vector<int64_t> shape = result.shape();
   std::vector<int64_t> batch;  // the result's dimensions that index the indices, in order
@@ -103,7 +104,7 @@ Tensor zero_outside(const Op& op, Tensor result, const Tensor& in_piece) {
     if (!contains(dn.offset_dims, static_cast<int64_t>(d))) batch.push_back(static_cast<int64_t>(d));
   Tensor mask = ir::broadcast_in_dim(in_piece, shape, batch);
   // (select, not a product: a NaN or infinity in a row this device does not own must not leak)
-  return ir::select(mask, result, splat(result.builder(), result.element(), 0, shape));
+  return ir::select(mask, result, ir::broadcast_to(identity_of(combiner, result, result.builder()), shape));
 }
 
 namespace {

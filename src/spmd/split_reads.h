@@ -63,8 +63,11 @@ struct LocalIndices {
 LocalIndices local_indices(LocalContext& ctx, ir::Builder& b, const ir::Op& op, ir::Tensor indices,
                            const std::vector<IndexedDim>& dims, const FactorAxes& assign,
                            const std::vector<int64_t>& piece, const ir::Mesh& mesh);
-// The local gather's result with the slices of indices not in this device's piece set to zero.
-ir::Tensor zero_outside(const ir::Op& op, ir::Tensor result, const ir::Tensor& in_piece);
+// The local gather's result with the slices of indices not in this device's piece set to the
+// identity of `combiner`, which combines the partial results (zero for a sum, the lowest value
+// for a max, the highest for a min).
+ir::Tensor zero_outside(const ir::Op& op, ir::Tensor result, const ir::Tensor& in_piece,
+                        ir::OpKind combiner = ir::OpKind::Add);
 
 // ---- slice: halo exchange ----
 struct HaloChunk {

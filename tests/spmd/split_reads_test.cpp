@@ -83,6 +83,35 @@ TEST(SplitReads, GatherOfSplitRowsGathersLocallyAndSums) {
   }
 }
 
+// A gather of split rows whose result is laid out partial by a max or a min (unreduced=max{x} on
+// the op, as Shardy's gather_shard_reduction_dim_is_collapsed_max writes it) and then made whole: the
+// local gather fills the rows a device does not hold with that reduction's identity, so its
+// pieces are partial by the max or min already and one all_reduce combines them, moving what
+// the sum's does (it gathered the table and all-reduced identical copies before: 40 B, not 24).
+// Negative rows for the max and positive ones for the min: pieces filled with zeros would win.
+TEST(SplitReads, GatherOfSplitRowsPartialByAMaxOrMinMovesWhatTheSumDoes) {
+  Mesh mesh{"m", {{"x", 2}}, {}};
+  Literal indices = Literal::from_ints(i32({3, 1}), std::vector<int64_t>{3, 0, 2});
+  std::map<int, int64_t> bytes;
+  for (int kind : {0, 1, 2}) {
+    Literal table = arange(f32({4, 2}));
+    for (int64_t i = 0; i < table.num_elements(); ++i) table.set_double(i, (kind == 1 ? -1 : 1) * (table.get_double(i) + 1));
+    Sharding partial{"m", {{}, {}}, {}, {AxisRef("x")},
+                     kind == 1 ? ReductionKind::kMax : kind == 2 ? ReductionKind::kMin : ReductionKind::kSum};
+    Moved moved = run(mesh, [&](FunctionBuilder& b) {
+      Tensor t = b.param(f32({4, 2}), on({{"x"}, {}}));
+      Tensor g = gather(t, b.param(i32({3, 1})), rows_of(2), {1, 2});
+      g.value()->defining_op()->attrs().set("sdy.sharding", ShardingList{partial});
+      return constrain(g, on({{}, {}}));
+    }, {table, indices}, "");
+    EXPECT_EQ(moved.kinds["all_gather"], 0) << kind << " " << moved.bytes;
+    bytes[kind] = moved.bytes;
+  }
+  EXPECT_EQ(bytes[0], 3 * 2 * 4);
+  EXPECT_EQ(bytes[1], bytes[0]);
+  EXPECT_EQ(bytes[2], bytes[0]);
+}
+
 // Two split indexed dimensions (a 2-D mesh), and an index vector implicit in the last dimension.
 TEST(SplitReads, GatherOfSeveralSplitIndexedDimensionsAndImplicitIndexVectors) {
   Mesh mesh{"m", {{"x", 2}, {"y", 2}}, {}};
