@@ -9,7 +9,8 @@
 // cheaper (halo_conv.cpp).
 // reduce_window and select_and_scatter pass through every dimension whose window is trivial
 // (size, stride and dilations 1, no padding); window dimensions are whole in the rule, and the
-// partitioner keeps a reduce_window's split by a halo exchange where cheaper (split_reads.h). sort passes through every dimension but
+// partitioner keeps a reduce_window's or select_and_scatter's split by a halo exchange where
+// cheaper (split_reads.h). sort passes through every dimension but
 // the sorted one, and chlo.top_k every dimension but the last. cholesky and triangular_solve pass
 // their batch dimensions through and keep the matrices whole, except triangular_solve's b and
 // result columns (left side; rows on the right side), each of which is solved alone.

@@ -98,7 +98,8 @@ void Partitioner::generic(const Op& op, Builder& b) {
   if (!indexed.empty()) choose_local_gather(op, rule, indexed, assign, mesh, judged);
   std::vector<HaloDim> halo;
   if (op.kind() == OpKind::Slice || op.kind() == OpKind::Reverse || op.kind() == OpKind::Pad ||
-      op.kind() == OpKind::Concatenate || op.kind() == OpKind::ReduceWindow || op.kind() == OpKind::Convolution)
+      op.kind() == OpKind::Concatenate || op.kind() == OpKind::ReduceWindow || op.kind() == OpKind::Convolution ||
+      op.kind() == OpKind::SelectAndScatter)
     halo = choose_halo(op, rule, assign, mesh, judged);
   std::optional<OpKind> combiner = OpKind::Add;
   if (op.kind() == OpKind::Reduce) combiner = op.num_results() == 1 ? combiner_of(op) : std::nullopt;
@@ -163,6 +164,10 @@ void Partitioner::generic(const Op& op, Builder& b) {
   if (!halo.empty() && op.kind() == OpKind::ReduceWindow) {
     ir::AttrMap attrs = halo_window_attrs(op, halo);
     results = emit(op, b, halo_windows(ctx_, op, operands, halo, mesh), types, &assign, &attrs);
+  } else if (!halo.empty() && op.kind() == OpKind::SelectAndScatter) {
+    results.push_back(halo_select_scatter(ctx_, op, operands, halo, mesh, [&](const std::vector<Tensor>& run, const Type& t) {
+      return emit(op, b, run, {t}, &assign)[0];
+    }));
   } else if (!halo.empty() && op.kind() == OpKind::Convolution) {
     ir::AttrMap attrs = halo_conv_attrs(op, halo);
     operands[0] = halo_conv_lhs(ctx_, op, operands[0], halo, mesh);
@@ -328,9 +333,9 @@ std::vector<HaloDim> Partitioner::choose_halo(const Op& op, const FactorRule& ru
   for (const Value* v : op.operands()) have.push_back(normalized(sm_.at(v), static_cast<size_t>(v->type().rank())));
   const Value* r = op.result(0);
   std::vector<HaloDim> halo =
-      op.kind() == OpKind::Convolution
-          ? conv_halo_dims(op, assign, have[0], have[1], mesh)
-          : halo_dims(op, rule, assign, have, normalized(sm_.at(r), static_cast<size_t>(r->type().rank())), mesh);
+      op.kind() == OpKind::Convolution        ? conv_halo_dims(op, assign, have[0], have[1], mesh)
+      : op.kind() == OpKind::SelectAndScatter ? select_scatter_halo_dims(op, assign, have[0], mesh)
+                                              : halo_dims(op, rule, assign, have, normalized(sm_.at(r), static_cast<size_t>(r->type().rank())), mesh);
   for (const HaloDim& h : halo) judged.push_back(h.dim);
   if (halo.empty() || cost(op, rule, assign, mesh, halo) >= cost(op, rule, assign, mesh)) return {};
   return halo;
@@ -349,7 +354,8 @@ void Partitioner::flag_full_gathers(const Op& op, size_t i, const FactorRule& ru
     auto d = static_cast<size_t>(r.op->attrs().get<int64_t>("all_gather_dim"));
     if (d >= have.dims.size() || have.dims[d].axes.empty()) continue;
     // (the cheaper way was judged: operand 0's dimensions, or every exchanged operand's)
-    bool exchanged = i == 0 || op.kind() == OpKind::Concatenate || (op.kind() == OpKind::ReduceWindow && i < op.num_results());
+    bool exchanged = i == 0 || op.kind() == OpKind::Concatenate || (op.kind() == OpKind::ReduceWindow && i < op.num_results()) ||
+                     (op.kind() == OpKind::SelectAndScatter && i == 1);
     if (exchanged && std::find(judged.begin(), judged.end(), d) != judged.end())
       continue;
     const std::vector<int>& factors = rule.operands[i][d];

@@ -113,6 +113,11 @@ namespace {
 // a dimension in pieces of p, for windows of `window` elements (see plan_halo, plan_reverse).
 std::optional<HaloPlan> plan_ranges(HaloPlan plan, const std::vector<int64_t>& lo, const std::vector<int64_t>& hi,
                                     const std::vector<bool>& needs, int64_t window);
+// plan_ranges for windows of plan.window elements from plan.first_index (receiver i needs operand
+// elements [lo[i], hi[i]) of its window, where needs[i]), each window placed where it starts in
+// the received run (`lead` elements put in front where one starts before it).
+std::optional<HaloPlan> place_windows(const HaloPlan& plan, const std::vector<int64_t>& lo, const std::vector<int64_t>& hi,
+                                      const std::vector<bool>& needs);
 
 }  // namespace
 
@@ -199,6 +204,35 @@ std::optional<HaloPlan> plan_window(int64_t size, int64_t start, int64_t stride,
     if (count > 0) window = std::max(window, e - a);
   }
   plan.window = window;
+  return place_windows(plan, lo, hi, needs);
+}
+
+std::optional<HaloPlan> plan_runs(int64_t size, int64_t shards, const std::vector<int64_t>& first, int64_t window) {
+  const int64_t p = piece_size(size, shards);
+  if (p <= 0 || window <= 0) return std::nullopt;
+  HaloPlan plan;
+  plan.shards = shards;
+  plan.piece = p;
+  plan.result_piece = window;
+  plan.size = size;
+  plan.window = window;
+  plan.first_index = first;
+  const auto n = static_cast<size_t>(shards);
+  std::vector<int64_t> lo(n), hi(n);
+  std::vector<bool> needs(n);
+  for (size_t u = 0; u < n; ++u) {
+    lo[u] = std::max<int64_t>(0, first[u]);
+    hi[u] = std::min(size, first[u] + window);
+    needs[u] = lo[u] < hi[u];
+  }
+  return place_windows(plan, lo, hi, needs);
+}
+
+namespace {
+
+std::optional<HaloPlan> place_windows(const HaloPlan& plan, const std::vector<int64_t>& lo, const std::vector<int64_t>& hi,
+                                      const std::vector<bool>& needs) {
+  const int64_t n = plan.shards, window = plan.window;
   std::optional<HaloPlan> out = plan_ranges(plan, lo, hi, needs, window);
   if (!out) return out;
   // plan_ranges put each window where its operand range starts; it starts lo - first earlier
@@ -218,8 +252,6 @@ std::optional<HaloPlan> plan_window(int64_t size, int64_t start, int64_t stride,
   out->pad = std::max<int64_t>(0, end - total - out->lead);
   return out;
 }
-
-namespace {
 
 std::optional<HaloPlan> plan_ranges(HaloPlan plan, const std::vector<int64_t>& lo, const std::vector<int64_t>& hi,
                                     const std::vector<bool>& needs, int64_t window) {

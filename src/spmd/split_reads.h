@@ -18,7 +18,8 @@
 //   the operand its windows read, the positions outside the operand set to the init value, and
 //   reduces it locally without padding. convolution along a split input spatial dimension the
 //   same, zeros outside the input (halo_conv.cpp, which also sums a kernel gradient over split
-//   kernel rows).
+//   kernel rows); select_and_scatter takes the windows that touch its piece whole
+//   (halo_select_scatter.cpp).
 // - pad (edge padding, negative included; not interior) or concatenate along a split dimension:
 //   the same exchange for a shifted window. The result is split by the operand's axes; result
 //   element j of a pad is operand element j - low, so each device's window of the result is a
@@ -31,6 +32,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <utility>
 #include <vector>
@@ -114,6 +116,9 @@ std::optional<HaloPlan> plan_shift(int64_t size, int64_t low, int64_t length, in
 // move (see HaloPlan::dilation).
 std::optional<HaloPlan> plan_window(int64_t size, int64_t start, int64_t stride, int64_t extent, int64_t length,
                                     int64_t shards, int64_t dilation = 1);
+// The exchange that brings receiving shard i `window` elements from first[i] (those outside
+// [0, size) not the operand's) of a dimension of `size` elements split into `shards` pieces.
+std::optional<HaloPlan> plan_runs(int64_t size, int64_t shards, const std::vector<int64_t>& first, int64_t window);
 // Bytes per device it moves (as the report counts a collective_permute: what is sent), for a
 // piece of `other` elements of `element_bytes` across the other dimensions.
 int64_t halo_bytes(const HaloPlan& plan, int64_t other, int64_t element_bytes);
@@ -171,6 +176,16 @@ ir::AttrMap halo_conv_attrs(const ir::Op& op, const std::vector<HaloDim>& halo);
 // kernel (`rhs`) arrives split alike along that spatial dimension, a partial sum over it.
 std::vector<HaloDim> conv_halo_dims(const ir::Op& op, const FactorAxes& assign, const ir::Sharding& lhs,
                                     const ir::Sharding& rhs, const ir::Mesh& mesh);
+// select_and_scatter (halo_select_scatter.cpp) along split window dimensions with no padding
+// there and a scatter with an identity: each device takes the windows that touch its piece of the
+// operand (the operand's run and the source's, windows outside the source scattering the identity),
+// selects and scatters them locally and keeps its piece. Two HaloDims per dimension (operand 0's
+// run, then the source's).
+std::vector<HaloDim> select_scatter_halo_dims(const ir::Op& op, const FactorAxes& assign, const ir::Sharding& operand,
+                                              const ir::Mesh& mesh);
+ir::Tensor halo_select_scatter(LocalContext& ctx, const ir::Op& op, std::vector<ir::Tensor> operands,
+                               const std::vector<HaloDim>& halo, const ir::Mesh& mesh,
+                               const std::function<ir::Tensor(const std::vector<ir::Tensor>&, const ir::Type&)>& emit);
 // `op` on its local operands, the dimensions of `halo` by exchange (halo_slice) and the rest of
 // the op locally: a slice or reverse of the other dimensions, a pad of the other dimensions, or
 // for a concatenate each operand's window kept where it is that operand's.

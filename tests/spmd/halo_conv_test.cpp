@@ -1,5 +1,6 @@
-// A convolution whose input arrives split along a spatial dimension, kept split by a halo
-// exchange (#18 item 2, spmd/halo_conv.cpp): the sharded run equals the single-device interpreter
+// A convolution whose input arrives split along a spatial dimension, and a select_and_scatter
+// along a split window dimension, kept split by a halo exchange (#18 item 2,
+// spmd/halo_conv.cpp, spmd/halo_select_scatter.cpp). The convolution: the sharded run equals the single-device interpreter
 // (a comparison that fails on NaN) for uneven splits, 2-D meshes, sub-axes, kernels wider than a
 // piece, strides, lhs and rhs dilations, padding, window reversal and feature and batch groups;
 // where the output splits evenly the input is never gathered, and a "same" convolution of unit
@@ -89,6 +90,48 @@ TEST(HaloConv, SameConvolutionMovesTheHaloRowsOnly) {
   EXPECT_EQ(moved.kinds["collective_permute"], 2);
   EXPECT_EQ(moved.kinds["all_gather"], 0);
   EXPECT_EQ(moved.bytes, 2 * 2 * 5 * 2 * 4);
+}
+
+// select_and_scatter (a max-pool's gradient: the first largest of each window, the source added
+// there) along a split window dimension without padding, the source split alike and the result
+// declared split alike: sharded equals unsharded, with ties (every value repeats) and a window
+// wider than a piece, never more than gathering the operand and source and then the result, and
+// where the windows tile the operand (stride = size) on an even split nothing moves at all.
+// Padded windows gather (halo_select_scatter.cpp says why), and still compute the unsharded result.
+TEST(HaloConv, SelectAndScatterAlongASplitWindowDimensionExchangesHalos) {
+  int halos = 0, cases = 0;
+  for (const HaloLayout& l : kHaloLayouts)
+    for (int64_t size : {8, 12, 17})
+      for (auto [k, stride, low, high] : std::vector<std::tuple<int64_t, int64_t, int64_t, int64_t>>{
+               {2, 2, 0, 0}, {3, 1, 0, 0}, {3, 2, 0, 0}, {2, 3, 0, 0}, {5, 1, 0, 0}, {7, 2, 0, 0}, {3, 2, 1, 1}})
+        for (bool add : {true, false}) {
+          if (k > size) continue;
+          Mesh mesh{"m", l.mesh, {}};
+          Window w{{k, 1}, {stride, 1}, {1, 1}, {1, 1}, {low, 0}, {high, 0}, {}};
+          const int64_t windows = w.num_windows(0, size);
+          Literal x = arange(f32({size, 3}));
+          for (int64_t i = 0; i < x.num_elements(); ++i) x.set_double(i, static_cast<double>((i * 7) % 5));  // (ties)
+          Literal src = arange(f32({windows, 3}));
+          Moved moved = run(mesh, [&](FunctionBuilder& b) {
+            Tensor in = b.param(f32({size, 3}), on({l.axes, {}}));
+            Tensor source = b.param(f32({windows, 3}), on({l.axes, {}}));
+            Tensor r = select_and_scatter(in, source, b.scalar(ElementType::f32, add ? 0.0 : -3.0), w, ComparisonDirection::GE,
+                                          add ? OpKind::Add : OpKind::Maximum);
+            return constrain(r, on({l.axes, {}}));
+          }, {x, src}, "stablehlo.select_and_scatter", false);
+          if (::testing::Test::HasFailure()) {
+            ADD_FAILURE() << "size " << size << " over " << l.shards << ", window " << k << " stride " << stride;
+            return;
+          }
+          const int64_t piece = (size + l.shards - 1) / l.shards, wpiece = (windows + l.shards - 1) / l.shards;
+          EXPECT_LE(moved.bytes, (2 * piece + wpiece) * l.shards * 3 * 4) << size << " window " << k;
+          halos += moved.kinds["collective_permute"] > 0;
+          ++cases;
+          if (k == stride && low == 0 && size % (l.shards * k) == 0) {
+            EXPECT_EQ(moved.bytes, 0) << size << " over " << l.shards << " window " << k;
+          }
+        }
+  EXPECT_GT(halos, cases / 3) << halos << " of " << cases;
 }
 
 // The gradient of loss(x, k) = sum(conv(x, k)^2), the input [4, size, 5, 2] split along H and the
