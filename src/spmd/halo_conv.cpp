@@ -79,20 +79,7 @@ Tensor halo_conv_lhs(LocalContext& ctx, const Op& op, Tensor x, const std::vecto
     // (select, not a product: whatever the run met outside the input, NaN included, reads as 0)
     Tensor zero = ir::broadcast_to(b.scalar(x.element(), 0), x.shape());
     x = ir::select(window_valid(ctx, x, d, plan, mesh, h.axes), x, zero);
-    if (plan.dilation == 1) continue;
-    // Dilated as the op dilates its input, with b - 1 zeros on either side so every device's
-    // window (which starts `phase` positions before its first element) lies inside.
-    const int64_t bd = plan.dilation;
-    std::vector<int64_t> lo(x.shape().size(), 0), hi = lo, interior = lo;
-    lo[h.dim] = hi[h.dim] = interior[h.dim] = bd - 1;
-    x = ir::pad(x, b.scalar(x.element(), 0), lo, hi, interior);
-    std::vector<int64_t> at(plan.phase.size());
-    for (size_t i = 0; i < at.size(); ++i) at[i] = bd - 1 - plan.phase[i];
-    std::vector<Tensor> starts(x.shape().size(), b.scalar(ir::ElementType::i32, 0));
-    starts[h.dim] = per_shard(ctx, b, mesh, h.axes, at);
-    std::vector<int64_t> sizes = x.shape();
-    sizes[h.dim] = plan.dilated_window;
-    x = ir::dynamic_slice(x, starts, sizes);
+    x = dilate_window(ctx, x, d, plan, mesh, h.axes, b.scalar(x.element(), 0));
   }
   return x;
 }

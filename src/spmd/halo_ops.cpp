@@ -104,9 +104,10 @@ std::vector<HaloDim> halo_dims(const Op& op, const FactorRule& rule, const Facto
     if (op.kind() == OpKind::Reverse) {
       if (contains(ints(op, "dimensions"), static_cast<int64_t>(d))) plan = plan_reverse(shape[d], shards);
     } else if (op.kind() == OpKind::Pad) {
-      // (interior padding stays a gather: split_reads.h)
-      if (ints(op, "interior_padding")[d] == 0)
-        plan = plan_shift(shape[d], ints(op, "edge_padding_low")[d], op.result(0)->type().shape[d], shards);
+      // (interior padding: a shifted window over the operand dilated by interior + 1)
+      const int64_t interior = ints(op, "interior_padding")[d], low = ints(op, "edge_padding_low")[d];
+      const int64_t length = op.result(0)->type().shape[d];
+      plan = interior == 0 ? plan_shift(shape[d], low, length, shards) : plan_window(shape[d], -low, 1, 1, length, shards, interior + 1);
     } else if (op.kind() == OpKind::ReduceWindow) {
       // (every input alike: one exchange each)
       const ir::Window w = ir::read_window(op.attrs(), ir::kReduceWindow, shape.size());
@@ -182,9 +183,11 @@ Tensor halo_op(LocalContext& ctx, const Op& op, const std::vector<Tensor>& opera
   std::vector<size_t> done;
   for (const HaloDim& h : halo) {
     x = halo_slice(ctx, x, static_cast<int64_t>(h.dim), h.plan, mesh, h.axes);
-    if (op.kind() == OpKind::Pad)
+    if (op.kind() == OpKind::Pad) {
       x = ir::select(window_valid(ctx, x, static_cast<int64_t>(h.dim), h.plan, mesh, h.axes), x,
                      ir::broadcast_to(operands[1], x.shape()));
+      x = dilate_window(ctx, x, static_cast<int64_t>(h.dim), h.plan, mesh, h.axes, operands[1]);
+    }
     done.push_back(h.dim);
   }
   if (op.kind() != OpKind::Pad) return rest_of(op, x, done);

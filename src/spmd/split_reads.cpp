@@ -430,4 +430,24 @@ Tensor window_valid(LocalContext& ctx, const Tensor& x, int64_t dim, const HaloP
          ir::compare(index, splat(b, ElementType::i32, static_cast<double>(plan.size), shape), ir::ComparisonDirection::LT);
 }
 
+Tensor dilate_window(LocalContext& ctx, Tensor x, int64_t dim, const HaloPlan& plan, const ir::Mesh& mesh,
+                     const std::vector<ir::AxisRef>& axes, const Tensor& fill) {
+  if (plan.dilation == 1) return x;
+  ir::Builder& b = x.builder();
+  const auto d = static_cast<size_t>(dim);
+  // Dilated as the op dilates, with b - 1 fills on either side so every device's window (which
+  // starts `phase` positions before its first element) lies inside.
+  const int64_t bd = plan.dilation;
+  std::vector<int64_t> lo(x.shape().size(), 0), hi = lo, interior = lo;
+  lo[d] = hi[d] = interior[d] = bd - 1;
+  x = ir::pad(x, fill, lo, hi, interior);
+  std::vector<int64_t> at(plan.phase.size());
+  for (size_t i = 0; i < at.size(); ++i) at[i] = bd - 1 - plan.phase[i];
+  std::vector<Tensor> starts(x.shape().size(), b.scalar(ElementType::i32, 0));
+  starts[d] = per_shard(ctx, b, mesh, axes, at);
+  std::vector<int64_t> sizes = x.shape();
+  sizes[d] = plan.dilated_window;
+  return ir::dynamic_slice(x, starts, sizes);
+}
+
 }  // namespace tessera::spmd

@@ -20,15 +20,16 @@
 //   same, zeros outside the input (halo_conv.cpp, which also sums a kernel gradient over split
 //   kernel rows); select_and_scatter takes the windows that touch its piece whole
 //   (halo_select_scatter.cpp).
-// - pad (edge padding, negative included; not interior) or concatenate along a split dimension:
+// - pad (edge padding, negative included, and interior) or concatenate along a split dimension:
 //   the same exchange for a shifted window. The result is split by the operand's axes; result
 //   element j of a pad is operand element j - low, so each device's window of the result is a
 //   range of the operand (clipped to it) shifted by low, brought as for a slice; the positions
 //   outside the operand take the padding value (a mask on the window's global index). A
 //   concatenate is one such window per operand (operand k shifted by the sizes before it), each
-//   kept where it is that operand's. Interior padding stays a gather: every result piece then
-//   reads a strided range of the operand whose stride and phase change from device to device,
-//   which one shifted window per device cannot express (docs/CONFORMANCE.md).
+//   kept where it is that operand's. With interior padding the operand is dilated (element i at
+//   low + i (interior + 1)): each device brings the operand elements that land in its result
+//   piece (plan_window with a dilation), dilates them with the padding value and cuts its piece
+//   at its own phase (dilate_window), as a convolution's lhs_dilation is done.
 #pragma once
 
 #include <cstdint>
@@ -131,6 +132,12 @@ ir::Tensor halo_slice(LocalContext& ctx, ir::Tensor x, int64_t dim, const HaloPl
 // elements (see HaloPlan::first_index).
 ir::Tensor window_valid(LocalContext& ctx, const ir::Tensor& x, int64_t dim, const HaloPlan& plan, const ir::Mesh& mesh,
                         const std::vector<ir::AxisRef>& axes);
+
+// The run halo_slice cut by a plan over a dilated base (HaloPlan::dilation > 1), dilated with
+// `fill` (a scalar) between and around its elements and cut to the device's window; x itself for
+// dilation 1.
+ir::Tensor dilate_window(LocalContext& ctx, ir::Tensor x, int64_t dim, const HaloPlan& plan, const ir::Mesh& mesh,
+                         const std::vector<ir::AxisRef>& axes, const ir::Tensor& fill);
 
 // ---- the ops (halo_ops.cpp) ----
 // Whether no factor of `assign` uses any of `axes` (an exchange keeps them on one dimension).

@@ -214,8 +214,10 @@ inline void build_sharded_program(Module& m, ProgramGen& g, int length, bool ext
           // alike, which a halo exchange serves: spmd/split_reads.h)
           if (extended && g.coin(0.4)) {
             if (shape[d] > 2 && g.coin(0.5)) lo[d] = -1;
+            std::vector<int64_t> interior(rank, 0);  // (sometimes interior padding too)
+            if (g.coin(0.3)) interior[d] = 1 + g.pick(2);
             Sharding s = g.random_sharding(rank);
-            x = constrain(pad(constrain(x, s), x.builder().scalar(ElementType::f32, 0.25), lo, hi), s);
+            x = constrain(pad(constrain(x, s), x.builder().scalar(ElementType::f32, 0.25), lo, hi, interior), s);
             break;
           }
           x = pad(x, x.builder().scalar(ElementType::f32, 0.25), lo, hi);

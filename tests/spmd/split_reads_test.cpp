@@ -302,14 +302,17 @@ TEST(SplitReads, SliceAlongASplitDimensionExchangesHalos) {
 // that is no element's; never more bytes than gathering the operand, and where only a few
 // elements shift (|low|, |high| <= 2, pieces of 2 or more, a result split evenly: propagation
 // leaves an uneven result whole, and the cost model then counts its gather) the pieces are
-// exchanged, never gathered. Interior padding still gathers, and still computes the unsharded
-// result.
+// exchanged, never gathered. Interior padding (the operand dilated: each result piece reads the
+// operand elements that land in it, at a phase of its own) is exchanged too, and where the
+// result splits evenly with edges of 2 or less nothing is gathered; 16 rows over 4 padded 2 low,
+// cropped 1 high and 1 between, bring each device the one row below its piece (12 bytes).
 TEST(SplitReads, PadAlongASplitDimensionExchangesHalos) {
   int halos = 0, cases = 0;
   for (const HaloLayout& l : kHaloLayouts)
     for (int64_t size : {8, 10, 17})
       for (auto [low, high, interior] : std::vector<std::tuple<int64_t, int64_t, int64_t>>{
-               {1, 1, 0}, {2, 0, 0}, {0, 2, 0}, {-1, 2, 0}, {2, -1, 0}, {-2, -1, 0}, {5, 6, 0}, {1, 1, 1}})
+               {1, 1, 0}, {2, 0, 0}, {0, 2, 0}, {-1, 2, 0}, {2, -1, 0}, {-2, -1, 0}, {5, 6, 0}, {1, 1, 1},
+               {0, 1, 1}, {2, -1, 1}, {-1, 0, 2}, {3, 2, 3}, {0, 0, 1}})
         for (bool other : {false, true}) {
           Mesh mesh{"m", l.mesh, {}};
           Moved moved = run(mesh, [&](FunctionBuilder& b) {
@@ -319,16 +322,23 @@ TEST(SplitReads, PadAlongASplitDimensionExchangesHalos) {
           }, {arange(f32({size, 3}))}, "stablehlo.pad", false);
           if (::testing::Test::HasFailure()) return;
           int64_t piece = (size + l.shards - 1) / l.shards;
-          EXPECT_LE(moved.bytes, piece * (l.shards - 1) * 3 * 4 + (size + low + high) * 4 * 4)
-              << size << " low " << low << " high " << high;
-          if (interior == 0) halos += moved.kinds["collective_permute"] > 0;
+          const int64_t length = size + (size - 1) * interior + low + high;
+          EXPECT_LE(moved.bytes, piece * (l.shards - 1) * 3 * 4 + length * 4 * 4)
+              << size << " low " << low << " high " << high << " interior " << interior;
+          halos += moved.kinds["collective_permute"] > 0;
           ++cases;
-          if (interior == 0 && std::abs(low) <= 2 && std::abs(high) <= 2 && piece >= 2 &&
-              (size + low + high) % l.shards == 0) {
-            EXPECT_EQ(moved.gathers, 0) << size << " over " << l.shards << " low " << low << " high " << high;
+          if (std::abs(low) <= 2 && std::abs(high) <= 2 && piece >= 2 && interior <= 1 && length % l.shards == 0) {
+            EXPECT_EQ(moved.gathers, 0) << size << " over " << l.shards << " low " << low << " high " << high
+                                        << " interior " << interior;
           }
         }
   EXPECT_GT(halos, cases / 8) << halos << " of " << cases;
+  Moved one_row = run(Mesh{"m", {{"x", 4}}, {}}, [&](FunctionBuilder& b) {
+    Tensor x = b.param(f32({16, 3}), on({{"x"}, {}}));
+    return constrain(pad(x, b.scalar(ElementType::f32, -7.25), {2, 0}, {-1, 0}, {1, 0}), on({{"x"}, {}}));
+  }, {arange(f32({16, 3}))}, "stablehlo.pad");
+  EXPECT_EQ(one_row.gathers, 0);
+  EXPECT_EQ(one_row.bytes, 3 * 4);
 }
 
 // Concatenate along a split dimension, of two or three operands of other sizes (one of them

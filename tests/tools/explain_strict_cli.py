@@ -9,9 +9,9 @@ prices the local lookup and its reduce_scatter at 199,680 bytes per device again
 49,152, so the gather is its choice, not a warning; tp's RoPE slices of a head_dim split in two
 are costed against a halo exchange, which moves as much, and share one gather.) A slice of split
 rows, an edge pad of them and a 3x3 convolution of an NHWC input split along H exchange halos
-(collective_permutes) and pass; a module whose pad
-reads a split dimension whole (interior padding) must fail under --strict (exit 1), naming the op
-and its place.
+(collective_permutes) and pass, and so does an interior pad of split rows (one row from the
+neighbour); a module whose two-result reduce reads a split dimension whole (Tessera combines
+single-result reductions only) must fail under --strict (exit 1), naming the op and its place.
 
 Usage: explain_strict_cli.py TESSERA_CLI CNN_EXAMPLE
 """
@@ -31,10 +31,26 @@ SLICE_MODULE = """module @sliced attributes {mhlo.num_partitions = 4 : i32} {
 
 PAD_MODULE = """module @padded attributes {mhlo.num_partitions = 4 : i32} {
   sdy.mesh @mesh = <["data"=4]>
-  func.func public @main(%arg0: tensor<16x4xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"data"}, {}]>}) -> tensor<31x4xf32> {
+  func.func public @main(%arg0: tensor<16x4xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"data"}, {}]>}) -> (tensor<32x4xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"data"}, {}]>}) {
     %cst = stablehlo.constant dense<0.000000e+00> : tensor<f32>
-    %0 = stablehlo.pad %arg0, %cst, low = [0, 0], high = [0, 0], interior = [1, 0] : (tensor<16x4xf32>, tensor<f32>) -> tensor<31x4xf32>
-    return %0 : tensor<31x4xf32>
+    %0 = stablehlo.pad %arg0, %cst, low = [2, 0], high = [-1, 0], interior = [1, 0] : (tensor<16x4xf32>, tensor<f32>) -> tensor<32x4xf32>
+    return %0 : tensor<32x4xf32>
+  }
+}
+"""
+
+REDUCE_MODULE = """module @reduced attributes {mhlo.num_partitions = 4 : i32} {
+  sdy.mesh @mesh = <["data"=4]>
+  func.func public @main(%arg0: tensor<16x4xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"data"}, {}]>}, %arg1: tensor<16x4xi32> {sdy.sharding = #sdy.sharding<@mesh, [{"data"}, {}]>}) -> (tensor<4xf32>, tensor<4xi32>) {
+    %cst = stablehlo.constant dense<0.000000e+00> : tensor<f32>
+    %c0 = stablehlo.constant dense<0> : tensor<i32>
+    %0:2 = "stablehlo.reduce"(%arg0, %arg1, %cst, %c0) ({
+    ^bb0(%a: tensor<f32>, %b: tensor<i32>, %c: tensor<f32>, %d: tensor<i32>):
+      %m = stablehlo.maximum %a, %c : tensor<f32>
+      %n = stablehlo.maximum %b, %d : tensor<i32>
+      stablehlo.return %m, %n : tensor<f32>, tensor<i32>
+    }) {dimensions = array<i64: 0>} : (tensor<16x4xf32>, tensor<16x4xi32>, tensor<f32>, tensor<i32>) -> (tensor<4xf32>, tensor<4xi32>)
+    return %0#0, %0#1 : tensor<4xf32>, tensor<4xi32>
   }
 }
 """
@@ -124,12 +140,20 @@ def main():
         path = os.path.join(d, "padded.mlir")
         with open(path, "w") as f:
             f.write(PAD_MODULE)
+        out = strict(cli, path, "main", "an interior pad of split rows")
+        check("operand 0 dimension 0 halo" in out and "all_gather" not in out and
+              "// total bytes moved per device: 16\n" in out,
+              f"the interior pad brings one row from the neighbour (16 bytes) and gathers nothing: {out[-800:]}")
+
+        path = os.path.join(d, "reduced.mlir")
+        with open(path, "w") as f:
+            f.write(REDUCE_MODULE)
         r = run([cli, "partition", path, "--explain"])
-        check(r.returncode == 0 and "// warning: all_gather for stablehlo.pad at 5:" in r.stdout,
-              f"--explain warns of the pad's full gather: {r.stdout[-600:]}")
+        check(r.returncode == 0 and "// warning: all_gather for stablehlo.reduce at 6:" in r.stdout,
+              f"--explain warns of the two-result reduce's full gather: {r.stdout[-600:]}")
         r = run([cli, "partition", path, "--explain", "--strict"])
-        check(r.returncode == 1 and f"{path}: --strict: @main has 1 avoidable gather" in r.stderr and
-              "stablehlo.pad at 5:" in r.stderr and "operand 0 dimension 0" in r.stderr,
+        check(r.returncode == 1 and f"{path}: --strict: @main has 2 avoidable gathers" in r.stderr and
+              "stablehlo.reduce at 6:" in r.stderr and "operand 0 dimension 0" in r.stderr,
               f"--strict refuses it, naming the op and place (rc {r.returncode}): {r.stderr.strip()[:600]}")
 
     print(f"{failures} failed")
