@@ -122,28 +122,20 @@ def main():
               "// total bytes moved per device: 128\n" in out,
               f"the slice exchanges a halo (32 bytes) and gathers its 8 rows (96), not the 16: {out[-800:]}")
 
-        path = os.path.join(d, "edge_padded.mlir")
-        with open(path, "w") as f:
-            f.write(EDGE_PAD_MODULE)
-        out = strict(cli, path, "main", "an edge pad of split rows")
-        check("operand 0 dimension 0 halo" in out and "all_gather" not in out,
-              f"the edge pad exchanges halos and gathers nothing: {out[-800:]}")
-
-        path = os.path.join(d, "conv.mlir")
-        with open(path, "w") as f:
-            f.write(CONV_MODULE)
-        out = strict(cli, path, "main", "a 3x3 convolution of rows split over 4")
-        check("operand 0 dimension 1 halo" in out and "all_gather" not in out and
-              "// total bytes moved per device: 384\n" in out,
-              f"the convolution exchanges one input row (192 bytes) with each neighbour and gathers nothing: {out[-800:]}")
-
-        path = os.path.join(d, "padded.mlir")
-        with open(path, "w") as f:
-            f.write(PAD_MODULE)
-        out = strict(cli, path, "main", "an interior pad of split rows")
-        check("operand 0 dimension 0 halo" in out and "all_gather" not in out and
-              "// total bytes moved per device: 16\n" in out,
-              f"the interior pad brings one row from the neighbour (16 bytes) and gathers nothing: {out[-800:]}")
+        # (module, what, where the halo is, total bytes or None, what the check says)
+        for name, text, what, halo, total, says in [
+                ("edge_padded", EDGE_PAD_MODULE, "an edge pad of split rows", 0, None,
+                 "the edge pad exchanges halos and gathers nothing"),
+                ("conv", CONV_MODULE, "a 3x3 convolution of rows split over 4", 1, 384,
+                 "the convolution exchanges one input row (192 bytes) with each neighbour and gathers nothing"),
+                ("padded", PAD_MODULE, "an interior pad of split rows", 0, 16,
+                 "the interior pad brings one row from the neighbour (16 bytes) and gathers nothing")]:
+            path = os.path.join(d, name + ".mlir")
+            with open(path, "w") as f:
+                f.write(text)
+            out = strict(cli, path, "main", what)
+            check(f"operand 0 dimension {halo} halo" in out and "all_gather" not in out and
+                  (total is None or f"// total bytes moved per device: {total}\n" in out), f"{says}: {out[-800:]}")
 
         path = os.path.join(d, "reduced.mlir")
         with open(path, "w") as f:
