@@ -111,9 +111,9 @@ std::vector<HaloDim> halo_dims(const Op& op, const FactorRule& rule, const Facto
     } else if (op.kind() == OpKind::ReduceWindow) {
       // (every input alike: one exchange each)
       const ir::Window w = ir::read_window(op.attrs(), ir::kReduceWindow, shape.size());
-      if (w.base_dilation[d] != 1) continue;
+      // (a base dilation: only the operand's own elements move, dilated on the device)
       std::optional<HaloPlan> window = plan_window(shape[d], -w.pad_lo[d], w.stride[d], (w.size[d] - 1) * w.window_dilation[d] + 1,
-                                                   op.result(0)->type().shape[d], shards);
+                                                   op.result(0)->type().shape[d], shards, w.base_dilation[d]);
       if (window)
         for (size_t i = 0; i < op.num_results(); ++i) halo.push_back({d, axes, *window, i});
       continue;
@@ -152,6 +152,8 @@ std::vector<Tensor> halo_windows(LocalContext& ctx, const Op& op, std::vector<Te
     // (outside the operand: the init value, as the op's padding reads)
     x = ir::select(window_valid(ctx, x, static_cast<int64_t>(h.dim), h.plan, mesh, h.axes), x,
                    ir::broadcast_to(operands[n + h.operand], x.shape()));
+    // (the holes of a base dilation hold the init value too: the spec pads them with it)
+    x = dilate_window(ctx, x, static_cast<int64_t>(h.dim), h.plan, mesh, h.axes, operands[n + h.operand]);
   }
   return operands;
 }
@@ -159,8 +161,13 @@ std::vector<Tensor> halo_windows(LocalContext& ctx, const Op& op, std::vector<Te
 ir::AttrMap halo_window_attrs(const Op& op, const std::vector<HaloDim>& halo) {
   ir::AttrMap attrs = op.attrs();
   ir::Window w = ir::read_window(attrs, ir::kReduceWindow, static_cast<size_t>(op.operand(0)->type().rank()));
-  for (const HaloDim& h : halo) w.pad_lo[h.dim] = w.pad_hi[h.dim] = 0;
-  attrs.erase(ir::kReduceWindow.padding);  // (write_window leaves a default out, and would keep the old)
+  for (const HaloDim& h : halo) {
+    w.pad_lo[h.dim] = w.pad_hi[h.dim] = 0;
+    w.base_dilation[h.dim] = 1;
+  }
+  // (write_window leaves a default out, and would keep the old)
+  attrs.erase(ir::kReduceWindow.padding);
+  attrs.erase(ir::kReduceWindow.base_dilation);
   ir::write_window(attrs, ir::kReduceWindow, w);
   return attrs;
 }

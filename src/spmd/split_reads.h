@@ -14,9 +14,10 @@
 //   device's range when no source serves two devices at once (a reverse), else the pieces at
 //   each shift k = (source shard - own shard); the chunks are joined (reversed for a reverse)
 //   and the device's window is cut from them (then strided).
-// - reduce_window along a split window dimension (no base dilation): each device takes the run of
-//   the operand its windows read, the positions outside the operand set to the init value, and
-//   reduces it locally without padding. convolution along a split input spatial dimension the
+// - reduce_window along a split window dimension: each device takes the run of the operand its
+//   windows read, the positions outside the operand set to the init value (and, with a base
+//   dilation, only the operand's own elements brought, dilated with the init value on the
+//   device), and reduces it locally without padding or base dilation. convolution along a split input spatial dimension the
 //   same, zeros outside the input (halo_conv.cpp, which also sums a kernel gradient over split
 //   kernel rows); select_and_scatter takes the windows that touch its piece whole
 //   (halo_select_scatter.cpp).

@@ -378,18 +378,23 @@ TEST(SplitReads, ConcatenateAlongASplitDimensionExchangesHalos) {
   EXPECT_GE(halos, cases / 3) << halos << " of " << cases;
 }
 
-// reduce_window (a sum and a max-pool from -8) along a split dimension, with padding, strides and
-// window dilation, the result declared split alike: sharded equals unsharded, never more bytes
-// than gathering the operand and then the result, and the windows' runs are exchanged in some.
+// reduce_window (a sum and a max-pool from -8) along a split dimension, with padding, strides,
+// window dilation and base dilation, the result declared split alike: sharded equals unsharded,
+// never more bytes than gathering the operand and then the result, and the windows' runs are
+// exchanged in some; a base-dilated sum (a strided average pool's gradient) on an even split is
+// exchanged, not gathered.
 TEST(SplitReads, ReduceWindowAlongASplitDimensionExchangesHalos) {
-  int halos = 0, cases = 0;
+  int halos = 0, cases = 0, dilated_even = 0;
   for (const HaloLayout& l : kHaloLayouts)
     for (int64_t size : {8, 10, 17})
       for (auto [size_w, stride, dilation, low, high] : std::vector<std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t>>{
-               {3, 1, 1, 1, 1}, {2, 2, 1, 0, 0}, {3, 2, 1, 1, 1}, {3, 1, 2, 2, 2}, {4, 3, 1, 0, 2}})
+               {3, 1, 1, 1, 1}, {2, 2, 1, 0, 0}, {3, 2, 1, 1, 1}, {3, 1, 2, 2, 2}, {4, 3, 1, 0, 2}, {3, 1, -2, 1, 0},
+               {2, 2, -3, 0, 1}})
         for (bool sum : {true, false}) {
           Mesh mesh{"m", l.mesh, {}};
-          Window w{{size_w, 1}, {stride, 1}, {1, 1}, {dilation, 1}, {low, 0}, {high, 0}, {}};
+          // (a negative dilation in the table: a base dilation of that much instead)
+          Window w{{size_w, 1}, {stride, 1}, {std::max<int64_t>(1, -dilation), 1}, {std::max<int64_t>(1, dilation), 1},
+                   {low, 0}, {high, 0}, {}};
           Moved moved = run(mesh, [&](FunctionBuilder& b) {
             Tensor x = b.param(f32({size, 3}), on({l.axes, {}}));
             Tensor r = sum ? reduce_window(x, b.scalar(ElementType::f32, 0), w, OpKind::Add)
@@ -398,10 +403,15 @@ TEST(SplitReads, ReduceWindowAlongASplitDimensionExchangesHalos) {
           }, {arange(f32({size, 3}))}, "stablehlo.reduce_window", false);
           if (::testing::Test::HasFailure()) return;
           int64_t piece = (size + l.shards - 1) / l.shards;
-          EXPECT_LE(moved.bytes, 2 * piece * l.shards * 3 * 4) << size;
+          EXPECT_LE(moved.bytes, 2 * piece * l.shards * 3 * 4 * std::max<int64_t>(1, -dilation)) << size;
+          if (dilation < 0 && w.num_windows(0, size) % l.shards == 0 && piece >= 2) {
+            EXPECT_EQ(moved.gathers, 0) << size << " over " << l.shards;
+            ++dilated_even;
+          }
           halos += moved.kinds["collective_permute"] > 0;
           ++cases;
         }
+  EXPECT_GT(dilated_even, 0);
   EXPECT_GT(halos, cases / 8) << halos << " of " << cases;
 }
 
