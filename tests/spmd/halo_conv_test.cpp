@@ -139,10 +139,10 @@ TEST(HaloConv, SelectAndScatterAlongASplitWindowDimensionExchangesHalos) {
 // gradient (a convolution of the split output gradient, with lhs_dilation for a strided
 // convolution) exchanges halos, and the kernel gradient (the input convolved with the output
 // gradient, both split along H) sums partial kernels, so no convolution gathers its operands;
-// sharded equals unsharded.
+// sharded equals unsharded, on uneven splits too.
 TEST(HaloConv, GradientOfAConvolutionAlongASplitSpatialDimensionGathersNothing) {
   for (const Geometry& g : std::vector<Geometry>{{3, 1, 1, 1, 1, 1, false}, {3, 2, 1, 1, 1, 1, false}, {5, 1, 1, 2, 4, 4, false}})
-    for (int64_t size : {16, 24})
+    for (int64_t size : {16, 24, 18})
       for (size_t li : {size_t{0}, size_t{1}}) {
         const HaloLayout& l = kHaloLayouts[li];
         Mesh mesh{"m", l.mesh, {}};
@@ -169,6 +169,9 @@ TEST(HaloConv, GradientOfAConvolutionAlongASplitSpatialDimensionGathersNothing) 
             ASSERT_TRUE(close(got[r].get_double(i), want[r].get_double(i)))
                 << "result " << r << " element " << i << ": sharded " << got[r].get_double(i) << ", unsharded "
                 << want[r].get_double(i) << " (size " << size << ", kernel " << g.kernel << ")\n" << p.report().explain();
+        // (18 rows split unevenly: the values only; moving between uneven layouts of other sizes
+        // gathers, the reshard repertoire's fallback, not the convolution's)
+        if (size % l.shards != 0) continue;
         int permutes = 0;
         for (const auto& c : p.report().collectives) {
           if (c.origin.rfind("stablehlo.convolution", 0) != 0) continue;
