@@ -4,11 +4,13 @@
 // features to the output features (both like a dot's free dimensions) and the input features are
 // a reduction shared with the kernel's input features. Feature groups tie the input and output
 // features together, and batch groups the batch to the output features, so those factors are left
-// out when groups are used (the dimensions stay whole). Spatial dimensions are whole: a window
-// reads its neighbours (splitting them needs a halo exchange, not done for convolution).
+// out when groups are used (the dimensions stay whole). Spatial dimensions are whole in the rule: a
+// window reads its neighbours; the partitioner keeps a split one split by a halo exchange where
+// cheaper (halo_conv.cpp).
 // reduce_window and select_and_scatter pass through every dimension whose window is trivial
 // (size, stride and dilations 1, no padding); window dimensions are whole in the rule, and the
-// partitioner keeps a reduce_window's split by a halo exchange where cheaper (split_reads.h). sort passes through every dimension but
+// partitioner keeps a reduce_window's or select_and_scatter's split by a halo exchange where
+// cheaper (split_reads.h). sort passes through every dimension but
 // the sorted one, and chlo.top_k every dimension but the last. cholesky and triangular_solve pass
 // their batch dimensions through and keep the matrices whole, except triangular_solve's b and
 // result columns (left side; rows on the right side), each of which is solved alone. The LAPACK

@@ -20,15 +20,6 @@ namespace {
 
 bool contains(const std::vector<int64_t>& v, int64_t x) { return std::find(v.begin(), v.end(), x) != v.end(); }
 
-// Whether no factor of `assign` uses any of `axes` (the exchange keeps them on one dimension).
-bool free_of(const FactorAxes& assign, const std::vector<ir::AxisRef>& axes, const ir::Mesh& mesh) {
-  return std::none_of(assign.begin(), assign.end(), [&](const std::vector<ir::AxisRef>& fa) {
-    return std::any_of(fa.begin(), fa.end(), [&](const ir::AxisRef& u) {
-      return std::any_of(axes.begin(), axes.end(), [&](const ir::AxisRef& a) { return overlaps(u, a, mesh); });
-    });
-  });
-}
-
 const std::vector<int64_t>& ints(const Op& op, const char* name) { return op.attrs().get<std::vector<int64_t>>(name); }
 
 // concatenate: one window per operand along the concatenated dimension, all split by one set of
@@ -87,6 +78,15 @@ Tensor rest_of(const Op& op, Tensor x, const std::vector<size_t>& done) {
 
 }  // namespace
 
+bool free_of(const FactorAxes& assign, const std::vector<ir::AxisRef>& axes, const ir::Mesh& mesh) {
+  return std::none_of(assign.begin(), assign.end(), [&](const std::vector<ir::AxisRef>& fa) {
+    return std::any_of(fa.begin(), fa.end(), [&](const ir::AxisRef& u) {
+      return std::any_of(axes.begin(), axes.end(), [&](const ir::AxisRef& a) { return overlaps(u, a, mesh); });
+    });
+  });
+}
+
+
 std::vector<HaloDim> halo_dims(const Op& op, const FactorRule& rule, const FactorAxes& assign,
                                const std::vector<ir::Sharding>& have, const ir::Sharding& result, const ir::Mesh& mesh) {
   // (the operands exchanged: a pad's padding value is not)
@@ -104,15 +104,16 @@ std::vector<HaloDim> halo_dims(const Op& op, const FactorRule& rule, const Facto
     if (op.kind() == OpKind::Reverse) {
       if (contains(ints(op, "dimensions"), static_cast<int64_t>(d))) plan = plan_reverse(shape[d], shards);
     } else if (op.kind() == OpKind::Pad) {
-      // (interior padding stays a gather: split_reads.h)
-      if (ints(op, "interior_padding")[d] == 0)
-        plan = plan_shift(shape[d], ints(op, "edge_padding_low")[d], op.result(0)->type().shape[d], shards);
+      // (interior padding: a shifted window over the operand dilated by interior + 1)
+      const int64_t interior = ints(op, "interior_padding")[d], low = ints(op, "edge_padding_low")[d];
+      const int64_t length = op.result(0)->type().shape[d];
+      plan = interior == 0 ? plan_shift(shape[d], low, length, shards) : plan_window(shape[d], -low, 1, 1, length, shards, interior + 1);
     } else if (op.kind() == OpKind::ReduceWindow) {
       // (every input alike: one exchange each)
       const ir::Window w = ir::read_window(op.attrs(), ir::kReduceWindow, shape.size());
-      if (w.base_dilation[d] != 1) continue;
+      // (a base dilation: only the operand's own elements move, dilated on the device)
       std::optional<HaloPlan> window = plan_window(shape[d], -w.pad_lo[d], w.stride[d], (w.size[d] - 1) * w.window_dilation[d] + 1,
-                                                   op.result(0)->type().shape[d], shards);
+                                                   op.result(0)->type().shape[d], shards, w.base_dilation[d]);
       if (window)
         for (size_t i = 0; i < op.num_results(); ++i) halo.push_back({d, axes, *window, i});
       continue;
@@ -136,7 +137,7 @@ int64_t halo_bytes(const std::vector<HaloDim>& halo, size_t operand, std::vector
     int64_t other = 1;
     for (size_t d = 0; d < local.size(); ++d) other *= d == h.dim ? 1 : local[d];
     bytes += halo_bytes(h.plan, other, element_bytes);
-    local[h.dim] = h.plan.window > 0 ? h.plan.window : h.plan.result_piece;
+    local[h.dim] = h.plan.dilation > 1 ? h.plan.dilated_window : h.plan.window > 0 ? h.plan.window : h.plan.result_piece;
   }
   return bytes;
 }
@@ -151,6 +152,8 @@ std::vector<Tensor> halo_windows(LocalContext& ctx, const Op& op, std::vector<Te
     // (outside the operand: the init value, as the op's padding reads)
     x = ir::select(window_valid(ctx, x, static_cast<int64_t>(h.dim), h.plan, mesh, h.axes), x,
                    ir::broadcast_to(operands[n + h.operand], x.shape()));
+    // (the holes of a base dilation hold the init value too: the spec pads them with it)
+    x = dilate_window(ctx, x, static_cast<int64_t>(h.dim), h.plan, mesh, h.axes, operands[n + h.operand]);
   }
   return operands;
 }
@@ -158,8 +161,13 @@ std::vector<Tensor> halo_windows(LocalContext& ctx, const Op& op, std::vector<Te
 ir::AttrMap halo_window_attrs(const Op& op, const std::vector<HaloDim>& halo) {
   ir::AttrMap attrs = op.attrs();
   ir::Window w = ir::read_window(attrs, ir::kReduceWindow, static_cast<size_t>(op.operand(0)->type().rank()));
-  for (const HaloDim& h : halo) w.pad_lo[h.dim] = w.pad_hi[h.dim] = 0;
-  attrs.erase(ir::kReduceWindow.padding);  // (write_window leaves a default out, and would keep the old)
+  for (const HaloDim& h : halo) {
+    w.pad_lo[h.dim] = w.pad_hi[h.dim] = 0;
+    w.base_dilation[h.dim] = 1;
+  }
+  // (write_window leaves a default out, and would keep the old)
+  attrs.erase(ir::kReduceWindow.padding);
+  attrs.erase(ir::kReduceWindow.base_dilation);
   ir::write_window(attrs, ir::kReduceWindow, w);
   return attrs;
 }
@@ -182,9 +190,11 @@ Tensor halo_op(LocalContext& ctx, const Op& op, const std::vector<Tensor>& opera
   std::vector<size_t> done;
   for (const HaloDim& h : halo) {
     x = halo_slice(ctx, x, static_cast<int64_t>(h.dim), h.plan, mesh, h.axes);
-    if (op.kind() == OpKind::Pad)
+    if (op.kind() == OpKind::Pad) {
       x = ir::select(window_valid(ctx, x, static_cast<int64_t>(h.dim), h.plan, mesh, h.axes), x,
                      ir::broadcast_to(operands[1], x.shape()));
+      x = dilate_window(ctx, x, static_cast<int64_t>(h.dim), h.plan, mesh, h.axes, operands[1]);
+    }
     done.push_back(h.dim);
   }
   if (op.kind() != OpKind::Pad) return rest_of(op, x, done);

@@ -21,6 +21,37 @@
 
 namespace tessera::spmd::partition_detail {
 
+namespace {
+
+// A result's layout `s` with the halo's: split along each exchanged dimension, or partial over
+// its axes where a convolution sums over split kernel rows; partial over `partial` too, combined
+// by `kind`.
+Sharding with_halo(Sharding s, const std::vector<AxisRef>& partial, const std::vector<HaloDim>& halo,
+                   ir::ReductionKind kind = ir::ReductionKind::kSum) {
+  s.unreduced = partial;
+  if (!partial.empty()) s.unreduced_kind = kind;
+  for (const HaloDim& h : halo) {
+    if (h.kernel_dim >= 0)
+      s.unreduced.insert(s.unreduced.end(), h.axes.begin(), h.axes.end());
+    else
+      s.dims[h.out()].axes = h.axes;
+  }
+  return s;
+}
+
+// How a gather's partial results (a local gather over split indexed dimensions) are combined:
+// by the max or min its result is laid out partial by (unreduced=max{...}), the rows a device
+// does not hold then set to that reduction's identity, so the pieces need no sum first; else a sum.
+ir::ReductionKind partial_kind(const Op& op, const Sharding& result) {
+  return op.kind() == OpKind::Gather && !result.unreduced.empty() ? result.unreduced_kind : ir::ReductionKind::kSum;
+}
+
+OpKind combiner_for(ir::ReductionKind kind) {
+  return kind == ir::ReductionKind::kMax ? OpKind::Maximum : kind == ir::ReductionKind::kMin ? OpKind::Minimum : OpKind::Add;
+}
+
+}  // namespace
+
 void Partitioner::generic(const Op& op, Builder& b) {
   std::string mesh_name = op_mesh(op);
   const Mesh& mesh = gm_.mesh(mesh_name);
@@ -57,7 +88,8 @@ void Partitioner::generic(const Op& op, Builder& b) {
     return;
   }
   // A gather's split indexed dimensions and the split dimensions a slice, reverse, pad,
-  // concatenate or reduce_window reads whole may stay split (a local gather, a halo exchange) where the cost model finds that cheaper than gathering them.
+  // concatenate, reduce_window or convolution reads whole may stay split (a local gather, a halo
+  // exchange) where the cost model finds that cheaper than gathering them.
   std::vector<IndexedDim> indexed;
   if (op.kind() == OpKind::Gather) indexed = add_indexed_factors(op, rule);
   FactorAxes assign = assignment(op, rule, mesh);
@@ -66,7 +98,8 @@ void Partitioner::generic(const Op& op, Builder& b) {
   if (!indexed.empty()) choose_local_gather(op, rule, indexed, assign, mesh, judged);
   std::vector<HaloDim> halo;
   if (op.kind() == OpKind::Slice || op.kind() == OpKind::Reverse || op.kind() == OpKind::Pad ||
-      op.kind() == OpKind::Concatenate || op.kind() == OpKind::ReduceWindow)
+      op.kind() == OpKind::Concatenate || op.kind() == OpKind::ReduceWindow || op.kind() == OpKind::Convolution ||
+      op.kind() == OpKind::SelectAndScatter)
     halo = choose_halo(op, rule, assign, mesh, judged);
   std::optional<OpKind> combiner = OpKind::Add;
   if (op.kind() == OpKind::Reduce) combiner = op.num_results() == 1 ? combiner_of(op) : std::nullopt;
@@ -81,6 +114,10 @@ void Partitioner::generic(const Op& op, Builder& b) {
     partial.insert(partial.end(), assign[f].begin(), assign[f].end());
     uneven_reduction |= rule.sizes[f] % shard_count(mesh, assign[f]) != 0;
   }
+  // (a kernel gradient summed over split kernel rows: their padding must add nothing)
+  for (const HaloDim& h : halo)
+    if (h.kernel_dim >= 0)
+      uneven_reduction |= op.operand(1)->type().shape[static_cast<size_t>(h.kernel_dim)] % h.plan.shards != 0;
   // A reduce split along its reduced dimension reduces each piece from the combiner's identity
   // (its padding holds the identity too) and folds the init in once, below: the init is a
   // runtime value, counted once as unsharded however many devices and padding rows there are.
@@ -94,8 +131,10 @@ void Partitioner::generic(const Op& op, Builder& b) {
       continue;
     }
     Sharding want = compose(rule.operands[i], rule, assign, mesh);
-    for (const HaloDim& h : halo)
+    for (const HaloDim& h : halo) {
       if (h.operand == i) want.dims[h.dim].axes = h.axes;
+      if (i == 1 && h.kernel_dim >= 0) want.dims[static_cast<size_t>(h.kernel_dim)].axes = h.axes;
+    }
     // A scatter whose updates are split adds into the operand on every device: it must count
     // once in the sum, so it is made partial (whole on the first device, zeros elsewhere).
     if (op.kind() == OpKind::Scatter && i < op.num_results()) want.unreduced = partial;
@@ -111,9 +150,7 @@ void Partitioner::generic(const Op& op, Builder& b) {
   std::vector<Type> types;
   std::vector<Sharding> have;
   for (size_t i = 0; i < op.num_results(); ++i) {
-    Sharding s = compose(rule.results[i], rule, assign, mesh);
-    for (const HaloDim& h : halo) s.dims[h.dim].axes = h.axes;
-    s.unreduced = partial;
+    Sharding s = with_halo(compose(rule.results[i], rule, assign, mesh), partial, halo, partial_kind(op, sm_.at(op.result(i))));
     const Type& t = op.result(i)->type();
     types.push_back(t.is_tensor() ? t.with_shape(local_shape(t.shape, s, mesh)) : t);
     have.push_back(std::move(s));
@@ -127,13 +164,21 @@ void Partitioner::generic(const Op& op, Builder& b) {
   if (!halo.empty() && op.kind() == OpKind::ReduceWindow) {
     ir::AttrMap attrs = halo_window_attrs(op, halo);
     results = emit(op, b, halo_windows(ctx_, op, operands, halo, mesh), types, &assign, &attrs);
+  } else if (!halo.empty() && op.kind() == OpKind::SelectAndScatter) {
+    results.push_back(halo_select_scatter(ctx_, op, operands, halo, mesh, [&](const std::vector<Tensor>& run, const Type& t) {
+      return emit(op, b, run, {t}, &assign)[0];
+    }));
+  } else if (!halo.empty() && op.kind() == OpKind::Convolution) {
+    ir::AttrMap attrs = halo_conv_attrs(op, halo);
+    operands[0] = halo_conv_lhs(ctx_, op, operands[0], halo, mesh);
+    results = emit(op, b, operands, types, &assign, &attrs);
   } else if (!halo.empty()) {
     ctx_.forced_by = "operand 0";
     results.push_back(halo_op(ctx_, op, operands, halo, mesh));
   } else {
     results = emit(op, b, operands, types, &assign);
   }
-  if (rows) results[0] = zero_outside(op, results[0], rows->in_piece);
+  if (rows) results[0] = zero_outside(op, results[0], rows->in_piece, combiner_for(have[0].unreduced_kind));
   for (size_t i = 0; i < results.size(); ++i)
     TESSERA_CHECK(results[i].type() == types[i], "{}: local result {} is {}, expected {}", describe(op), i,
                   ir::to_string(results[i].type()), ir::to_string(types[i]));
@@ -244,8 +289,10 @@ int64_t Partitioner::cost(const Op& op, const FactorRule& rule, const FactorAxes
     const Value* v = op.operand(i);
     auto rank = static_cast<size_t>(v->type().rank());
     Sharding want = normalized(compose(rule.operands[i], rule, assign, mesh), rank);
-    for (const HaloDim& h : halo)
+    for (const HaloDim& h : halo) {
       if (h.operand == i) want.dims[h.dim].axes = h.axes;
+      if (i == 1 && h.kernel_dim >= 0) want.dims[static_cast<size_t>(h.kernel_dim)].axes = h.axes;
+    }
     auto made = made_.find(v);
     bool have = want == normalized(sm_.at(v), rank) ||
                 (made != made_.end() && std::any_of(made->second.begin(), made->second.end(), [&](const auto& m) { return m.first == want; }));
@@ -253,9 +300,7 @@ int64_t Partitioner::cost(const Op& op, const FactorRule& rule, const FactorAxes
     if (v->type().is_tensor()) bytes += halo_bytes(halo, i, shape_of(v->type(), want), ir::info(v->type().element).bytes);
   }
   for (size_t i = 0; i < op.num_results(); ++i) {
-    Sharding s = compose(rule.results[i], rule, assign, mesh);
-    for (const HaloDim& h : halo) s.dims[h.dim].axes = h.axes;
-    s.unreduced = partial;
+    Sharding s = with_halo(compose(rule.results[i], rule, assign, mesh), partial, halo, partial_kind(op, sm_.at(op.result(i))));
     bytes += reshard_bytes(ctx_, op.result(i)->type(), s, sm_.at(op.result(i)));
   }
   return bytes;
@@ -279,15 +324,18 @@ void Partitioner::choose_local_gather(const Op& op, const FactorRule& rule, cons
   }
 }
 
-// A slice or reverse along dimensions its operand arrives split on (by axes no factor uses) is
-// a halo exchange where that moves less than gathering them.
+// A slice, reverse, pad, concatenate, reduce_window or convolution along dimensions its operand
+// arrives split on (by axes no factor uses) is a halo exchange where that moves less than
+// gathering them.
 std::vector<HaloDim> Partitioner::choose_halo(const Op& op, const FactorRule& rule, const FactorAxes& assign, const Mesh& mesh,
                                  std::vector<size_t>& judged) {
   std::vector<Sharding> have;
   for (const Value* v : op.operands()) have.push_back(normalized(sm_.at(v), static_cast<size_t>(v->type().rank())));
   const Value* r = op.result(0);
   std::vector<HaloDim> halo =
-      halo_dims(op, rule, assign, have, normalized(sm_.at(r), static_cast<size_t>(r->type().rank())), mesh);
+      op.kind() == OpKind::Convolution        ? conv_halo_dims(op, assign, have[0], have[1], mesh)
+      : op.kind() == OpKind::SelectAndScatter ? select_scatter_halo_dims(op, assign, have[0], mesh)
+                                              : halo_dims(op, rule, assign, have, normalized(sm_.at(r), static_cast<size_t>(r->type().rank())), mesh);
   for (const HaloDim& h : halo) judged.push_back(h.dim);
   if (halo.empty() || cost(op, rule, assign, mesh, halo) >= cost(op, rule, assign, mesh)) return {};
   return halo;
@@ -306,7 +354,8 @@ void Partitioner::flag_full_gathers(const Op& op, size_t i, const FactorRule& ru
     auto d = static_cast<size_t>(r.op->attrs().get<int64_t>("all_gather_dim"));
     if (d >= have.dims.size() || have.dims[d].axes.empty()) continue;
     // (the cheaper way was judged: operand 0's dimensions, or every exchanged operand's)
-    bool exchanged = i == 0 || op.kind() == OpKind::Concatenate || (op.kind() == OpKind::ReduceWindow && i < op.num_results());
+    bool exchanged = i == 0 || op.kind() == OpKind::Concatenate || (op.kind() == OpKind::ReduceWindow && i < op.num_results()) ||
+                     (op.kind() == OpKind::SelectAndScatter && i == 1);
     if (exchanged && std::find(judged.begin(), judged.end(), d) != judged.end())
       continue;
     const std::vector<int>& factors = rule.operands[i][d];

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <limits>
 
+#include "spmd/identities.h"
 #include "spmd/mesh_math.h"
 #include "support/error.h"
 
@@ -95,7 +96,7 @@ LocalIndices local_indices(LocalContext& ctx, ir::Builder& b, const Op& op, Tens
   return {out, in_piece};
 }
 
-Tensor zero_outside(const Op& op, Tensor result, const Tensor& in_piece) {
+Tensor zero_outside(const Op& op, Tensor result, const Tensor& in_piece, ir::OpKind combiner) {
   const auto& dn = op.attrs().get<ir::GatherDims>("dimension_numbers");
   const std::vector<int64_t> shape = result.shape();
   std::vector<int64_t> batch;  // the result's dimensions that index the indices, in order
@@ -103,7 +104,7 @@ Tensor zero_outside(const Op& op, Tensor result, const Tensor& in_piece) {
     if (!contains(dn.offset_dims, static_cast<int64_t>(d))) batch.push_back(static_cast<int64_t>(d));
   Tensor mask = ir::broadcast_in_dim(in_piece, shape, batch);
   // (select, not a product: a NaN or infinity in a row this device does not own must not leak)
-  return ir::select(mask, result, splat(result.builder(), result.element(), 0, shape));
+  return ir::select(mask, result, ir::broadcast_to(identity_of(combiner, result, result.builder()), shape));
 }
 
 namespace {
@@ -112,6 +113,11 @@ namespace {
 // a dimension in pieces of p, for windows of `window` elements (see plan_halo, plan_reverse).
 std::optional<HaloPlan> plan_ranges(HaloPlan plan, const std::vector<int64_t>& lo, const std::vector<int64_t>& hi,
                                     const std::vector<bool>& needs, int64_t window);
+// plan_ranges for windows of plan.window elements from plan.first_index (receiver i needs operand
+// elements [lo[i], hi[i]) of its window, where needs[i]), each window placed where it starts in
+// the received run (`lead` elements put in front where one starts before it).
+std::optional<HaloPlan> place_windows(const HaloPlan& plan, const std::vector<int64_t>& lo, const std::vector<int64_t>& hi,
+                                      const std::vector<bool>& needs);
 
 }  // namespace
 
@@ -166,29 +172,67 @@ std::optional<HaloPlan> plan_shift(int64_t size, int64_t low, int64_t length, in
 }
 
 std::optional<HaloPlan> plan_window(int64_t size, int64_t start, int64_t stride, int64_t extent, int64_t length,
-                                    int64_t shards) {
-  const int64_t n = shards, p = piece_size(size, n);
-  if (length <= 0 || p <= 0) return std::nullopt;
+                                    int64_t shards, int64_t dilation) {
+  const int64_t n = shards, p = piece_size(size, n), b = dilation;
+  if (length <= 0 || p <= 0 || b < 1) return std::nullopt;
   HaloPlan plan;
   plan.shards = n;
   plan.piece = p;
   plan.result_piece = piece_size(length, n);
   plan.size = size;
-  const int64_t q = plan.result_piece, window = (q - 1) * stride + extent;
-  plan.window = window;
-  // Receiving shard i makes result elements [iq, iq + count), which read operand elements from
-  // start + iq * stride on; it needs those in [0, size).
+  plan.dilation = b;
+  const int64_t q = plan.result_piece;
+  plan.dilated_window = (q - 1) * stride + extent;
+  // Receiving shard i makes result elements [iq, iq + count), which read dilated positions
+  // [first, end) from first = start + iq * stride on: operand elements [ceil(first / b),
+  // floor((end - 1) / b)] (all of them for b = 1), of which it needs those in [0, size).
+  auto floor_div = [](int64_t a, int64_t d) { return a >= 0 ? a / d : -((-a + d - 1) / d); };
   std::vector<int64_t> lo(static_cast<size_t>(n)), hi(static_cast<size_t>(n));
   std::vector<bool> needs(static_cast<size_t>(n));
   plan.first_index.assign(static_cast<size_t>(n), 0);
+  plan.phase.assign(static_cast<size_t>(n), 0);
+  int64_t window = 1;
   for (int64_t i = 0; i < n; ++i) {
     auto u = static_cast<size_t>(i);
     int64_t count = std::clamp<int64_t>(length - i * q, 0, q), first = start + i * q * stride;
-    plan.first_index[u] = first;
-    lo[u] = std::max<int64_t>(0, first);
-    hi[u] = count > 0 ? std::min(size, first + (count - 1) * stride + extent) : 0;
+    int64_t a = -floor_div(-first, b), e = floor_div(first + (count - 1) * stride + extent - 1, b) + 1;
+    plan.first_index[u] = a;
+    plan.phase[u] = a * b - first;
+    lo[u] = std::max<int64_t>(0, a);
+    hi[u] = count > 0 ? std::min(size, e) : 0;
     needs[u] = count > 0 && lo[u] < hi[u];
+    if (count > 0) window = std::max(window, e - a);
   }
+  plan.window = window;
+  return place_windows(plan, lo, hi, needs);
+}
+
+std::optional<HaloPlan> plan_runs(int64_t size, int64_t shards, const std::vector<int64_t>& first, int64_t window) {
+  const int64_t p = piece_size(size, shards);
+  if (p <= 0 || window <= 0) return std::nullopt;
+  HaloPlan plan;
+  plan.shards = shards;
+  plan.piece = p;
+  plan.result_piece = window;
+  plan.size = size;
+  plan.window = window;
+  plan.first_index = first;
+  const auto n = static_cast<size_t>(shards);
+  std::vector<int64_t> lo(n), hi(n);
+  std::vector<bool> needs(n);
+  for (size_t u = 0; u < n; ++u) {
+    lo[u] = std::max<int64_t>(0, first[u]);
+    hi[u] = std::min(size, first[u] + window);
+    needs[u] = lo[u] < hi[u];
+  }
+  return place_windows(plan, lo, hi, needs);
+}
+
+namespace {
+
+std::optional<HaloPlan> place_windows(const HaloPlan& plan, const std::vector<int64_t>& lo, const std::vector<int64_t>& hi,
+                                      const std::vector<bool>& needs) {
+  const int64_t n = plan.shards, window = plan.window;
   std::optional<HaloPlan> out = plan_ranges(plan, lo, hi, needs, window);
   if (!out) return out;
   // plan_ranges put each window where its operand range starts; it starts lo - first earlier
@@ -208,8 +252,6 @@ std::optional<HaloPlan> plan_window(int64_t size, int64_t start, int64_t stride,
   out->pad = std::max<int64_t>(0, end - total - out->lead);
   return out;
 }
-
-namespace {
 
 std::optional<HaloPlan> plan_ranges(HaloPlan plan, const std::vector<int64_t>& lo, const std::vector<int64_t>& hi,
                                     const std::vector<bool>& needs, int64_t window) {
@@ -386,6 +428,26 @@ Tensor window_valid(LocalContext& ctx, const Tensor& x, int64_t dim, const HaloP
                  ir::broadcast_to(per_shard(ctx, b, mesh, axes, plan.first_index), shape);
   return ir::compare(index, splat(b, ElementType::i32, 0, shape), ir::ComparisonDirection::GE) &
          ir::compare(index, splat(b, ElementType::i32, static_cast<double>(plan.size), shape), ir::ComparisonDirection::LT);
+}
+
+Tensor dilate_window(LocalContext& ctx, Tensor x, int64_t dim, const HaloPlan& plan, const ir::Mesh& mesh,
+                     const std::vector<ir::AxisRef>& axes, const Tensor& fill) {
+  if (plan.dilation == 1) return x;
+  ir::Builder& b = x.builder();
+  const auto d = static_cast<size_t>(dim);
+  // Dilated as the op dilates, with b - 1 fills on either side so every device's window (which
+  // starts `phase` positions before its first element) lies inside.
+  const int64_t bd = plan.dilation;
+  std::vector<int64_t> lo(x.shape().size(), 0), hi = lo, interior = lo;
+  lo[d] = hi[d] = interior[d] = bd - 1;
+  x = ir::pad(x, fill, lo, hi, interior);
+  std::vector<int64_t> at(plan.phase.size());
+  for (size_t i = 0; i < at.size(); ++i) at[i] = bd - 1 - plan.phase[i];
+  std::vector<Tensor> starts(x.shape().size(), b.scalar(ElementType::i32, 0));
+  starts[d] = per_shard(ctx, b, mesh, axes, at);
+  std::vector<int64_t> sizes = x.shape();
+  sizes[d] = plan.dilated_window;
+  return ir::dynamic_slice(x, starts, sizes);
 }
 
 }  // namespace tessera::spmd

@@ -14,21 +14,27 @@
 //   device's range when no source serves two devices at once (a reverse), else the pieces at
 //   each shift k = (source shard - own shard); the chunks are joined (reversed for a reverse)
 //   and the device's window is cut from them (then strided).
-// - reduce_window along a split window dimension (no base dilation): each device takes the run of
-//   the operand its windows read, the positions outside the operand set to the init value, and
-//   reduces it locally without padding.
-// - pad (edge padding, negative included; not interior) or concatenate along a split dimension:
+// - reduce_window along a split window dimension: each device takes the run of the operand its
+//   windows read, the positions outside the operand set to the init value (and, with a base
+//   dilation, only the operand's own elements brought, dilated with the init value on the
+//   device), and reduces it locally without padding or base dilation. convolution along a split input spatial dimension the
+//   same, zeros outside the input (halo_conv.cpp, which also sums a kernel gradient over split
+//   kernel rows); select_and_scatter takes the windows that touch its piece whole
+//   (halo_select_scatter.cpp).
+// - pad (edge padding, negative included, and interior) or concatenate along a split dimension:
 //   the same exchange for a shifted window. The result is split by the operand's axes; result
 //   element j of a pad is operand element j - low, so each device's window of the result is a
 //   range of the operand (clipped to it) shifted by low, brought as for a slice; the positions
 //   outside the operand take the padding value (a mask on the window's global index). A
 //   concatenate is one such window per operand (operand k shifted by the sizes before it), each
-//   kept where it is that operand's. Interior padding stays a gather: every result piece then
-//   reads a strided range of the operand whose stride and phase change from device to device,
-//   which one shifted window per device cannot express (docs/CONFORMANCE.md).
+//   kept where it is that operand's. With interior padding the operand is dilated (element i at
+//   low + i (interior + 1)): each device brings the operand elements that land in its result
+//   piece (plan_window with a dilation), dilates them with the padding value and cuts its piece
+//   at its own phase (dilate_window), as a convolution's lhs_dilation is done.
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <utility>
 #include <vector>
@@ -61,8 +67,11 @@ struct LocalIndices {
 LocalIndices local_indices(LocalContext& ctx, ir::Builder& b, const ir::Op& op, ir::Tensor indices,
                            const std::vector<IndexedDim>& dims, const FactorAxes& assign,
                            const std::vector<int64_t>& piece, const ir::Mesh& mesh);
-// The local gather's result with the slices of indices not in this device's piece set to zero.
-ir::Tensor zero_outside(const ir::Op& op, ir::Tensor result, const ir::Tensor& in_piece);
+// The local gather's result with the slices of indices not in this device's piece set to the
+// identity of `combiner`, which combines the partial results (zero for a sum, the lowest value
+// for a max, the highest for a min).
+ir::Tensor zero_outside(const ir::Op& op, ir::Tensor result, const ir::Tensor& in_piece,
+                        ir::OpKind combiner = ir::OpKind::Add);
 
 // ---- slice: halo exchange ----
 struct HaloChunk {
@@ -83,6 +92,11 @@ struct HaloPlan {
   // first element; elements outside [0, size) are not the operand's. Empty for slice and reverse.
   std::vector<int64_t> first_index;
   int64_t size = 0;
+  // A window over a base dilated by `dilation` > 1 (a convolution's lhs_dilation): the run brought
+  // is plan.window undilated elements from first_index; dilated there, the window of
+  // dilated_window elements starts phase[i] positions before element first_index[i].
+  int64_t dilation = 1, dilated_window = 0;
+  std::vector<int64_t> phase;
 };
 
 // The exchange for slicing [start, limit) with `stride` a dimension of `size` elements split into
@@ -99,8 +113,14 @@ std::optional<HaloPlan> plan_shift(int64_t size, int64_t low, int64_t length, in
 // pieces: result element j (of `length`) reads operand elements from `start` + j * stride over
 // `extent` ((window - 1) * dilation + 1); each device receives the whole run its result piece
 // reads (plan.window elements, those outside [0, size) to be masked), the result split alike.
+// With a base `dilation` > 1 (operand element i at position i * dilation, zeros between),
+// `start`, `stride` and `extent` count dilated positions and only the operand's own elements
+// move (see HaloPlan::dilation).
 std::optional<HaloPlan> plan_window(int64_t size, int64_t start, int64_t stride, int64_t extent, int64_t length,
-                                    int64_t shards);
+                                    int64_t shards, int64_t dilation = 1);
+// The exchange that brings receiving shard i `window` elements from first[i] (those outside
+// [0, size) not the operand's) of a dimension of `size` elements split into `shards` pieces.
+std::optional<HaloPlan> plan_runs(int64_t size, int64_t shards, const std::vector<int64_t>& first, int64_t window);
 // Bytes per device it moves (as the report counts a collective_permute: what is sent), for a
 // piece of `other` elements of `element_bytes` across the other dimensions.
 int64_t halo_bytes(const HaloPlan& plan, int64_t other, int64_t element_bytes);
@@ -114,13 +134,28 @@ ir::Tensor halo_slice(LocalContext& ctx, ir::Tensor x, int64_t dim, const HaloPl
 ir::Tensor window_valid(LocalContext& ctx, const ir::Tensor& x, int64_t dim, const HaloPlan& plan, const ir::Mesh& mesh,
                         const std::vector<ir::AxisRef>& axes);
 
+// The run halo_slice cut by a plan over a dilated base (HaloPlan::dilation > 1), dilated with
+// `fill` (a scalar) between and around its elements and cut to the device's window; x itself for
+// dilation 1.
+ir::Tensor dilate_window(LocalContext& ctx, ir::Tensor x, int64_t dim, const HaloPlan& plan, const ir::Mesh& mesh,
+                         const std::vector<ir::AxisRef>& axes, const ir::Tensor& fill);
+
 // ---- the ops (halo_ops.cpp) ----
-// A dimension of an operand of slice, reverse, pad or concatenate kept split, exchanged by halo.
+// Whether no factor of `assign` uses any of `axes` (an exchange keeps them on one dimension).
+bool free_of(const FactorAxes& assign, const std::vector<ir::AxisRef>& axes, const ir::Mesh& mesh);
+// A dimension of an operand of slice, reverse, pad, concatenate, reduce_window or convolution
+// kept split, exchanged by halo; the result is split alike along result_dim (a convolution's
+// output spatial dimension; -1: the same dimension). A convolution whose kernel's spatial
+// dimension kernel_dim is split alike (a kernel gradient: the "kernel" is the output gradient)
+// sums over it instead: the result is partial over the axes, not split.
 struct HaloDim {
   size_t dim;
   std::vector<ir::AxisRef> axes;
   HaloPlan plan;
   size_t operand = 0;
+  int64_t result_dim = -1;
+  int64_t kernel_dim = -1;
+  size_t out() const { return result_dim < 0 ? dim : static_cast<size_t>(result_dim); }
 };
 // The dimensions slice, reverse, pad or concatenate `op` reads whole (no factor) that can stay
 // split by axes no factor of `assign` uses, each with its exchange: those its operand, laid out as
@@ -138,6 +173,27 @@ int64_t halo_bytes(const std::vector<HaloDim>& halo, size_t operand, std::vector
 std::vector<ir::Tensor> halo_windows(LocalContext& ctx, const ir::Op& op, std::vector<ir::Tensor> operands,
                                      const std::vector<HaloDim>& halo, const ir::Mesh& mesh);
 ir::AttrMap halo_window_attrs(const ir::Op& op, const std::vector<HaloDim>& halo);
+// The same for a convolution (halo_conv.cpp): its lhs made, along each split spatial dimension,
+// the run of the (dilated) input its output piece reads, zeros outside the input, and its
+// attributes with no padding and no lhs dilation there.
+ir::Tensor halo_conv_lhs(LocalContext& ctx, const ir::Op& op, ir::Tensor lhs, const std::vector<HaloDim>& halo,
+                         const ir::Mesh& mesh);
+ir::AttrMap halo_conv_attrs(const ir::Op& op, const std::vector<HaloDim>& halo);
+// A convolution's split input spatial dimensions (axes no factor of `assign` uses), each with
+// the exchange that keeps it split: its output spatial dimension split alike, or, where the
+// kernel (`rhs`) arrives split alike along that spatial dimension, a partial sum over it.
+std::vector<HaloDim> conv_halo_dims(const ir::Op& op, const FactorAxes& assign, const ir::Sharding& lhs,
+                                    const ir::Sharding& rhs, const ir::Mesh& mesh);
+// select_and_scatter (halo_select_scatter.cpp) along split window dimensions with no padding
+// there and a scatter with an identity: each device takes the windows that touch its piece of the
+// operand (the operand's run and the source's, windows outside the source scattering the identity),
+// selects and scatters them locally and keeps its piece. Two HaloDims per dimension (operand 0's
+// run, then the source's).
+std::vector<HaloDim> select_scatter_halo_dims(const ir::Op& op, const FactorAxes& assign, const ir::Sharding& operand,
+                                              const ir::Mesh& mesh);
+ir::Tensor halo_select_scatter(LocalContext& ctx, const ir::Op& op, std::vector<ir::Tensor> operands,
+                               const std::vector<HaloDim>& halo, const ir::Mesh& mesh,
+                               const std::function<ir::Tensor(const std::vector<ir::Tensor>&, const ir::Type&)>& emit);
 // `op` on its local operands, the dimensions of `halo` by exchange (halo_slice) and the rest of
 // the op locally: a slice or reverse of the other dimensions, a pad of the other dimensions, or
 // for a concatenate each operand's window kept where it is that operand's.

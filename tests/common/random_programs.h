@@ -214,8 +214,10 @@ inline void build_sharded_program(Module& m, ProgramGen& g, int length, bool ext
           // alike, which a halo exchange serves: spmd/split_reads.h)
           if (extended && g.coin(0.4)) {
             if (shape[d] > 2 && g.coin(0.5)) lo[d] = -1;
+            std::vector<int64_t> interior(rank, 0);  // (sometimes interior padding too)
+            if (g.coin(0.3)) interior[d] = 1 + g.pick(2);
             Sharding s = g.random_sharding(rank);
-            x = constrain(pad(constrain(x, s), x.builder().scalar(ElementType::f32, 0.25), lo, hi), s);
+            x = constrain(pad(constrain(x, s), x.builder().scalar(ElementType::f32, 0.25), lo, hi, interior), s);
             break;
           }
           x = pad(x, x.builder().scalar(ElementType::f32, 0.25), lo, hi);
@@ -278,6 +280,13 @@ inline void build_sharded_program(Module& m, ProgramGen& g, int length, bool ext
             w.size = {k};
             if (w.num_windows(0, shape[1]) == 0) w.window_dilation = {1};
             Tensor kernel = param({k, shape[2], 1 + g.pick(4)});
+            // (extended: sometimes the input and output laid out alike, the spatial dimension
+            // perhaps split, which a halo exchange serves: spmd/halo_conv.cpp)
+            if (extended && g.coin(0.4)) {
+              Sharding s = g.random_sharding(rank);
+              x = constrain(convolution(constrain(x, s), kernel, ConvDims{0, 2, {1}, 1, 2, {0}, 0, 2, {1}}, w), s);
+              break;
+            }
             x = convolution(x, kernel, ConvDims{0, 2, {1}, 1, 2, {0}, 0, 2, {1}}, w);
           }
           break;

@@ -21,67 +21,14 @@
 #include "ir/builder_window.h"
 #include "ir/window.h"
 #include "runtime/session.h"
+#include "spmd/halo_test_util.h"
 #include "spmd/split_reads.h"
-#include "stablehlo/printer.h"
 
 namespace tessera::spmd {
 namespace {
 
 using namespace tessera::ir;
-
-constexpr double kTolerance = 1e-5;  // relative, sharded vs unsharded (DESIGN.md §2)
-
-// Fails on NaN on either side: a NaN is never within the tolerance.
-bool close(double a, double b) { return std::abs(a - b) <= kTolerance * (1 + std::abs(b)); }
-
-Sharding on(std::vector<DimSharding> dims) { return Sharding{"m", std::move(dims), {}, {}}; }
-
-// Bytes moved per device for the ops named `op`, and the all_gathers of their operand 0.
-struct Moved {
-  int64_t bytes = 0, gathers = 0;
-  std::map<std::string, int> kinds;
-};
-
-// Builds @f on `mesh` from `body`, runs it sharded and unsharded on `in`, expects equal results
-// and returns what the op named `op` moved.
-Moved run(const Mesh& mesh, const std::function<Tensor(FunctionBuilder&)>& body, const std::vector<Literal>& in,
-          const std::string& op, bool expect_no_warning = true, std::optional<Sharding> result = std::nullopt) {
-  Module m("case");
-  m.add_mesh(mesh);
-  Function& f = build_function(m, "f", body);
-  if (result) f.set_result_sharding(0, *result);
-  std::vector<Literal> want = interp::evaluate(m, "f", in);
-  runtime::Session s = runtime::Session::host(mesh.num_devices());
-  spmd::PartitionOptions options;
-  runtime::CompiledProgram p = s.compile(m, "f", options);
-  std::vector<Literal> got = s.run_sharded(p, in);
-  std::string text = stablehlo::print(m);
-  EXPECT_EQ(got.size(), want.size());
-  for (size_t r = 0; r < got.size() && r < want.size(); ++r)
-    for (int64_t i = 0; i < want[r].num_elements(); ++i)
-      if (!close(got[r].get_double(i), want[r].get_double(i))) {
-        ADD_FAILURE() << "element " << i << ": sharded " << got[r].get_double(i) << ", unsharded "
-                      << want[r].get_double(i) << "\n" << text << p.report().to_string();
-        return {};
-      }
-  Moved moved;
-  for (const auto& c : p.report().collectives) {
-    if (c.origin.rfind(op, 0) != 0) continue;
-    moved.bytes += c.bytes_per_device;
-    moved.gathers += c.kind == "all_gather" && c.forced_by.rfind("operand 0", 0) == 0;
-    ++moved.kinds[c.kind];
-  }
-  if (expect_no_warning) {
-    EXPECT_TRUE(p.report().warnings().empty()) << p.report().explain();
-  }
-  return moved;
-}
-
-Literal arange(Type t) {
-  std::vector<double> v(static_cast<size_t>(t.num_elements()));
-  for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<double>(i) + 0.5;
-  return Literal::from_doubles(std::move(t), v);
-}
+using namespace halo_test;
 
 GatherDims rows_of(int64_t rank_of_indices) {
   GatherDims gd;
@@ -134,6 +81,35 @@ TEST(SplitReads, GatherOfSplitRowsGathersLocallyAndSums) {
     EXPECT_EQ(moved.gathers, 0) << c.rows;
     EXPECT_LE(moved.bytes, c.local_bytes_at_most) << c.rows;
   }
+}
+
+// A gather of split rows whose result is laid out partial by a max or a min (unreduced=max{x} on
+// the op, as Shardy's gather_shard_reduction_dim_is_collapsed_max writes it) and then made whole: the
+// local gather fills the rows a device does not hold with that reduction's identity, so its
+// pieces are partial by the max or min already and one all_reduce combines them, moving what
+// the sum's does (it gathered the table and all-reduced identical copies before: 40 B, not 24).
+// Negative rows for the max and positive ones for the min: pieces filled with zeros would win.
+TEST(SplitReads, GatherOfSplitRowsPartialByAMaxOrMinMovesWhatTheSumDoes) {
+  Mesh mesh{"m", {{"x", 2}}, {}};
+  Literal indices = Literal::from_ints(i32({3, 1}), std::vector<int64_t>{3, 0, 2});
+  std::map<int, int64_t> bytes;
+  for (int kind : {0, 1, 2}) {
+    Literal table = arange(f32({4, 2}));
+    for (int64_t i = 0; i < table.num_elements(); ++i) table.set_double(i, (kind == 1 ? -1 : 1) * (table.get_double(i) + 1));
+    Sharding partial{"m", {{}, {}}, {}, {AxisRef("x")},
+                     kind == 1 ? ReductionKind::kMax : kind == 2 ? ReductionKind::kMin : ReductionKind::kSum};
+    Moved moved = run(mesh, [&](FunctionBuilder& b) {
+      Tensor t = b.param(f32({4, 2}), on({{"x"}, {}}));
+      Tensor g = gather(t, b.param(i32({3, 1})), rows_of(2), {1, 2});
+      g.value()->defining_op()->attrs().set("sdy.sharding", ShardingList{partial});
+      return constrain(g, on({{}, {}}));
+    }, {table, indices}, "");
+    EXPECT_EQ(moved.kinds["all_gather"], 0) << kind << " " << moved.bytes;
+    bytes[kind] = moved.bytes;
+  }
+  EXPECT_EQ(bytes[0], 3 * 2 * 4);
+  EXPECT_EQ(bytes[1], bytes[0]);
+  EXPECT_EQ(bytes[2], bytes[0]);
 }
 
 // Two split indexed dimensions (a 2-D mesh), and an index vector implicit in the last dimension.
@@ -321,34 +297,22 @@ TEST(SplitReads, SliceAlongASplitDimensionExchangesHalos) {
   EXPECT_GT(halos, cases / 4) << halos << " of " << cases;
 }
 
-// The layouts the pad and concatenate cases run on: even and uneven pieces, 1-D and 2-D meshes,
-// axes in mesh order and not, a sub-axis.
-struct HaloLayout {
-  std::vector<MeshAxis> mesh;
-  DimSharding axes;
-  int64_t shards;
-};
-const std::vector<HaloLayout> kHaloLayouts = {
-    {{{"x", 4}}, {"x"}, 4},
-    {{{"x", 2}, {"y", 2}}, {"y", "x"}, 4},
-    {{{"x", 8}}, {AxisRef("x", SubAxis{2, 4})}, 4},
-    {{{"x", 3}}, {"x"}, 3},
-    {{{"x", 2}, {"y", 4}}, {"x", "y"}, 8},
-};
-
 // Edge padding (low, high, negative ones crop) along a split dimension, the result declared split
 // alike, the other dimension padded too (whole): sharded equals unsharded with a padding value
 // that is no element's; never more bytes than gathering the operand, and where only a few
 // elements shift (|low|, |high| <= 2, pieces of 2 or more, a result split evenly: propagation
 // leaves an uneven result whole, and the cost model then counts its gather) the pieces are
-// exchanged, never gathered. Interior padding still gathers, and still computes the unsharded
-// result.
+// exchanged, never gathered. Interior padding (the operand dilated: each result piece reads the
+// operand elements that land in it, at a phase of its own) is exchanged too, and where the
+// result splits evenly with edges of 2 or less nothing is gathered; 16 rows over 4 padded 2 low,
+// cropped 1 high and 1 between, bring each device the one row below its piece (12 bytes).
 TEST(SplitReads, PadAlongASplitDimensionExchangesHalos) {
   int halos = 0, cases = 0;
   for (const HaloLayout& l : kHaloLayouts)
     for (int64_t size : {8, 10, 17})
       for (auto [low, high, interior] : std::vector<std::tuple<int64_t, int64_t, int64_t>>{
-               {1, 1, 0}, {2, 0, 0}, {0, 2, 0}, {-1, 2, 0}, {2, -1, 0}, {-2, -1, 0}, {5, 6, 0}, {1, 1, 1}})
+               {1, 1, 0}, {2, 0, 0}, {0, 2, 0}, {-1, 2, 0}, {2, -1, 0}, {-2, -1, 0}, {5, 6, 0}, {1, 1, 1},
+               {0, 1, 1}, {2, -1, 1}, {-1, 0, 2}, {3, 2, 3}, {0, 0, 1}})
         for (bool other : {false, true}) {
           Mesh mesh{"m", l.mesh, {}};
           Moved moved = run(mesh, [&](FunctionBuilder& b) {
@@ -358,16 +322,23 @@ TEST(SplitReads, PadAlongASplitDimensionExchangesHalos) {
           }, {arange(f32({size, 3}))}, "stablehlo.pad", false);
           if (::testing::Test::HasFailure()) return;
           int64_t piece = (size + l.shards - 1) / l.shards;
-          EXPECT_LE(moved.bytes, piece * (l.shards - 1) * 3 * 4 + (size + low + high) * 4 * 4)
-              << size << " low " << low << " high " << high;
-          if (interior == 0) halos += moved.kinds["collective_permute"] > 0;
+          const int64_t length = size + (size - 1) * interior + low + high;
+          EXPECT_LE(moved.bytes, piece * (l.shards - 1) * 3 * 4 + length * 4 * 4)
+              << size << " low " << low << " high " << high << " interior " << interior;
+          halos += moved.kinds["collective_permute"] > 0;
           ++cases;
-          if (interior == 0 && std::abs(low) <= 2 && std::abs(high) <= 2 && piece >= 2 &&
-              (size + low + high) % l.shards == 0) {
-            EXPECT_EQ(moved.gathers, 0) << size << " over " << l.shards << " low " << low << " high " << high;
+          if (std::abs(low) <= 2 && std::abs(high) <= 2 && piece >= 2 && interior <= 1 && length % l.shards == 0) {
+            EXPECT_EQ(moved.gathers, 0) << size << " over " << l.shards << " low " << low << " high " << high
+                                        << " interior " << interior;
           }
         }
   EXPECT_GT(halos, cases / 8) << halos << " of " << cases;
+  Moved one_row = run(Mesh{"m", {{"x", 4}}, {}}, [&](FunctionBuilder& b) {
+    Tensor x = b.param(f32({16, 3}), on({{"x"}, {}}));
+    return constrain(pad(x, b.scalar(ElementType::f32, -7.25), {2, 0}, {-1, 0}, {1, 0}), on({{"x"}, {}}));
+  }, {arange(f32({16, 3}))}, "stablehlo.pad");
+  EXPECT_EQ(one_row.gathers, 0);
+  EXPECT_EQ(one_row.bytes, 3 * 4);
 }
 
 // Concatenate along a split dimension, of two or three operands of other sizes (one of them
@@ -407,18 +378,23 @@ TEST(SplitReads, ConcatenateAlongASplitDimensionExchangesHalos) {
   EXPECT_GE(halos, cases / 3) << halos << " of " << cases;
 }
 
-// reduce_window (a sum and a max-pool from -8) along a split dimension, with padding, strides and
-// window dilation, the result declared split alike: sharded equals unsharded, never more bytes
-// than gathering the operand and then the result, and the windows' runs are exchanged in some.
+// reduce_window (a sum and a max-pool from -8) along a split dimension, with padding, strides,
+// window dilation and base dilation, the result declared split alike: sharded equals unsharded,
+// never more bytes than gathering the operand and then the result, and the windows' runs are
+// exchanged in some; a base-dilated sum (a strided average pool's gradient) on an even split is
+// exchanged, not gathered.
 TEST(SplitReads, ReduceWindowAlongASplitDimensionExchangesHalos) {
-  int halos = 0, cases = 0;
+  int halos = 0, cases = 0, dilated_even = 0;
   for (const HaloLayout& l : kHaloLayouts)
     for (int64_t size : {8, 10, 17})
       for (auto [size_w, stride, dilation, low, high] : std::vector<std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t>>{
-               {3, 1, 1, 1, 1}, {2, 2, 1, 0, 0}, {3, 2, 1, 1, 1}, {3, 1, 2, 2, 2}, {4, 3, 1, 0, 2}})
+               {3, 1, 1, 1, 1}, {2, 2, 1, 0, 0}, {3, 2, 1, 1, 1}, {3, 1, 2, 2, 2}, {4, 3, 1, 0, 2}, {3, 1, -2, 1, 0},
+               {2, 2, -3, 0, 1}})
         for (bool sum : {true, false}) {
           Mesh mesh{"m", l.mesh, {}};
-          Window w{{size_w, 1}, {stride, 1}, {1, 1}, {dilation, 1}, {low, 0}, {high, 0}, {}};
+          // (a negative dilation in the table: a base dilation of that much instead)
+          Window w{{size_w, 1}, {stride, 1}, {std::max<int64_t>(1, -dilation), 1}, {std::max<int64_t>(1, dilation), 1},
+                   {low, 0}, {high, 0}, {}};
           Moved moved = run(mesh, [&](FunctionBuilder& b) {
             Tensor x = b.param(f32({size, 3}), on({l.axes, {}}));
             Tensor r = sum ? reduce_window(x, b.scalar(ElementType::f32, 0), w, OpKind::Add)
@@ -427,10 +403,15 @@ TEST(SplitReads, ReduceWindowAlongASplitDimensionExchangesHalos) {
           }, {arange(f32({size, 3}))}, "stablehlo.reduce_window", false);
           if (::testing::Test::HasFailure()) return;
           int64_t piece = (size + l.shards - 1) / l.shards;
-          EXPECT_LE(moved.bytes, 2 * piece * l.shards * 3 * 4) << size;
+          EXPECT_LE(moved.bytes, 2 * piece * l.shards * 3 * 4 * std::max<int64_t>(1, -dilation)) << size;
+          if (dilation < 0 && w.num_windows(0, size) % l.shards == 0 && piece >= 2) {
+            EXPECT_EQ(moved.gathers, 0) << size << " over " << l.shards;
+            ++dilated_even;
+          }
           halos += moved.kinds["collective_permute"] > 0;
           ++cases;
         }
+  EXPECT_GT(dilated_even, 0);
   EXPECT_GT(halos, cases / 8) << halos << " of " << cases;
 }
 

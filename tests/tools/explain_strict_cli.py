@@ -8,9 +8,10 @@ every one of them must do. (fsdp's token lookup gathers the vocabulary-split tab
 prices the local lookup and its reduce_scatter at 199,680 bytes per device against the table's
 49,152, so the gather is its choice, not a warning; tp's RoPE slices of a head_dim split in two
 are costed against a halo exchange, which moves as much, and share one gather.) A slice of split
-rows and an edge pad of them exchange halos (collective_permutes) and pass; a module whose pad
-reads a split dimension whole (interior padding) must fail under --strict (exit 1), naming the op
-and its place.
+rows, an edge pad of them and a 3x3 convolution of an NHWC input split along H exchange halos
+(collective_permutes) and pass, and so does an interior pad of split rows (one row from the
+neighbour); a module whose two-result reduce reads a split dimension whole (Tessera combines
+single-result reductions only) must fail under --strict (exit 1), naming the op and its place.
 
 Usage: explain_strict_cli.py TESSERA_CLI CNN_EXAMPLE
 """
@@ -30,10 +31,26 @@ SLICE_MODULE = """module @sliced attributes {mhlo.num_partitions = 4 : i32} {
 
 PAD_MODULE = """module @padded attributes {mhlo.num_partitions = 4 : i32} {
   sdy.mesh @mesh = <["data"=4]>
-  func.func public @main(%arg0: tensor<16x4xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"data"}, {}]>}) -> tensor<31x4xf32> {
+  func.func public @main(%arg0: tensor<16x4xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"data"}, {}]>}) -> (tensor<32x4xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"data"}, {}]>}) {
     %cst = stablehlo.constant dense<0.000000e+00> : tensor<f32>
-    %0 = stablehlo.pad %arg0, %cst, low = [0, 0], high = [0, 0], interior = [1, 0] : (tensor<16x4xf32>, tensor<f32>) -> tensor<31x4xf32>
-    return %0 : tensor<31x4xf32>
+    %0 = stablehlo.pad %arg0, %cst, low = [2, 0], high = [-1, 0], interior = [1, 0] : (tensor<16x4xf32>, tensor<f32>) -> tensor<32x4xf32>
+    return %0 : tensor<32x4xf32>
+  }
+}
+"""
+
+REDUCE_MODULE = """module @reduced attributes {mhlo.num_partitions = 4 : i32} {
+  sdy.mesh @mesh = <["data"=4]>
+  func.func public @main(%arg0: tensor<16x4xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"data"}, {}]>}, %arg1: tensor<16x4xi32> {sdy.sharding = #sdy.sharding<@mesh, [{"data"}, {}]>}) -> (tensor<4xf32>, tensor<4xi32>) {
+    %cst = stablehlo.constant dense<0.000000e+00> : tensor<f32>
+    %c0 = stablehlo.constant dense<0> : tensor<i32>
+    %0:2 = "stablehlo.reduce"(%arg0, %arg1, %cst, %c0) ({
+    ^bb0(%a: tensor<f32>, %b: tensor<i32>, %c: tensor<f32>, %d: tensor<i32>):
+      %m = stablehlo.maximum %a, %c : tensor<f32>
+      %n = stablehlo.maximum %b, %d : tensor<i32>
+      stablehlo.return %m, %n : tensor<f32>, tensor<i32>
+    }) {dimensions = array<i64: 0>} : (tensor<16x4xf32>, tensor<16x4xi32>, tensor<f32>, tensor<i32>) -> (tensor<4xf32>, tensor<4xi32>)
+    return %0#0, %0#1 : tensor<4xf32>, tensor<4xi32>
   }
 }
 """
@@ -44,6 +61,15 @@ EDGE_PAD_MODULE = """module @edge_padded attributes {mhlo.num_partitions = 4 : i
     %cst = stablehlo.constant dense<0.000000e+00> : tensor<f32>
     %0 = stablehlo.pad %arg0, %cst, low = [2, 0], high = [2, 0], interior = [0, 0] : (tensor<16x4xf32>, tensor<f32>) -> tensor<20x4xf32>
     return %0 : tensor<20x4xf32>
+  }
+}
+"""
+
+CONV_MODULE = """module @conv attributes {mhlo.num_partitions = 4 : i32} {
+  sdy.mesh @mesh = <["data"=4]>
+  func.func public @main(%arg0: tensor<2x16x8x3xf32> {sdy.sharding = #sdy.sharding<@mesh, [{}, {"data"}, {}, {}]>}, %arg1: tensor<3x3x3x4xf32>) -> (tensor<2x16x8x4xf32> {sdy.sharding = #sdy.sharding<@mesh, [{}, {"data"}, {}, {}]>}) {
+    %0 = stablehlo.convolution(%arg0, %arg1) dim_numbers = [b, 0, 1, f]x[0, 1, i, o]->[b, 0, 1, f], window = {stride = [1, 1], pad = [[1, 1], [1, 1]]} {batch_group_count = 1 : i64, feature_group_count = 1 : i64} : (tensor<2x16x8x3xf32>, tensor<3x3x3x4xf32>) -> tensor<2x16x8x4xf32>
+    return %0 : tensor<2x16x8x4xf32>
   }
 }
 """
@@ -96,22 +122,30 @@ def main():
               "// total bytes moved per device: 128\n" in out,
               f"the slice exchanges a halo (32 bytes) and gathers its 8 rows (96), not the 16: {out[-800:]}")
 
-        path = os.path.join(d, "edge_padded.mlir")
-        with open(path, "w") as f:
-            f.write(EDGE_PAD_MODULE)
-        out = strict(cli, path, "main", "an edge pad of split rows")
-        check("operand 0 dimension 0 halo" in out and "all_gather" not in out,
-              f"the edge pad exchanges halos and gathers nothing: {out[-800:]}")
+        # (module, what, where the halo is, total bytes or None, what the check says)
+        for name, text, what, halo, total, says in [
+                ("edge_padded", EDGE_PAD_MODULE, "an edge pad of split rows", 0, None,
+                 "the edge pad exchanges halos and gathers nothing"),
+                ("conv", CONV_MODULE, "a 3x3 convolution of rows split over 4", 1, 384,
+                 "the convolution exchanges one input row (192 bytes) with each neighbour and gathers nothing"),
+                ("padded", PAD_MODULE, "an interior pad of split rows", 0, 16,
+                 "the interior pad brings one row from the neighbour (16 bytes) and gathers nothing")]:
+            path = os.path.join(d, name + ".mlir")
+            with open(path, "w") as f:
+                f.write(text)
+            out = strict(cli, path, "main", what)
+            check(f"operand 0 dimension {halo} halo" in out and "all_gather" not in out and
+                  (total is None or f"// total bytes moved per device: {total}\n" in out), f"{says}: {out[-800:]}")
 
-        path = os.path.join(d, "padded.mlir")
+        path = os.path.join(d, "reduced.mlir")
         with open(path, "w") as f:
-            f.write(PAD_MODULE)
+            f.write(REDUCE_MODULE)
         r = run([cli, "partition", path, "--explain"])
-        check(r.returncode == 0 and "// warning: all_gather for stablehlo.pad at 5:" in r.stdout,
-              f"--explain warns of the pad's full gather: {r.stdout[-600:]}")
+        check(r.returncode == 0 and "// warning: all_gather for stablehlo.reduce at 6:" in r.stdout,
+              f"--explain warns of the two-result reduce's full gather: {r.stdout[-600:]}")
         r = run([cli, "partition", path, "--explain", "--strict"])
-        check(r.returncode == 1 and f"{path}: --strict: @main has 1 avoidable gather" in r.stderr and
-              "stablehlo.pad at 5:" in r.stderr and "operand 0 dimension 0" in r.stderr,
+        check(r.returncode == 1 and f"{path}: --strict: @main has 2 avoidable gathers" in r.stderr and
+              "stablehlo.reduce at 6:" in r.stderr and "operand 0 dimension 0" in r.stderr,
               f"--strict refuses it, naming the op and place (rc {r.returncode}): {r.stderr.strip()[:600]}")
 
     print(f"{failures} failed")

@@ -87,16 +87,22 @@ TEST(PartitionCommand, ExplainNamesWhatForcedEachCollectiveAndStrictRefusesAvoid
   EXPECT_NE(s.find("for stablehlo.reduce at 7:5, result 0 partial over \"data\"\n"), std::string::npos) << s;
   EXPECT_EQ(s.find("warning:"), std::string::npos) << s;
 
-  // A pad with interior padding reads the split rows whole (a silent full gather); a reshard to a
+  // A two-result reduce reads the split rows whole (Tessera combines single-result reductions
+  // only: a silent full gather); a reshard to a
   // mesh of fewer devices goes through the replicated value (a gather to more than both pieces;
   // between meshes of the same devices each device would take its blocks directly).
   constexpr const char* kGathers = R"(module @g attributes {mhlo.num_partitions = 4 : i32} {
   sdy.mesh @a = <["x"=4]>
   sdy.mesh @b = <["y"=2]>
-  func.func public @main(%arg0: tensor<16x4xf32> {sdy.sharding = #sdy.sharding<@a, [{"x"}, {}]>}) -> (tensor<31x4xf32>, tensor<16x4xf32> {sdy.sharding = #sdy.sharding<@b, [{}, {"y"}]>}) {
+  func.func public @main(%arg0: tensor<16x4xf32> {sdy.sharding = #sdy.sharding<@a, [{"x"}, {}]>}) -> (tensor<4xf32>, tensor<16x4xf32> {sdy.sharding = #sdy.sharding<@b, [{}, {"y"}]>}) {
     %cst = stablehlo.constant dense<0.000000e+00> : tensor<f32>
-    %0 = stablehlo.pad %arg0, %cst, low = [0, 0], high = [0, 0], interior = [1, 0] : (tensor<16x4xf32>, tensor<f32>) -> tensor<31x4xf32>
-    return %0, %arg0 : tensor<31x4xf32>, tensor<16x4xf32>
+    %0:2 = "stablehlo.reduce"(%arg0, %arg0, %cst, %cst) ({
+    ^bb0(%a: tensor<f32>, %b: tensor<f32>, %c: tensor<f32>, %d: tensor<f32>):
+      %m = stablehlo.maximum %a, %c : tensor<f32>
+      %n = stablehlo.minimum %b, %d : tensor<f32>
+      stablehlo.return %m, %n : tensor<f32>, tensor<f32>
+    }) {dimensions = array<i64: 0>} : (tensor<16x4xf32>, tensor<16x4xf32>, tensor<f32>, tensor<f32>) -> (tensor<4xf32>, tensor<4xf32>)
+    return %0#0, %arg0 : tensor<4xf32>, tensor<16x4xf32>
   }
 }
 )";
@@ -106,8 +112,8 @@ TEST(PartitionCommand, ExplainNamesWhatForcedEachCollectiveAndStrictRefusesAvoid
   std::ostringstream warned;
   ASSERT_EQ(partition_command(g, warned), 0);
   s = warned.str();
-  EXPECT_NE(s.find("// warning: all_gather for stablehlo.pad at 6:5, operand 0 dimension 0 (192 bytes per device): "
-                   "silent full gather: stablehlo.pad reads dimension 0 of operand 0 whole"),
+  EXPECT_NE(s.find("// warning: all_gather for stablehlo.reduce at 6:5, operand 0 dimension 0 (192 bytes per device): "
+                   "silent full gather: stablehlo.reduce reads dimension 0 of operand 0 whole"),
             std::string::npos) << s;
   EXPECT_NE(s.find("// warning: all_gather for result 1 of @main, dimension 0 (192 bytes per device): gathers 256 bytes "
                    "per device, more than the piece it starts from (64) and the one it ends as (128)"),
@@ -117,7 +123,7 @@ TEST(PartitionCommand, ExplainNamesWhatForcedEachCollectiveAndStrictRefusesAvoid
     std::ostringstream ignored;
     partition_command(g, ignored);
   });
-  EXPECT_NE(e.find(file + ": --strict: @main has 2 avoidable gathers: all_gather for stablehlo.pad at 6:5, operand 0 "
+  EXPECT_NE(e.find(file + ": --strict: @main has 2 avoidable gathers: all_gather for stablehlo.reduce at 6:5, operand 0 "
                    "dimension 0"),
             std::string::npos) << e;
   EXPECT_NE(e.find("; all_gather for result 1 of @main, dimension 0"), std::string::npos) << e;
