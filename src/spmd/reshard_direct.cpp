@@ -187,21 +187,38 @@ Tensor per_device(LocalContext& ctx, ir::Builder& b, const std::vector<int64_t>&
   return ir::reshape(ir::dynamic_slice(table, {partition_id_i32(ctx, b)}, {1}), {});
 }
 
-// The sub-axes of the mesh axes `s` does not use, whole or cut at a divisor: the atoms a finer
-// layout may add.
+// The digits of the mesh axes `s` leaves free, whole or cut at a divisor: the atoms a finer
+// layout may add. An axis `s` uses in part ("z":(2)2 of z=4) leaves the rest of its digits free
+// ("z":(1)2): a finer layout may add those too, so a target that keeps part of an axis replicated
+// can still be reached by smaller blocks and a gather of that part.
 std::vector<ir::AxisRef> unused_atoms(const ir::Mesh& mesh, const Sharding& s) {
   std::vector<ir::AxisRef> out;
   for (const ir::MeshAxis& a : mesh.axes) {
-    bool used = false;
+    if (a.size < 2) continue;
+    // The used digits as [pre, pre * size) ranges of the axis' major-to-minor products.
+    std::vector<std::pair<int64_t, int64_t>> used;
     for (const auto& d : s.dims)
-      for (const ir::AxisRef& r : d.axes) used = used || r.name == a.name;
-    if (used || a.size < 2) continue;
-    out.push_back(ir::AxisRef(a.name));
-    for (int64_t p = 2; p < a.size; ++p)
-      if (a.size % p == 0) {
-        out.push_back(ir::AxisRef(a.name, ir::SubAxis{1, p}));
-        out.push_back(ir::AxisRef(a.name, ir::SubAxis{a.size / p, p}));
-      }
+      for (const ir::AxisRef& r : d.axes)
+        if (r.name == a.name) used.push_back(r.sub ? std::pair{r.sub->pre_size, r.sub->pre_size * r.sub->size}
+                                                   : std::pair<int64_t, int64_t>{1, a.size});
+    std::sort(used.begin(), used.end());
+    std::vector<std::pair<int64_t, int64_t>> free;
+    int64_t at = 1;
+    for (const auto& [lo, hi] : used) {
+      if (lo > at) free.push_back({at, lo});
+      at = std::max(at, hi);
+    }
+    if (at < a.size) free.push_back({at, a.size});
+    for (const auto& [lo, hi] : free) {
+      const int64_t size = hi / lo;
+      if (size < 2 || hi % lo != 0) continue;
+      out.push_back(size == a.size ? ir::AxisRef(a.name) : ir::AxisRef(a.name, ir::SubAxis{lo, size}));
+      for (int64_t p = 2; p < size; ++p)
+        if (size % p == 0) {
+          out.push_back(ir::AxisRef(a.name, ir::SubAxis{lo, p}));
+          out.push_back(ir::AxisRef(a.name, ir::SubAxis{lo * (size / p), p}));
+        }
+    }
   }
   return out;
 }
