@@ -70,11 +70,17 @@ std::optional<Plan> make_plan(const LocalContext& ctx, const ir::Type& global, c
     std::sort(b.begin(), b.end());
     if (a != b) return std::nullopt;
   }
-  // The distinct source pieces and the devices holding each.
+  // The distinct source pieces, the devices holding each, and the piece each device holds.
   std::map<std::vector<int64_t>, std::vector<int64_t>> holders;
+  const int64_t nodes = *std::max_element(src.device.begin(), src.device.end()) + 1;
+  std::vector<const std::vector<int64_t>*> held(static_cast<size_t>(nodes), nullptr);
   for (size_t p = 0; p < src.device.size(); ++p) holders[src.index[p]].push_back(src.device[p]);
+  for (size_t p = 0; p < src.device.size(); ++p)
+    held[static_cast<size_t>(src.device[p])] = &holders.find(src.index[p])->first;
 
-  // Every block each device needs: local where it holds the piece, else to be sent.
+  // Every block each device needs: local where it holds the piece, else to be sent. The source
+  // pieces a target piece meets are, per dimension, a range of piece indices (only their product
+  // is visited: on a mesh of thousands of devices, not every pair of pieces).
   struct Need {
     int64_t dst;
     const std::vector<int64_t>* holders;
@@ -84,27 +90,40 @@ std::optional<Plan> make_plan(const LocalContext& ctx, const ir::Type& global, c
   std::map<std::vector<int64_t>, Round> local_rounds;
   for (size_t q = 0; q < dst.device.size(); ++q) {
     const int64_t t = dst.device[q];
-    for (const auto& [key, hs] : holders) {
+    std::vector<int64_t> first(rank), last(rank);
+    bool any = true;
+    for (size_t d = 0; d < rank && any; ++d) {
+      // Padding only (every element at or beyond the dimension's end): nothing to move.
+      int64_t t0 = dst.index[q][d] * dst.length[d], t1 = std::min(t0 + dst.length[d], n[d]);
+      any = t0 < t1;
+      if (any) first[d] = t0 / src.length[d], last[d] = (t1 - 1) / src.length[d];
+    }
+    if (!any) continue;
+    size_t remote_here = 0;
+    for (std::vector<int64_t> key = first;;) {
       std::vector<int64_t> src_at(rank), dst_at(rank), shape(rank);
-      bool any = true;
-      for (size_t d = 0; d < rank && any; ++d) {
+      for (size_t d = 0; d < rank; ++d) {
         int64_t s0 = key[d] * src.length[d], t0 = dst.index[q][d] * dst.length[d];
         int64_t lo = std::max(s0, t0), hi = std::min(s0 + src.length[d], t0 + dst.length[d]);
-        // Padding only (every element at or beyond the dimension's end): nothing to move.
-        any = lo < hi && lo < n[d];
         src_at[d] = lo - s0;
         dst_at[d] = lo - t0;
         shape[d] = hi - lo;
       }
-      if (!any) continue;
-      if (std::find(hs.begin(), hs.end(), t) != hs.end()) {
+      auto hs = holders.find(key);
+      TESSERA_CHECK(hs != holders.end(), "no device holds a source piece of a direct reshard");
+      if (held[static_cast<size_t>(t)] != nullptr && *held[static_cast<size_t>(t)] == key) {
         Round& r = local_rounds[shape];
         r.shape = shape;
         r.local = true;
         r.blocks.push_back({t, t, src_at, dst_at});
       } else {
-        remote.push_back({t, &hs, src_at, dst_at, shape});
+        // A device receives at most one block a round: more blocks than rounds allowed, no plan.
+        if (++remote_here > kMaxRounds) return std::nullopt;
+        remote.push_back({t, &hs->second, src_at, dst_at, shape});
       }
+      size_t d = rank;
+      while (d > 0 && ++key[d - 1] > last[d - 1]) key[d - 1] = first[d - 1], --d;
+      if (d == 0) break;
     }
   }
   Plan plan;
@@ -116,7 +135,6 @@ std::optional<Plan> make_plan(const LocalContext& ctx, const ir::Type& global, c
   std::map<std::vector<int64_t>, std::vector<const Need*>> by_shape;
   for (const Need& need : remote) by_shape[need.shape].push_back(&need);
   const int64_t element_bytes = byte_size(ir::Type(global.element, {}));
-  const int64_t nodes = *std::max_element(src.device.begin(), src.device.end()) + 1;
   size_t remote_rounds = 0;
   for (const auto& [shape, needs] : by_shape) {
     std::map<int64_t, int64_t> load;
