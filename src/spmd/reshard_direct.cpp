@@ -54,8 +54,11 @@ Pieces pieces_of(const ir::Mesh& mesh, const Sharding& s, const std::vector<int6
   return out;
 }
 
+// With `rounds` false only the bytes are counted: by König's theorem the rounds of one block
+// shape are as many as the most blocks one device sends or receives, so costing a plan needs no
+// colouring (the costly part, on meshes of hundreds of devices).
 std::optional<Plan> make_plan(const LocalContext& ctx, const ir::Type& global, const Sharding& from_in,
-                              const Sharding& to_in) {
+                              const Sharding& to_in, bool rounds = true) {
   const size_t rank = static_cast<size_t>(global.rank());
   const Sharding from = normalized(from_in, rank), to = normalized(to_in, rank);
   if (!from.unreduced.empty() || !to.unreduced.empty()) return std::nullopt;
@@ -151,6 +154,16 @@ std::optional<Plan> make_plan(const LocalContext& ctx, const ir::Type& global, c
       ++load[s];
       edges.push_back({{s, nodes + need->dst}, need});
     }
+    std::map<int64_t, int64_t> degree;
+    int64_t most = 0;
+    for (const Edge& edge : edges)
+      for (int64_t end : edge.ends) most = std::max(most, ++degree[end]);
+    int64_t block_bytes = element_bytes;
+    for (int64_t e : shape) block_bytes *= e;
+    plan.bytes += block_bytes * most;
+    remote_rounds += static_cast<size_t>(most);
+    if (remote_rounds > kMaxRounds) return std::nullopt;
+    if (!rounds) continue;
     std::vector<std::map<int64_t, size_t>> at(static_cast<size_t>(2 * nodes));  // node -> colour -> edge
     auto free_colour = [&](int64_t node) {
       int64_t c = 0;
@@ -182,16 +195,12 @@ std::optional<Plan> make_plan(const LocalContext& ctx, const ir::Type& global, c
       at[static_cast<size_t>(v)][a] = e;
     }
     for (const Edge& edge : edges) colours = std::max(colours, edge.colour + 1);
-    remote_rounds += static_cast<size_t>(colours);
-    if (remote_rounds > kMaxRounds) return std::nullopt;
-    std::vector<Round> rounds(static_cast<size_t>(colours), Round{shape, false, {}});
+    TESSERA_CHECK(colours == most, "{} rounds for blocks of which a device has {}", colours, most);
+    std::vector<Round> shape_rounds(static_cast<size_t>(colours), Round{shape, false, {}});
     for (const Edge& edge : edges)
-      rounds[static_cast<size_t>(edge.colour)].blocks.push_back(
+      shape_rounds[static_cast<size_t>(edge.colour)].blocks.push_back(
           {edge.ends[0], edge.ends[1] - nodes, edge.need->src_at, edge.need->dst_at});
-    int64_t block_bytes = element_bytes;
-    for (int64_t e : shape) block_bytes *= e;
-    plan.bytes += block_bytes * colours;
-    for (Round& r : rounds) plan.rounds.push_back(std::move(r));
+    for (Round& r : shape_rounds) plan.rounds.push_back(std::move(r));
   }
   plan.target_shape = dst.length;
   return plan;
@@ -256,7 +265,7 @@ std::optional<Choice> choose(const LocalContext& ctx, const ir::Type& global, co
   const size_t rank = static_cast<size_t>(global.rank());
   const Sharding from = normalized(from_in, rank), to = normalized(to_in, rank);
   std::optional<Choice> best;
-  if (std::optional<Plan> plan = make_plan(ctx, global, from, to)) best = Choice{to, 0, std::nullopt, plan->bytes};
+  if (std::optional<Plan> plan = make_plan(ctx, global, from, to, false)) best = Choice{to, 0, std::nullopt, plan->bytes};
   if (!best || !to.unreduced.empty() || !from.unreduced.empty()) return best;
   const ir::Mesh& tm = ctx.mesh(to.mesh);
   const int64_t element_bytes = byte_size(ir::Type(global.element, {}));
@@ -271,7 +280,7 @@ std::optional<Choice> choose(const LocalContext& ctx, const ir::Type& global, co
       finer.dims[d].axes.push_back(a);
       int64_t gather = target_bytes * (m - 1) / m;
       if (gather >= best->bytes) continue;
-      std::optional<Plan> plan = make_plan(ctx, global, from, finer);
+      std::optional<Plan> plan = make_plan(ctx, global, from, finer, false);
       if (plan && plan->bytes + gather < best->bytes) best = Choice{finer, d, a, plan->bytes + gather};
     }
   return best;
