@@ -22,7 +22,8 @@ bool contains_factor(const std::vector<int>& fs, int f) { return std::find(fs.be
 
 // The axes each factor is split by: results decide pass-through factors; the operands, the
 // reductions (the longest split an operand already has, so splitting costs no communication).
-FactorAxes assign_factors(const Op& op, const FactorRule& rule, const Mesh& mesh, const ShardingMap& sm) {
+FactorAxes assign_factors(const Op& op, const FactorRule& rule, const Mesh& mesh, const ShardingMap& sm,
+                          std::optional<size_t> from_operand) {
   FactorAxes assign(rule.num_factors());
   auto read = [&](const Value* v, const TensorFactors& tf) {
     FactorAxes axes(rule.num_factors());
@@ -54,8 +55,9 @@ FactorAxes assign_factors(const Op& op, const FactorRule& rule, const Mesh& mesh
         if (overlaps(u, a, mesh)) return true;
     return false;
   };
-  for (size_t i = 0; i < op.num_results(); ++i) {
-    FactorAxes a = read(op.result(i), rule.results[i]);
+  for (size_t i = 0; i < (from_operand ? 1 : op.num_results()); ++i) {
+    FactorAxes a = from_operand ? read(op.operand(*from_operand), rule.operands[*from_operand])
+                                : read(op.result(i), rule.results[i]);
     for (size_t f = 0; f < a.size(); ++f) {
       if (rule.kinds[f] != FactorKind::kPassThrough || !assign[f].empty()) continue;
       for (const AxisRef& ax : a[f]) {

@@ -5,12 +5,19 @@
 // that would split a merged dimension unevenly, or below a partly split major factor, is dropped).
 #pragma once
 
+#include <optional>
+
 #include "ir/module.h"
 #include "spmd/factor_rule.h"
 #include "spmd/propagate.h"
 
 namespace tessera::spmd {
 
-FactorAxes assign_factors(const ir::Op& op, const FactorRule& rule, const ir::Mesh& mesh, const ShardingMap& sm);
+// With `from_operand`, the pass-through factors are split as that operand is, not as the results
+// are: the op runs in its operand's layout and its results are resharded after (the partitioner
+// takes that where the cost model finds it cheaper, as Shardy reshards a result rather than every
+// operand).
+FactorAxes assign_factors(const ir::Op& op, const FactorRule& rule, const ir::Mesh& mesh, const ShardingMap& sm,
+                          std::optional<size_t> from_operand = std::nullopt);
 
 }  // namespace tessera::spmd
