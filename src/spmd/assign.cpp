@@ -55,9 +55,18 @@ FactorAxes assign_factors(const Op& op, const FactorRule& rule, const Mesh& mesh
         if (overlaps(u, a, mesh)) return true;
     return false;
   };
-  for (size_t i = 0; i < (from_operand ? 1 : op.num_results()); ++i) {
-    FactorAxes a = from_operand ? read(op.operand(*from_operand), rule.operands[*from_operand])
-                                : read(op.result(i), rule.results[i]);
+  // The tensors whose layouts decide: the results, one operand, or every operand in turn.
+  std::vector<std::pair<const Value*, const TensorFactors*>> deciding;
+  if (!from_operand)
+    for (size_t i = 0; i < op.num_results(); ++i) deciding.push_back({op.result(i), &rule.results[i]});
+  else if (*from_operand == kEveryOperand)
+    for (size_t i = 0; i < op.operands().size(); ++i) {
+      if (op.operand(i)->type().is_tensor()) deciding.push_back({op.operand(i), &rule.operands[i]});
+    }
+  else
+    deciding.push_back({op.operand(*from_operand), &rule.operands[*from_operand]});
+  for (const auto& [value, factors] : deciding) {
+    FactorAxes a = read(value, *factors);
     for (size_t f = 0; f < a.size(); ++f) {
       if (rule.kinds[f] != FactorKind::kPassThrough || !assign[f].empty()) continue;
       for (const AxisRef& ax : a[f]) {

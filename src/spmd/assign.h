@@ -13,10 +13,11 @@
 
 namespace tessera::spmd {
 
-// With `from_operand`, the pass-through factors are split as that operand is, not as the results
-// are: the op runs in its operand's layout and its results are resharded after (the partitioner
-// takes that where the cost model finds it cheaper, as Shardy reshards a result rather than every
-// operand).
+// With `from_operand`, the pass-through factors are split as that operand is (or, with
+// kEveryOperand, as the first operand that splits each is), not as the results are: the op runs
+// in its operands' layouts and its results are resharded after (the partitioner takes that where
+// the cost model finds it cheaper, as Shardy reshards a result rather than every operand).
+inline constexpr size_t kEveryOperand = static_cast<size_t>(-1);
 FactorAxes assign_factors(const ir::Op& op, const FactorRule& rule, const ir::Mesh& mesh, const ShardingMap& sm,
                           std::optional<size_t> from_operand = std::nullopt);
 

@@ -68,9 +68,11 @@ void Partitioner::generic(const Op& op, Builder& b) {
       op.kind() != OpKind::Concatenate && op.kind() != OpKind::ReduceWindow && op.kind() != OpKind::Scatter &&
       op.num_results() > 0) {
     int64_t best = cost(op, rule, assign, mesh);
-    for (size_t i = 0; i < op.operands().size() && best > 0; ++i) {
-      if (!op.operand(i)->type().is_tensor() || sm_.at(op.operand(i)).mesh != mesh.name) continue;
-      FactorAxes other = assign_factors(op, rule, mesh, sm_, i);
+    for (size_t i = 0; i <= op.operands().size() && best > 0; ++i) {
+      const bool every = i == op.operands().size();  // last, each factor as the first operand splitting it
+      if (!every && (!op.operand(i)->type().is_tensor() || sm_.at(op.operand(i)).mesh != mesh.name)) continue;
+      if (every && op.operands().size() < 2) continue;
+      FactorAxes other = assign_factors(op, rule, mesh, sm_, every ? kEveryOperand : i);
       if (other == assign) continue;
       if (int64_t c = cost(op, rule, other, mesh); c < best) best = c, assign = std::move(other);
     }
