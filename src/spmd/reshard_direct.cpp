@@ -2,6 +2,7 @@
 #include "spmd/reshard_direct.h"
 
 #include <algorithm>
+#include <limits>
 #include <map>
 #include <set>
 
@@ -56,9 +57,11 @@ Pieces pieces_of(const ir::Mesh& mesh, const Sharding& s, const std::vector<int6
 
 // With `rounds` false only the bytes are counted: by König's theorem the rounds of one block
 // shape are as many as the most blocks one device sends or receives, so costing a plan needs no
-// colouring (the costly part, on meshes of hundreds of devices).
+// colouring (the costly part, on meshes of hundreds of devices). A plan that must move at least
+// `give_up_at` bytes (each device receives its blocks in rounds of their shape) is not made.
 std::optional<Plan> make_plan(const LocalContext& ctx, const ir::Type& global, const Sharding& from_in,
-                              const Sharding& to_in, bool rounds = true) {
+                              const Sharding& to_in, bool rounds = true,
+                              int64_t give_up_at = std::numeric_limits<int64_t>::max()) {
   const size_t rank = static_cast<size_t>(global.rank());
   const Sharding from = normalized(from_in, rank), to = normalized(to_in, rank);
   if (!from.unreduced.empty() || !to.unreduced.empty()) return std::nullopt;
@@ -138,9 +141,20 @@ std::optional<Plan> make_plan(const LocalContext& ctx, const ir::Type& global, c
   std::map<std::vector<int64_t>, std::vector<const Need*>> by_shape;
   for (const Need& need : remote) by_shape[need.shape].push_back(&need);
   const int64_t element_bytes = byte_size(ir::Type(global.element, {}));
+  {
+    int64_t least = 0;
+    for (const auto& [shape, needs] : by_shape) {
+      std::vector<int64_t> received(static_cast<size_t>(nodes), 0);
+      int64_t most = 0, block_bytes = element_bytes;
+      for (const Need* need : needs) most = std::max(most, ++received[static_cast<size_t>(need->dst)]);
+      for (int64_t e : shape) block_bytes *= e;
+      least += most * block_bytes;
+    }
+    if (least >= give_up_at) return std::nullopt;
+  }
   size_t remote_rounds = 0;
   for (const auto& [shape, needs] : by_shape) {
-    std::map<int64_t, int64_t> load;
+    std::vector<int64_t> load(static_cast<size_t>(nodes), 0);
     struct Edge {
       int64_t ends[2];  // sender node s, receiver node nodes + t
       const Need* need;
@@ -150,14 +164,14 @@ std::optional<Plan> make_plan(const LocalContext& ctx, const ir::Type& global, c
     for (const Need* need : needs) {
       int64_t s = need->holders->front();
       for (int64_t h : *need->holders)
-        if (load[h] < load[s]) s = h;
-      ++load[s];
+        if (load[static_cast<size_t>(h)] < load[static_cast<size_t>(s)]) s = h;
+      ++load[static_cast<size_t>(s)];
       edges.push_back({{s, nodes + need->dst}, need});
     }
-    std::map<int64_t, int64_t> degree;
+    std::vector<int64_t> degree(static_cast<size_t>(2 * nodes), 0);
     int64_t most = 0;
     for (const Edge& edge : edges)
-      for (int64_t end : edge.ends) most = std::max(most, ++degree[end]);
+      for (int64_t end : edge.ends) most = std::max(most, ++degree[static_cast<size_t>(end)]);
     int64_t block_bytes = element_bytes;
     for (int64_t e : shape) block_bytes *= e;
     plan.bytes += block_bytes * most;
@@ -280,7 +294,7 @@ std::optional<Choice> choose(const LocalContext& ctx, const ir::Type& global, co
       finer.dims[d].axes.push_back(a);
       int64_t gather = target_bytes * (m - 1) / m;
       if (gather >= best->bytes) continue;
-      std::optional<Plan> plan = make_plan(ctx, global, from, finer, false);
+      std::optional<Plan> plan = make_plan(ctx, global, from, finer, false, best->bytes - gather);
       if (plan && plan->bytes + gather < best->bytes) best = Choice{finer, d, a, plan->bytes + gather};
     }
   return best;
