@@ -65,8 +65,7 @@ void Partitioner::generic(const Op& op, Builder& b) {
   // operands agree with each other but not with the result reshards the one result, not every
   // operand; a reduce reshards its small result, not its operand (ties keep the results' layout).
   if (indexed.empty() && op.kind() != OpKind::Slice && op.kind() != OpKind::Reverse && op.kind() != OpKind::Pad &&
-      op.kind() != OpKind::Concatenate && op.kind() != OpKind::ReduceWindow && op.kind() != OpKind::Scatter &&
-      op.num_results() > 0) {
+      op.kind() != OpKind::ReduceWindow && op.kind() != OpKind::Scatter && op.num_results() > 0) {
     int64_t best = cost(op, rule, assign, mesh);
     for (size_t i = 0; i <= op.operands().size() && best > 0; ++i) {
       const bool every = i == op.operands().size();  // last, each factor as the first operand splitting it
