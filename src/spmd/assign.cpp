@@ -22,7 +22,8 @@ bool contains_factor(const std::vector<int>& fs, int f) { return std::find(fs.be
 
 // The axes each factor is split by: results decide pass-through factors; the operands, the
 // reductions (the longest split an operand already has, so splitting costs no communication).
-FactorAxes assign_factors(const Op& op, const FactorRule& rule, const Mesh& mesh, const ShardingMap& sm) {
+FactorAxes assign_factors(const Op& op, const FactorRule& rule, const Mesh& mesh, const ShardingMap& sm,
+                          std::optional<size_t> from_operand) {
   FactorAxes assign(rule.num_factors());
   auto read = [&](const Value* v, const TensorFactors& tf) {
     FactorAxes axes(rule.num_factors());
@@ -54,8 +55,18 @@ FactorAxes assign_factors(const Op& op, const FactorRule& rule, const Mesh& mesh
         if (overlaps(u, a, mesh)) return true;
     return false;
   };
-  for (size_t i = 0; i < op.num_results(); ++i) {
-    FactorAxes a = read(op.result(i), rule.results[i]);
+  // The tensors whose layouts decide: the results, one operand, or every operand in turn.
+  std::vector<std::pair<const Value*, const TensorFactors*>> deciding;
+  if (!from_operand)
+    for (size_t i = 0; i < op.num_results(); ++i) deciding.push_back({op.result(i), &rule.results[i]});
+  else if (*from_operand == kEveryOperand)
+    for (size_t i = 0; i < op.operands().size(); ++i) {
+      if (op.operand(i)->type().is_tensor()) deciding.push_back({op.operand(i), &rule.operands[i]});
+    }
+  else
+    deciding.push_back({op.operand(*from_operand), &rule.operands[*from_operand]});
+  for (const auto& [value, factors] : deciding) {
+    FactorAxes a = read(value, *factors);
     for (size_t f = 0; f < a.size(); ++f) {
       if (rule.kinds[f] != FactorKind::kPassThrough || !assign[f].empty()) continue;
       for (const AxisRef& ax : a[f]) {

@@ -5,12 +5,20 @@
 // that would split a merged dimension unevenly, or below a partly split major factor, is dropped).
 #pragma once
 
+#include <optional>
+
 #include "ir/module.h"
 #include "spmd/factor_rule.h"
 #include "spmd/propagate.h"
 
 namespace tessera::spmd {
 
-FactorAxes assign_factors(const ir::Op& op, const FactorRule& rule, const ir::Mesh& mesh, const ShardingMap& sm);
+// With `from_operand`, the pass-through factors are split as that operand is (or, with
+// kEveryOperand, as the first operand that splits each is), not as the results are: the op runs
+// in its operands' layouts and its results are resharded after (the partitioner takes that where
+// the cost model finds it cheaper, as Shardy reshards a result rather than every operand).
+inline constexpr size_t kEveryOperand = static_cast<size_t>(-1);
+FactorAxes assign_factors(const ir::Op& op, const FactorRule& rule, const ir::Mesh& mesh, const ShardingMap& sm,
+                          std::optional<size_t> from_operand = std::nullopt);
 
 }  // namespace tessera::spmd

@@ -93,6 +93,21 @@ void Partitioner::generic(const Op& op, Builder& b) {
   std::vector<IndexedDim> indexed;
   if (op.kind() == OpKind::Gather) indexed = add_indexed_factors(op, rule);
   FactorAxes assign = assignment(op, rule, mesh);
+  // Or the layout of one of its operands, where that moves fewer bytes: an element-wise op whose
+  // operands agree with each other but not with the result reshards the one result, not every
+  // operand; a reduce reshards its small result, not its operand (ties keep the results' layout).
+  if (indexed.empty() && op.kind() != OpKind::Slice && op.kind() != OpKind::Reverse && op.kind() != OpKind::Pad &&
+      op.kind() != OpKind::ReduceWindow && op.kind() != OpKind::Scatter && op.num_results() > 0) {
+    int64_t best = cost(op, rule, assign, mesh);
+    for (size_t i = 0; i <= op.operands().size() && best > 0; ++i) {
+      const bool every = i == op.operands().size();  // last, each factor as the first operand splitting it
+      if (!every && (!op.operand(i)->type().is_tensor() || sm_.at(op.operand(i)).mesh != mesh.name)) continue;
+      if (every && op.operands().size() < 2) continue;
+      FactorAxes other = assign_factors(op, rule, mesh, sm_, every ? kEveryOperand : i);
+      if (other == assign) continue;
+      if (int64_t c = cost(op, rule, other, mesh); c < best) best = c, assign = std::move(other);
+    }
+  }
   std::vector<size_t> judged;  // operand 0's dimensions whose gather is the cost model's choice
   cheaper_gather_.clear();
   if (!indexed.empty()) choose_local_gather(op, rule, indexed, assign, mesh, judged);

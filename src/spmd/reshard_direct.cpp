@@ -2,6 +2,7 @@
 #include "spmd/reshard_direct.h"
 
 #include <algorithm>
+#include <limits>
 #include <map>
 #include <set>
 
@@ -54,8 +55,13 @@ Pieces pieces_of(const ir::Mesh& mesh, const Sharding& s, const std::vector<int6
   return out;
 }
 
+// With `rounds` false only the bytes are counted: by König's theorem the rounds of one block
+// shape are as many as the most blocks one device sends or receives, so costing a plan needs no
+// colouring (the costly part, on meshes of hundreds of devices). A plan that must move at least
+// `give_up_at` bytes (each device receives its blocks in rounds of their shape) is not made.
 std::optional<Plan> make_plan(const LocalContext& ctx, const ir::Type& global, const Sharding& from_in,
-                              const Sharding& to_in) {
+                              const Sharding& to_in, bool rounds = true,
+                              int64_t give_up_at = std::numeric_limits<int64_t>::max()) {
   const size_t rank = static_cast<size_t>(global.rank());
   const Sharding from = normalized(from_in, rank), to = normalized(to_in, rank);
   if (!from.unreduced.empty() || !to.unreduced.empty()) return std::nullopt;
@@ -70,11 +76,17 @@ std::optional<Plan> make_plan(const LocalContext& ctx, const ir::Type& global, c
     std::sort(b.begin(), b.end());
     if (a != b) return std::nullopt;
   }
-  // The distinct source pieces and the devices holding each.
+  // The distinct source pieces, the devices holding each, and the piece each device holds.
   std::map<std::vector<int64_t>, std::vector<int64_t>> holders;
+  const int64_t nodes = *std::max_element(src.device.begin(), src.device.end()) + 1;
+  std::vector<const std::vector<int64_t>*> held(static_cast<size_t>(nodes), nullptr);
   for (size_t p = 0; p < src.device.size(); ++p) holders[src.index[p]].push_back(src.device[p]);
+  for (size_t p = 0; p < src.device.size(); ++p)
+    held[static_cast<size_t>(src.device[p])] = &holders.find(src.index[p])->first;
 
-  // Every block each device needs: local where it holds the piece, else to be sent.
+  // Every block each device needs: local where it holds the piece, else to be sent. The source
+  // pieces a target piece meets are, per dimension, a range of piece indices (only their product
+  // is visited: on a mesh of thousands of devices, not every pair of pieces).
   struct Need {
     int64_t dst;
     const std::vector<int64_t>* holders;
@@ -84,27 +96,40 @@ std::optional<Plan> make_plan(const LocalContext& ctx, const ir::Type& global, c
   std::map<std::vector<int64_t>, Round> local_rounds;
   for (size_t q = 0; q < dst.device.size(); ++q) {
     const int64_t t = dst.device[q];
-    for (const auto& [key, hs] : holders) {
+    std::vector<int64_t> first(rank), last(rank);
+    bool any = true;
+    for (size_t d = 0; d < rank && any; ++d) {
+      // Padding only (every element at or beyond the dimension's end): nothing to move.
+      int64_t t0 = dst.index[q][d] * dst.length[d], t1 = std::min(t0 + dst.length[d], n[d]);
+      any = t0 < t1;
+      if (any) first[d] = t0 / src.length[d], last[d] = (t1 - 1) / src.length[d];
+    }
+    if (!any) continue;
+    size_t remote_here = 0;
+    for (std::vector<int64_t> key = first;;) {
       std::vector<int64_t> src_at(rank), dst_at(rank), shape(rank);
-      bool any = true;
-      for (size_t d = 0; d < rank && any; ++d) {
+      for (size_t d = 0; d < rank; ++d) {
         int64_t s0 = key[d] * src.length[d], t0 = dst.index[q][d] * dst.length[d];
         int64_t lo = std::max(s0, t0), hi = std::min(s0 + src.length[d], t0 + dst.length[d]);
-        // Padding only (every element at or beyond the dimension's end): nothing to move.
-        any = lo < hi && lo < n[d];
         src_at[d] = lo - s0;
         dst_at[d] = lo - t0;
         shape[d] = hi - lo;
       }
-      if (!any) continue;
-      if (std::find(hs.begin(), hs.end(), t) != hs.end()) {
+      auto hs = holders.find(key);
+      TESSERA_CHECK(hs != holders.end(), "no device holds a source piece of a direct reshard");
+      if (held[static_cast<size_t>(t)] != nullptr && *held[static_cast<size_t>(t)] == key) {
         Round& r = local_rounds[shape];
         r.shape = shape;
         r.local = true;
         r.blocks.push_back({t, t, src_at, dst_at});
       } else {
-        remote.push_back({t, &hs, src_at, dst_at, shape});
+        // A device receives at most one block a round: more blocks than rounds allowed, no plan.
+        if (++remote_here > kMaxRounds) return std::nullopt;
+        remote.push_back({t, &hs->second, src_at, dst_at, shape});
       }
+      size_t d = rank;
+      while (d > 0 && ++key[d - 1] > last[d - 1]) key[d - 1] = first[d - 1], --d;
+      if (d == 0) break;
     }
   }
   Plan plan;
@@ -116,10 +141,20 @@ std::optional<Plan> make_plan(const LocalContext& ctx, const ir::Type& global, c
   std::map<std::vector<int64_t>, std::vector<const Need*>> by_shape;
   for (const Need& need : remote) by_shape[need.shape].push_back(&need);
   const int64_t element_bytes = byte_size(ir::Type(global.element, {}));
-  const int64_t nodes = *std::max_element(src.device.begin(), src.device.end()) + 1;
+  {
+    int64_t least = 0;
+    for (const auto& [shape, needs] : by_shape) {
+      std::vector<int64_t> received(static_cast<size_t>(nodes), 0);
+      int64_t most = 0, block_bytes = element_bytes;
+      for (const Need* need : needs) most = std::max(most, ++received[static_cast<size_t>(need->dst)]);
+      for (int64_t e : shape) block_bytes *= e;
+      least += most * block_bytes;
+    }
+    if (least >= give_up_at) return std::nullopt;
+  }
   size_t remote_rounds = 0;
   for (const auto& [shape, needs] : by_shape) {
-    std::map<int64_t, int64_t> load;
+    std::vector<int64_t> load(static_cast<size_t>(nodes), 0);
     struct Edge {
       int64_t ends[2];  // sender node s, receiver node nodes + t
       const Need* need;
@@ -129,10 +164,20 @@ std::optional<Plan> make_plan(const LocalContext& ctx, const ir::Type& global, c
     for (const Need* need : needs) {
       int64_t s = need->holders->front();
       for (int64_t h : *need->holders)
-        if (load[h] < load[s]) s = h;
-      ++load[s];
+        if (load[static_cast<size_t>(h)] < load[static_cast<size_t>(s)]) s = h;
+      ++load[static_cast<size_t>(s)];
       edges.push_back({{s, nodes + need->dst}, need});
     }
+    std::vector<int64_t> degree(static_cast<size_t>(2 * nodes), 0);
+    int64_t most = 0;
+    for (const Edge& edge : edges)
+      for (int64_t end : edge.ends) most = std::max(most, ++degree[static_cast<size_t>(end)]);
+    int64_t block_bytes = element_bytes;
+    for (int64_t e : shape) block_bytes *= e;
+    plan.bytes += block_bytes * most;
+    remote_rounds += static_cast<size_t>(most);
+    if (remote_rounds > kMaxRounds) return std::nullopt;
+    if (!rounds) continue;
     std::vector<std::map<int64_t, size_t>> at(static_cast<size_t>(2 * nodes));  // node -> colour -> edge
     auto free_colour = [&](int64_t node) {
       int64_t c = 0;
@@ -164,16 +209,12 @@ std::optional<Plan> make_plan(const LocalContext& ctx, const ir::Type& global, c
       at[static_cast<size_t>(v)][a] = e;
     }
     for (const Edge& edge : edges) colours = std::max(colours, edge.colour + 1);
-    remote_rounds += static_cast<size_t>(colours);
-    if (remote_rounds > kMaxRounds) return std::nullopt;
-    std::vector<Round> rounds(static_cast<size_t>(colours), Round{shape, false, {}});
+    TESSERA_CHECK(colours == most, "{} rounds for blocks of which a device has {}", colours, most);
+    std::vector<Round> shape_rounds(static_cast<size_t>(colours), Round{shape, false, {}});
     for (const Edge& edge : edges)
-      rounds[static_cast<size_t>(edge.colour)].blocks.push_back(
+      shape_rounds[static_cast<size_t>(edge.colour)].blocks.push_back(
           {edge.ends[0], edge.ends[1] - nodes, edge.need->src_at, edge.need->dst_at});
-    int64_t block_bytes = element_bytes;
-    for (int64_t e : shape) block_bytes *= e;
-    plan.bytes += block_bytes * colours;
-    for (Round& r : rounds) plan.rounds.push_back(std::move(r));
+    for (Round& r : shape_rounds) plan.rounds.push_back(std::move(r));
   }
   plan.target_shape = dst.length;
   return plan;
@@ -187,21 +228,38 @@ Tensor per_device(LocalContext& ctx, ir::Builder& b, const std::vector<int64_t>&
   return ir::reshape(ir::dynamic_slice(table, {partition_id_i32(ctx, b)}, {1}), {});
 }
 
-// The sub-axes of the mesh axes `s` does not use, whole or cut at a divisor: the atoms a finer
-// layout may add.
+// The digits of the mesh axes `s` leaves free, whole or cut at a divisor: the atoms a finer
+// layout may add. An axis `s` uses in part ("z":(2)2 of z=4) leaves the rest of its digits free
+// ("z":(1)2): a finer layout may add those too, so a target that keeps part of an axis replicated
+// can still be reached by smaller blocks and a gather of that part.
 std::vector<ir::AxisRef> unused_atoms(const ir::Mesh& mesh, const Sharding& s) {
   std::vector<ir::AxisRef> out;
   for (const ir::MeshAxis& a : mesh.axes) {
-    bool used = false;
+    if (a.size < 2) continue;
+    // The used digits as [pre, pre * size) ranges of the axis' major-to-minor products.
+    std::vector<std::pair<int64_t, int64_t>> used;
     for (const auto& d : s.dims)
-      for (const ir::AxisRef& r : d.axes) used = used || r.name == a.name;
-    if (used || a.size < 2) continue;
-    out.push_back(ir::AxisRef(a.name));
-    for (int64_t p = 2; p < a.size; ++p)
-      if (a.size % p == 0) {
-        out.push_back(ir::AxisRef(a.name, ir::SubAxis{1, p}));
-        out.push_back(ir::AxisRef(a.name, ir::SubAxis{a.size / p, p}));
-      }
+      for (const ir::AxisRef& r : d.axes)
+        if (r.name == a.name) used.push_back(r.sub ? std::pair{r.sub->pre_size, r.sub->pre_size * r.sub->size}
+                                                   : std::pair<int64_t, int64_t>{1, a.size});
+    std::sort(used.begin(), used.end());
+    std::vector<std::pair<int64_t, int64_t>> free;
+    int64_t at = 1;
+    for (const auto& [lo, hi] : used) {
+      if (lo > at) free.push_back({at, lo});
+      at = std::max(at, hi);
+    }
+    if (at < a.size) free.push_back({at, a.size});
+    for (const auto& [lo, hi] : free) {
+      const int64_t size = hi / lo;
+      if (size < 2 || hi % lo != 0) continue;
+      out.push_back(size == a.size ? ir::AxisRef(a.name) : ir::AxisRef(a.name, ir::SubAxis{lo, size}));
+      for (int64_t p = 2; p < size; ++p)
+        if (size % p == 0) {
+          out.push_back(ir::AxisRef(a.name, ir::SubAxis{lo, p}));
+          out.push_back(ir::AxisRef(a.name, ir::SubAxis{lo * (size / p), p}));
+        }
+    }
   }
   return out;
 }
@@ -221,7 +279,7 @@ std::optional<Choice> choose(const LocalContext& ctx, const ir::Type& global, co
   const size_t rank = static_cast<size_t>(global.rank());
   const Sharding from = normalized(from_in, rank), to = normalized(to_in, rank);
   std::optional<Choice> best;
-  if (std::optional<Plan> plan = make_plan(ctx, global, from, to)) best = Choice{to, 0, std::nullopt, plan->bytes};
+  if (std::optional<Plan> plan = make_plan(ctx, global, from, to, false)) best = Choice{to, 0, std::nullopt, plan->bytes};
   if (!best || !to.unreduced.empty() || !from.unreduced.empty()) return best;
   const ir::Mesh& tm = ctx.mesh(to.mesh);
   const int64_t element_bytes = byte_size(ir::Type(global.element, {}));
@@ -236,7 +294,7 @@ std::optional<Choice> choose(const LocalContext& ctx, const ir::Type& global, co
       finer.dims[d].axes.push_back(a);
       int64_t gather = target_bytes * (m - 1) / m;
       if (gather >= best->bytes) continue;
-      std::optional<Plan> plan = make_plan(ctx, global, from, finer);
+      std::optional<Plan> plan = make_plan(ctx, global, from, finer, false, best->bytes - gather);
       if (plan && plan->bytes + gather < best->bytes) best = Choice{finer, d, a, plan->bytes + gather};
     }
   return best;

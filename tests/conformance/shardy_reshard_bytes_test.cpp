@@ -33,16 +33,13 @@
 #include "spmd/mesh_math.h"
 #include "spmd/partition.h"
 #include "stablehlo/parser.h"
+#include "shardy_text.h"
 
 namespace tessera {
 namespace {
 
-std::string read(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+using shardy_text::axes_in;
+using shardy_text::parse_sharding;
 
 struct ShardyOp {
   std::string kind;      // all_gather, all_slice, all_to_all, collective_permute, ...
@@ -80,15 +77,6 @@ std::map<std::string, std::vector<ShardyOp>> expected_collectives(const std::str
   return out;
 }
 
-// A sharding written as Shardy prints an op's out_sharding, read by our parser (as an argument's).
-ir::Sharding parse_sharding(const std::string& meshes, const ir::Type& type, const std::string& text) {
-  std::string t = ir::to_string(type);
-  std::string probe = meshes + "func.func @probe(%arg0: " + t + " {sdy.sharding = #sdy.sharding" + text + "}) -> " + t +
-                      " {\n  return %arg0 : " + t + "\n}\n";
-  auto m = stablehlo::parse(probe, "<probe>");
-  return *m->find_function("probe")->arg_sharding(0);
-}
-
 int64_t local_bytes(const ir::Module& m, const ir::Type& type, const ir::Sharding& s) {
   std::vector<int64_t> shape = spmd::local_shape(type.shape, s, m.mesh(s.mesh));
   int64_t n = 1;
@@ -108,18 +96,6 @@ int64_t moved_size(const ir::Mesh& mesh, const std::string& axes) {
         if (ma.name == a[1]) n *= ma.size;
   }
   return n;
-}
-
-// The axes an op's text names: "x", "z":(2)2 -> AxisRef("x"), AxisRef("z", {2, 2}).
-std::vector<ir::AxisRef> axes_in(const std::string& text) {
-  std::vector<ir::AxisRef> out;
-  std::regex axis(R"re("([A-Za-z0-9_]+)"(:\((\d+)\)(\d+))?)re");
-  for (auto it = std::sregex_iterator(text.begin(), text.end(), axis); it != std::sregex_iterator(); ++it) {
-    const std::smatch& a = *it;
-    if (a[2].matched) out.push_back(ir::AxisRef(a[1], ir::SubAxis{std::stoll(a[3]), std::stoll(a[4])}));
-    else out.push_back(ir::AxisRef(a[1]));
-  }
-  return out;
 }
 
 // The real elements of each device's piece (padding of uneven pieces excluded), by device id.
@@ -238,29 +214,14 @@ TEST(ShardyReshards, TheStepCheckRejectsStepsThatCannotMoveTheirData) {
 
 TEST(ShardyReshards, TesseraMovesNoMoreBytesThanShardy) {
   const std::string path = std::string(TESSERA_CONFORMANCE_DIR) + "/shardy-tests/reshard_to_collectives/reshard_to_collectives.mlir";
-  const std::string text = read(path);
+  const std::string text = shardy_text::read(path);
   ASSERT_FALSE(text.empty()) << path;
-  std::string meshes;
-  {
-    std::istringstream lines(text);
-    std::string line;
-    while (std::getline(lines, line))
-      if (line.starts_with("sdy.mesh ")) meshes += line + "\n";
-  }
+  const std::string meshes = shardy_text::meshes(text);
   std::map<std::string, std::vector<ShardyOp>> shardy = expected_collectives(text);
 
   // Each function is parsed on its own (with the meshes): a few use ops Tessera does not read
   // (sdy.propagation_barrier), which must not hide the others.
-  std::vector<std::string> functions;
-  {
-    std::istringstream lines(text);
-    std::string line, current;
-    while (std::getline(lines, line)) {
-      if (line.starts_with("func.func ")) current.clear();
-      current += line + "\n";
-      if (line == "}") functions.push_back(current);
-    }
-  }
+  const std::vector<std::string> functions = shardy_text::functions(text);
   int compared = 0, better = 0, same = 0;
   std::vector<std::string> worse, skipped, unbound;
   for (const std::string& source : functions) {
