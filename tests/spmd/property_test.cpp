@@ -198,7 +198,7 @@ TEST(Property, RandomProgramsShardedEqualUnsharded) {
 // What a correct partitioner may move per device for one op at most, from the op's operands' and
 // results' propagated layouts alone (never from reshard, which it checks):
 //   - nothing for an element-wise op whose operands and results already share one layout (the
-//     op runs on the pieces in place);
+//     op runs on the pieces in place), a partial-sum layout only for add, subtract and negate;
 //   - otherwise each operand may be gathered whole (and summed first if partial), and each result
 //     summed and gathered whole: 2 W per operand and 3 W per result, where W is the value's bytes
 //     with every dimension padded up for an uneven split (d + n - 1 rows, n the devices).
@@ -221,6 +221,9 @@ bool in_place(const Op& op, const ShardingMap& sm) {
   auto found = sm.values.find(r);
   if (found == sm.values.end()) return false;  // (inside a reduction's body: no layout, no collectives)
   Sharding layout = normalized(found->second, static_cast<size_t>(r->type().rank()));
+  // Pieces of a partial sum stay partial only through a linear op: tanh of a piece is no piece of tanh.
+  const bool linear = op.kind() == OpKind::Add || op.kind() == OpKind::Subtract || op.kind() == OpKind::Negate;
+  if (!layout.unreduced.empty() && !linear) return false;
   auto same = [&](const Value* v) {
     auto it = sm.values.find(v);
     return it != sm.values.end() && v->type().shape == r->type().shape &&
