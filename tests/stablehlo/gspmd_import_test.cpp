@@ -1,0 +1,174 @@
+// GSPMD's HloSharding text (mhlo.sharding) read and imported as a mesh and sdy shardings: each form
+// XLA writes, the mesh several shardings share, and malformed or unmappable texts refused with
+// file:line:col and the text quoted. The expected shardings follow from XLA's definition of a tile
+// assignment (tile i, row-major, is held by the i-th device of the list or of the transposed iota).
+#include <gtest/gtest.h>
+
+#include "common/parse_error.h"
+#include "stablehlo/gspmd_sharding.h"
+#include "stablehlo/parser.h"
+#include "stablehlo/printer.h"
+
+namespace tessera::stablehlo {
+namespace {
+
+// A module whose one argument (tensor<8x4xf32> unless given) carries `sharding`.
+std::string module_with(const std::string& sharding, const std::string& type = "tensor<8x4xf32>",
+                        int partitions = 4) {
+  return "module @jit_f attributes {mhlo.num_partitions = " + std::to_string(partitions) +
+         " : i32} {\n  func.func public @main(%arg0: " + type + " {mhlo.sharding = \"" + sharding +
+         "\"}) -> " + type + " {\n    return %arg0 : " + type + "\n  }\n}\n";
+}
+
+// The printed module's mesh and argument sharding, "mesh | sharding".
+std::string imported(const std::string& sharding, const std::string& type = "tensor<8x4xf32>", int partitions = 4) {
+  auto m = parse(module_with(sharding, type, partitions), "t.mlir");
+  std::string mesh = m->meshes.empty() ? "-" : print(m->meshes[0]);
+  auto s = m->functions[0]->arg_sharding(0);
+  EXPECT_FALSE(m->functions[0]->arg_attrs[0].has("mhlo.sharding"));
+  return mesh + " | " + (s ? print(*s) : "-");
+}
+
+TEST(HloShardingText, ReadsEachForm) {
+  HloSharding r = parse_hlo_sharding("{replicated}");
+  EXPECT_EQ(r.kind, HloSharding::Kind::kReplicated);
+  HloSharding x = parse_hlo_sharding("{maximal device=3}");
+  EXPECT_EQ(x.kind, HloSharding::Kind::kMaximal);
+  EXPECT_EQ(x.maximal_device, 3);
+  EXPECT_EQ(parse_hlo_sharding("{manual}").kind, HloSharding::Kind::kManual);
+  HloSharding t = parse_hlo_sharding("{devices=[2,1,2]<=[4] last_tile_dim_replicate}");
+  EXPECT_EQ(t.tiles, (std::vector<int64_t>{2, 1, 2}));
+  EXPECT_TRUE(t.last_replicated);
+  EXPECT_EQ(t.device_list(), (std::vector<int64_t>{0, 1, 2, 3}));
+  // iota(4) as [2,2], transposed: [[0,2],[1,3]].
+  EXPECT_EQ(parse_hlo_sharding("{devices=[2,2]<=[2,2]T(1,0)}").device_list(), (std::vector<int64_t>{0, 2, 1, 3}));
+  // iota(8) as [2,2,2] transposed (2,0,1): element (a,b,c) = 4b + 2c + a.
+  EXPECT_EQ(parse_hlo_sharding("{devices=[8]<=[2,2,2]T(2,0,1)}").device_list(),
+            (std::vector<int64_t>{0, 2, 4, 6, 1, 3, 5, 7}));
+  EXPECT_EQ(parse_hlo_sharding("{devices=[2,2]0,2,1,3}").device_list(), (std::vector<int64_t>{0, 2, 1, 3}));
+  EXPECT_TRUE(parse_hlo_sharding("{devices=[2,1,2]<=[4] last_tile_dims={replicated}}").last_replicated);
+  EXPECT_TRUE(parse_hlo_sharding("{devices=[2,1,2]<=[4] last_tile_dims={manual}}").manual_subgroup);
+  EXPECT_EQ(parse_hlo_sharding("{devices=[2,1]<=[2] metadata={op_name=\"a}b\"}}").tiles.size(), 2u);
+}
+
+TEST(HloShardingText, MalformedTextsAreNamed) {
+  auto error = [](const std::string& text) { return testing::error_of([&] { parse_hlo_sharding(text); }); };
+  EXPECT_EQ(error("{devices=[2,x]<=[2]}"), "mhlo.sharding \"{devices=[2,x]<=[2]}\": expected a number at character 13");
+  EXPECT_EQ(error("{devices=[2,1]<=[3]}"),
+            "mhlo.sharding \"{devices=[2,1]<=[3]}\": the iota has 3 devices but the tiles [2,1] need 2 at character 20");
+  EXPECT_NE(error("{devices=[2,2]<=[2,2]T(1,1)}").find("not a permutation"), std::string::npos);
+  EXPECT_NE(error("{devices=[2,1]0,0}").find("not each of 0..1 once"), std::string::npos);
+  EXPECT_NE(error("{devices=[2,1]0,1,2}").find("3 devices listed for the 2 tiles"), std::string::npos);
+  EXPECT_NE(error("{devices=[0]<=[1]}").find("a tile count of 0"), std::string::npos);
+  EXPECT_NE(error("{devices=[99999999999]<=[1]}").find("a number over 1048576"), std::string::npos);
+  EXPECT_NE(error("{devices=[1024,1024,2]<=[2097152]}").find("more than 1048576 devices"), std::string::npos);
+  EXPECT_NE(error("{{replicated}, {replicated}}").find("a tuple sharding"), std::string::npos);
+  EXPECT_NE(error("{replicated").find("expected '}'"), std::string::npos);
+  EXPECT_NE(error("{replicated} x").find("text after the closing '}'"), std::string::npos);
+  EXPECT_NE(error("").find("expected '{'"), std::string::npos);
+  EXPECT_NE(error("{tiled}").find("expected 'replicated', 'manual', 'maximal' or 'devices='"), std::string::npos);
+  EXPECT_NE(error("{devices=[2] last_tile_dim_replicate}").find("expected a number"), std::string::npos);
+  EXPECT_NE(error("{devices=[2]<=[2] last_tile_dim_replicate}").find("besides the last"), std::string::npos);
+  EXPECT_NE(error("{devices=[2,1]<=[2] metadata={").find("unbalanced"), std::string::npos);
+}
+
+TEST(GspmdImport, EachFormBecomesAMeshAndAShardyShardings) {
+  EXPECT_EQ(imported("{devices=[2,1]<=[2]}", "tensor<8x4xf32>", 2),
+            "sdy.mesh @mesh = <[\"_axis_0\"=2]> | #sdy.sharding<@mesh, [{\"_axis_0\"}, {}]>");
+  EXPECT_EQ(imported("{devices=[2,2]<=[4]}"),
+            "sdy.mesh @mesh = <[\"_axis_0\"=2, \"_axis_1\"=2]> | #sdy.sharding<@mesh, [{\"_axis_0\"}, {\"_axis_1\"}]>");
+  // The replicated last tile takes the minor axis, which no dimension names.
+  EXPECT_EQ(imported("{devices=[2,1,2]<=[4] last_tile_dim_replicate}"),
+            "sdy.mesh @mesh = <[\"_axis_0\"=2, \"_axis_1\"=2]> | #sdy.sharding<@mesh, [{\"_axis_0\"}, {}]>");
+  // Tile (i, j) on device 2j + i: dimension 0 by the minor axis.
+  EXPECT_EQ(imported("{devices=[2,2]<=[2,2]T(1,0)}"),
+            "sdy.mesh @mesh = <[\"_axis_0\"=2, \"_axis_1\"=2]> | #sdy.sharding<@mesh, [{\"_axis_1\"}, {\"_axis_0\"}]>");
+  // Tile i on device [0,2,1,3][i]: both axes on dimension 0, minor first.
+  EXPECT_EQ(imported("{devices=[4,1]<=[2,2]T(1,0)}"),
+            "sdy.mesh @mesh = <[\"_axis_0\"=2, \"_axis_1\"=2]> | #sdy.sharding<@mesh, [{\"_axis_1\", \"_axis_0\"}, {}]>");
+  // A tile count that splits an iota dimension: [4] cut into 2 x 2.
+  EXPECT_EQ(imported("{devices=[2,2]<=[4]}"), imported("{devices=[2,2]0,1,2,3}"));
+  // An order that is no iota: the mesh lists the devices.
+  EXPECT_EQ(imported("{devices=[2,2]0,3,1,2}"),
+            "sdy.mesh @mesh = <[\"_axis_0\"=2, \"_axis_1\"=2], device_ids=[0, 3, 1, 2]> | "
+            "#sdy.sharding<@mesh, [{\"_axis_0\"}, {\"_axis_1\"}]>");
+  // Replicated alone needs no mesh: the attribute is dropped.
+  EXPECT_EQ(imported("{replicated}"), "- | -");
+}
+
+// One mesh for the module: the shardings' device groups refine each other, and the
+// with_sharding_constraint call becomes sdy.sharding_constraint.
+TEST(GspmdImport, ShardingsShareOneMeshAndTheCallBecomesAConstraint) {
+  auto m = parse(R"(module @jit_f attributes {mhlo.num_partitions = 4 : i32} {
+  func.func public @main(%arg0: tensor<8x4xf32> {mhlo.sharding = "{devices=[4,1]<=[4]}"}, %arg1: tensor<8x4xf32> {mhlo.sharding = "{replicated}"}) -> (tensor<8x4xf32> {jax.result_info = "", mhlo.sharding = "{devices=[2,1,2]<=[4] last_tile_dim_replicate}"}) {
+    %0 = stablehlo.add %arg0, %arg1 : tensor<8x4xf32>
+    %1 = stablehlo.custom_call @Sharding(%0) {backend_config = "", mhlo.sharding = "{devices=[2,2]<=[4]}"} : (tensor<8x4xf32>) -> tensor<8x4xf32>
+    %2 = stablehlo.tanh %1 : tensor<8x4xf32>
+    return %2 : tensor<8x4xf32>
+  }
+}
+)", "t.mlir");
+  std::string s = print(*m);
+  EXPECT_NE(s.find("sdy.mesh @mesh = <[\"_axis_0\"=2, \"_axis_1\"=2]>"), std::string::npos) << s;
+  EXPECT_NE(s.find("%arg0: tensor<8x4xf32> {sdy.sharding = #sdy.sharding<@mesh, [{\"_axis_0\", \"_axis_1\"}, {}]>}"), std::string::npos) << s;
+  EXPECT_NE(s.find("%arg1: tensor<8x4xf32> {sdy.sharding = #sdy.sharding<@mesh, [{}, {}]>}"), std::string::npos) << s;
+  EXPECT_NE(s.find("sdy.sharding_constraint %0 <@mesh, [{\"_axis_0\"}, {\"_axis_1\"}]>"), std::string::npos) << s;
+  EXPECT_NE(s.find("sdy.sharding = #sdy.sharding<@mesh, [{\"_axis_0\"}, {}]>"), std::string::npos) << s;
+  EXPECT_EQ(s.find("mhlo.sharding"), std::string::npos) << s;
+  EXPECT_EQ(s.find("@Sharding"), std::string::npos) << s;
+  // The printed form reads back as itself.
+  EXPECT_EQ(print(*parse(s, "t.mlir")), s);
+}
+
+TEST(GspmdImport, UnmappableShardingsAreRefusedAtTheirPlace) {
+  auto e = [](const std::string& text) { return testing::parse_error(text); };
+  EXPECT_EQ(e(module_with("{maximal device=0}")),
+            "t.mlir:2:13: argument 0 of @main: mhlo.sharding \"{maximal device=0}\": a maximal sharding (the whole "
+            "value on device 0) has no Shardy mesh form; not imported");
+  EXPECT_NE(e(module_with("{manual}")).find("t.mlir:2:13: argument 0 of @main: mhlo.sharding \"{manual}\": a manual sharding"),
+            std::string::npos);
+  EXPECT_NE(e(module_with("{devices=[2,1,2]<=[4] last_tile_dims={manual}}")).find("a manual last tile dimension"),
+            std::string::npos);
+  EXPECT_EQ(e(module_with("{devices=[2,x]<=[2]}")),
+            "t.mlir:2:13: argument 0 of @main: mhlo.sharding \"{devices=[2,x]<=[2]}\": expected a number at character 13");
+  EXPECT_NE(e(module_with("{devices=[2,1,1]<=[2]}", "tensor<8x4xf32>", 2)).find("has 3 tile counts for tensor<8x4xf32> of rank 2"),
+            std::string::npos);
+  EXPECT_NE(e(module_with("{devices=[2,1]<=[2]}")).find("span 2 devices but mhlo.num_partitions is 4"), std::string::npos);
+  // Device groups that do not nest (halves and thirds of 6) cannot share one mesh.
+  std::string two = R"(module {
+  func.func public @main(%arg0: tensor<6x6xf32> {mhlo.sharding = "{devices=[2,3]<=[6]}"}) -> (tensor<6x6xf32> {mhlo.sharding = "{devices=[3,2]<=[6]}"}) {
+    return %arg0 : tensor<6x6xf32>
+  }
+}
+)";
+  EXPECT_NE(e(two).find("do not nest with the other shardings'"), std::string::npos) << e(two);
+  // Two different explicit orders.
+  std::string orders = R"(module {
+  func.func public @main(%arg0: tensor<4xf32> {mhlo.sharding = "{devices=[4]0,2,1,3}"}) -> (tensor<4xf32> {mhlo.sharding = "{devices=[4]<=[4]}"}) {
+    return %arg0 : tensor<4xf32>
+  }
+}
+)";
+  EXPECT_NE(e(orders).find("another device order than [0,2,1,3]"), std::string::npos) << e(orders);
+  std::string call = R"(module {
+  func.func public @main(%arg0: tensor<4xf32>) -> tensor<4xf32> {
+    %0 = stablehlo.custom_call @Sharding(%arg0) {mhlo.sharding = "{maximal device=1}"} : (tensor<4xf32>) -> tensor<4xf32>
+    return %0 : tensor<4xf32>
+  }
+}
+)";
+  EXPECT_NE(e(call).find("t.mlir:3:5: custom_call @Sharding: mhlo.sharding \"{maximal device=1}\""), std::string::npos) << e(call);
+  std::string no_text = R"(module {
+  func.func public @main(%arg0: tensor<4xf32>) -> tensor<4xf32> {
+    %0 = stablehlo.custom_call @Sharding(%arg0) : (tensor<4xf32>) -> tensor<4xf32>
+    return %0 : tensor<4xf32>
+  }
+}
+)";
+  EXPECT_NE(e(no_text).find("has no mhlo.sharding string attribute"), std::string::npos) << e(no_text);
+  std::string tuple = module_with("{devices=[2]<=[2]}", "tuple<tensor<4xf32>>", 2);
+  EXPECT_NE(e(tuple).find("not a tensor"), std::string::npos) << e(tuple);
+}
+
+}  // namespace
+}  // namespace tessera::stablehlo
