@@ -22,7 +22,7 @@ class Reader {
   explicit Reader(std::string_view text) : text_(text) {}
 
   [[noreturn]] void fail(std::string_view what) const {
-    support::fail("mhlo.sharding \"{}\": {} at character {}", text_, what, pos_ + 1);
+    support::fail("{}: {} at character {}", quote_hlo_sharding(text_), what, pos_ + 1);
   }
   void space() {
     while (pos_ < text_.size() && (text_[pos_] == ' ' || text_[pos_] == '\t' || text_[pos_] == '\n')) ++pos_;
@@ -154,6 +154,12 @@ void read_tiled(Reader& r, HloSharding& s) {
 }
 
 }  // namespace
+
+std::string quote_hlo_sharding(std::string_view text) {
+  constexpr size_t kShown = 80;
+  if (text.size() <= kShown) return fmt::format("mhlo.sharding \"{}\"", text);
+  return fmt::format("mhlo.sharding \"{}...\"", text.substr(0, kShown));
+}
 
 int64_t HloSharding::num_devices() const { return kind == Kind::kTiled ? product(tiles) : 1; }
 

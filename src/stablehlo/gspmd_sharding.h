@@ -37,4 +37,7 @@ struct HloSharding {
 // (the 1-based character). Tuple shardings (`{{...}, {...}}`) are refused by name.
 HloSharding parse_hlo_sharding(std::string_view text);
 
+// `mhlo.sharding "text"` for messages, a text over 80 characters cut there with "...".
+std::string quote_hlo_sharding(std::string_view text);
+
 }  // namespace tessera::stablehlo

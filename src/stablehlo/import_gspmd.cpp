@@ -40,7 +40,7 @@ class Importer {
 
   [[noreturn]] void fail(const Site& site, const std::string& why) const {
     throw ParseError(file_, site.loc.line, site.loc.column,
-                     fmt::format("{}: mhlo.sharding \"{}\": {}", site.what, site.text, why));
+                     fmt::format("{}: {}: {}", site.what, quote_hlo_sharding(site.text), why));
   }
 
   void collect() {
