@@ -8,6 +8,7 @@
 // tile of last_tile_dim_replicate takes the axes left over, which Shardy leaves replicated.
 #include "stablehlo/import_gspmd.h"
 
+#include <algorithm>
 #include <map>
 #include <optional>
 #include <set>
@@ -113,10 +114,44 @@ class Importer {
     if (n_ == 0) n_ = s.num_devices();
     else if (n_ != s.num_devices())
       fail(site, fmt::format("spans {} devices where another sharding of the module spans {}", s.num_devices(), n_));
-    if (!s.devices.empty() && !order_) {
-      std::vector<int64_t> list = s.device_list();
-      for (size_t i = 0; i < list.size(); ++i)
-        if (list[i] != static_cast<int64_t>(i)) order_ = list;
+    if (!s.devices.empty()) as_iota(site.s);
+    if (!site.s.devices.empty() && !order_) order_ = site.s.devices;
+  }
+
+  // An explicit list that is an iota, or an iota of two dimensions transposed (what older exports
+  // wrote for `<=[a,b]T(1,0)`), is read as that iota, so it shares a mesh with iota shardings.
+  static void as_iota(HloSharding& s) {
+    int64_t n = s.num_devices();
+    auto try_iota = [&](std::vector<int64_t> dims, std::vector<int64_t> perm) {
+      HloSharding t = s;
+      t.devices.clear();
+      t.iota_dims = std::move(dims);
+      t.iota_perm = std::move(perm);
+      if (t.device_list() != s.devices) return false;
+      s = std::move(t);
+      return true;
+    };
+    if (try_iota({n}, {0})) return;
+    for (int64_t a = 2; a * 2 <= n; ++a)
+      if (n % a == 0 && s.devices[1] == n / a && try_iota({a, n / a}, {1, 0})) return;
+  }
+
+  // The iota with dimensions of size 1 dropped and neighbours that stay neighbours, in order, after
+  // the transpose merged: [2,3] untransposed is [6], so tile counts [3,2] cut it as XLA means.
+  static void canonical(std::vector<int64_t>& dims, std::vector<int64_t>& perm) {
+    auto drop = [&](size_t d, bool merge_into_previous) {
+      if (merge_into_previous) dims[d - 1] *= dims[d];
+      dims.erase(dims.begin() + static_cast<std::ptrdiff_t>(d));
+      perm.erase(std::find(perm.begin(), perm.end(), static_cast<int64_t>(d)));
+      for (int64_t& p : perm)
+        if (p > static_cast<int64_t>(d)) --p;
+    };
+    for (size_t d = dims.size(); d-- > 0;)
+      if (dims[d] == 1 && dims.size() > 1) drop(d, false);
+    for (bool merged = true; merged;) {
+      merged = false;
+      for (size_t a = 0; a + 1 < perm.size() && !merged; ++a)
+        if (perm[a + 1] == perm[a] + 1) drop(static_cast<size_t>(perm[a + 1]), merged = true);
     }
   }
 
@@ -137,6 +172,7 @@ class Importer {
     bool iota = s.devices.empty() && !order_;
     std::vector<int64_t> dims = iota ? s.iota_dims : std::vector<int64_t>{s.num_devices()};
     std::vector<int64_t> perm = iota ? s.iota_perm : std::vector<int64_t>{0};
+    canonical(dims, perm);
     // The start (product of the dims before it, from the major side) of each dim of R.
     std::vector<int64_t> start(dims.size(), 1);
     for (size_t i = 1; i < dims.size(); ++i) start[i] = start[i - 1] * dims[i - 1];

@@ -4,6 +4,9 @@
 // assignment (tile i, row-major, is held by the i-th device of the list or of the transposed iota).
 #include <gtest/gtest.h>
 
+#include <map>
+#include <set>
+
 #include "common/parse_error.h"
 #include "stablehlo/gspmd_sharding.h"
 #include "stablehlo/parser.h"
@@ -88,6 +91,14 @@ TEST(GspmdImport, EachFormBecomesAMeshAndAShardyShardings) {
             "sdy.mesh @mesh = <[\"_axis_0\"=2, \"_axis_1\"=2]> | #sdy.sharding<@mesh, [{\"_axis_1\", \"_axis_0\"}, {}]>");
   // A tile count that splits an iota dimension: [4] cut into 2 x 2.
   EXPECT_EQ(imported("{devices=[2,2]<=[4]}"), imported("{devices=[2,2]0,1,2,3}"));
+  // A list that is a transposed iota is read as one (older exports wrote lists).
+  EXPECT_EQ(imported("{devices=[2,2]0,2,1,3}"), imported("{devices=[2,2]<=[2,2]T(1,0)}"));
+  EXPECT_EQ(imported("{devices=[4,2]0,4,1,5,2,6,3,7}", "tensor<8x4xf32>", 8),
+            imported("{devices=[4,2]<=[2,4]T(1,0)}", "tensor<8x4xf32>", 8));
+  // Iota dimensions that stay in order are one: [2,3] untransposed is [6], cut as 3 x 2.
+  EXPECT_EQ(imported("{devices=[3,2]<=[2,3]}", "tensor<6x6xf32>", 6), imported("{devices=[3,2]<=[6]}", "tensor<6x6xf32>", 6));
+  EXPECT_EQ(imported("{devices=[3,2]<=[6]}", "tensor<6x6xf32>", 6),
+            "sdy.mesh @mesh = <[\"_axis_0\"=3, \"_axis_1\"=2]> | #sdy.sharding<@mesh, [{\"_axis_0\"}, {\"_axis_1\"}]>");
   // An order that is no iota: the mesh lists the devices.
   EXPECT_EQ(imported("{devices=[2,2]0,3,1,2}"),
             "sdy.mesh @mesh = <[\"_axis_0\"=2, \"_axis_1\"=2], device_ids=[0, 3, 1, 2]> | "
@@ -120,6 +131,51 @@ TEST(GspmdImport, ShardingsShareOneMeshAndTheCallBecomesAConstraint) {
   EXPECT_EQ(print(*parse(s, "t.mlir")), s);
 }
 
+// For each form, every device holds the tile XLA's definition gives it: the devices the imported
+// sharding puts on tile t (each device's mesh coordinates, each dimension's axes read major to
+// minor) are exactly the text's list entries t*R .. t*R+R-1 (R the replication group's size).
+TEST(GspmdImport, EachDeviceHoldsTheTileTheTextGivesIt) {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"{devices=[2,4]<=[8]}", "tensor<8x8xf32>"},
+      {"{devices=[4,2]<=[2,4]T(1,0)}", "tensor<8x8xf32>"},
+      {"{devices=[2,2,2]<=[2,2,2]T(2,0,1)}", "tensor<4x4x4xf32>"},
+      {"{devices=[8,1]<=[2,2,2]T(1,2,0)}", "tensor<8x8xf32>"},
+      {"{devices=[2,1,4]<=[2,4]T(1,0) last_tile_dim_replicate}", "tensor<8x8xf32>"},
+      {"{devices=[1,2,4]<=[8] last_tile_dim_replicate}", "tensor<8x8xf32>"},
+      {"{devices=[2,4]0,5,2,7,1,4,3,6}", "tensor<8x8xf32>"},
+      {"{devices=[4,2]0,2,4,6,1,3,5,7}", "tensor<8x8xf32>"},
+      {"{devices=[3,2]<=[2,3]T(1,0)}", "tensor<6x6xf32>"},
+  };
+  for (const auto& [text, type] : cases) {
+    HloSharding hs = parse_hlo_sharding(text);
+    int64_t n = hs.num_devices();
+    auto m = parse(module_with(text, type, static_cast<int>(n)), "t.mlir");
+    ASSERT_EQ(m->meshes.size(), 1u) << text;
+    const ir::Mesh& mesh = m->meshes[0];
+    ir::Sharding sh = *m->functions[0]->arg_sharding(0);
+    std::vector<int64_t> list = hs.device_list();
+    int64_t group = hs.last_replicated ? hs.tiles.back() : 1;
+    std::map<int64_t, std::set<int64_t>> held;  // tile -> devices
+    for (int64_t pos = 0; pos < n; ++pos) {
+      std::map<std::string, int64_t> coord;
+      for (int64_t rest = pos, a = static_cast<int64_t>(mesh.axes.size()) - 1; a >= 0; --a) {
+        coord[mesh.axes[a].name] = rest % mesh.axes[a].size;
+        rest /= mesh.axes[a].size;
+      }
+      int64_t tile = 0;
+      for (size_t d = 0; d < sh.dims.size(); ++d) {
+        int64_t index = 0;
+        for (const ir::AxisRef& ax : sh.dims[d].axes) index = index * mesh.find_axis(ax.name)->size + coord[ax.name];
+        tile = tile * hs.tiles[d] + index;
+      }
+      held[tile].insert(mesh.device_ids.empty() ? pos : mesh.device_ids[pos]);
+    }
+    for (int64_t t = 0; t * group < n; ++t)
+      EXPECT_EQ(held[t], std::set<int64_t>(list.begin() + t * group, list.begin() + (t + 1) * group))
+          << text << " tile " << t << " mesh " << print(mesh) << " sharding " << print(sh);
+  }
+}
+
 TEST(GspmdImport, UnmappableShardingsAreRefusedAtTheirPlace) {
   auto e = [](const std::string& text) { return testing::parse_error(text); };
   EXPECT_EQ(e(module_with("{maximal device=0}")),
@@ -144,12 +200,12 @@ TEST(GspmdImport, UnmappableShardingsAreRefusedAtTheirPlace) {
   EXPECT_NE(e(two).find("do not nest with the other shardings'"), std::string::npos) << e(two);
   // Two different explicit orders.
   std::string orders = R"(module {
-  func.func public @main(%arg0: tensor<4xf32> {mhlo.sharding = "{devices=[4]0,2,1,3}"}) -> (tensor<4xf32> {mhlo.sharding = "{devices=[4]<=[4]}"}) {
+  func.func public @main(%arg0: tensor<4xf32> {mhlo.sharding = "{devices=[4]0,3,1,2}"}) -> (tensor<4xf32> {mhlo.sharding = "{devices=[4]<=[4]}"}) {
     return %arg0 : tensor<4xf32>
   }
 }
 )";
-  EXPECT_NE(e(orders).find("another device order than [0,2,1,3]"), std::string::npos) << e(orders);
+  EXPECT_NE(e(orders).find("another device order than [0,3,1,2]"), std::string::npos) << e(orders);
   std::string call = R"(module {
   func.func public @main(%arg0: tensor<4xf32>) -> tensor<4xf32> {
     %0 = stablehlo.custom_call @Sharding(%arg0) {mhlo.sharding = "{maximal device=1}"} : (tensor<4xf32>) -> tensor<4xf32>
