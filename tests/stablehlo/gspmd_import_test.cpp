@@ -176,6 +176,46 @@ TEST(GspmdImport, EachDeviceHoldsTheTileTheTextGivesIt) {
   }
 }
 
+// The generic form, and a @Sharding inside a region of another function whose result a later op in
+// that region reads: converted in place, the read moved to the constraint's result.
+TEST(GspmdImport, GenericFormsAndCallsInRegionsAreImported) {
+  auto g = parse(R"("builtin.module"() <{sym_name = "jit_f"}> ({
+  "func.func"() <{arg_attrs = [{mhlo.sharding = "{devices=[2]<=[2]}"}], function_type = (tensor<4xf32>) -> tensor<4xf32>, res_attrs = [{mhlo.sharding = "{devices=[2]<=[2]}"}], sym_name = "main", sym_visibility = "public"}> ({
+  ^bb0(%arg0: tensor<4xf32>):
+    %0 = "stablehlo.custom_call"(%arg0) <{call_target_name = "Sharding"}> {mhlo.sharding = "{replicated}"} : (tensor<4xf32>) -> tensor<4xf32>
+    "func.return"(%0) : (tensor<4xf32>) -> ()
+  }) : () -> ()
+}) {mhlo.num_partitions = 2 : i32} : () -> ()
+)", "t.mlir");
+  std::string s = print(*g);
+  EXPECT_NE(s.find("%arg0: tensor<4xf32> {sdy.sharding = #sdy.sharding<@mesh, [{\"_axis_0\"}]>}"), std::string::npos) << s;
+  EXPECT_NE(s.find("%0 = sdy.sharding_constraint %arg0 <@mesh, [{}]> : tensor<4xf32>"), std::string::npos) << s;
+  auto r = parse(R"(module attributes {mhlo.num_partitions = 2 : i32} {
+  func.func public @main(%arg0: tensor<4xf32> {mhlo.sharding = "{devices=[2]<=[2]}"}) -> tensor<4xf32> {
+    %0 = call @inner(%arg0) : (tensor<4xf32>) -> tensor<4xf32>
+    return %0 : tensor<4xf32>
+  }
+  func.func private @inner(%arg0: tensor<4xf32>) -> tensor<4xf32> {
+    %c = stablehlo.constant dense<0> : tensor<i32>
+    %0:2 = stablehlo.while(%i = %c, %x = %arg0) : tensor<i32>, tensor<4xf32>
+     cond {
+      %1 = stablehlo.compare LT, %i, %c : (tensor<i32>, tensor<i32>) -> tensor<i1>
+      stablehlo.return %1 : tensor<i1>
+    } do {
+      %1 = stablehlo.custom_call @Sharding(%x) {mhlo.sharding = "{devices=[2]<=[2]}"} : (tensor<4xf32>) -> tensor<4xf32>
+      %2 = stablehlo.tanh %1 : tensor<4xf32>
+      stablehlo.return %i, %2 : tensor<i32>, tensor<4xf32>
+    }
+    return %0#1 : tensor<4xf32>
+  }
+}
+)", "t.mlir");
+  s = print(*r);
+  EXPECT_EQ(s.find("@Sharding"), std::string::npos) << s;
+  EXPECT_NE(s.find("= sdy.sharding_constraint %iterArg_0 <@mesh, [{\"_axis_0\"}]> : tensor<4xf32>"), std::string::npos) << s;
+  EXPECT_EQ(print(*parse(s, "t.mlir")), s);
+}
+
 TEST(GspmdImport, UnmappableShardingsAreRefusedAtTheirPlace) {
   auto e = [](const std::string& text) { return testing::parse_error(text); };
   EXPECT_EQ(e(module_with("{maximal device=0}")),
