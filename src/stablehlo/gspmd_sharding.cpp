@@ -1,5 +1,6 @@
 // Reads GSPMD's HloSharding text (gspmd_sharding.h). The grammar, from what XLA's
-// HloSharding::ToString writes: `{` then `replicated` | `manual` | `maximal device=N` |
+// HloSharding::ToString writes: `{` then `replicated` | `manual` | `unknown` |
+// `maximal device=N` |
 // `devices=[d,...]` followed by a device list (`n,n,...`) or an iota (`<=[d,...]` with an optional
 // `T(p,...)`), then optional `last_tile_dim_replicate` or `last_tile_dims={replicated|manual,...}`,
 // and an optional `metadata={...}` (skipped), then `}`.
@@ -191,12 +192,13 @@ HloSharding parse_hlo_sharding(std::string_view text) {
   if (r.consume("{")) r.fail("a tuple sharding (one per tuple element) is not read; only tensors are");
   if (r.consume("replicated")) s.kind = HloSharding::Kind::kReplicated;
   else if (r.consume("manual")) s.kind = HloSharding::Kind::kManual;
+  else if (r.consume("unknown")) s.kind = HloSharding::Kind::kUnknown;
   else if (r.consume("maximal")) {
     s.kind = HloSharding::Kind::kMaximal;
     r.expect("device=");
     s.maximal_device = r.number();
   } else if (r.consume("devices=")) read_tiled(r, s);
-  else r.fail("expected 'replicated', 'manual', 'maximal' or 'devices='");
+  else r.fail("expected 'replicated', 'manual', 'unknown', 'maximal' or 'devices='");
   if (r.consume("metadata=")) r.skip_braced();
   r.expect("}");
   if (!r.at_end()) r.fail("text after the closing '}'");

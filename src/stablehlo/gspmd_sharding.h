@@ -1,5 +1,5 @@
 // GSPMD's sharding text (XLA's HloSharding::ToString), as JAX exports made before Shardy carry it in
-// `mhlo.sharding` attributes: `{replicated}`, `{maximal device=N}`, `{manual}`, and tiled forms
+// `mhlo.sharding` attributes: `{replicated}`, `{maximal device=N}`, `{manual}`, `{unknown}`, and tiled forms
 // `{devices=[a,b,...]<devices> [last_tile_dim_replicate | last_tile_dims={...}]}` whose device
 // list is explicit (`0,2,1,3`) or an iota (`<=[N]`, `<=[a,b]T(1,0)`: iota(N) reshaped to [a,b],
 // transposed by the permutation, then flattened). import_gspmd.cpp turns these into a mesh and
@@ -14,7 +14,7 @@
 namespace tessera::stablehlo {
 
 struct HloSharding {
-  enum class Kind { kReplicated, kTiled, kMaximal, kManual };
+  enum class Kind { kReplicated, kTiled, kMaximal, kManual, kUnknown };  // kUnknown: `{unknown}`, not yet decided
   Kind kind = Kind::kReplicated;
   // Tiled: the tile counts per tensor dimension, then (when `last_replicated`) the size of the
   // replication group as one more entry; `manual_subgroup` when a last tile dim is manual.

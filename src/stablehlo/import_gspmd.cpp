@@ -233,7 +233,9 @@ class Importer {
 
   void apply(Site& site) {
     std::optional<Sharding> out;
-    if (!mesh_.empty() && site.type.is_tensor()) {
+    // `{unknown}` leaves the layout to propagation: no sharding, and a @Sharding call stays the identity.
+    bool unknown = site.s.kind == HloSharding::Kind::kUnknown;
+    if (!mesh_.empty() && site.type.is_tensor() && !unknown) {
       Sharding sh{mesh_, std::vector<ir::DimSharding>(site.type.rank()), {}, {}};
       for (size_t d = 0; d < site.tile_runs.size() && d < sh.dims.size(); ++d)
         for (auto [lo, hi] : site.tile_runs[d])

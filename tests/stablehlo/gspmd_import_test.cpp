@@ -69,7 +69,7 @@ TEST(HloShardingText, MalformedTextsAreNamed) {
   EXPECT_NE(error("{replicated").find("expected '}'"), std::string::npos);
   EXPECT_NE(error("{replicated} x").find("text after the closing '}'"), std::string::npos);
   EXPECT_NE(error("").find("expected '{'"), std::string::npos);
-  EXPECT_NE(error("{tiled}").find("expected 'replicated', 'manual', 'maximal' or 'devices='"), std::string::npos);
+  EXPECT_NE(error("{tiled}").find("expected 'replicated', 'manual', 'unknown', 'maximal' or 'devices='"), std::string::npos);
   EXPECT_NE(error("{devices=[2] last_tile_dim_replicate}").find("expected a number"), std::string::npos);
   EXPECT_NE(error("{devices=[2]<=[2] last_tile_dim_replicate}").find("besides the last"), std::string::npos);
   EXPECT_NE(error("{devices=[2,1]<=[2] metadata={").find("unbalanced"), std::string::npos);
@@ -105,6 +105,9 @@ TEST(GspmdImport, EachFormBecomesAMeshAndAShardyShardings) {
             "#sdy.sharding<@mesh, [{\"_axis_0\"}, {\"_axis_1\"}]>");
   // Replicated alone needs no mesh: the attribute is dropped.
   EXPECT_EQ(imported("{replicated}"), "- | -");
+  // Unknown: left to propagation.
+  EXPECT_EQ(imported("{unknown}"), "- | -");
+  EXPECT_EQ(parse_hlo_sharding("{unknown}").kind, HloSharding::Kind::kUnknown);
 }
 
 // One mesh for the module: the shardings' device groups refine each other, and the
