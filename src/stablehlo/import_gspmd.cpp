@@ -101,6 +101,13 @@ class Importer {
     }
     const HloSharding& s = site.s;
     using K = HloSharding::Kind;
+    // On the one device of a module of mhlo.num_partitions = 1, device 0 holding the whole value is
+    // the replicated layout.
+    const int64_t* partitions = m_.attrs.find<int64_t>("mhlo.num_partitions");
+    if (s.kind == K::kMaximal && s.maximal_device == 0 && partitions != nullptr && *partitions == 1) {
+      site.s.kind = K::kReplicated;
+      return;
+    }
     if (s.kind == K::kMaximal)
       fail(site, fmt::format("a maximal sharding (the whole value on device {}) has no Shardy mesh form; "
                              "not imported", s.maximal_device));

@@ -106,6 +106,8 @@ TEST(GspmdImport, EachFormBecomesAMeshAndAShardyShardings) {
             "#sdy.sharding<@mesh, [{\"_axis_0\"}, {\"_axis_1\"}]>");
   // Replicated alone needs no mesh: the attribute is dropped.
   EXPECT_EQ(imported("{replicated}"), "- | -");
+  // Device 0 of a one-device module holds everything: replicated.
+  EXPECT_EQ(imported("{maximal device=0}", "tensor<8x4xf32>", 1), "- | -");
   // Unknown: left to propagation.
   EXPECT_EQ(imported("{unknown}"), "- | -");
   EXPECT_EQ(parse_hlo_sharding("{unknown}").kind, HloSharding::Kind::kUnknown);
