@@ -72,6 +72,9 @@ class Importer {
     const std::string* text = attrs.find<std::string>("mhlo.sharding");
     // An empty text (some exports write `mhlo.sharding = ""`) says nothing: left as it is.
     if (text == nullptr || text->empty()) return;
+    // A token's or tuple's sharding (`{maximal device=0}` on an effects token, a tuple sharding)
+    // places nothing Tessera splits: dropped unread.
+    if (!type.is_tensor()) return attrs.erase("mhlo.sharding");
     sites_.push_back(Site{loc, std::move(what), *text, type, {}, &attrs, nullptr, {}});
   }
   void walk(ir::Block& b) {
@@ -82,6 +85,7 @@ class Importer {
         continue;
       Site s{op->loc, "custom_call @Sharding", "", {}, {}, nullptr, op.get(), {}};
       const std::string* text = op->attrs().find<std::string>("mhlo.sharding");
+      if (op->operands().size() == 1 && !op->operand(0)->type().is_tensor()) continue;  // stays the identity
       if (op->operands().size() != 1 || op->num_results() != 1)
         fail(s, fmt::format("takes 1 operand and 1 result, has {} and {}", op->operands().size(), op->num_results()));
       if (text == nullptr) fail(s, "has no mhlo.sharding string attribute");
@@ -114,7 +118,6 @@ class Importer {
     if (s.kind == K::kManual) fail(site, "a manual sharding (shard_map's) is not imported");
     if (s.kind != K::kTiled) return;
     if (s.manual_subgroup) fail(site, "a manual last tile dimension (shard_map's) is not imported");
-    if (!site.type.is_tensor()) fail(site, fmt::format("annotates {}, not a tensor", to_string(site.type)));
     size_t rank = s.tiles.size() - (s.last_replicated ? 1 : 0);
     if (static_cast<int64_t>(rank) != site.type.rank())
       fail(site, fmt::format("has {} tile counts for {} of rank {}", rank, to_string(site.type), site.type.rank()));

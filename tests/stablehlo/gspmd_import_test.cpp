@@ -299,8 +299,9 @@ TEST(GspmdImport, UnmappableShardingsAreRefusedAtTheirPlace) {
 }
 )";
   EXPECT_NE(e(no_text).find("has no mhlo.sharding string attribute"), std::string::npos) << e(no_text);
-  std::string tuple = module_with("{devices=[2]<=[2]}", "tuple<tensor<4xf32>>", 2);
-  EXPECT_NE(e(tuple).find("not a tensor"), std::string::npos) << e(tuple);
+  // A token's or tuple's sharding places nothing: dropped unread.
+  EXPECT_EQ(imported("{{maximal device=0}, {devices=[2]<=[2]}}", "tuple<!stablehlo.token, tensor<4xf32>>", 2), "- | -");
+  EXPECT_EQ(imported("{maximal device=1}", "!stablehlo.token", 2), "- | -");
 }
 
 }  // namespace
