@@ -44,6 +44,18 @@ constexpr const char* kShardyWithCall = R"(module @jit_f {
 }
 )";
 
+// On 4 devices in an order that is no iota (a mesh with device_ids), x split both ways, w split
+// with its replicas, the result split 4 ways.
+constexpr const char* kListed = R"(module @jit_f attributes {mhlo.num_partitions = 4 : i32} {
+  func.func public @main(%arg0: tensor<8x4xf32> {mhlo.sharding = "{devices=[2,2]0,3,1,2}"}, %arg1: tensor<4x3xf32> {mhlo.sharding = "{devices=[2,1,2]0,3,1,2 last_tile_dim_replicate}"}) -> (tensor<8x3xf32> {mhlo.sharding = "{devices=[4,1]0,3,1,2}"}) {
+    %0 = stablehlo.tanh %arg0 : tensor<8x4xf32>
+    %1 = stablehlo.custom_call @Sharding(%0) {mhlo.sharding = "{devices=[1,4]0,3,1,2}"} : (tensor<8x4xf32>) -> tensor<8x4xf32>
+    %2 = stablehlo.dot_general %1, %arg1, contracting_dims = [1] x [0] : (tensor<8x4xf32>, tensor<4x3xf32>) -> tensor<8x3xf32>
+    return %2 : tensor<8x3xf32>
+  }
+}
+)";
+
 ir::Literal filled(const ir::Type& t, double scale) {
   ir::Literal l(t);
   for (int64_t i = 0; i < l.num_elements(); ++i) l.set_double(i, scale * std::sin(0.3 * double(i + 1)));
@@ -57,27 +69,33 @@ double expected(const ir::Literal& x, const ir::Literal& w, int64_t i, int64_t j
   return s;
 }
 
-TEST(GspmdExport, RunsOnTwoDevicesAsOnOne) {
+void runs_as_on_one(const char* module, int devices, const std::string& summary) {
   testing::TempDir dir;
   ir::Literal x = filled(ir::f32({8, 4}), 1.0), w = filled(ir::f32({4, 3}), 0.5);
   interp::save_npy(x, (dir.path / "x.npy").string());
   interp::save_npy(w, (dir.path / "w.npy").string());
   RunCommand c;
-  c.file = dir.file("m.mlir", kModule);
-  c.devices = 2;
+  c.file = dir.file("m.mlir", module);
+  c.devices = devices;
   c.inputs = {"arg0=" + (dir.path / "x.npy").string(), "arg1=" + (dir.path / "w.npy").string()};
   c.output_dir = (dir.path / "out").string();
   std::ostringstream out;
   ASSERT_EQ(run_command(c, out), 0);
   ir::Literal got = interp::load_npy((dir.path / "out" / "result0.npy").string());
   ASSERT_EQ(got.type(), ir::f32({8, 3}));
-  std::vector<ir::Literal> one = interp::evaluate(*stablehlo::parse(kModule), "main", {x, w});
+  std::vector<ir::Literal> one = interp::evaluate(*stablehlo::parse(module), "main", {x, w});
   for (int64_t i = 0; i < 8; ++i)
     for (int64_t j = 0; j < 3; ++j) {
       EXPECT_NEAR(got.get_double(i * 3 + j), expected(x, w, i, j), kTol) << i << "," << j;
       EXPECT_NEAR(one[0].get_double(i * 3 + j), expected(x, w, i, j), kTol) << i << "," << j;
     }
-  EXPECT_NE(out.str().find("ran @main on 2 host devices; 2 collectives"), std::string::npos) << out.str();
+  EXPECT_NE(out.str().find(summary), std::string::npos) << out.str();
+}
+
+TEST(GspmdExport, RunsOnTwoDevicesAsOnOne) { runs_as_on_one(kModule, 2, "ran @main on 2 host devices; 2 collectives"); }
+
+TEST(GspmdExport, RunsOnFourDevicesListedOutOfOrderAsOnOne) {
+  runs_as_on_one(kListed, 4, "ran @main on 4 host devices; 4 collectives");
 }
 
 TEST(GspmdExport, PartitionsWithTheCollectivesItsLayoutsAskFor) {
