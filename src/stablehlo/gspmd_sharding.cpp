@@ -130,7 +130,8 @@ void read_tiled(Reader& r, HloSharding& s) {
     do s.devices.push_back(r.number());
     while (r.consume(","));
     if (static_cast<int64_t>(s.devices.size()) != n)
-      r.fail(fmt::format("{} devices listed for the {} tiles of [{}]", s.devices.size(), n, support::join(s.tiles, ",")));
+      r.fail(fmt::format("{} devices listed for the {} tiles of [{}]", s.devices.size(), n,
+                         support::join(s.tiles, ",")));
     std::vector<int64_t> sorted = s.devices;
     std::sort(sorted.begin(), sorted.end());
     for (int64_t i = 0; i < n; ++i)

@@ -47,7 +47,8 @@ class Importer {
   void collect() {
     for (auto& fn : m_.functions) {
       for (size_t i = 0; i < fn->arg_attrs.size(); ++i)
-        add(fn->arg_attrs[i], fn->body().argument(i)->type(), fmt::format("argument {} of @{}", i, fn->name()), fn->loc);
+        add(fn->arg_attrs[i], fn->body().argument(i)->type(), fmt::format("argument {} of @{}", i, fn->name()),
+            fn->loc);
       for (size_t i = 0; i < fn->result_attrs.size() && i < fn->result_types.size(); ++i)
         add(fn->result_attrs[i], fn->result_types[i], fmt::format("result {} of @{}", i, fn->name()), fn->loc);
       walk(fn->body());
@@ -249,7 +250,8 @@ class Importer {
       Sharding sh{mesh_, std::vector<ir::DimSharding>(site.type.rank()), {}, {}};
       for (size_t d = 0; d < site.tile_runs.size() && d < sh.dims.size(); ++d)
         for (auto [lo, hi] : site.tile_runs[d])
-          for (size_t x = axis_at_.at(lo); x < axis_at_.at(hi); ++x) sh.dims[d].axes.push_back(fmt::format("_axis_{}", x));
+          for (size_t x = axis_at_.at(lo); x < axis_at_.at(hi); ++x)
+            sh.dims[d].axes.push_back(fmt::format("_axis_{}", x));
       out = std::move(sh);
     }
     if (site.attrs) {
