@@ -41,6 +41,12 @@ Seeds parser_seeds() {
            "%arg1: tensor<4x3xf32>) -> tensor<8x3xf32> {\n"
            "  %0 = stablehlo.dot_general %arg0, %arg1, contracting_dims = [1] x [0] : (tensor<8x4xf32>, "
            "tensor<4x3xf32>) -> tensor<8x3xf32>\n  return %0 : tensor<8x3xf32>\n}\n"},
+          {"gspmd.mlir",  // a JAX export of GSPMD's days: mhlo.sharding strings and @Sharding
+           "module attributes {mhlo.num_partitions = 4 : i32} {\n"
+           "func.func @main(%arg0: tensor<8x4xf32> {mhlo.sharding = \"{devices=[2,1,2]<=[2,2]T(1,0) last_tile_dim_replicate}\"}) "
+           "-> (tensor<8x4xf32> {mhlo.sharding = \"{replicated}\"}) {\n"
+           "  %0 = stablehlo.custom_call @Sharding(%arg0) {mhlo.sharding = \"{devices=[4,1]0,2,1,3}\"} : "
+           "(tensor<8x4xf32>) -> tensor<8x4xf32>\n  return %0 : tensor<8x4xf32>\n}\n}\n"},
           {"constant.mlir", "func.func @main() -> tensor<2x2xi32> {\n"
                             "  %0 = stablehlo.constant dense<[[1, 2], [3, 4]]> : tensor<2x2xi32>\n"
                             "  return %0 : tensor<2x2xi32>\n}\n"}};

@@ -49,7 +49,11 @@ void jvp_Return(JvpContext&) {}
 
 // Calls are refused: their callee (or custom target) has no rule here.
 void jvp_Call(JvpContext& c) { refuse_outright(c.op); }
-void jvp_CustomCall(JvpContext& c) { refuse_outright(c.op); }
+// custom_call @Sharding (GSPMD's sharding annotation) is the identity: its tangent passes through.
+void jvp_CustomCall(JvpContext& c) {
+  if (c.op.attrs().get_or<std::string>("call_target_name", "") == "Sharding") return map_tangents(c);
+  refuse_outright(c.op);
+}
 void jvp_RunParallel(JvpContext& c) { refuse_outright(c.op); }
 
 // The check ops have no results, so no tangent leaves them.

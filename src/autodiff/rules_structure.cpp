@@ -155,7 +155,11 @@ void vjp_Return(VjpContext&) {}
 
 // Calls are refused: their callee (or custom target) has no rule here (refusals.cpp).
 void vjp_Call(VjpContext& c) { refuse_outright(c.op); }
-void vjp_CustomCall(VjpContext& c) { refuse_outright(c.op); }
+// custom_call @Sharding (GSPMD's sharding annotation) is the identity: dx = dy.
+void vjp_CustomCall(VjpContext& c) {
+  if (c.op.attrs().get_or<std::string>("call_target_name", "") != "Sharding") refuse_outright(c.op);
+  if (c.has_cotangent(0)) c.add(0, c.dy());
+}
 void vjp_RunParallel(VjpContext& c) { refuse_outright(c.op); }
 
 // The check ops have no results, so nothing flows back through them.

@@ -152,8 +152,12 @@ void vmap_Call(VmapContext& c) {
   std::vector<Tensor> ys = ir::call(c.b, g, args);
   for (size_t k = 0; k < ys.size(); ++k) c.set(k, ys[k]);
 }
-// A custom call's target is opaque: its batched form is unknown.
+// A custom call's target is opaque: its batched form is unknown. @Sharding (GSPMD's annotation) is
+// the identity: the batched value passes through, the annotation dropped (its HloSharding text has
+// the per-example rank, and a value of the batched program is free to be laid out anew).
 void vmap_CustomCall(VmapContext& c) {
+  if (c.op.attrs().get_or<std::string>("call_target_name", "") == "Sharding" && c.num_operands() == 1)
+    return c.set(0, c.x(), c.batched());
   c.fail("the batched form of custom call target '{}' is unknown",
          c.op.attrs().get_or<std::string>("call_target_name", "?"));
 }

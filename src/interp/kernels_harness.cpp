@@ -234,6 +234,12 @@ Results eval_CustomCall(const EvalContext& ctx) {
     }
     return one(Literal::scalar(ir::ElementType::i1, equal ? 1 : 0));
   }
+  // GSPMD's with_sharding_constraint (JAX exports before Shardy): the identity on values; the
+  // parser imports it as sdy.sharding_constraint (docs/DESIGN.md), so it runs here only when not.
+  if (target == "Sharding") {
+    if (ctx.num_operands() != 1) ctx.fail("@Sharding takes 1 operand, got {}", ctx.num_operands());
+    return one(ctx.operand(0));
+  }
   if (target == "shape_assertion") {  // JAX's check of its dimension variables
     ir::check_shape_assertion(ctx.op.attrs(), ctx.operands());
     return {};

@@ -31,7 +31,13 @@ Types infer_Call(const ShapeQuery& q) {
   return declared_only(q);
 }
 Types infer_CustomCall(const ShapeQuery& q) {
-  if (q.attrs.find<std::string>("call_target_name") == nullptr) reject(q, "has no call_target_name");
+  const std::string* target = q.attrs.find<std::string>("call_target_name");
+  if (target == nullptr) reject(q, "has no call_target_name");
+  // GSPMD's sharding annotation: the identity, so its one result is its one operand's type.
+  if (*target == "Sharding") {
+    if (q.operands.size() != 1) reject(q, "@Sharding takes 1 operand, got {}", q.operands.size());
+    return {q.operands[0]};
+  }
   return declared_only(q);
 }
 Types infer_RunParallel(const ShapeQuery& q) {

@@ -150,6 +150,14 @@ FactorRule rule_TriangularSolve(const Op& op) {
 FactorRule rule_CustomCall(const Op& op) {
   FactorRule r = blank_rule(op);
   std::string target = op.attrs().get_or<std::string>("call_target_name", "");
+  // @Sharding (GSPMD's annotation) is the identity: each dimension one factor, like an element-wise op.
+  if (target == "Sharding" && op.operands().size() == 1 && op.num_results() == 1) {
+    const auto& shape = op.result(0)->type().shape;
+    if (op.operand(0)->type().shape != shape) return r;
+    for (size_t d = 0; d < shape.size(); ++d)
+      if (shape[d] != 1) r.operands[0][d] = r.results[0][d] = {r.add(shape[d])};
+    return r;
+  }
   if (target.rfind("lapack_", 0) != 0 && target.rfind("blas_", 0) != 0) return r;
   // The batch dimensions: those of the first matrix operand (api_version 2's scalar descriptors
   // come first). A tuple result (api_version 2) has no dimensions to share: left opaque.

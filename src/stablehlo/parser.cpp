@@ -4,6 +4,7 @@
 
 #include "ir/shape_polymorphic.h"
 #include "ir/shape_rules.h"
+#include "stablehlo/import_gspmd.h"
 #include "stablehlo/parser_impl.h"
 #include "support/strings.h"
 
@@ -374,6 +375,9 @@ void Parser::parse_top_level(bool verify) {
     parse_module();
     if (!lx.at_end()) lx.error("unexpected '}'");
   }
+  // GSPMD's mhlo.sharding strings become a mesh and sdy shardings here, once, so every consumer of
+  // a parsed module sees Shardy's form (import_gspmd.h).
+  import_gspmd_shardings(module, lx.file());
   if (!verify) return;
   try {
     ir::verify(module);

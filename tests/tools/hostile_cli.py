@@ -50,6 +50,12 @@ TINY_TRAIN = ["--steps", "1", "--d-model", "32", "--layers", "1", "--heads", "4"
               "--batch", "4", "--seq", "16", "--sample", "0"]
 
 
+def gspmd_program(sharding):
+    # A GSPMD export's argument sharding (mhlo.sharding), hostile only in its text.
+    return ('func.func @main(%arg0: tensor<8xf32> {mhlo.sharding = "' + sharding + '"}) -> tensor<8xf32> {\n'
+            "  return %arg0 : tensor<8xf32>\n}\n")
+
+
 def npy(header_shape, data_bytes):
     header = "{'descr': '<f4', 'fortran_order': False, 'shape': %s, }" % header_shape
     header += " " * (117 - len(header)) + "\n"
@@ -102,6 +108,13 @@ CASES = {
                                 r"--output-dir plain/out: cannot create the folder: Not a directory"),
     "bad_option_value": ({}, ["train", "--steps", "many"], r"--steps"),
     "zero_threads": ({}, ["train", "--threads", "0"], r"--threads 0: Tessera needs at least 1 thread"),
+    "gspmd_sharding_huge_tiles": ({"g.mlir": gspmd_program("{devices=[1048576,1048576]<=[1099511627776]}")},
+                                  ["partition", "g.mlir"], r"g\.mlir:1:11: argument 0 of @main: mhlo\.sharding .*more than "
+                                  r"1048576 devices"),
+    "gspmd_sharding_unterminated": ({"g.mlir": gspmd_program("{devices=[2]<=[2" + "," * 5000)},
+                                    ["run", "g.mlir"], r"g\.mlir:1:11: .*,,,\.\.\.\": expected a number at character 18"),
+    "gspmd_sharding_maximal": ({"g.mlir": gspmd_program("{maximal device=7}")}, ["run", "g.mlir"],
+                               r"a maximal sharding \(the whole value on device 7\) has no Shardy mesh form"),
 }
 
 

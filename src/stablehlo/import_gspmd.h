@@ -1,0 +1,21 @@
+// The import of GSPMD shardings (JAX exports made before Shardy): `mhlo.sharding` strings on
+// function arguments and results, and `stablehlo.custom_call @Sharding` (with_sharding_constraint),
+// become one module mesh and Shardy shardings, as Shardy's own sdy-import-mhlo-shardings does. The
+// parser runs it on every module it reads (docs/DESIGN.md, "GSPMD import"), so `tessera run`,
+// `tessera partition`, `tessera check` and Session see sdy shardings only.
+#pragma once
+
+#include <string>
+
+#include "ir/module.h"
+
+namespace tessera::stablehlo {
+
+// Replaces each argument's and result's `mhlo.sharding` by an `sdy.sharding` on a mesh it adds
+// (axes "_axis_0", ...; device ids where the devices are not in iota order), and each
+// custom_call @Sharding by an sdy.sharding_constraint. A module that already has an sdy.mesh is
+// Shardy's: its `mhlo.sharding` strings are dropped and @Sharding calls stay (they run as the
+// identity). Errors are ParseErrors at the function or op in `file`, quoting the sharding text.
+void import_gspmd_shardings(ir::Module& module, const std::string& file);
+
+}  // namespace tessera::stablehlo
