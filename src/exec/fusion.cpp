@@ -478,7 +478,7 @@ void fold(Program& p, int reg, int64_t total, const FoldShape& f, OpKind kind, T
         reg, total,
         [&](const std::byte* v, int64_t start, int64_t n) {
           if (group == 1) {
-            fold_block(f, reinterpret_cast<const T*>(v), start, n, dst, combine);
+            fold_block(f, reinterpret_cast<const T*>(v), start, n, dst, combine, std::is_same_v<Fn, s::Add>);
             return;
           }
           // group <= 4: rows of at most kBlock / 2 fold here (fold_shape).
