@@ -31,6 +31,7 @@
 #include "exec/fold.h"
 #include "exec/fused_kernels.h"
 #include "exec/fusion_contraction.h"
+#include "exec/fusion_riders.h"
 #include "exec/fusion_rules.h"
 #include "support/error.h"
 #include "support/run_cache.h"
@@ -65,10 +66,10 @@ using ir::Value;
 // every run) costs more than the passes it saves (bench/exec_bench.cpp's [128, 64] step).
 std::atomic<int64_t> min_fused{16384};
 
-class Plan final : public interp::FusionPlan {
+class Plan final : public MultiResultPlan {
  public:
-  explicit Plan(const ir::Block& block) {
-    std::unordered_map<const Value*, std::vector<const Op*>> readers;
+  explicit Plan(const ir::Block& block) : block_(block) {
+    auto& readers = readers_;
     for (const auto& op : block.ops()) {
       for (const Value* v : op->operands()) readers[v].push_back(op.get());
       // Values read inside regions count as read by the region's op, which never fuses.
@@ -87,14 +88,37 @@ class Plan final : public interp::FusionPlan {
     }
     // Values read inside regions: the region's op is not fusable, so readers[] above missed them;
     // a value so read must stay materialized.
-    std::unordered_set<const Value*> region_reads;
     for (const auto& op : block.ops())
-      for (const auto& region : op->regions()) unmark_read_in(*region, region_reads);
+      for (const auto& region : op->regions()) unmark_read_in(*region, region_reads_);
     // Transposes read through strides by dot_generals, or written by one (fusion_contraction.h).
-    fold_transposes(block, readers, region_reads, std::max<int64_t>(1, min_fused_), inlined_, folded_);
+    fold_transposes(block, readers, region_reads_, std::max<int64_t>(1, min_fused_), inlined_, folded_);
   }
 
   bool inlined(const Op& op) const override { return inlined_.count(&op) != 0; }
+
+  void enable_riders() override {
+    // A root of an element-wise loop of its own (not a fold, nor a folded contraction).
+    auto loop_root = [&](const Op& op) {
+      return op.kind() != OpKind::Reduce && !folded_.count(&op) && op.num_results() == 1 && runs(op);
+    };
+    choose_riders(block_, readers_, region_reads_, loop_root, inlined_, riders_);
+  }
+  std::span<const Op* const> riders(const Op& root) const override {
+    auto it = riders_.of_root.find(&root);
+    return it == riders_.of_root.end() ? std::span<const Op* const>{} : std::span<const Op* const>(it->second);
+  }
+  const Op* rides_with(const Op& op) const override {
+    auto it = riders_.root_of.find(&op);
+    return it == riders_.root_of.end() ? nullptr : it->second;
+  }
+  bool strided_read(const Op& root, const Value* v) const override { return exec::strided_read(root, v, inlined_); }
+  // Whether `root`'s loop computes `def` (inlined there), rather than reading its stored value: a
+  // rider is computed in its own root's loop only.
+  bool computed_in(const Op& def, const Op& root) const {
+    if (!inlined_.count(&def)) return false;
+    auto it = riders_.root_of.find(&def);
+    return it == riders_.root_of.end() || it->second == &root;
+  }
 
   bool runs(const Op& op) const override;
 
@@ -112,7 +136,11 @@ class Plan final : public interp::FusionPlan {
     }
   }
 
+  const ir::Block& block_;
+  std::unordered_map<const Value*, std::vector<const Op*>> readers_;
+  std::unordered_set<const Value*> region_reads_;  // values read inside regions: stay materialized
   std::unordered_set<const Op*> fused_, inlined_;
+  Riders riders_;  // none until enable_riders()
   FoldedContractions folded_;  // contractions that read or write through a folded transpose
   int64_t min_fused_ = min_fused;  // as the plan was made (tests change the minimum between runs)
   friend class Program;
@@ -176,8 +204,9 @@ std::byte** registers(size_t count, int64_t scratch_bytes, std::byte*& scratch) 
 // The instructions of one root's loop.
 class Program {
  public:
-  Program(const Plan& plan, const std::function<const Literal&(const Value*)>& value, const ir::Type& loop)
-      : plan_(plan), value_(value), loop_(loop) {
+  Program(const Plan& plan, const Op& root, const std::function<const Literal&(const Value*)>& value,
+          const ir::Type& loop)
+      : plan_(plan), root_(root), value_(value), loop_(loop) {
     Workspace& mine = support::run_local<Workspace>();
     if (mine.busy) {  // never expected (programs do not nest), but then a workspace of its own
       own_ = std::make_unique<Workspace>();
@@ -201,7 +230,7 @@ class Program {
       if (value == v) return r;
     const Op* def = v->defining_op();
     int r;
-    if (def && plan_.inlined(*def)) {
+    if (def && plan_.computed_in(*def, root_)) {
       r = compute(*def);
     } else {
       r = read(value_(v), v->type());
@@ -349,11 +378,13 @@ class Program {
     });
   }
 
-  // Runs the loop, writing register `result` into `out`. A large loop runs in chunks of whole
-  // blocks spread over the threads the budget has free (support/threads.h), each chunk with
-  // registers of its own: an element's value depends only on its index, never on the chunk or
-  // thread that computes it, so the result has the bits of one thread's loop.
-  void run(int result, Literal& out) {
+  // Runs the loop, writing register `result` into `out`, and registers `more` into `more_out`
+  // (riders: stored after all of a block's instructions have run, so each may go over a value the
+  // loop reads only in place). A large loop runs in chunks of whole blocks spread over the threads
+  // the budget has free (support/threads.h), each chunk with registers of its own: an element's
+  // value depends only on its index, never on the chunk or thread that computes it, so the result
+  // has the bits of one thread's loop.
+  void run(int result, Literal& out, std::span<const int> more = {}, std::span<Literal* const> more_out = {}) {
     int64_t total = out.num_elements(), width = ir::info(out.element()).bytes;
     // The result register writes straight into the result; so does a root whose value is a
     // plain read (a select of a scalar predicate, say) through one copy.
@@ -373,6 +404,10 @@ class Program {
         for (const Instr& s : instrs())
           if (start == first || !s.invariant) s.fn(s, regs, start, n);
         if (!direct) std::memcpy(dst, regs[static_cast<size_t>(result)], static_cast<size_t>(n * width));
+        for (size_t j = 0; j < more.size(); ++j) {
+          int64_t w = ir::info(more_out[j]->element()).bytes;
+          std::memcpy(more_out[j]->bytes().data() + start * w, regs[static_cast<size_t>(more[j])], static_cast<size_t>(n * w));
+        }
       }
     };
     int64_t chunk = chunk_elements(total);
@@ -445,6 +480,7 @@ class Program {
   }
 
   const Plan& plan_;
+  const Op& root_;
   const std::function<const Literal&(const Value*)>& value_;
   const ir::Type& loop_;
   Workspace* w_ = nullptr;
@@ -502,7 +538,7 @@ bool run_reduce(const Plan& plan, const Op& op, const std::function<const Litera
                 std::vector<Literal>& results) {
   const Value* x = op.operand(0);
   if (x->defining_op() == nullptr || !plan.inlined(*x->defining_op())) return false;  // a stored operand
-  Program p(plan, value, x->type());
+  Program p(plan, op, value, x->type());
   FoldShape& f = p.fold();
   TESSERA_CHECK(fold_shape(op, f), "a fused reduce the plan could not fold");
   int reg = p.reg(x);
@@ -527,8 +563,8 @@ bool run_reduce(const Plan& plan, const Op& op, const std::function<const Litera
 bool Plan::runs(const Op& op) const {
   if (folded_.count(&op)) return !inlined_.count(&op);
   if (!fused_.count(&op) || inlined_.count(&op)) return false;
-  const auto inlined_operand = [&](const Value* v) {
-    return v->defining_op() != nullptr && inlined_.count(v->defining_op()) != 0;
+  const auto inlined_operand = [&](const Value* v) {  // a rider is stored, for other loops
+    return v->defining_op() != nullptr && inlined_.count(v->defining_op()) != 0 && !riders_.root_of.count(v->defining_op());
   };
   if (op.kind() == OpKind::Reduce) return inlined_operand(op.operand(0));  // else a stored operand
   // A broadcast alone is the strided copy of the fast kernels; fusing starts at its readers.
@@ -549,22 +585,32 @@ bool Plan::run(const Op& op, const std::function<const Literal&(const Value*)>& 
   }
   if (op.kind() == OpKind::Reduce) return run_reduce(*this, op, value, results);
   const ir::Type& t = op.result(0)->type();
-  Program p(*this, value, t);
+  Program p(*this, op, value, t);
   int result = p.compute(op);
+  // Riders (fusion_riders.h): their registers, computed in the tree above, stored after the root.
+  std::span<const Op* const> more = riders(op);
+  std::array<int, kMaxRiders> more_regs{};
+  std::array<Literal*, kMaxRiders> more_out{};
+  for (size_t j = 0; j < more.size(); ++j) more_regs[j] = p.reg(more[j]->result(0));
   // The result goes over a value of its type that dies here and that the loop reads only at the
   // element it writes (in place, never through a broadcast): that saves allocating and zeroing a
   // fresh buffer, and writes where the loop has just read. Moving a Literal keeps its buffer.
-  // A destination the caller gave (an executable's arena, results holding one) is written instead.
+  // A destination the caller gave (an executable's arena, results holding one per result, riders
+  // included) is written instead.
   if (!results.empty()) {
-    p.run(result, results.back());
+    TESSERA_CHECK(results.size() == 1 + more.size(), "a fused loop with {} riders given {} destinations", more.size(),
+                  results.size());
+    for (size_t j = 0; j < more.size(); ++j) more_out[j] = &results[1 + j];
+    p.run(result, results[0], {more_regs.data(), more.size()}, {more_out.data(), more.size()});
     return true;
   }
   Literal* reuse = nullptr;
   for (const Value* v : p.in_place_reads())
     if (reuse == nullptr && v->type() == t && !p.loaded(v)) reuse = dying(v);
-  Literal r = reuse != nullptr ? std::move(*reuse) : Literal(t);
-  p.run(result, r);
-  results.push_back(std::move(r));
+  results.push_back(reuse != nullptr ? std::move(*reuse) : Literal(t));
+  for (const Op* m : more) results.emplace_back(m->result(0)->type());
+  for (size_t j = 0; j < more.size(); ++j) more_out[j] = &results[1 + j];
+  p.run(result, results[0], {more_regs.data(), more.size()}, {more_out.data(), more.size()});
   return true;
 }
 
