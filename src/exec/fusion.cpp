@@ -3,7 +3,8 @@
 //
 // The plan marks an element-wise op *inlined* when every op that reads its result is itself a
 // fusable op that reads it element by element at its shape (and, for an expensive op such as exp
-// or divide, when there is only one reader, so nothing is computed twice). Every other fusable op
+// or divide, or a cheap one whose inlined tree holds one, when there is only one reader, so
+// nothing costly is computed twice). Every other fusable op
 // is a *root*: it runs one loop over its result in blocks of kBlock elements, evaluating the tree
 // of inlined ops below it instruction by instruction on block-sized registers that stay in cache
 // (fused_kernels.h). A broadcast_in_dim in the tree reads its operand in place through strides;
@@ -83,10 +84,15 @@ class Plan final : public MultiResultPlan {
     for (const auto& op : block.ops()) {
       if (!fused_.count(op.get()) || op->kind() == OpKind::Reduce) continue;  // a reduce always stores
       const std::vector<const Op*>& rs = readers[op->result(0)];
-      bool ok = !rs.empty() && (rs.size() == 1 || is_cheap(op->kind())) &&
+      // A value read by several loops is computed again in each: only when its whole tree is cheap.
+      bool costly_tree = !is_cheap(op->kind());
+      for (const Value* v : op->operands())
+        costly_tree = costly_tree || (v->defining_op() && costly_.count(v->defining_op()));
+      bool ok = !rs.empty() && (rs.size() == 1 || !costly_tree) &&
                 op->result(0)->type().num_elements() >= min_fused_;
       for (const Op* r : rs) ok = ok && fused_.count(r) && reads_in_place(*r, op->result(0));
       if (ok) inlined_.insert(op.get());
+      if (ok && costly_tree) costly_.insert(op.get());
     }
     // Values read inside regions: the region's op is not fusable, so readers[] above missed them;
     // a value so read must stay materialized.
@@ -142,6 +148,7 @@ class Plan final : public MultiResultPlan {
   std::unordered_map<const Value*, std::vector<const Op*>> readers_;
   std::unordered_set<const Value*> region_reads_;  // values read inside regions: stay materialized
   std::unordered_set<const Op*> fused_, inlined_;
+  std::unordered_set<const Op*> costly_;  // inlined ops whose trees hold an op that is not cheap
   Riders riders_;  // none until enable_riders()
   FoldedContractions folded_;  // contractions that read or write through a folded transpose
   int64_t min_fused_ = min_fused;  // as the plan was made (tests change the minimum between runs)

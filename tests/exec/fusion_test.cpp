@@ -132,6 +132,35 @@ TEST(Fusion, OneHotSoftmaxGradientRunsAsOneLoop) {
   EXPECT_EQ(profile.by_op.at("stablehlo.exponential").first, 1);  // read twice, stored once
 }
 
+// A value read by several loops is computed again in each only when its whole tree is cheap: the
+// masked, scaled scores of an attention softmax (a select of a divide, read by the row max, the
+// exp and another loop) are stored once; a cheap tree (a multiply and an add) is still inlined into
+// each reader. The bits are the reference's either way.
+TEST(Fusion, ValuesWithCostlyTreesAreStoredForSeveralReaders) {
+  const std::vector<int64_t> shape = {64, 256};
+  Module m;
+  build_function(m, "f", [&](FunctionBuilder& f) {
+    Tensor x = f.param(f32(shape)), mask = f.param(i1(shape));
+    Tensor scores = select(mask, x / 3.0, broadcast_in_dim(f.scalar(ElementType::f32, -1e30), shape, {}));
+    Tensor mx = broadcast_in_dim(reduce_max(scores, {1}), shape, {0});
+    Tensor e = exp(scores - mx);
+    Tensor cheap = x * 0.5 + 1.0;  // read by two loops below, recomputed in each
+    return std::vector<Tensor>{e * cheap, (scores + cheap) * 2.0};
+  });
+  std::mt19937 rng(9);
+  Literal x = random_literal(f32(shape), rng);
+  Literal mask(i1(shape));
+  for (int64_t i = 0; i < mask.num_elements(); ++i) mask.set_int(i, (i % 256) <= (i / 256) % 256);
+  std::vector<Literal> in = {x, mask};
+  interp::Profile profile;
+  std::vector<Literal> got = run(m, in, true, true, &profile);
+  std::vector<Literal> want = run(m, in, false, false);
+  for (size_t r = 0; r < want.size(); ++r) EXPECT_TRUE(same_bits(got[r], want[r])) << "result " << r;
+  EXPECT_EQ(profile.by_op.at("stablehlo.select").first, 1) << "the scores stored once";
+  EXPECT_EQ(profile.by_op.count("stablehlo.divide"), 0u) << "computed in the select's loop";
+  EXPECT_EQ(profile.by_op.count("stablehlo.add"), 0u) << "the cheap tree inlined into its readers";
+}
+
 // Sums whose terms are mostly zeros (a one-hot times values, as a cross-entropy's loss) skip runs
 // of zeros (fold.h: fold_in_order) and keep the reference's bits: the sign of a zero sum (inits +0
 // and -0, terms of both signs), a NaN or an infinity among the terms or as the init, subnormals;
