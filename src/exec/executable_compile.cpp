@@ -6,6 +6,7 @@
 #include <unordered_set>
 
 #include "exec/executable_code.h"
+#include "exec/fusion.h"
 #include "ir/quantize.h"
 #include "support/error.h"
 
@@ -70,17 +71,28 @@ class Compiler {
     const size_t n = return_index(b);
     if (options_.accelerate && options_.planner && ops.size() >= interp::kMinPlannedBlockOps)
       out.plan = options_.planner(b);
+    // Loops with several results (fusion_riders.h) in the function's own block, where the buffer
+    // plan lays them out.
+    auto* multi = dynamic_cast<MultiResultPlan*>(out.plan.get());
+    if (multi && &out == &code_.body) multi->enable_riders();
     const interp::FusionPlan* plan = out.plan.get();
+    std::unordered_map<const Op*, size_t> index_of;
+    if (multi)
+      for (size_t i = 0; i < ops.size(); ++i) index_of.emplace(ops[i].get(), i);
+    auto rides_with = [&](const Op& op) { return multi ? multi->rides_with(op) : nullptr; };
 
     // Liveness, as interp's run_block computes it: an inlined op runs where the last of its readers
-    // runs, a value dies after the last op that reads it (in its own loop or in a region), a value
-    // nothing reads dies where it is defined (an argument: at the first op).
+    // runs (a rider: where its root runs), a value dies after the last op that reads it (in its own
+    // loop or in a region), a value nothing reads dies where it is defined (an argument: at the
+    // first op).
     std::vector<size_t> runs_at(n + 1);
     std::unordered_map<const Value*, size_t> last;
     for (size_t i = n + 1; i-- > 0;) {
       const Op& op = *ops[i];
       runs_at[i] = i;
-      if (plan && plan->inlined(op)) {
+      if (const Op* root = rides_with(op)) {
+        runs_at[i] = index_of.at(root);
+      } else if (plan && plan->inlined(op)) {
         runs_at[i] = 0;
         for (size_t r = 0; r < op.num_results(); ++r) {
           auto it = last.find(op.result(r));
@@ -99,7 +111,7 @@ class Compiler {
     if (owns_args)
       for (const auto& a : b.arguments()) mark(a.get(), 0);
     for (size_t i = 0; i < n; ++i)
-      if (!(plan && plan->inlined(*ops[i])))  // never stored, nothing to free
+      if (!(plan && plan->inlined(*ops[i])) || rides_with(*ops[i]))  // else never stored, nothing to free
         for (size_t r = 0; r < ops[i]->num_results(); ++r) mark(ops[i]->result(r), runs_at[i]);
     auto dies_here = [&](const Value* v, size_t i) {
       auto it = dies_at.find(v);
@@ -122,6 +134,8 @@ class Compiler {
       std::vector<Slot> operands, results;
       for (const Value* v : op.operands()) operands.push_back(slot(v));
       for (size_t r = 0; r < op.num_results(); ++r) results.push_back(slot(op.result(r)));
+      if (multi)  // the riders' values, after the op's own results
+        for (const Op* m : multi->riders(op)) results.push_back(slot(m->result(0)));
       s.operands = list(operands);
       s.results = list(results);
       // Whether operand k may be moved into a while loop or a call: it dies here, this block owns

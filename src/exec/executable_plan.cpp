@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "exec/executable_code.h"
+#include "exec/fusion.h"
 #include "support/error.h"
 #include "support/memory.h"
 
@@ -150,8 +151,15 @@ void plan_arena(Code& code) {
       uint32_t k = ranges[v].first;
       const Step& def = body.steps[k];
       int64_t read = last_read[code.params[static_cast<size_t>(d)]];
+      // A loop with several results (fusion_riders.h) stores each block's riders after all of the
+      // block's reads, and its root's last instruction writes over what it reads: any of its results
+      // may go over a donor that the loop reads only in place.
+      const auto* multi = dynamic_cast<const MultiResultPlan*>(body.plan.get());
+      bool several = def.kind == StepKind::kFused && def.results.size > 1 && multi &&
+                     !multi->strided_read(*def.op, code.fn->parameter(static_cast<size_t>(d)));
       if (read < static_cast<int64_t>(k) ||
-          (read == k && def.kind == StepKind::kKernel && element_by_element(def.op->kind()) && def.results.size == 1)) {
+          (read == k && def.kind == StepKind::kKernel && element_by_element(def.op->kind()) && def.results.size == 1) ||
+          (read == k && several)) {
         code.return_in_donor[r] = 1;
       } else if (read == k && def.kind == StepKind::kFused && def.results.size == 1) {
         code.return_in_donor[r] = 2;

@@ -277,6 +277,8 @@ void run_step(Frame& f, const BlockCode& b, size_t i) {
         return;
       }
       give_back(f, s);
+      // A loop with riders computes them too: it never declines (runs() decided it).
+      TESSERA_CHECK(s.results.size == s.op->num_results(), "a fused loop with riders declined");
       run_kernel(f, b, i);
       return;
     case StepKind::kWhile: run_while(f, s); return;

@@ -5,7 +5,9 @@
 #pragma once
 
 #include <algorithm>
+#include <bit>
 #include <cstdint>
+#include <type_traits>
 #include <vector>
 
 #include "exec/dims.h"
@@ -21,9 +23,42 @@ struct FoldShape {
   std::vector<int64_t> shape, out_strides;  // the input's shape; result offset per input dimension
 };
 
-// Folds v[0, n), the elements [start, start + n) of the input in row-major order, into dst.
+// acc combined with x[0], ..., x[n - 1] in order. For a sum (`add`) of floats, a run of 32 zeros
+// is skipped in one test: adding +0 or -0 leaves every value but -0 and NaN as it is (round to
+// nearest), and -0 plus zeros is +0 if one of them is +0, else -0; runs with another element, and
+// any run while the sum is a NaN, fold in order.
+// The same bits, but a sum whose terms are mostly zeros (a loss masked by a one-hot) no longer waits
+// on one add after another for each of them.
 template <typename T, typename F>
-void fold_block(const FoldShape& f, const T* v, int64_t start, int64_t n, T* dst, F&& combine) {
+T fold_in_order(T acc, const T* x, int64_t n, F&& combine, bool add) {
+  int64_t k = 0;
+  if constexpr (std::is_floating_point_v<T>) {
+    if (add) {
+      using U = std::conditional_t<sizeof(T) == 4, uint32_t, uint64_t>;
+      constexpr int64_t kRun = 32;
+      for (; k + kRun <= n; k += kRun) {
+        U nonzero = 0, plus_zero = 0;
+        for (int64_t q = 0; q < kRun; ++q) {
+          U bits = std::bit_cast<U>(x[k + q]);
+          nonzero |= static_cast<U>(bits << 1);  // the sign dropped: 0 only for +0 and -0
+          plus_zero |= static_cast<U>(bits == 0);
+        }
+        if (nonzero != 0 || acc != acc) {  // a NaN sum folds too: a signaling NaN gets quieted
+          for (int64_t q = 0; q < kRun; ++q) acc = combine(acc, x[k + q]);
+        } else if (plus_zero != 0 && acc == T(0)) {
+          acc = T(0);  // -0 + +0 is +0; +0 stays
+        }
+      }
+    }
+  }
+  for (; k < n; ++k) acc = combine(acc, x[k]);
+  return acc;
+}
+
+// Folds v[0, n), the elements [start, start + n) of the input in row-major order, into dst.
+// `add`: the combiner is a sum (fold_in_order).
+template <typename T, typename F>
+void fold_block(const FoldShape& f, const T* v, int64_t start, int64_t n, T* dst, F&& combine, bool add = false) {
   if (!f.rows) {
     // Result offset of the block's first element, then row by row along the innermost dimension
     // (whose result stride is 1).
@@ -57,9 +92,7 @@ void fold_block(const FoldShape& f, const T* v, int64_t start, int64_t n, T* dst
     int64_t at = start + i, r = at / len, col = at % len;
     if (col != 0 || n - i < len) {  // a row begun in the last block or ending in the next
       int64_t count = std::min(len - col, n - i);
-      T acc = dst[r];
-      for (int64_t k = 0; k < count; ++k) acc = combine(acc, v[i + k]);
-      dst[r] = acc;
+      dst[r] = fold_in_order(dst[r], v + i, count, combine, add);
       i += count;
       continue;
     }

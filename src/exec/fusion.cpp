@@ -3,7 +3,8 @@
 //
 // The plan marks an element-wise op *inlined* when every op that reads its result is itself a
 // fusable op that reads it element by element at its shape (and, for an expensive op such as exp
-// or divide, when there is only one reader, so nothing is computed twice). Every other fusable op
+// or divide, or a cheap one whose inlined tree holds one, when there is only one reader, so
+// nothing costly is computed twice). Every other fusable op
 // is a *root*: it runs one loop over its result in blocks of kBlock elements, evaluating the tree
 // of inlined ops below it instruction by instruction on block-sized registers that stay in cache
 // (fused_kernels.h). A broadcast_in_dim in the tree reads its operand in place through strides;
@@ -31,6 +32,8 @@
 #include "exec/fold.h"
 #include "exec/fused_kernels.h"
 #include "exec/fusion_contraction.h"
+#include "exec/fusion_riders.h"
+#include "exec/fusion_workspace.h"
 #include "exec/fusion_rules.h"
 #include "support/error.h"
 #include "support/run_cache.h"
@@ -52,6 +55,7 @@ namespace {
 
 using namespace fused;
 using namespace fusion_rules;
+using namespace fusion_workspace;
 using ir::ElementType;
 using ir::Literal;
 using ir::Op;
@@ -65,10 +69,10 @@ using ir::Value;
 // every run) costs more than the passes it saves (bench/exec_bench.cpp's [128, 64] step).
 std::atomic<int64_t> min_fused{16384};
 
-class Plan final : public interp::FusionPlan {
+class Plan final : public MultiResultPlan {
  public:
-  explicit Plan(const ir::Block& block) {
-    std::unordered_map<const Value*, std::vector<const Op*>> readers;
+  explicit Plan(const ir::Block& block) : block_(block) {
+    auto& readers = readers_;
     for (const auto& op : block.ops()) {
       for (const Value* v : op->operands()) readers[v].push_back(op.get());
       // Values read inside regions count as read by the region's op, which never fuses.
@@ -80,21 +84,49 @@ class Plan final : public interp::FusionPlan {
     for (const auto& op : block.ops()) {
       if (!fused_.count(op.get()) || op->kind() == OpKind::Reduce) continue;  // a reduce always stores
       const std::vector<const Op*>& rs = readers[op->result(0)];
-      bool ok = !rs.empty() && (rs.size() == 1 || is_cheap(op->kind())) &&
+      // A value read by several loops is computed again in each: only when its whole tree is cheap.
+      bool costly_tree = !is_cheap(op->kind());
+      for (const Value* v : op->operands())
+        costly_tree = costly_tree || (v->defining_op() && costly_.count(v->defining_op()));
+      bool ok = !rs.empty() && (rs.size() == 1 || !costly_tree) &&
                 op->result(0)->type().num_elements() >= min_fused_;
       for (const Op* r : rs) ok = ok && fused_.count(r) && reads_in_place(*r, op->result(0));
       if (ok) inlined_.insert(op.get());
+      if (ok && costly_tree) costly_.insert(op.get());
     }
     // Values read inside regions: the region's op is not fusable, so readers[] above missed them;
     // a value so read must stay materialized.
-    std::unordered_set<const Value*> region_reads;
     for (const auto& op : block.ops())
-      for (const auto& region : op->regions()) unmark_read_in(*region, region_reads);
+      for (const auto& region : op->regions()) unmark_read_in(*region, region_reads_);
     // Transposes read through strides by dot_generals, or written by one (fusion_contraction.h).
-    fold_transposes(block, readers, region_reads, std::max<int64_t>(1, min_fused_), inlined_, folded_);
+    fold_transposes(block, readers, region_reads_, std::max<int64_t>(1, min_fused_), inlined_, folded_);
   }
 
   bool inlined(const Op& op) const override { return inlined_.count(&op) != 0; }
+
+  void enable_riders() override {
+    // A root of an element-wise loop of its own (not a fold, nor a folded contraction).
+    auto loop_root = [&](const Op& op) {
+      return op.kind() != OpKind::Reduce && !folded_.count(&op) && op.num_results() == 1 && runs(op);
+    };
+    choose_riders(block_, readers_, region_reads_, loop_root, inlined_, riders_);
+  }
+  std::span<const Op* const> riders(const Op& root) const override {
+    auto it = riders_.of_root.find(&root);
+    return it == riders_.of_root.end() ? std::span<const Op* const>{} : std::span<const Op* const>(it->second);
+  }
+  const Op* rides_with(const Op& op) const override {
+    auto it = riders_.root_of.find(&op);
+    return it == riders_.root_of.end() ? nullptr : it->second;
+  }
+  bool strided_read(const Op& root, const Value* v) const override { return exec::strided_read(root, v, inlined_); }
+  // Whether `root`'s loop computes `def` (inlined there), rather than reading its stored value: a
+  // rider is computed in its own root's loop only.
+  bool computed_in(const Op& def, const Op& root) const {
+    if (!inlined_.count(&def)) return false;
+    auto it = riders_.root_of.find(&def);
+    return it == riders_.root_of.end() || it->second == &root;
+  }
 
   bool runs(const Op& op) const override;
 
@@ -112,72 +144,23 @@ class Plan final : public interp::FusionPlan {
     }
   }
 
+  const ir::Block& block_;
+  std::unordered_map<const Value*, std::vector<const Op*>> readers_;
+  std::unordered_set<const Value*> region_reads_;  // values read inside regions: stay materialized
   std::unordered_set<const Op*> fused_, inlined_;
+  std::unordered_set<const Op*> costly_;  // inlined ops whose trees hold an op that is not cheap
+  Riders riders_;  // none until enable_riders()
   FoldedContractions folded_;  // contractions that read or write through a folded transpose
   int64_t min_fused_ = min_fused;  // as the plan was made (tests change the minimum between runs)
   friend class Program;
 };
 
-// The elements in each chunk of a fused loop over `total` elements: a multiple of `unit` (itself a
-// multiple of kBlock), or `total` (one chunk, run on this thread). A chunk of less than kMinChunk
-// elements (128 KiB of f32) costs a good share of its time in being handed to another thread;
-// about four chunks per free thread even out threads that the machine slows down.
-constexpr int64_t kMinChunk = 64 * kBlock;
-
-int64_t chunk_elements(int64_t total, int64_t unit = kBlock) {
-  if (total < 2 * kMinChunk || unit > total / 2) return total;
-  int64_t threads = support::available_threads();
-  if (threads <= 1) return total;
-  int64_t chunk = std::max(kMinChunk, (total + 4 * threads - 1) / (4 * threads));
-  return (chunk + unit - 1) / unit * unit;
-}
-
-// A register of a loop: a value read where it lies, or a block of the per-thread scratch.
-struct Reg {
-  bool in_place = false;  // a value read where it lies
-  const std::byte* src = nullptr;
-  int64_t width = 0, offset = 0;  // element bytes; scratch offset
-};
-
-// What a Program is built in, kept in the run's cache (support/run_cache.h) from one fused loop to
-// the next: each run builds its loop's program in vectors that already have their capacity, so a
-// steady-state step allocates nothing for it. Instrs past `used` are left over from earlier programs, kept for their vectors.
-struct Workspace {
-  std::vector<std::pair<const Value*, int>> regs;  // a tree has a few dozen values: searched in order
-  std::vector<const Value*> in_place;
-  std::vector<Reg> kinds;
-  std::vector<Instr> instrs;
-  size_t used = 0;
-  FoldShape fold;
-  bool busy = false;
-};
-
-// The registers of a loop's chunk, in the run's cache on the thread that runs the program and in
-// the thread's own on a worker running its chunks (kept between loops: a chunk allocates nothing).
-// One chunk runs on a thread at a time: chunks never nest.
-struct RegisterStorage {
-  std::unique_ptr<std::byte[]> scratch;
-  int64_t bytes = 0;
-  std::vector<std::byte*> regs;
-};
-
-std::byte** registers(size_t count, int64_t scratch_bytes, std::byte*& scratch) {
-  RegisterStorage& s = support::run_local<RegisterStorage>();
-  if (s.bytes < scratch_bytes) {
-    s.scratch.reset();
-    s.scratch.reset(new std::byte[static_cast<size_t>(scratch_bytes)]);  // uninitialized: written before read
-    s.bytes = scratch_bytes;
-  }
-  if (s.regs.size() < count) s.regs.resize(count);
-  scratch = s.scratch.get();
-  return s.regs.data();
-}
-
 // The instructions of one root's loop.
 class Program {
  public:
-  Program(const Plan& plan, const std::function<const Literal&(const Value*)>& value, const ir::Type& loop)
-      : plan_(plan), value_(value), loop_(loop) {
+  Program(const Plan& plan, const Op& root, const std::function<const Literal&(const Value*)>& value,
+          const ir::Type& loop)
+      : plan_(plan), root_(root), value_(value), loop_(loop) {
     Workspace& mine = support::run_local<Workspace>();
     if (mine.busy) {  // never expected (programs do not nest), but then a workspace of its own
       own_ = std::make_unique<Workspace>();
@@ -201,7 +184,7 @@ class Program {
       if (value == v) return r;
     const Op* def = v->defining_op();
     int r;
-    if (def && plan_.inlined(*def)) {
+    if (def && plan_.computed_in(*def, root_)) {
       r = compute(*def);
     } else {
       r = read(value_(v), v->type());
@@ -349,11 +332,13 @@ class Program {
     });
   }
 
-  // Runs the loop, writing register `result` into `out`. A large loop runs in chunks of whole
-  // blocks spread over the threads the budget has free (support/threads.h), each chunk with
-  // registers of its own: an element's value depends only on its index, never on the chunk or
-  // thread that computes it, so the result has the bits of one thread's loop.
-  void run(int result, Literal& out) {
+  // Runs the loop, writing register `result` into `out`, and registers `more` into `more_out`
+  // (riders: stored after all of a block's instructions have run, so each may go over a value the
+  // loop reads only in place). A large loop runs in chunks of whole blocks spread over the threads
+  // the budget has free (support/threads.h), each chunk with registers of its own: an element's
+  // value depends only on its index, never on the chunk or thread that computes it, so the result
+  // has the bits of one thread's loop.
+  void run(int result, Literal& out, std::span<const int> more = {}, std::span<Literal* const> more_out = {}) {
     int64_t total = out.num_elements(), width = ir::info(out.element()).bytes;
     // The result register writes straight into the result; so does a root whose value is a
     // plain read (a select of a scalar predicate, say) through one copy.
@@ -373,6 +358,10 @@ class Program {
         for (const Instr& s : instrs())
           if (start == first || !s.invariant) s.fn(s, regs, start, n);
         if (!direct) std::memcpy(dst, regs[static_cast<size_t>(result)], static_cast<size_t>(n * width));
+        for (size_t j = 0; j < more.size(); ++j) {
+          int64_t w = ir::info(more_out[j]->element()).bytes;
+          std::memcpy(more_out[j]->bytes().data() + start * w, regs[static_cast<size_t>(more[j])], static_cast<size_t>(n * w));
+        }
       }
     };
     int64_t chunk = chunk_elements(total);
@@ -445,6 +434,7 @@ class Program {
   }
 
   const Plan& plan_;
+  const Op& root_;
   const std::function<const Literal&(const Value*)>& value_;
   const ir::Type& loop_;
   Workspace* w_ = nullptr;
@@ -478,7 +468,7 @@ void fold(Program& p, int reg, int64_t total, const FoldShape& f, OpKind kind, T
         reg, total,
         [&](const std::byte* v, int64_t start, int64_t n) {
           if (group == 1) {
-            fold_block(f, reinterpret_cast<const T*>(v), start, n, dst, combine);
+            fold_block(f, reinterpret_cast<const T*>(v), start, n, dst, combine, std::is_same_v<Fn, s::Add>);
             return;
           }
           // group <= 4: rows of at most kBlock / 2 fold here (fold_shape).
@@ -502,7 +492,7 @@ bool run_reduce(const Plan& plan, const Op& op, const std::function<const Litera
                 std::vector<Literal>& results) {
   const Value* x = op.operand(0);
   if (x->defining_op() == nullptr || !plan.inlined(*x->defining_op())) return false;  // a stored operand
-  Program p(plan, value, x->type());
+  Program p(plan, op, value, x->type());
   FoldShape& f = p.fold();
   TESSERA_CHECK(fold_shape(op, f), "a fused reduce the plan could not fold");
   int reg = p.reg(x);
@@ -527,8 +517,8 @@ bool run_reduce(const Plan& plan, const Op& op, const std::function<const Litera
 bool Plan::runs(const Op& op) const {
   if (folded_.count(&op)) return !inlined_.count(&op);
   if (!fused_.count(&op) || inlined_.count(&op)) return false;
-  const auto inlined_operand = [&](const Value* v) {
-    return v->defining_op() != nullptr && inlined_.count(v->defining_op()) != 0;
+  const auto inlined_operand = [&](const Value* v) {  // a rider is stored, for other loops
+    return v->defining_op() != nullptr && inlined_.count(v->defining_op()) != 0 && !riders_.root_of.count(v->defining_op());
   };
   if (op.kind() == OpKind::Reduce) return inlined_operand(op.operand(0));  // else a stored operand
   // A broadcast alone is the strided copy of the fast kernels; fusing starts at its readers.
@@ -549,22 +539,32 @@ bool Plan::run(const Op& op, const std::function<const Literal&(const Value*)>& 
   }
   if (op.kind() == OpKind::Reduce) return run_reduce(*this, op, value, results);
   const ir::Type& t = op.result(0)->type();
-  Program p(*this, value, t);
+  Program p(*this, op, value, t);
   int result = p.compute(op);
+  // Riders (fusion_riders.h): their registers, computed in the tree above, stored after the root.
+  std::span<const Op* const> more = riders(op);
+  std::array<int, kMaxRiders> more_regs{};
+  std::array<Literal*, kMaxRiders> more_out{};
+  for (size_t j = 0; j < more.size(); ++j) more_regs[j] = p.reg(more[j]->result(0));
   // The result goes over a value of its type that dies here and that the loop reads only at the
   // element it writes (in place, never through a broadcast): that saves allocating and zeroing a
   // fresh buffer, and writes where the loop has just read. Moving a Literal keeps its buffer.
-  // A destination the caller gave (an executable's arena, results holding one) is written instead.
+  // A destination the caller gave (an executable's arena, results holding one per result, riders
+  // included) is written instead.
   if (!results.empty()) {
-    p.run(result, results.back());
+    TESSERA_CHECK(results.size() == 1 + more.size(), "a fused loop with {} riders given {} destinations", more.size(),
+                  results.size());
+    for (size_t j = 0; j < more.size(); ++j) more_out[j] = &results[1 + j];
+    p.run(result, results[0], {more_regs.data(), more.size()}, {more_out.data(), more.size()});
     return true;
   }
   Literal* reuse = nullptr;
   for (const Value* v : p.in_place_reads())
     if (reuse == nullptr && v->type() == t && !p.loaded(v)) reuse = dying(v);
-  Literal r = reuse != nullptr ? std::move(*reuse) : Literal(t);
-  p.run(result, r);
-  results.push_back(std::move(r));
+  results.push_back(reuse != nullptr ? std::move(*reuse) : Literal(t));
+  for (const Op* m : more) results.emplace_back(m->result(0)->type());
+  for (size_t j = 0; j < more.size(); ++j) more_out[j] = &results[1 + j];
+  p.run(result, results[0], {more_regs.data(), more.size()}, {more_out.data(), more.size()});
   return true;
 }
 

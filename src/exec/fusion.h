@@ -1,16 +1,33 @@
-// Element-wise fusion for the interpreter (see fusion.cpp): the planner that interp::run_block
-// uses, when Options.accelerate is set, to compute chains of element-wise ops in one loop.
+// Element-wise fusion for the interpreter and exec::Executable (see fusion.cpp): the planner that
+// interp::run_block uses, when Options.accelerate is set, to compute chains of element-wise ops in
+// one loop.
 // accelerate.cpp registers it at start-up; interp::set_fusion_planner(nullptr) turns it off.
 #pragma once
 
 #include <cstdint>
 #include <memory>
+#include <span>
 
 #include "interp/interpreter.h"
 
 namespace tessera::exec {
 
 std::unique_ptr<interp::FusionPlan> plan_fusion(const ir::Block& block);
+
+// The plan plan_fusion makes, as exec::Executable sees it: loops that may store more than their
+// root (fusion_riders.h). The interpreter runs one result per op and never enables them.
+class MultiResultPlan : public interp::FusionPlan {
+ public:
+  // Chooses the riders (once, before the plan is used); from then on they are inlined.
+  virtual void enable_riders() = 0;
+  // The ops whose results `root`'s loop stores after its own (run() takes their destinations, or
+  // appends them, in this order); empty for other ops.
+  virtual std::span<const ir::Op* const> riders(const ir::Op& root) const = 0;
+  // The root whose loop computes rider `op`, else null.
+  virtual const ir::Op* rides_with(const ir::Op& op) const = 0;
+  // Whether `root`'s loop reads `v` other than element i at element i (fusion_riders.h).
+  virtual bool strided_read(const ir::Op& root, const ir::Value* v) const = 0;
+};
 
 // Values with fewer elements are never computed inside their readers' loops (default 16384: below
 // it a fused loop's setup costs more than the passes it saves). Tests set 0 to fuse small shapes.

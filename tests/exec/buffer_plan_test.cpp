@@ -165,5 +165,56 @@ TEST(BufferPlan, DonatedArgumentsComeBackInTheirOwnBuffers) {
   }
 }
 
+// AdamW's update (nn/optimizer.cpp's expression) as one loop with three results: the new moments
+// m and v ride with the parameter's update (exec/fusion_riders.h), each computed in its donor's
+// buffer, with the reference interpreter's bits, run after run. Before riders it ran as three loops
+// (m, v, then p reading m and v back). m is also read after the loop by an op of its own (a
+// transpose, returned), which finds it stored.
+TEST(BufferPlan, AdamWUpdatesPMAndVInOneLoop) {
+  using namespace tessera::ir;
+  const std::vector<int64_t> shape = {64, 300};  // past the fusion minimum
+  Module m;
+  Function& fn = build_function(m, "step", [&](FunctionBuilder& f) {
+    Tensor p = f.param(f32(shape)), mom = f.param(f32(shape)), vel = f.param(f32(shape)), g = f.param(f32(shape));
+    Tensor scalars = f.param(f32({3}));
+    auto scalar = [&](int64_t i) { return reshape(slice(scalars, {i}, {i + 1}), {}); };
+    auto full = [&](const Tensor& x) { return broadcast_in_dim(x, shape, {}); };
+    Tensor m2 = mom * 0.9 + g * 0.1;
+    Tensor v2 = vel * 0.999 + g * 0.001 * g;
+    Tensor denom = sqrt(v2) / full(scalar(2)) + 1e-8;
+    Tensor p2 = p * full(scalar(0)) - full(scalar(1)) * (m2 / denom);
+    return std::vector<Tensor>{p2, m2, v2, transpose(m2, {1, 0})};
+  });
+  auto e = Executable::compile(fn, CompileOptions{&m});
+  ASSERT_TRUE(e->planned());
+  EXPECT_EQ(e->stats().in_donor, 3u) << "p, m and v computed in their donors' buffers";
+  EXPECT_EQ(e->stats().fused, 1u) << "one loop for p, m and v";
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<double> u(-1, 1);
+  std::vector<Literal> x;
+  for (int i = 0; i < 4; ++i) {
+    std::vector<double> v(static_cast<size_t>(shape[0] * shape[1]));
+    for (double& d : v) d = i == 2 ? std::fabs(u(rng)) * 1e-3 : u(rng);  // the second moment is >= 0
+    x.push_back(Literal::from_doubles(f32(shape), v));
+  }
+  x.push_back(Literal::from_doubles(f32({3}), std::vector<double>{0.99, 1e-3, 0.3}));
+  std::vector<Literal> want = interp::evaluate(fn, x);  // the reference kernels
+  auto context = e->make_context();
+  std::vector<Literal> args = x, out;
+  const std::byte* storage[3] = {args[0].bytes().data(), args[1].bytes().data(), args[2].bytes().data()};
+  std::vector<uint8_t> lent = {0, 0, 0, 1, 1};
+  for (int run = 0; run < 3; ++run) {
+    e->run_into(args, lent, out, interp::Options{}, *context);
+    ASSERT_EQ(out.size(), 4u);
+    for (size_t r = 0; r < 4; ++r) EXPECT_EQ(out[r], want[r]) << "result " << r << ", run " << run;
+    for (size_t r = 0; r < 3; ++r) {
+      EXPECT_EQ(out[r].bytes().data(), storage[r]) << "result " << r << " in its donor's own buffer";
+      std::memcpy(out[r].bytes().data(), x[r].bytes().data(), x[r].bytes().size());  // the same step again
+      args[r] = std::move(out[r]);
+    }
+    out.clear();
+  }
+}
+
 }  // namespace
 }  // namespace tessera::exec

@@ -132,6 +132,82 @@ TEST(Fusion, OneHotSoftmaxGradientRunsAsOneLoop) {
   EXPECT_EQ(profile.by_op.at("stablehlo.exponential").first, 1);  // read twice, stored once
 }
 
+// A value read by several loops is computed again in each only when its whole tree is cheap: the
+// masked, scaled scores of an attention softmax (a select of a divide, read by the row max, the
+// exp and another loop) are stored once; a cheap tree (a multiply and an add) is still inlined into
+// each reader. The bits are the reference's either way.
+TEST(Fusion, ValuesWithCostlyTreesAreStoredForSeveralReaders) {
+  const std::vector<int64_t> shape = {64, 256};
+  Module m;
+  build_function(m, "f", [&](FunctionBuilder& f) {
+    Tensor x = f.param(f32(shape)), mask = f.param(i1(shape));
+    Tensor scores = select(mask, x / 3.0, broadcast_in_dim(f.scalar(ElementType::f32, -1e30), shape, {}));
+    Tensor mx = broadcast_in_dim(reduce_max(scores, {1}), shape, {0});
+    Tensor e = exp(scores - mx);
+    Tensor cheap = x * 0.5 + 1.0;  // read by two loops below, recomputed in each
+    return std::vector<Tensor>{e * cheap, (scores + cheap) * 2.0};
+  });
+  std::mt19937 rng(9);
+  Literal x = random_literal(f32(shape), rng);
+  Literal mask(i1(shape));
+  for (int64_t i = 0; i < mask.num_elements(); ++i) mask.set_int(i, (i % 256) <= (i / 256) % 256);
+  std::vector<Literal> in = {x, mask};
+  interp::Profile profile;
+  std::vector<Literal> got = run(m, in, true, true, &profile);
+  std::vector<Literal> want = run(m, in, false, false);
+  for (size_t r = 0; r < want.size(); ++r) EXPECT_TRUE(same_bits(got[r], want[r])) << "result " << r;
+  EXPECT_EQ(profile.by_op.at("stablehlo.select").first, 1) << "the scores stored once";
+  EXPECT_EQ(profile.by_op.count("stablehlo.divide"), 0u) << "computed in the select's loop";
+  EXPECT_EQ(profile.by_op.count("stablehlo.add"), 0u) << "the cheap tree inlined into its readers";
+}
+
+// Sums whose terms are mostly zeros (a one-hot times values, as a cross-entropy's loss) skip runs
+// of zeros (fold.h: fold_in_order) and keep the reference's bits: the sign of a zero sum (inits +0
+// and -0, terms of both signs), a NaN or an infinity among the terms or as the init, subnormals;
+// into one result and into rows longer than a block. Neither the terms nor the one-hot are stored.
+TEST(Fusion, SumsOfMostlyZerosKeepTheReferenceBits) {
+  const std::vector<int64_t> shape = {6, 1100};  // fewer than 8 long rows: folded block by block
+  const float specials[] = {-0.0f, 0.0f, NAN, INFINITY, -INFINITY, 1e-40f, -1e-40f, 3.5f, -2.0f};
+  for (float init : {0.0f, -0.0f, NAN}) {
+    for (int variant = 0; variant < 5; ++variant) {
+      Module m;
+      build_function(m, "f", [&](FunctionBuilder& f) {
+        Tensor x = f.param(f32(shape));
+        Tensor labels = f.param(i32({6}));
+        Tensor hot = convert(compare(f.iota(i32(shape), 1), broadcast_in_dim(labels, shape, {0}), ComparisonDirection::EQ),
+                             ElementType::f32);
+        Tensor terms = hot * x;
+        Tensor zero = f.scalar(ElementType::f32, init);
+        Tensor pad = x;
+        for (int i = 0; i < 8; ++i) pad = pad * 0.5 + pad;  // past the planner's minimum block size
+        return std::vector<Tensor>{reduce(terms, zero, {0, 1}, OpKind::Add), reduce(terms, zero, {1}, OpKind::Add), pad};
+      });
+      std::mt19937 rng(static_cast<uint32_t>(variant) + 7);
+      Literal x = random_literal(f32(shape), rng);
+      // Variant 0: random values; 1: all -0 (every term -0); 2: specials at the chosen columns;
+      // 3: negative values, so every term that is not chosen is -0; 4: -0 but one +0 in each row,
+      // inside a run of 32 (a -0 init gives +0, and nothing after it brings -0 back).
+      for (int64_t i = 0; i < x.num_elements(); ++i) {
+        double v = x.get_double(i);
+        if (variant == 1) v = -0.0;
+        if (variant == 2 && i % 7 == 0) v = specials[static_cast<size_t>(i / 7) % std::size(specials)];
+        if (variant == 3) v = -std::fabs(v) - 1;
+        if (variant == 4) v = i % shape[1] == 100 ? 0.0 : -0.0;
+        x.set_double(i, v);
+      }
+      Literal labels = Literal::from_ints(i32({6}), std::vector<int64_t>{0, 1099, 31, 512, 700, 96});
+      std::vector<Literal> in = {x, labels};
+      interp::Profile profile;
+      std::vector<Literal> got = run(m, in, true, true, &profile);
+      std::vector<Literal> want = run(m, in, false, false);
+      for (size_t r = 0; r < want.size(); ++r)
+        EXPECT_TRUE(same_bits(got[r], want[r])) << "init " << init << ", variant " << variant << ", result " << r;
+      EXPECT_EQ(profile.by_op.count("stablehlo.multiply"), 0u);
+      EXPECT_EQ(profile.by_op.at("stablehlo.reduce").first, 2);
+    }
+  }
+}
+
 float bits_to_float(uint32_t u) { return std::bit_cast<float>(u); }
 
 void expect_reference_bits(const std::vector<float>& x) {
