@@ -340,7 +340,11 @@ CheckCounts check_file(const std::string& path, std::ostream& out, const CheckOp
       if (fn->num_parameters() > 0) {
         try {
           std::string name = fn->name();
-          out << fmt::format("PASS {} ({})\n", where, check_module(*module, name, path));
+          interp::Options run_options = case_options(*module, log, options, "", written);
+          auto run = [&](const ir::Function& refined, std::vector<ir::Literal> args) {
+            return evaluate(*module, refined, std::move(args), run_options, options);
+          };
+          out << fmt::format("PASS {} ({})\n", where, check_module(*module, name, path, run));
           ++counts.passed;
         } catch (const std::exception& e) {
           out << "FAIL " << where << ": " << e.what() << "\n";

@@ -20,12 +20,13 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <ostream>
 #include <string>
+#include <vector>
 
-namespace tessera::ir {
-class Module;
-}
+#include "ir/literal.h"
+#include "ir/module.h"
 
 namespace tessera::tools {
 
@@ -44,8 +45,11 @@ struct CheckCounts {
 };
 
 // The check of a module whose @`entry` takes arguments (see above): what passed, or a UserError
-// naming the step that failed. Lowers the module's quantized ops and refines its shapes.
-std::string check_module(ir::Module& module, const std::string& entry, const std::string& path);
+// naming the step that failed. Lowers the module's quantized ops and refines its shapes; `run`
+// runs the refined function as check_file runs its cases (the interpreter, or --executable).
+using ModuleRunner = std::function<std::vector<ir::Literal>(const ir::Function&, std::vector<ir::Literal>)>;
+std::string check_module(ir::Module& module, const std::string& entry, const std::string& path,
+                         const ModuleRunner& run);
 
 CheckCounts check_file(const std::string& path, std::ostream& out, const CheckOptions& options = {});
 

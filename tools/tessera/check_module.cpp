@@ -13,7 +13,6 @@
 #include <random>
 #include <sstream>
 
-#include "interp/interpreter.h"
 #include "ir/element_type.h"
 #include "ir/literal.h"
 #include "ir/module.h"
@@ -69,7 +68,8 @@ ir::Literal argument(const ir::Type& t, std::mt19937& rng) {
 
 }  // namespace
 
-std::string check_module(ir::Module& module, const std::string& entry, const std::string& path) {
+std::string check_module(ir::Module& module, const std::string& entry, const std::string& path,
+                         const ModuleRunner& run) {
   const std::string printed = stablehlo::print(module);
   std::string again;
   try {
@@ -97,16 +97,14 @@ std::string check_module(ir::Module& module, const std::string& entry, const std
     transforms::refine_shapes(module, entry, types, args);
     fn = module.find_function(entry);
   }
-  interp::Options options;
-  options.module = &module;
-  std::vector<ir::Literal> results = interp::evaluate(*fn, std::move(args), options);
+  std::vector<ir::Literal> results = run(*fn, std::move(args));
   if (results.size() != fn->result_types.size())
     support::fail("@{} returned {} values, but declares {} results", entry, results.size(), fn->result_types.size());
   for (size_t i = 0; i < results.size(); ++i)
     if (results[i].type() != fn->result_types[i])
       support::fail("@{}'s result {} is {}, but it declares {}", entry, i, stablehlo::print(results[i].type()),
                     stablehlo::print(fn->result_types[i]));
-  return fmt::format("round trip; ran on generated arguments{}: the file compares no values", 
+  return fmt::format("round trip; ran on generated arguments{}: the file compares no values",
                      polymorphic ? fmt::format(" with every '?' = {}", kDimSize) : "");
 }
 
