@@ -6,6 +6,7 @@
 // body is linear in (x, updates) together: the same updates win the same places. Loops and calls
 // are refused in the words reverse uses (refusals.cpp).
 #include "autodiff/jvp_rules.h"
+#include "ir/effects.h"
 
 namespace tessera::autodiff {
 
@@ -51,7 +52,7 @@ void jvp_Return(JvpContext&) {}
 void jvp_Call(JvpContext& c) { refuse_outright(c.op); }
 // custom_call @Sharding (GSPMD's sharding annotation) is the identity: its tangent passes through.
 void jvp_CustomCall(JvpContext& c) {
-  if (c.op.attrs().get_or<std::string>("call_target_name", "") == "Sharding") return map_tangents(c);
+  if (ir::is_sharding_call(c.op)) return map_tangents(c);
   refuse_outright(c.op);
 }
 void jvp_RunParallel(JvpContext& c) { refuse_outright(c.op); }

@@ -7,6 +7,7 @@
 #include <numeric>
 
 #include "autodiff/rules.h"
+#include "ir/effects.h"
 
 namespace tessera::autodiff {
 
@@ -157,7 +158,7 @@ void vjp_Return(VjpContext&) {}
 void vjp_Call(VjpContext& c) { refuse_outright(c.op); }
 // custom_call @Sharding (GSPMD's sharding annotation) is the identity: dx = dy.
 void vjp_CustomCall(VjpContext& c) {
-  if (c.op.attrs().get_or<std::string>("call_target_name", "") != "Sharding") refuse_outright(c.op);
+  if (!ir::is_sharding_call(c.op)) refuse_outright(c.op);
   if (c.has_cotangent(0)) c.add(0, c.dy());
 }
 void vjp_RunParallel(VjpContext& c) { refuse_outright(c.op); }

@@ -11,6 +11,7 @@
 #include <utility>
 
 #include "interp/kernels.h"
+#include "ir/effects.h"
 #include "interp/kernels_lapack.h"
 #include "ir/dynamic_shapes.h"
 #include "support/strings.h"
@@ -236,7 +237,7 @@ Results eval_CustomCall(const EvalContext& ctx) {
   }
   // GSPMD's with_sharding_constraint (JAX exports before Shardy): the identity on values; the
   // parser imports it as sdy.sharding_constraint (docs/DESIGN.md), so it runs here only when not.
-  if (target == "Sharding") {
+  if (target == ir::kShardingTarget) {
     if (ctx.num_operands() != 1) ctx.fail("@Sharding takes 1 operand, got {}", ctx.num_operands());
     return one(ctx.operand(0));
   }

@@ -8,6 +8,7 @@
 
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "ir/module.h"
@@ -22,5 +23,12 @@ Opaque symbol_ref(const std::string& name);
 // The function names of a list of symbol references, `[@f, @"g h"]` (interpreter.run_parallel's
 // `infeed`, kept as its text); nullopt when `a` is not such a list.
 std::optional<std::vector<std::string>> symbol_list_of(const Attribute& a);
+
+// GSPMD's sharding annotation, custom_call @Sharding (JAX's with_sharding_constraint before
+// Shardy): the identity on its one operand in every layer where the parser did not import it.
+inline constexpr std::string_view kShardingTarget = "Sharding";
+inline bool is_sharding_call(const Op& op) {
+  return op.kind() == OpKind::CustomCall && op.attrs().get_or<std::string>("call_target_name", "") == kShardingTarget;
+}
 
 }  // namespace tessera::ir

@@ -2,6 +2,7 @@
 // interpreter.run_parallel). Calls take their result types from the text; whether the callee
 // exists and agrees is checked by verify(), which sees the module.
 #include "ir/shape_rules.h"
+#include "ir/effects.h"
 
 namespace tessera::ir::shape_rules {
 namespace {
@@ -34,7 +35,7 @@ Types infer_CustomCall(const ShapeQuery& q) {
   const std::string* target = q.attrs.find<std::string>("call_target_name");
   if (target == nullptr) reject(q, "has no call_target_name");
   // GSPMD's sharding annotation: the identity, so its one result is its one operand's type.
-  if (*target == "Sharding") {
+  if (*target == kShardingTarget) {
     if (q.operands.size() != 1) reject(q, "@Sharding takes 1 operand, got {}", q.operands.size());
     return {q.operands[0]};
   }

@@ -7,6 +7,7 @@
 // A tensor dimension's sharding is then the mesh axes of its tile's run, major to minor; the last
 // tile of last_tile_dim_replicate takes the axes left over, which Shardy leaves replicated.
 #include "stablehlo/import_gspmd.h"
+#include "ir/effects.h"
 
 #include <algorithm>
 #include <map>
@@ -81,9 +82,7 @@ class Importer {
   void walk(ir::Block& b) {
     for (const auto& op : b.ops()) {
       for (const auto& r : op->regions()) walk(*r);
-      if (op->kind() != ir::OpKind::CustomCall ||
-          op->attrs().get_or<std::string>("call_target_name", "") != "Sharding")
-        continue;
+      if (!ir::is_sharding_call(*op)) continue;
       Site s{op->loc, "custom_call @Sharding", "", {}, {}, nullptr, op.get(), {}};
       const std::string* text = op->attrs().find<std::string>("mhlo.sharding");
       if (op->operands().size() == 1 && !op->operand(0)->type().is_tensor()) continue;  // stays the identity
