@@ -3,6 +3,7 @@
 // batch-norm ops are replaced by their expansion (ir/batch_norm.h): its reductions and elementwise
 // ops have factor rules that split the batch and the features, which the fused ops' own rules
 // cannot say (a sharded batch needs its partial sums combined).
+#include <algorithm>
 #include <functional>
 #include <unordered_map>
 
@@ -49,6 +50,32 @@ void materialize(ir::Block& into, ir::ValueMap& map, Pending& pending, const ir:
   map[v] = map.at(tuple->result(0));  // v may be a get_tuple_element of an enclosing tuple
 }
 
+void inline_ops(const ir::Module& module, const ir::Block& from, ir::Module& out, ir::Block& into, ir::ValueMap& map,
+                int depth);
+
+// Copies `op`, whose regions call functions (a shard_map body's call inside its manual
+// computation, a while body's), with each region's calls inlined in its copy.
+void inline_regions(const ir::Module& module, const ir::Op& op, ir::Module& out, ir::Block& into, ir::ValueMap& map,
+                    int depth) {
+  std::vector<ir::Value*> operands;
+  for (ir::Value* v : op.operands()) operands.push_back(mapped(map, v));
+  auto copy = std::make_unique<ir::Op>(op.kind(), operands, op.result_types(), op.attrs());
+  copy->loc = op.loc;
+  for (const auto& r : op.regions()) {
+    ir::Block& block = copy->add_region();
+    for (const auto& a : r->arguments()) map[a.get()] = block.add_argument(a->type());
+    inline_ops(module, *r, out, block, map, depth);
+    const ir::Op* t = r->terminator();
+    std::vector<ir::Value*> returned;
+    for (ir::Value* v : t->operands()) returned.push_back(mapped(map, v));
+    auto ret = std::make_unique<ir::Op>(t->kind(), returned, t->result_types(), t->attrs());
+    ret->loc = t->loc;
+    block.append(std::move(ret));
+  }
+  ir::Op* made = into.append(std::move(copy));
+  for (size_t i = 0; i < op.num_results(); ++i) map[op.result(i)] = made->result(i);
+}
+
 // Clones `from` (but its terminator) into `into`, expanding each func.call (and composite) into its
 // callee's body and folding get_tuple_element of a tuple built in the program.
 void inline_ops(const ir::Module& module, const ir::Block& from, ir::Module& out, ir::Block& into, ir::ValueMap& map,
@@ -86,9 +113,10 @@ void inline_ops(const ir::Module& module, const ir::Block& from, ir::Module& out
       continue;
     }
     if (!is_call(*op)) {
-      for (const auto& r : op->regions())
-        if (has_call(*r))
-          support::fail("{}: a func.call inside a region cannot be partitioned; inline it first", op->name());
+      if (std::any_of(op->regions().begin(), op->regions().end(), [](const auto& r) { return has_call(*r); })) {
+        inline_regions(module, *op, out, into, map, depth);
+        continue;
+      }
       ir::clone_op(into, *op, map);
       continue;
     }

@@ -49,9 +49,10 @@ class Importer {
     for (auto& fn : m_.functions) {
       for (size_t i = 0; i < fn->arg_attrs.size(); ++i)
         add(fn->arg_attrs[i], fn->body().argument(i)->type(), fmt::format("argument {} of @{}", i, fn->name()),
-            fn->loc);
+            fn->loc, fn->is_public);
       for (size_t i = 0; i < fn->result_attrs.size() && i < fn->result_types.size(); ++i)
-        add(fn->result_attrs[i], fn->result_types[i], fmt::format("result {} of @{}", i, fn->name()), fn->loc);
+        add(fn->result_attrs[i], fn->result_types[i], fmt::format("result {} of @{}", i, fn->name()), fn->loc,
+            fn->is_public);
       walk(fn->body());
     }
   }
@@ -61,8 +62,10 @@ class Importer {
     if (!m_.meshes.empty()) {  // Shardy's module: its sdy shardings are the ones that count
       for (Site& s : sites_)
         if (s.attrs) s.attrs->erase("mhlo.sharding");
+      manual_marks_.clear();
       return;
     }
+    gspmd_ = true;
     for (Site& s : sites_) read(s);
     cut_all();
     build_mesh();
@@ -70,10 +73,21 @@ class Importer {
   }
 
  private:
-  void add(ir::AttrMap& attrs, const ir::Type& type, std::string what, ir::SourceLoc loc) {
+  static bool is_manual(const std::string& text) {
+    try {
+      return parse_hlo_sharding(text).kind == HloSharding::Kind::kManual;
+    } catch (const support::UserError&) {
+      return false;  // read() reports it where it stands
+    }
+  }
+
+  void add(ir::AttrMap& attrs, const ir::Type& type, std::string what, ir::SourceLoc loc, bool is_public) {
     const std::string* text = attrs.find<std::string>("mhlo.sharding");
     // An empty text (some exports write `mhlo.sharding = ""`) says nothing: left as it is.
     if (text == nullptr || text->empty()) return;
+    // A private function's `{manual}` values are per-device pieces: a shard_map body called from
+    // inside the fence (import_shard_map.cpp), which needs no layout of its own.
+    if (!is_public && is_manual(*text)) return attrs.erase("mhlo.sharding");
     // A token's or tuple's sharding (`{maximal device=0}` on an effects token, a tuple sharding)
     // places nothing Tessera splits: dropped unread.
     if (!type.is_tensor()) return attrs.erase("mhlo.sharding");
@@ -82,9 +96,26 @@ class Importer {
   void walk(ir::Block& b) {
     for (const auto& op : b.ops()) {
       for (const auto& r : op->regions()) walk(*r);
+      const std::string* text = op->attrs().find<std::string>("mhlo.sharding");
+      // A shard_map fence's full side: its layout becomes the manual computation's
+      // (import_shard_map.cpp), read here with the others so they share one mesh.
+      if (op->kind() == ir::OpKind::CustomCall &&
+          op->attrs().get_or<std::string>("call_target_name", "") == kShardToFullTarget) {
+        Site s{op->loc, "custom_call @SPMDShardToFullShape", "", {}, {}, nullptr, op.get(), {}};
+        if (op->num_results() != 1) fail(s, fmt::format("has {} results, not 1", op->num_results()));
+        if (text == nullptr) fail(s, "has no mhlo.sharding string attribute");
+        s.text = *text;
+        s.type = op->result(0)->type();
+        sites_.push_back(std::move(s));
+        continue;
+      }
       if (!ir::is_sharding_call(*op)) continue;
       Site s{op->loc, "custom_call @Sharding", "", {}, {}, nullptr, op.get(), {}};
-      const std::string* text = op->attrs().find<std::string>("mhlo.sharding");
+      // `{manual}` marks a value inside a shard_map fence: the identity.
+      if (text != nullptr && op->operands().size() == 1 && op->num_results() == 1 && is_manual(*text)) {
+        manual_marks_.push_back(op.get());
+        continue;
+      }
       if (op->operands().size() == 1 && !op->operand(0)->type().is_tensor()) continue;  // stays the identity
       if (op->operands().size() != 1 || op->num_results() != 1)
         fail(s, fmt::format("takes 1 operand and 1 result, has {} and {}", op->operands().size(), op->num_results()));
@@ -258,6 +289,11 @@ class Importer {
       if (out) site.attrs->set("sdy.sharding", *out);
       return;
     }
+    if (!ir::is_sharding_call(*site.op)) {  // SPMDShardToFullShape: its layout, for the outlining
+      site.op->attrs().erase("mhlo.sharding");
+      if (out) site.op->attrs().set("sdy.sharding", *out);
+      return;
+    }
     // custom_call @Sharding -> sdy.sharding_constraint, its uses moved to the new op's result. With
     // no mesh (every sharding replicated) the annotation says nothing: the call stays the identity.
     if (!out) return;
@@ -274,8 +310,15 @@ class Importer {
 
  public:
   void finish() {
-    if (replaced_.empty()) return;
-    for (auto& fn : m_.functions) rewire(fn->body());
+    for (ir::Op* mark : manual_marks_) {
+      ir::Value* v = mark->operand(0);
+      while (replaced_.count(v)) v = replaced_.at(v);
+      replaced_[mark->result(0)] = v;
+      dead_.insert(mark);
+    }
+    if (!replaced_.empty())
+      for (auto& fn : m_.functions) rewire(fn->body());
+    if (gspmd_) outline_shard_maps(m_, file_);
   }
 
  private:
@@ -298,6 +341,8 @@ class Importer {
   std::string mesh_;
   std::map<ir::Value*, ir::Value*> replaced_;
   std::set<const ir::Op*> dead_;
+  std::vector<ir::Op*> manual_marks_;  // @Sharding {manual}: dropped
+  bool gspmd_ = false;                 // the module's shardings are GSPMD's (no sdy.mesh of its own)
 };
 
 }  // namespace

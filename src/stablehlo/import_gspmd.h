@@ -6,6 +6,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 
 #include "ir/module.h"
 
@@ -16,6 +17,13 @@ namespace tessera::stablehlo {
 // custom_call @Sharding by an sdy.sharding_constraint. A module that already has an sdy.mesh is
 // Shardy's: its `mhlo.sharding` strings are dropped and @Sharding calls stay (they run as the
 // identity). Errors are ParseErrors at the function or op in `file`, quoting the sharding text.
+// shard_map's fences are read too: the ops between SPMDFullToShardShape and SPMDShardToFullShape
+// become an sdy.manual_computation over every mesh axis (outline_shard_maps, which the import runs
+// once the mesh and the layouts are known).
 void import_gspmd_shardings(ir::Module& module, const std::string& file);
+
+inline constexpr std::string_view kFullToShardTarget = "SPMDFullToShardShape";
+inline constexpr std::string_view kShardToFullTarget = "SPMDShardToFullShape";
+void outline_shard_maps(ir::Module& module, const std::string& file);
 
 }  // namespace tessera::stablehlo

@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "common/error_of.h"
+#include "common/shard_map_modules.h"
 #include "common/temp_dir.h"
 #include "interp/interpreter.h"
 #include "interp/npy.h"
@@ -96,6 +97,53 @@ TEST(GspmdExport, RunsOnTwoDevicesAsOnOne) { runs_as_on_one(kModule, 2, "ran @ma
 
 TEST(GspmdExport, RunsOnFourDevicesListedOutOfOrderAsOnOne) {
   runs_as_on_one(kListed, 4, "ran @main on 4 host devices; 4 collectives");
+}
+
+// A shard_map export (the fence becomes an sdy.manual_computation): on its 2 devices, the rows
+// of x @ w and the psum'd column sums; on 4, device d's rows 2x + 1.5 moved to device d + 1.
+TEST(GspmdExport, AShardMapRunsOnItsDevicesAsNumPyWouldGive) {
+  testing::TempDir dir;
+  ir::Literal x = filled(ir::f32({8, 4}), 1.0), w = filled(ir::f32({4, 6}), 0.5);
+  interp::save_npy(x, (dir.path / "x.npy").string());
+  interp::save_npy(w, (dir.path / "w.npy").string());
+  RunCommand c;
+  c.file = dir.file("m.mlir", testing::kCalled);
+  c.devices = 2;
+  c.inputs = {"arg0=" + (dir.path / "x.npy").string(), "arg1=" + (dir.path / "w.npy").string()};
+  c.output_dir = (dir.path / "out").string();
+  std::ostringstream out;
+  ASSERT_EQ(run_command(c, out), 0);
+  EXPECT_NE(out.str().find("1 collectives, 24 bytes moved per device"), std::string::npos) << out.str();
+  ir::Literal y = interp::load_npy((dir.path / "out" / "result0.npy").string());
+  ir::Literal sums = interp::load_npy((dir.path / "out" / "result1.npy").string());
+  ASSERT_EQ(y.type(), ir::f32({8, 6}));
+  ASSERT_EQ(sums.type(), ir::f32({6}));
+  for (int64_t j = 0; j < 6; ++j) {
+    double column = 0;
+    for (int64_t i = 0; i < 8; ++i) {
+      double want = 0;
+      for (int64_t k = 0; k < 4; ++k) want += x.get_double(i * 4 + k) * w.get_double(k * 6 + j);
+      EXPECT_NEAR(y.get_double(i * 6 + j), want, kTol) << i << "," << j;
+      column += want;
+    }
+    EXPECT_NEAR(sums.get_double(j), column, kTol) << j;
+  }
+
+  ir::Literal v = filled(ir::f32({8, 2}), 1.0);
+  interp::save_npy(v, (dir.path / "v.npy").string());
+  RunCommand c4;
+  c4.file = dir.file("inline.mlir", testing::kInline);
+  c4.devices = 4;
+  c4.inputs = {"arg0=" + (dir.path / "v.npy").string()};
+  c4.output_dir = (dir.path / "out4").string();
+  ASSERT_EQ(run_command(c4, out), 0);
+  ir::Literal moved = interp::load_npy((dir.path / "out4" / "result0.npy").string());
+  ir::Literal square = interp::load_npy((dir.path / "out4" / "result1.npy").string());
+  ASSERT_EQ(moved.type(), ir::f32({8, 2}));
+  for (int64_t i = 0; i < 8; ++i)
+    for (int64_t j = 0; j < 2; ++j)
+      EXPECT_NEAR(moved.get_double(i * 2 + j), 2 * v.get_double(((i + 6) % 8) * 2 + j) + 1.5, kTol) << i << "," << j;
+  EXPECT_NEAR(square.get_double(0), 2.25, kTol);
 }
 
 TEST(GspmdExport, PartitionsWithTheCollectivesItsLayoutsAskFor) {
