@@ -22,6 +22,12 @@ namespace tessera::stablehlo {
 // once the mesh and the layouts are known).
 void import_gspmd_shardings(ir::Module& module, const std::string& file);
 
+// Shardy's round-trip form (sdy attributes as strings in mhlo.frontend_attributes, shard_map as
+// xla.sdy.GlobalToLocalShape / a call of the body / xla.sdy.LocalToGlobalShape, result shardings as
+// xla.sdy.FuncResultSharding), read back into sdy meshes, shardings, constraints and manual
+// computations; the parser runs it before the GSPMD import (import_sdy_round_trip.cpp).
+void import_sdy_round_trip(ir::Module& module, const std::string& file);
+
 inline constexpr std::string_view kFullToShardTarget = "SPMDFullToShardShape";
 inline constexpr std::string_view kShardToFullTarget = "SPMDShardToFullShape";
 void outline_shard_maps(ir::Module& module, const std::string& file);

@@ -377,6 +377,7 @@ void Parser::parse_top_level(bool verify) {
   }
   // GSPMD's mhlo.sharding strings become a mesh and sdy shardings here, once, so every consumer of
   // a parsed module sees Shardy's form (import_gspmd.h).
+  import_sdy_round_trip(module, lx.file());
   import_gspmd_shardings(module, lx.file());
   if (!verify) return;
   try {

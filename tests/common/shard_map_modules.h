@@ -1,6 +1,8 @@
-// Two shard_map programs as JAX exported them with the GSPMD partitioner (@Sharding, then
-// SPMDFullToShardShape {manual}, the per-device body, SPMDShardToFullShape), for the parser's
-// tests (gspmd_shard_map_test) and the runs on host devices (gspmd_cmd_test).
+// shard_map programs as JAX exported them: two with the GSPMD partitioner (@Sharding, then
+// SPMDFullToShardShape {manual}, the per-device body, SPMDShardToFullShape) and one in Shardy's
+// round-trip form (frontend attributes, GlobalToLocalShape / the body's call / LocalToGlobalShape),
+// for the parser's tests (gspmd_shard_map_test, sdy_round_trip_test) and the runs on host devices
+// (gspmd_cmd_test).
 #pragma once
 
 namespace tessera::testing {
@@ -50,6 +52,24 @@ inline constexpr const char* kInline = R"(module @jit_g attributes {mhlo.num_par
     %7 = stablehlo.custom_call @SPMDShardToFullShape(%6) {mhlo.sharding = "{devices=[4,1]<=[4]}"} : (tensor<2x2xf32>) -> tensor<8x2xf32>
     %8 = stablehlo.multiply %c, %c : tensor<f32>
     return %7, %8 : tensor<8x2xf32>, tensor<f32>
+  }
+}
+)";
+
+// Rows of x split over "x" (2 devices), w whole; each device multiplies its rows by w and the two
+// pieces trade places (a collective_permute): the result is x @ w with its row halves swapped.
+inline constexpr const char* kRoundTripShardMap = R"(module @jit_g attributes {jax.uses_shape_polymorphism = false, mhlo.frontend_attributes = {xla.sdy.meshes = "{mesh = #sdy.mesh<[\22x\22=2]>}"}, mhlo.num_partitions = 2 : i32, mhlo.num_replicas = 1 : i32} {
+  func.func public @main(%arg0: tensor<8x4xf32> {mhlo.frontend_attributes = {xla.sdy.sharding = "#sdy.sharding<@mesh, [{\22x\22}, {}]>"}, mhlo.sharding = "{devices=[2,1]<=[2]}"}, %arg1: tensor<4x6xf32> {mhlo.frontend_attributes = {xla.sdy.sharding = "#sdy.sharding<@mesh, [{}, {}]>"}, mhlo.sharding = "{replicated}"}) -> (tensor<8x6xf32> {jax.result_info = "result", mhlo.sharding = "{devices=[2,1]<=[2]}"}) {
+    %0:2 = stablehlo.custom_call @xla.sdy.GlobalToLocalShape(%arg0, %arg1) {mhlo.frontend_attributes = {xla.sdy.in_shardings = "#sdy.sharding_per_value<[<@mesh, [{\22x\22}, {}]>, <@mesh, [{}, {}]>]>", xla.sdy.manual_axes = "#sdy<manual_axes{\22x\22}>"}} : (tensor<8x4xf32>, tensor<4x6xf32>) -> (tensor<4x4xf32>, tensor<4x6xf32>)
+    %1 = call @xla.sdy.manual_computation_body(%0#0, %0#1) : (tensor<4x4xf32>, tensor<4x6xf32>) -> tensor<4x6xf32>
+    %2 = stablehlo.custom_call @xla.sdy.LocalToGlobalShape(%1) {mhlo.frontend_attributes = {xla.sdy.manual_axes = "#sdy<manual_axes{\22x\22}>", xla.sdy.out_shardings = "#sdy.sharding_per_value<[<@mesh, [{\22x\22}, {}]>]>"}} : (tensor<4x6xf32>) -> tensor<8x6xf32>
+    %3 = stablehlo.custom_call @xla.sdy.FuncResultSharding(%2) {has_side_effect = true, mhlo.frontend_attributes = {xla.sdy.sharding = "#sdy.sharding_per_value<[<@mesh, [{\22x\22}, {}]>]>"}} : (tensor<8x6xf32>) -> tensor<8x6xf32>
+    return %3 : tensor<8x6xf32>
+  }
+  func.func @xla.sdy.manual_computation_body(%arg0: tensor<4x4xf32>, %arg1: tensor<4x6xf32>) -> tensor<4x6xf32> {
+    %0 = stablehlo.dot_general %arg0, %arg1, contracting_dims = [1] x [0] : (tensor<4x4xf32>, tensor<4x6xf32>) -> tensor<4x6xf32>
+    %1 = "stablehlo.collective_permute"(%0) <{channel_handle = #stablehlo.channel_handle<handle = 1, type = 0>, source_target_pairs = dense<[[0, 1], [1, 0]]> : tensor<2x2xi64>}> : (tensor<4x6xf32>) -> tensor<4x6xf32>
+    return %1 : tensor<4x6xf32>
   }
 }
 )";

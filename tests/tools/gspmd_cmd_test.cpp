@@ -146,6 +146,32 @@ TEST(GspmdExport, AShardMapRunsOnItsDevicesAsNumPyWouldGive) {
   EXPECT_NEAR(square.get_double(0), 2.25, kTol);
 }
 
+// Shardy's round-trip form of a shard_map (what jax.export writes): x @ w with the two devices'
+// row halves swapped by the body's collective_permute.
+TEST(GspmdExport, AShardMapInShardysRoundTripFormRunsOnItsDevices) {
+  testing::TempDir dir;
+  ir::Literal x = filled(ir::f32({8, 4}), 1.0), w = filled(ir::f32({4, 6}), 0.5);
+  interp::save_npy(x, (dir.path / "x.npy").string());
+  interp::save_npy(w, (dir.path / "w.npy").string());
+  RunCommand c;
+  c.file = dir.file("m.mlir", testing::kRoundTripShardMap);
+  c.devices = 2;
+  c.inputs = {"arg0=" + (dir.path / "x.npy").string(), "arg1=" + (dir.path / "w.npy").string()};
+  c.output_dir = (dir.path / "out").string();
+  std::ostringstream out;
+  ASSERT_EQ(run_command(c, out), 0);
+  EXPECT_NE(out.str().find("1 collectives, 96 bytes moved per device"), std::string::npos) << out.str();
+  ir::Literal y = interp::load_npy((dir.path / "out" / "result0.npy").string());
+  ASSERT_EQ(y.type(), ir::f32({8, 6}));
+  for (int64_t i = 0; i < 8; ++i)
+    for (int64_t j = 0; j < 6; ++j) {
+      int64_t from = (i + 4) % 8;
+      double want = 0;
+      for (int64_t k = 0; k < 4; ++k) want += x.get_double(from * 4 + k) * w.get_double(k * 6 + j);
+      EXPECT_NEAR(y.get_double(i * 6 + j), want, kTol) << i << "," << j;
+    }
+}
+
 TEST(GspmdExport, PartitionsWithTheCollectivesItsLayoutsAskFor) {
   testing::TempDir dir;
   PartitionCommand c;

@@ -1,0 +1,323 @@
+// Shardy's round-trip form (import_gspmd.h): how JAX serializes a Shardy module, with the sdy
+// attributes as strings in `mhlo.frontend_attributes` so that a StableHLO-only reader keeps them.
+//   module attributes {mhlo.frontend_attributes = {xla.sdy.meshes = "{mesh = #sdy.mesh<[\22a\22=2]>}"}}
+//   %arg0 {mhlo.frontend_attributes = {xla.sdy.sharding = "#sdy.sharding<@mesh, [{\22a\22}, {}]>"}}
+//   custom_call @xla.sdy.FuncResultSharding(%r) {... xla.sdy.sharding = "#sdy.sharding_per_value<[...]>"}
+//   custom_call @Sharding(%x) {... xla.sdy.sharding = ...}                  (a sharding constraint)
+//   %l = custom_call @xla.sdy.GlobalToLocalShape(%g...)                    (shard_map's fence,
+//   %b = call @xla.sdy.manual_computation_body(%l...)                       in_shardings, out_shardings
+//   %o = custom_call @xla.sdy.LocalToGlobalShape(%b...)                     and manual_axes on one of them)
+// become sdy.mesh declarations, sdy.sharding attributes, result shardings, sdy.sharding_constraint
+// and sdy.manual_computation (its body the call). The GSPMD import that follows then sees a Shardy
+// module and drops the `mhlo.sharding` strings the export also wrote.
+#include <algorithm>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "ir/clone.h"
+#include "ir/effects.h"
+#include "stablehlo/import_gspmd.h"
+#include "stablehlo/parse_attrs.h"
+
+namespace tessera::stablehlo {
+namespace {
+
+constexpr std::string_view kFrontend = "mhlo.frontend_attributes";
+
+// The target without the "local_" prefix some pipelines add.
+std::string target_of(const ir::Op& op) {
+  if (op.kind() != ir::OpKind::CustomCall) return "";
+  std::string t = op.attrs().get_or<std::string>("call_target_name", "");
+  return t.rfind("local_", 0) == 0 ? t.substr(6) : t;
+}
+
+class RoundTrip {
+ public:
+  RoundTrip(ir::Module& m, std::string file) : m_(m), file_(std::move(file)) {}
+
+  void run() {
+    if (auto fe = frontend(m_.attrs, {}, "the module"); fe && fe->has("xla.sdy.meshes")) {
+      const std::string* text = fe->find<std::string>("xla.sdy.meshes");
+      if (text == nullptr) fail({}, "the module", "xla.sdy.meshes is not a string");
+      meshes(*text);
+      drop_sdy_keys(m_.attrs, *fe);
+      // The module is Shardy's: the GSPMD strings the export also wrote say the same or less, and
+      // may name a maximal device the import would refuse.
+      for (auto& fn : m_.functions) {
+        for (auto& attrs : fn->arg_attrs) attrs.erase("mhlo.sharding");
+        for (auto& attrs : fn->result_attrs) attrs.erase("mhlo.sharding");
+      }
+    }
+    for (auto& fn : m_.functions) {
+      for (size_t i = 0; i < fn->arg_attrs.size(); ++i) argument_or_result(fn->arg_attrs[i], fn->loc);
+      for (auto& attrs : fn->result_attrs) argument_or_result(attrs, fn->loc);
+      block(*fn, fn->body());
+    }
+    if (replaced_.empty()) return;
+    for (auto& fn : m_.functions) remap(fn->body());
+    for (auto& fn : m_.functions) erase(fn->body());
+  }
+
+ private:
+  [[noreturn]] void fail(ir::SourceLoc loc, const std::string& what, const std::string& why) const {
+    throw ParseError(file_, loc.line, loc.column, fmt::format("{}: {}", what, why));
+  }
+
+  // The entries of an `mhlo.frontend_attributes` dictionary (kept as its text by the parser).
+  std::optional<ir::AttrMap> frontend(const ir::AttrMap& attrs, ir::SourceLoc loc, const std::string& what) const {
+    const ir::Opaque* text = attrs.find<ir::Opaque>(std::string(kFrontend));
+    if (text == nullptr) return std::nullopt;
+    try {
+      Lexer lx(text->text, file_);
+      return parse_attr_dict(lx);
+    } catch (const support::UserError& e) {
+      fail(loc, what, fmt::format("{} cannot be read: {}", kFrontend, e.what()));
+    }
+  }
+
+  // A string entry read as Shardy's attribute text by `read`.
+  template <class T, class Read>
+  T decode(const ir::AttrMap& fe, const std::string& key, ir::SourceLoc loc, const std::string& what, Read read) const {
+    const std::string* s = fe.find<std::string>(key);
+    if (s == nullptr) fail(loc, what, fmt::format("{} has no string {}", kFrontend, key));
+    try {
+      Lexer lx(*s, file_);
+      T value = read(lx);
+      if (!lx.at_end()) lx.error("text after the attribute");
+      return value;
+    } catch (const support::UserError& e) {
+      fail(loc, what, fmt::format("{} \"{}\": {}", key, *s, e.what()));
+    }
+  }
+  ir::ShardingList per_value(const ir::AttrMap& fe, const std::string& key, ir::SourceLoc loc,
+                             const std::string& what) const {
+    return decode<ir::ShardingList>(fe, key, loc, what, [](Lexer& lx) {
+      lx.expect("#sdy.sharding_per_value");
+      lx.expect("<");
+      ir::ShardingList l = parse_sharding_list(lx);
+      lx.expect(">");
+      return l;
+    });
+  }
+
+  static void drop_sdy_keys(ir::AttrMap& attrs, const ir::AttrMap& fe) {
+    bool only_sdy = true;
+    for (const auto& [k, v] : fe) only_sdy = only_sdy && k.rfind("xla.sdy.", 0) == 0;
+    if (only_sdy) attrs.erase(std::string(kFrontend));
+  }
+
+  void meshes(const std::string& text) {
+    try {
+      Lexer lx(text, file_);
+      lx.expect("{");
+      if (!lx.try_consume("}")) {
+        do {
+          std::string name = lx.peek() == '"' ? lx.string_literal() : lx.identifier();
+          lx.expect("=");
+          lx.expect("#sdy.mesh");
+          ir::Mesh mesh = parse_mesh_body(lx, name);
+          // A maximal mesh (no axes: the whole value on one device) splits nothing; the shardings
+          // that name it are dropped, which leaves the values as they are.
+          if (mesh.axes.empty()) maximal_.insert(name);
+          else m_.add_mesh(std::move(mesh));
+        } while (lx.try_consume(","));
+        lx.expect("}");
+      }
+    } catch (const support::UserError& e) {
+      fail({}, "the module", fmt::format("xla.sdy.meshes \"{}\": {}", text, e.what()));
+    }
+  }
+
+  void argument_or_result(ir::AttrMap& attrs, ir::SourceLoc loc) {
+    auto fe = frontend(attrs, loc, "a function argument or result");
+    if (!fe) return;
+    if (fe->has("xla.sdy.sharding")) {
+      ir::Sharding s = decode<ir::Sharding>(*fe, "xla.sdy.sharding", loc, "a function argument or result", [](Lexer& lx) {
+        lx.expect("#sdy.sharding");
+        lx.expect("<");
+        return parse_sharding_body(lx);
+      });
+      if (!maximal_.count(s.mesh)) attrs.set("sdy.sharding", std::move(s));
+    }
+    drop_sdy_keys(attrs, *fe);
+  }
+
+  void block(ir::Function& fn, ir::Block& b) {
+    std::vector<ir::Op*> ops;  // constraints and manual computations are inserted as we go
+    for (const auto& up : b.ops()) ops.push_back(up.get());
+    for (ir::Op* each : ops) {
+      ir::Op& op = *each;
+      if (dead_.count(&op)) continue;  // a body's call or fence, already taken in
+      for (const auto& r : op.regions()) block(fn, *r);
+      std::string t = target_of(op);
+      auto fe = frontend(op.attrs(), op.loc, std::string(op.name()));
+      if (t == "xla.sdy.FuncResultSharding") {
+        result_sharding(fn, b, op, fe);
+      } else if (t == "xla.sdy.ShardingGroup") {  // sharding groups only guide propagation
+        if (op.num_results() > op.operands().size()) fail(op.loc, "custom_call @xla.sdy.ShardingGroup", "has more results than operands");
+        for (size_t i = 0; i < op.num_results(); ++i) replaced_[op.result(i)] = op.operand(i);
+        dead_.insert(&op);
+      } else if (t == "xla.sdy.PropagationBarrier") {  // only guides propagation: the identity
+        if (op.num_results() != op.operands().size())
+          fail(op.loc, "custom_call @xla.sdy.PropagationBarrier", "has not as many results as operands");
+        for (size_t i = 0; i < op.num_results(); ++i) replaced_[op.result(i)] = op.operand(i);
+        dead_.insert(&op);
+      } else if (t == "xla.sdy.GlobalToLocalShape") {
+        manual(b, op, fe);
+      } else if (ir::is_sharding_call(op) && fe && fe->has("xla.sdy.sharding")) {
+        constraint(b, op, *fe);
+      } else if (fe) {
+        drop_sdy_keys(op.attrs(), *fe);  // an op's own sharding (a propagation hint) or rule: dropped
+      }
+    }
+  }
+
+  // Whether any op of `b` (regions included) but `skip` reads `v`.
+  static bool read_by_other_than(const ir::Block& b, const ir::Value* v, const ir::Op* skip) {
+    for (const auto& op : b.ops()) {
+      if (op.get() != skip && std::find(op->operands().begin(), op->operands().end(), v) != op->operands().end())
+        return true;
+      for (const auto& r : op->regions())
+        if (read_by_other_than(*r, v, skip)) return true;
+    }
+    return false;
+  }
+
+  // The sharding a function result takes where this call's value is returned. A value other ops
+  // read too (a function inlined into another left its result's sharding inside) keeps the layout
+  // as a sharding constraint, as XLA's import does; otherwise the call is the identity.
+  void result_sharding(ir::Function& fn, ir::Block& b, ir::Op& op, const std::optional<ir::AttrMap>& fe) {
+    const std::string what = "custom_call @xla.sdy.FuncResultSharding";
+    if (op.operands().size() != op.num_results()) fail(op.loc, what, "takes as many operands as it has results");
+    ir::ShardingList s;
+    if (fe && fe->has("xla.sdy.sharding")) s = per_value(*fe, "xla.sdy.sharding", op.loc, what);
+    if (!s.empty() && s.size() != op.num_results())
+      fail(op.loc, what, fmt::format("gives {} shardings for {} values", s.size(), op.num_results()));
+    const ir::Op* ret = fn.body().terminator();
+    for (size_t i = 0; i < op.num_results(); ++i) {
+      bool returned = false;
+      if (ret != nullptr && op.parent == &fn.body())
+        for (size_t k = 0; k < ret->operands().size(); ++k)
+          if (ret->operand(k) == op.result(i) && k < fn.result_attrs.size() && !s.empty() && !maximal_.count(s[i].mesh)) {
+            fn.set_result_sharding(k, s[i]);
+            returned = true;
+          }
+      bool other_readers = read_by_other_than(fn.body(), op.result(i), ret);
+      if (!s.empty() && !maximal_.count(s[i].mesh) && op.result(i)->type().is_tensor() && (other_readers || !returned))
+        replaced_[op.result(i)] = constrain(b, op, op.operand(i), s[i]);
+      else
+        replaced_[op.result(i)] = op.operand(i);
+    }
+    dead_.insert(&op);
+  }
+
+  // A sharding_constraint of `v` to `s`, placed before `at`.
+  static ir::Value* constrain(ir::Block& b, const ir::Op& at, ir::Value* v, const ir::Sharding& s) {
+    ir::AttrMap attrs;
+    attrs.set("sharding", s);
+    auto c = std::make_unique<ir::Op>(ir::OpKind::ShardingConstraint, std::vector<ir::Value*>{v},
+                                      std::vector<ir::Type>{v->type()}, std::move(attrs));
+    c->loc = at.loc;
+    return b.insert_before(&at, std::move(c))->result(0);
+  }
+
+  void constraint(ir::Block& b, ir::Op& op, const ir::AttrMap& fe) {
+    const std::string what = "custom_call @Sharding";
+    ir::ShardingList s = per_value(fe, "xla.sdy.sharding", op.loc, what);
+    if (op.operands().size() != 1 || op.num_results() != 1 || s.size() != 1 || !op.operand(0)->type().is_tensor())
+      fail(op.loc, what, "takes 1 tensor operand and 1 result with 1 sharding");
+    replaced_[op.result(0)] = maximal_.count(s[0].mesh) ? op.operand(0) : constrain(b, op, op.operand(0), s[0]);
+    dead_.insert(&op);
+  }
+
+  // The op in `b` that reads every value of `values`, in order, and nothing else.
+  ir::Op* sole_reader(ir::Block& b, const std::vector<ir::Value*>& values) const {
+    for (const auto& op : b.ops())
+      if (op->operands() == values) return op.get();
+    return nullptr;
+  }
+
+  void manual(ir::Block& b, ir::Op& g2l, const std::optional<ir::AttrMap>& g2l_fe) {
+    const std::string what = "custom_call @xla.sdy.GlobalToLocalShape";
+    ir::Op* call = sole_reader(b, g2l.results());
+    if (call == nullptr || call->kind() != ir::OpKind::Call)
+      fail(g2l.loc, what, "is not followed by a call of the body reading exactly its results");
+    ir::Op* l2g = sole_reader(b, call->results());
+    if (l2g == nullptr || target_of(*l2g) != "xla.sdy.LocalToGlobalShape" || l2g->num_results() != call->num_results())
+      fail(call->loc, "func.call", "the shard_map body's results do not go, all and in order, to xla.sdy.LocalToGlobalShape");
+    // The attributes sit on the fences (older exports) or on the call (newer ones).
+    auto call_fe = frontend(call->attrs(), call->loc, "func.call");
+    auto l2g_fe = frontend(l2g->attrs(), l2g->loc, "custom_call @xla.sdy.LocalToGlobalShape");
+    const std::pair<const std::optional<ir::AttrMap>*, ir::SourceLoc> holders[] = {
+        {&g2l_fe, g2l.loc}, {&call_fe, call->loc}, {&l2g_fe, l2g->loc}};
+    auto pick = [&](const std::string& key) -> std::pair<const ir::AttrMap*, ir::SourceLoc> {
+      for (const auto& [fe, loc] : holders)
+        if (*fe && (*fe)->has(key)) return {&**fe, loc};
+      fail(g2l.loc, what, fmt::format("no {} on the fences or the body's call", key));
+    };
+    auto [in_fe, in_loc] = pick("xla.sdy.in_shardings");
+    auto [out_fe, out_loc] = pick("xla.sdy.out_shardings");
+    auto [axes_fe, axes_loc] = pick("xla.sdy.manual_axes");
+    ir::ShardingList in = per_value(*in_fe, "xla.sdy.in_shardings", in_loc, what);
+    ir::ShardingList out = per_value(*out_fe, "xla.sdy.out_shardings", out_loc, what);
+    ir::AxisNames axes = decode<ir::AxisNames>(*axes_fe, "xla.sdy.manual_axes", axes_loc, what, [](Lexer& lx) {
+      lx.expect("#sdy");
+      lx.expect("<");
+      lx.expect("manual_axes");
+      ir::AxisNames a = parse_axis_names(lx);
+      lx.expect(">");
+      return a;
+    });
+    // The body: the call, moved into the region, reading the region's arguments.
+    auto region = std::make_unique<ir::Block>();
+    ir::ValueMap map;
+    for (ir::Value* v : g2l.results()) map[v] = region->add_argument(v->type());
+    ir::Op* body_call = ir::clone_op(*region, *call, map);
+    if (call_fe) drop_sdy_keys(body_call->attrs(), *call_fe);
+    auto ret = std::make_unique<ir::Op>(ir::OpKind::Return, body_call->results(), std::vector<ir::Type>{});
+    ret->loc = l2g->loc;
+    region->append(std::move(ret));
+    ir::AttrMap attrs;
+    attrs.set("in_shardings", std::move(in));
+    attrs.set("out_shardings", std::move(out));
+    attrs.set("manual_axes", std::move(axes));
+    auto op = std::make_unique<ir::Op>(ir::OpKind::ManualComputation, g2l.operands(), l2g->result_types(),
+                                       std::move(attrs));
+    op->loc = g2l.loc;
+    op->adopt_region(std::move(region));
+    ir::Op* made = b.insert_before(l2g, std::move(op));
+    for (size_t i = 0; i < l2g->num_results(); ++i) replaced_[l2g->result(i)] = made->result(i);
+    dead_.insert(&g2l), dead_.insert(call), dead_.insert(l2g);
+  }
+
+  ir::Value* resolved(ir::Value* v) const {
+    for (auto it = replaced_.find(v); it != replaced_.end(); it = replaced_.find(v)) v = it->second;
+    return v;
+  }
+  void remap(ir::Block& b) {
+    for (const auto& op : b.ops()) {
+      for (size_t i = 0; i < op->operands().size(); ++i)
+        if (replaced_.count(op->operand(i))) op->set_operand(i, resolved(op->operand(i)));
+      for (const auto& r : op->regions()) remap(*r);
+    }
+  }
+  void erase(ir::Block& b) {
+    b.erase_if([&](const ir::Op& op) { return dead_.count(&op) > 0; });
+    for (const auto& op : b.ops())
+      for (const auto& r : op->regions()) erase(*r);
+  }
+
+  ir::Module& m_;
+  std::string file_;
+  std::unordered_map<ir::Value*, ir::Value*> replaced_;
+  std::unordered_set<const ir::Op*> dead_;
+  std::unordered_set<std::string> maximal_;  // meshes without axes
+};
+
+}  // namespace
+
+void import_sdy_round_trip(ir::Module& module, const std::string& file) { RoundTrip(module, file).run(); }
+
+}  // namespace tessera::stablehlo

@@ -1,0 +1,136 @@
+// Shardy's round-trip form, as jax.export writes a Shardy module: meshes, shardings and shard_map's
+// attributes as strings in mhlo.frontend_attributes, shard_map as GlobalToLocalShape / a call of
+// the body / LocalToGlobalShape, result shardings as FuncResultSharding calls. The parser reads it
+// back into sdy meshes, shardings, constraints and manual computations (import_sdy_round_trip.cpp).
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "common/parse_error.h"
+#include "common/shard_map_modules.h"
+#include "interp/interpreter.h"
+#include "stablehlo/parser.h"
+#include "stablehlo/printer.h"
+
+namespace tessera::stablehlo {
+namespace {
+
+using testing::kRoundTripShardMap;
+
+constexpr const char* kAttrs = R"(module @jit_f attributes {mhlo.frontend_attributes = {xla.sdy.meshes = "{mesh = #sdy.mesh<[\22x\22=2, \22y\22=2]>, maximal_mesh = #sdy.mesh<[], device_ids=[0]>}"}, mhlo.num_partitions = 4 : i32} {
+  func.func public @main(%arg0: tensor<8x4xf32> {mhlo.frontend_attributes = {xla.sdy.sharding = "#sdy.sharding<@mesh, [{\22x\22}, {\22y\22, ?}p0]>"}, mhlo.sharding = "{devices=[2,2]<=[4]}"}, %arg1: tensor<8x4xf32>) -> (tensor<8x4xf32> {jax.result_info = "[0]", mhlo.sharding = "{devices=[2,1,2]<=[4] last_tile_dim_replicate}"}, tensor<8x4xf32>) {
+    %0 = stablehlo.add %arg0, %arg1 {mhlo.frontend_attributes = {xla.sdy.sharding = "#sdy.sharding_per_value<[<@mesh, [{\22x\22}, {}]>]>"}} : tensor<8x4xf32>
+    %1 = stablehlo.custom_call @Sharding(%0) {mhlo.frontend_attributes = {xla.sdy.sharding = "#sdy.sharding_per_value<[<@mesh, [{}, {\22x\22}]>]>"}, mhlo.sharding = "{devices=[1,2,2]<=[4] last_tile_dim_replicate}"} : (tensor<8x4xf32>) -> tensor<8x4xf32>
+    %2 = stablehlo.custom_call @xla.sdy.FuncResultSharding(%1) {has_side_effect = true, mhlo.frontend_attributes = {xla.sdy.sharding = "#sdy.sharding_per_value<[<@mesh, [{\22x\22}, {}]>]>"}} : (tensor<8x4xf32>) -> tensor<8x4xf32>
+    %3 = stablehlo.custom_call @local_xla.sdy.FuncResultSharding(%0) {mhlo.frontend_attributes = {xla.sdy.sharding = "#sdy.sharding_per_value<[<@mesh, [{}, {\22y\22}]>]>"}} : (tensor<8x4xf32>) -> tensor<8x4xf32>
+    %4 = stablehlo.multiply %3, %2 : tensor<8x4xf32>
+    return %2, %4 : tensor<8x4xf32>, tensor<8x4xf32>
+  }
+}
+)";
+
+TEST(SdyRoundTrip, MeshesShardingsAndResultShardingsAreRead) {
+  auto m = parse(kAttrs, "t.mlir");
+  std::string s = print(*m);
+  EXPECT_NE(s.find("sdy.mesh @mesh = <[\"x\"=2, \"y\"=2]>"), std::string::npos) << s;
+  EXPECT_EQ(s.find("maximal_mesh"), std::string::npos) << s;  // places nothing
+  EXPECT_EQ(s.find("frontend_attributes"), std::string::npos) << s;
+  EXPECT_EQ(s.find("mhlo.sharding"), std::string::npos) << s;  // Shardy's layouts win over GSPMD's
+  EXPECT_EQ(s.find("FuncResultSharding"), std::string::npos) << s;
+  EXPECT_NE(s.find("%arg0: tensor<8x4xf32> {sdy.sharding = #sdy.sharding<@mesh, [{\"x\"}, {\"y\", ?}p0]>}"),
+            std::string::npos) << s;
+  // The returned call gives result 0 its layout; the one the multiply reads is kept as a constraint.
+  EXPECT_NE(s.find("-> (tensor<8x4xf32> {jax.result_info = \"[0]\", sdy.sharding = #sdy.sharding<@mesh, [{\"x\"}, {}]>}, "
+                   "tensor<8x4xf32>)"), std::string::npos) << s;
+  EXPECT_NE(s.find("sdy.sharding_constraint %0 <@mesh, [{}, {\"x\"}]>"), std::string::npos) << s;
+  EXPECT_NE(s.find("sdy.sharding_constraint %0 <@mesh, [{}, {\"y\"}]>"), std::string::npos) << s;
+  EXPECT_EQ(print(*parse(s, "printed.mlir")), s);
+}
+
+TEST(SdyRoundTrip, AShardMapBecomesAManualComputation) {
+  auto m = parse(kRoundTripShardMap, "t.mlir");
+  std::string s = print(*m);
+  EXPECT_EQ(s.find("GlobalToLocalShape"), std::string::npos) << s;
+  EXPECT_EQ(s.find("LocalToGlobalShape"), std::string::npos) << s;
+  EXPECT_NE(s.find("sdy.manual_computation(%arg0, %arg1) in_shardings=[<@mesh, [{\"x\"}, {}]>, <@mesh, [{}, {}]>] "
+                   "out_shardings=[<@mesh, [{\"x\"}, {}]>] manual_axes={\"x\"}"), std::string::npos) << s;
+  EXPECT_EQ(print(*parse(s, "printed.mlir")), s);
+  // With the attributes on the body's call (newer exports) the same computation results.
+  std::string on_call = kRoundTripShardMap;
+  std::string attrs = " {mhlo.frontend_attributes = {xla.sdy.in_shardings = \"#sdy.sharding_per_value<[<@mesh, [{\\22x\\22}, {}]>, "
+                      "<@mesh, [{}, {}]>]>\", xla.sdy.manual_axes = \"#sdy<manual_axes{\\22x\\22}>\"}}";
+  size_t at = on_call.find(attrs);
+  ASSERT_NE(at, std::string::npos);
+  on_call.erase(at, attrs.size());
+  std::string out = " {mhlo.frontend_attributes = {xla.sdy.manual_axes = \"#sdy<manual_axes{\\22x\\22}>\", "
+                    "xla.sdy.out_shardings = \"#sdy.sharding_per_value<[<@mesh, [{\\22x\\22}, {}]>]>\"}}";
+  at = on_call.find(out);
+  ASSERT_NE(at, std::string::npos);
+  on_call.erase(at, out.size());
+  std::string call = "call @xla.sdy.manual_computation_body(%0#0, %0#1)";
+  at = on_call.find(call);
+  ASSERT_NE(at, std::string::npos);
+  on_call.insert(at + call.size(),
+                 " {mhlo.frontend_attributes = {xla.sdy.in_shardings = \"#sdy.sharding_per_value<[<@mesh, [{\\22x\\22}, {}]>, "
+                 "<@mesh, [{}, {}]>]>\", xla.sdy.manual_axes = \"#sdy<manual_axes{\\22x\\22}>\", xla.sdy.out_shardings = "
+                 "\"#sdy.sharding_per_value<[<@mesh, [{\\22x\\22}, {}]>]>\"}}");
+  EXPECT_EQ(print(*parse(on_call, "t.mlir")), s);
+}
+
+TEST(SdyRoundTrip, MisreadTextsAreRefusedAtTheirPlace) {
+  using testing::parse_error;
+  auto edited = [](const std::string& from, const std::string& to) {
+    std::string s = kAttrs;
+    size_t at = s.find(from);
+    EXPECT_NE(at, std::string::npos) << from;
+    return at == std::string::npos ? s : s.replace(at, from.size(), to);
+  };
+  std::string e = parse_error(edited("[{\\22x\\22}, {\\22y\\22, ?}p0]>\"}", "[{\\22x\\22}, {\\22y\\22, ?}p0>\"}"));
+  EXPECT_NE(e.find("t.mlir:2:13: a function argument or result: xla.sdy.sharding \"#sdy.sharding<@mesh, [{\"x\"}, "
+                   "{\"y\", ?}p0>\": "), std::string::npos) << e;
+  e = parse_error(edited("sharding_per_value<[<@mesh, [{}, {\\22x\\22}]>]>", "sharding_per_value<[<@mesh, [{}, {\\22x\\22}]>, <@mesh, [{}, {}]>]>"));
+  EXPECT_NE(e.find("t.mlir:4:5: custom_call @Sharding: takes 1 tensor operand and 1 result with 1 sharding"),
+            std::string::npos) << e;
+  e = parse_error(edited("#sdy.mesh<[\\22x\\22=2, \\22y\\22=2]>", "#sdy.mesh<[\\22x\\22=2, \\22y\\22]>"));
+  EXPECT_NE(e.find("the module: xla.sdy.meshes"), std::string::npos) << e;
+  e = parse_error(edited("@mesh, [{\\22x\\22}, {}]>]>\"}} : (tensor<8x4xf32>) -> tensor<8x4xf32>\n    %3",
+                         "@nomesh, [{\\22x\\22}, {}]>]>\"}} : (tensor<8x4xf32>) -> tensor<8x4xf32>\n    %3"));
+  EXPECT_NE(e.find("nomesh"), std::string::npos) << e;
+  // A fence with no call of the body after it.
+  std::string s = kRoundTripShardMap;
+  std::string from = "call @xla.sdy.manual_computation_body(%0#0, %0#1) :";
+  s.replace(s.find(from), from.size(), "stablehlo.dot_general %0#0, %0#1, contracting_dims = [1] x [0] :");
+  e = parse_error(s);
+  EXPECT_NE(e.find("t.mlir:3:5: custom_call @xla.sdy.GlobalToLocalShape: is not followed by a call of the body reading "
+                   "exactly its results"), std::string::npos) << e;
+}
+
+// Random edits anywhere in the text: each is read or refused with a message, never a crash.
+TEST(SdyRoundTrip, MangledModulesAreReadOrRefused) {
+  const std::string alphabet = "%#{}[](),=<>:0123456789 @\\2xyp?\"";
+  std::mt19937 rng(17);
+  int read = 0, refused = 0;
+  for (int k = 0; k < 1500; ++k) {
+    std::string t = k % 2 ? kAttrs : kRoundTripShardMap;
+    for (int edits = 1 + static_cast<int>(rng() % 3); edits > 0; --edits) {
+      size_t at = rng() % t.size();
+      char c = alphabet[rng() % alphabet.size()];
+      switch (rng() % 3) {
+        case 0: t[at] = c; break;
+        case 1: t.insert(t.begin() + static_cast<std::ptrdiff_t>(at), c); break;
+        default: t.erase(at, 1);
+      }
+    }
+    try {
+      parse(t, "t.mlir");
+      ++read;
+    } catch (const support::UserError&) {
+      ++refused;
+    }
+  }
+  EXPECT_GT(read, 0);
+  EXPECT_GT(refused, 0);
+}
+
+}  // namespace
+}  // namespace tessera::stablehlo
