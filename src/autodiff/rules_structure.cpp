@@ -156,9 +156,10 @@ void vjp_Return(VjpContext&) {}
 
 // Calls are refused: their callee (or custom target) has no rule here (refusals.cpp).
 void vjp_Call(VjpContext& c) { refuse_outright(c.op); }
-// custom_call @Sharding (GSPMD's sharding annotation) is the identity: dx = dy.
+// custom_call @Sharding (GSPMD's sharding annotation) and the placement annotations are the
+// identity: dx = dy.
 void vjp_CustomCall(VjpContext& c) {
-  if (!ir::is_sharding_call(c.op)) refuse_outright(c.op);
+  if (!ir::is_identity_call(c.op)) refuse_outright(c.op);
   if (c.has_cotangent(0)) c.add(0, c.dy());
 }
 void vjp_RunParallel(VjpContext& c) { refuse_outright(c.op); }

@@ -157,7 +157,7 @@ void vmap_Call(VmapContext& c) {
 // the identity: the batched value passes through, the annotation dropped (its HloSharding text has
 // the per-example rank, and a value of the batched program is free to be laid out anew).
 void vmap_CustomCall(VmapContext& c) {
-  if (ir::is_sharding_call(c.op) && c.num_operands() == 1)
+  if (ir::is_identity_call(c.op))
     return c.set(0, c.x(), c.batched());
   c.fail("the batched form of custom call target '{}' is unknown",
          c.op.attrs().get_or<std::string>("call_target_name", "?"));

@@ -237,8 +237,8 @@ Results eval_CustomCall(const EvalContext& ctx) {
   }
   // GSPMD's with_sharding_constraint (JAX exports before Shardy): the identity on values; the
   // parser imports it as sdy.sharding_constraint (docs/DESIGN.md), so it runs here only when not.
-  if (target == ir::kShardingTarget) {
-    if (ctx.num_operands() != 1) ctx.fail("@Sharding takes 1 operand, got {}", ctx.num_operands());
+  if (ir::is_identity_target(target)) {  // and the placement annotations (ir/effects.h)
+    if (ctx.num_operands() != 1) ctx.fail("@{} takes 1 operand, got {}", target, ctx.num_operands());
     return one(ctx.operand(0));
   }
   if (target == "shape_assertion") {  // JAX's check of its dimension variables

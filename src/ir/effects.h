@@ -31,4 +31,16 @@ inline bool is_sharding_call(const Op& op) {
   return op.kind() == OpKind::CustomCall && op.attrs().get_or<std::string>("call_target_name", "") == kShardingTarget;
 }
 
+// Custom calls that annotate a value without changing it: @Sharding, and where the value is to be
+// kept (JAX's memories API: annotate_device_placement, MoveToHost, MoveToDevice), which host
+// devices have only one kind of. Every layer treats them as the identity on their one operand.
+inline bool is_identity_target(std::string_view target) {
+  return target == kShardingTarget || target == "annotate_device_placement" || target == "MoveToHost" ||
+         target == "MoveToDevice";
+}
+inline bool is_identity_call(const Op& op) {
+  return op.kind() == OpKind::CustomCall && op.operands().size() == 1 && op.num_results() == 1 &&
+         is_identity_target(op.attrs().get_or<std::string>("call_target_name", ""));
+}
+
 }  // namespace tessera::ir

@@ -34,9 +34,10 @@ Types infer_Call(const ShapeQuery& q) {
 Types infer_CustomCall(const ShapeQuery& q) {
   const std::string* target = q.attrs.find<std::string>("call_target_name");
   if (target == nullptr) reject(q, "has no call_target_name");
-  // GSPMD's sharding annotation: the identity, so its one result is its one operand's type.
-  if (*target == kShardingTarget) {
-    if (q.operands.size() != 1) reject(q, "@Sharding takes 1 operand, got {}", q.operands.size());
+  // GSPMD's sharding annotation and the placement annotations: the identity, so the one result is
+  // the one operand's type.
+  if (is_identity_target(*target)) {
+    if (q.operands.size() != 1) reject(q, "@{} takes 1 operand, got {}", *target, q.operands.size());
     return {q.operands[0]};
   }
   return declared_only(q);

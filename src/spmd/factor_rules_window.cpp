@@ -152,7 +152,7 @@ FactorRule rule_CustomCall(const Op& op) {
   FactorRule r = blank_rule(op);
   std::string target = op.attrs().get_or<std::string>("call_target_name", "");
   // @Sharding (GSPMD's annotation) is the identity: each dimension one factor, like an element-wise op.
-  if (ir::is_sharding_call(op) && op.operands().size() == 1 && op.num_results() == 1) {
+  if (ir::is_identity_call(op)) {
     const auto& shape = op.result(0)->type().shape;
     if (op.operand(0)->type().shape != shape) return r;
     for (size_t d = 0; d < shape.size(); ++d)

@@ -86,5 +86,33 @@ TEST(ShardingCall, AnotherTargetIsStillRefusedByName) {
   EXPECT_NE(e.find("custom call target 'Shardingz'"), std::string::npos) << e;
 }
 
+// JAX's memories API marks where a value is kept (annotate_device_placement, MoveToHost,
+// MoveToDevice); host devices have one kind of memory, so each is the identity in every layer.
+TEST(ShardingCall, PlacementAnnotationsAreTheIdentityToo) {
+  for (std::string call : {std::string("@annotate_device_placement(%0) {has_side_effect = true, mhlo.frontend_attributes = "
+                                       "{_xla_buffer_placement = \"pinned_host\"}}"),
+                           std::string("@MoveToHost(%0) {backend_config = \"\"}"),
+                           std::string("@MoveToDevice(%0) {backend_config = \"\"}")}) {
+    std::string text = kModule;
+    std::string from = "@Sharding(%0) {backend_config = \"\", mhlo.sharding = \"{devices=[2]<=[2]}\"}";
+    text.replace(text.find(from), from.size(), call);
+    auto m = parse(text, "t.mlir");
+    auto r = interp::evaluate(*m, "main", {vec({1, 2, 3, -4})});
+    EXPECT_NEAR(r[0].get_double(0), 1 + 4 + 9 + 16, kTol) << call;
+    const ir::Function& g = autodiff::reverse(*m, *m->find_function("main"));
+    auto dx = interp::evaluate(*m, g.name(), {vec({1, 2, 3, -4})});
+    EXPECT_NEAR(dx[0].get_double(3), -8, kTol) << call;
+    const ir::Function& j = autodiff::forward(*m, *m->find_function("main"));
+    auto jv = interp::evaluate(*m, j.name(), {vec({1, 2, 3, -4}), vec({1, 0, 0, 1})});
+    EXPECT_NEAR(jv[1].get_double(0), 2 * 1 + 2 * -4, kTol) << call;
+    autodiff::VmapOptions o;
+    o.in_types = {ir::f32({2, 4})};
+    const ir::Function& v = autodiff::vmap(*m, *m->find_function("main"), o);
+    ir::Literal x(ir::f32({2, 4}));
+    for (int64_t i = 0; i < 8; ++i) x.set_double(i, double(i));
+    EXPECT_NEAR(interp::evaluate(*m, v.name(), {x})[0].get_double(1), 16 + 25 + 36 + 49, kTol) << call;
+  }
+}
+
 }  // namespace
 }  // namespace tessera::stablehlo
