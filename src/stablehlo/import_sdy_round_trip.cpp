@@ -33,6 +33,18 @@ std::string target_of(const ir::Op& op) {
   return t.rfind("local_", 0) == 0 ? t.substr(6) : t;
 }
 
+// Some exports escaped the strings twice (`\\\22` in the text, `\"` once read), as XLA's reader,
+// which C-unescapes them before parsing, allows: `\"` and `\\` are read as `"` and `\`.
+std::string unescaped(const std::string& s) {
+  if (s.find('\\') == std::string::npos) return s;
+  std::string out;
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (s[i] == '\\' && i + 1 < s.size() && (s[i + 1] == '"' || s[i + 1] == '\\')) ++i;
+    out += s[i];
+  }
+  return out;
+}
+
 class RoundTrip {
  public:
   RoundTrip(ir::Module& m, std::string file) : m_(m), file_(std::move(file)) {}
@@ -83,7 +95,8 @@ class RoundTrip {
     const std::string* s = fe.find<std::string>(key);
     if (s == nullptr) fail(loc, what, fmt::format("{} has no string {}", kFrontend, key));
     try {
-      Lexer lx(*s, file_);
+      const std::string text = unescaped(*s);  // the lexer reads it in place
+      Lexer lx(text, file_);
       T value = read(lx);
       if (!lx.at_end()) lx.error("text after the attribute");
       return value;
@@ -110,21 +123,19 @@ class RoundTrip {
 
   void meshes(const std::string& text) {
     try {
-      Lexer lx(text, file_);
+      const std::string plain = unescaped(text);  // the lexer reads it in place
+      Lexer lx(plain, file_);
       lx.expect("{");
-      if (!lx.try_consume("}")) {
-        do {
-          std::string name = lx.peek() == '"' ? lx.string_literal() : lx.identifier();
-          lx.expect("=");
-          lx.expect("#sdy.mesh");
-          ir::Mesh mesh = parse_mesh_body(lx, name);
-          // A maximal mesh (no axes: the whole value on one device) splits nothing; the shardings
-          // that name it are dropped, which leaves the values as they are.
-          if (mesh.axes.empty()) maximal_.insert(name);
-          else m_.add_mesh(std::move(mesh));
-        } while (lx.try_consume(","));
-        lx.expect("}");
-      }
+      lx.list_until("}", [&] {
+        std::string name = lx.peek() == '"' ? lx.string_literal() : lx.identifier();
+        lx.expect("=");
+        lx.expect("#sdy.mesh");
+        ir::Mesh mesh = parse_mesh_body(lx, name);
+        // A maximal mesh (no axes: the whole value on one device) splits nothing; the shardings
+        // that name it are dropped, which leaves the values as they are.
+        if (mesh.axes.empty()) maximal_.insert(name);
+        else m_.add_mesh(std::move(mesh));
+      });
     } catch (const support::UserError& e) {
       fail({}, "the module", fmt::format("xla.sdy.meshes \"{}\": {}", text, e.what()));
     }

@@ -40,6 +40,15 @@ class Lexer {
   // matches when no identifier character follows (so "dim" does not match "dims").
   bool try_consume(std::string_view token);
   void expect(std::string_view token);
+  // A comma-separated list, possibly empty, up to and including `close` (its opening bracket
+  // already consumed): `item` reads one element.
+  template <class Item>
+  void list_until(std::string_view close, Item item) {
+    if (try_consume(close)) return;
+    do item();
+    while (try_consume(","));
+    expect(close);
+  }
 
   std::string identifier();   // [A-Za-z_][A-Za-z0-9_.$]*
   std::string suffix_id();    // after % @ ^: [A-Za-z0-9_.$-]+ (or a quoted string)

@@ -530,14 +530,11 @@ ir::Mesh parse_mesh_body(Lexer& lx, std::string name) {
   ir::Mesh m{std::move(name), {}, {}};
   lx.expect("<");
   lx.expect("[");
-  if (!lx.try_consume("]")) {
-    do {
-      std::string axis = lx.string_literal();
-      lx.expect("=");
-      m.axes.push_back(ir::MeshAxis{axis, lx.integer()});
-    } while (lx.try_consume(","));
-    lx.expect("]");
-  }
+  lx.list_until("]", [&] {
+    std::string axis = lx.string_literal();
+    lx.expect("=");
+    m.axes.push_back(ir::MeshAxis{axis, lx.integer()});
+  });
   if (lx.try_consume(",")) {
     lx.expect("device_ids");
     lx.expect("=");

@@ -89,15 +89,12 @@ void slice(Parser& p, OpText& op) {
   op.operands = {p.use_value()};
   std::vector<int64_t> start, limit, strides;
   p.lx.expect("[");
-  if (!p.lx.try_consume("]")) {
-    do {
-      start.push_back(p.lx.integer());
-      p.lx.expect(":");
-      limit.push_back(p.lx.integer());
-      strides.push_back(p.lx.try_consume(":") ? p.lx.integer() : 1);
-    } while (p.lx.try_consume(","));
-    p.lx.expect("]");
-  }
+  p.lx.list_until("]", [&] {
+    start.push_back(p.lx.integer());
+    p.lx.expect(":");
+    limit.push_back(p.lx.integer());
+    strides.push_back(p.lx.try_consume(":") ? p.lx.integer() : 1);
+  });
   op.attrs.set("start_indices", start);
   op.attrs.set("limit_indices", limit);
   op.attrs.set("strides", strides);
@@ -266,17 +263,14 @@ void reduce(Parser& p, OpText& op) {
 void while_loop(Parser& p, OpText& op) {
   std::vector<std::pair<std::string, ir::Type>> args;
   p.lx.expect("(");
-  if (!p.lx.try_consume(")")) {
-    do {
-      p.lx.expect("%");
-      std::string name = p.lx.suffix_id();
-      p.lx.expect("=");
-      ir::Value* init = p.use_value();
-      op.operands.push_back(init);
-      args.emplace_back(name, init->type());
-    } while (p.lx.try_consume(","));
-    p.lx.expect(")");
-  }
+  p.lx.list_until(")", [&] {
+    p.lx.expect("%");
+    std::string name = p.lx.suffix_id();
+    p.lx.expect("=");
+    ir::Value* init = p.use_value();
+    op.operands.push_back(init);
+    args.emplace_back(name, init->type());
+  });
   if (p.lx.peek() == ':') p.parse_trailing_types(op);
   if (p.lx.try_consume("attributes")) p.parse_optional_attrs(op);
   p.lx.expect("cond");

@@ -39,13 +39,10 @@ std::vector<int64_t> parse_bounds(Lexer& lx, const std::vector<int64_t>& shape) 
   if (!lx.try_consume("#stablehlo.bounds")) lx.error("the only tensor encoding read is #stablehlo.bounds<...>");
   lx.expect("<");
   std::vector<int64_t> bounds;
-  if (!lx.try_consume(">")) {
-    do {
-      if (lx.try_consume("?")) bounds.push_back(ir::kDynamic);
-      else bounds.push_back(lx.integer());
-    } while (lx.try_consume(","));
-    lx.expect(">");
-  }
+  lx.list_until(">", [&] {
+    if (lx.try_consume("?")) bounds.push_back(ir::kDynamic);
+    else bounds.push_back(lx.integer());
+  });
   if (bounds.size() != shape.size())
     lx.error_at(at, fmt::format("#stablehlo.bounds has {} entries for a tensor of rank {}", bounds.size(), shape.size()));
   for (size_t d = 0; d < shape.size(); ++d) {

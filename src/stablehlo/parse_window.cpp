@@ -18,31 +18,28 @@ void conv_layout(Lexer& lx, char first, char second, int64_t& a, int64_t& b,
   std::vector<int64_t> positions;  // positions[k] = where spatial dimension k stands
   bool seen_a = false, seen_b = false;
   int64_t pos = 0;
-  if (!lx.try_consume("]")) {
-    do {
-      lx.skip_space();
-      Location el = lx.location();
-      if (lx.is_number_next()) {
-        int64_t k = lx.integer();
-        if (k < 0 || k > 64) lx.error_at(el, fmt::format("spatial dimension number {} is out of range", k));
-        if (positions.size() <= static_cast<size_t>(k)) positions.resize(static_cast<size_t>(k) + 1, -1);
-        if (positions[static_cast<size_t>(k)] >= 0)
-          lx.error_at(el, fmt::format("spatial dimension {} appears twice", k));
-        positions[static_cast<size_t>(k)] = pos;
-      } else {
-        std::string id = lx.identifier();
-        bool is_a = id == std::string(1, first), is_b = id == std::string(1, second);
-        if (!is_a && !is_b)
-          lx.error_at(el, fmt::format("expected '{}', '{}' or a spatial dimension number, got '{}'", first, second, id));
-        bool& seen = is_a ? seen_a : seen_b;
-        if (seen) lx.error_at(el, fmt::format("'{}' appears twice", id));
-        seen = true;
-        (is_a ? a : b) = pos;
-      }
-      ++pos;
-    } while (lx.try_consume(","));
-    lx.expect("]");
-  }
+  lx.list_until("]", [&] {
+    lx.skip_space();
+    Location el = lx.location();
+    if (lx.is_number_next()) {
+      int64_t k = lx.integer();
+      if (k < 0 || k > 64) lx.error_at(el, fmt::format("spatial dimension number {} is out of range", k));
+      if (positions.size() <= static_cast<size_t>(k)) positions.resize(static_cast<size_t>(k) + 1, -1);
+      if (positions[static_cast<size_t>(k)] >= 0)
+        lx.error_at(el, fmt::format("spatial dimension {} appears twice", k));
+      positions[static_cast<size_t>(k)] = pos;
+    } else {
+      std::string id = lx.identifier();
+      bool is_a = id == std::string(1, first), is_b = id == std::string(1, second);
+      if (!is_a && !is_b)
+        lx.error_at(el, fmt::format("expected '{}', '{}' or a spatial dimension number, got '{}'", first, second, id));
+      bool& seen = is_a ? seen_a : seen_b;
+      if (seen) lx.error_at(el, fmt::format("'{}' appears twice", id));
+      seen = true;
+      (is_a ? a : b) = pos;
+    }
+    ++pos;
+  });
   if (!seen_a || !seen_b) lx.error_at(at, fmt::format("a layout needs '{}' and '{}'", first, second));
   for (size_t k = 0; k < positions.size(); ++k)
     if (positions[k] < 0) lx.error_at(at, fmt::format("spatial dimension {} is missing", k));
@@ -104,55 +101,52 @@ void parse_convolution(Parser& p, OpText& op) {
   p.lx.expect("window");
   p.lx.expect("=");
   p.lx.expect("{");
-  if (!p.lx.try_consume("}")) {
-    do {
-      p.lx.skip_space();
-      Location at = p.lx.location();
-      std::string key = p.lx.identifier();
-      p.lx.expect("=");
-      if (key == "stride") {
-        op.attrs.set("window_strides", parse_int_list(p.lx));
-      } else if (key == "lhs_dilate") {
-        op.attrs.set("lhs_dilation", parse_int_list(p.lx));
-      } else if (key == "rhs_dilate") {
-        op.attrs.set("rhs_dilation", parse_int_list(p.lx));
-      } else if (key == "pad") {
-        std::vector<int64_t> values;
-        int64_t rows = 0;
-        p.lx.expect("[");
-        if (!p.lx.try_consume("]")) {
-          do {
-            Location row = p.lx.location();
-            std::vector<int64_t> pair = parse_int_list(p.lx);
-            if (pair.size() != 2) p.lx.error_at(row, "each padding entry is [low, high]");
-            values.insert(values.end(), pair.begin(), pair.end());
-            ++rows;
-          } while (p.lx.try_consume(","));
-          p.lx.expect("]");
-        }
-        op.attrs.set("padding", ir::Literal::from_ints(ir::Type(ir::ElementType::i64, {rows, 2}), values));
-      } else if (key == "reverse") {
-        std::string text;
-        p.lx.expect("[");
-        if (!p.lx.try_consume("]")) {
-          do {
-            p.lx.skip_space();
-            Location el = p.lx.location();
-            bool v = false;
-            if (p.lx.try_consume("true") || p.lx.try_consume("1")) v = true;
-            else if (!(p.lx.try_consume("false") || p.lx.try_consume("0")))
-              p.lx.error_at(el, "expected true or false");
-            text += std::string(text.empty() ? "" : ", ") + (v ? "true" : "false");
-          } while (p.lx.try_consume(","));
-          p.lx.expect("]");
-        }
-        op.attrs.set("window_reversal", ir::Opaque{text.empty() ? "array<i1>" : "array<i1: " + text + ">"});
-      } else {
-        p.lx.error_at(at, fmt::format("unknown convolution window field '{}'", key));
+  p.lx.list_until("}", [&] {
+    p.lx.skip_space();
+    Location at = p.lx.location();
+    std::string key = p.lx.identifier();
+    p.lx.expect("=");
+    if (key == "stride") {
+      op.attrs.set("window_strides", parse_int_list(p.lx));
+    } else if (key == "lhs_dilate") {
+      op.attrs.set("lhs_dilation", parse_int_list(p.lx));
+    } else if (key == "rhs_dilate") {
+      op.attrs.set("rhs_dilation", parse_int_list(p.lx));
+    } else if (key == "pad") {
+      std::vector<int64_t> values;
+      int64_t rows = 0;
+      p.lx.expect("[");
+      if (!p.lx.try_consume("]")) {
+        do {
+          Location row = p.lx.location();
+          std::vector<int64_t> pair = parse_int_list(p.lx);
+          if (pair.size() != 2) p.lx.error_at(row, "each padding entry is [low, high]");
+          values.insert(values.end(), pair.begin(), pair.end());
+          ++rows;
+        } while (p.lx.try_consume(","));
+        p.lx.expect("]");
       }
-    } while (p.lx.try_consume(","));
-    p.lx.expect("}");
-  }
+      op.attrs.set("padding", ir::Literal::from_ints(ir::Type(ir::ElementType::i64, {rows, 2}), values));
+    } else if (key == "reverse") {
+      std::string text;
+      p.lx.expect("[");
+      if (!p.lx.try_consume("]")) {
+        do {
+          p.lx.skip_space();
+          Location el = p.lx.location();
+          bool v = false;
+          if (p.lx.try_consume("true") || p.lx.try_consume("1")) v = true;
+          else if (!(p.lx.try_consume("false") || p.lx.try_consume("0")))
+            p.lx.error_at(el, "expected true or false");
+          text += std::string(text.empty() ? "" : ", ") + (v ? "true" : "false");
+        } while (p.lx.try_consume(","));
+        p.lx.expect("]");
+      }
+      op.attrs.set("window_reversal", ir::Opaque{text.empty() ? "array<i1>" : "array<i1: " + text + ">"});
+    } else {
+      p.lx.error_at(at, fmt::format("unknown convolution window field '{}'", key));
+    }
+  });
   p.parse_optional_attrs(op);
   p.parse_trailing_types(op);
 }

@@ -287,19 +287,16 @@ void Parser::parse_function() {
   fn.loc = ir::SourceLoc{at.line, at.column};
   scopes_.assign(1, {});
   lx.expect("(");
-  if (!lx.try_consume(")")) {
-    do {
-      lx.skip_space();
-      Location a = lx.location();
-      lx.expect("%");
-      std::string arg = lx.suffix_id();
-      lx.expect(":");
-      ir::Value* v = fn.add_parameter(parse_type(lx));
-      if (lx.peek() == '{') fn.arg_attrs.back() = parse_attr_dict(lx);
-      bind(arg, {v}, a);
-    } while (lx.try_consume(","));
-    lx.expect(")");
-  }
+  lx.list_until(")", [&] {
+    lx.skip_space();
+    Location a = lx.location();
+    lx.expect("%");
+    std::string arg = lx.suffix_id();
+    lx.expect(":");
+    ir::Value* v = fn.add_parameter(parse_type(lx));
+    if (lx.peek() == '{') fn.arg_attrs.back() = parse_attr_dict(lx);
+    bind(arg, {v}, a);
+  });
   if (lx.try_consume("->")) {
     bool paren = lx.try_consume("(");
     if (!(paren && lx.try_consume(")"))) {

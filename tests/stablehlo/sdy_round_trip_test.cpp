@@ -77,6 +77,15 @@ TEST(SdyRoundTrip, AShardMapBecomesAManualComputation) {
   EXPECT_EQ(print(*parse(on_call, "t.mlir")), s);
 }
 
+// Older exports escaped the strings twice (`\\\22` in the text): read as XLA does, unescaped.
+TEST(SdyRoundTrip, StringsEscapedTwiceAreReadAlike) {
+  std::string twice = kRoundTripShardMap;
+  for (size_t at = twice.find("\\22"); at != std::string::npos; at = twice.find("\\22", at + 4))
+    twice.replace(at, 3, "\\\\\\22"), at += 2;
+  ASSERT_NE(twice.find("[\\\\\\22x\\\\\\22=2]"), std::string::npos) << twice;
+  EXPECT_EQ(print(*parse(twice, "t.mlir")), print(*parse(kRoundTripShardMap, "t.mlir")));
+}
+
 TEST(SdyRoundTrip, MisreadTextsAreRefusedAtTheirPlace) {
   using testing::parse_error;
   auto edited = [](const std::string& from, const std::string& to) {
