@@ -264,6 +264,23 @@ TEST(RunCommand, ARunThatCannotFitIsRefusedBeforeItStarts) {
   EXPECT_FALSE(fs::exists(dir.path / "out" / "result0.npy"));
 }
 
+// A multi-platform jax.export's first argument is the platform index JAX fills in: named as such.
+TEST(RunCommand, APlatformIndexArgumentIsNamed) {
+  TempDir dir;
+  RunCommand c;
+  c.file = dir.file("m.mlir", R"(module @jit_f attributes {mhlo.num_partitions = 1 : i32} {
+  func.func public @main(%arg0: tensor<i32> {jax.global_constant = "_platform_index"}, %arg1: tensor<2xf32>) -> tensor<2xf32> {
+    return %arg1 : tensor<2xf32>
+  }
+}
+)");
+  std::ostringstream out;
+  std::string e = testing::error_of([&] { run_command(c, out); });
+  EXPECT_NE(e.find("parameter 0 of @main (tensor<i32>) is JAX's platform index (jax.global_constant = "
+                   "\"_platform_index\"): give --input arg0=FILE.npy holding the index of \"cpu\" in the export's "
+                   "platforms"), std::string::npos) << e;
+}
+
 TEST(RunCommand, ErrorsNameWhatIsWrong) {
   TempDir dir;
   RunCommand c;

@@ -161,6 +161,13 @@ int run_command(const RunCommand& c, std::ostream& out) {
   std::vector<ir::Type> input_types;
   for (size_t i = 0; i < given.size(); ++i) {
     if (!given[i] && polymorphic->parameter(i)->type().is_token()) given[i] = ir::Literal::token();  // no data
+    // A multi-platform jax.export takes the platform's index in its list as a first argument,
+    // which JAX fills in; the list is in the export's metadata, not in the module.
+    if (!given[i] && i < polymorphic->arg_attrs.size() &&
+        polymorphic->arg_attrs[i].get_or<std::string>("jax.global_constant", "") == "_platform_index")
+      fail("parameter {} of @{} ({}) is JAX's platform index (jax.global_constant = \"_platform_index\"): give "
+           "--input arg{}=FILE.npy holding the index of \"cpu\" in the export's platforms",
+           i, polymorphic->name(), ir::to_string(polymorphic->parameter(i)->type()), i);
     if (!given[i])
       fail("parameter {} of @{} ({}) has no --input", i, polymorphic->name(),
            ir::to_string(polymorphic->parameter(i)->type()));
