@@ -1,10 +1,11 @@
-// The schedule simulator, its text chart and the replays of measured runs (simulate.h says the
-// model and the definitions).
+// The schedule simulator, its text chart and SVG timeline, and the replays of measured runs
+// (simulate.h says the model and the definitions).
 #include "mpmd/simulate.h"
 
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <charconv>
 #include <cmath>
 #include <functional>
@@ -14,6 +15,7 @@
 #include "mpmd/schedule.h"
 #include "support/error.h"
 #include "support/strings.h"
+#include "support/timeline_svg.h"
 
 namespace tessera::mpmd {
 
@@ -117,30 +119,18 @@ Simulation replay(const Schedule& s, const std::function<double(size_t, size_t, 
 
   // Arrival time of each posted send, by (payload, microbatch, producing virtual stage).
   std::map<std::tuple<Payload, int64_t, int64_t>, double> arrival;
-  std::vector<size_t> next(P, 0);
   std::vector<double> clock(P, 0.0);
-  for (bool progress = true; progress;) {
-    progress = false;
-    for (size_t stage = 0; stage < P; ++stage) {
-      const auto& list = s.actions[stage];
-      for (size_t& i = next[stage]; i < list.size(); ++i, progress = true) {
-        const Action& a = list[i];
-        Interval& t = sim.times[stage][i];
-        t.start = clock[stage];
-        t.end = t.start + (a.is_compute() ? duration(stage, i, a) : 0.0);
-        if (a.kind == ActionKind::kSend) {
-          arrival[{a.payload, a.microbatch, a.virtual_stage}] = t.start + transfer;
-        } else if (a.kind == ActionKind::kRecv) {
-          auto it = arrival.find({a.payload, a.microbatch, a.virtual_stage});
-          if (it == arrival.end()) break;
-          t.end = std::max(t.start, it->second);
-        }
-        clock[stage] = t.end;
-      }
-    }
-  }
+  const std::vector<size_t> ran = run_in_order(s, [&](size_t stage, size_t i) {
+    const Action& a = s.actions[stage][i];
+    Interval& t = sim.times[stage][i];
+    t.start = clock[stage];
+    t.end = t.start + (a.is_compute() ? duration(stage, i, a) : 0.0);
+    if (a.kind == ActionKind::kSend) arrival[{a.payload, a.microbatch, a.virtual_stage}] = t.start + transfer;
+    if (a.kind == ActionKind::kRecv) t.end = std::max(t.start, arrival.at({a.payload, a.microbatch, a.virtual_stage}));
+    clock[stage] = t.end;
+  });
   for (size_t stage = 0; stage < P; ++stage)
-    TESSERA_CHECK(next[stage] == s.actions[stage].size(), "schedule '{}' passed validation but stage {} stops",
+    TESSERA_CHECK(ran[stage] == s.actions[stage].size(), "schedule '{}' passed validation but stage {} stops",
                   s.name, stage);
   summarize(s, sim);
 
@@ -207,6 +197,42 @@ std::string text_chart(const Schedule& s, const Simulation& sim, int64_t max_cel
     out += "\n";
   }
   return out;
+}
+
+std::string timeline_svg(const Schedule& s, const Simulation& sim, std::string_view title) {
+  // Colours follow the kind (dark, light, meaning); alternate chunks of an interleaved schedule use
+  // the lighter shade so the virtual stages can be told apart.
+  static constexpr std::array<std::array<const char*, 3>, 4> kColours = {{{"#4e79a7", "#a0cbe8", "forward"},
+                                                                          {"#59a14f", "#8cd17d", "backward"},
+                                                                          {"#f28e2b", "#ffbe7d", "input gradient"},
+                                                                          {"#b07aa1", "#d4a6c8", "weight gradient"}}};
+  support::Timeline t;
+  t.title = title;
+  t.span = sim.makespan > 0 ? sim.makespan : 1;
+  t.unit = "time";
+  t.px_per_unit = std::clamp(960.0 / t.span, 2.0, 48.0);
+  std::array<bool, 4> used{};
+  for (int64_t stage = 0; stage < s.stages; ++stage) {
+    support::TimelineRow& row = t.rows.emplace_back(support::TimelineRow{fmt::format("stage {}", stage), {}});
+    const auto& list = s.actions[static_cast<size_t>(stage)];
+    for (size_t i = 0; i < list.size(); ++i) {
+      const Action& a = list[i];
+      const Interval& span = sim.times[static_cast<size_t>(stage)][i];
+      if (!a.is_compute() || span.end <= span.start) continue;
+      const size_t kind = static_cast<size_t>(a.kind);  // F, B, BI, W: 0-3
+      const bool even = a.virtual_stage / s.stages % 2 == 0;
+      used[kind] = true;
+      row.boxes.push_back({span.start, span.end, kColours[kind][even ? 0 : 1],
+                           fmt::format("{}: {} to {}", describe(a), span.start, span.end),
+                           fmt::format("{}", a.microbatch), even ? "#ffffff" : "#000000"});
+    }
+  }
+  for (size_t kind = 0; kind < kColours.size(); ++kind)
+    if (used[kind])
+      t.legend.emplace_back(fmt::format("{} {}", kind_name(static_cast<ActionKind>(kind)), kColours[kind][2]),
+                            kColours[kind][0]);
+  if (s.virtual_per_stage > 1) t.legend.emplace_back("(lighter: odd chunks, virtual stages s+P, s+3P, ...)", "#555555");
+  return support::timeline_svg(t);
 }
 
 // ---- Measured runs ----
