@@ -13,14 +13,6 @@ using support::fail;
 
 namespace {
 
-Action compute(ActionKind kind, int64_t mb, int64_t vs) {
-  Action a;
-  a.kind = kind;
-  a.microbatch = mb;
-  a.virtual_stage = vs;
-  return a;
-}
-
 void check_sizes(std::string_view kind, int64_t stages, int64_t microbatches, int64_t virtual_per_stage) {
   check_counts(fmt::format("{} schedule", kind), stages, microbatches, virtual_per_stage);
   // Each (microbatch, virtual stage) pair becomes a few actions; refuse sizes that would exhaust memory.
@@ -43,8 +35,8 @@ std::vector<Action> interleaved_order(int64_t stage, int64_t P, int64_t M, int64
     return forward ? c : V - 1 - c;
   };
   std::vector<Action> order;
-  auto fwd = [&](int64_t k) { order.push_back(compute(ActionKind::kForward, microbatch_of(k), stage + chunk_of(k, true) * P)); };
-  auto bwd = [&](int64_t k) { order.push_back(compute(backward, microbatch_of(k), stage + chunk_of(k, false) * P)); };
+  auto fwd = [&](int64_t k) { order.push_back({ActionKind::kForward, microbatch_of(k), stage + chunk_of(k, true) * P}); };
+  auto bwd = [&](int64_t k) { order.push_back({backward, microbatch_of(k), stage + chunk_of(k, false) * P}); };
   // Enough forwards that the first backward chunk of the stage has its gradient by the time the
   // warm-up ends: one per later stage with V = 1 (P−1−s), else two (there and back) plus one group
   // for every extra chunk.
@@ -68,9 +60,9 @@ std::vector<Action> zero_bubble_h1_order(int64_t stage, int64_t P, int64_t M) {
   for (const Action& a : interleaved_order(stage, P, M, 1, ActionKind::kBackwardInput)) {
     order.push_back(a);
     if (a.kind == ActionKind::kBackwardInput && ++backwards > stage)
-      order.push_back(compute(ActionKind::kBackwardWeight, weights++, stage));
+      order.push_back({ActionKind::kBackwardWeight, weights++, stage});
   }
-  while (weights < M) order.push_back(compute(ActionKind::kBackwardWeight, weights++, stage));
+  while (weights < M) order.push_back({ActionKind::kBackwardWeight, weights++, stage});
   return order;
 }
 
@@ -99,10 +91,7 @@ void insert_transfers(Schedule& s) {
     std::vector<Action> out;
     for (const Action& a : s.actions[static_cast<size_t>(stage)]) {
       auto transfer = [&](ActionKind kind, Payload payload, int64_t producer, int64_t peer) {
-        Action t = compute(kind, a.microbatch, producer);
-        t.payload = payload;
-        t.peer = peer;
-        out.push_back(t);
+        out.push_back({kind, a.microbatch, producer, payload, peer});
       };
       const int64_t vs = a.virtual_stage;
       const bool forward = a.kind == ActionKind::kForward;
@@ -141,7 +130,7 @@ Schedule generate(ScheduleKind kind, int64_t stages, int64_t microbatches, int64
     std::vector<Action>& order = s.actions.emplace_back();
     if (kind == ScheduleKind::kGPipe) {  // all forwards, then all backwards
       for (ActionKind k : {ActionKind::kForward, ActionKind::kBackward})
-        for (int64_t m = 0; m < microbatches; ++m) order.push_back(compute(k, m, stage));
+        for (int64_t m = 0; m < microbatches; ++m) order.push_back({k, m, stage});
     } else if (kind == ScheduleKind::kZeroBubbleH1) {
       order = zero_bubble_h1_order(stage, stages, microbatches);
     } else {

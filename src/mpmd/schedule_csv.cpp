@@ -111,7 +111,7 @@ Schedule parse_csv(std::string_view text, std::string_view source) {
       row.push_back(parse_cell(cell, column, at(rows.size() - 1, column)));
       virtual_stages = std::max(virtual_stages, row.back().stage + 1);
       microbatches = std::max(microbatches, row.back().microbatch + 1);
-      transfers = transfers || row.back().type->kind == ActionKind::kSend || row.back().type->kind == ActionKind::kRecv;
+      transfers = transfers || row.back().type->payload != Payload::kNone;
     }
   }
   Schedule s;
@@ -128,15 +128,13 @@ Schedule parse_csv(std::string_view text, std::string_view source) {
     for (const Cell& c : rows[st]) {
       // A compute action on the wrong row is named here: the transfers inserted for it would name a
       // stage that is not its own.
-      if (c.type->kind != ActionKind::kSend && c.type->kind != ActionKind::kRecv && s.stage_of(c.stage) != static_cast<int64_t>(st))
+      const bool transfer = c.type->payload != Payload::kNone;
+      if (!transfer && s.stage_of(c.stage) != static_cast<int64_t>(st))
         fail("{}: '{}' is virtual stage {}, which runs on row {} (stage v on row v mod {} + 1)", at(st, c.column),
              c.text, c.stage, s.stage_of(c.stage) + 1, s.stages);
-      Action& a = s.actions[st].emplace_back();
-      a.kind = c.type->kind;
-      a.microbatch = c.microbatch;
-      a.virtual_stage = c.stage + c.type->producer;
-      a.payload = c.type->payload;
-      if (!a.is_compute()) a.peer = s.stage_of(a.kind == ActionKind::kSend ? c.stage + c.type->consumer : a.virtual_stage);
+      const int64_t producer = c.stage + c.type->producer, consumer = c.stage + c.type->consumer;
+      const int64_t peer = !transfer ? -1 : s.stage_of(c.type->kind == ActionKind::kSend ? consumer : producer);
+      s.actions[st].push_back({c.type->kind, c.microbatch, producer, c.type->payload, peer});
     }
   if (!transfers) insert_transfers(s);
   // Each action's place: its cell, or for an inserted transfer the cell it serves (a receive is
