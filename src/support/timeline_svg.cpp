@@ -92,7 +92,7 @@ std::string timeline_svg(const Timeline& t) {
             "<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"{}\" stroke=\"#ffffff\" stroke-width=\"0.5\">"
             "<title>{}</title></rect>\n",
             num(x0), num(top), num(w), num(kLane - 2), head->fill, xml_escape(head->tooltip));
-        if (alone && w >= 14 && !head->label.empty())
+        if (alone && !head->label.empty() && w >= 7.0 * static_cast<double>(head->label.size()) + 2)  // it fits
           out += fmt::format("<text x=\"{}\" y=\"{}\" font-size=\"11\" text-anchor=\"middle\" fill=\"{}\">{}</text>\n",
                              num(x0 + w / 2), num(top + kLane * 0.65), head->ink, xml_escape(head->label));
       };

@@ -14,7 +14,7 @@ struct TimelineBox {
   double start = 0, end = 0;  // in the timeline's unit, from its origin
   std::string fill;           // "#rrggbb"
   std::string tooltip;        // its <title>, shown on hover
-  std::string label;          // drawn inside the box when it is wide enough
+  std::string label;          // drawn inside the box when it fits
   std::string ink = "#ffffff";  // the label's colour
 };
 
