@@ -90,23 +90,20 @@ void insert_transfers(Schedule& s) {
   for (int64_t stage = 0; stage < s.stages; ++stage) {
     std::vector<Action> out;
     for (const Action& a : s.actions[static_cast<size_t>(stage)]) {
-      auto transfer = [&](ActionKind kind, Payload payload, int64_t producer, int64_t peer) {
-        out.push_back({kind, a.microbatch, producer, payload, peer});
-      };
-      const int64_t vs = a.virtual_stage;
+      const int64_t m = a.microbatch, vs = a.virtual_stage;
       const bool forward = a.kind == ActionKind::kForward;
       const bool input_grad = a.kind == ActionKind::kBackward || a.kind == ActionKind::kBackwardInput;
       // The value this action needs from another stage: the previous virtual stage's activation,
       // or the next virtual stage's gradient.
       if (forward && vs > 0 && s.stage_of(vs - 1) != stage)
-        transfer(ActionKind::kRecv, Payload::kActivation, vs - 1, s.stage_of(vs - 1));
+        out.push_back({ActionKind::kRecv, m, vs - 1, Payload::kActivation, s.stage_of(vs - 1)});
       if (input_grad && vs < last && s.stage_of(vs + 1) != stage)
-        transfer(ActionKind::kRecv, Payload::kGradient, vs + 1, s.stage_of(vs + 1));
+        out.push_back({ActionKind::kRecv, m, vs + 1, Payload::kGradient, s.stage_of(vs + 1)});
       out.push_back(a);
       if (forward && vs < last && s.stage_of(vs + 1) != stage)
-        transfer(ActionKind::kSend, Payload::kActivation, vs, s.stage_of(vs + 1));
+        out.push_back({ActionKind::kSend, m, vs, Payload::kActivation, s.stage_of(vs + 1)});
       if (input_grad && vs > 0 && s.stage_of(vs - 1) != stage)
-        transfer(ActionKind::kSend, Payload::kGradient, vs, s.stage_of(vs - 1));
+        out.push_back({ActionKind::kSend, m, vs, Payload::kGradient, s.stage_of(vs - 1)});
     }
     s.actions[static_cast<size_t>(stage)] = std::move(out);
   }
