@@ -1,8 +1,9 @@
 // The built-in schedule generators (schedule.h says what each schedule is).
 #include "mpmd/schedule.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
-#include <functional>
 
 #include "support/error.h"
 
@@ -12,19 +13,8 @@ using support::fail;
 
 namespace {
 
-Action compute(ActionKind kind, int64_t mb, int64_t vs) {
-  Action a;
-  a.kind = kind;
-  a.microbatch = mb;
-  a.virtual_stage = vs;
-  return a;
-}
-
 void check_sizes(std::string_view kind, int64_t stages, int64_t microbatches, int64_t virtual_per_stage) {
-  if (stages < 1) fail("{} schedule: the stage count must be at least 1, got {}", kind, stages);
-  if (microbatches < 1) fail("{} schedule: the microbatch count must be at least 1, got {}", kind, microbatches);
-  if (virtual_per_stage < 1)
-    fail("{} schedule: the virtual stage count per stage must be at least 1, got {}", kind, virtual_per_stage);
+  check_counts(fmt::format("{} schedule", kind), stages, microbatches, virtual_per_stage);
   // Each (microbatch, virtual stage) pair becomes a few actions; refuse sizes that would exhaust memory.
   constexpr int64_t kMaxPairs = 10'000'000;
   if (stages > kMaxPairs || microbatches > kMaxPairs || virtual_per_stage > kMaxPairs ||
@@ -32,20 +22,6 @@ void check_sizes(std::string_view kind, int64_t stages, int64_t microbatches, in
     fail("{} schedule: {} stages x {} microbatches x {} virtual stages is more than the {} (microbatch, virtual "
          "stage) pairs a generated schedule may have",
          kind, stages, microbatches, virtual_per_stage, kMaxPairs);
-}
-
-// A schedule named `name` whose stage s runs order(s), the transfers inserted.
-Schedule build(const char* name, int64_t stages, int64_t microbatches, int64_t virtual_per_stage,
-               const std::function<std::vector<Action>(int64_t)>& order) {
-  check_sizes(name, stages, microbatches, virtual_per_stage);
-  Schedule s;
-  s.name = name;
-  s.stages = stages;
-  s.microbatches = microbatches;
-  s.virtual_per_stage = virtual_per_stage;
-  for (int64_t stage = 0; stage < stages; ++stage) s.actions.push_back(order(stage));
-  insert_transfers(s);
-  return s;
 }
 
 // Stage `stage`'s order in interleaved 1F1B with `backward` as the backward kind (BI for zero
@@ -59,8 +35,8 @@ std::vector<Action> interleaved_order(int64_t stage, int64_t P, int64_t M, int64
     return forward ? c : V - 1 - c;
   };
   std::vector<Action> order;
-  auto fwd = [&](int64_t k) { order.push_back(compute(ActionKind::kForward, microbatch_of(k), stage + chunk_of(k, true) * P)); };
-  auto bwd = [&](int64_t k) { order.push_back(compute(backward, microbatch_of(k), stage + chunk_of(k, false) * P)); };
+  auto fwd = [&](int64_t k) { order.push_back({ActionKind::kForward, microbatch_of(k), stage + chunk_of(k, true) * P}); };
+  auto bwd = [&](int64_t k) { order.push_back({backward, microbatch_of(k), stage + chunk_of(k, false) * P}); };
   // Enough forwards that the first backward chunk of the stage has its gradient by the time the
   // warm-up ends: one per later stage with V = 1 (P−1−s), else two (there and back) plus one group
   // for every extra chunk.
@@ -74,22 +50,38 @@ std::vector<Action> interleaved_order(int64_t stage, int64_t P, int64_t M, int64
   return order;
 }
 
+// Zero-bubble H1's order on `stage`: 1F1B's with split backwards. 1F1B keeps P−s microbatches in
+// flight on stage s; deferring the W's by s input-gradient passes raises that to P and no further,
+// and leaves the later stages (whose drain bubble is longest) with W's to run while the gradients
+// travel back to the earlier stages.
+std::vector<Action> zero_bubble_h1_order(int64_t stage, int64_t P, int64_t M) {
+  std::vector<Action> order;
+  int64_t backwards = 0, weights = 0;
+  for (const Action& a : interleaved_order(stage, P, M, 1, ActionKind::kBackwardInput)) {
+    order.push_back(a);
+    if (a.kind == ActionKind::kBackwardInput && ++backwards > stage)
+      order.push_back({ActionKind::kBackwardWeight, weights++, stage});
+  }
+  while (weights < M) order.push_back({ActionKind::kBackwardWeight, weights++, stage});
+  return order;
+}
+
+constexpr std::pair<ScheduleKind, std::string_view> kKinds[] = {{ScheduleKind::kGPipe, "gpipe"},
+                                                                {ScheduleKind::kOneFOneB, "1f1b"},
+                                                                {ScheduleKind::kInterleaved, "interleaved"},
+                                                                {ScheduleKind::kZeroBubbleH1, "zb-h1"}};
+
 }  // namespace
 
 std::string_view schedule_kind_name(ScheduleKind kind) {
-  switch (kind) {
-    case ScheduleKind::kGPipe: return "gpipe";
-    case ScheduleKind::kOneFOneB: return "1f1b";
-    case ScheduleKind::kInterleaved: return "interleaved";
-    case ScheduleKind::kZeroBubbleH1: return "zb-h1";
-  }
+  for (const auto& [k, name] : kKinds)
+    if (k == kind) return name;
   return "?";
 }
 
 ScheduleKind parse_schedule_kind(std::string_view name) {
-  for (ScheduleKind k : {ScheduleKind::kGPipe, ScheduleKind::kOneFOneB, ScheduleKind::kInterleaved,
-                         ScheduleKind::kZeroBubbleH1})
-    if (name == schedule_kind_name(k)) return k;
+  for (const auto& [kind, n] : kKinds)
+    if (n == name) return kind;
   fail("unknown schedule kind '{}' (expected gpipe, 1f1b, interleaved or zb-h1)", name);
 }
 
@@ -98,85 +90,52 @@ void insert_transfers(Schedule& s) {
   for (int64_t stage = 0; stage < s.stages; ++stage) {
     std::vector<Action> out;
     for (const Action& a : s.actions[static_cast<size_t>(stage)]) {
-      auto transfer = [&](ActionKind kind, Payload payload, int64_t producer, int64_t peer) {
-        Action t = compute(kind, a.microbatch, producer);
-        t.payload = payload;
-        t.peer = peer;
-        out.push_back(t);
-      };
-      const int64_t vs = a.virtual_stage;
+      const int64_t m = a.microbatch, vs = a.virtual_stage;
       const bool forward = a.kind == ActionKind::kForward;
       const bool input_grad = a.kind == ActionKind::kBackward || a.kind == ActionKind::kBackwardInput;
       // The value this action needs from another stage: the previous virtual stage's activation,
       // or the next virtual stage's gradient.
       if (forward && vs > 0 && s.stage_of(vs - 1) != stage)
-        transfer(ActionKind::kRecv, Payload::kActivation, vs - 1, s.stage_of(vs - 1));
+        out.push_back({ActionKind::kRecv, m, vs - 1, Payload::kActivation, s.stage_of(vs - 1)});
       if (input_grad && vs < last && s.stage_of(vs + 1) != stage)
-        transfer(ActionKind::kRecv, Payload::kGradient, vs + 1, s.stage_of(vs + 1));
+        out.push_back({ActionKind::kRecv, m, vs + 1, Payload::kGradient, s.stage_of(vs + 1)});
       out.push_back(a);
       if (forward && vs < last && s.stage_of(vs + 1) != stage)
-        transfer(ActionKind::kSend, Payload::kActivation, vs, s.stage_of(vs + 1));
+        out.push_back({ActionKind::kSend, m, vs, Payload::kActivation, s.stage_of(vs + 1)});
       if (input_grad && vs > 0 && s.stage_of(vs - 1) != stage)
-        transfer(ActionKind::kSend, Payload::kGradient, vs, s.stage_of(vs - 1));
+        out.push_back({ActionKind::kSend, m, vs, Payload::kGradient, s.stage_of(vs - 1)});
     }
     s.actions[static_cast<size_t>(stage)] = std::move(out);
   }
 }
 
-Schedule gpipe(int64_t stages, int64_t microbatches) {
-  return build("gpipe", stages, microbatches, 1, [&](int64_t stage) {
-    std::vector<Action> order;
-    for (int64_t m = 0; m < microbatches; ++m) order.push_back(compute(ActionKind::kForward, m, stage));
-    for (int64_t m = 0; m < microbatches; ++m) order.push_back(compute(ActionKind::kBackward, m, stage));
-    return order;
-  });
-}
-
-Schedule one_f_one_b(int64_t stages, int64_t microbatches) {
-  return build("1f1b", stages, microbatches, 1, [&](int64_t stage) {
-    return interleaved_order(stage, stages, microbatches, 1, ActionKind::kBackward);
-  });
-}
-
-Schedule interleaved(int64_t stages, int64_t microbatches, int64_t virtual_per_stage) {
-  check_sizes("interleaved", stages, microbatches, virtual_per_stage);  // before M % P
+Schedule generate(ScheduleKind kind, int64_t stages, int64_t microbatches, int64_t virtual_per_stage) {
+  const std::string_view name = schedule_kind_name(kind);
+  if (kind != ScheduleKind::kInterleaved && virtual_per_stage != 1)
+    fail("{} schedule: {} virtual stages per stage apply only to the interleaved schedule", name, virtual_per_stage);
+  check_sizes(name, stages, microbatches, virtual_per_stage);  // before M % P
   if (virtual_per_stage > 1 && microbatches % stages != 0)
     fail("interleaved schedule with {} virtual stages per stage: the microbatch count ({}) must be a "
          "multiple of the stage count ({})",
          virtual_per_stage, microbatches, stages);
-  return build("interleaved", stages, microbatches, virtual_per_stage, [&](int64_t stage) {
-    return interleaved_order(stage, stages, microbatches, virtual_per_stage, ActionKind::kBackward);
-  });
-}
-
-Schedule zero_bubble_h1(int64_t stages, int64_t microbatches) {
-  return build("zb-h1", stages, microbatches, 1, [&](int64_t stage) {
-    // 1F1B keeps P−s microbatches in flight on stage s; deferring the W's by s input-gradient
-    // passes raises that to P and no further, and leaves the later stages (whose drain bubble is
-    // longest) with W's to run while the gradients travel back to the earlier stages.
-    std::vector<Action> order;
-    int64_t backwards = 0, weights = 0;
-    for (const Action& a : interleaved_order(stage, stages, microbatches, 1, ActionKind::kBackwardInput)) {
-      order.push_back(a);
-      if (a.kind == ActionKind::kBackwardInput && ++backwards > stage)
-        order.push_back(compute(ActionKind::kBackwardWeight, weights++, stage));
+  Schedule s;
+  s.name = std::string(name);
+  s.stages = stages;
+  s.microbatches = microbatches;
+  s.virtual_per_stage = virtual_per_stage;
+  for (int64_t stage = 0; stage < stages; ++stage) {
+    std::vector<Action>& order = s.actions.emplace_back();
+    if (kind == ScheduleKind::kGPipe) {  // all forwards, then all backwards
+      for (ActionKind k : {ActionKind::kForward, ActionKind::kBackward})
+        for (int64_t m = 0; m < microbatches; ++m) order.push_back({k, m, stage});
+    } else if (kind == ScheduleKind::kZeroBubbleH1) {
+      order = zero_bubble_h1_order(stage, stages, microbatches);
+    } else {
+      order = interleaved_order(stage, stages, microbatches, virtual_per_stage, ActionKind::kBackward);
     }
-    while (weights < microbatches) order.push_back(compute(ActionKind::kBackwardWeight, weights++, stage));
-    return order;
-  });
-}
-
-Schedule generate(ScheduleKind kind, int64_t stages, int64_t microbatches, int64_t virtual_per_stage) {
-  if (kind != ScheduleKind::kInterleaved && virtual_per_stage != 1)
-    fail("{} schedule: {} virtual stages per stage apply only to the interleaved schedule",
-         schedule_kind_name(kind), virtual_per_stage);
-  switch (kind) {
-    case ScheduleKind::kGPipe: return gpipe(stages, microbatches);
-    case ScheduleKind::kOneFOneB: return one_f_one_b(stages, microbatches);
-    case ScheduleKind::kInterleaved: return interleaved(stages, microbatches, virtual_per_stage);
-    case ScheduleKind::kZeroBubbleH1: return zero_bubble_h1(stages, microbatches);
   }
-  fail("unknown schedule kind");
+  insert_transfers(s);
+  return s;
 }
 
 }  // namespace tessera::mpmd

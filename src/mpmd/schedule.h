@@ -4,15 +4,14 @@
 // and the sends and receives that move activations forward and gradients backward. Virtual stage
 // v lives on stage v % stages (the circular assignment of interleaved 1F1B).
 //
-// Here also: the CSV forms (ours, docs/PIPELINES.md, and PyTorch's compute_only form), the built-in
-// generators and the validator. Each generator orders only the compute actions; insert_transfers
-// then adds a receive right before the action that needs a value and a send right after the one
-// that produced it, so every built-in schedule passes validate().
+// Here also: the CSV form (PyTorch's), the built-in generators and the validator. Each generator
+// orders only the compute actions; insert_transfers then adds a receive right before the action
+// that needs a value and a send right after the one that produced it, so every built-in schedule
+// passes validate().
 #pragma once
 
 #include <cstdint>
 #include <functional>
-#include <iosfwd>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -64,22 +63,18 @@ std::string describe_at(int64_t stage, int64_t step, const Action& a);
 
 // ---- CSV ----
 
-// A first line `# tessera-schedule name=<name> stages=<P> microbatches=<M> virtual=<V>`, the
-// header `stage,step,kind,microbatch,virtual_stage,payload,peer`, one row per action (payload act
-// or grad and peer for SEND and RECV only, else empty).
+// PyTorch's pipelining form (_PipelineScheduleRuntime._dump_csv / _load_csv): row r is stage r,
+// each cell one action `[stage][type][microbatch]` or empty (an idle step). Types: F, B, I (BI), W,
+// and the transfers SEND_F, RECV_F, SEND_B, RECV_B, whose stage is the virtual stage sending or
+// receiving (RECV_F on v receives v-1's activation, RECV_B on v receives v+1's gradient).
+// print_csv writes every action (format="compute_comms"), so what it writes reads back the same.
 std::string print_csv(const Schedule& s);
-void print_csv(const Schedule& s, std::ostream& out);
-// Parses print_csv's format (UserError naming `source`:line and the column). Rows may come in any
-// order, steps distinct per stage; later '#' lines are comments. The result is not validated.
+// Reads either form: with no transfer in the file (format="compute_only") they are inserted. The
+// stages are the rows, the microbatches and virtual stages the largest indices + 1, the name
+// `source`. The result is validated; UserErrors name `source`, the row and column (from 1) of the
+// cell at fault, an inserted transfer the cell it serves.
 Schedule parse_csv(std::string_view text, std::string_view source = "<csv>");
 Schedule load_csv(const std::string& path);
-
-// PyTorch's compute-only CSV (_PipelineScheduleRuntime._load_csv(format="compute_only")): row r is
-// stage r, each cell one compute action `[virtual stage][F|I|B|W][microbatch]` (I: BI) or empty.
-// The transfers are inserted and the result validated; UserErrors name `source`, the row and
-// column (from 1) of the cell at fault, an inserted transfer the cell it serves.
-Schedule parse_torch_csv(std::string_view text, std::string_view source = "<csv>");
-Schedule load_torch_csv(const std::string& path);
 
 // ---- The built-in schedules ----
 
@@ -87,18 +82,20 @@ enum class ScheduleKind { kGPipe, kOneFOneB, kInterleaved, kZeroBubbleH1 };
 std::string_view schedule_kind_name(ScheduleKind kind);  // "gpipe", "1f1b", "interleaved", "zb-h1"
 ScheduleKind parse_schedule_kind(std::string_view name);
 
-// GPipe: all forwards, then all backwards. Peak in flight: M on every stage.
-Schedule gpipe(int64_t stages, int64_t microbatches);
-// 1F1B (PipeDream-flush): stage s runs P−1−s warm-up forwards, alternates one forward and one
-// backward, then drains. Peak in flight on stage s: min(P−s, M).
-Schedule one_f_one_b(int64_t stages, int64_t microbatches);
-// Megatron-LM's interleaved 1F1B: stage s holds virtual stages s, s+P, ...; microbatches go through
-// the chunks in groups of P (V > 1 needs P to divide M); V = 1 is 1F1B.
-Schedule interleaved(int64_t stages, int64_t microbatches, int64_t virtual_per_stage);
-// Zero-bubble H1 (Qi et al.): 1F1B's order with split backwards; stage s defers its W's by s
-// backwards so they fill the drain bubble, keeping at most P microbatches in flight.
-Schedule zero_bubble_h1(int64_t stages, int64_t microbatches);
+// `kind` on P stages and M microbatches (V virtual stages per stage: interleaved only), the
+// transfers inserted:
+// - gpipe: all forwards, then all backwards. Peak in flight: M on every stage.
+// - 1f1b (PipeDream-flush): stage s runs P−1−s warm-up forwards, alternates one forward and one
+//   backward, then drains. Peak in flight on stage s: min(P−s, M).
+// - interleaved: Megatron-LM's interleaved 1F1B: stage s holds virtual stages s, s+P, ...;
+//   microbatches go through the chunks in groups of P (V > 1 needs P to divide M); V = 1 is 1F1B.
+// - zb-h1: zero-bubble H1 (Qi et al.): 1F1B's order with split backwards; stage s defers its W's
+//   by s backwards so they fill the drain bubble, keeping at most P microbatches in flight.
 Schedule generate(ScheduleKind kind, int64_t stages, int64_t microbatches, int64_t virtual_per_stage = 1);
+inline Schedule gpipe(int64_t P, int64_t M) { return generate(ScheduleKind::kGPipe, P, M); }
+inline Schedule one_f_one_b(int64_t P, int64_t M) { return generate(ScheduleKind::kOneFOneB, P, M); }
+inline Schedule interleaved(int64_t P, int64_t M, int64_t V) { return generate(ScheduleKind::kInterleaved, P, M, V); }
+inline Schedule zero_bubble_h1(int64_t P, int64_t M) { return generate(ScheduleKind::kZeroBubbleH1, P, M); }
 void insert_transfers(Schedule& s);
 
 // ---- The validator ----
@@ -110,8 +107,17 @@ void insert_transfers(Schedule& s);
 // vice versa; 6. order on each stage (a forward after its input's producer or RECV, a backward
 // after its forward and its gradient's producer or RECV, W after BI, a SEND after its producer);
 // 7. progress: run in order with receives waiting for their sends, every stage finishes.
-// `place`, when given, names an action's place instead of "stage 1 step 4" (torch CSV cells).
+// `place`, when given, names an action's place instead of "stage 1 step 4" (CSV cells).
 using PlaceName = std::function<std::string(int64_t stage, int64_t step)>;
 void validate(const Schedule& s, const PlaceName& place = nullptr);
+// Check 1 for the validator and the generators: each count at least 1, or a UserError beginning
+// with `what` ("1f1b schedule", "schedule 'mine'").
+void check_counts(std::string_view what, int64_t stages, int64_t microbatches, int64_t virtual_per_stage);
+
+// Runs the stages' lists round robin, each in its order, a RECV waiting until its SEND has run
+// (sends never wait), calling `run(stage, step)` (when given) as each action runs. Returns per stage
+// how many of its actions ran: all unless the schedule deadlocks. The validator's progress check
+// and the simulator's replay.
+std::vector<size_t> run_in_order(const Schedule& s, const std::function<void(size_t stage, size_t step)>& run);
 
 }  // namespace tessera::mpmd

@@ -1,10 +1,11 @@
-// The schedule simulator, its text chart and the replays of measured runs (simulate.h says the
-// model and the definitions).
+// The schedule simulator, its text chart and SVG timeline, and the replays of measured runs
+// (simulate.h says the model and the definitions).
 #include "mpmd/simulate.h"
 
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <charconv>
 #include <cmath>
 #include <functional>
@@ -14,6 +15,7 @@
 #include "mpmd/schedule.h"
 #include "support/error.h"
 #include "support/strings.h"
+#include "support/timeline_svg.h"
 
 namespace tessera::mpmd {
 
@@ -117,30 +119,18 @@ Simulation replay(const Schedule& s, const std::function<double(size_t, size_t, 
 
   // Arrival time of each posted send, by (payload, microbatch, producing virtual stage).
   std::map<std::tuple<Payload, int64_t, int64_t>, double> arrival;
-  std::vector<size_t> next(P, 0);
   std::vector<double> clock(P, 0.0);
-  for (bool progress = true; progress;) {
-    progress = false;
-    for (size_t stage = 0; stage < P; ++stage) {
-      const auto& list = s.actions[stage];
-      for (size_t& i = next[stage]; i < list.size(); ++i, progress = true) {
-        const Action& a = list[i];
-        Interval& t = sim.times[stage][i];
-        t.start = clock[stage];
-        t.end = t.start + (a.is_compute() ? duration(stage, i, a) : 0.0);
-        if (a.kind == ActionKind::kSend) {
-          arrival[{a.payload, a.microbatch, a.virtual_stage}] = t.start + transfer;
-        } else if (a.kind == ActionKind::kRecv) {
-          auto it = arrival.find({a.payload, a.microbatch, a.virtual_stage});
-          if (it == arrival.end()) break;
-          t.end = std::max(t.start, it->second);
-        }
-        clock[stage] = t.end;
-      }
-    }
-  }
+  const std::vector<size_t> ran = run_in_order(s, [&](size_t stage, size_t i) {
+    const Action& a = s.actions[stage][i];
+    Interval& t = sim.times[stage][i];
+    t.start = clock[stage];
+    t.end = t.start + (a.is_compute() ? duration(stage, i, a) : 0.0);
+    if (a.kind == ActionKind::kSend) arrival[{a.payload, a.microbatch, a.virtual_stage}] = t.start + transfer;
+    if (a.kind == ActionKind::kRecv) t.end = std::max(t.start, arrival.at({a.payload, a.microbatch, a.virtual_stage}));
+    clock[stage] = t.end;
+  });
   for (size_t stage = 0; stage < P; ++stage)
-    TESSERA_CHECK(next[stage] == s.actions[stage].size(), "schedule '{}' passed validation but stage {} stops",
+    TESSERA_CHECK(ran[stage] == s.actions[stage].size(), "schedule '{}' passed validation but stage {} stops",
                   s.name, stage);
   summarize(s, sim);
 
@@ -166,24 +156,57 @@ Simulation simulate(const Schedule& s, const Costs& costs) {
                 costs.transfer);
 }
 
-std::string text_chart(const Schedule& s, const Simulation& sim, int64_t max_cells) {
-  double quantum = INFINITY;
-  size_t width = 1;
-  auto label = [&](const Action& a) {
-    const char* letter = a.kind == ActionKind::kForward          ? "F"
-                         : a.kind == ActionKind::kBackward       ? "B"
-                         : a.kind == ActionKind::kBackwardInput  ? "I"
-                                                                 : "W";
-    if (s.virtual_per_stage == 1) return fmt::format("{}{}", letter, a.microbatch);
-    return fmt::format("{}{}.{}", letter, a.microbatch, a.virtual_stage / s.stages);
-  };
-  for (size_t stage = 0; stage < s.actions.size(); ++stage)
+namespace {
+
+// The drawn timeline of a simulated or measured schedule, for the text chart and the SVG: a row per
+// stage, a box per compute action of positive duration labelled F3, B3, I3 (BI) or W3 (F3.1 for
+// chunk 1 when V > 1), coloured by kind; alternate chunks of an interleaved schedule use the
+// lighter shade so the virtual stages can be told apart.
+support::Timeline schedule_timeline(const Schedule& s, const Simulation& sim) {
+  // Per kind (F, B, BI, W): the letter, the dark and light colours and the meaning.
+  static constexpr std::array<std::array<const char*, 4>, 4> kKinds = {{{"F", "#4e79a7", "#a0cbe8", "forward"},
+                                                                        {"B", "#59a14f", "#8cd17d", "backward"},
+                                                                        {"I", "#f28e2b", "#ffbe7d", "input gradient"},
+                                                                        {"W", "#b07aa1", "#d4a6c8", "weight gradient"}}};
+  support::Timeline t;
+  t.span = sim.makespan > 0 ? sim.makespan : 1;
+  t.unit = "time";
+  t.px_per_unit = std::clamp(960.0 / t.span, 2.0, 48.0);
+  std::array<bool, 4> used{};
+  for (size_t stage = 0; stage < s.actions.size(); ++stage) {
+    support::TimelineRow& row = t.rows.emplace_back(support::TimelineRow{fmt::format("stage {}", stage), {}});
     for (size_t i = 0; i < s.actions[stage].size(); ++i) {
       const Action& a = s.actions[stage][i];
-      const Interval& t = sim.times[stage][i];
-      if (!a.is_compute() || t.end <= t.start) continue;
-      quantum = std::min(quantum, t.end - t.start);
-      width = std::max(width, label(a).size());
+      const Interval& span = sim.times[stage][i];
+      if (!a.is_compute() || span.end <= span.start) continue;
+      const size_t kind = static_cast<size_t>(a.kind);  // F, B, BI, W: 0-3
+      const int64_t chunk = a.virtual_stage / s.stages;
+      used[kind] = true;
+      row.boxes.push_back({span.start, span.end, kKinds[kind][chunk % 2 == 0 ? 1 : 2],
+                           fmt::format("{}: {} to {}", describe(a), span.start, span.end),
+                           s.virtual_per_stage == 1 ? fmt::format("{}{}", kKinds[kind][0], a.microbatch)
+                                                    : fmt::format("{}{}.{}", kKinds[kind][0], a.microbatch, chunk),
+                           chunk % 2 == 0 ? "#ffffff" : "#000000"});
+    }
+  }
+  for (size_t kind = 0; kind < kKinds.size(); ++kind)
+    if (used[kind])
+      t.legend.emplace_back(fmt::format("{} {}", kind_name(static_cast<ActionKind>(kind)), kKinds[kind][3]),
+                            kKinds[kind][1]);
+  if (s.virtual_per_stage > 1) t.legend.emplace_back("(lighter: odd chunks, virtual stages s+P, s+3P, ...)", "#555555");
+  return t;
+}
+
+}  // namespace
+
+std::string text_chart(const Schedule& s, const Simulation& sim, int64_t max_cells) {
+  const support::Timeline t = schedule_timeline(s, sim);
+  double quantum = INFINITY;
+  size_t width = 1;
+  for (const support::TimelineRow& row : t.rows)
+    for (const support::TimelineBox& b : row.boxes) {
+      quantum = std::min(quantum, b.end - b.start);
+      width = std::max(width, b.label.size());
     }
   if (!std::isfinite(quantum) || sim.makespan <= 0) return "";
   int64_t cells = static_cast<int64_t>(std::ceil(sim.makespan / quantum - 1e-9));
@@ -192,21 +215,25 @@ std::string text_chart(const Schedule& s, const Simulation& sim, int64_t max_cel
     cells = max_cells;
   }
   std::string out = fmt::format("time unit per cell: {:g}\n", quantum);
-  for (size_t stage = 0; stage < s.actions.size(); ++stage) {
+  for (size_t stage = 0; stage < t.rows.size(); ++stage) {
     out += fmt::format("stage {:>2} |", stage);
-    const auto& list = s.actions[stage];
+    const std::vector<support::TimelineBox>& boxes = t.rows[stage].boxes;
     size_t i = 0;
     for (int64_t c = 0; c < cells; ++c) {
       // The action running at the middle of the cell, if any.
       const double mid = (static_cast<double>(c) + 0.5) * quantum;
-      while (i < list.size() && (!list[i].is_compute() || sim.times[stage][i].end <= mid)) ++i;
-      std::string cell = ".";
-      if (i < list.size() && sim.times[stage][i].start <= mid) cell = label(list[i]);
-      out += fmt::format(" {:<{}}", cell, width);
+      while (i < boxes.size() && boxes[i].end <= mid) ++i;
+      out += fmt::format(" {:<{}}", i < boxes.size() && boxes[i].start <= mid ? boxes[i].label : ".", width);
     }
     out += "\n";
   }
   return out;
+}
+
+std::string timeline_svg(const Schedule& s, const Simulation& sim, std::string_view title) {
+  support::Timeline t = schedule_timeline(s, sim);
+  t.title = title;
+  return support::timeline_svg(t);
 }
 
 // ---- Measured runs ----

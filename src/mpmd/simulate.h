@@ -56,7 +56,8 @@ Simulation replay(const Schedule& s, const std::function<double(size_t, size_t, 
 // A text timeline: a row per stage, a cell per time quantum (coarsened to at most `max_cells`),
 // showing the action running then (F3, B3, I3, W3; F3.1 for chunk 1) or '.'.
 std::string text_chart(const Schedule& s, const Simulation& sim, int64_t max_cells = 160);
-// An SVG timeline: one background <rect> and one per compute action of positive duration.
+// The SVG timeline (support/timeline_svg.h): a row per stage, a box per compute action of positive
+// duration, coloured by kind.
 std::string timeline_svg(const Schedule& s, const Simulation& sim, std::string_view title);
 
 // ---- Measured runs against the simulator ----

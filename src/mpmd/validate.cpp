@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include <map>
+#include <set>
 #include <tuple>
 
 #include "support/error.h"
@@ -64,12 +65,7 @@ class Validator {
   }
 
   void check_sizes() const {
-    if (s_.stages < 1) fail("schedule '{}': the stage count must be at least 1, got {}", s_.name, s_.stages);
-    if (s_.microbatches < 1)
-      fail("schedule '{}': the microbatch count must be at least 1, got {}", s_.name, s_.microbatches);
-    if (s_.virtual_per_stage < 1)
-      fail("schedule '{}': the virtual stage count per stage must be at least 1, got {}", s_.name,
-           s_.virtual_per_stage);
+    check_counts(fmt::format("schedule '{}'", s_.name), s_.stages, s_.microbatches, s_.virtual_per_stage);
     if (static_cast<int64_t>(s_.actions.size()) != s_.stages)
       fail("schedule '{}': has action lists for {} stages but declares {}", s_.name, s_.actions.size(), s_.stages);
   }
@@ -147,13 +143,19 @@ class Validator {
     }
   }
 
-  // `what` must come before (stage, step): it is either on this stage at an earlier step, or it is
-  // the value of `producer_key` on another stage and must be received before.
-  void need_before(int64_t stage, int64_t step, const Action& a, const std::string& what, int64_t producer_stage,
-                   const std::vector<Key>& producers, Payload payload, int64_t producer_vs) const {
+  // The backward of (mb, vs) as given: B, or BI when split (check_complete made sure of one).
+  Key backward_key(int64_t mb, int64_t vs) const {
+    const Key whole = compute_key(ActionKind::kBackward, mb, vs);
+    return find(whole) ? whole : compute_key(ActionKind::kBackwardInput, mb, vs);
+  }
+
+  // `producer` (named `what`) must come before (stage, step): on this stage at an earlier step, or
+  // on another stage with its value received here before.
+  void need_before(int64_t stage, int64_t step, const Action& a, const Key& producer, const std::string& what,
+                   Payload payload) const {
+    const int64_t producer_vs = std::get<3>(producer), producer_stage = s_.stage_of(producer_vs);
     if (producer_stage == stage) {
-      for (const Key& k : producers)
-        if (const Place* p = find(k); p && p->step < step) return;
+      if (const Place* p = find(producer); p && p->step < step) return;
       fail("{}: runs before {} on the same stage", at(stage, step, a), what);
     }
     const Place* r = find({ActionKind::kRecv, payload, a.microbatch, producer_vs});
@@ -164,68 +166,48 @@ class Validator {
 
   void check_order(int64_t stage, int64_t step, const Action& a) const {
     const int64_t m = a.microbatch, vs = a.virtual_stage, last = s_.virtual_stages() - 1;
-    auto describe_key = [](ActionKind k, int64_t mb, int64_t v) { return fmt::format("{}(mb {}, vs {})", kind_name(k), mb, v); };
-    auto earlier_here = [&](ActionKind k, int64_t v, const char* why) {
-      const Place* p = find(compute_key(k, m, v));
-      if (!p || p->stage != stage || p->step >= step)
-        fail("{}: {} {}", at(stage, step, a), why, describe_key(k, m, v));
+    auto describe_key = [](const Key& k) {
+      return fmt::format("{}(mb {}, vs {})", kind_name(std::get<0>(k)), std::get<2>(k), std::get<3>(k));
+    };
+    auto earlier_here = [&](const Key& k, const char* why) {
+      const Place* p = find(k);
+      if (!p || p->stage != stage || p->step >= step) fail("{}: {} {}", at(stage, step, a), why, describe_key(k));
     };
     switch (a.kind) {
       case ActionKind::kForward:
-        if (vs > 0)
-          need_before(stage, step, a, describe_key(ActionKind::kForward, m, vs - 1), s_.stage_of(vs - 1),
-                      {compute_key(ActionKind::kForward, m, vs - 1)}, Payload::kActivation, vs - 1);
+        if (vs > 0) {
+          const Key input = compute_key(ActionKind::kForward, m, vs - 1);
+          need_before(stage, step, a, input, describe_key(input), Payload::kActivation);
+        }
         return;
       case ActionKind::kBackward:
       case ActionKind::kBackwardInput:
-        earlier_here(ActionKind::kForward, vs, "backward before its forward");
+        earlier_here(compute_key(ActionKind::kForward, m, vs), "backward before its forward");
         if (vs < last)
-          need_before(stage, step, a, fmt::format("the backward of (mb {}, vs {})", m, vs + 1), s_.stage_of(vs + 1),
-                      {compute_key(ActionKind::kBackward, m, vs + 1), compute_key(ActionKind::kBackwardInput, m, vs + 1)},
-                      Payload::kGradient, vs + 1);
+          need_before(stage, step, a, backward_key(m, vs + 1), fmt::format("the backward of (mb {}, vs {})", m, vs + 1),
+                      Payload::kGradient);
         return;
       case ActionKind::kBackwardWeight:
-        earlier_here(ActionKind::kBackwardInput, vs, "weight gradient before its input gradient");
+        earlier_here(compute_key(ActionKind::kBackwardInput, m, vs), "weight gradient before its input gradient");
         return;
       case ActionKind::kSend:
-        if (a.payload == Payload::kActivation) {
-          earlier_here(ActionKind::kForward, vs, "sends a value before it is computed by");
-        } else {
-          const Place* b = find(compute_key(ActionKind::kBackward, m, vs));
-          if (!b) b = find(compute_key(ActionKind::kBackwardInput, m, vs));
-          if (b->step >= step)
-            fail("{}: sends a value before it is computed by {}", at(stage, step, a), describe(action(*b)));
-        }
+        earlier_here(a.payload == Payload::kActivation ? compute_key(ActionKind::kForward, m, vs) : backward_key(m, vs),
+                     "sends a value before it is computed by");
         return;
       case ActionKind::kRecv:
         return;
     }
   }
 
-  // Runs the stages in order, a RECV waiting until its SEND has run; sends never wait.
   void check_progress() const {
-    std::vector<size_t> next(static_cast<size_t>(s_.stages), 0);
-    std::map<Key, bool> sent;
-    for (bool progress = true; progress;) {
-      progress = false;
-      for (int64_t stage = 0; stage < s_.stages; ++stage) {
-        const auto& list = s_.actions[static_cast<size_t>(stage)];
-        size_t& i = next[static_cast<size_t>(stage)];
-        for (; i < list.size(); ++i, progress = true) {
-          const Action& a = list[i];
-          if (a.kind == ActionKind::kSend) sent[key_of(a)] = true;
-          if (a.kind == ActionKind::kRecv && !sent.count({ActionKind::kSend, a.payload, a.microbatch, a.virtual_stage}))
-            break;
-        }
-      }
-    }
+    const std::vector<size_t> ran = run_in_order(s_, nullptr);
     for (int64_t stage = 0; stage < s_.stages; ++stage) {
-      size_t i = next[static_cast<size_t>(stage)];
+      const size_t i = ran[static_cast<size_t>(stage)];
       const auto& list = s_.actions[static_cast<size_t>(stage)];
       if (i == list.size()) continue;
       const Action& r = list[i];
       const Place& send = *find({ActionKind::kSend, r.payload, r.microbatch, r.virtual_stage});
-      const Place blocker{send.stage, static_cast<int64_t>(next[static_cast<size_t>(send.stage)])};
+      const Place blocker{send.stage, static_cast<int64_t>(ran[static_cast<size_t>(send.stage)])};
       fail("{}: receive before its matching send {}: that stage waits first at {} (the schedule deadlocks)",
            at(stage, static_cast<int64_t>(i), r), at(send), at(blocker));
     }
@@ -238,6 +220,30 @@ class Validator {
 
 }  // namespace
 
+void check_counts(std::string_view what, int64_t stages, int64_t microbatches, int64_t virtual_per_stage) {
+  if (stages < 1) fail("{}: the stage count must be at least 1, got {}", what, stages);
+  if (microbatches < 1) fail("{}: the microbatch count must be at least 1, got {}", what, microbatches);
+  if (virtual_per_stage < 1)
+    fail("{}: the virtual stage count per stage must be at least 1, got {}", what, virtual_per_stage);
+}
+
 void validate(const Schedule& s, const PlaceName& place) { Validator(s, place).run(); }
+
+std::vector<size_t> run_in_order(const Schedule& s, const std::function<void(size_t stage, size_t step)>& run) {
+  std::vector<size_t> next(s.actions.size(), 0);
+  std::set<Key> sent;
+  for (bool progress = true; progress;) {
+    progress = false;
+    for (size_t stage = 0; stage < s.actions.size(); ++stage)
+      for (size_t& i = next[stage]; i < s.actions[stage].size(); ++i, progress = true) {
+        const Action& a = s.actions[stage][i];
+        if (a.kind == ActionKind::kRecv && !sent.count({ActionKind::kSend, a.payload, a.microbatch, a.virtual_stage}))
+          break;
+        if (a.kind == ActionKind::kSend) sent.insert(key_of(a));
+        if (run) run(stage, i);
+      }
+  }
+  return next;
+}
 
 }  // namespace tessera::mpmd

@@ -1,6 +1,6 @@
 // The schedule data: the generators' shapes (action counts, 1F1B's warm-up, the circular
-// assignment of interleaved virtual stages, zero-bubble's split backward), the CSV round trip for
-// every built-in kind, and the parser's and generators' refusals.
+// assignment of interleaved virtual stages, zero-bubble's split backward) and the generators'
+// refusals (the CSV's round trip and refusals: schedule_csv_test.cpp).
 #include <gtest/gtest.h>
 
 #include <fmt/format.h>
@@ -118,96 +118,6 @@ TEST(Generators, Refusals) {
   EXPECT_EQ(error_of([] { parse_schedule_kind("pipedream"); }),
             "unknown schedule kind 'pipedream' (expected gpipe, 1f1b, interleaved or zb-h1)");
   EXPECT_EQ(parse_schedule_kind("zb-h1"), ScheduleKind::kZeroBubbleH1);
-}
-
-TEST(Csv, PrintLoadPrintIsTheIdentityForEveryKind) {
-  std::vector<Schedule> all = {gpipe(3, 4), one_f_one_b(4, 8), interleaved(4, 8, 2), interleaved(2, 4, 4),
-                               zero_bubble_h1(4, 6)};
-  for (const Schedule& s : all) {
-    std::string text = print_csv(s);
-    Schedule back = parse_csv(text, s.name);
-    EXPECT_EQ(print_csv(back), text) << s.name;
-    EXPECT_EQ(back.actions, s.actions) << s.name;
-    EXPECT_EQ(back.name, s.name);
-    EXPECT_EQ(back.stages, s.stages);
-    EXPECT_EQ(back.microbatches, s.microbatches);
-    EXPECT_EQ(back.virtual_per_stage, s.virtual_per_stage);
-  }
-}
-
-TEST(Csv, FormatIsDocumentedColumns) {
-  std::string text = print_csv(one_f_one_b(2, 1));
-  EXPECT_EQ(text,
-            "# tessera-schedule name=1f1b stages=2 microbatches=1 virtual=1\n"
-            "stage,step,kind,microbatch,virtual_stage,payload,peer\n"
-            "0,0,F,0,0,,\n"
-            "0,1,SEND,0,0,act,1\n"
-            "0,2,RECV,0,1,grad,1\n"
-            "0,3,B,0,0,,\n"
-            "1,0,RECV,0,0,act,0\n"
-            "1,1,F,0,1,,\n"
-            "1,2,B,0,1,,\n"
-            "1,3,SEND,0,1,grad,0\n");
-}
-
-TEST(Csv, RowsInAnyOrderWithCommentsAndSpaces) {
-  Schedule s = parse_csv(
-      "# tessera-schedule name=mine stages=1 microbatches=2 virtual=1\n"
-      "stage,step,kind,microbatch,virtual_stage,payload,peer\n"
-      "# the backwards\n"
-      "0, 3, B, 1, 0, ,\n"
-      "0,2,B,0,0,,\r\n"
-      "\n"
-      "0,1,F,1,0,,\n"
-      "0,0,F,0,0,,\n",
-      "mine.csv");
-  EXPECT_EQ(compute_order(s, 0), "F0 F1 B0 B1");
-  EXPECT_EQ(s.name, "mine");
-  EXPECT_NO_THROW(validate(s));
-}
-
-TEST(Csv, MalformedInputIsRefusedWithLineAndColumn) {
-  const std::string head =
-      "# tessera-schedule name=x stages=2 microbatches=2 virtual=1\n"
-      "stage,step,kind,microbatch,virtual_stage,payload,peer\n";
-  auto err = [](std::string text) { return error_of([&] { parse_csv(text, "s.csv"); }); };
-  EXPECT_EQ(err("stage,step\n"),
-            "s.csv:1: expected the first line '# tessera-schedule name=N stages=P microbatches=M virtual=V'");
-  EXPECT_EQ(err("# tessera-schedule stages=2 microbatches=2\n"),
-            "s.csv:1: the first line must give stages=, microbatches= and virtual=");
-  EXPECT_EQ(err("# tessera-schedule stages=two microbatches=2 virtual=1\n"),
-            "s.csv:1: stages 'two' is not a non-negative integer");
-  EXPECT_EQ(err("# tessera-schedule stages=0 microbatches=2 virtual=1\n"), "s.csv:1: stages must be at least 1");
-  EXPECT_EQ(err("# tessera-schedule stages=1000000000000 microbatches=2 virtual=1\n"),
-            "s.csv:1: stages=1000000000000 is more than the 1000000 this reader accepts");
-  EXPECT_EQ(err("# tessera-schedule stages=99999999999999999999 microbatches=2 virtual=1\n"),
-            "s.csv:1: stages '99999999999999999999' is not a non-negative integer");
-  EXPECT_EQ(err("# tessera-schedule stages=2 microbatches=2 virtual=1 color=red\n"),
-            "s.csv:1: unknown key 'color' (expected name, stages, microbatches, virtual)");
-  EXPECT_EQ(err("# tessera-schedule stages=2 microbatches=2 virtual=1\nstage,kind\n"),
-            "s.csv:2: expected the header row 'stage,step,kind,microbatch,virtual_stage,payload,peer'");
-  EXPECT_EQ(err(head + "0,0,F,0,0\n"),
-            "s.csv:3: expected 7 columns (stage,step,kind,microbatch,virtual_stage,payload,peer), found 5");
-  EXPECT_EQ(err(head + "0,0,FWD,0,0,,\n"),
-            "s.csv:3: column 'kind': unknown action 'FWD' (expected F, B, BI, W, SEND or RECV)");
-  EXPECT_EQ(err(head + "0,0,F,-1,0,,\n"), "s.csv:3: column 'microbatch': '-1' is not a non-negative integer");
-  EXPECT_EQ(err(head + "2,0,F,0,0,,\n"), "s.csv:3: column 'stage': 2 is out of range (the schedule has 2 stages)");
-  EXPECT_EQ(err(head + "0,0,F,0,0,act,1\n"),
-            "s.csv:3: F takes no payload or peer (columns 'payload' and 'peer' must be empty)");
-  EXPECT_EQ(err(head + "0,0,SEND,0,0,weights,1\n"), "s.csv:3: column 'payload': 'weights' is not act or grad");
-  EXPECT_EQ(err(head + "0,0,SEND,0,0,act,\n"), "s.csv:3: column 'peer': '' is not a non-negative integer");
-  EXPECT_EQ(err(head + "0,0,F,0,0,,\n0,0,F,1,0,,\n"), "s.csv:4: stage 0 step 0 is already given on line 3");
-  EXPECT_EQ(err("# tessera-schedule stages=2 microbatches=2 virtual=1\n"),
-            "s.csv: missing the header row 'stage,step,kind,microbatch,virtual_stage,payload,peer'");
-  EXPECT_EQ(err(""), "s.csv: empty schedule (expected the line '# tessera-schedule ...')");
-  EXPECT_EQ(error_of([] { load_csv("/nonexistent/x.csv"); }), "/nonexistent/x.csv: cannot read the file: No such file or directory");
-}
-
-TEST(Csv, NamesThatCannotBeReadBackAreRefused) {
-  Schedule s = gpipe(1, 1);
-  s.name = "my schedule";
-  EXPECT_EQ(error_of([&] { print_csv(s); }),
-            "schedule name 'my schedule' cannot be written to CSV: it must be one word without commas");
 }
 
 }  // namespace

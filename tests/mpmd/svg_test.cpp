@@ -14,6 +14,7 @@
 #include "mpmd/schedule.h"
 #include "mpmd/simulate.h"
 #include "support/strings.h"
+#include "support/timeline_svg.h"
 
 namespace tessera::mpmd {
 namespace {
@@ -192,6 +193,30 @@ TEST(Svg, TheTitleIsEscaped) {
   std::string svg = timeline_svg(s, simulate(s, Costs{}), "a<b & \"c\"");
   EXPECT_NE(svg.find("a&lt;b &amp; &quot;c&quot;"), std::string::npos);
   EXPECT_EQ(support::xml_escape("<'&'>"), "&lt;&apos;&amp;&apos;&gt;");
+}
+
+// The writer's own rules (support/timeline_svg.h), which the trace's picture relies on: a box inside
+// another is drawn a lane below it; touching boxes of one fill are drawn as one when one of them is
+// under a pixel wide (titled by the first), and apart when both are wider.
+TEST(Svg, TheWriterNestsInLanesAndJoinsThinBoxes) {
+  support::Timeline t;
+  t.px_per_unit = 10;
+  t.rows.push_back({"row", {{0, 10, "#111111", "outer", ""},
+                            {1, 2, "#222222", "inner", ""},
+                            {10, 10.05, "#111111", "thin", ""},
+                            {10.05, 20, "#111111", "wide", ""}}});
+  const std::string svg = support::timeline_svg(t);
+  for (const char* title : {"outer", "inner", "wide"}) EXPECT_NE(svg.find(std::string(">") + title + "<"), std::string::npos);
+  EXPECT_EQ(svg.find(">thin<"), std::string::npos) << "joined to the box before it";
+  std::vector<Element> rects;
+  for (const Element& e : read_xml(svg))
+    if (e.name == "rect") rects.push_back(e);
+  ASSERT_EQ(rects.size(), 4u) << "the background, outer with thin, wide and inner";
+  const Element &outer = rects[1], &wide = rects[2], &inner = rects[3];
+  EXPECT_EQ(number(outer, "width"), 100.5);
+  EXPECT_EQ(number(wide, "x"), number(outer, "x") + 100.5);
+  EXPECT_EQ(number(wide, "y"), number(outer, "y"));
+  EXPECT_GT(number(inner, "y"), number(outer, "y") + number(outer, "height") - 0.01) << "a lane below";
 }
 
 TEST(Svg, TheReaderRefusesMalformedDocuments) {

@@ -18,6 +18,7 @@
 
 #include "common/error_of.h"
 #include "common/temp_dir.h"
+#include "mpmd/schedule.h"
 #include "tools/tessera/train_cmd.h"
 #include "tools/train_test_util.h"
 
@@ -209,9 +210,10 @@ TEST(TrainPipeline, ClipNormAndLrScheduleEqualFsdp) {
   }
 }
 
-// --schedule-csv: a user's schedule in PyTorch's compute_only form. 1F1B's and zero-bubble H1's
-// compute orders written by hand give the built-in schedules' losses bit for bit; a bad cell is
-// refused naming the file, row and column.
+// --schedule-csv: a user's schedule in PyTorch's form. 1F1B's and zero-bubble H1's compute orders
+// written by hand (compute_only), and 1F1B as `tessera schedule --csv` writes it (its transfers
+// included, compute_comms), give the built-in schedules' losses bit for bit; a bad cell is refused
+// naming the file, row and column.
 TEST(TrainPipeline, ScheduleCsvRunsAUsersOwnSchedule) {
   TempDir dir;
   const fs::path corpus = write_corpus(dir.path);
@@ -220,7 +222,8 @@ TEST(TrainPipeline, ScheduleCsvRunsAUsersOwnSchedule) {
   };
   for (const Case& k : {Case{"1f1b", "0F0,0F1,0B0,0F2,0B1,0F3,0B2,0B3\n1F0,1B0,1F1,1B1,1F2,1B2,1F3,1B3\n"},
                         Case{"zb-h1", "0F0,0F1,0I0,0F2,0I1,0W0,0F3,0I2,0W1,0I3,0W2,0W3\n"
-                                      "1F0,1I0,1W0,1F1,1I1,1W1,1F2,1I2,1W2,1F3,1I3,1W3\n"}}) {
+                                      "1F0,1I0,1W0,1F1,1I1,1W1,1F2,1I2,1W2,1F3,1I3,1W3\n"},
+                        Case{"1f1b", mpmd::print_csv(mpmd::one_f_one_b(2, 4))}}) {
     TrainCommand builtin = pipeline(corpus);
     builtin.schedule = k.schedule;
     builtin.steps = 3;
@@ -243,7 +246,7 @@ TEST(TrainPipeline, ScheduleCsvRunsAUsersOwnSchedule) {
   std::ostringstream out;
   EXPECT_EQ(testing::error_of([&] { train_command(bad, out); }),
             "--schedule-csv: " + bad.schedule_csv + " row 2 column 4: '1Q1' is not an action "
-            "[stage][F|I|B|W][microbatch], e.g. 2F0");
+            "[stage][F|I|B|W|SEND_F|RECV_F|SEND_B|RECV_B][microbatch], e.g. 2F0");
   bad.plan = "pp=4";
   bad.layers = 4;
   bad.schedule_csv = (dir.path / "mine.csv").string();

@@ -87,9 +87,11 @@ int main(int argc, char** argv) {
   auto* sched_m = sched->add_option("--microbatches", sc.microbatches, "Microbatches M")->capture_default_str();
   auto* sched_v = sched->add_option("--virtual", sc.virtual_per_stage, "Virtual stages per stage (interleaved)");
   sched->add_option("--costs", sc.costs, "f,b[,w[,transfer]]: F costs f, BI b, W w, B b+w")->capture_default_str();
-  sched->add_option("--input", sc.input, "Simulate this schedule CSV instead of a built-in one")
+  sched->add_option("--input", sc.input, "Simulate this schedule CSV (PyTorch's pipelining form, as --csv writes it or "
+                    "compute_only) instead of a built-in one")
       ->check(CLI::ExistingFile)->excludes(sched_kind)->excludes(sched_p)->excludes(sched_m)->excludes(sched_v);
-  sched->add_option("--csv", sc.csv, "Write the schedule as CSV");
+  sched->add_option("--csv", sc.csv, "Write the schedule as CSV, PyTorch's pipelining form with its sends and receives "
+                    "(_load_csv format compute_comms)");
   sched->add_option("--svg", sc.svg, "Write the timeline as SVG");
   auto* train = app.add_subcommand("train", "Train a byte-level CausalLM on a text corpus over host devices or MPI ranks");
   tessera::tools::TrainCommand tc;
@@ -170,8 +172,10 @@ int main(int argc, char** argv) {
   auto* train_virtual = train->add_option("--virtual", tc.virtual_stages, "Virtual stages per stage (pp plans, interleaved)")
       ->capture_default_str()->check(CLI::PositiveNumber);
   train->add_option("--schedule-csv", tc.schedule_csv,
-                    "Your own pipeline schedule (pp plans), as PyTorch's pipelining _load_csv reads it (compute_only): a "
-                    "row per stage, a column per time step, cells like 1F0, 0B2, 1I3, 0W1; validated first")
+                    "Your own pipeline schedule (pp plans), as PyTorch's pipelining _load_csv reads it: a row per stage, "
+                    "a column per time step, cells like 1F0, 0B2, 1I3, 0W1 (compute_only: the sends and receives are "
+                    "inserted) or with 1SEND_F0, 2RECV_F0, ... (compute_comms, as `tessera schedule --csv` writes it); "
+                    "validated first")
       ->excludes(train_schedule)->excludes(train_microbatches)->excludes(train_virtual);
   train->add_option("--schedule-svg", tc.schedule_svg, "Write the last step's measured pipeline timeline as SVG");
   auto* gen = app.add_subcommand("generate", "Generate text from a `tessera train --save` checkpoint, with a KV cache on the devices");

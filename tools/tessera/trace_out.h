@@ -14,11 +14,11 @@ namespace tessera::tools {
 void write_trace(const std::vector<std::string>& events, const std::string& path, const std::string& svg,
                  std::ostream& out);
 
-// A trace document's timeline as SVG: a row per track (its thread's name, with the rank when there
-// are several processes), time across in ms, each complete event a box coloured by its category;
-// an event inside another on the same track (an op in a pipeline action) is drawn in a lane below
-// it. Boxes of one category closer than a pixel are drawn as one. UserError for text that is not a
-// trace document.
+// A trace document's timeline as SVG (support/timeline_svg.h): a row per track (its thread's name,
+// with the rank when there are several processes), time across in ms since the first event, each
+// complete event a box coloured by its category; an event inside another on the same track (an op
+// in a pipeline action) is drawn in a lane below it. UserError for text that is not a trace
+// document.
 std::string trace_svg(const std::string& document);
 
 }  // namespace tessera::tools

@@ -181,7 +181,7 @@ int train_pipeline(const TrainCommand& c, std::ostream& out_stream, const std::s
   mpmd::Schedule schedule;
   if (!c.schedule_csv.empty()) {  // a user's own, in PyTorch's form: its rows, virtual stages and microbatches
     try {
-      schedule = mpmd::load_torch_csv(c.schedule_csv);
+      schedule = mpmd::load_csv(c.schedule_csv);
     } catch (const support::UserError& e) {
       fail("--schedule-csv: {}", e.what());
     }
