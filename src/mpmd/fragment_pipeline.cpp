@@ -122,9 +122,7 @@ FragmentPipeline::FragmentPipeline(ir::Module& module, const ir::Function& step,
   if (n == 0 || n % stages != 0)
     fail("pipeline of @{}: {} virtual stages ({}) cannot be spread evenly over {} stages", step.name(), n,
          fmt::join(names_, ", "), stages);
-  ir::Function& whole =
-      whole_step(module, step, options_.wrt, options_.name.empty() ? step.name() + "_pipeline" : options_.name,
-                 options_.remat);
+  ir::Function& whole = whole_step(module, step, options_.wrt, step.name() + "_pipeline", options_.remat);
   whole_ = &whole;
   try {  // a refused program leaves the module as it was
     separate_microbatch_sums(whole);
@@ -473,8 +471,18 @@ CompiledSchedule FragmentPipeline::compile(const Schedule& s) const {
   return Compiler(plan_, roles_, s).run();
 }
 
+namespace {
+
+RunInputs whole_inputs(const std::vector<ir::Literal>& parameters) {
+  RunInputs in;
+  for (const ir::Literal& p : parameters) in.parameters.push_back(whole_buffer(p));
+  return in;
+}
+
+}  // namespace
+
 FragmentPipelineRun FragmentPipeline::run(const Schedule& schedule, const std::vector<ir::Literal>& parameters) const {
-  return run(compile(schedule), schedule, parameters);
+  return run(compile(schedule), schedule, whole_inputs(parameters));
 }
 
 FragmentPipelineRun FragmentPipeline::run(const std::vector<ir::Literal>& parameters) const {
@@ -483,16 +491,7 @@ FragmentPipelineRun FragmentPipeline::run(const std::vector<ir::Literal>& parame
   none.stages = stages_;
   none.actions.resize(plan_.meshes.size());
   const std::vector<FragmentRole> glue(plan_.fragments.size());
-  return run(Compiler(plan_, glue, none).run(), none, parameters);
-}
-
-FragmentPipelineRun FragmentPipeline::run(const CompiledSchedule& compiled, const Schedule& schedule,
-                                          const std::vector<ir::Literal>& parameters) const {
-  std::vector<runtime::ShardedBuffer> buffers;
-  for (const ir::Literal& p : parameters) buffers.push_back(whole_buffer(p));
-  RunInputs in;
-  for (const runtime::ShardedBuffer& b : buffers) in.parameters.push_back(&b);
-  return run(compiled, schedule, in);
+  return run(Compiler(plan_, glue, none).run(), none, whole_inputs(parameters));
 }
 
 }  // namespace tessera::mpmd
