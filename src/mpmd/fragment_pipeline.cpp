@@ -209,6 +209,14 @@ std::string FragmentPipeline::summary() const {
   return plan_.summary([&](size_t f) { return fmt::format("  [{}]", roles_[f].to_string()); });
 }
 
+std::optional<std::pair<size_t, size_t>> first_split_action(const Schedule& s) {
+  for (size_t st = 0; st < s.actions.size(); ++st)
+    for (size_t k = 0; k < s.actions[st].size(); ++k)
+      if (s.actions[st][k].kind == ActionKind::kBackwardInput || s.actions[st][k].kind == ActionKind::kBackwardWeight)
+        return std::make_pair(st, k);
+  return std::nullopt;
+}
+
 std::string instruction_place(const Schedule& s, size_t stage, int64_t step) {
   if (step < 0) return fmt::format("stage {} (glue)", stage);
   return describe_at(static_cast<int64_t>(stage), step, s.actions[stage][static_cast<size_t>(step)]);
@@ -459,14 +467,12 @@ CompiledSchedule FragmentPipeline::compile(const Schedule& s) const {
   if (s.microbatches != microbatches_)
     fail("schedule '{}' has {} microbatches, but the program calls each virtual stage {} times (call counters 0 … {})",
          s.name, s.microbatches, microbatches_, microbatches_ - 1);
-  if (!options_.split_backward)
-    for (size_t st = 0; st < s.actions.size(); ++st)
-      for (size_t k = 0; k < s.actions[st].size(); ++k)
-        if (s.actions[st][k].kind == ActionKind::kBackwardInput || s.actions[st][k].kind == ActionKind::kBackwardWeight)
-          fail("schedule '{}': {}: the transposes of the whole step are not split into input- and weight-gradient "
-               "parts; make the pipeline with split_backward, or use a schedule with whole backwards (gpipe, 1f1b, "
-               "interleaved)",
-               s.name, describe_at(static_cast<int64_t>(st), static_cast<int64_t>(k), s.actions[st][k]));
+  if (const auto at = first_split_action(s); at && !options_.split_backward)
+    fail("schedule '{}': {}: the transposes of the whole step are not split into input- and weight-gradient "
+         "parts; make the pipeline with split_backward, or use a schedule with whole backwards (gpipe, 1f1b, "
+         "interleaved)",
+         s.name, describe_at(static_cast<int64_t>(at->first), static_cast<int64_t>(at->second),
+                             s.actions[at->first][at->second]));
   validate(s);
   return Compiler(plan_, roles_, s).run();
 }

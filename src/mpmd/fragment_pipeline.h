@@ -28,6 +28,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "interp/interpreter.h"
@@ -208,6 +209,9 @@ class FragmentPipeline {
 // rebuilds those that only feed each other and the results as one chain in microbatch order,
 // ((g0 + g1) + g2) + …, at the end. Returns how many ops it unmarked.
 size_t separate_microbatch_sums(ir::Function& whole);
+
+// The first BI or W action of `s` as (stage, step), if any: `s` needs a pipeline with split_backward.
+std::optional<std::pair<size_t, size_t>> first_split_action(const Schedule& s);
 
 // Zero-bubble's split of each transpose of a call: its input-gradient part is what the values it
 // hands to another named computation depend on; the rest is marked kWeightAttr and moved right

@@ -19,13 +19,6 @@ namespace tessera::mpmd {
 
 namespace {
 
-bool splits_backward(const Schedule& s) {
-  for (const auto& actions : s.actions)
-    for (const Action& a : actions)
-      if (a.kind == ActionKind::kBackwardInput || a.kind == ActionKind::kBackwardWeight) return true;
-  return false;
-}
-
 using Bytes = std::vector<std::byte>;
 
 // Over ranks: what `put` writes for each stage this rank runs, read by `get` on every rank, in rank
@@ -67,7 +60,7 @@ FragmentTrainer::FragmentTrainer(const nn::CausalLM& model, Schedule schedule,
   nn::check_no_decay(adamw_, names);
   FragmentPipelineOptions o;
   for (size_t i = 0; i < specs.size(); ++i) o.wrt.push_back(i);
-  o.split_backward = splits_backward(schedule_);
+  o.split_backward = first_split_action(schedule_).has_value();
   o.remat = options_.remat;
   if (stage_plan) o.stage_mesh = stage_plan->mesh.name;
   o.ranks = ranks;
