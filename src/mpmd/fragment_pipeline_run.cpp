@@ -182,32 +182,24 @@ void FragmentPipeline::compile_fragments() {
   compiled_ = std::make_shared<Compiled>();
   Compiled& c = *compiled_;
   Ranks* ranks = options_.ranks;
-  if (ranks)
-    for (int64_t s = 0; s < stages_; ++s) {
-      const StageRanks sr = stage_ranks(s, stages_, ranks->size());
-      const int64_t devices = stage_mesh(s) ? stage_mesh(s)->num_devices() : 1;
-      if (sr.count > 1 && devices % sr.count != 0)
-        fail("pipeline stages on ranks: a stage of {} device{} cannot split over {} ranks ({} ranks for {} stages); "
-             "run a number of ranks whose share of a stage divides its devices",
-             devices, devices == 1 ? "" : "s", sr.count, ranks->size(), stages_);
-    }
   for (int64_t s = 0; s < stages_; ++s) {
     const ir::Mesh* mesh = stage_mesh(s);
+    const int64_t devices = mesh ? mesh->num_devices() : 1;
+    const StageRanks sr = ranks ? stage_ranks(s, stages_, ranks->size()) : StageRanks{};
+    if (sr.count > 1 && devices % sr.count != 0)
+      fail("pipeline stages on ranks: a stage of {} device{} cannot split over {} ranks ({} ranks for {} stages); "
+           "run a number of ranks whose share of a stage divides its devices",
+           devices, devices == 1 ? "" : "s", sr.count, ranks->size(), stages_);
+    runtime::SessionOptions so;
+    so.timeout = options_.transfer_timeout;
+    so.profile = options_.profile;
     if (mesh == nullptr) {
       c.sessions.emplace_back();
-      continue;
-    }
-    {
-      runtime::SessionOptions so;
-      so.timeout = options_.transfer_timeout;
-      so.profile = options_.profile;
-      const StageRanks sr = ranks ? stage_ranks(s, stages_, ranks->size()) : StageRanks{};
-      if (sr.count > 1 && sr.contains(ranks->rank())) {
-        c.sessions.push_back(ranks->stage_session(sr.first, sr.count, mesh->num_devices() / sr.count, so));
-        c.spanning_stage = s;
-      } else {
-        c.sessions.push_back(std::make_unique<runtime::Session>(runtime::Session::host(mesh->num_devices(), so)));
-      }
+    } else if (sr.count > 1 && sr.contains(ranks->rank())) {
+      c.sessions.push_back(ranks->stage_session(sr.first, sr.count, devices / sr.count, so));
+      c.spanning_stage = s;
+    } else {
+      c.sessions.push_back(std::make_unique<runtime::Session>(runtime::Session::host(devices, so)));
     }
   }
   for (const Fragment& f : plan_.fragments) {
@@ -286,13 +278,11 @@ FragmentPipelineRun FragmentPipeline::run(const CompiledSchedule& compiled, cons
   }
   const auto start = std::chrono::steady_clock::now();
   auto now_ms = [&] { return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count(); };
-  std::vector<std::optional<ShardedBuffer>> results(plan.results.size());
+  std::vector<ShardedBuffer> results(plan.results.size());  // no pieces: not computed here
   std::multimap<size_t, size_t> result_of;  // value -> result index
   for (size_t r = 0; r < plan.results.size(); ++r) {
     const Binding& b = plan.results[r];
-    if (b.kind == Binding::Kind::kParameter) {
-      if (parameters[b.index].pieces) results[r] = parameters[b.index];
-    }
+    if (b.kind == Binding::Kind::kParameter) results[r] = parameters[b.index];
     else if (b.kind == Binding::Kind::kConstant) results[r] = whole_buffer(b.constant);
     else result_of.insert({b.index, r});
   }
@@ -502,8 +492,8 @@ FragmentPipelineRun FragmentPipeline::run(const CompiledSchedule& compiled, cons
   }
   if (inputs.trace) trace_actions(*inputs.trace, schedule, out, inputs.trace->ns(start));
   for (size_t r = 0; r < results.size(); ++r) {
-    TESSERA_CHECK(ranks || results[r].has_value(), "result {} of the step was never computed", r);
-    ShardedBuffer b = results[r].value_or(ShardedBuffer{});
+    ShardedBuffer& b = results[r];
+    TESSERA_CHECK(ranks || b.pieces, "result {} of the step was never computed", r);
     const Binding& rb = plan.results[r];
     const size_t stage = rb.kind == Binding::Kind::kValue ? plan.fragments[plan.values[rb.index].producer].mesh : 0;
     if (inputs.whole_results) out.results.push_back(b.pieces ? whole(b, static_cast<int64_t>(stage)) : Literal());
