@@ -20,13 +20,8 @@ namespace tessera::mpmd {
 using support::fail;
 
 std::string FragmentRole::to_string() const {
-  switch (kind) {
-    case Kind::kGlue: return "glue";
-    case Kind::kForward: return fmt::format("F(mb {}, vs {})", microbatch, virtual_stage);
-    case Kind::kBackward: return fmt::format("B(mb {}, vs {})", microbatch, virtual_stage);
-    case Kind::kWeight: return fmt::format("W(mb {}, vs {})", microbatch, virtual_stage);
-  }
-  return "?";
+  if (kind == Kind::kGlue) return "glue";
+  return fmt::format("{}(mb {}, vs {})", "?FBW"[static_cast<int>(kind)], microbatch, virtual_stage);  // by Kind
 }
 
 size_t separate_microbatch_sums(ir::Function& whole) {
