@@ -152,14 +152,11 @@ FragmentPipeline::FragmentPipeline(ir::Module& module, const ir::Function& step,
 
     std::vector<MeshSpec> meshes;
     int64_t devices = 1;
-    std::optional<ir::Mesh> stage_mesh;
     if (!options_.stage_mesh.empty()) {
       const ir::Mesh* mesh = module.find_mesh(options_.stage_mesh);
       if (mesh == nullptr) fail("pipeline of @{}: stage mesh @{} is not in the module", step.name(), options_.stage_mesh);
       devices = mesh->num_devices();
-      stage_mesh = *mesh;
     }
-    meshes_.assign(static_cast<size_t>(stages), stage_mesh);
     for (int64_t s = 0; s < stages; ++s) meshes.push_back({fmt::format("pp{}", s), devices, options_.stage_mesh});
     Assignment assignment;
     for (int64_t v = 0; v < n; ++v) assignment[names_[v]] = fmt::format("pp{}", v % stages);
@@ -189,14 +186,6 @@ FragmentPipeline::FragmentPipeline(FragmentPlan plan, FragmentPipelineOptions op
     : options_(std::move(options)), stages_(static_cast<int64_t>(plan.meshes.size())), plan_(std::move(plan)) {
   if (options_.ranks) fail("a fragment plan runs in one process; stages on ranks are for a pipeline made from a step");
   roles_.resize(plan_.fragments.size());
-  meshes_.resize(plan_.meshes.size());
-  for (const Fragment& f : plan_.fragments) {  // an spmd mesh is copied into its fragments' modules
-    const std::string& name = plan_.meshes[f.mesh].spmd_mesh;
-    if (name.empty() || meshes_[f.mesh]) continue;
-    const ir::Mesh* mesh = f.module->find_mesh(name);
-    TESSERA_CHECK(mesh != nullptr, "fragment {}'s module lacks its mesh's spmd mesh @{}", f.index, name);
-    meshes_[f.mesh] = *mesh;
-  }
   compile_fragments();
 }
 

@@ -181,6 +181,14 @@ FragmentPipeline::~FragmentPipeline() = default;
 void FragmentPipeline::compile_fragments() {
   compiled_ = std::make_shared<Compiled>();
   Compiled& c = *compiled_;
+  meshes_.resize(plan_.meshes.size());
+  for (const Fragment& f : plan_.fragments) {  // an spmd mesh is copied into its fragments' modules
+    const std::string& name = plan_.meshes[f.mesh].spmd_mesh;
+    if (name.empty() || meshes_[f.mesh]) continue;
+    const ir::Mesh* mesh = f.module->find_mesh(name);
+    TESSERA_CHECK(mesh != nullptr, "fragment {}'s module lacks its mesh's spmd mesh @{}", f.index, name);
+    meshes_[f.mesh] = *mesh;
+  }
   Ranks* ranks = options_.ranks;
   for (int64_t s = 0; s < stages_; ++s) {
     const ir::Mesh* mesh = stage_mesh(s);
