@@ -304,7 +304,7 @@ FragmentPipelineRun FragmentPipeline::run(const CompiledSchedule& compiled, cons
     if (ranks) p.ranks = stage_ranks(static_cast<int64_t>(st), stages_, ranks->size());
     return p;
   };
-  std::mutex mu;  // guards results and out.transferred_bytes
+  std::atomic<int64_t> transferred{0};  // out.transferred_bytes, from every stage's thread
 
   auto where = [&](size_t st, int64_t step) { return instruction_place(schedule, st, step); };
   auto label = [&](size_t f) { return plan.fragments[f].describe(); };
@@ -432,10 +432,7 @@ FragmentPipelineRun FragmentPipeline::run(const CompiledSchedule& compiled, cons
               ranks->send(m.to, run_number, key, pack_parts(m, *v.pieces));
             }
           }
-          {
-            std::lock_guard lock(mu);
-            out.transferred_bytes += moved;
-          }
+          transferred += moved;
           if (in.step >= 0) out.action_bytes[st][static_cast<size_t>(in.step)] += moved;
           if (!pv.parameter) read_done(in.value);
           break;
@@ -460,11 +457,8 @@ FragmentPipelineRun FragmentPipeline::run(const CompiledSchedule& compiled, cons
             if (b.kind == Binding::Kind::kValue) read_done(b.index);
           for (size_t k = 0; k < f.outputs.size(); ++k) {
             size_t id = f.outputs[k];
-            {
-              std::lock_guard lock(mu);
-              auto [lo, hi] = result_of.equal_range(id);
-              for (auto r = lo; r != hi; ++r) results[r->second] = outputs[k];
-            }
+            auto [lo, hi] = result_of.equal_range(id);  // a result is written by its producer's stage only
+            for (auto r = lo; r != hi; ++r) results[r->second] = outputs[k];
             if (readers.count(id) && readers[id] > 0) keep(id, std::move(outputs[k]));
           }
           break;
@@ -498,6 +492,7 @@ FragmentPipelineRun FragmentPipeline::run(const CompiledSchedule& compiled, cons
     if (ranks) ranks->report_failure(e.what());  // the other ranks' waits on this one end now
     throw;
   }
+  out.transferred_bytes = transferred;
   if (inputs.trace) trace_actions(*inputs.trace, schedule, out, inputs.trace->ns(start));
   for (size_t r = 0; r < results.size(); ++r) {
     ShardedBuffer& b = results[r];
