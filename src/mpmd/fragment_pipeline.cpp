@@ -62,10 +62,6 @@ size_t separate_microbatch_sums(ir::Function& whole) {
         if (v->defining_op() && moved.erase(v->defining_op())) changed = true;
     }
   }
-  std::unordered_set<const ir::Op*> inner;  // moved sums read by another moved sum
-  for (const ir::Op* op : moved)
-    for (const ir::Value* v : op->operands())
-      if (moved.count(v->defining_op())) inner.insert(v->defining_op());
   std::vector<std::unique_ptr<ir::Op>> ops = whole.body().take_ops();
   std::vector<std::unique_ptr<ir::Op>> old;  // the moved sums, dropped once the chains are built
   for (auto& op : ops) {
@@ -73,14 +69,13 @@ size_t separate_microbatch_sums(ir::Function& whole) {
     if (moved.count(op.get())) old.push_back(std::move(op));
     else whole.body().append(std::move(op));
   }
-  auto returned = [&](const ir::Op* op) {
-    for (const ir::Value* v : ret->operands())
-      if (v->defining_op() == op) return true;
-    return false;
-  };
   for (const auto& root : old) {
-    // A sum inside another is rebuilt as part of that one's chain, unless the return reads it too.
-    if (inner.count(root.get()) && !returned(root.get())) continue;
+    // A moved sum is read by other moved sums or by the return: one the return does not read is
+    // rebuilt as part of another's chain.
+    std::vector<size_t> reads;  // the return's operands that are this sum
+    for (size_t i = 0; i < ret->operands().size(); ++i)
+      if (ret->operand(i) == root->result(0)) reads.push_back(i);
+    if (reads.empty()) continue;
     std::vector<std::pair<int64_t, ir::Value*>> terms;  // (microbatch, value), in the sum's order
     std::function<void(ir::Value*)> collect = [&](ir::Value* v) {
       const ir::Op* def = v->defining_op();
@@ -98,11 +93,8 @@ size_t separate_microbatch_sums(ir::Function& whole) {
                 .append(std::make_unique<ir::Op>(ir::OpKind::Add, std::vector<ir::Value*>{acc, terms[i].second},
                                                  std::vector<ir::Type>{root->result(0)->type()}))
                 ->result(0);
-    for (size_t i = 0; i < ret->operands().size(); ++i)
-      if (ret->operand(i) == root->result(0)) ret->set_operand(i, acc);
+    for (size_t i : reads) ret->set_operand(i, acc);
   }
-  for (const auto& dropped : old)
-    TESSERA_CHECK(!returned(dropped.get()), "@{}: the return still reads a sum that was rebuilt", whole.name());
   for (auto& op : ops)
     if (op) whole.body().append(std::move(op));  // the return
   return unmarked.size();
