@@ -20,13 +20,8 @@ namespace tessera::mpmd {
 using support::fail;
 
 std::string FragmentRole::to_string() const {
-  switch (kind) {
-    case Kind::kGlue: return "glue";
-    case Kind::kForward: return fmt::format("F(mb {}, vs {})", microbatch, virtual_stage);
-    case Kind::kBackward: return fmt::format("B(mb {}, vs {})", microbatch, virtual_stage);
-    case Kind::kWeight: return fmt::format("W(mb {}, vs {})", microbatch, virtual_stage);
-  }
-  return "?";
+  if (kind == Kind::kGlue) return "glue";
+  return fmt::format("{}(mb {}, vs {})", "?FBW"[static_cast<int>(kind)], microbatch, virtual_stage);  // by Kind
 }
 
 size_t separate_microbatch_sums(ir::Function& whole) {
@@ -67,10 +62,6 @@ size_t separate_microbatch_sums(ir::Function& whole) {
         if (v->defining_op() && moved.erase(v->defining_op())) changed = true;
     }
   }
-  std::unordered_set<const ir::Op*> inner;  // moved sums read by another moved sum
-  for (const ir::Op* op : moved)
-    for (const ir::Value* v : op->operands())
-      if (moved.count(v->defining_op())) inner.insert(v->defining_op());
   std::vector<std::unique_ptr<ir::Op>> ops = whole.body().take_ops();
   std::vector<std::unique_ptr<ir::Op>> old;  // the moved sums, dropped once the chains are built
   for (auto& op : ops) {
@@ -78,14 +69,13 @@ size_t separate_microbatch_sums(ir::Function& whole) {
     if (moved.count(op.get())) old.push_back(std::move(op));
     else whole.body().append(std::move(op));
   }
-  auto returned = [&](const ir::Op* op) {
-    for (const ir::Value* v : ret->operands())
-      if (v->defining_op() == op) return true;
-    return false;
-  };
   for (const auto& root : old) {
-    // A sum inside another is rebuilt as part of that one's chain, unless the return reads it too.
-    if (inner.count(root.get()) && !returned(root.get())) continue;
+    // A moved sum is read by other moved sums or by the return: one the return does not read is
+    // rebuilt as part of another's chain.
+    std::vector<size_t> reads;  // the return's operands that are this sum
+    for (size_t i = 0; i < ret->operands().size(); ++i)
+      if (ret->operand(i) == root->result(0)) reads.push_back(i);
+    if (reads.empty()) continue;
     std::vector<std::pair<int64_t, ir::Value*>> terms;  // (microbatch, value), in the sum's order
     std::function<void(ir::Value*)> collect = [&](ir::Value* v) {
       const ir::Op* def = v->defining_op();
@@ -103,11 +93,8 @@ size_t separate_microbatch_sums(ir::Function& whole) {
                 .append(std::make_unique<ir::Op>(ir::OpKind::Add, std::vector<ir::Value*>{acc, terms[i].second},
                                                  std::vector<ir::Type>{root->result(0)->type()}))
                 ->result(0);
-    for (size_t i = 0; i < ret->operands().size(); ++i)
-      if (ret->operand(i) == root->result(0)) ret->set_operand(i, acc);
+    for (size_t i : reads) ret->set_operand(i, acc);
   }
-  for (const auto& dropped : old)
-    TESSERA_CHECK(!returned(dropped.get()), "@{}: the return still reads a sum that was rebuilt", whole.name());
   for (auto& op : ops)
     if (op) whole.body().append(std::move(op));  // the return
   return unmarked.size();
@@ -122,9 +109,7 @@ FragmentPipeline::FragmentPipeline(ir::Module& module, const ir::Function& step,
   if (n == 0 || n % stages != 0)
     fail("pipeline of @{}: {} virtual stages ({}) cannot be spread evenly over {} stages", step.name(), n,
          fmt::join(names_, ", "), stages);
-  ir::Function& whole =
-      whole_step(module, step, options_.wrt, options_.name.empty() ? step.name() + "_pipeline" : options_.name,
-                 options_.remat);
+  ir::Function& whole = whole_step(module, step, options_.wrt, step.name() + "_pipeline", options_.remat);
   whole_ = &whole;
   try {  // a refused program leaves the module as it was
     separate_microbatch_sums(whole);
@@ -159,14 +144,11 @@ FragmentPipeline::FragmentPipeline(ir::Module& module, const ir::Function& step,
 
     std::vector<MeshSpec> meshes;
     int64_t devices = 1;
-    std::optional<ir::Mesh> stage_mesh;
     if (!options_.stage_mesh.empty()) {
       const ir::Mesh* mesh = module.find_mesh(options_.stage_mesh);
       if (mesh == nullptr) fail("pipeline of @{}: stage mesh @{} is not in the module", step.name(), options_.stage_mesh);
       devices = mesh->num_devices();
-      stage_mesh = *mesh;
     }
-    meshes_.assign(static_cast<size_t>(stages), stage_mesh);
     for (int64_t s = 0; s < stages; ++s) meshes.push_back({fmt::format("pp{}", s), devices, options_.stage_mesh});
     Assignment assignment;
     for (int64_t v = 0; v < n; ++v) assignment[names_[v]] = fmt::format("pp{}", v % stages);
@@ -196,19 +178,19 @@ FragmentPipeline::FragmentPipeline(FragmentPlan plan, FragmentPipelineOptions op
     : options_(std::move(options)), stages_(static_cast<int64_t>(plan.meshes.size())), plan_(std::move(plan)) {
   if (options_.ranks) fail("a fragment plan runs in one process; stages on ranks are for a pipeline made from a step");
   roles_.resize(plan_.fragments.size());
-  meshes_.resize(plan_.meshes.size());
-  for (const Fragment& f : plan_.fragments) {  // an spmd mesh is copied into its fragments' modules
-    const std::string& name = plan_.meshes[f.mesh].spmd_mesh;
-    if (name.empty() || meshes_[f.mesh]) continue;
-    const ir::Mesh* mesh = f.module->find_mesh(name);
-    TESSERA_CHECK(mesh != nullptr, "fragment {}'s module lacks its mesh's spmd mesh @{}", f.index, name);
-    meshes_[f.mesh] = *mesh;
-  }
   compile_fragments();
 }
 
 std::string FragmentPipeline::summary() const {
   return plan_.summary([&](size_t f) { return fmt::format("  [{}]", roles_[f].to_string()); });
+}
+
+std::optional<std::pair<size_t, size_t>> first_split_action(const Schedule& s) {
+  for (size_t st = 0; st < s.actions.size(); ++st)
+    for (size_t k = 0; k < s.actions[st].size(); ++k)
+      if (s.actions[st][k].kind == ActionKind::kBackwardInput || s.actions[st][k].kind == ActionKind::kBackwardWeight)
+        return std::make_pair(st, k);
+  return std::nullopt;
 }
 
 std::string instruction_place(const Schedule& s, size_t stage, int64_t step) {
@@ -461,20 +443,28 @@ CompiledSchedule FragmentPipeline::compile(const Schedule& s) const {
   if (s.microbatches != microbatches_)
     fail("schedule '{}' has {} microbatches, but the program calls each virtual stage {} times (call counters 0 … {})",
          s.name, s.microbatches, microbatches_, microbatches_ - 1);
-  if (!options_.split_backward)
-    for (size_t st = 0; st < s.actions.size(); ++st)
-      for (size_t k = 0; k < s.actions[st].size(); ++k)
-        if (s.actions[st][k].kind == ActionKind::kBackwardInput || s.actions[st][k].kind == ActionKind::kBackwardWeight)
-          fail("schedule '{}': {}: the transposes of the whole step are not split into input- and weight-gradient "
-               "parts; make the pipeline with split_backward, or use a schedule with whole backwards (gpipe, 1f1b, "
-               "interleaved)",
-               s.name, describe_at(static_cast<int64_t>(st), static_cast<int64_t>(k), s.actions[st][k]));
+  if (const auto at = first_split_action(s); at && !options_.split_backward)
+    fail("schedule '{}': {}: the transposes of the whole step are not split into input- and weight-gradient "
+         "parts; make the pipeline with split_backward, or use a schedule with whole backwards (gpipe, 1f1b, "
+         "interleaved)",
+         s.name, describe_at(static_cast<int64_t>(at->first), static_cast<int64_t>(at->second),
+                             s.actions[at->first][at->second]));
   validate(s);
   return Compiler(plan_, roles_, s).run();
 }
 
+namespace {
+
+RunInputs whole_inputs(const std::vector<ir::Literal>& parameters) {
+  RunInputs in;
+  for (const ir::Literal& p : parameters) in.parameters.push_back(whole_buffer(p));
+  return in;
+}
+
+}  // namespace
+
 FragmentPipelineRun FragmentPipeline::run(const Schedule& schedule, const std::vector<ir::Literal>& parameters) const {
-  return run(compile(schedule), schedule, parameters);
+  return run(compile(schedule), schedule, whole_inputs(parameters));
 }
 
 FragmentPipelineRun FragmentPipeline::run(const std::vector<ir::Literal>& parameters) const {
@@ -483,16 +473,7 @@ FragmentPipelineRun FragmentPipeline::run(const std::vector<ir::Literal>& parame
   none.stages = stages_;
   none.actions.resize(plan_.meshes.size());
   const std::vector<FragmentRole> glue(plan_.fragments.size());
-  return run(Compiler(plan_, glue, none).run(), none, parameters);
-}
-
-FragmentPipelineRun FragmentPipeline::run(const CompiledSchedule& compiled, const Schedule& schedule,
-                                          const std::vector<ir::Literal>& parameters) const {
-  std::vector<runtime::ShardedBuffer> buffers;
-  for (const ir::Literal& p : parameters) buffers.push_back(whole_buffer(p));
-  RunInputs in;
-  for (const runtime::ShardedBuffer& b : buffers) in.parameters.push_back(&b);
-  return run(compiled, schedule, in);
+  return run(Compiler(plan_, glue, none).run(), none, whole_inputs(parameters));
 }
 
 }  // namespace tessera::mpmd

@@ -28,6 +28,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "interp/interpreter.h"
@@ -49,9 +50,7 @@ namespace tessera::mpmd {
 
 struct FragmentPipelineOptions {
   std::vector<size_t> wrt;  // parameters to differentiate (whole_step's wrt; empty: every float one)
-  std::string name;         // of the whole-step function added to the module (default @<step>_pipeline)
   std::chrono::milliseconds transfer_timeout = std::chrono::seconds(60);
-  bool fast_kernels = true;
   // Splits each transpose into BI and W parts (split_backward below); without it, a schedule with
   // BI or W actions is refused.
   bool split_backward = false;
@@ -62,8 +61,8 @@ struct FragmentPipelineOptions {
   // by fragments.h rule 7's layouts and values stay there as pieces. Empty: one device per stage.
   std::string stage_mesh;
   // The processes the stages are spread over (ranks.h), or null. Every rank makes the same pipeline
-  // and calls; each runs only its stages (stage_ranks); parameters of other ranks' stages may be
-  // null in RunInputs, and results computed elsewhere come back without pieces. Not owned.
+  // and calls; each runs only its stages (stage_ranks); parameters of other ranks' stages may
+  // have no pieces in RunInputs, and results computed elsewhere come back without pieces. Not owned.
   Ranks* ranks = nullptr;
   // Time per op kind of every fragment (summed over devices). Not owned.
   interp::Profile* profile = nullptr;
@@ -116,11 +115,11 @@ struct FragmentPipelineRun {
   std::vector<std::vector<int64_t>> action_bytes;
 };
 
-// What a run reads besides the plan: every step parameter, by pointer (a stage reads those on its
-// own mesh, where they stay across runs). One piece is a whole array (split where a stage reads
-// it); several are laid out on their stage's devices.
+// What a run reads besides the plan: every step parameter, sharing its pieces (a stage reads those
+// on its own mesh, where they stay across runs). One piece is a whole array (split where a stage
+// reads it); several are laid out on their stage's devices.
 struct RunInputs {
-  std::vector<const runtime::ShardedBuffer*> parameters;
+  std::vector<runtime::ShardedBuffer> parameters;
   bool whole_results = true;
   // One-device stages: fragments' op spans on track `stage`, and a span per schedule action.
   interp::Trace* trace = nullptr;
@@ -136,7 +135,7 @@ runtime::ShardedBuffer whole_buffer(ir::Literal value);
 class StageProgram {
  public:
   StageProgram(const runtime::Session* session, const ir::Module& module, const std::string& function,
-               bool fast_kernels, std::vector<std::pair<size_t, size_t>> donated = {});
+               std::vector<std::pair<size_t, size_t>> donated = {});
   ~StageProgram();
   const ir::Sharding& input_layout(size_t k) const { return layouts_.at(k); }  // none on one device
   runtime::ShardedBuffer stage(size_t k, const ir::Literal& x) const;  // input k from a whole array
@@ -158,12 +157,12 @@ class StageProgram {
 class FragmentPipeline {
  public:
   // `virtual_stages` are the named computations in model order, spread over `stages` (dividing
-  // them). Adds the whole-step function to `module`. UserErrors name a named computation that is
-  // not a virtual stage (or the reverse), and counters other than 0 … M−1.
+  // them). Adds the whole-step function @<step>_pipeline to `module`. UserErrors name a named
+  // computation that is not a virtual stage (or the reverse), and counters other than 0 … M−1.
   FragmentPipeline(ir::Module& module, const ir::Function& step, std::vector<std::string> virtual_stages,
                    int64_t stages, FragmentPipelineOptions options = {});
   // Runs `plan` (from fragment()) in this process, stage m on plan.meshes[m]. Only
-  // transfer_timeout, fast_kernels and profile apply; whole() has no function then.
+  // transfer_timeout and profile apply; whole() has no function then.
   explicit FragmentPipeline(FragmentPlan plan, FragmentPipelineOptions options = {});
   ~FragmentPipeline();
   FragmentPipeline(const FragmentPipeline&) = delete;
@@ -204,14 +203,15 @@ class FragmentPipeline {
   struct Compiled;  // the stages' sessions, the fragments' programs and layouts
   std::shared_ptr<Compiled> compiled_;  // shared: its deleter is made where Compiled is complete
   void compile_fragments();
-  FragmentPipelineRun run(const CompiledSchedule& compiled, const Schedule& schedule,
-                          const std::vector<ir::Literal>& parameters) const;
 };
 
 // Unmarks the ops of `whole` that sum cotangents of different microbatches (they become glue) and
 // rebuilds those that only feed each other and the results as one chain in microbatch order,
 // ((g0 + g1) + g2) + …, at the end. Returns how many ops it unmarked.
 size_t separate_microbatch_sums(ir::Function& whole);
+
+// The first BI or W action of `s` as (stage, step), if any: `s` needs a pipeline with split_backward.
+std::optional<std::pair<size_t, size_t>> first_split_action(const Schedule& s);
 
 // Zero-bubble's split of each transpose of a call: its input-gradient part is what the values it
 // hands to another named computation depend on; the rest is marked kWeightAttr and moved right

@@ -109,7 +109,7 @@ ShardedBuffer whole_buffer(Literal value) {
 }
 
 StageProgram::StageProgram(const runtime::Session* session, const ir::Module& module, const std::string& function,
-                           bool fast_kernels, std::vector<std::pair<size_t, size_t>> donated) {
+                           std::vector<std::pair<size_t, size_t>> donated) {
   if (session) {
     runtime::CompiledProgram p = session->compile(module, function);
     layouts_ = p.info.parameter_shardings;
@@ -125,7 +125,6 @@ StageProgram::StageProgram(const runtime::Session* session, const ir::Module& mo
   for (auto [in, out] : donated) donated_.at(in) = true;
   exec::CompileOptions o;
   o.module = &module;
-  if (!fast_kernels) o.accelerate = nullptr;
   executable_ = exec::Executable::compile(fn, o);
   context_ = executable_->make_context();
 }
@@ -182,40 +181,38 @@ FragmentPipeline::~FragmentPipeline() = default;
 void FragmentPipeline::compile_fragments() {
   compiled_ = std::make_shared<Compiled>();
   Compiled& c = *compiled_;
+  meshes_.resize(plan_.meshes.size());
+  for (const Fragment& f : plan_.fragments) {  // an spmd mesh is copied into its fragments' modules
+    const std::string& name = plan_.meshes[f.mesh].spmd_mesh;
+    if (name.empty() || meshes_[f.mesh]) continue;
+    const ir::Mesh* mesh = f.module->find_mesh(name);
+    TESSERA_CHECK(mesh != nullptr, "fragment {}'s module lacks its mesh's spmd mesh @{}", f.index, name);
+    meshes_[f.mesh] = *mesh;
+  }
   Ranks* ranks = options_.ranks;
-  if (ranks)
-    for (int64_t s = 0; s < stages_; ++s) {
-      const StageRanks sr = stage_ranks(s, stages_, ranks->size());
-      const int64_t devices = stage_mesh(s) ? stage_mesh(s)->num_devices() : 1;
-      if (sr.count > 1 && devices % sr.count != 0)
-        fail("pipeline stages on ranks: a stage of {} device{} cannot split over {} ranks ({} ranks for {} stages); "
-             "run a number of ranks whose share of a stage divides its devices",
-             devices, devices == 1 ? "" : "s", sr.count, ranks->size(), stages_);
-    }
   for (int64_t s = 0; s < stages_; ++s) {
     const ir::Mesh* mesh = stage_mesh(s);
+    const int64_t devices = mesh ? mesh->num_devices() : 1;
+    const StageRanks sr = ranks ? stage_ranks(s, stages_, ranks->size()) : StageRanks{};
+    if (sr.count > 1 && devices % sr.count != 0)
+      fail("pipeline stages on ranks: a stage of {} device{} cannot split over {} ranks ({} ranks for {} stages); "
+           "run a number of ranks whose share of a stage divides its devices",
+           devices, devices == 1 ? "" : "s", sr.count, ranks->size(), stages_);
+    runtime::SessionOptions so;
+    so.timeout = options_.transfer_timeout;
+    so.profile = options_.profile;
     if (mesh == nullptr) {
       c.sessions.emplace_back();
-      continue;
-    }
-    {
-      runtime::SessionOptions so;
-      so.fast_kernels = options_.fast_kernels;
-      so.timeout = options_.transfer_timeout;
-      so.profile = options_.profile;
-      const StageRanks sr = ranks ? stage_ranks(s, stages_, ranks->size()) : StageRanks{};
-      if (sr.count > 1 && sr.contains(ranks->rank())) {
-        c.sessions.push_back(ranks->stage_session(sr.first, sr.count, mesh->num_devices() / sr.count, so));
-        c.spanning_stage = s;
-      } else {
-        c.sessions.push_back(std::make_unique<runtime::Session>(runtime::Session::host(mesh->num_devices(), so)));
-      }
+    } else if (sr.count > 1 && sr.contains(ranks->rank())) {
+      c.sessions.push_back(ranks->stage_session(sr.first, sr.count, devices / sr.count, so));
+      c.spanning_stage = s;
+    } else {
+      c.sessions.push_back(std::make_unique<runtime::Session>(runtime::Session::host(devices, so)));
     }
   }
   for (const Fragment& f : plan_.fragments) {
     try {
-      c.programs.push_back(std::make_unique<StageProgram>(c.sessions[f.mesh].get(), *f.module, f.function,
-                                                          options_.fast_kernels));
+      c.programs.push_back(std::make_unique<StageProgram>(c.sessions[f.mesh].get(), *f.module, f.function));
     } catch (const support::UserError& e) {
       fail("fragment {} on stage {}: {}", f.index, f.mesh, e.what());
     }
@@ -247,38 +244,19 @@ bool FragmentPipeline::runs_here(int64_t stage) const {
 Literal FragmentPipeline::whole(const ShardedBuffer& b, int64_t stage) const {
   TESSERA_CHECK(!b.donated(), "whole of a donated buffer");
   if (b.pieces->size() == 1) return (*b.pieces)[0];
+  // A rank running a stage with other ranks holds pieces of that stage only; its ranks gather them
+  // (a collective among them: they all call this alike).
   const Compiled& c = *compiled_;
-  const ir::Mesh* mesh = stage_mesh(c.spanning_stage < 0 ? stage : c.spanning_stage);
-  TESSERA_CHECK(mesh != nullptr, "a value of {} pieces on stage {} of one device", b.pieces->size(), stage);
-  if (c.spanning_stage < 0) return runtime::assemble(*b.pieces, b.type, b.sharding, *mesh);
-  // A stage over several ranks. When every one of its ranks holds a piece of every distinct box (a
-  // replicated loss, dp's parameters), each assembles its own (transfer_messages' plan to a whole
-  // array on that rank reads only its pieces); otherwise its ranks gather the pieces (a collective
-  // among them: they all call this alike, as the layout decides the same).
-  const runtime::Session& session = *c.sessions[static_cast<size_t>(c.spanning_stage)];
-  const Placement pieces{mesh, b.sharding, {0, static_cast<int>(session.num_ranks())}};
-  auto plan_to = [&](int rank) { return transfer_messages(b.type, pieces, Placement{nullptr, {}, {rank, 1}}); };
-  bool local = true;
-  for (int r = 0; r < pieces.ranks.count; ++r)
-    for (const PieceMessage& m : plan_to(r)) local &= m.from == r || m.parts.empty();
-  if (local) {
-    Literal out(b.type);
-    for (const PieceMessage& m : plan_to(static_cast<int>(session.rank())))
-      for (const PiecePart& part : m.parts)
-        runtime::copy_box((*b.pieces)[static_cast<size_t>(part.source_device)], part.at_src, out, part.at_dst,
-                          part.extent);
-    return out;
-  }
+  const auto s = static_cast<size_t>(c.spanning_stage < 0 ? stage : c.spanning_stage);
   for (size_t f = 0; f < plan_.fragments.size(); ++f)
-    if (static_cast<int64_t>(plan_.fragments[f].mesh) == c.spanning_stage) return c.programs[f]->sharded()->fetch(b);
-  TESSERA_CHECK(false, "stage {} has no fragment to gather a value with", c.spanning_stage);
+    if (plan_.fragments[f].mesh == s) return c.programs[f]->sharded()->fetch(b);
+  TESSERA_CHECK(false, "a value of {} pieces on stage {}, which runs no sharded fragment", b.pieces->size(), s);
 }
-
 
 FragmentPipelineRun FragmentPipeline::run(const CompiledSchedule& compiled, const Schedule& schedule,
                                           const RunInputs& inputs) const {
   const FragmentPlan& plan = plan_;
-  const std::vector<const ShardedBuffer*>& parameters = inputs.parameters;
+  const std::vector<ShardedBuffer>& parameters = inputs.parameters;
   const Compiled& c = *compiled_;
   Ranks* ranks = options_.ranks;
   auto refuse = [&](const std::string& why) {
@@ -289,9 +267,9 @@ FragmentPipelineRun FragmentPipeline::run(const CompiledSchedule& compiled, cons
     refuse(fmt::format("pipeline run: the step takes {} parameters, got {}", plan.parameter_types.size(),
                        parameters.size()));
   for (size_t i = 0; i < parameters.size(); ++i)
-    if (parameters[i] != nullptr && parameters[i]->type != plan.parameter_types[i])
+    if (parameters[i].pieces && parameters[i].type != plan.parameter_types[i])
       refuse(fmt::format("pipeline run: parameter {} is {}, the step's parameter %arg{} is {}", i,
-                         ir::to_string(parameters[i]->type), i, ir::to_string(plan.parameter_types[i])));
+                         ir::to_string(parameters[i].type), i, ir::to_string(plan.parameter_types[i])));
   TESSERA_CHECK(compiled.stages.size() == static_cast<size_t>(stages_) && schedule.actions.size() == compiled.stages.size(),
                 "a compiled schedule of {} stages run on a pipeline of {}", compiled.stages.size(), stages_);
 
@@ -308,13 +286,11 @@ FragmentPipelineRun FragmentPipeline::run(const CompiledSchedule& compiled, cons
   }
   const auto start = std::chrono::steady_clock::now();
   auto now_ms = [&] { return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count(); };
-  std::vector<std::optional<ShardedBuffer>> results(plan.results.size());
+  std::vector<ShardedBuffer> results(plan.results.size());  // no pieces: not computed here
   std::multimap<size_t, size_t> result_of;  // value -> result index
   for (size_t r = 0; r < plan.results.size(); ++r) {
     const Binding& b = plan.results[r];
-    if (b.kind == Binding::Kind::kParameter) {
-      if (parameters[b.index]) results[r] = *parameters[b.index];
-    }
+    if (b.kind == Binding::Kind::kParameter) results[r] = parameters[b.index];
     else if (b.kind == Binding::Kind::kConstant) results[r] = whole_buffer(b.constant);
     else result_of.insert({b.index, r});
   }
@@ -328,7 +304,7 @@ FragmentPipelineRun FragmentPipeline::run(const CompiledSchedule& compiled, cons
     if (ranks) p.ranks = stage_ranks(static_cast<int64_t>(st), stages_, ranks->size());
     return p;
   };
-  std::mutex mu;  // guards results and out.transferred_bytes
+  std::atomic<int64_t> transferred{0};  // out.transferred_bytes, from every stage's thread
 
   auto where = [&](size_t st, int64_t step) { return instruction_place(schedule, st, step); };
   auto label = [&](size_t f) { return plan.fragments[f].describe(); };
@@ -439,7 +415,7 @@ FragmentPipelineRun FragmentPipeline::run(const CompiledSchedule& compiled, cons
           // The destination's pieces, cut from this stage's (which it may read again): in the
           // process, or as the parts this rank holds to each destination piece's rank.
           const PlanValue& pv = plan.values[in.value];
-          const ShardedBuffer& v = pv.parameter ? *parameters[*pv.parameter] : store.at(in.value);
+          const ShardedBuffer& v = pv.parameter ? parameters[*pv.parameter] : store.at(in.value);
           const ir::Sharding& arrival = c.arrival_layouts.at({in.value, in.mesh});
           int64_t moved = 0;
           if (runs_here(static_cast<int64_t>(in.mesh))) {
@@ -456,10 +432,7 @@ FragmentPipelineRun FragmentPipeline::run(const CompiledSchedule& compiled, cons
               ranks->send(m.to, run_number, key, pack_parts(m, *v.pieces));
             }
           }
-          {
-            std::lock_guard lock(mu);
-            out.transferred_bytes += moved;
-          }
+          transferred += moved;
           if (in.step >= 0) out.action_bytes[st][static_cast<size_t>(in.step)] += moved;
           if (!pv.parameter) read_done(in.value);
           break;
@@ -470,7 +443,7 @@ FragmentPipelineRun FragmentPipeline::run(const CompiledSchedule& compiled, cons
           // input (a microbatch's tokens) is split by execute.
           std::vector<ShardedBuffer> args;
           for (const Binding& b : f.inputs)
-            args.push_back(b.kind == Binding::Kind::kParameter ? *parameters[b.index] : store.at(b.index));
+            args.push_back(b.kind == Binding::Kind::kParameter ? parameters[b.index] : store.at(b.index));
           std::vector<ShardedBuffer> outputs;
           const double begun = now_ms();
           try {
@@ -484,11 +457,8 @@ FragmentPipelineRun FragmentPipeline::run(const CompiledSchedule& compiled, cons
             if (b.kind == Binding::Kind::kValue) read_done(b.index);
           for (size_t k = 0; k < f.outputs.size(); ++k) {
             size_t id = f.outputs[k];
-            {
-              std::lock_guard lock(mu);
-              auto [lo, hi] = result_of.equal_range(id);
-              for (auto r = lo; r != hi; ++r) results[r->second] = outputs[k];
-            }
+            auto [lo, hi] = result_of.equal_range(id);  // a result is written by its producer's stage only
+            for (auto r = lo; r != hi; ++r) results[r->second] = outputs[k];
             if (readers.count(id) && readers[id] > 0) keep(id, std::move(outputs[k]));
           }
           break;
@@ -522,10 +492,11 @@ FragmentPipelineRun FragmentPipeline::run(const CompiledSchedule& compiled, cons
     if (ranks) ranks->report_failure(e.what());  // the other ranks' waits on this one end now
     throw;
   }
+  out.transferred_bytes = transferred;
   if (inputs.trace) trace_actions(*inputs.trace, schedule, out, inputs.trace->ns(start));
   for (size_t r = 0; r < results.size(); ++r) {
-    TESSERA_CHECK(ranks || results[r].has_value(), "result {} of the step was never computed", r);
-    ShardedBuffer b = results[r].value_or(ShardedBuffer{});
+    ShardedBuffer& b = results[r];
+    TESSERA_CHECK(ranks || b.pieces, "result {} of the step was never computed", r);
     const Binding& rb = plan.results[r];
     const size_t stage = rb.kind == Binding::Kind::kValue ? plan.fragments[plan.values[rb.index].producer].mesh : 0;
     if (inputs.whole_results) out.results.push_back(b.pieces ? whole(b, static_cast<int64_t>(stage)) : Literal());

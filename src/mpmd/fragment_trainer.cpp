@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <functional>
+#include <utility>
 
 #include "comm/mpi_wire.h"
 #include "runtime/layout.h"
@@ -17,11 +19,26 @@ namespace tessera::mpmd {
 
 namespace {
 
-bool splits_backward(const Schedule& s) {
-  for (const auto& actions : s.actions)
-    for (const Action& a : actions)
-      if (a.kind == ActionKind::kBackwardInput || a.kind == ActionKind::kBackwardWeight) return true;
-  return false;
+using Bytes = std::vector<std::byte>;
+
+// Over ranks: what `put` writes for each stage this rank runs, read by `get` on every rank, in rank
+// order (a stage on several ranks once per rank).
+void share_stages(Ranks& ranks, const FragmentPipeline& pipeline, const std::string& what,
+                  const std::function<void(size_t, Bytes&)>& put,
+                  const std::function<void(size_t, comm::wire::Reader&)>& get) {
+  Bytes mine;
+  for (int64_t st = 0; st < pipeline.stages(); ++st)
+    if (pipeline.runs_here(st)) {
+      comm::wire::put<uint64_t>(mine, static_cast<uint64_t>(st));
+      put(static_cast<size_t>(st), mine);
+    }
+  for (const Bytes& payload : ranks.exchange(what, mine)) {
+    comm::wire::Reader r(payload);
+    while (!r.done()) {
+      const auto st = static_cast<size_t>(r.get<uint64_t>());
+      get(st, r);
+    }
+  }
 }
 
 }  // namespace
@@ -43,7 +60,7 @@ FragmentTrainer::FragmentTrainer(const nn::CausalLM& model, Schedule schedule,
   nn::check_no_decay(adamw_, names);
   FragmentPipelineOptions o;
   for (size_t i = 0; i < specs.size(); ++i) o.wrt.push_back(i);
-  o.split_backward = splits_backward(schedule_);
+  o.split_backward = first_split_action(schedule_).has_value();
   o.remat = options_.remat;
   if (stage_plan) o.stage_mesh = stage_plan->mesh.name;
   o.ranks = ranks;
@@ -92,7 +109,7 @@ FragmentTrainer::FragmentTrainer(const nn::CausalLM& model, Schedule schedule,
     const size_t k = s.parameters.size();
     std::vector<std::pair<size_t, size_t>> donated;  // p, m, v update in place
     for (size_t j = 0; j < 3 * k; ++j) donated.emplace_back(j, j);
-    s.update = std::make_unique<StageProgram>(pipeline_->session(static_cast<int64_t>(st)), *s.module, "adamw", true,
+    s.update = std::make_unique<StageProgram>(pipeline_->session(static_cast<int64_t>(st)), *s.module, "adamw",
                                               donated);
     for (size_t j = 0; j < 3 * k; ++j) {  // the parameters, then zero moments
       const ir::Literal& x = parameters[s.parameters[j % k]];
@@ -108,43 +125,28 @@ FragmentTrainer::~FragmentTrainer() = default;
 // rank that ran it, so that each reports the whole pipeline. The exchange also ends the run on
 // every rank together.
 void FragmentTrainer::share_measurements() {
-  std::vector<std::byte> mine;
-  comm::wire::put<uint8_t>(mine, last_.results[0].bytes().empty() ? 0 : 1);
-  if (!last_.results[0].bytes().empty()) {
-    std::vector<std::byte> loss;
-    encode_literal(loss, last_.results[0]);
-    comm::wire::put_bytes(mine, loss);
-  }
-  comm::wire::put<int64_t>(mine, last_.transferred_bytes);
-  for (size_t st = 0; st < stages_.size(); ++st) {
-    if (!pipeline_->runs_here(static_cast<int64_t>(st))) continue;
-    comm::wire::put<uint64_t>(mine, st);
-    comm::wire::put<int64_t>(mine, last_.peak_saved_bytes[st]);
-    comm::wire::put<int64_t>(mine, last_.peak_store_bytes[st]);
-    for (size_t a = 0; a < last_.times[st].size(); ++a) {
-      comm::wire::put<double>(mine, last_.times[st][a].start);
-      comm::wire::put<double>(mine, last_.times[st][a].end);
-      comm::wire::put<double>(mine, last_.cpu_ms[st][a]);
-    }
-  }
-  int64_t transferred = 0;
+  int64_t bytes = last_.transferred_bytes, transferred = 0;  // this rank's, told once
   // A stage on several ranks holds the sum of its ranks' bytes; its times are its last rank's.
   std::vector<int64_t> saved(stages_.size(), 0), store(stages_.size(), 0);
-  for (const std::vector<std::byte>& payload : ranks_->exchange("pipeline step results", mine)) {
-    comm::wire::Reader r(payload);
+  auto put = [&](size_t st, Bytes& out) {
+    const bool loss = !last_.results[0].bytes().empty();
+    comm::wire::put<uint8_t>(out, loss ? 1 : 0);
+    if (loss) comm::wire::put_bytes(out, encode_literal(last_.results[0]));
+    comm::wire::put<int64_t>(out, std::exchange(bytes, 0));
+    comm::wire::put<int64_t>(out, last_.peak_saved_bytes[st]);
+    comm::wire::put<int64_t>(out, last_.peak_store_bytes[st]);
+    for (size_t a = 0; a < last_.times[st].size(); ++a)
+      for (double x : {last_.times[st][a].start, last_.times[st][a].end, last_.cpu_ms[st][a]})
+        comm::wire::put<double>(out, x);
+  };
+  share_stages(*ranks_, *pipeline_, "pipeline step results", put, [&](size_t st, comm::wire::Reader& r) {
     if (r.get<uint8_t>() == 1) last_.results[0] = decode_literal(r.get_bytes());
     transferred += r.get<int64_t>();
-    while (!r.done()) {
-      auto st = static_cast<size_t>(r.get<uint64_t>());
-      saved.at(st) += r.get<int64_t>();
-      store.at(st) += r.get<int64_t>();
-      for (size_t a = 0; a < last_.times.at(st).size(); ++a) {
-        last_.times[st][a].start = r.get<double>();
-        last_.times[st][a].end = r.get<double>();
-        last_.cpu_ms[st][a] = r.get<double>();
-      }
-    }
-  }
+    saved.at(st) += r.get<int64_t>();
+    store.at(st) += r.get<int64_t>();
+    for (size_t a = 0; a < last_.times.at(st).size(); ++a)
+      for (double* x : {&last_.times[st][a].start, &last_.times[st][a].end, &last_.cpu_ms[st][a]}) *x = r.get<double>();
+  });
   last_.transferred_bytes = transferred;
   last_.peak_saved_bytes = std::move(saved);
   last_.peak_store_bytes = std::move(store);
@@ -152,19 +154,18 @@ void FragmentTrainer::share_measurements() {
 
 const FragmentPipelineRun& FragmentTrainer::step(const ir::Literal& tokens, const ir::Literal& targets,
                                                  std::optional<double> lr) {
-  const size_t n = step_.parameters.size();
-  std::vector<ir::Literal> batch = step_.batch_inputs(tokens, targets);
-  RunInputs in;
-  for (size_t i = 0; i < n; ++i) {
-    const Stage& s = stages_[where_[i].first];
-    in.parameters.push_back(s.state.empty() ? nullptr : &s.state[where_[i].second]);  // null: another rank's
+  {
+    RunInputs in;  // shares the parameters' pieces until the run ends: then the updates take them
+    for (const auto& [st, slot] : where_) {
+      const Stage& s = stages_[st];
+      in.parameters.push_back(s.state.empty() ? runtime::ShardedBuffer{} : s.state[slot]);  // none: another rank's
+    }
+    for (ir::Literal& x : step_.batch_inputs(tokens, targets))  // split where a stage reads them
+      in.parameters.push_back(whole_buffer(std::move(x)));
+    in.whole_results = false;  // gradients stay on their stages
+    in.trace = trace_;
+    last_ = pipeline_->run(compiled_, schedule_, in);
   }
-  std::vector<runtime::ShardedBuffer> whole;  // the microbatches, split where a stage reads them
-  for (ir::Literal& x : batch) whole.push_back(whole_buffer(std::move(x)));
-  for (const runtime::ShardedBuffer& x : whole) in.parameters.push_back(&x);
-  in.whole_results = false;  // gradients stay on their stages
-  in.trace = trace_;
-  last_ = pipeline_->run(compiled_, schedule_, in);
   last_.results = {last_.values[0].pieces ? pipeline_->whole(last_.values[0]) : ir::Literal()};  // the loss
   if (ranks_) share_measurements();
 
@@ -207,21 +208,11 @@ double FragmentTrainer::clip_coefficient() {
     const ir::Literal g = pipeline_->whole(last_.values[1 + i]);
     for (int64_t e = 0; e < g.num_elements(); ++e) squares[st] += g.get_double(e) * g.get_double(e);
   }
-  if (ranks_) {
-    std::vector<std::byte> mine;
-    for (size_t st = 0; st < stages_.size(); ++st)
-      if (pipeline_->runs_here(static_cast<int64_t>(st))) {
-        comm::wire::put<uint64_t>(mine, st);
-        comm::wire::put<double>(mine, squares[st]);
-      }
-    for (const std::vector<std::byte>& payload : ranks_->exchange("pipeline gradient norm", mine)) {
-      comm::wire::Reader r(payload);
-      while (!r.done()) {
-        auto st = static_cast<size_t>(r.get<uint64_t>());
-        squares.at(st) = r.get<double>();
-      }
-    }
-  }
+  if (ranks_)
+    share_stages(
+        *ranks_, *pipeline_, "pipeline gradient norm",
+        [&](size_t st, Bytes& out) { comm::wire::put<double>(out, squares[st]); },
+        [&](size_t st, comm::wire::Reader& r) { squares.at(st) = r.get<double>(); });
   double total = 0;
   for (double x : squares) total += x;
   grad_norm_ = std::sqrt(total);
@@ -259,26 +250,18 @@ void FragmentTrainer::restore(const StateReader& read, int64_t steps) {
 
 std::vector<ir::Literal> FragmentTrainer::parameters() const {
   std::vector<ir::Literal> out(where_.size());
-  std::vector<std::byte> mine;
-  for (size_t i = 0; i < where_.size(); ++i) {
-    const Stage& s = stages_[where_[i].first];
-    if (s.state.empty()) continue;
-    out[i] = pipeline_->whole(s.state[where_[i].second]);
-    if (ranks_) {
-      std::vector<std::byte> one;
-      encode_literal(one, out[i]);
-      comm::wire::put<uint64_t>(mine, i);
-      comm::wire::put_bytes(mine, one);
-    }
-  }
-  if (!ranks_) return out;
-  for (const std::vector<std::byte>& payload : ranks_->exchange("pipeline parameters", mine)) {
-    comm::wire::Reader r(payload);
-    while (!r.done()) {
-      auto i = static_cast<size_t>(r.get<uint64_t>());
-      out.at(i) = decode_literal(r.get_bytes());
-    }
-  }
+  for (size_t i = 0; i < where_.size(); ++i)
+    if (const Stage& s = stages_[where_[i].first]; !s.state.empty())  // else another rank's
+      out[i] = pipeline_->whole(s.state[where_[i].second]);
+  if (ranks_)
+    share_stages(
+        *ranks_, *pipeline_, "pipeline parameters",
+        [&](size_t st, Bytes& b) {
+          for (size_t i : stages_[st].parameters) comm::wire::put_bytes(b, encode_literal(out[i]));
+        },
+        [&](size_t st, comm::wire::Reader& r) {
+          for (size_t i : stages_.at(st).parameters) out[i] = decode_literal(r.get_bytes());
+        });
   return out;
 }
 

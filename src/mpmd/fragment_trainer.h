@@ -74,7 +74,6 @@ class FragmentTrainer {
   int64_t parameter_bytes(int64_t stage) const;
   // Records the following steps into `trace` (null: stop), stage s on track s.
   void trace_into(interp::Trace* trace) { trace_ = trace; }
-  int64_t devices_per_stage() const { return pipeline_->devices_of(0); }
   double last_update_ms() const { return update_ms_; }  // of the last step's updates
 
  private:

@@ -292,44 +292,40 @@ class Cutter {
     Building& b = building_[f];
     if (auto it = b.map.find(v); it != b.map.end()) return it->second;
     Fragment& frag = plan_.fragments[f];
+    const Op* def = v->defining_op();
+    if (def && cheap_.count(def)) {  // rule 2: a copy of its own
+      frag.num_cloned += clone_cheap(v, b.fn->body(), b.map);
+      return b.map.at(v);
+    }
+    std::optional<ir::Sharding> sharding = layout(v, frag.mesh);
+    Binding input{Binding::Kind::kValue, 0, {}};
     if (is_param(v)) {
       auto p = static_cast<size_t>(v->index());
       auto& h = plan_.parameter_mesh[p];
       if (!h) h = frag.mesh;  // read only by the transpose (through a simplified cotangent)
       if (*h == frag.mesh) {
-        std::optional<ir::Sharding> given = whole_.arg_sharding(p);
-        Value* x = b.fn->add_parameter(v->type(), given ? given : layout(v, frag.mesh));
-        frag.inputs.push_back({Binding::Kind::kParameter, p, {}});
-        return b.map[v] = x;
+        if (std::optional<ir::Sharding> given = whole_.arg_sharding(p)) sharding = given;
+        input = {Binding::Kind::kParameter, p, {}};
+      } else {  // rule 3's exception: a copy of the value comes from the parameter's mesh
+        auto [it, fresh] = param_value_.try_emplace(p, plan_.values.size());
+        if (fresh) {
+          plan_.values.push_back({fmt::format("%arg{}", p), v->type(), 0, p});
+          values_by_id_.push_back(v);
+        }
+        input.index = it->second;
+        add_transfer(input.index, *h, 0, f);
       }
-      // Rule 3's exception: a copy of the value comes from the parameter's mesh.
-      auto [it, fresh] = param_value_.try_emplace(p, plan_.values.size());
-      if (fresh) {
-        plan_.values.push_back({fmt::format("%arg{}", p), v->type(), 0, p});
-        values_by_id_.push_back(v);
-      }
-      add_transfer(it->second, *h, 0, f);
-      Value* x = b.fn->add_parameter(v->type(), layout(v, frag.mesh));
-      frag.inputs.push_back({Binding::Kind::kValue, it->second, {}});
-      return b.map[v] = x;
+    } else {
+      TESSERA_CHECK(def && position_.count(def), "value of @{} defined outside its body", whole_.name());
+      input.index = value_id(v);
+      size_t producer = fragment_of_[position_.at(def)];
+      TESSERA_CHECK(producer < f, "fragment {} reads {} of the later fragment {}", f, plan_.values[input.index].name,
+                    producer);
+      building_[producer].outputs.insert(input.index);
+      add_transfer(input.index, plan_.fragments[producer].mesh, producer, f);
     }
-    const Op* def = v->defining_op();
-    TESSERA_CHECK(def && position_.count(def), "value of @{} defined outside its body", whole_.name());
-    if (cheap_.count(def)) {  // rule 2: a copy of its own
-      for (const Value* x : def->operands()) import(f, x);
-      ir::Op* copy = ir::clone_op(b.fn->body(), *def, b.map);
-      strip(*copy);
-      frag.num_cloned++;
-      return b.map.at(v);
-    }
-    size_t id = value_id(v);
-    size_t producer = fragment_of_[position_.at(def)];
-    TESSERA_CHECK(producer < f, "fragment {} reads {} of the later fragment {}", f, plan_.values[id].name, producer);
-    building_[producer].outputs.insert(id);
-    add_transfer(id, plan_.fragments[producer].mesh, producer, f);
-    Value* x = b.fn->add_parameter(v->type(), layout(v, frag.mesh));
-    frag.inputs.push_back({Binding::Kind::kValue, id, {}});
-    return b.map[v] = x;
+    frag.inputs.push_back(std::move(input));
+    return b.map[v] = b.fn->add_parameter(v->type(), sharding);
   }
 
   // One transfer per (value, destination mesh), none within a mesh.
@@ -338,6 +334,16 @@ class Cutter {
     if (from == to || transfer_of_.count({id, to})) return;
     transfer_of_[{id, to}] = plan_.transfers.size();
     plan_.transfers.push_back({id, from, to, producer, consumer});
+  }
+
+  // Clones the op of cheap value v, after those of the cheap values it reads, unless `map` has it
+  // already; returns how many ops it cloned.
+  static size_t clone_cheap(const Value* v, ir::Block& into, ir::ValueMap& map) {
+    if (map.count(v)) return 0;
+    size_t n = 1;
+    for (const Value* x : v->defining_op()->operands()) n += clone_cheap(x, into, map);
+    strip(*ir::clone_op(into, *v->defining_op(), map));
+    return n;
   }
 
   // Fragments do not need the marks: their origin says it once.
@@ -411,12 +417,7 @@ class Cutter {
     ir::Module scratch;
     ir::Function& fn = scratch.add_function("cheap");
     ir::ValueMap map;
-    std::function<void(const Value*)> copy = [&](const Value* x) {
-      if (map.count(x)) return;
-      for (const Value* y : x->defining_op()->operands()) copy(y);
-      strip(*ir::clone_op(fn.body(), *x->defining_op(), map));
-    };
-    copy(v);
+    clone_cheap(v, fn.body(), map);
     fn.set_results({map.at(v)});
     return interp::evaluate(fn, {}).at(0);
   }

@@ -96,6 +96,7 @@ ModelStep model_step(const nn::CausalLM& model, int64_t virtual_stages, int64_t 
   out.microbatches = microbatches;
   const std::vector<nn::ParamSpec>& specs = out.parameters;
   std::vector<const ir::Function*> pieces;
+  std::vector<std::vector<size_t>> owned;  // per piece: its parameters, in order
   for (int64_t v = 0; v < virtual_stages; ++v) {
     const int64_t first = v * per_piece, end = first + per_piece;
     const bool embeds = v == 0, has_loss = v == virtual_stages - 1;
@@ -107,7 +108,7 @@ ModelStep model_step(const nn::CausalLM& model, int64_t virtual_stages, int64_t 
         own_specs.push_back(specs[i]);
       }
     out.virtual_stages.push_back(fmt::format("stage{}", v));
-    out.stage_parameters.push_back(own);
+    owned.push_back(own);
     pieces.push_back(&ir::build_function(*out.module, out.virtual_stages.back(), [&](ir::FunctionBuilder& f) {
       std::vector<Tensor> params;
       for (const nn::ParamSpec& p : own_specs) params.push_back(f.param(ir::Type(c.dtype, p.shape), param_sharding(p)));
@@ -128,7 +129,7 @@ ModelStep model_step(const nn::CausalLM& model, int64_t virtual_stages, int64_t 
     for (int64_t v = 0; v < virtual_stages; ++v) {
       ScanResult r = scan_calls(f, *pieces[static_cast<size_t>(v)], microbatches, {}, [&](int64_t i) {
         std::vector<Tensor> args;
-        for (size_t k : out.stage_parameters[static_cast<size_t>(v)]) args.push_back(params[k]);
+        for (size_t k : owned[static_cast<size_t>(v)]) args.push_back(params[k]);
         args.push_back(xs[static_cast<size_t>(i)]);
         if (v == virtual_stages - 1) args.push_back(targets[static_cast<size_t>(i)]);
         return args;

@@ -29,13 +29,10 @@ namespace tessera::mpmd {
 struct ModelStep {
   std::unique_ptr<ir::Module> module;  // the pieces and @step
   std::vector<std::string> virtual_stages;             // "stage0" … in model order
-  std::vector<std::vector<size_t>> stage_parameters;   // per piece: indices into parameter_specs, in order
   std::vector<nn::ParamSpec> parameters;               // the model's
   int64_t microbatches = 1;
 
   const ir::Function& step() const;
-  // @step's input of microbatch i's tokens (its targets follow all the tokens).
-  size_t tokens_input(int64_t i) const { return parameters.size() + static_cast<size_t>(i); }
   // The microbatches of a batch (tokens, targets i32 [batch, seq]) in @step's order.
   std::vector<ir::Literal> batch_inputs(const ir::Literal& tokens, const ir::Literal& targets) const;
 };

@@ -147,17 +147,12 @@ ir::Function& whole_step(ir::Module& module, const ir::Function& step, const std
     // Kept: every value read by an op of another call (or by glue, or returned) and every value
     // glue makes; so a call's recomputation never reaches into another call's ops.
     auto kept = std::make_shared<std::unordered_set<const ir::Value*>>();
-    auto call_of = [](const ir::Op& op) -> std::optional<std::pair<std::string, int64_t>> {
-      std::optional<Origin> o = origin_of(op);
-      if (!o) return std::nullopt;
-      return std::make_pair(o->name, o->call_counter);
-    };
     for (const auto& op : flat.body().ops()) {
-      const auto mine = call_of(*op);
+      const std::optional<Origin> mine = origin_of(*op);  // the call (the forward has no transposes)
       if (!mine)
         for (const ir::Value* r : op->results()) kept->insert(r);
       for (const ir::Value* x : op->operands())
-        if (const ir::Op* def = x->defining_op(); def && (!mine || call_of(*def) != mine)) kept->insert(x);
+        if (const ir::Op* def = x->defining_op(); def && (!mine || origin_of(*def) != mine)) kept->insert(x);
     }
     o.remat = autodiff::Remat::kSaveKept;
     o.keep = [kept](const ir::Value& v) { return kept->count(&v) > 0; };

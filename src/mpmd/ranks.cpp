@@ -13,11 +13,13 @@
 
 namespace tessera::mpmd {
 
-void encode_literal(std::vector<std::byte>& out, const ir::Literal& x) {
+std::vector<std::byte> encode_literal(const ir::Literal& x) {
+  std::vector<std::byte> out;
   comm::wire::put<uint32_t>(out, static_cast<uint32_t>(x.element()));
   comm::wire::put<uint32_t>(out, static_cast<uint32_t>(x.shape().size()));
   for (int64_t d : x.shape()) comm::wire::put<int64_t>(out, d);
   comm::wire::put_bytes(out, x.bytes());
+  return out;
 }
 
 ir::Literal decode_literal(std::span<const std::byte> in) {

@@ -61,7 +61,7 @@ class Ranks {
 };
 
 // A literal as bytes (element type, shape, storage) and back.
-void encode_literal(std::vector<std::byte>& out, const ir::Literal& x);
+std::vector<std::byte> encode_literal(const ir::Literal& x);
 ir::Literal decode_literal(std::span<const std::byte> in);
 
 // The ranks that run a stage: `count` consecutive ranks from `first`.

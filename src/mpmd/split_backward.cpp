@@ -2,11 +2,12 @@
 // transpose of the whole step. The input-gradient part (BI) is what the previous virtual stage
 // waits for, so it runs first; the weight-gradient part (W) only feeds the parameter gradients and
 // can fill a bubble later. Each transposed op is in exactly one part: nothing is recomputed.
+#include <algorithm>
 #include <map>
+#include <numeric>
 #include <optional>
 #include <tuple>
 #include <unordered_map>
-#include <unordered_set>
 
 #include "mpmd/fragment_pipeline.h"
 #include "support/error.h"
@@ -68,43 +69,28 @@ size_t split_backward(ir::Function& whole) {
       weight[p] = true;
       marked++;
     }
-  // Move each call's W ops that come before its BI's last op to right after it. They only move
-  // later, so their operands are still defined before them; no op they pass may read them.
-  std::map<Key, std::vector<size_t>> pending;
-  std::unordered_map<const ir::Op*, Key> deferred;  // op -> the call whose BI end it waits for
-  std::vector<size_t> order;
+  // Each call's W ops that come before its BI's last op move to right after it, in program order;
+  // glue reading a moved value (e.g. the constraint autodiff puts on a gradient's layout) moves
+  // with it, after the latest such call's BI. They only move later, so their operands are still
+  // defined before them; no op they pass may read them. An op's place: (the position it goes
+  // right after, whether it moved, its position).
+  std::vector<std::tuple<size_t, bool, size_t>> place(ops.size());
   for (size_t p = 0; p < ops.size(); ++p) {
-    if (weight[p] && last_input.count(*key[p]) && p < last_input.at(*key[p])) {
-      pending[*key[p]].push_back(p);
-      deferred.emplace(ops[p], *key[p]);
-      continue;
-    }
-    // Glue reading a deferred weight-gradient value (e.g. the constraint autodiff puts on a
-    // gradient's layout) moves with it, after the latest such call's BI.
-    std::optional<Key> wait;
+    size_t at = p;
+    if (weight[p] && last_input.count(*key[p])) at = std::max(p, last_input.at(*key[p]));
     for (const ir::Value* v : outer_uses(*ops[p])) {
-      auto it = deferred.find(v->defining_op());
-      if (it == deferred.end()) continue;
+      auto it = v->defining_op() ? position.find(v->defining_op()) : position.end();
+      if (it == position.end() || std::get<0>(place[it->second]) <= p) continue;  // not moved past p
       TESSERA_CHECK(!key[p] || weight[p],
                     "@{}: op {} reads a weight-gradient value of another call before that call's input gradient ends",
                     whole.name(), p);
-      if (!key[p] && (!wait || last_input.at(it->second) > last_input.at(*wait))) wait = it->second;
+      if (!key[p]) at = std::max(at, std::get<0>(place[it->second]));
     }
-    if (wait) {
-      pending[*wait].push_back(p);
-      deferred.emplace(ops[p], *wait);
-      continue;
-    }
-    order.push_back(p);
-    if (key[p] && input_part[p] && last_input.at(*key[p]) == p) {
-      for (size_t q : pending[*key[p]]) {
-        order.push_back(q);
-        deferred.erase(ops[q]);
-      }
-      pending.erase(*key[p]);
-    }
+    place[p] = {at, at > p, p};
   }
-  TESSERA_CHECK(order.size() == ops.size(), "@{}: the split moved {} ops of {}", whole.name(), order.size(), ops.size());
+  std::vector<size_t> order(ops.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return place[a] < place[b]; });
   std::vector<std::unique_ptr<ir::Op>> taken = whole.body().take_ops();
   std::unordered_map<const ir::Op*, std::unique_ptr<ir::Op>> owner;
   for (auto& op : taken) owner[op.get()] = std::move(op);

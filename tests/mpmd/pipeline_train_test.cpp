@@ -55,20 +55,13 @@ std::vector<ir::Literal> reference_gradients(int64_t microbatches) {
   return interp::evaluate(m, p.step, in, o);
 }
 
-bool splits_backward(const Schedule& s) {
-  for (const auto& list : s.actions)
-    for (const Action& a : list)
-      if (a.kind == ActionKind::kBackwardInput) return true;
-  return false;
-}
-
 // One step of `s` with every stage on the plan's devices: loss and gradients against the unsharded
 // step's; returns the run.
 FragmentPipelineRun expect_same_step(const nn::ShardingPlan& plan, const Schedule& s, const std::string& what) {
   ModelStep ms = model_step(nn::CausalLM(pipeline_config()), s.virtual_stages(), s.microbatches, plan);
   FragmentPipelineOptions o;
   for (size_t i = 0; i < ms.parameters.size(); ++i) o.wrt.push_back(i);
-  o.split_backward = splits_backward(s);
+  o.split_backward = first_split_action(s).has_value();
   o.stage_mesh = plan.mesh.name;
   FragmentPipeline fp(*ms.module, ms.step(), ms.virtual_stages, s.stages, o);
   EXPECT_EQ(fp.session(0)->num_devices(), plan.mesh.num_devices()) << what;
@@ -91,7 +84,7 @@ FragmentPipelineRun expect_same_step(const nn::ShardingPlan& plan, const Schedul
 void expect_six_steps_match(const nn::ShardingPlan& plan, const Schedule& s, const std::string& what) {
   const testing::Reference& want = testing::pipeline_reference(s.microbatches, kSteps);
   FragmentTrainer trainer(nn::CausalLM(pipeline_config()), s, pipeline_initial_parameters(), pipeline_adamw(), plan);
-  EXPECT_EQ(trainer.devices_per_stage(), plan.mesh.num_devices());
+  EXPECT_EQ(trainer.pipeline().devices_of(0), plan.mesh.num_devices());
   double worst_loss = 0, worst_param = 0, least_moved = 1e300;
   for (int64_t t = 1; t <= kSteps; ++t) {
     const ir::Literal& loss = trainer.step(batch(t).tokens, batch(t).targets).results.at(0);

@@ -344,11 +344,9 @@ int train_pipeline(const TrainCommand& c, std::ostream& out_stream, const std::s
       for (size_t k = 0; k < bufs.size(); ++k)
         for (size_t d = 0; d < bufs[k].pieces->size(); ++d)
           if (!(*bufs[k].pieces)[d].bytes().empty()) {
-            std::vector<std::byte> piece;
-            mpmd::encode_literal(piece, (*bufs[k].pieces)[d]);
             comm::wire::put<uint64_t>(mine, k);
             comm::wire::put<uint64_t>(mine, d);
-            comm::wire::put_bytes(mine, piece);
+            comm::wire::put_bytes(mine, mpmd::encode_literal((*bufs[k].pieces)[d]));
           }
       std::vector<std::vector<std::byte>> all = over->exchange("checkpoint pieces", mine);
       if (rank0)
