@@ -9,6 +9,7 @@
 #include "common/random_literal.h"
 #include "interp/interpreter.h"
 #include "runtime/session.h"
+#include "spmd/mesh_math.h"
 #include "stablehlo/parser.h"
 
 namespace tessera::spmd {
@@ -57,6 +58,40 @@ func.func @f(%x: tensor<4x16x64xf32> {sdy.sharding = #sdy.sharding<@m, [{}, {"a"
                             "sub_axis.mlir");
   Report report = run_both(*m, 8);
   EXPECT_EQ(report.bytes_per_device(), 3072) << report.to_string();
+}
+
+// A contraction split 4 ways whose result is 4 times its split operand: all-reducing the 16x16
+// partial result moves 2 * 1024 * 3/4 = 1536 bytes per device, gathering the 16x8 lhs whole
+// 512 * 3/4 = 384, after which every device computes the whole (replicated) result itself.
+TEST(CandidateLayouts, DotGathersItsSmallOperandRatherThanAllReduceALargeResult) {
+  auto m = stablehlo::parse(R"(sdy.mesh @m = <["a"=4]>
+func.func @f(%x: tensor<16x8xf32> {sdy.sharding = #sdy.sharding<@m, [{}, {"a"}]>},
+             %w: tensor<8x16xf32> {sdy.sharding = #sdy.sharding<@m, [{}, {}]>})
+    -> (tensor<16x16xf32> {sdy.sharding = #sdy.sharding<@m, [{}, {}]>}) {
+  %0 = stablehlo.dot_general %x, %w, contracting_dims = [1] x [0] : (tensor<16x8xf32>, tensor<8x16xf32>) -> tensor<16x16xf32>
+  return %0 : tensor<16x16xf32>
+}
+)",
+                            "small_operand.mlir");
+  Report report = run_both(*m, 4);
+  EXPECT_EQ(report.bytes_per_device(), 384) << report.to_string();
+  EXPECT_EQ(report.count("all_gather"), 1) << report.to_string();
+  EXPECT_EQ(report.count("all_reduce"), 0) << report.to_string();
+}
+
+// The part of an axis no other factor holds: the major-most free run of its digits.
+TEST(CandidateLayouts, FreePartOfAnAxisIsItsMajorMostFreeDigits) {
+  Mesh mesh{"m", {{"x", 8}, {"y", 6}}, {}};
+  auto sub = [](const char* name, int64_t pre, int64_t size) { return AxisRef(name, SubAxis{pre, size}); };
+  EXPECT_EQ(free_part("x", {"y"}, mesh), AxisRef("x"));                          // nothing of x taken
+  EXPECT_EQ(free_part("x", {sub("x", 2, 4)}, mesh), sub("x", 1, 2));             // the major digit
+  EXPECT_EQ(free_part("x", {sub("x", 1, 2)}, mesh), sub("x", 2, 4));             // the minor two
+  EXPECT_EQ(free_part("x", {sub("x", 2, 2)}, mesh), sub("x", 1, 2));             // before the taken run
+  EXPECT_EQ(free_part(sub("x", 2, 4), {sub("x", 1, 4)}, mesh), sub("x", 4, 2));  // within a sub-axis
+  EXPECT_EQ(free_part("x", {"x"}, mesh), std::nullopt);
+  EXPECT_EQ(free_part(sub("x", 2, 2), {"x"}, mesh), std::nullopt);
+  EXPECT_EQ(free_part("y", {sub("y", 1, 2)}, mesh), sub("y", 2, 3));             // 6 = 2 x 3
+  EXPECT_EQ(free_part("y", {sub("y", 2, 3)}, mesh), sub("y", 1, 2));
 }
 
 }  // namespace
