@@ -18,6 +18,56 @@ namespace {
 
 bool contains_factor(const std::vector<int>& fs, int f) { return std::find(fs.begin(), fs.end(), f) != fs.end(); }
 
+
+}  // namespace
+
+void legalize(const FactorRule& rule, const Mesh& mesh, FactorAxes& assign) {
+  std::vector<AxisRef> used;
+  for (auto& fa : assign) {
+    size_t keep = 0;
+    while (keep < fa.size() &&
+           std::none_of(used.begin(), used.end(), [&](const AxisRef& u) { return overlaps(u, fa[keep], mesh); }))
+      ++keep;
+    fa.erase(fa.begin() + static_cast<ptrdiff_t>(keep), fa.end());
+    used.insert(used.end(), fa.begin(), fa.end());
+  }
+  // Every tensor must be able to hold its factors' axes: drop what a dimension cannot express.
+  for (bool changed = true; changed;) {
+    changed = false;
+    auto check = [&](const TensorFactors& tf) {
+      for (const auto& fs : tf) {
+        bool open = true;
+        for (int f : fs) {
+          auto& fa = assign[static_cast<size_t>(f)];
+          int64_t size = rule.sizes[static_cast<size_t>(f)];
+          if (!open && !fa.empty()) {
+            fa.clear();
+            changed = true;
+          }
+          int64_t n = shard_count(mesh, fa);
+          if (fs.size() > 1 && size % n != 0) {  // uneven inside a merged dimension
+            fa.clear();
+            changed = true;
+            n = 1;
+          }
+          if (n != size) open = false;
+        }
+      }
+    };
+    for (const auto& tf : rule.operands) check(tf);
+    for (const auto& tf : rule.results) check(tf);
+  }
+}
+
+namespace {
+
+// The tensor an order names: operands first, then results.
+std::pair<const Value*, const TensorFactors*> tensor_at(const Op& op, const FactorRule& rule, size_t t) {
+  const size_t n = op.operands().size();
+  return t < n ? std::pair{static_cast<const Value*>(op.operand(t)), &rule.operands[t]}
+               : std::pair{static_cast<const Value*>(op.result(t - n)), &rule.results[t - n]};
+}
+
 }  // namespace
 
 // The axes each factor is split by: results decide pass-through factors; the operands, the
@@ -87,42 +137,39 @@ FactorAxes assign_factors(const Op& op, const FactorRule& rule, const Mesh& mesh
         assign[f] = keep;
       }
   }
-  // An axis serves one factor.
+  legalize(rule, mesh, assign);
+  return assign;
+}
+
+
+// Each factor as the first tensor in `order` that splits it: its axes up to the first one another
+// factor holds, and of that one the part no factor holds (the sub-axis that makes two conflicting
+// layouts agree: "x" against "x":(2)2 gives "x":(1)2; "z", "x":(2)2 against "z":(2)2 gives
+// "z":(1)2, their common prefix). Reductions are filled the same way, so a contraction split may
+// give way to a result dimension split by the same axis.
+FactorAxes assign_in_order(const Op& op, const FactorRule& rule, const Mesh& mesh, const ShardingMap& sm,
+                           const std::vector<size_t>& order) {
+  FactorAxes assign(rule.num_factors());
   std::vector<AxisRef> used;
-  for (auto& fa : assign) {
-    size_t keep = 0;
-    while (keep < fa.size() &&
-           std::none_of(used.begin(), used.end(), [&](const AxisRef& u) { return overlaps(u, fa[keep], mesh); }))
-      ++keep;
-    fa.erase(fa.begin() + static_cast<ptrdiff_t>(keep), fa.end());
-    used.insert(used.end(), fa.begin(), fa.end());
-  }
-  // Every tensor must be able to hold its factors' axes: drop what a dimension cannot express.
-  for (bool changed = true; changed;) {
-    changed = false;
-    auto check = [&](const TensorFactors& tf) {
-      for (const auto& fs : tf) {
-        bool open = true;
-        for (int f : fs) {
-          auto& fa = assign[static_cast<size_t>(f)];
-          int64_t size = rule.sizes[static_cast<size_t>(f)];
-          if (!open && !fa.empty()) {
-            fa.clear();
-            changed = true;
-          }
-          int64_t n = shard_count(mesh, fa);
-          if (fs.size() > 1 && size % n != 0) {  // uneven inside a merged dimension
-            fa.clear();
-            changed = true;
-            n = 1;
-          }
-          if (n != size) open = false;
-        }
+  for (size_t t : order) {
+    auto [value, factors] = tensor_at(op, rule, t);
+    if (!value->type().is_tensor()) continue;
+    const Sharding& s = sm.at(value);
+    if (s.mesh != mesh.name) continue;
+    FactorAxes a(rule.num_factors());
+    for (size_t d = 0; d < factors->size() && d < s.dims.size(); ++d) project_dim(s.dims[d].axes, (*factors)[d], rule, mesh, a);
+    for (size_t f = 0; f < a.size(); ++f) {
+      if (!assign[f].empty()) continue;
+      for (const AxisRef& ax : a[f]) {
+        std::optional<AxisRef> free = free_part(ax, used, mesh);
+        if (!free) break;
+        assign[f].push_back(*free);
+        used.push_back(*free);
+        if (!(*free == ax)) break;
       }
-    };
-    for (const auto& tf : rule.operands) check(tf);
-    for (const auto& tf : rule.results) check(tf);
+    }
   }
+  legalize(rule, mesh, assign);
   return assign;
 }
 

@@ -21,4 +21,15 @@ inline constexpr size_t kEveryOperand = static_cast<size_t>(-1);
 FactorAxes assign_factors(const ir::Op& op, const FactorRule& rule, const ir::Mesh& mesh, const ShardingMap& sm,
                           std::optional<size_t> from_operand = std::nullopt);
 
+// An axis serves one factor (later factors lose what earlier ones hold), and every tensor must be
+// able to hold its factors' axes (a factor below a partly split major one, or split unevenly
+// inside a merged dimension, is dropped).
+void legalize(const FactorRule& rule, const ir::Mesh& mesh, FactorAxes& assign);
+
+// Each factor split as the first tensor of `order` (operand indices, then num_operands + result
+// index) that splits it, by the axes no earlier factor holds, a sub-axis of a conflicting axis
+// included: a candidate layout for the cost model, one per tensor put first.
+FactorAxes assign_in_order(const ir::Op& op, const FactorRule& rule, const ir::Mesh& mesh, const ShardingMap& sm,
+                           const std::vector<size_t>& order);
+
 }  // namespace tessera::spmd

@@ -112,6 +112,28 @@ bool overlaps(const AxisRef& a, const AxisRef& b, const Mesh& mesh) {
   return alo < bhi && blo < ahi;
 }
 
+std::optional<AxisRef> free_part(const AxisRef& ref, const std::vector<AxisRef>& taken, const Mesh& mesh) {
+  auto [lo, hi] = span(ref, mesh);
+  std::vector<std::pair<int64_t, int64_t>> spans;
+  for (const AxisRef& t : taken)
+    if (overlaps(t, ref, mesh)) spans.push_back(span(t, mesh));
+  if (spans.empty()) return ref;
+  std::sort(spans.begin(), spans.end());
+  int64_t start = lo, end = hi;
+  for (auto [b0, b1] : spans) {
+    if (b1 <= start) continue;
+    if (b0 <= start) {
+      start = b1;
+    } else {
+      end = b0;
+      break;
+    }
+  }
+  int64_t n = mesh.find_axis(ref.name)->size;
+  if (start >= end || end % start != 0 || n % end != 0) return std::nullopt;
+  return start == 1 && end == n ? AxisRef(ref.name) : AxisRef(ref.name, {start, end / start});
+}
+
 std::vector<AxisRef> merge_sub_axes(const std::vector<AxisRef>& axes, const Mesh& mesh) {
   std::vector<AxisRef> out;
   for (const AxisRef& r : axes) {

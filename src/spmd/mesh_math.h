@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "ir/module.h"
@@ -35,6 +36,10 @@ Groups groups_over(const ir::Mesh& mesh, const std::vector<ir::AxisRef>& axes);
 
 // Whether two references to the same axis cover overlapping digits of it.
 bool overlaps(const ir::AxisRef& a, const ir::AxisRef& b, const ir::Mesh& mesh);
+// The major-most run of `ref`'s digits that no reference in `taken` covers: `ref` itself when none
+// overlaps it, a sub-axis of it when some do ("x" with "x":(2)2 taken leaves "x":(1)2), nothing
+// when its digits are all taken (or the free run is no sub-axis the mesh can name).
+std::optional<ir::AxisRef> free_part(const ir::AxisRef& ref, const std::vector<ir::AxisRef>& taken, const ir::Mesh& mesh);
 // `axes` with consecutive digits of one axis merged ("x":(1)2, "x":(2)2 -> "x" on an axis of 4).
 std::vector<ir::AxisRef> merge_sub_axes(const std::vector<ir::AxisRef>& axes, const ir::Mesh& mesh);
 // Splits `ref` into its major part of size `major` and the rest.

@@ -93,21 +93,9 @@ void Partitioner::generic(const Op& op, Builder& b) {
   std::vector<IndexedDim> indexed;
   if (op.kind() == OpKind::Gather) indexed = add_indexed_factors(op, rule);
   FactorAxes assign = assignment(op, rule, mesh);
-  // Or the layout of one of its operands, where that moves fewer bytes: an element-wise op whose
-  // operands agree with each other but not with the result reshards the one result, not every
-  // operand; a reduce reshards its small result, not its operand (ties keep the results' layout).
   if (indexed.empty() && op.kind() != OpKind::Slice && op.kind() != OpKind::Reverse && op.kind() != OpKind::Pad &&
-      op.kind() != OpKind::ReduceWindow && op.kind() != OpKind::Scatter && op.num_results() > 0) {
-    int64_t best = cost(op, rule, assign, mesh);
-    for (size_t i = 0; i <= op.operands().size() && best > 0; ++i) {
-      const bool every = i == op.operands().size();  // last, each factor as the first operand splitting it
-      if (!every && (!op.operand(i)->type().is_tensor() || sm_.at(op.operand(i)).mesh != mesh.name)) continue;
-      if (every && op.operands().size() < 2) continue;
-      FactorAxes other = assign_factors(op, rule, mesh, sm_, every ? kEveryOperand : i);
-      if (other == assign) continue;
-      if (int64_t c = cost(op, rule, other, mesh); c < best) best = c, assign = std::move(other);
-    }
-  }
+      op.kind() != OpKind::ReduceWindow && op.kind() != OpKind::Scatter && op.num_results() > 0)
+    choose_assignment(op, rule, mesh, assign);
   std::vector<size_t> judged;  // operand 0's dimensions whose gather is the cost model's choice
   cheaper_gather_.clear();
   if (!indexed.empty()) choose_local_gather(op, rule, indexed, assign, mesh, judged);
@@ -311,13 +299,76 @@ int64_t Partitioner::cost(const Op& op, const FactorRule& rule, const FactorAxes
     auto made = made_.find(v);
     bool have = want == normalized(sm_.at(v), rank) ||
                 (made != made_.end() && std::any_of(made->second.begin(), made->second.end(), [&](const auto& m) { return m.first == want; }));
-    if (!have) bytes += reshard_bytes(ctx_, v->type(), sm_.at(v), want);
+    if (!have) bytes += memo_reshard_bytes(v, sm_.at(v), want);
     if (v->type().is_tensor()) bytes += halo_bytes(halo, i, shape_of(v->type(), want), ir::info(v->type().element).bytes);
   }
   for (size_t i = 0; i < op.num_results(); ++i) {
     Sharding s = with_halo(compose(rule.results[i], rule, assign, mesh), partial, halo, partial_kind(op, sm_.at(op.result(i))));
-    bytes += reshard_bytes(ctx_, op.result(i)->type(), s, sm_.at(op.result(i)));
+    bytes += memo_reshard_bytes(op.result(i), s, sm_.at(op.result(i)));
   }
+  return bytes;
+}
+
+// Other assignments than the results' layout, where they move fewer bytes (ties keep the
+// results'): an element-wise op whose operands agree with each other but not with the result
+// reshards the one result, not every operand; a reduce reshards its small result, not its operand;
+// a dot_general whose operands and result conflict takes, factor by factor, the layout of the
+// tensor put first and a sub-axis of a conflicting axis (both operands then agree without
+// gathering either); and a factor left whole replicates the small operands it splits.
+void Partitioner::choose_assignment(const Op& op, const FactorRule& rule, const Mesh& mesh, FactorAxes& assign) {
+  struct Memo {  // for this op's candidates only
+    Partitioner& p;
+    explicit Memo(Partitioner& q) : p(q) { p.memoizing_ = true; }
+    ~Memo() {
+      p.memoizing_ = false;
+      p.bytes_memo_.clear();
+    }
+  } memo(*this);
+  int64_t best = cost(op, rule, assign, mesh);
+  std::vector<FactorAxes> tried = {assign};
+  auto consider = [&](FactorAxes other) {
+    if (best == 0 || std::find(tried.begin(), tried.end(), other) != tried.end()) return;
+    int64_t c = cost(op, rule, other, mesh);
+    tried.push_back(other);
+    if (c < best) best = c, assign = std::move(other);
+  };
+  const size_t n = op.operands().size();
+  auto on_mesh = [&](const Value* v) { return v->type().is_tensor() && sm_.at(v).mesh == mesh.name; };
+  auto tensor_value = [&](size_t t) -> const Value* { return t < n ? op.operand(t) : op.result(t - n); };
+  // Each operand's layout, then every operand's (each factor as the first operand splitting it).
+  for (size_t i = 0; i < n; ++i)
+    if (on_mesh(op.operand(i))) consider(assign_factors(op, rule, mesh, sm_, i));
+  if (n >= 2) consider(assign_factors(op, rule, mesh, sm_, kEveryOperand));
+  // Each tensor first, the others after it (results, then operands): bounded to the first
+  // kOrdered tensors, so a concatenate of hundreds of operands costs a handful of candidates.
+  constexpr size_t kOrdered = 8;
+  std::vector<size_t> tensors;
+  for (size_t r = 0; r < op.num_results(); ++r) tensors.push_back(n + r);
+  for (size_t i = 0; i < n; ++i) tensors.push_back(i);
+  for (size_t k = 0; k < tensors.size() && k < kOrdered; ++k) {
+    if (!on_mesh(tensor_value(tensors[k]))) continue;
+    std::vector<size_t> order = {tensors[k]};
+    for (size_t t : tensors)
+      if (t != tensors[k]) order.push_back(t);
+    consider(assign_in_order(op, rule, mesh, sm_, order));
+  }
+  // The best with one factor left whole: its operands gathered, where they are small.
+  const FactorAxes chosen = assign;
+  for (size_t f = 0; f < chosen.size(); ++f) {
+    if (chosen[f].empty()) continue;
+    FactorAxes other = chosen;
+    other[f].clear();
+    legalize(rule, mesh, other);
+    consider(std::move(other));
+  }
+}
+
+int64_t Partitioner::memo_reshard_bytes(const Value* v, const Sharding& from, const Sharding& to) {
+  if (!memoizing_) return reshard_bytes(ctx_, v->type(), from, to);
+  for (const auto& [value, f, t, bytes] : bytes_memo_)
+    if (value == v && f == from && t == to) return bytes;
+  int64_t bytes = reshard_bytes(ctx_, v->type(), from, to);
+  bytes_memo_.emplace_back(v, from, to, bytes);
   return bytes;
 }
 

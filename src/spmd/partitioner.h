@@ -6,6 +6,7 @@
 
 #include <optional>
 #include <string>
+#include <tuple>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -110,6 +111,10 @@ class Partitioner {
   // those (where that moves less than gathering the operand).
   bool top_k_by_pieces(const Op& op, Builder& b);
 
+  // The cheapest of the candidate assignments (the results' layout `assign`, each operand's, each
+  // tensor's put first with sub-axes of conflicting axes, a factor left whole), into `assign`.
+  void choose_assignment(const Op& op, const FactorRule& rule, const Mesh& mesh, FactorAxes& assign);
+
   // The cost model's price, in bytes per device, of running `op` with `assign` (and `halo`):
   // each operand brought to the layout it needs (nothing when that layout is made already), the
   // halo exchanged, each result brought from the layout the op leaves to its propagated one.
@@ -166,6 +171,11 @@ class Partitioner {
   ir::Module& out_;
   Partitioned& info_;
   bool replicate_operands_, local_gathers_;
+  // reshard_bytes per (value, from, to) while choose_assignment costs its candidates, which share
+  // most of their operands' and results' layouts (a plan on a large mesh takes milliseconds).
+  std::vector<std::tuple<const Value*, Sharding, Sharding, int64_t>> bytes_memo_;
+  bool memoizing_ = false;
+  int64_t memo_reshard_bytes(const Value* v, const Sharding& from, const Sharding& to);
   std::string cheaper_gather_;  // why the gather just made is avoidable, when local gathers are off
   LocalContext ctx_;
   std::unordered_map<const Value*, Tensor> local_;

@@ -21,8 +21,9 @@ namespace {
 constexpr double kTol = 1e-5;  // float32 sums of a few products of order 1
 
 // x split by rows over 2 devices, tanh, then constrained to split by columns, then x @ w with w
-// replicated and the result replicated: the constraint is an all_to_all, the contraction over the
-// split columns an all_reduce.
+// replicated and the result replicated: the constraint is an all_to_all, and the contraction over
+// the split columns gathers them (64 bytes per device) rather than all-reduce the 8x3 partial
+// result (96).
 constexpr const char* kModule = R"(module @jit_f attributes {mhlo.num_partitions = 2 : i32, mhlo.num_replicas = 1 : i32} {
   func.func public @main(%arg0: tensor<8x4xf32> {mhlo.sharding = "{devices=[2,1]<=[2]}"}, %arg1: tensor<4x3xf32> {mhlo.sharding = "{replicated}"}) -> (tensor<8x3xf32> {jax.result_info = "", mhlo.sharding = "{replicated}"}) {
     %0 = stablehlo.tanh %arg0 : tensor<8x4xf32>
@@ -184,7 +185,7 @@ TEST(GspmdExport, PartitionsWithTheCollectivesItsLayoutsAskFor) {
   EXPECT_NE(s.find("// collectives: 2"), std::string::npos) << s;
   EXPECT_NE(s.find("all_to_all           group 2           32 bytes per device  for sdy.sharding_constraint at 4:5"),
             std::string::npos) << s;
-  EXPECT_NE(s.find("all_reduce           group 2           96 bytes per device  for stablehlo.dot_general at 5:5"),
+  EXPECT_NE(s.find("all_gather           group 2           64 bytes per device  for stablehlo.dot_general at 5:5"),
             std::string::npos) << s;
 }
 
