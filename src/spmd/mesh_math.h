@@ -33,7 +33,8 @@ bool is_uneven(const std::vector<int64_t>& shape, const ir::Sharding& s, const i
 // shard index along `axes` (the order in which a gather concatenates their pieces).
 Groups groups_over(const ir::Mesh& mesh, const std::vector<ir::AxisRef>& axes);
 
-// Whether two references to the same axis cover overlapping digits of it.
+// Whether two references to the same axis cover overlapping digits of it, or digits no one cut of
+// the axis makes ("x":(1)2 and "x":(3)2 of x=6): they cannot split one value together.
 bool overlaps(const ir::AxisRef& a, const ir::AxisRef& b, const ir::Mesh& mesh);
 // `axes` with consecutive digits of one axis merged ("x":(1)2, "x":(2)2 -> "x" on an axis of 4).
 std::vector<ir::AxisRef> merge_sub_axes(const std::vector<ir::AxisRef>& axes, const ir::Mesh& mesh);
