@@ -171,19 +171,21 @@ TEST(ReshapeOverflow, SubAxesOfTwoCutsOfAnAxisNeverSplitOneValue) {
 
 // ---- Random chains of split-and-merge reshapes on meshes with axes of 3 and 6 ----
 
+// TESSERA_PROPERTY_CASES (a third of them: these run 12 devices) and TESSERA_PROPERTY_SEED widen
+// a run by hand, as for Property.RandomProgramsShardedEqualUnsharded.
 int cases() {
   const char* n = std::getenv("TESSERA_PROPERTY_CASES");
   return n ? std::max(1, std::atoi(n) / 3) : 200;
 }
+uint32_t first_seed() {
+  const char* s = std::getenv("TESSERA_PROPERTY_SEED");
+  return s ? static_cast<uint32_t>(std::atol(s)) : 5000;
+}
 
-struct Gen {
-  std::mt19937 rng;
-  Mesh mesh;
-  int pick(int n) { return std::uniform_int_distribution<int>(0, n - 1)(rng); }
-  bool coin(double p = 0.5) { return std::bernoulli_distribution(p)(rng); }
-
+// The property generator's draws (pick, coin) with every sub-axis, not only halves.
+struct Gen : tessera::testing::ProgramGen {
   // Whole axes and every sub-axis (pre)size with pre * size dividing the axis.
-  std::vector<AxisRef> refs() const {
+  std::vector<AxisRef> all_refs() const {
     std::vector<AxisRef> out;
     for (const MeshAxis& a : mesh.axes) {
       out.emplace_back(a.name);
@@ -196,7 +198,7 @@ struct Gen {
   Sharding layout(size_t rank) {
     Sharding s = on(std::vector<DimSharding>(rank));
     std::vector<AxisRef> used;
-    const std::vector<AxisRef> all = refs();
+    const std::vector<AxisRef> all = all_refs();
     for (DimSharding& d : s.dims) {
       if (coin(0.4)) continue;
       for (int k = 0, n = 1 + pick(2); k < n; ++k) {
@@ -263,8 +265,10 @@ TEST(Property, ReshapesOverOverflowingAxesShardedEqualUnsharded) {
   int overflowing = 0, failures = 0;
   const int n = cases();
   for (int c = 0; c < n && failures < 5; ++c) {
-    const uint32_t seed = 5000 + static_cast<uint32_t>(c);
-    Gen g{std::mt19937(seed), Mesh{"m", meshes[seed % meshes.size()], {}}};
+    const uint32_t seed = first_seed() + static_cast<uint32_t>(c);
+    Gen g;
+    g.rng.seed(seed);
+    g.mesh = Mesh{"m", meshes[seed % meshes.size()], {}};
     Module m("case");
     m.add_mesh(g.mesh);
     std::vector<int64_t> shape = shapes[static_cast<size_t>(g.pick(static_cast<int>(shapes.size())))];
@@ -294,9 +298,10 @@ TEST(Property, ReshapesOverOverflowingAxesShardedEqualUnsharded) {
     if (::testing::UnitTest::GetInstance()->current_test_info()->result()->total_part_count() > before) ++failures;
   }
   // The cases hold what they claim: reshapes whose layouts overflow a factor, about one case in
-  // eight (134 of seeds 5000-5999).
+  // eight (134 of seeds 5000-5999). (A printed seed alone reproduces its case, the mesh following
+  // the seed: TESSERA_PROPERTY_SEED=<seed> TESSERA_PROPERTY_CASES=3, where this count is moot.)
   std::printf("reshape cases with overflowing axes: %d of %d\n", overflowing, n);
-  EXPECT_GT(overflowing, n / 12);
+  if (n >= 100) EXPECT_GT(overflowing, n / 12);
 }
 
 }  // namespace
