@@ -73,13 +73,14 @@ std::pair<const Value*, const TensorFactors*> tensor_at(const Op& op, const Fact
 // The axes each factor is split by: results decide pass-through factors; the operands, the
 // reductions (the longest split an operand already has, so splitting costs no communication).
 FactorAxes assign_factors(const Op& op, const FactorRule& rule, const Mesh& mesh, const ShardingMap& sm,
-                          std::optional<size_t> from_operand) {
+                          std::optional<size_t> from_operand, bool regroup) {
   FactorAxes assign(rule.num_factors());
-  auto read = [&](const Value* v, const TensorFactors& tf) {
+  auto read = [&](const Value* v, const TensorFactors& tf, bool regrouped = false) {
     FactorAxes axes(rule.num_factors());
     const Sharding& s = sm.at(v);
     if (s.mesh != mesh.name) return axes;
-    for (size_t d = 0; d < tf.size() && d < s.dims.size(); ++d) project_dim(s.dims[d].axes, tf[d], rule, mesh, axes);
+    for (size_t d = 0; d < tf.size() && d < s.dims.size(); ++d)
+      project_dim(s.dims[d].axes, tf[d], rule, mesh, axes, regrouped);
     return axes;
   };
   // A reduction every operand already splits the same way is kept: the op runs on the pieces it
@@ -116,7 +117,7 @@ FactorAxes assign_factors(const Op& op, const FactorRule& rule, const Mesh& mesh
   else
     deciding.push_back({op.operand(*from_operand), &rule.operands[*from_operand]});
   for (const auto& [value, factors] : deciding) {
-    FactorAxes a = read(value, *factors);
+    FactorAxes a = read(value, *factors, regroup);
     for (size_t f = 0; f < a.size(); ++f) {
       if (rule.kinds[f] != FactorKind::kPassThrough || !assign[f].empty()) continue;
       for (const AxisRef& ax : a[f]) {

@@ -17,9 +17,11 @@ namespace tessera::spmd {
 // kEveryOperand, as the first operand that splits each is), not as the results are: the op runs
 // in its operands' layouts and its results are resharded after (the partitioner takes that where
 // the cost model finds it cheaper, as Shardy reshards a result rather than every operand).
+// With `regroup`, the deciding layouts are read with project_dim's regrouping (factor_rule.h): a
+// reshape whose axes overflow a factor keeps them, cut and reordered at the factor boundaries.
 inline constexpr size_t kEveryOperand = static_cast<size_t>(-1);
 FactorAxes assign_factors(const ir::Op& op, const FactorRule& rule, const ir::Mesh& mesh, const ShardingMap& sm,
-                          std::optional<size_t> from_operand = std::nullopt);
+                          std::optional<size_t> from_operand = std::nullopt, bool regroup = false);
 
 // An axis serves one factor (later factors lose what earlier ones hold), and every tensor must be
 // able to hold its factors' axes (a factor below a partly split major one, or split unevenly

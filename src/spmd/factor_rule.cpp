@@ -1,6 +1,8 @@
 // Dispatch over the rule table, and projection of shardings onto factors and back.
 #include "spmd/factor_rule.h"
 
+#include <numeric>
+
 #include "ir/quantize.h"
 #include "spmd/mesh_math.h"
 #include "support/error.h"
@@ -34,11 +36,44 @@ FactorRule factor_rule(const ir::Op& op) {
   return r;
 }
 
+namespace {
+
+// project_dim's regrouping (see factor_rule.h): each factor, major to minor, takes from the axes
+// not yet placed, in order, the largest part of each that divides what is left of the factor (its
+// major digits: gcd(left, size)); an axis sharing no divisor with it is passed over for the next
+// factor. (After a cut, the rest of the axis shares no divisor with what is left: gcd(a/g, b/g) = 1.)
+void regroup_dim(std::vector<ir::AxisRef> pool, const std::vector<int>& factors, const FactorRule& rule,
+                 const ir::Mesh& mesh, FactorAxes& out) {
+  for (int f : factors) {
+    int64_t remaining = rule.sizes[static_cast<size_t>(f)];
+    auto& fa = out[static_cast<size_t>(f)];
+    for (size_t k = 0; k < pool.size() && remaining > 1;) {
+      const int64_t size = ir::axis_ref_size(pool[k], mesh);
+      const int64_t g = std::gcd(remaining, size);
+      if (g == 1) {
+        ++k;
+      } else if (g == size) {
+        fa.push_back(pool[k]);
+        pool.erase(pool.begin() + static_cast<ptrdiff_t>(k));
+      } else {
+        auto [major, minor] = split_axis(pool[k], g, mesh);
+        fa.push_back(major);
+        pool[k++] = minor;
+      }
+      remaining /= g;
+    }
+    if (remaining > 1) return;  // partly split: minor factors get nothing
+  }
+}
+
+}  // namespace
+
 void project_dim(const std::vector<ir::AxisRef>& axes, const std::vector<int>& factors,
-                 const FactorRule& rule, const ir::Mesh& mesh, FactorAxes& out) {
+                 const FactorRule& rule, const ir::Mesh& mesh, FactorAxes& out, bool regroup) {
+  bool single = factors.size() == 1;
+  if (regroup && !single) return regroup_dim(axes, factors, rule, mesh, out);
   std::vector<ir::AxisRef> queue = axes;  // an axis split between two factors leaves its minor part
   size_t i = 0;
-  bool single = factors.size() == 1;
   for (int f : factors) {
     int64_t remaining = rule.sizes[static_cast<size_t>(f)];
     auto& fa = out[static_cast<size_t>(f)];

@@ -43,8 +43,16 @@ using FactorAxes = std::vector<std::vector<ir::AxisRef>>;
 
 // Each factor's axes as dimension `axes` split over `factors` (major to minor). Axes that do not
 // fit (they would split a factor unevenly where it is merged with others) end the projection.
+// With `regroup` (a proposal for a reshape, not a reading of the layout as it is), an axis that
+// overflows a factor of a merged dimension is cut at the factor's boundary by their common
+// divisor ("x"=6 over a factor of 4: "x":(1)2 here), and an axis (or the rest of one) that shares
+// no divisor with what is left of the factor waits for the next factor while later axes fill this
+// one: [{"x", "y"}] (x=6, y=4096) over factors 4 and 6144 becomes 4: "x":(1)2, "y":(1)2 and 6144:
+// "x":(2)3, "y":(2)2048, as Shardy regroups overflow axes. Every factor but the dimension's last
+// then holds exactly its size or ends the projection, so the pieces stay contiguous; the layout
+// this composes to orders the axes differently from `axes` (a reshard, one piece per device).
 void project_dim(const std::vector<ir::AxisRef>& axes, const std::vector<int>& factors,
-                 const FactorRule& rule, const ir::Mesh& mesh, FactorAxes& out);
+                 const FactorRule& rule, const ir::Mesh& mesh, FactorAxes& out, bool regroup = false);
 // The axes of a dimension made of `factors`; a factor that is not fully split ends the list
 // (minor factors cannot be split below a partly split major one). `complete` reports whether
 // every factor with axes made it in.

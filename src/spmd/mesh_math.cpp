@@ -109,7 +109,11 @@ bool overlaps(const AxisRef& a, const AxisRef& b, const Mesh& mesh) {
   if (a.name != b.name) return false;
   auto [alo, ahi] = span(a, mesh);
   auto [blo, bhi] = span(b, mesh);
-  return alo < bhi && blo < ahi;
+  if (alo < bhi && blo < ahi) return true;
+  // Disjoint digits are independent only where one cut of the axis makes both: "x":(1)2 and
+  // "x":(3)2 of x=6 are c / 3 and c % 2 of its coordinate c, which take the same pair of values
+  // on devices 0 and 2 (2 does not divide 3: no radix of x has both as digits).
+  return ahi <= blo ? blo % ahi != 0 : alo % bhi != 0;
 }
 
 std::optional<AxisRef> free_part(const AxisRef& ref, const std::vector<AxisRef>& taken, const Mesh& mesh) {

@@ -34,7 +34,8 @@ bool is_uneven(const std::vector<int64_t>& shape, const ir::Sharding& s, const i
 // shard index along `axes` (the order in which a gather concatenates their pieces).
 Groups groups_over(const ir::Mesh& mesh, const std::vector<ir::AxisRef>& axes);
 
-// Whether two references to the same axis cover overlapping digits of it.
+// Whether two references to the same axis cover overlapping digits of it, or digits no one cut of
+// the axis makes ("x":(1)2 and "x":(3)2 of x=6): they cannot split one value together.
 bool overlaps(const ir::AxisRef& a, const ir::AxisRef& b, const ir::Mesh& mesh);
 // The major-most run of `ref`'s digits that no reference in `taken` covers: `ref` itself when none
 // overlaps it, a sub-axis of it when some do ("x" with "x":(2)2 taken leaves "x":(1)2), nothing

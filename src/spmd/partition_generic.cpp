@@ -96,6 +96,19 @@ void Partitioner::generic(const Op& op, Builder& b) {
   if (indexed.empty() && op.kind() != OpKind::Slice && op.kind() != OpKind::Reverse && op.kind() != OpKind::Pad &&
       op.kind() != OpKind::ReduceWindow && op.kind() != OpKind::Scatter && op.num_results() > 0)
     choose_assignment(op, rule, mesh, assign);
+  // A reshape whose layouts split a merged dimension by axes that overflow its factors (x=6 over a
+  // dimension merged from 4 and 6144) keeps them cut and regrouped at the factor boundaries,
+  // where that moves less than what the plain reading keeps (often nothing: the operand whole).
+  if (op.kind() == OpKind::Reshape) {
+    int64_t best = cost(op, rule, assign, mesh);
+    for (std::optional<size_t> from : {std::optional<size_t>{}, std::optional<size_t>{0}}) {
+      if (best == 0) break;
+      if (from && sm_.at(op.operand(0)).mesh != mesh.name) continue;
+      FactorAxes other = assign_factors(op, rule, mesh, sm_, from, /*regroup=*/true);
+      if (other == assign) continue;
+      if (int64_t c = cost(op, rule, other, mesh); c < best) best = c, assign = std::move(other);
+    }
+  }
   std::vector<size_t> judged;  // operand 0's dimensions whose gather is the cost model's choice
   cheaper_gather_.clear();
   if (!indexed.empty()) choose_local_gather(op, rule, indexed, assign, mesh, judged);

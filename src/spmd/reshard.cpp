@@ -475,7 +475,12 @@ Tensor reshard(LocalContext& ctx, Tensor x, const ir::Type& global, const Shardi
   for (size_t i = first; i < ctx.report.collectives.size(); ++i) {
     CollectiveRecord& r = ctx.report.collectives[i];
     if (r.kind != "all_gather" || !r.avoidable.empty() || r.op == nullptr) continue;
-    int64_t gathered = byte_size(r.op->result(0)->type());
+    // (padding past a dimension's end is no data: a direct reshard gathers a one-element
+    // dimension from 2 padded pieces and trims it)
+    ir::Type held = r.op->result(0)->type();
+    for (size_t d = 0; d < held.shape.size() && d < global.shape.size(); ++d)
+      held.shape[d] = std::min(held.shape[d], global.shape[d]);
+    int64_t gathered = byte_size(held);
     if (gathered > bound)
       r.avoidable = fmt::format("gathers {} bytes per device, more than the piece it starts from ({}) and the one it "
                                 "ends as ({}); slicing first or an all_to_all would move less",

@@ -283,16 +283,18 @@ std::optional<Choice> choose(const LocalContext& ctx, const ir::Type& global, co
   if (!best || !to.unreduced.empty() || !from.unreduced.empty()) return best;
   const ir::Mesh& tm = ctx.mesh(to.mesh);
   const int64_t element_bytes = byte_size(ir::Type(global.element, {}));
-  int64_t target_bytes = element_bytes;
-  for (int64_t e : local_shape(global.shape, to, tm)) target_bytes *= e;
   for (const ir::AxisRef& a : unused_atoms(tm, to))
     for (size_t d = 0; d < rank; ++d) {
       const int64_t n = global.shape[d], k = shard_count(tm, to.dims[d].axes), m = shard_count(tm, {a});
-      // The finer pieces must gather into the target's exactly.
-      if (piece_size(n, k * m) * m != piece_size(n, k)) continue;
+      // The finer pieces must gather into the target's exactly, or, along a dimension the target
+      // keeps whole, into the whole dimension and its padding, trimmed after the gather: one
+      // element split 4 ways (3 pieces of padding) is sent to the devices of one half, 4 B, and
+      // gathered over the other half, 4 B, where gathering all 4 pieces moves 12 B.
+      if (piece_size(n, k * m) * m != piece_size(n, k) && k != 1) continue;
       Sharding finer = to;
       finer.dims[d].axes.push_back(a);
-      int64_t gather = target_bytes * (m - 1) / m;
+      int64_t gather = element_bytes * (m - 1);  // m - 1 finer pieces received
+      for (int64_t e : local_shape(global.shape, finer, tm)) gather *= e;
       if (gather >= best->bytes) continue;
       std::optional<Plan> plan = make_plan(ctx, global, from, finer, false, best->bytes - gather);
       if (plan && plan->bytes + gather < best->bytes) best = Choice{finer, d, a, plan->bytes + gather};
@@ -367,8 +369,17 @@ Tensor direct_reshard(LocalContext& ctx, Tensor x, const ir::Type& global, const
   std::optional<Choice> choice = choose(ctx, global, from, to);
   TESSERA_CHECK(choice.has_value(), "direct reshard without a plan");
   x = send_blocks(ctx, x, global, from, choice->finer);
-  if (choice->gathered)
-    x = gather_axes(ctx, x, static_cast<int64_t>(choice->dim), ctx.mesh(to.mesh), {*choice->gathered});
+  if (choice->gathered) {
+    const auto d = static_cast<int64_t>(choice->dim);
+    x = gather_axes(ctx, x, d, ctx.mesh(to.mesh), {*choice->gathered});
+    // (gathered past the whole dimension: its padding goes)
+    const int64_t whole = global.shape[choice->dim];
+    if (x.shape()[choice->dim] > whole) {
+      std::vector<int64_t> start(x.shape().size(), 0), limit = x.shape();
+      limit[choice->dim] = whole;
+      x = ir::slice(x, start, limit);
+    }
+  }
   return x;
 }
 
