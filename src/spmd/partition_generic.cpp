@@ -96,9 +96,10 @@ void Partitioner::generic(const Op& op, Builder& b) {
   // Or the layout of one of its operands, where that moves fewer bytes: an element-wise op whose
   // operands agree with each other but not with the result reshards the one result, not every
   // operand; a reduce reshards its small result, not its operand (ties keep the results' layout).
+  int64_t best = -1;
   if (indexed.empty() && op.kind() != OpKind::Slice && op.kind() != OpKind::Reverse && op.kind() != OpKind::Pad &&
       op.kind() != OpKind::ReduceWindow && op.kind() != OpKind::Scatter && op.num_results() > 0) {
-    int64_t best = cost(op, rule, assign, mesh);
+    best = cost(op, rule, assign, mesh);
     for (size_t i = 0; i <= op.operands().size() && best > 0; ++i) {
       const bool every = i == op.operands().size();  // last, each factor as the first operand splitting it
       if (!every && (!op.operand(i)->type().is_tensor() || sm_.at(op.operand(i)).mesh != mesh.name)) continue;
@@ -108,6 +109,8 @@ void Partitioner::generic(const Op& op, Builder& b) {
       if (int64_t c = cost(op, rule, other, mesh); c < best) best = c, assign = std::move(other);
     }
   }
+  // Or, for an op linear in a partial-sum operand, keeping the sum partial (partition_linear.cpp).
+  if (best > 0 && partial_linear(op, b, best)) return;
   std::vector<size_t> judged;  // operand 0's dimensions whose gather is the cost model's choice
   cheaper_gather_.clear();
   if (!indexed.empty()) choose_local_gather(op, rule, indexed, assign, mesh, judged);
@@ -308,10 +311,7 @@ int64_t Partitioner::cost(const Op& op, const FactorRule& rule, const FactorAxes
       if (h.operand == i) want.dims[h.dim].axes = h.axes;
       if (i == 1 && h.kernel_dim >= 0) want.dims[static_cast<size_t>(h.kernel_dim)].axes = h.axes;
     }
-    auto made = made_.find(v);
-    bool have = want == normalized(sm_.at(v), rank) ||
-                (made != made_.end() && std::any_of(made->second.begin(), made->second.end(), [&](const auto& m) { return m.first == want; }));
-    if (!have) bytes += reshard_bytes(ctx_, v->type(), sm_.at(v), want);
+    bytes += bring_bytes(v, want);
     if (v->type().is_tensor()) bytes += halo_bytes(halo, i, shape_of(v->type(), want), ir::info(v->type().element).bytes);
   }
   for (size_t i = 0; i < op.num_results(); ++i) {

@@ -109,6 +109,12 @@ class Partitioner {
   // top_k along a split last dimension: each device's top k, the candidates gathered, the top k of
   // those (where that moves less than gathering the operand).
   bool top_k_by_pieces(const Op& op, Builder& b);
+  // add, subtract or negate whose result stays partial where an operand is a partial
+  // sum (partition_linear.cpp), where that moves fewer bytes than `standard`, the generic path's
+  // best; false where it does not, and nothing is made.
+  bool partial_linear(const Op& op, Builder& b, int64_t standard);
+  // The bytes per device of bringing v to `want`: nothing when that layout is v's or made already.
+  int64_t bring_bytes(const Value* v, const Sharding& want);
 
   // The cost model's price, in bytes per device, of running `op` with `assign` (and `halo`):
   // each operand brought to the layout it needs (nothing when that layout is made already), the
