@@ -95,15 +95,18 @@ void count_coverage(const Function& f, std::map<std::string, int>& covered) {
 }
 
 // The ways the partitioner reads a split dimension without gathering it (spmd/split_reads.h),
-// counted from the report: a slice's halo exchange, a gather's local lookup summed after.
+// counted from the report: a slice's halo exchange, a gather's local lookup summed after, a
+// select_and_scatter's windows exchanged (padded or not).
 void count_strategies(const Report& report, std::map<std::string, int>& covered) {
-  bool halo = false, local_gather = false;
+  bool halo = false, local_gather = false, pool_halo = false;
   for (const auto& c : report.collectives) {
     halo |= c.kind == "collective_permute" && c.forced_by.ends_with(" halo");
+    pool_halo |= c.origin.starts_with("stablehlo.select_and_scatter") && c.forced_by.ends_with(" halo");
     local_gather |= c.origin.starts_with("stablehlo.gather") && c.forced_by.starts_with("result 0 partial");
   }
   covered["halo exchange"] += halo;
   covered["local gather"] += local_gather;
+  covered["select_and_scatter halo"] += pool_halo;
 }
 
 TEST(Property, ComparisonFailsOnNaN) {
@@ -189,7 +192,7 @@ TEST(Property, RandomProgramsShardedEqualUnsharded) {
   if (extended())
     claims.insert(claims.end(), {"scatter-add", "scatter-replace", "gather", "unreduced argument", "unreduced constraint",
                                  "unreduced result", "non-identity init", "manual with free axes",
-                                 "halo exchange", "local gather"});
+                                 "halo exchange", "local gather", "select_and_scatter halo"});
   for (const auto& [what, n] : covered) std::printf("covered: %s %d\n", what.c_str(), n);
   for (const std::string& what : claims) EXPECT_GT(covered[what], kCases / 100) << what;
 }
