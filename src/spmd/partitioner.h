@@ -1,6 +1,7 @@
 // The partitioner's class, private to src/spmd: its driver and value bookkeeping are in
 // partition.cpp, the per-op rule application (factor assignment, cost model, halo and local-gather
-// choices) in partition_generic.cpp, and the ops with regions (while, if/case, manual_computation)
+// choices) in partition_generic.cpp, partial sums kept through add, subtract and negate in
+// partition_linear.cpp, and the ops with regions (while, if/case, manual_computation)
 // in partition_control.cpp.
 #pragma once
 
