@@ -93,14 +93,17 @@ void Partitioner::generic(const Op& op, Builder& b) {
   std::vector<IndexedDim> indexed;
   if (op.kind() == OpKind::Gather) indexed = add_indexed_factors(op, rule);
   FactorAxes assign = assignment(op, rule, mesh);
+  // Or the layout of one of its operands, or another candidate, where that moves fewer bytes
+  // (choose_assignment); ties keep the results' layout.
+  int64_t best = -1;
   if (indexed.empty() && op.kind() != OpKind::Slice && op.kind() != OpKind::Reverse && op.kind() != OpKind::Pad &&
       op.kind() != OpKind::ReduceWindow && op.kind() != OpKind::Scatter && op.num_results() > 0)
-    choose_assignment(op, rule, mesh, assign);
+    best = choose_assignment(op, rule, mesh, assign);
   // A reshape whose layouts split a merged dimension by axes that overflow its factors (x=6 over a
   // dimension merged from 4 and 6144) keeps them cut and regrouped at the factor boundaries,
   // where that moves less than what the plain reading keeps (often nothing: the operand whole).
   if (op.kind() == OpKind::Reshape) {
-    int64_t best = cost(op, rule, assign, mesh);
+    if (best < 0) best = cost(op, rule, assign, mesh);
     for (std::optional<size_t> from : {std::optional<size_t>{}, std::optional<size_t>{0}}) {
       if (best == 0) break;
       if (from && sm_.at(op.operand(0)).mesh != mesh.name) continue;
@@ -109,6 +112,8 @@ void Partitioner::generic(const Op& op, Builder& b) {
       if (int64_t c = cost(op, rule, other, mesh); c < best) best = c, assign = std::move(other);
     }
   }
+  // Or, for an op linear in a partial-sum operand, keeping the sum partial (partition_linear.cpp).
+  if (best > 0 && partial_linear(op, b, best)) return;
   std::vector<size_t> judged;  // operand 0's dimensions whose gather is the cost model's choice
   cheaper_gather_.clear();
   if (!indexed.empty()) choose_local_gather(op, rule, indexed, assign, mesh, judged);
@@ -309,10 +314,7 @@ int64_t Partitioner::cost(const Op& op, const FactorRule& rule, const FactorAxes
       if (h.operand == i) want.dims[h.dim].axes = h.axes;
       if (i == 1 && h.kernel_dim >= 0) want.dims[static_cast<size_t>(h.kernel_dim)].axes = h.axes;
     }
-    auto made = made_.find(v);
-    bool have = want == normalized(sm_.at(v), rank) ||
-                (made != made_.end() && std::any_of(made->second.begin(), made->second.end(), [&](const auto& m) { return m.first == want; }));
-    if (!have) bytes += memo_reshard_bytes(v, sm_.at(v), want);
+    bytes += bring_bytes(v, want);
     if (v->type().is_tensor()) bytes += halo_bytes(halo, i, shape_of(v->type(), want), ir::info(v->type().element).bytes);
   }
   for (size_t i = 0; i < op.num_results(); ++i) {
@@ -328,7 +330,7 @@ int64_t Partitioner::cost(const Op& op, const FactorRule& rule, const FactorAxes
 // a dot_general whose operands and result conflict takes, factor by factor, the layout of the
 // tensor put first and a sub-axis of a conflicting axis (both operands then agree without
 // gathering either); and a factor left whole replicates the small operands it splits.
-void Partitioner::choose_assignment(const Op& op, const FactorRule& rule, const Mesh& mesh, FactorAxes& assign) {
+int64_t Partitioner::choose_assignment(const Op& op, const FactorRule& rule, const Mesh& mesh, FactorAxes& assign) {
   struct Memo {  // for this op's candidates only
     Partitioner& p;
     explicit Memo(Partitioner& q) : p(q) { p.memoizing_ = true; }
@@ -374,6 +376,7 @@ void Partitioner::choose_assignment(const Op& op, const FactorRule& rule, const 
     legalize(rule, mesh, other);
     consider(std::move(other));
   }
+  return best;
 }
 
 int64_t Partitioner::memo_reshard_bytes(const Value* v, const Sharding& from, const Sharding& to) {

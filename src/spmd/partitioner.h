@@ -1,6 +1,7 @@
 // The partitioner's class, private to src/spmd: its driver and value bookkeeping are in
 // partition.cpp, the per-op rule application (factor assignment, cost model, halo and local-gather
-// choices) in partition_generic.cpp, and the ops with regions (while, if/case, manual_computation)
+// choices) in partition_generic.cpp, partial sums kept through add, subtract and negate in
+// partition_linear.cpp, and the ops with regions (while, if/case, manual_computation)
 // in partition_control.cpp.
 #pragma once
 
@@ -110,10 +111,16 @@ class Partitioner {
   // top_k along a split last dimension: each device's top k, the candidates gathered, the top k of
   // those (where that moves less than gathering the operand).
   bool top_k_by_pieces(const Op& op, Builder& b);
+  // add, subtract or negate whose result stays partial where an operand is a partial
+  // sum (partition_linear.cpp), where that moves fewer bytes than `standard`, the generic path's
+  // best; false where it does not, and nothing is made.
+  bool partial_linear(const Op& op, Builder& b, int64_t standard);
+  // The bytes per device of bringing v to `want`: nothing when that layout is v's or made already.
+  int64_t bring_bytes(const Value* v, const Sharding& want);
 
   // The cheapest of the candidate assignments (the results' layout `assign`, each operand's, each
   // tensor's put first with sub-axes of conflicting axes, a factor left whole), into `assign`.
-  void choose_assignment(const Op& op, const FactorRule& rule, const Mesh& mesh, FactorAxes& assign);
+  int64_t choose_assignment(const Op& op, const FactorRule& rule, const Mesh& mesh, FactorAxes& assign);
 
   // The cost model's price, in bytes per device, of running `op` with `assign` (and `halo`):
   // each operand brought to the layout it needs (nothing when that layout is made already), the

@@ -207,7 +207,8 @@ std::optional<HaloPlan> plan_window(int64_t size, int64_t start, int64_t stride,
   return place_windows(plan, lo, hi, needs);
 }
 
-std::optional<HaloPlan> plan_runs(int64_t size, int64_t shards, const std::vector<int64_t>& first, int64_t window) {
+std::optional<HaloPlan> plan_runs(int64_t size, int64_t shards, const std::vector<int64_t>& first, int64_t window,
+                                  const std::vector<std::pair<int64_t, int64_t>>& needed) {
   const int64_t p = piece_size(size, shards);
   if (p <= 0 || window <= 0) return std::nullopt;
   HaloPlan plan;
@@ -223,6 +224,10 @@ std::optional<HaloPlan> plan_runs(int64_t size, int64_t shards, const std::vecto
   for (size_t u = 0; u < n; ++u) {
     lo[u] = std::max<int64_t>(0, first[u]);
     hi[u] = std::min(size, first[u] + window);
+    if (!needed.empty()) {
+      lo[u] = std::max(lo[u], needed[u].first);
+      hi[u] = std::min(hi[u], needed[u].second);
+    }
     needs[u] = lo[u] < hi[u];
   }
   return place_windows(plan, lo, hi, needs);

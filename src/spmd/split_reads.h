@@ -119,8 +119,11 @@ std::optional<HaloPlan> plan_shift(int64_t size, int64_t low, int64_t length, in
 std::optional<HaloPlan> plan_window(int64_t size, int64_t start, int64_t stride, int64_t extent, int64_t length,
                                     int64_t shards, int64_t dilation = 1);
 // The exchange that brings receiving shard i `window` elements from first[i] (those outside
-// [0, size) not the operand's) of a dimension of `size` elements split into `shards` pieces.
-std::optional<HaloPlan> plan_runs(int64_t size, int64_t shards, const std::vector<int64_t>& first, int64_t window);
+// [0, size) not the operand's) of a dimension of `size` elements split into `shards` pieces;
+// with `needed`, only elements [needed[i].first, needed[i].second) of them (the rest of the run
+// holds whatever the exchange leaves there).
+std::optional<HaloPlan> plan_runs(int64_t size, int64_t shards, const std::vector<int64_t>& first, int64_t window,
+                                  const std::vector<std::pair<int64_t, int64_t>>& needed = {});
 // Bytes per device it moves (as the report counts a collective_permute: what is sent), for a
 // piece of `other` elements of `element_bytes` across the other dimensions.
 int64_t halo_bytes(const HaloPlan& plan, int64_t other, int64_t element_bytes);
@@ -184,8 +187,8 @@ ir::AttrMap halo_conv_attrs(const ir::Op& op, const std::vector<HaloDim>& halo);
 // kernel (`rhs`) arrives split alike along that spatial dimension, a partial sum over it.
 std::vector<HaloDim> conv_halo_dims(const ir::Op& op, const FactorAxes& assign, const ir::Sharding& lhs,
                                     const ir::Sharding& rhs, const ir::Mesh& mesh);
-// select_and_scatter (halo_select_scatter.cpp) along split window dimensions with no padding
-// there and a scatter with an identity: each device takes the windows that touch its piece of the
+// select_and_scatter (halo_select_scatter.cpp) along split window dimensions (padded or not,
+// negative padding gathers) and a scatter with an identity: each device takes the windows that touch its piece of the
 // operand (the operand's run and the source's, windows outside the source scattering the identity),
 // selects and scatters them locally and keeps its piece. Two HaloDims per dimension (operand 0's
 // run, then the source's).

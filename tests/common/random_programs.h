@@ -303,6 +303,14 @@ inline void build_sharded_program(Module& m, ProgramGen& g, int length, bool ext
           w.window_dilation.assign(rank, 1);
           std::vector<int64_t> windows;
           for (size_t d = 0; d < rank; ++d) windows.push_back(w.num_windows(d, shape[d]));
+          // (extended: sometimes the operand and result laid out alike, the window dimension
+          // perhaps split, padded or not, which a halo exchange serves: spmd/halo_select_scatter.cpp)
+          if (extended && g.coin(0.7)) {
+            Sharding s = g.random_sharding(rank);
+            x = constrain(select_and_scatter(constrain(x, s), param(windows), x.builder().scalar(ElementType::f32, 0), w,
+                                             ComparisonDirection::GE, OpKind::Add), s);
+            break;
+          }
           x = select_and_scatter(x, param(windows), x.builder().scalar(ElementType::f32, 0), w,
                                  ComparisonDirection::GE, OpKind::Add);
           break;

@@ -6,12 +6,14 @@
 #include <gtest/gtest.h>
 
 #include <random>
+#include <set>
 
 #include "autodiff/reverse.h"
 #include "common/random_literal.h"
 #include "interp/interpreter.h"
 #include "ir/builder.h"
 #include "runtime/session.h"
+#include "spmd/combine.h"
 
 namespace tessera::spmd {
 namespace {
@@ -155,6 +157,32 @@ TEST(Communication, ResultsGetTheShardingTheyDeclare) {
   // slices dimension 1: an all_gather and a local slice.
   EXPECT_EQ(p.report().count("all_gather"), 1) << p.report().to_string();
   expect_same_numbers(m, "f", s, p);
+}
+
+// Two groups of combinable all_reduces where merging the first moves a member of the second: a1
+// and a2 (groups {0,1},{2,3}) merge after a2, so b1, which reads a1's result through t, moves after
+// a2 and so after b2. The second group's merged all_reduce must then go before b1, its last
+// member now, not b2, where b1's operand is not yet made (seed 1449 of the property test).
+TEST(Communication, CombiningAfterAnEarlierMergeMovedAMemberKeepsOperandsDefinedFirst) {
+  Module m;
+  Function& f = build_function(m, "f", [](FunctionBuilder& b) {
+    Tensor x = b.param(f32({4})), y = b.param(f32({4})), z = b.param(f32({4}));
+    Tensor a1 = all_reduce(x, {{0, 1}, {2, 3}});
+    Tensor t = a1 * 2.0;
+    Tensor b1 = all_reduce(t, {{0, 2}, {1, 3}});
+    Tensor b2 = all_reduce(y, {{0, 2}, {1, 3}});
+    Tensor a2 = all_reduce(z, {{0, 1}, {2, 3}});
+    return std::vector<Tensor>{a2, b1, b2};
+  });
+  Report report;
+  EXPECT_EQ(combine_all_reduces(m, f, report), 2);
+  EXPECT_EQ(report.count("all_reduce"), 2);
+  std::set<const Value*> made;
+  for (size_t i = 0; i < f.num_parameters(); ++i) made.insert(f.parameter(i));
+  for (const auto& op : f.body().ops()) {
+    for (const Value* v : op->operands()) EXPECT_TRUE(made.count(v)) << op->name() << " reads a value made after it";
+    for (const Value* r : op->results()) made.insert(r);
+  }
 }
 
 }  // namespace

@@ -11,6 +11,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <tuple>
 
 #include "autodiff/reverse.h"
@@ -97,13 +98,15 @@ TEST(HaloConv, SameConvolutionMovesTheHaloRowsOnly) {
 // declared split alike: sharded equals unsharded, with ties (every value repeats) and a window
 // wider than a piece, never more than gathering the operand and source and then the result, and
 // where the windows tile the operand (stride = size) on an even split nothing moves at all.
-// Padded windows gather (halo_select_scatter.cpp says why), and still compute the unsharded result.
+// Padded windows too (the runs inside the operand, the local op padded as the whole one), windows
+// wholly in the padding (which scatter nothing) included.
 TEST(HaloConv, SelectAndScatterAlongASplitWindowDimensionExchangesHalos) {
   int halos = 0, cases = 0;
   for (const HaloLayout& l : kHaloLayouts)
     for (int64_t size : {8, 12, 17})
       for (auto [k, stride, low, high] : std::vector<std::tuple<int64_t, int64_t, int64_t, int64_t>>{
-               {2, 2, 0, 0}, {3, 1, 0, 0}, {3, 2, 0, 0}, {2, 3, 0, 0}, {5, 1, 0, 0}, {7, 2, 0, 0}, {3, 2, 1, 1}})
+               {2, 2, 0, 0}, {3, 1, 0, 0}, {3, 2, 0, 0}, {2, 3, 0, 0}, {5, 1, 0, 0}, {7, 2, 0, 0}, {3, 2, 1, 1},
+               {3, 1, 1, 1}, {3, 2, 0, 1}, {2, 2, 1, 0}, {5, 2, 2, 2}, {3, 3, 2, 1}, {2, 2, 3, 2}})
         for (bool add : {true, false}) {
           if (k > size) continue;
           Mesh mesh{"m", l.mesh, {}};
@@ -132,6 +135,69 @@ TEST(HaloConv, SelectAndScatterAlongASplitWindowDimensionExchangesHalos) {
           }
         }
   EXPECT_GT(halos, cases / 3) << halos << " of " << cases;
+}
+
+// A max-pool's gradient with SAME padding, window 3 over f32[16, 3] rows split 2 and 4 ways
+// (stride 1: padding 1 and 1; stride 2: 0 and 1), the source and result split alike: bit for bit
+// the unsharded result on inputs that are all negative (a padding position read as 0 would win),
+// with ties, -inf and a NaN; nothing gathered, no warning, and only the halo moves: the rows and
+// windows of the windows that touch a device's piece. Stride 1: windows j read rows j-1..j+1, so
+// a piece [b, b+p) needs rows b-2..b+p+1 (two rows from each side, 24 bytes each) and windows
+// b-1..b+p (one from each side, 12 bytes each): 72 bytes. Stride 2: windows j read rows
+// 2j..2j+2, a piece needs rows b-2..b+p (two from the left, one from the right) and one window
+// from the left: 48 bytes. The same on 2 devices as on 4. And both dimensions of an f32[16, 12]
+// split on a 2x2 mesh, padded along both (3x3 windows, strides 2 and 1): nothing gathered.
+// Returns the bytes the select_and_scatter moved per device.
+int64_t expect_pool_gradient_bit_for_bit(const Mesh& mesh, const std::vector<int64_t>& shape, const Sharding& layout,
+                                         const Window& w) {
+  std::vector<int64_t> windows;
+  for (size_t d = 0; d < shape.size(); ++d) windows.push_back(w.num_windows(d, shape[d]));
+  Literal x(f32(shape)), src = arange(f32(windows));
+  for (int64_t i = 0; i < x.num_elements(); ++i) x.set_double(i, -1.0 - static_cast<double>((i * 7) % 5));
+  x.set_double(5, -INFINITY);
+  x.set_double(22, NAN);
+  for (int64_t i = 0; i < src.num_elements(); ++i) src.set_double(i, 0.1 * static_cast<double>(i) - 1.3);
+  Module m("pool");
+  m.add_mesh(mesh);
+  build_function(m, "f", [&](FunctionBuilder& b) {
+    Tensor in = b.param(f32(shape), layout);
+    Tensor source = b.param(f32(windows), layout);
+    Tensor r = select_and_scatter(in, source, b.scalar(ElementType::f32, 0.0), w, ComparisonDirection::GE, OpKind::Add);
+    return constrain(r, layout);
+  });
+  std::vector<Literal> want = interp::evaluate(m, "f", {x, src});
+  runtime::Session s = runtime::Session::host(mesh.num_devices());
+  runtime::CompiledProgram p = s.compile(m, "f");
+  std::vector<Literal> got = s.run_sharded(p, {x, src});
+  EXPECT_EQ(got.size(), 1u);
+  for (int64_t i = 0; i < want[0].num_elements() && got.size() == 1; ++i) {
+    float a = static_cast<float>(got[0].get_double(i)), e = static_cast<float>(want[0].get_double(i));
+    uint32_t ab, eb;
+    std::memcpy(&ab, &a, 4);
+    std::memcpy(&eb, &e, 4);
+    EXPECT_EQ(ab, eb) << "element " << i << ": sharded " << a << ", unsharded " << e << "\n" << p.report().explain();
+  }
+  int64_t bytes = 0;
+  for (const auto& col : p.report().collectives) {
+    if (col.origin.rfind("stablehlo.select_and_scatter", 0) != 0) continue;
+    EXPECT_EQ(col.kind, "collective_permute") << p.report().explain();
+    bytes += col.bytes_per_device;
+  }
+  EXPECT_TRUE(p.report().warnings().empty()) << p.report().explain();
+  return bytes;
+}
+
+TEST(HaloConv, PaddedSelectAndScatterMatchesBitForBitAndMovesTheRunsOnly) {
+  struct Case {
+    int64_t shards, stride, low, high, bytes;
+  };
+  for (const Case& c : std::vector<Case>{{4, 1, 1, 1, 72}, {4, 2, 0, 1, 48}, {2, 1, 1, 1, 72}, {2, 2, 0, 1, 48}}) {
+    Window w{{3, 1}, {c.stride, 1}, {1, 1}, {1, 1}, {c.low, 0}, {c.high, 0}, {}};
+    int64_t bytes = expect_pool_gradient_bit_for_bit(Mesh{"m", {{"x", c.shards}}, {}}, {16, 3}, on({{"x"}, {}}), w);
+    EXPECT_EQ(bytes, c.bytes) << c.shards << " ways, stride " << c.stride;
+  }
+  Window w{{3, 3}, {2, 1}, {1, 1}, {1, 1}, {0, 1}, {1, 1}, {}};
+  EXPECT_GT(expect_pool_gradient_bit_for_bit(Mesh{"m", {{"x", 2}, {"y", 2}}, {}}, {16, 12}, on({{"x"}, {"y"}}), w), 0);
 }
 
 // The gradient of loss(x, k) = sum(conv(x, k)^2), the input [4, size, 5, 2] split along H and the

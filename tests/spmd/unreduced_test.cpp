@@ -260,6 +260,61 @@ TEST(Unreduced, ConstraintToUnreducedLayout) {
   expect_sharded_equals_unsharded(m, {arange(f32({8, 6}), 0.1)});
 }
 
+// Element-wise ops linear in a partial sum keep it partial (spmd/partition_linear.cpp): with P and
+// Q partial over x (2x2 mesh, rows split by y) and R whole, add(P, R), subtract(R, P) (R kept on
+// the first device along x, zeros on the other), add(P, Q) and negate(P) returned partial over x
+// move nothing; tanh(P) + R, multiply(P, P) and multiply(P, R) must sum a partial operand first,
+// and do (multiply(P, R) kept partial would be 0 · inf = NaN on P's zero piece where R is
+// infinite: R holds inf and NaN here); every result is the unsharded one (an unreduced result is
+// assembled as the sum of its pieces).
+TEST(Unreduced, LinearOpsOfAPartialSumStayPartial) {
+  const Sharding partial = on("m", {{"y"}, {}}, {AxisRef("x")}), whole = on("m", {{"y"}, {}});
+  struct Case {
+    const char* what;
+    std::function<Tensor(Tensor, Tensor, Tensor)> body;
+    int64_t bytes;  // per device; -1: some
+  };
+  const std::vector<Case> cases = {
+      {"add(P, R)", [](Tensor p, Tensor, Tensor r) { return p + r; }, 0},
+      {"subtract(R, P)", [](Tensor p, Tensor, Tensor r) { return r - p; }, 0},
+      {"add(P, Q)", [](Tensor p, Tensor q, Tensor) { return p + q; }, 0},
+      {"negate(P)", [](Tensor p, Tensor, Tensor) { return -p; }, 0},
+      // (propagation leaves P - Q whole: it is summed once, after the subtract, 2 x 6 f32 over
+      // 2 devices, not P and Q each before it)
+      {"subtract(P, Q) + R", [](Tensor p, Tensor q, Tensor r) { return p - q + r; }, 48},
+      {"multiply(P, R)", [](Tensor p, Tensor, Tensor r) { return p * r; }, -1},
+      {"tanh(P) + R", [](Tensor p, Tensor, Tensor r) { return tanh(p) + r; }, -1},
+      {"multiply(P, P)", [](Tensor p, Tensor, Tensor) { return p * p; }, -1}};
+  Literal r = arange(f32({4, 6}), 0.25);
+  r.set_double(3, INFINITY);
+  r.set_double(8, NAN);
+  std::vector<Literal> in = {arange(f32({4, 6}), -0.5), arange(f32({4, 6}), 0.125), r};
+  for (const Case& c : cases) {
+    Module m;
+    m.add_mesh(Mesh{"m", {{"x", 2}, {"y", 2}}, {}});
+    build_function(m, "f", [&](FunctionBuilder& f) {
+      Tensor p = f.param(f32({4, 6}), partial), q = f.param(f32({4, 6}), partial), w = f.param(f32({4, 6}), whole);
+      return c.body(p, q, w);
+    });
+    m.find_function("f")->set_result_sharding(0, partial);
+    // (NaN on both sides agrees: the comparison above fails on NaN, so compare those apart)
+    std::vector<Literal> want = interp::evaluate(m, "f", in);
+    Session s = Session::host(4);
+    CompiledProgram p = s.compile(m, "f");
+    std::vector<Literal> got = s.run_sharded(p, in);
+    ASSERT_EQ(got.size(), 1u);
+    for (int64_t i = 0; i < want[0].num_elements(); ++i) {
+      double a = got[0].get_double(i), b = want[0].get_double(i);
+      EXPECT_TRUE(std::isnan(b) ? std::isnan(a) : a == b || close(a, b)) << c.what << " element " << i << ": " << a << " vs " << b;
+    }
+    if (c.bytes >= 0) {
+      EXPECT_EQ(p.report().bytes_per_device(), c.bytes) << c.what << "\n" << p.report().explain();
+    } else {
+      EXPECT_GT(p.report().bytes_per_device(), 0) << c.what << "\n" << p.report().explain();
+    }
+  }
+}
+
 // A whole array given for an unreduced argument is the array the pieces sum to: it goes whole to
 // the first device along the unreduced axes and as zeros to the others.
 TEST(Unreduced, ArgumentDeclaredUnreducedCountsOnce) {

@@ -10,7 +10,8 @@ prices the local lookup and its reduce_scatter at 199,680 bytes per device again
 are costed against a halo exchange, which moves as much, and share one gather.) A slice of split
 rows, an edge pad of them and a 3x3 convolution of an NHWC input split along H exchange halos
 (collective_permutes) and pass, and so does an interior pad of split rows (one row from the
-neighbour); a module whose two-result reduce reads a split dimension whole (Tessera combines
+neighbour) and a 3x3 stride-2 max-pool gradient with SAME padding (a select_and_scatter padded
+along its split rows: the rows and source rows of the windows touching each piece); a module whose two-result reduce reads a split dimension whole (Tessera combines
 single-result reductions only) must fail under --strict (exit 1), naming the op and its place.
 
 Usage: explain_strict_cli.py TESSERA_CLI CNN_EXAMPLE
@@ -74,6 +75,24 @@ CONV_MODULE = """module @conv attributes {mhlo.num_partitions = 4 : i32} {
 }
 """
 
+POOL_GRAD_MODULE = """module @pool_grad attributes {mhlo.num_partitions = 4 : i32} {
+  sdy.mesh @mesh = <["data"=4]>
+  func.func public @main(%arg0: tensor<2x16x8x3xf32> {sdy.sharding = #sdy.sharding<@mesh, [{}, {"data"}, {}, {}]>}, %arg1: tensor<2x8x4x3xf32> {sdy.sharding = #sdy.sharding<@mesh, [{}, {"data"}, {}, {}]>}) -> (tensor<2x16x8x3xf32> {sdy.sharding = #sdy.sharding<@mesh, [{}, {"data"}, {}, {}]>}) {
+    %cst = stablehlo.constant dense<0.000000e+00> : tensor<f32>
+    %0 = "stablehlo.select_and_scatter"(%arg0, %arg1, %cst) ({
+    ^bb0(%a: tensor<f32>, %b: tensor<f32>):
+      %c = stablehlo.compare GE, %a, %b, FLOAT : (tensor<f32>, tensor<f32>) -> tensor<i1>
+      stablehlo.return %c : tensor<i1>
+    }, {
+    ^bb0(%a: tensor<f32>, %b: tensor<f32>):
+      %s = stablehlo.add %a, %b : tensor<f32>
+      stablehlo.return %s : tensor<f32>
+    }) {window_dimensions = array<i64: 1, 3, 3, 1>, window_strides = array<i64: 1, 2, 2, 1>, padding = dense<[[0, 0], [0, 1], [0, 1], [0, 0]]> : tensor<4x2xi64>} : (tensor<2x16x8x3xf32>, tensor<2x8x4x3xf32>, tensor<f32>) -> tensor<2x16x8x3xf32>
+    return %0 : tensor<2x16x8x3xf32>
+  }
+}
+"""
+
 failures = 0
 
 
@@ -129,7 +148,10 @@ def main():
                 ("conv", CONV_MODULE, "a 3x3 convolution of rows split over 4", 1, 384,
                  "the convolution exchanges one input row (192 bytes) with each neighbour and gathers nothing"),
                 ("padded", PAD_MODULE, "an interior pad of split rows", 0, 16,
-                 "the interior pad brings one row from the neighbour (16 bytes) and gathers nothing")]:
+                 "the interior pad brings one row from the neighbour (16 bytes) and gathers nothing"),
+                ("pool_grad", POOL_GRAD_MODULE, "a 3x3 stride-2 SAME max-pool gradient of rows split over 4", 1, 672,
+                 "the padded select_and_scatter brings two input rows from the left and one from the right "
+                 "(3 x 192 bytes) and one source row from the left (96) and gathers nothing")]:
             path = os.path.join(d, name + ".mlir")
             with open(path, "w") as f:
                 f.write(text)
