@@ -5,9 +5,9 @@
 #include <gtest/gtest.h>
 
 #include <map>
-#include <random>
 #include <set>
 
+#include "common/mangle.h"
 #include "common/parse_error.h"
 #include "stablehlo/gspmd_sharding.h"
 #include "stablehlo/parser.h"
@@ -228,29 +228,10 @@ TEST(GspmdImport, MangledTextsAreReadOrRefused) {
   const std::vector<std::string> texts = {"{devices=[2,1,2]<=[2,2]T(1,0) last_tile_dim_replicate}",
                                           "{devices=[4,1]0,2,1,3}", "{devices=[2,2]<=[4] last_tile_dims={manual}}",
                                           "{maximal device=1}", "{replicated}"};
-  const std::string alphabet = "{}[](),=<>T0123456789 devicsrplatmnuxy_\"";
-  std::mt19937 rng(15);
-  int read = 0, refused = 0;
-  for (int k = 0; k < 3000; ++k) {
-    std::string t = texts[rng() % texts.size()];
-    for (int edits = 1 + static_cast<int>(rng() % 3); edits > 0 && !t.empty(); --edits) {
-      size_t at = rng() % t.size();
-      char c = alphabet[rng() % alphabet.size()];
-      switch (rng() % 3) {
-        case 0: t[at] = c; break;
-        case 1: t.insert(t.begin() + static_cast<std::ptrdiff_t>(at), c); break;
-        default: t.erase(at, 1);
-      }
-    }
-    try {
-      parse(module_with(t, "tensor<8x4xf32>", 4), "t.mlir");
-      ++read;
-    } catch (const support::UserError&) {
-      ++refused;
-    }
-  }
-  EXPECT_GT(read, 0);
-  EXPECT_GT(refused, 0);
+  auto n = testing::read_mangled(texts, "{}[](),=<>T0123456789 devicsrplatmnuxy_\"", 15, 3000,
+                                 [](const std::string& t) { parse(module_with(t, "tensor<8x4xf32>", 4), "t.mlir"); });
+  EXPECT_GT(n.read, 0);
+  EXPECT_GT(n.refused, 0);
 }
 
 TEST(GspmdImport, UnmappableShardingsAreRefusedAtTheirPlace) {

@@ -4,8 +4,8 @@
 // back into sdy meshes, shardings, constraints and manual computations (import_sdy_round_trip.cpp).
 #include <gtest/gtest.h>
 
-#include <random>
 
+#include "common/mangle.h"
 #include "common/parse_error.h"
 #include "common/shard_map_modules.h"
 #include "interp/interpreter.h"
@@ -116,29 +116,10 @@ TEST(SdyRoundTrip, MisreadTextsAreRefusedAtTheirPlace) {
 
 // Random edits anywhere in the text: each is read or refused with a message, never a crash.
 TEST(SdyRoundTrip, MangledModulesAreReadOrRefused) {
-  const std::string alphabet = "%#{}[](),=<>:0123456789 @\\2xyp?\"";
-  std::mt19937 rng(17);
-  int read = 0, refused = 0;
-  for (int k = 0; k < 1500; ++k) {
-    std::string t = k % 2 ? kAttrs : kRoundTripShardMap;
-    for (int edits = 1 + static_cast<int>(rng() % 3); edits > 0; --edits) {
-      size_t at = rng() % t.size();
-      char c = alphabet[rng() % alphabet.size()];
-      switch (rng() % 3) {
-        case 0: t[at] = c; break;
-        case 1: t.insert(t.begin() + static_cast<std::ptrdiff_t>(at), c); break;
-        default: t.erase(at, 1);
-      }
-    }
-    try {
-      parse(t, "t.mlir");
-      ++read;
-    } catch (const support::UserError&) {
-      ++refused;
-    }
-  }
-  EXPECT_GT(read, 0);
-  EXPECT_GT(refused, 0);
+  auto n = testing::read_mangled({kAttrs, kRoundTripShardMap}, "%#{}[](),=<>:0123456789 @\\2xyp?\"", 17, 1500,
+                                 [](const std::string& t) { parse(t, "t.mlir"); });
+  EXPECT_GT(n.read, 0);
+  EXPECT_GT(n.refused, 0);
 }
 
 }  // namespace
