@@ -300,8 +300,17 @@ bool Partitioner::top_k_by_pieces(const Op& op, Builder& b) {
 // The cost model's price, in bytes per device, of running `op` with `assign` (and `halo`):
 // each operand brought to the layout it needs (nothing when that layout is made already), the
 // halo exchanged, each result brought from the layout the op leaves to its propagated one.
-int64_t Partitioner::cost(const Op& op, const FactorRule& rule, const FactorAxes& assign, const Mesh& mesh,
+int64_t Partitioner::cost(const Op& op, const FactorRule& rule, const FactorAxes& candidate, const Mesh& mesh,
              const std::vector<HaloDim>& halo) {
+  // A reduce Tessera cannot combine across devices (several results, or an unknown combiner)
+  // runs its reductions whole whatever the candidate splits, as generic() emits it: costed so.
+  FactorAxes whole;
+  if (op.kind() == OpKind::Reduce && (op.num_results() != 1 || !combiner_of(op))) {
+    whole = candidate;
+    for (size_t f = 0; f < rule.num_factors(); ++f)
+      if (rule.kinds[f] == FactorKind::kReduction) whole[f].clear();
+  }
+  const FactorAxes& assign = whole.empty() ? candidate : whole;
   std::vector<AxisRef> partial;
   for (size_t f = 0; f < rule.num_factors(); ++f)
     if (rule.kinds[f] == FactorKind::kReduction) partial.insert(partial.end(), assign[f].begin(), assign[f].end());

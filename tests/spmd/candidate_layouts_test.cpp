@@ -94,5 +94,34 @@ TEST(CandidateLayouts, FreePartOfAnAxisIsItsMajorMostFreeDigits) {
   EXPECT_EQ(free_part("y", {sub("y", 2, 3)}, mesh), sub("y", 1, 2));
 }
 
+// An argmax (a reduce of two results, which Tessera cannot combine across devices, so it reads its
+// reduced dimension whole) of [16,16] operands split by columns, its results wanted split by rows:
+// each operand exchanged to rows by an all_to_all moves 1024 / 4 * 3/4 = 192 B per device, 384 in
+// all, where a candidate costed as if the split reduction stayed split gathered both whole
+// (2 * 768 B) once the reduction was run whole.
+TEST(CandidateLayouts, AReduceThatCannotCombineIsCostedWithItsReductionWhole) {
+  auto m = stablehlo::parse(R"(sdy.mesh @m = <["x"=4]>
+func.func @f(%v: tensor<16x16xf32> {sdy.sharding = #sdy.sharding<@m, [{}, {"x"}]>},
+             %i: tensor<16x16xi32> {sdy.sharding = #sdy.sharding<@m, [{}, {"x"}]>})
+    -> (tensor<16xf32> {sdy.sharding = #sdy.sharding<@m, [{"x"}]>}, tensor<16xi32> {sdy.sharding = #sdy.sharding<@m, [{"x"}]>}) {
+  %c = stablehlo.constant dense<0xFF800000> : tensor<f32>
+  %z = stablehlo.constant dense<0> : tensor<i32>
+  %0:2 = stablehlo.reduce(%v init: %c), (%i init: %z) across dimensions = [1] : (tensor<16x16xf32>, tensor<16x16xi32>, tensor<f32>, tensor<i32>) -> (tensor<16xf32>, tensor<16xi32>)
+   reducer(%a: tensor<f32>, %a2: tensor<f32>) (%b: tensor<i32>, %b2: tensor<i32>) {
+    %ge = stablehlo.compare GE, %a, %a2 : (tensor<f32>, tensor<f32>) -> tensor<i1>
+    %m = stablehlo.select %ge, %a, %a2 : tensor<i1>, tensor<f32>
+    %n = stablehlo.select %ge, %b, %b2 : tensor<i1>, tensor<i32>
+    stablehlo.return %m, %n : tensor<f32>, tensor<i32>
+  }
+  return %0#0, %0#1 : tensor<16xf32>, tensor<16xi32>
+}
+)",
+                            "argmax.mlir");
+  Report report = run_both(*m, 4);
+  EXPECT_EQ(report.bytes_per_device(), 384) << report.to_string();
+  EXPECT_EQ(report.count("all_to_all"), 2) << report.to_string();
+  EXPECT_EQ(report.count("all_gather"), 0) << report.to_string();
+}
+
 }  // namespace
 }  // namespace tessera::spmd
