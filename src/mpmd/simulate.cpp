@@ -183,7 +183,7 @@ support::Timeline schedule_timeline(const Schedule& s, const Simulation& sim) {
       const int64_t chunk = a.virtual_stage / s.stages;
       used[kind] = true;
       row.boxes.push_back({span.start, span.end, kKinds[kind][chunk % 2 == 0 ? 1 : 2],
-                           fmt::format("{}: {} to {}", describe(a), span.start, span.end),
+                           fmt::format("{}: {} to {}", describe(s, a), span.start, span.end),
                            s.virtual_per_stage == 1 ? fmt::format("{}{}", kKinds[kind][0], a.microbatch)
                                                     : fmt::format("{}{}.{}", kKinds[kind][0], a.microbatch, chunk),
                            chunk % 2 == 0 ? "#ffffff" : "#000000"});
