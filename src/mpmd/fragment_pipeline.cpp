@@ -195,7 +195,7 @@ std::optional<std::pair<size_t, size_t>> first_split_action(const Schedule& s) {
 
 std::string instruction_place(const Schedule& s, size_t stage, int64_t step) {
   if (step < 0) return fmt::format("stage {} (glue)", stage);
-  return describe_at(static_cast<int64_t>(stage), step, s.actions[stage][static_cast<size_t>(step)]);
+  return describe_at(s, static_cast<int64_t>(stage), step);
 }
 
 namespace {
@@ -271,7 +271,7 @@ class Compiler {
     for (size_t st = 0; st < s_.actions.size(); ++st)
       for (const Action& a : s_.actions[st])
         if (a.kind == ActionKind::kSend)
-          sends.insert({a.payload, a.microbatch, a.virtual_stage, static_cast<int64_t>(st), a.peer});
+          sends.insert({a.payload, a.microbatch, a.virtual_stage, static_cast<int64_t>(st), s_.peer(a)});
     for (size_t t = 0; t < plan_.transfers.size(); ++t) {
       const Transfer& tr = plan_.transfers[t];
       transfer_[{tr.value, tr.to}] = t;
@@ -379,8 +379,8 @@ class Compiler {
     const Action& a = s_.actions[st][pos_[st]];
     if (a.kind == ActionKind::kSend || a.kind == ActionKind::kRecv) {
       bool send = a.kind == ActionKind::kSend;
-      Key key = send ? Key{a.payload, a.microbatch, a.virtual_stage, static_cast<int64_t>(st), a.peer}
-                     : Key{a.payload, a.microbatch, a.virtual_stage, a.peer, static_cast<int64_t>(st)};
+      Key key = send ? Key{a.payload, a.microbatch, a.virtual_stage, static_cast<int64_t>(st), s_.peer(a)}
+                     : Key{a.payload, a.microbatch, a.virtual_stage, s_.peer(a), static_cast<int64_t>(st)};
       std::vector<size_t> carried;
       for (size_t t = 0; t < plan_.transfers.size(); ++t)
         if (cover_[t] == key) carried.push_back(t);
@@ -447,8 +447,7 @@ CompiledSchedule FragmentPipeline::compile(const Schedule& s) const {
     fail("schedule '{}': {}: the transposes of the whole step are not split into input- and weight-gradient "
          "parts; make the pipeline with split_backward, or use a schedule with whole backwards (gpipe, 1f1b, "
          "interleaved)",
-         s.name, describe_at(static_cast<int64_t>(at->first), static_cast<int64_t>(at->second),
-                             s.actions[at->first][at->second]));
+         s.name, describe_at(s, static_cast<int64_t>(at->first), static_cast<int64_t>(at->second)));
   validate(s);
   return Compiler(plan_, roles_, s).run();
 }

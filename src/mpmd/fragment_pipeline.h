@@ -96,7 +96,9 @@ struct CompiledSchedule {
   int64_t direct_transfers = 0;     // posted right after their producer
 };
 
-struct FragmentPipelineRun {
+// Its times and CPU times per stage and action (PipelineResult, simulate.h: an empty interval for
+// nothing to do or a SEND) feed the simulator's replays.
+struct FragmentPipelineRun : PipelineResult {
   // The whole step's results (its results, then the gradients) where they were computed (on a
   // device group: its pieces), and whole (RunInputs::whole_results; else empty).
   std::vector<runtime::ShardedBuffer> values;
@@ -108,11 +110,7 @@ struct FragmentPipelineRun {
   int64_t transferred_bytes = 0;
   std::vector<int64_t> fragment_runs;    // per fragment: how many times it ran
   std::vector<Interval> fragment_times;  // per fragment: when it ran, ms since the run started
-  // Per stage, per schedule action: when the stage ran it (an empty interval for nothing to do or
-  // a SEND), its thread's CPU time, and the bytes it sent or received.
-  std::vector<std::vector<Interval>> times;
-  std::vector<std::vector<double>> cpu_ms;
-  std::vector<std::vector<int64_t>> action_bytes;
+  std::vector<std::vector<int64_t>> action_bytes;  // per stage, per action: the bytes sent or received
 };
 
 // What a run reads besides the plan: every step parameter, sharing its pieces (a stage reads those

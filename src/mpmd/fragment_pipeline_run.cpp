@@ -88,10 +88,10 @@ void trace_actions(interp::Trace& trace, const Schedule& schedule, const Fragmen
     std::vector<interp::TraceSpan>& track = trace.track(static_cast<int64_t>(st));
     for (size_t k = 0; k < run.times[st].size(); ++k) {
       const Action& a = schedule.actions[st][k];
-      interp::TraceLabel l{describe(a), a.is_compute() ? "pipeline" : "transfer",
+      interp::TraceLabel l{describe(schedule, a), a.is_compute() ? "pipeline" : "transfer",
                            fmt::format("\"stage\": {}, \"microbatch\": {}, \"virtual_stage\": {}", st, a.microbatch,
                                        a.virtual_stage)};
-      if (!a.is_compute()) l.args += fmt::format(", \"peer\": {}, \"bytes\": {}", a.peer, run.action_bytes[st][k]);
+      if (!a.is_compute()) l.args += fmt::format(", \"peer\": {}, \"bytes\": {}", schedule.peer(a), run.action_bytes[st][k]);
       trace.add(track, trace.intern(l), base_ns + std::llround(run.times[st][k].start * 1e6),
                 base_ns + std::llround(run.times[st][k].end * 1e6));
     }

@@ -96,14 +96,14 @@ void insert_transfers(Schedule& s) {
       // The value this action needs from another stage: the previous virtual stage's activation,
       // or the next virtual stage's gradient.
       if (forward && vs > 0 && s.stage_of(vs - 1) != stage)
-        out.push_back({ActionKind::kRecv, m, vs - 1, Payload::kActivation, s.stage_of(vs - 1)});
+        out.push_back({ActionKind::kRecv, m, vs - 1, Payload::kActivation});
       if (input_grad && vs < last && s.stage_of(vs + 1) != stage)
-        out.push_back({ActionKind::kRecv, m, vs + 1, Payload::kGradient, s.stage_of(vs + 1)});
+        out.push_back({ActionKind::kRecv, m, vs + 1, Payload::kGradient});
       out.push_back(a);
       if (forward && vs < last && s.stage_of(vs + 1) != stage)
-        out.push_back({ActionKind::kSend, m, vs, Payload::kActivation, s.stage_of(vs + 1)});
+        out.push_back({ActionKind::kSend, m, vs, Payload::kActivation});
       if (input_grad && vs > 0 && s.stage_of(vs - 1) != stage)
-        out.push_back({ActionKind::kSend, m, vs, Payload::kGradient, s.stage_of(vs - 1)});
+        out.push_back({ActionKind::kSend, m, vs, Payload::kGradient});
     }
     s.actions[static_cast<size_t>(stage)] = std::move(out);
   }

@@ -26,14 +26,15 @@ std::string_view payload_name(Payload payload) {
   return "?";
 }
 
-std::string describe(const Action& a) {
+std::string describe(const Schedule& s, const Action& a) {
   if (a.is_compute()) return fmt::format("{}(mb {}, vs {})", kind_name(a.kind), a.microbatch, a.virtual_stage);
   return fmt::format("{} {}(mb {}, vs {}) {} stage {}", kind_name(a.kind), payload_name(a.payload),
-                     a.microbatch, a.virtual_stage, a.kind == ActionKind::kSend ? "to" : "from", a.peer);
+                     a.microbatch, a.virtual_stage, a.kind == ActionKind::kSend ? "to" : "from", s.peer(a));
 }
 
-std::string describe_at(int64_t stage, int64_t step, const Action& a) {
-  return fmt::format("stage {} step {} {}", stage, step, describe(a));
+std::string describe_at(const Schedule& s, int64_t stage, int64_t step) {
+  return fmt::format("stage {} step {} {}", stage, step,
+                     describe(s, s.actions[static_cast<size_t>(stage)][static_cast<size_t>(step)]));
 }
 
 }  // namespace tessera::mpmd

@@ -38,7 +38,6 @@ struct Action {
   // and its receive carry the same (payload, microbatch, virtual_stage).
   int64_t virtual_stage = 0;
   Payload payload = Payload::kNone;  // SEND and RECV only
-  int64_t peer = -1;                 // SEND: destination stage; RECV: source stage; else -1
 
   bool is_compute() const { return kind != ActionKind::kSend && kind != ActionKind::kRecv; }
   friend bool operator==(const Action&, const Action&) = default;
@@ -53,13 +52,21 @@ struct Schedule {
 
   int64_t virtual_stages() const { return stages * virtual_per_stage; }
   int64_t stage_of(int64_t vs) const { return vs % stages; }
+  // SEND: the stage of the value's consumer (the next virtual stage for an activation, the previous
+  // for a gradient); RECV: its producer's; else -1.
+  int64_t peer(const Action& a) const {
+    if (a.is_compute()) return -1;
+    return stage_of(a.kind == ActionKind::kRecv ? a.virtual_stage
+                                                : a.virtual_stage + (a.payload == Payload::kActivation ? 1 : -1));
+  }
 };
 
 std::string_view kind_name(ActionKind kind);      // "F", "B", "BI", "W", "SEND", "RECV"
 std::string_view payload_name(Payload payload);   // "act", "grad" or ""
-// "F(mb 2, vs 1)", "SEND act(mb 2, vs 1) to stage 2"; with its place: "stage 1 step 4 F(mb 2, vs 1)".
-std::string describe(const Action& a);
-std::string describe_at(int64_t stage, int64_t step, const Action& a);
+// "F(mb 2, vs 1)", "SEND act(mb 2, vs 1) to stage 2"; with its place (s.actions[stage][step]):
+// "stage 1 step 4 F(mb 2, vs 1)".
+std::string describe(const Schedule& s, const Action& a);
+std::string describe_at(const Schedule& s, int64_t stage, int64_t step);
 
 // ---- CSV ----
 

@@ -23,28 +23,28 @@ constexpr int64_t kMaxIndex = 1 << 16;
 
 // PyTorch's action types. A cell's stage is the one that runs it; for a transfer that is the
 // sender's (SEND) or the receiver's (RECV) virtual stage, while an Action names the value's producer:
-// `producer` and `consumer` are their offsets from the cell's stage.
+// `producer` is its offset from the cell's stage.
 struct Type {
   std::string_view name;
   ActionKind kind;
   Payload payload;
-  int64_t producer, consumer;
+  int64_t producer;
 };
 constexpr Type kTypes[] = {
-    {"F", ActionKind::kForward, Payload::kNone, 0, 0},
-    {"B", ActionKind::kBackward, Payload::kNone, 0, 0},
-    {"I", ActionKind::kBackwardInput, Payload::kNone, 0, 0},
-    {"W", ActionKind::kBackwardWeight, Payload::kNone, 0, 0},
-    {"SEND_F", ActionKind::kSend, Payload::kActivation, 0, 1},
-    {"RECV_F", ActionKind::kRecv, Payload::kActivation, -1, 0},
-    {"SEND_B", ActionKind::kSend, Payload::kGradient, 0, -1},
-    {"RECV_B", ActionKind::kRecv, Payload::kGradient, 1, 0},
+    {"F", ActionKind::kForward, Payload::kNone, 0},
+    {"B", ActionKind::kBackward, Payload::kNone, 0},
+    {"I", ActionKind::kBackwardInput, Payload::kNone, 0},
+    {"W", ActionKind::kBackwardWeight, Payload::kNone, 0},
+    {"SEND_F", ActionKind::kSend, Payload::kActivation, 0},
+    {"RECV_F", ActionKind::kRecv, Payload::kActivation, -1},
+    {"SEND_B", ActionKind::kSend, Payload::kGradient, 0},
+    {"RECV_B", ActionKind::kRecv, Payload::kGradient, 1},
 };
 
-const Type& type_of(const Action& a) {
+const Type& type_of(const Schedule& s, const Action& a) {
   for (const Type& t : kTypes)
     if (t.kind == a.kind && t.payload == a.payload) return t;
-  fail("{} cannot be written to a schedule CSV", describe(a));
+  fail("{} cannot be written to a schedule CSV", describe(s, a));
 }
 
 struct Cell {
@@ -84,7 +84,7 @@ std::string print_csv(const Schedule& s) {
   std::string out;
   for (const std::vector<Action>& row : s.actions) {
     for (size_t i = 0; i < row.size(); ++i) {
-      const Type& t = type_of(row[i]);
+      const Type& t = type_of(s, row[i]);
       out += fmt::format("{}{}{}{}", i == 0 ? "" : ",", row[i].virtual_stage - t.producer, t.name, row[i].microbatch);
     }
     out += "\n";
@@ -132,9 +132,7 @@ Schedule parse_csv(std::string_view text, std::string_view source) {
       if (!transfer && s.stage_of(c.stage) != static_cast<int64_t>(st))
         fail("{}: '{}' is virtual stage {}, which runs on row {} (stage v on row v mod {} + 1)", at(st, c.column),
              c.text, c.stage, s.stage_of(c.stage) + 1, s.stages);
-      const int64_t producer = c.stage + c.type->producer, consumer = c.stage + c.type->consumer;
-      const int64_t peer = !transfer ? -1 : s.stage_of(c.type->kind == ActionKind::kSend ? consumer : producer);
-      s.actions[st].push_back({c.type->kind, c.microbatch, producer, c.type->payload, peer});
+      s.actions[st].push_back({c.type->kind, c.microbatch, c.stage + c.type->producer, c.type->payload});
     }
   if (!transfers) insert_transfers(s);
   // Each action's place: its cell, or for an inserted transfer the cell it serves (a receive is

@@ -94,9 +94,9 @@ double median(std::vector<double> v) {
 
 // A UserError unless `run` has a time per action of `schedule`.
 void check_matches(const Schedule& schedule, const PipelineResult& run, const char* who) {
-  bool ok = run.stages.size() == schedule.actions.size();
-  for (size_t s = 0; ok && s < run.stages.size(); ++s)
-    ok = run.stages[s].times.size() == schedule.actions[s].size();
+  bool ok = run.times.size() == schedule.actions.size();
+  for (size_t s = 0; ok && s < run.times.size(); ++s)
+    ok = run.times[s].size() == schedule.actions[s].size();
   if (!ok) support::fail("mpmd::{}: a run does not match schedule '{}' action for action", who, schedule.name);
 }
 
@@ -183,7 +183,7 @@ support::Timeline schedule_timeline(const Schedule& s, const Simulation& sim) {
       const int64_t chunk = a.virtual_stage / s.stages;
       used[kind] = true;
       row.boxes.push_back({span.start, span.end, kKinds[kind][chunk % 2 == 0 ? 1 : 2],
-                           fmt::format("{}: {} to {}", describe(a), span.start, span.end),
+                           fmt::format("{}: {} to {}", describe(s, a), span.start, span.end),
                            s.virtual_per_stage == 1 ? fmt::format("{}{}", kKinds[kind][0], a.microbatch)
                                                     : fmt::format("{}{}.{}", kKinds[kind][0], a.microbatch, chunk),
                            chunk % 2 == 0 ? "#ffffff" : "#000000"});
@@ -246,8 +246,8 @@ std::vector<FragmentTimes> median_fragment_times(const Schedule& schedule, const
     std::vector<double> f, b, w;
     for (const PipelineResult& r : runs)
       for (size_t i = 0; i < schedule.actions[s].size(); ++i) {
-        const Interval& t = r.stages[s].times[i];
-        const double d = cpu ? r.stages[s].cpu_ms.at(i) : t.end - t.start;
+        const Interval& t = r.times[s][i];
+        const double d = cpu ? r.cpu_ms[s].at(i) : t.end - t.start;
         const ActionKind kind = schedule.actions[s][i].kind;
         if (kind == ActionKind::kForward) f.push_back(d);
         if (kind == ActionKind::kBackward || kind == ActionKind::kBackwardInput) b.push_back(d);
@@ -266,8 +266,8 @@ std::vector<double> compute_cpu_share(const Schedule& schedule, const std::vecto
     for (const PipelineResult& r : runs)
       for (size_t i = 0; i < schedule.actions[s].size(); ++i)
         if (schedule.actions[s][i].is_compute()) {
-          cpu += r.stages[s].cpu_ms.at(i);
-          wall += r.stages[s].times[i].end - r.stages[s].times[i].start;
+          cpu += r.cpu_ms[s].at(i);
+          wall += r.times[s][i].end - r.times[s][i].start;
         }
     out.push_back(wall > 0 ? cpu / wall : 0.0);
   }
@@ -288,7 +288,7 @@ Simulation simulate_with_stage_times(const Schedule& schedule, const std::vector
 
 Simulation simulate_with_action_times(const Schedule& schedule, const PipelineResult& run, double transfer) {
   check_matches(schedule, run, "simulate_with_action_times");
-  auto duration = [&](size_t s, size_t i, const Action&) { return run.stages[s].times[i].end - run.stages[s].times[i].start; };
+  auto duration = [&](size_t s, size_t i, const Action&) { return run.times[s][i].end - run.times[s][i].start; };
   return replay(schedule, duration, transfer);
 }
 
@@ -303,10 +303,7 @@ double mean_measured_bubble(const Schedule& schedule, const std::vector<Pipeline
 Simulation measured_simulation(const Schedule& schedule, const PipelineResult& result) {
   check_matches(schedule, result, "measured_simulation");
   Simulation sim;
-  for (const StageMeasurements& m : result.stages) {
-    sim.times.push_back(m.times);
-    sim.peak_in_flight.push_back(m.peak_saved);
-  }
+  sim.times = result.times;
   summarize(schedule, sim);
   return sim;
 }

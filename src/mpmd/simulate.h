@@ -65,20 +65,16 @@ std::string timeline_svg(const Schedule& s, const Simulation& sim, std::string_v
 // A real model's stages differ (the first embeds, the last has the head and loss), so the replays
 // below take a cost per stage and kind, or each action's own measured time.
 
-struct StageMeasurements {
-  int64_t peak_saved = 0;        // the most microbatches held at once for a later backward
-  int64_t peak_saved_bytes = 0;  // and their bytes
-  std::vector<Interval> times;   // per action: ms since the run started
-  // Per action, the CPU time of the stage's thread: less than the wall time when stage threads
-  // outnumber cores.
-  std::vector<double> cpu_ms;
-};
-
+// A measured run (FragmentPipelineRun is one): per stage, per schedule action, when the stage ran
+// it (ms since the run started) and its thread's CPU time, less than the wall time when stage
+// threads outnumber cores.
 struct PipelineResult {
-  std::vector<StageMeasurements> stages;
+  std::vector<std::vector<Interval>> times;
+  std::vector<std::vector<double>> cpu_ms;
 };
 
-// The measured run as a Simulation (ms; peak_in_flight is peak_saved), for timeline_svg.
+// The measured run as a Simulation (ms; no peak_in_flight: simulate's, which the order alone
+// decides), for timeline_svg.
 Simulation measured_simulation(const Schedule& schedule, const PipelineResult& result);
 
 // Median durations (ms) of one stage's F, B or BI, and W (0 when none).

@@ -53,7 +53,7 @@ class Validator {
   }
 
   std::string at(int64_t stage, int64_t step, const Action& a) const {
-    return place_ ? fmt::format("{} {}", place_(stage, step), describe(a)) : describe_at(stage, step, a);
+    return place_ ? fmt::format("{} {}", place_(stage, step), describe(s_, a)) : describe_at(s_, stage, step);
   }
   std::string at(const Place& p) const { return at(p.stage, p.step, action(p)); }
   const Action& action(const Place& p) const {
@@ -79,8 +79,7 @@ class Validator {
       fail("{}: virtual stage {} is out of range (the schedule has {} virtual stages)", at(stage, step, a), vs,
            last + 1);
     if (a.is_compute()) {
-      if (a.payload != Payload::kNone || a.peer != -1)
-        fail("{}: a compute action has no payload or peer", at(stage, step, a));
+      if (a.payload != Payload::kNone) fail("{}: a compute action has no payload", at(stage, step, a));
       if (s_.stage_of(vs) != stage)
         fail("{}: virtual stage {} is held by stage {}, not stage {}", at(stage, step, a), vs, s_.stage_of(vs), stage);
       return;
@@ -99,9 +98,6 @@ class Validator {
     if (stage != (send ? from : to))
       fail("{}: the value is {} by virtual stage {} on stage {}, not on stage {}", at(stage, step, a),
            send ? "produced" : "consumed", send ? vs : consumer, send ? from : to, stage);
-    if (a.peer != (send ? to : from))
-      fail("{}: the value is {} by virtual stage {} on stage {}, not on stage {}", at(stage, step, a),
-           send ? "consumed" : "produced", send ? consumer : vs, send ? to : from, a.peer);
   }
 
   void index(int64_t stage, int64_t step, const Action& a) {
@@ -139,7 +135,7 @@ class Validator {
       ActionKind other = a.kind == ActionKind::kSend ? ActionKind::kRecv : ActionKind::kSend;
       if (!find({other, a.payload, a.microbatch, a.virtual_stage}))
         fail("{}: has no matching {} {}(mb {}, vs {}) on stage {}", at(place), kind_name(other),
-             payload_name(a.payload), a.microbatch, a.virtual_stage, a.peer);
+             payload_name(a.payload), a.microbatch, a.virtual_stage, s_.peer(a));
     }
   }
 

@@ -49,8 +49,9 @@ TEST(StageTimesReplay, UnequalStagesByHand) {
 TEST(StageTimesReplay, MediansPerStageAndKind) {
   Schedule s = one_f_one_b(2, 2);
   PipelineResult r;
+  r.times.resize(2);
+  r.cpu_ms.resize(2);
   for (size_t st = 0; st < 2; ++st) {
-    StageMeasurements m;
     double at = 0;
     int f = 0;
     for (const Action& a : s.actions[st]) {
@@ -59,11 +60,10 @@ TEST(StageTimesReplay, MediansPerStageAndKind) {
       double d = a.kind == ActionKind::kForward ? (f++ == 0 ? 1.0 : 3.0) + double(st)
                  : a.kind == ActionKind::kBackward ? 10.0 + double(st)
                                                    : 0.5;
-      m.times.push_back({at, at + d});
-      m.cpu_ms.push_back(a.is_compute() ? d / 2 : 0.0);
+      r.times[st].push_back({at, at + d});
+      r.cpu_ms[st].push_back(a.is_compute() ? d / 2 : 0.0);
       at += d;
     }
-    r.stages.push_back(m);
   }
   std::vector<FragmentTimes> t = median_fragment_times(s, {r});
   ASSERT_EQ(t.size(), 2u);
@@ -84,13 +84,13 @@ TEST(ActionTimesReplay, ReproducesARunThatFollowsTheRulesAndExposesExtraIdle) {
   // Each compute action's own duration (forwards 1 + microbatch, backwards 3 + stage); only the
   // durations of a run matter to the replay, so the first run is just durations from time 0.
   PipelineResult durations;
-  durations.stages.resize(2);
+  durations.times.resize(2);
   for (size_t st = 0; st < 2; ++st)
     for (const Action& a : s.actions[st]) {
       double d = !a.is_compute() ? 0.0
                  : a.kind == ActionKind::kForward ? 1.0 + double(a.microbatch)
                                                   : 3.0 + double(st);
-      durations.stages[st].times.push_back({0, d});
+      durations.times[st].push_back({0, d});
     }
   Simulation sim = simulate_with_action_times(s, durations);
   EXPECT_DOUBLE_EQ(sim.busy[0], 1 + 2 + 3 + 3);
@@ -98,7 +98,7 @@ TEST(ActionTimesReplay, ReproducesARunThatFollowsTheRulesAndExposesExtraIdle) {
 
   // A run with exactly that timeline replays to itself.
   PipelineResult run;
-  for (size_t st = 0; st < 2; ++st) run.stages.push_back({0, 0, sim.times[st], {}});
+  run.times = sim.times;
   Simulation again = simulate_with_action_times(s, run);
   EXPECT_DOUBLE_EQ(again.makespan, sim.makespan);
   EXPECT_DOUBLE_EQ(measured_simulation(s, run).bubble, again.bubble);
@@ -110,14 +110,14 @@ TEST(ActionTimesReplay, ReproducesARunThatFollowsTheRulesAndExposesExtraIdle) {
   for (size_t i = 0; i < s.actions[1].size(); ++i)
     if (s.actions[1][i].kind == ActionKind::kBackward && s.actions[1][i].microbatch == 1) from = sim.times[1][i].start;
   PipelineResult late = run;
-  for (auto& stage : late.stages)
-    for (Interval& t : stage.times)
+  for (auto& stage : late.times)
+    for (Interval& t : stage)
       if (t.start >= from) t = {t.start + 2, t.end + 2};
   EXPECT_DOUBLE_EQ(simulate_with_action_times(s, late).bubble, again.bubble);
   EXPECT_GT(measured_simulation(s, late).bubble, again.bubble + 0.05);
 
   PipelineResult one_stage;
-  one_stage.stages.resize(1);
+  one_stage.times.resize(1);
   EXPECT_THROW(simulate_with_action_times(s, one_stage), support::UserError);
 }
 

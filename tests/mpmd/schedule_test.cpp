@@ -48,7 +48,7 @@ TEST(Generators, TransfersSurroundTheirComputeActions) {
   // same for gradients on the way back.
   Schedule s = gpipe(3, 1);
   std::vector<std::string> got;
-  for (const Action& a : s.actions[1]) got.push_back(describe(a));
+  for (const Action& a : s.actions[1]) got.push_back(describe(s, a));
   EXPECT_EQ(got, (std::vector<std::string>{"RECV act(mb 0, vs 0) from stage 0", "F(mb 0, vs 1)",
                                            "SEND act(mb 0, vs 1) to stage 2", "RECV grad(mb 0, vs 2) from stage 2",
                                            "B(mb 0, vs 1)", "SEND grad(mb 0, vs 1) to stage 0"}));
@@ -64,12 +64,12 @@ TEST(Generators, InterleavedHoldsVirtualStagesCircularly) {
   for (int64_t stage = 0; stage < 2; ++stage)
     for (const Action& a : s.actions[static_cast<size_t>(stage)])
       if (a.is_compute()) {
-        EXPECT_EQ(a.virtual_stage % 2, stage) << describe(a);
+        EXPECT_EQ(a.virtual_stage % 2, stage) << describe(s, a);
       }
   // Groups of P microbatches pass through chunk 0, then chunk 1; backwards visit chunk 1 first.
   EXPECT_EQ(compute_order(s, 0), "F0.0 F1.0 F0.1 F1.1 F2.0 B0.1 F3.0 B1.1 F2.1 B0.0 F3.1 B1.0 B2.1 B3.1 B2.0 B3.0");
   // The hop from the last stage back to stage 0 (virtual stage 1 -> 2) is a real transfer.
-  EXPECT_EQ(describe(s.actions[1][2]), "SEND act(mb 0, vs 1) to stage 0");
+  EXPECT_EQ(describe(s, s.actions[1][2]), "SEND act(mb 0, vs 1) to stage 0");
   EXPECT_NO_THROW(validate(s));
 }
 

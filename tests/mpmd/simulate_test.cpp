@@ -161,14 +161,14 @@ TEST(Simulate, TimesRespectOrderAndTransfers) {
       for (size_t i = 0; i < s.actions[st].size(); ++i) {
         const Action& a = s.actions[st][i];
         const Interval& t = r.times[st][i];
-        EXPECT_GE(t.start, previous_end) << describe(a);
+        EXPECT_GE(t.start, previous_end) << describe(s, a);
         previous_end = t.end;
         if (a.is_compute()) {
-          EXPECT_NEAR(t.end - t.start, cost_of(a, c, s.virtual_per_stage), 1e-9) << describe(a);
+          EXPECT_NEAR(t.end - t.start, cost_of(a, c, s.virtual_per_stage), 1e-9) << describe(s, a);
           busy += t.end - t.start;
         }
         if (a.kind == ActionKind::kRecv) {
-          EXPECT_GE(t.end, sent.at({a.payload, a.microbatch, a.virtual_stage}) + c.transfer) << describe(a);
+          EXPECT_GE(t.end, sent.at({a.payload, a.microbatch, a.virtual_stage}) + c.transfer) << describe(s, a);
         }
         EXPECT_LE(t.end, r.makespan);
       }

@@ -102,22 +102,6 @@ std::string stage_layers(int64_t layers, int64_t pieces, const std::vector<int64
   return out;
 }
 
-// A run's measurements as simulate.h takes them: the microbatches in flight are the schedule's own
-// (simulate's peak, which the order alone decides), the bytes are measured.
-mpmd::PipelineResult as_pipeline_result(const mpmd::Schedule& schedule, const mpmd::FragmentPipelineRun& run) {
-  mpmd::PipelineResult r;
-  const mpmd::Simulation order = mpmd::simulate(schedule, mpmd::Costs{});
-  for (size_t s = 0; s < run.times.size(); ++s) {
-    mpmd::StageMeasurements m;
-    m.times = run.times[s];
-    m.cpu_ms = run.cpu_ms[s];
-    m.peak_saved = order.peak_in_flight[s];
-    m.peak_saved_bytes = run.peak_saved_bytes[s];
-    r.stages.push_back(std::move(m));
-  }
-  return r;
-}
-
 }  // namespace
 
 // `tessera train --plan pp=...`: the pipeline trainer (fragment_trainer.h) on host devices, or with
@@ -385,6 +369,7 @@ int train_pipeline(const TrainCommand& c, std::ostream& out_stream, const std::s
   interp::Trace trace;  // --trace: stage s's actions, fragments' ops and update on the track of device s
   if (tracing) trainer->trace_into(&trace);
   std::vector<mpmd::PipelineResult> measured;  // the stages' measurements of steps 2.. (step 1 warms up)
+  std::vector<int64_t> peak_bytes(static_cast<size_t>(pp.pp), 0);  // per stage, over the measured steps
   int64_t transferred = 0;                     // bytes moved between stages in the last step
   std::vector<double> update_ms;               // the stages' AdamW updates, per measured step
   for (int64_t t = first_step; t <= last_step; ++t) {
@@ -393,13 +378,13 @@ int train_pipeline(const TrainCommand& c, std::ostream& out_stream, const std::s
     // The schedule's lr and AdamW's bias corrections, in double on the host (nn/optimizer.h).
     const double lr = nn::lr_at(lr_schedule, t);
     const mpmd::FragmentPipelineRun& r = trainer->step(x, y, lr);
-    mpmd::PipelineResult m = as_pipeline_result(schedule, r);
     transferred = r.transferred_bytes;
     std::string extra = fmt::format("  lr {:.3e}", lr);
     if (c.clip_norm > 0) extra += fmt::format("  norm {:.4f}", trainer->last_grad_norm());
     log.step(out, t, r.results[0].get_double(0), extra);
     if (t > first_step || c.steps == 1) {
-      measured.push_back(std::move(m));
+      measured.push_back(r);  // the times only
+      for (size_t s = 0; s < peak_bytes.size(); ++s) peak_bytes[s] = std::max(peak_bytes[s], r.peak_saved_bytes[s]);
       update_ms.push_back(trainer->last_update_ms());
     }
     if (split && (t % c.eval_every == 0 || t == last_step)) log.eval(out, t, evaluate());
@@ -433,13 +418,13 @@ int train_pipeline(const TrainCommand& c, std::ostream& out_stream, const std::s
                      c.remat ? "forward recomputed in the backward" : "activations saved");
   out << fmt::format("  {:>5}  {:<8}  {:<16}  {:>12}  {:>15}  {:>22}  {:>6}\n", "stage", "devices", "layers",
                      "params/dev", "optimizer/dev", "peak saved activations", "busy");
+  // The microbatches in flight are the schedule's own (simulate's peak, which the order alone
+  // decides); the bytes are measured.
+  const std::vector<int64_t> in_flight = mpmd::simulate(schedule, mpmd::Costs{}).peak_in_flight;
   for (const StageSummary& st : summaries) {
     const auto s = static_cast<size_t>(st.stage);
-    int64_t peak = 0, peak_bytes = 0;
     double busy = 0;
     for (const mpmd::PipelineResult& m : measured) {
-      peak = std::max(peak, m.stages[s].peak_saved);
-      peak_bytes = std::max(peak_bytes, m.stages[s].peak_saved_bytes);
       mpmd::Simulation sim = mpmd::measured_simulation(schedule, m);
       busy += sim.busy[s] / sim.makespan / double(measured.size());
     }
@@ -455,7 +440,7 @@ int train_pipeline(const TrainCommand& c, std::ostream& out_stream, const std::s
                        stage_layers(model.config().layers, schedule.virtual_stages(), st.virtual_stages),
                        support::format_bytes(st.parameter_bytes_per_device),
                        support::format_bytes(st.optimizer_bytes_per_device),
-                       fmt::format("{} ({} {})", support::format_bytes(peak_bytes), peak,
+                       fmt::format("{} ({} {})", support::format_bytes(peak_bytes[s]), in_flight[s],
                                    schedule.virtual_per_stage > 1 ? "chunks" : "microbatches"),
                        100 * busy);
   }
@@ -511,7 +496,7 @@ int train_pipeline(const TrainCommand& c, std::ostream& out_stream, const std::s
                         : kind == mpmd::ActionKind::kBackward || kind == mpmd::ActionKind::kBackwardInput ? 1
                         : kind == mpmd::ActionKind::kBackwardWeight                                     ? 2
                                                                                                        : -1;
-          if (k >= 0) sum[k] += m.stages[s].times[a].end - m.stages[s].times[a].start;
+          if (k >= 0) sum[k] += m.times[s][a].end - m.times[s][a].start;
         }
       const double n = double(measured.size());
       out << fmt::format("  {:>5}  {:>10.3f}  {:>10.3f}  {:>10.3f}  {:>10.3f}\n", s, sum[0] / n, sum[1] / n, sum[2] / n,
