@@ -56,7 +56,8 @@ struct RowStep {
 // At most this many members per group (their programs live on the stack).
 inline constexpr size_t kMaxRowMembers = 32;
 
-// The row groups of a block's steps, in order, none overlapping.
+// The row groups of a block's steps, in order, none overlapping (none when the environment has
+// TESSERA_ROW_GROUPS=0).
 std::vector<RowGroup> find_row_groups(const MultiResultPlan& plan, std::span<const RowStep> steps);
 
 // Runs the members of `g` over its rows, tile by tile (tiles spread over the free threads unless a

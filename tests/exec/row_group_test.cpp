@@ -6,14 +6,17 @@
 // the executable must have found and run its row groups.
 #include <gtest/gtest.h>
 
+#include <bit>
 #include <cmath>
 #include <random>
 
 #include "common/random_programs.h"
 #include "exec/accelerate.h"
 #include "exec/executable.h"
+#include "exec/fold_rows.h"
 #include "exec/fusion.h"
 #include "interp/interpreter.h"
+#include "interp/scalar_ops.h"
 #include "ir/builder.h"
 #include "nn/capture.h"
 #include "nn/config.h"
@@ -182,6 +185,45 @@ TEST(RowGroups, ASoftmaxRunsAsOneGroup) {
   EXPECT_TRUE(same_bits(got[0], interp::evaluate(m, "f", in)[0]));
   EXPECT_EQ(profile.by_op.count("stablehlo.reduce"), 0u) << "the reduces ran in the group";
   EXPECT_EQ(profile.by_op.count("stablehlo.divide"), 0u);
+}
+
+// The vector folds of rows (fold_rows.h) against the scalar combiners folded in order, on rows
+// full of NaNs (two payloads, both signs), zeros of both signs, infinities and plain values.
+TEST(RowGroups, VectorFoldsOfRowsGiveTheScalarBits) {
+  namespace s = interp::scalar;
+  using E = Elem<ElementType::f32>;
+  const float specials[] = {NAN, -NAN, std::bit_cast<float>(0x7fc01234u), 0.0f, -0.0f, INFINITY, -INFINITY, 1.5f, -2.25f, 1e-40f};
+  std::mt19937 rng(5);
+  for (OpKind kind : {OpKind::Add, OpKind::Multiply, OpKind::Maximum, OpKind::Minimum}) {
+    for (int64_t len : {1, 7, 8, 13, 64, 130}) {
+      const int64_t rows = 19;  // 16 in vectors; the caller folds the other 3
+      std::vector<float> x(static_cast<size_t>(rows * len)), got(static_cast<size_t>(rows)), want;
+      for (float& v : x)
+        v = rng() % 3 == 0 ? specials[rng() % std::size(specials)] : std::uniform_real_distribution<float>(-4, 4)(rng);
+      for (float& v : got) v = rng() % 2 ? specials[rng() % std::size(specials)] : 0.5f;
+      want = got;
+      int64_t done = fold_rows8_f32(kind, x.data(), rows, len, got.data());
+      if (!__builtin_cpu_supports("avx2")) GTEST_SKIP() << "no AVX2 on this CPU";
+      ASSERT_EQ(done, 16);
+      for (int64_t r = 0; r < done; ++r) {
+        float a = want[static_cast<size_t>(r)];
+        for (int64_t k = 0; k < len; ++k) {
+          float b = x[static_cast<size_t>(r * len + k)];
+          switch (kind) {
+            case OpKind::Add: a = s::Add::apply<E>(a, b); break;
+            case OpKind::Multiply: a = s::Multiply::apply<E>(a, b); break;
+            case OpKind::Maximum: a = s::Maximum::apply<E>(a, b); break;
+            default: a = s::Minimum::apply<E>(a, b); break;
+          }
+        }
+        EXPECT_EQ(std::bit_cast<uint32_t>(got[static_cast<size_t>(r)]), std::bit_cast<uint32_t>(a))
+            << "kind " << static_cast<int>(kind) << ", rows of " << len << ", row " << r;
+      }
+      for (int64_t r = done; r < rows; ++r)
+        EXPECT_EQ(std::bit_cast<uint32_t>(got[static_cast<size_t>(r)]), std::bit_cast<uint32_t>(want[static_cast<size_t>(r)]))
+            << "a row past the vectors' is left alone";
+    }
+  }
 }
 
 // A CausalLM training step: its attention softmaxes, their gradients and the cross-entropy run as
