@@ -81,20 +81,15 @@ inline float logistic_outside(float x) {
   return x < -104.0f ? 0.0f : x > 87.0f ? 1.0f : logistic_reference(x);
 }
 
-// z[i] = the float of y[i], or the known result where the input is far out of range (exp_outside's
-// and logistic_outside's first cases, chosen without a branch: a masked softmax row is half -inf),
-// then, for the other elements whose input is out of range or whose y lies near a float rounding
-// boundary, the fallback. x is a copy: z may be the caller's x (a fused loop writes its result
-// over a dying operand).
+// z[i] = the float of y[i], then, for the elements whose input is out of range or whose y lies
+// near a float rounding boundary, the fallback. x is a copy: z may be the caller's x (a fused loop
+// writes its result over a dying operand).
 template <float (*Outside)(float), float (*Reference)(float)>
 inline void finish(const float* x, const double* y, float* z, int64_t m) {
-  constexpr bool kHigh = Outside == logistic_outside;  // x > 87 is known too: 1
   int any = 0;
   for (int64_t i = 0; i < m; ++i) {
-    bool low = x[i] < -104.0f, high = kHigh && x[i] > 87.0f, in = in_range(x[i]);
-    float v = static_cast<float>(y[i]);
-    z[i] = low ? 0.0f : high ? 1.0f : v;
-    any |= static_cast<int>(!in & !low & !high) | static_cast<int>(in & near_float_boundary(y[i]));
+    z[i] = static_cast<float>(y[i]);
+    any |= static_cast<int>(!in_range(x[i])) | static_cast<int>(near_float_boundary(y[i]));
   }
   if (any == 0) return;
   for (int64_t i = 0; i < m; ++i) {
