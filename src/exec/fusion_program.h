@@ -133,10 +133,7 @@ class Program {
     std::byte** regs = registers(kinds().size(), scratch_bytes_, scratch);
     for (int64_t start = first; start < last; start += kBlock) {
       int64_t n = std::min(kBlock, last - start);
-      for (size_t r = 0; r < kinds().size(); ++r) {
-        const Reg& g = kinds()[r];
-        regs[r] = g.in_place ? const_cast<std::byte*>(g.src) + start * g.width : scratch + g.offset;
-      }
+      point(regs, scratch, start);
       // An invariant load gives every block the same elements (blocks kBlock apart): once per range.
       for (const Instr& s : instrs())
         if (start == first || !s.invariant) s.fn(s, regs, start, n);
@@ -181,10 +178,7 @@ class Program {
         for (int64_t c = 0; c < len; c += kBlock) {
           for (int64_t g = 0; g < count; ++g) {
             int64_t start = (r + g) * len + c;
-            for (size_t q = 0; q < kinds().size(); ++q) {
-              const Reg& k = kinds()[q];
-              regs[q] = k.in_place ? const_cast<std::byte*>(k.src) + start * k.width : scratch + k.offset;
-            }
+            point(regs, scratch, start);
             if (direct) regs[static_cast<size_t>(result)] = reinterpret_cast<std::byte*>(stage[g]);
             // Every block starts at a multiple of kBlock: an invariant load's register holds for all.
             for (const Instr& s : instrs())
@@ -247,10 +241,7 @@ class Program {
     std::byte** regs = registers(kinds().size(), scratch_bytes_, scratch);
     for (int64_t start = first; start < last; start += kBlock) {
       int64_t n = std::min(kBlock, last - start);
-      for (size_t r = 0; r < kinds().size(); ++r) {
-        const Reg& g = kinds()[r];
-        regs[r] = g.in_place ? const_cast<std::byte*>(g.src) + start * g.width : scratch + g.offset;
-      }
+      point(regs, scratch, start);
       std::byte* dst = out.bytes().data() + start * width;
       if (direct) regs[static_cast<size_t>(result)] = dst;
       // An invariant load gives every block the same elements: once per range.
@@ -266,6 +257,15 @@ class Program {
 
  private:
   const std::vector<Reg>& kinds() const { return w_->kinds; }
+
+  // The registers of the block at `start`: values read in place at their element, the rest in the
+  // thread's scratch.
+  void point(std::byte** regs, std::byte* scratch, int64_t start) const {
+    for (size_t r = 0; r < kinds().size(); ++r) {
+      const Reg& g = kinds()[r];
+      regs[r] = g.in_place ? const_cast<std::byte*>(g.src) + start * g.width : scratch + g.offset;
+    }
+  }
   std::span<const Instr> instrs() const { return {w_->instrs.data(), w_->used}; }
 
   // The next instruction, reset (its vectors keep their storage). Invalidated by the next add().
