@@ -129,6 +129,8 @@ class Executable {
     size_t fused = 0;     // steps that run a fused loop
     size_t nested = 0;    // while loops compiled inline, and calls of compiled callees
     size_t in_donor = 0;  // results computed in a donated argument's buffer (when one is there)
+    size_t row_groups = 0;  // steps of the function's block run tile by tile over rows (fusion_rows.h)
+    size_t row_steps = 0;   // the members of those groups
   };
   const Stats& stats() const;
   // How many executables were compiled in this process (callees included): tests check that a

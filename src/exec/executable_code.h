@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "exec/executable.h"
+#include "exec/fusion_rows.h"
 #include "interp/kernels.h"
 
 namespace tessera::exec::detail {
@@ -75,6 +76,10 @@ struct Code {
   std::vector<const ir::Type*> slot_types;
   std::unordered_map<const ir::Value*, Slot> slot_of;  // fused loops name their values by Value
   std::vector<std::unique_ptr<WhileCode>> whiles;
+  // Row groups of the function's block (fusion_rows.h), run tile by tile in a planned run; per step
+  // of the body, the group that starts there, or -1.
+  std::vector<RowGroup> row_groups;
+  std::vector<int32_t> group_at;
   std::vector<CallCode> calls;
   // Per timed step: the op's name, and its name with its result types (Profile::by_type).
   std::vector<std::pair<std::string, std::string>> profile_keys;

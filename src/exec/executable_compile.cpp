@@ -4,9 +4,11 @@
 #include <algorithm>
 #include <atomic>
 #include <unordered_set>
+#include <fmt/format.h>
 
 #include "exec/executable_code.h"
 #include "exec/fusion.h"
+#include "exec/fusion_rules.h"
 #include "ir/quantize.h"
 #include "support/error.h"
 
@@ -268,6 +270,40 @@ class Compiler {
   Context& context_;
 };
 
+// The row groups of the function's block (fusion_rows.h), each with a profile key of its own. A
+// step may run out of its place when it has no effects (an op of the fused loops' kinds, a reduce, a
+// constant) and returns no value of a parameter's type (whose buffer, a donated argument's, may take
+// it while the group still reads that argument).
+void find_groups(Code& code) {
+  const auto* plan = dynamic_cast<const MultiResultPlan*>(code.body.plan.get());
+  code.group_at.assign(code.body.steps.size(), -1);
+  if (plan == nullptr) return;
+  std::unordered_set<Slot> returned;
+  for (Slot r : code.body.returns)
+    for (Slot p : code.params)
+      if (*code.slot_types[p] == *code.slot_types[r]) returned.insert(r);
+  std::vector<RowStep> steps;
+  for (const Step& s : code.body.steps) {
+    OpKind k = s.op->kind();
+    bool movable = (s.kind == StepKind::kKernel || s.kind == StepKind::kFused) &&
+                   (k == OpKind::Constant || k == OpKind::Reduce || fusion_rules::fusable(*s.op));
+    const Slot* out = code.list(s.results);
+    for (uint32_t r = 0; r < s.results.size; ++r) movable = movable && !returned.count(out[r]);
+    steps.push_back({s.op, movable});
+  }
+  code.row_groups = find_row_groups(*plan, steps);
+  for (size_t g = 0; g < code.row_groups.size(); ++g) {
+    RowGroup& group = code.row_groups[g];
+    code.group_at[group.first] = static_cast<int32_t>(g);
+    ++code.stats.row_groups;
+    code.stats.row_steps += group.members.size();
+    group.profile = static_cast<int32_t>(code.profile_keys.size());
+    code.profile_keys.emplace_back("row group", fmt::format("row group of {} steps, rows {}x{}", group.members.size(),
+                                                             group.rows, group.len));
+    code.trace_labels.push_back(interp::op_label(*group.members[0].op, true));
+  }
+}
+
 std::shared_ptr<const Executable> compile_function(const ir::Function& fn, const CompileOptions& options,
                                                    Context& context) {
   std::shared_ptr<Executable> e = detail::Access::make();
@@ -279,6 +315,7 @@ std::shared_ptr<const Executable> compile_function(const ir::Function& fn, const
   Compiler c(code, options, context);
   for (size_t i = 0; i < fn.num_parameters(); ++i) code.params.push_back(c.define(fn.parameter(i)));
   c.compile_block(fn.body(), code.body, true);
+  find_groups(code);
   context.in_progress.erase(&fn);
   code.stats.slots = code.slot_types.size();
   detail::plan_arena(code);

@@ -77,10 +77,21 @@ void plan_arena(Code& code) {
   free_at(body.return_frees, n);
   for (size_t v = 0; v < ranges.size(); ++v)
     if (!freed[v]) ranges[v].last = n;  // never freed: held to the end
-  // An element-wise kernel step writes over an operand that dies there.
+  // A row group runs the steps it spans interleaved, tile by tile (and some before or after the
+  // others): every value defined in it lives from its first step, and every value read in it to
+  // its last, so none shares storage with another the group uses.
+  for (const RowGroup& g : code.row_groups)
+    for (LiveRange& r : ranges) {
+      if (r.first >= g.first && r.first <= g.last) r.first = g.first;
+      if (r.last >= g.first && r.last < g.last) r.last = g.last;
+    }
+  // An element-wise kernel step writes over an operand that dies there (not in a row group, whose
+  // other steps may still read that operand's later rows).
+  std::vector<uint8_t> grouped(n, 0);
+  for (const RowGroup& g : code.row_groups) std::fill(grouped.begin() + g.first, grouped.begin() + g.last + 1, 1);
   for (uint32_t k = 0; k < n; ++k) {
     const Step& s = body.steps[k];
-    if (s.kind != StepKind::kKernel || !element_by_element(s.op->kind()) || s.results.size != 1) continue;
+    if (grouped[k] || s.kind != StepKind::kKernel || !element_by_element(s.op->kind()) || s.results.size != 1) continue;
     Slot result = code.list(s.results)[0];
     const Slot* in = code.list(s.operands);
     for (uint32_t i = 0; i < s.operands.size; ++i) {

@@ -6,6 +6,7 @@
 #include <mutex>
 
 #include "exec/executable_code.h"
+#include "exec/fusion.h"
 #include "support/error.h"
 #include "support/run_cache.h"
 
@@ -30,6 +31,7 @@ struct Frame {
   std::vector<Literal> slots;
   std::vector<const Literal*> operands;  // the current kernel step's
   std::vector<Literal> results;          // what fast kernels and fused loops append to
+  std::vector<Literal*> group_dests;     // a row group's destinations (run_group)
   std::vector<std::pair<int64_t, double>> profile;  // per Code::profile_keys, when profiling
   // When tracing: the device's track, and the trace's ids of Code::trace_labels (interned once
   // per frame and trace).
@@ -297,9 +299,32 @@ void record(Frame& f, int32_t key, std::chrono::steady_clock::time_point start, 
   if (f.track) f.trace->add(*f.track, f.trace_ids[k], f.trace->ns(start), f.trace->ns(end));
 }
 
+// A row group of a planned run (fusion_rows.h): the steps it moves before its tiles, the members'
+// tiles (their results written into their slots' views of the arena), the steps it moves after.
+void run_group(Frame& f, const BlockCode& b, const RowGroup& g) {
+  for (uint32_t k : g.before) run_step(f, b, k);
+  f.group_dests.clear();
+  for (const RowMember& m : g.members) {
+    const Step& s = b.steps[m.step];
+    const Slot* out = f.code.list(s.results);
+    for (uint32_t k = 0; k < s.results.size; ++k) f.group_dests.push_back(&f.slots[out[k]]);
+  }
+  run_row_group(static_cast<const MultiResultPlan&>(*b.plan), g, f.value, f.group_dests);
+  for (uint32_t k : g.after) run_step(f, b, k);
+}
+
 void run_steps(Frame& f, const BlockCode& b) {
   const bool timed = !f.profile.empty() || f.track != nullptr;  // the one branch per step when off
+  const bool groups = f.planned && &b == &f.code.body && !f.code.row_groups.empty();
   for (size_t i = 0; i < b.steps.size(); ++i) {
+    if (groups && f.code.group_at[i] >= 0) {
+      const RowGroup& g = f.code.row_groups[static_cast<size_t>(f.code.group_at[i])];
+      auto start = timed ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
+      run_group(f, b, g);
+      if (timed) record(f, g.profile, start, std::chrono::steady_clock::now());
+      i = g.last;
+      continue;
+    }
     const Step& s = b.steps[i];
     if (timed && s.profile >= 0) {
       auto start = std::chrono::steady_clock::now();

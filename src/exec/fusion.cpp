@@ -32,6 +32,7 @@
 #include "exec/fold.h"
 #include "exec/fused_kernels.h"
 #include "exec/fusion_contraction.h"
+#include "exec/fusion_program.h"
 #include "exec/fusion_riders.h"
 #include "exec/fusion_workspace.h"
 #include "exec/fusion_rules.h"
@@ -56,6 +57,7 @@ namespace {
 using namespace fused;
 using namespace fusion_rules;
 using namespace fusion_workspace;
+using fusion_program::Program;
 using ir::ElementType;
 using ir::Literal;
 using ir::Op;
@@ -120,9 +122,7 @@ class Plan final : public MultiResultPlan {
     return it == riders_.root_of.end() ? nullptr : it->second;
   }
   bool strided_read(const Op& root, const Value* v) const override { return exec::strided_read(root, v, inlined_); }
-  // Whether `root`'s loop computes `def` (inlined there), rather than reading its stored value: a
-  // rider is computed in its own root's loop only.
-  bool computed_in(const Op& def, const Op& root) const {
+  bool computed_in(const Op& def, const Op& root) const override {
     if (!inlined_.count(&def)) return false;
     auto it = riders_.root_of.find(&def);
     return it == riders_.root_of.end() || it->second == &root;
@@ -152,295 +152,8 @@ class Plan final : public MultiResultPlan {
   Riders riders_;  // none until enable_riders()
   FoldedContractions folded_;  // contractions that read or write through a folded transpose
   int64_t min_fused_ = min_fused;  // as the plan was made (tests change the minimum between runs)
-  friend class Program;
 };
 
-// The instructions of one root's loop.
-class Program {
- public:
-  Program(const Plan& plan, const Op& root, const std::function<const Literal&(const Value*)>& value,
-          const ir::Type& loop)
-      : plan_(plan), root_(root), value_(value), loop_(loop) {
-    Workspace& mine = support::run_local<Workspace>();
-    if (mine.busy) {  // never expected (programs do not nest), but then a workspace of its own
-      own_ = std::make_unique<Workspace>();
-      w_ = own_.get();
-    } else {
-      w_ = &mine;
-    }
-    w_->busy = true;
-    w_->regs.clear();
-    w_->in_place.clear();
-    w_->kinds.clear();
-    w_->used = 0;
-  }
-  ~Program() { w_->busy = false; }
-  Program(const Program&) = delete;
-  Program& operator=(const Program&) = delete;
-
-  // The register holding `v` for the current block.
-  int reg(const Value* v) {
-    for (const auto& [value, r] : w_->regs)
-      if (value == v) return r;
-    const Op* def = v->defining_op();
-    int r;
-    if (def && plan_.computed_in(*def, root_)) {
-      r = compute(*def);
-    } else {
-      r = read(value_(v), v->type());
-      if (w_->kinds[static_cast<size_t>(r)].in_place) w_->in_place.push_back(v);
-    }
-    w_->regs.emplace_back(v, r);
-    return r;
-  }
-
-  // The values the loop reads where they lie, and whether one is also read through strides.
-  const std::vector<const Value*>& in_place_reads() const { return w_->in_place; }
-  bool loaded(const Value* v) const {
-    const std::byte* data = value_(v).bytes().data();
-    for (const Instr& s : instrs())
-      if (s.src == data) return true;
-    return false;
-  }
-
-  // The loop's FoldShape (run_reduce's), in the workspace.
-  FoldShape& fold() { return w_->fold; }
-
-  // The register of `op`'s result, computed from its operands' registers.
-  int compute(const Op& op) {
-    const ir::Type& t = op.result(0)->type();
-    if (op.kind() == OpKind::BroadcastInDim) {
-      const Literal& x = value_(op.operand(0));
-      const auto& dims = op.attrs().get<std::vector<int64_t>>("broadcast_dimensions");
-      RowMajor xs(x.shape());
-      Dims strides(t.shape.size());
-      for (size_t k = 0; k < dims.size(); ++k)
-        if (x.shape()[k] == t.shape[static_cast<size_t>(dims[k])]) strides[static_cast<size_t>(dims[k])] = xs[k];
-      return load(x, strides);
-    }
-    // The operands' registers first: computing them adds their instructions before this one.
-    std::array<int, 3> in{-1, -1, -1};
-    for (size_t i = 0; i < op.operands().size(); ++i) in[i] = reg(op.operand(i));
-    Instr& s = add();
-    s.in = in;
-    switch (op.kind()) {
-      case OpKind::Iota:
-        s.dim = t.rank() == 0 ? 0 : op.attrs().get<int64_t>("iota_dimension");
-        s.shape.assign(t.shape.begin(), t.shape.end());
-        s.strides.assign(t.shape.size(), 0);  // for_rows' offsets, unused
-        s.fn = kernels().iota(t.element);
-        break;
-      case OpKind::Compare:
-        s.direction = op.attrs().get<ir::ComparisonDirection>("comparison_direction");
-        s.fn = kernels().compare(op.operand(0)->type().element);
-        break;
-      case OpKind::Select:
-        s.fn = kernels().select(t.element);
-        break;
-      case OpKind::Convert: s.fn = kernels().converter(op.operand(0)->type().element, t.element); break;
-      default: s.fn = kernels().arithmetic(op.kind(), t.element); break;
-    }
-    s.out = scratch(t.element);
-    return s.out;
-  }
-
-  // Runs the loop over `total` elements, handing each block's register `result` to
-  // consume(data, start, n). With `unit` (a multiple of kBlock) a large loop runs in chunks that
-  // start at multiples of it, spread over the free threads: consume must then be safe to call
-  // concurrently for blocks of different chunks.
-  template <typename F>
-  void sweep(int result, int64_t total, F&& consume, int64_t unit = 0) {
-    auto blocks = [&](int64_t first, int64_t last) {  // first: a multiple of kBlock
-      std::byte* scratch = nullptr;
-      std::byte** regs = registers(kinds().size(), scratch_bytes_, scratch);
-      for (int64_t start = first; start < last; start += kBlock) {
-        int64_t n = std::min(kBlock, last - start);
-        for (size_t r = 0; r < kinds().size(); ++r) {
-          const Reg& g = kinds()[r];
-          regs[r] = g.in_place ? const_cast<std::byte*>(g.src) + start * g.width : scratch + g.offset;
-        }
-        for (const Instr& s : instrs())
-          if (start == first || !s.invariant) s.fn(s, regs, start, n);
-        consume(static_cast<const std::byte*>(regs[static_cast<size_t>(result)]), start, n);
-      }
-    };
-    int64_t chunk = unit > 0 ? chunk_elements(total, unit) : total;
-    if (chunk >= total) {
-      blocks(0, total);
-      return;
-    }
-    support::parallel_chunks((total + chunk - 1) / chunk, [&](int64_t c) {
-      blocks(c * chunk, std::min(total, (c + 1) * chunk));
-    });
-  }
-
-  // Folds rows of `len` elements (a multiple of kBlock) computed by the loop into dst[row], as
-  // fold_block does, kGroup rows side by side: the blocks at one column of a group's rows are
-  // computed in turn and staged, then folded, each row's elements still in order (the reference's
-  // bits) but kGroup chains of dependent folds overlapped, where one row per block would be one
-  // chain. Chunks of whole groups spread over the free threads; each row is folded by one thread.
-  template <typename T, typename Combine>
-  void fold_long_rows(int result, int64_t rows, int64_t len, T* dst, Combine&& combine) {
-    constexpr int64_t kGroup = 8;
-    // The last instruction computes `result` (compute() adds an op's instruction after its
-    // operands'): it writes straight into the staging row unless it runs only once per chunk.
-    bool direct = w_->used > 0 && instrs().back().out == result && !instrs().back().invariant;
-    auto groups = [&](int64_t first_row, int64_t last_row) {
-      std::byte* scratch = nullptr;
-      std::byte** regs = registers(kinds().size(), scratch_bytes_, scratch);
-      alignas(64) T stage[kGroup][kBlock];
-      bool first = true;
-      for (int64_t r = first_row; r < last_row; r += kGroup) {
-        int64_t count = std::min(kGroup, last_row - r);
-        for (int64_t c = 0; c < len; c += kBlock) {
-          for (int64_t g = 0; g < count; ++g) {
-            int64_t start = (r + g) * len + c;
-            for (size_t q = 0; q < kinds().size(); ++q) {
-              const Reg& k = kinds()[q];
-              regs[q] = k.in_place ? const_cast<std::byte*>(k.src) + start * k.width : scratch + k.offset;
-            }
-            if (direct) regs[static_cast<size_t>(result)] = reinterpret_cast<std::byte*>(stage[g]);
-            // Every block starts at a multiple of kBlock: an invariant load's register holds for all.
-            for (const Instr& s : instrs())
-              if (first || !s.invariant) s.fn(s, regs, start, kBlock);
-            first = false;
-            if (!direct) std::memcpy(stage[g], regs[static_cast<size_t>(result)], sizeof stage[g]);
-          }
-          if (count == kGroup) {
-            T acc[kGroup];
-            for (int64_t g = 0; g < kGroup; ++g) acc[g] = dst[r + g];
-            for (int64_t i = 0; i < kBlock; ++i)
-              for (int64_t g = 0; g < kGroup; ++g) acc[g] = combine(acc[g], stage[g][i]);
-            for (int64_t g = 0; g < kGroup; ++g) dst[r + g] = acc[g];
-          } else {
-            for (int64_t g = 0; g < count; ++g) {
-              T acc = dst[r + g];
-              for (int64_t i = 0; i < kBlock; ++i) acc = combine(acc, stage[g][i]);
-              dst[r + g] = acc;
-            }
-          }
-        }
-      }
-    };
-    int64_t chunk = chunk_elements(rows * len, kGroup * len) / len;  // rows per chunk
-    if (chunk >= rows) {
-      groups(0, rows);
-      return;
-    }
-    support::parallel_chunks((rows + chunk - 1) / chunk, [&](int64_t c) {
-      groups(c * chunk, std::min(rows, (c + 1) * chunk));
-    });
-  }
-
-  // Runs the loop, writing register `result` into `out`, and registers `more` into `more_out`
-  // (riders: stored after all of a block's instructions have run, so each may go over a value the
-  // loop reads only in place). A large loop runs in chunks of whole blocks spread over the threads
-  // the budget has free (support/threads.h), each chunk with registers of its own: an element's
-  // value depends only on its index, never on the chunk or thread that computes it, so the result
-  // has the bits of one thread's loop.
-  void run(int result, Literal& out, std::span<const int> more = {}, std::span<Literal* const> more_out = {}) {
-    int64_t total = out.num_elements(), width = ir::info(out.element()).bytes;
-    // The result register writes straight into the result; so does a root whose value is a
-    // plain read (a select of a scalar predicate, say) through one copy.
-    bool direct = w_->used > 0 && instrs().back().out == result;
-    auto blocks = [&](int64_t first, int64_t last) {  // first: a multiple of kBlock
-      std::byte* scratch = nullptr;
-      std::byte** regs = registers(kinds().size(), scratch_bytes_, scratch);
-      for (int64_t start = first; start < last; start += kBlock) {
-        int64_t n = std::min(kBlock, last - start);
-        for (size_t r = 0; r < kinds().size(); ++r) {
-          const Reg& g = kinds()[r];
-          regs[r] = g.in_place ? const_cast<std::byte*>(g.src) + start * g.width : scratch + g.offset;
-        }
-        std::byte* dst = out.bytes().data() + start * width;
-        if (direct) regs[static_cast<size_t>(result)] = dst;
-        // An invariant load gives every block the same elements: once per chunk.
-        for (const Instr& s : instrs())
-          if (start == first || !s.invariant) s.fn(s, regs, start, n);
-        if (!direct) std::memcpy(dst, regs[static_cast<size_t>(result)], static_cast<size_t>(n * width));
-        for (size_t j = 0; j < more.size(); ++j) {
-          int64_t w = ir::info(more_out[j]->element()).bytes;
-          std::memcpy(more_out[j]->bytes().data() + start * w, regs[static_cast<size_t>(more[j])], static_cast<size_t>(n * w));
-        }
-      }
-    };
-    int64_t chunk = chunk_elements(total);
-    if (chunk >= total) {
-      blocks(0, total);
-      return;
-    }
-    support::parallel_chunks((total + chunk - 1) / chunk, [&](int64_t c) {
-      blocks(c * chunk, std::min(total, (c + 1) * chunk));
-    });
-  }
-
- private:
-  const std::vector<Reg>& kinds() const { return w_->kinds; }
-  std::span<const Instr> instrs() const { return {w_->instrs.data(), w_->used}; }
-
-  // The next instruction, reset (its vectors keep their storage). Invalidated by the next add().
-  Instr& add() {
-    if (w_->used == w_->instrs.size()) w_->instrs.emplace_back();
-    Instr& s = w_->instrs[w_->used++];
-    s.fn = nullptr;
-    s.in = {-1, -1, -1};
-    s.out = -1;
-    s.src = nullptr;
-    s.strides.clear();
-    s.shape.clear();
-    s.dim = 0;
-    s.direction = {};
-    s.invariant = false;
-    return s;
-  }
-
-  int scratch(ElementType e) {
-    Reg g;
-    g.width = ir::info(e).bytes;
-    g.offset = scratch_bytes_;
-    scratch_bytes_ += kBlock * 8;
-    w_->kinds.push_back(g);
-    return static_cast<int>(w_->kinds.size()) - 1;
-  }
-
-  // A value the loop reads: in place at the loop's shape, else (a scalar) through strides.
-  int read(const Literal& x, const ir::Type& t) {
-    if (t.shape == loop_.shape) {
-      Reg g;
-      g.in_place = true;
-      g.src = x.bytes().data();
-      g.width = ir::info(t.element).bytes;
-      w_->kinds.push_back(g);
-      return static_cast<int>(w_->kinds.size()) - 1;
-    }
-    return load(x, Dims(loop_.shape.size()));
-  }
-
-  int load(const Literal& x, std::span<const int64_t> strides) {
-    Instr& s = add();
-    s.src = x.bytes().data();
-    s.strides.assign(strides.begin(), strides.end());
-    s.shape.assign(loop_.shape.begin(), loop_.shape.end());
-    // Block-invariant when only trailing dimensions of total size dividing kBlock have strides.
-    int64_t period = 1;
-    size_t d = s.shape.size();
-    while (d > 0 && std::any_of(s.strides.begin(), s.strides.begin() + static_cast<long>(d),
-                                [](int64_t st) { return st != 0; }))
-      period *= s.shape[--d];
-    s.invariant = period > 0 && kBlock % period == 0;
-    s.fn = kernels().gather(x.element());
-    s.out = scratch(x.element());
-    return s.out;
-  }
-
-  const Plan& plan_;
-  const Op& root_;
-  const std::function<const Literal&(const Value*)>& value_;
-  const ir::Type& loop_;
-  Workspace* w_ = nullptr;
-  std::unique_ptr<Workspace> own_;
-  int64_t scratch_bytes_ = 0;
-};
 
 // A reduce of a value computed in the loop: each block folded into the results as it is computed.
 template <typename T>
@@ -575,5 +288,6 @@ std::unique_ptr<interp::FusionPlan> plan(const ir::Block& block) { return std::m
 std::unique_ptr<interp::FusionPlan> plan_fusion(const ir::Block& block) { return plan(block); }
 
 void set_fusion_min_elements(int64_t n) { min_fused = n; }
+int64_t fusion_min_elements() { return min_fused; }
 
 }  // namespace tessera::exec

@@ -25,6 +25,9 @@ class MultiResultPlan : public interp::FusionPlan {
   virtual std::span<const ir::Op* const> riders(const ir::Op& root) const = 0;
   // The root whose loop computes rider `op`, else null.
   virtual const ir::Op* rides_with(const ir::Op& op) const = 0;
+  // Whether `root`'s loop computes `def` (inlined there), rather than reading its stored value: a
+  // rider is computed in its own root's loop only.
+  virtual bool computed_in(const ir::Op& def, const ir::Op& root) const = 0;
   // Whether `root`'s loop reads `v` other than element i at element i (fusion_riders.h).
   virtual bool strided_read(const ir::Op& root, const ir::Value* v) const = 0;
 };
@@ -32,5 +35,6 @@ class MultiResultPlan : public interp::FusionPlan {
 // Values with fewer elements are never computed inside their readers' loops (default 16384: below
 // it a fused loop's setup costs more than the passes it saves). Tests set 0 to fuse small shapes.
 void set_fusion_min_elements(int64_t n);
+int64_t fusion_min_elements();
 
 }  // namespace tessera::exec

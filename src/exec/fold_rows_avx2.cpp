@@ -1,0 +1,106 @@
+// Eight f32 rows folded side by side in AVX2 registers (fold_rows.h): lane q of the accumulator is
+// row q's running result, and each step combines it with the next element of every row (an 8x8
+// block of the rows transposed in registers), so each row still folds its elements one after the
+// other, in its order, with the scalar combiner's IEEE operation: add and multiply are the same
+// single instruction (no FMA), and max/min pick the operand the reference's Extremum picks (a NaN
+// first operand, else a NaN second, else between ±0 by sign, else by <). The bits are the scalar
+// fold's; eight chains of one vector instruction replace eight scalar chains of several.
+#include "exec/fold_rows.h"
+
+#include <immintrin.h>
+
+namespace tessera::exec {
+
+namespace {
+
+template <ir::OpKind Kind>
+__attribute__((target("avx2"), always_inline)) inline __m256 combine(__m256 a, __m256 b) {
+  // Written out, so that `a` stays the first source: when both are NaN, x86 returns the first
+  // source's NaN, as the scalar a + b does (addss adds into a), and the compiler may otherwise swap
+  // the operands of a commutative intrinsic.
+  if constexpr (Kind == ir::OpKind::Add) {
+    __m256 r;
+    asm("vaddps %2, %1, %0" : "=x"(r) : "x"(a), "x"(b));
+    return r;
+  } else if constexpr (Kind == ir::OpKind::Multiply) {
+    __m256 r;
+    asm("vmulps %2, %1, %0" : "=x"(r) : "x"(a), "x"(b));
+    return r;
+  } else {
+    // Extremum<Max>(a, b): a if a is NaN; b if b is NaN; between equal values (only ±0 differ) b
+    // when a's sign bit is set (max) or clear (min); else b when (a < b) == Max.
+    constexpr bool kMax = Kind == ir::OpKind::Maximum;
+    __m256 nan_a = _mm256_cmp_ps(a, a, _CMP_UNORD_Q);
+    __m256 nan_b = _mm256_cmp_ps(b, b, _CMP_UNORD_Q);
+    __m256 eq = _mm256_cmp_ps(a, b, _CMP_EQ_OQ);
+    __m256 sign = _mm256_castsi256_ps(_mm256_srai_epi32(_mm256_castps_si256(a), 31));  // all ones where set
+    __m256 lt = _mm256_cmp_ps(a, b, _CMP_LT_OQ);
+    __m256 by_sign = kMax ? sign : _mm256_xor_ps(sign, _mm256_castsi256_ps(_mm256_set1_epi32(-1)));
+    __m256 by_order = kMax ? lt : _mm256_xor_ps(lt, _mm256_castsi256_ps(_mm256_set1_epi32(-1)));
+    __m256 take_b = _mm256_or_ps(nan_b, _mm256_blendv_ps(by_order, by_sign, eq));
+    take_b = _mm256_andnot_ps(nan_a, take_b);
+    return _mm256_blendv_ps(a, b, take_b);
+  }
+}
+
+// Rows r .. r + 7 of x (each `len` long) folded into acc's lanes.
+template <ir::OpKind Kind>
+__attribute__((target("avx2"))) void fold8(const float* x, int64_t len, float* dst) {
+  __m256 acc = _mm256_loadu_ps(dst);
+  int64_t k = 0;
+  for (; k + 8 <= len; k += 8) {
+    __m256 r0 = _mm256_loadu_ps(x + k), r1 = _mm256_loadu_ps(x + len + k), r2 = _mm256_loadu_ps(x + 2 * len + k),
+           r3 = _mm256_loadu_ps(x + 3 * len + k), r4 = _mm256_loadu_ps(x + 4 * len + k),
+           r5 = _mm256_loadu_ps(x + 5 * len + k), r6 = _mm256_loadu_ps(x + 6 * len + k),
+           r7 = _mm256_loadu_ps(x + 7 * len + k);
+    // The 8x8 transpose: c_j's lane q is row q's element k + j.
+    __m256 t0 = _mm256_unpacklo_ps(r0, r1), t1 = _mm256_unpackhi_ps(r0, r1), t2 = _mm256_unpacklo_ps(r2, r3),
+           t3 = _mm256_unpackhi_ps(r2, r3), t4 = _mm256_unpacklo_ps(r4, r5), t5 = _mm256_unpackhi_ps(r4, r5),
+           t6 = _mm256_unpacklo_ps(r6, r7), t7 = _mm256_unpackhi_ps(r6, r7);
+    __m256 u0 = _mm256_shuffle_ps(t0, t2, 0x44), u1 = _mm256_shuffle_ps(t0, t2, 0xEE),
+           u2 = _mm256_shuffle_ps(t1, t3, 0x44), u3 = _mm256_shuffle_ps(t1, t3, 0xEE),
+           u4 = _mm256_shuffle_ps(t4, t6, 0x44), u5 = _mm256_shuffle_ps(t4, t6, 0xEE),
+           u6 = _mm256_shuffle_ps(t5, t7, 0x44), u7 = _mm256_shuffle_ps(t5, t7, 0xEE);
+    __m256 c0 = _mm256_permute2f128_ps(u0, u4, 0x20), c1 = _mm256_permute2f128_ps(u1, u5, 0x20),
+           c2 = _mm256_permute2f128_ps(u2, u6, 0x20), c3 = _mm256_permute2f128_ps(u3, u7, 0x20),
+           c4 = _mm256_permute2f128_ps(u0, u4, 0x31), c5 = _mm256_permute2f128_ps(u1, u5, 0x31),
+           c6 = _mm256_permute2f128_ps(u2, u6, 0x31), c7 = _mm256_permute2f128_ps(u3, u7, 0x31);
+    acc = combine<Kind>(acc, c0);
+    acc = combine<Kind>(acc, c1);
+    acc = combine<Kind>(acc, c2);
+    acc = combine<Kind>(acc, c3);
+    acc = combine<Kind>(acc, c4);
+    acc = combine<Kind>(acc, c5);
+    acc = combine<Kind>(acc, c6);
+    acc = combine<Kind>(acc, c7);
+  }
+  for (; k < len; ++k) {
+    __m256 c = _mm256_setr_ps(x[k], x[len + k], x[2 * len + k], x[3 * len + k], x[4 * len + k], x[5 * len + k],
+                              x[6 * len + k], x[7 * len + k]);
+    acc = combine<Kind>(acc, c);
+  }
+  _mm256_storeu_ps(dst, acc);
+}
+
+template <ir::OpKind Kind>
+__attribute__((target("avx2"))) int64_t fold_all(const float* x, int64_t rows, int64_t len, float* dst) {
+  int64_t r = 0;
+  for (; r + 8 <= rows; r += 8) fold8<Kind>(x + r * len, len, dst + r);
+  return r;
+}
+
+}  // namespace
+
+int64_t fold_rows8_f32(ir::OpKind kind, const float* x, int64_t rows, int64_t len, float* dst) {
+  static const bool avx2 = __builtin_cpu_supports("avx2");
+  if (!avx2) return 0;
+  switch (kind) {
+    case ir::OpKind::Add: return fold_all<ir::OpKind::Add>(x, rows, len, dst);
+    case ir::OpKind::Multiply: return fold_all<ir::OpKind::Multiply>(x, rows, len, dst);
+    case ir::OpKind::Maximum: return fold_all<ir::OpKind::Maximum>(x, rows, len, dst);
+    case ir::OpKind::Minimum: return fold_all<ir::OpKind::Minimum>(x, rows, len, dst);
+    default: return 0;
+  }
+}
+
+}  // namespace tessera::exec

@@ -1,0 +1,337 @@
+// Row groups (fusion_rows.h): finding them among a block's steps, and running their members tile
+// by tile. A member's program is the one its own fused loop would run (fusion_program.h), over the
+// tile's elements instead of all of them; a reduce folds the tile's rows with fold_block, in each
+// row's order, from its stored operand or from its operand's tree staged for the tile.
+#include "exec/fusion_rows.h"
+
+#include <algorithm>
+#include <array>
+#include <cstdlib>
+#include <memory>
+#include <optional>
+#include <string_view>
+
+#include "exec/fold_rows.h"
+#include "exec/fusion_program.h"
+#include "exec/fusion_riders.h"
+#include "exec/fusion_rules.h"
+#include "support/error.h"
+
+namespace tessera::exec {
+
+namespace {
+
+using fusion_program::Program;
+using fusion_workspace::Workspace;
+using ir::ElementType;
+using ir::Literal;
+using ir::Op;
+using ir::OpKind;
+using ir::Value;
+using Shape = std::vector<int64_t>;
+
+// Elements of a tile's P ++ [len] values: 64 KiB of f32 each, so that the several values a group
+// reads and writes stay in the core's L2 from one member to the next. Rows of more than 2048
+// elements go eight to a tile (a fold runs eight rows side by side).
+constexpr int64_t kTileElements = 16384;
+
+// A reduce whose rows fold_block can fold: f32 or f64 throughout, an add, multiply, max or min.
+bool foldable_reduce(const Op& op) {
+  if (op.kind() != OpKind::Reduce || op.operands().size() != 2 || op.num_results() != 1 || op.regions().size() != 1)
+    return false;
+  const ir::Type& x = op.operand(0)->type();
+  ElementType e = x.element;
+  if ((e != ElementType::f32 && e != ElementType::f64) || op.operand(1)->type() != ir::Type(e, {}) ||
+      op.result(0)->type().element != e || op.region(0).arguments().empty() ||
+      op.region(0).argument(0)->type().element != e || x.rank() == 0 || x.num_elements() == 0)
+    return false;
+  auto kind = ir::region_combiner(op);
+  return kind && (*kind == OpKind::Add || *kind == OpKind::Multiply || *kind == OpKind::Maximum ||
+                  *kind == OpKind::Minimum);
+}
+
+bool is_prefix(const Shape& p, const Shape& full) {
+  return p.size() + 1 == full.size() && std::equal(p.begin(), p.end(), full.begin());
+}
+
+// What `op` is in a group over rows of `full` (P ++ [len]), if anything.
+std::optional<RowRole> role_of(const Op& op, const Shape& full) {
+  if (op.kind() == OpKind::Reduce) {
+    if (!foldable_reduce(op) || op.operand(0)->type().shape != full) return std::nullopt;
+    const auto& dims = op.attrs().get<std::vector<int64_t>>("dimensions");
+    if (dims.size() == 1 && dims[0] == static_cast<int64_t>(full.size()) - 1) return RowRole::kReduceRows;
+    if (dims.size() == full.size()) return RowRole::kReduceAll;
+    return std::nullopt;
+  }
+  // A broadcast alone is a strided copy whose register would hold for a whole tile: left out.
+  if (op.kind() == OpKind::BroadcastInDim || !fusion_rules::fusable(op)) return std::nullopt;
+  const Shape& s = op.result(0)->type().shape;
+  if (s == full) return RowRole::kFull;
+  if (!s.empty() && is_prefix(s, full)) return RowRole::kRow;
+  return std::nullopt;
+}
+
+// Visits the values `root`'s loop reads while computing `op` (in its tree): visit(v, via), via the
+// broadcast_in_dim that reads v through strides, or null for a read at the loop's shape.
+template <typename F>
+void leaves(const MultiResultPlan& plan, const Op& root, const Op& op, F&& visit) {
+  if (op.kind() == OpKind::BroadcastInDim) {
+    visit(op.operand(0), &op);
+    return;
+  }
+  for (const Value* u : op.operands()) {
+    const Op* d = u->defining_op();
+    if (d && plan.computed_in(*d, root)) leaves(plan, root, *d, visit);
+    else visit(u, nullptr);
+  }
+}
+
+// Whether a loop over `loop` (P ++ [len] or P) reading v (via a broadcast or not) at a tile's
+// elements reads only the tile's rows of v.
+bool row_local(const Value* v, const Op* via, const Shape& loop, const Shape& full) {
+  const Shape& s = v->type().shape;
+  if (via == nullptr) return s == loop;
+  const auto& dims = via->attrs().get<std::vector<int64_t>>("broadcast_dimensions");
+  for (size_t k = 0; k < dims.size(); ++k)
+    if (dims[k] != static_cast<int64_t>(k)) return false;
+  return s == loop || (loop == full && is_prefix(s, full));
+}
+
+// The group starting at steps[k], if one does.
+bool try_group(const MultiResultPlan& plan, std::span<const RowStep> steps, size_t k, int64_t min_elements,
+               RowGroup& g) {
+  const Op& op0 = *steps[k].op;
+  if (!steps[k].movable) return false;
+  Shape full;
+  if (op0.kind() == OpKind::Reduce && foldable_reduce(op0)) full = op0.operand(0)->type().shape;
+  else if (op0.num_results() == 1) full = op0.result(0)->type().shape;
+  if (full.empty() || !role_of(op0, full)) return false;
+  const Shape p(full.begin(), full.end() - 1);
+  g.len = full.back();
+  g.rows = 1;
+  for (int64_t d : p) g.rows *= d;
+  if (g.len == 0 || g.rows == 0 || g.rows * g.len < std::max<int64_t>(min_elements, 1)) return false;
+  std::unordered_set<const Value*> mine, late;  // computed by members in tiles; complete only after them
+  int links = 0, passes = 0;
+  bool has_rows = false;
+  for (size_t j = k; j < steps.size(); ++j) {
+    if (!steps[j].movable) break;
+    const Op& op = *steps[j].op;
+    std::optional<RowRole> role = role_of(op, full);
+    const Shape& loop = role == RowRole::kRow ? p : full;
+    bool reads_mine = false, local = true, reads_late = false;
+    auto visit = [&](const Value* v, const Op* via) {
+      if (late.count(v)) reads_late = true;
+      if (mine.count(v)) {
+        reads_mine = true;
+        local = local && row_local(v, via, loop, full);
+      }
+    };
+    leaves(plan, op, op, visit);
+    std::span<const Op* const> riders = plan.riders(op);
+    for (const Op* m : riders) leaves(plan, op, *m, visit);
+    auto results = [&](auto&& add) {
+      for (size_t r = 0; r < op.num_results(); ++r) add(op.result(r));
+      for (const Op* m : riders) add(m->result(0));
+    };
+    if (role && local && !reads_late && g.members.size() < kMaxRowMembers) {
+      g.members.push_back({static_cast<uint32_t>(j), &op, *role});
+      links += reads_mine;
+      passes += *role != RowRole::kRow;
+      has_rows = has_rows || *role == RowRole::kReduceRows;
+      results([&](const Value* v) { (*role == RowRole::kReduceAll ? late : mine).insert(v); });
+      continue;
+    }
+    if (!reads_mine && !reads_late) {
+      g.before.push_back(static_cast<uint32_t>(j));
+      continue;
+    }
+    g.after.push_back(static_cast<uint32_t>(j));
+    results([&](const Value* v) { late.insert(v); });
+  }
+  // Worth it: a row reduce, and values passed from member to member over the rows.
+  if (!has_rows || passes < 3 || links < 2) return false;
+  g.first = static_cast<uint32_t>(k);
+  g.last = g.members.back().step;
+  std::erase_if(g.before, [&](uint32_t s) { return s > g.last; });
+  std::erase_if(g.after, [&](uint32_t s) { return s > g.last; });
+  return true;
+}
+
+// ---- Running a group ----
+
+// The members' workspaces (one program each, all alive at once) and a thread's staged tile,
+// kept from run to run: a steady-state group allocates nothing.
+struct RowWorkspaces {
+  std::vector<std::unique_ptr<Workspace>> spaces;
+};
+struct RowStage {
+  std::unique_ptr<std::byte[]> data;
+  int64_t bytes = 0;
+};
+
+struct MemberState {
+  int reg = -1;                      // the register of its result (a reduce: of its operand), or -1
+  std::array<int, kMaxRiders> more{};  // its riders' registers
+  size_t riders = 0, dest = 0;       // its riders' count; its first destination in `dests`
+  const std::byte* stored = nullptr;  // a reduce of a stored operand: the operand
+};
+
+template <typename T>
+void fold_rows(const Op& op, RowRole role, const T* src, int64_t first, int64_t n, int64_t len, T* dst) {
+  namespace s = interp::scalar;
+  using E = ir::Elem<std::is_same_v<T, float> ? ElementType::f32 : ElementType::f64>;
+  if constexpr (std::is_same_v<T, float>) {
+    if (role == RowRole::kReduceRows) {  // whole rows from `first`: eight at a time in vectors
+      int64_t done = fold_rows8_f32(*ir::region_combiner(op), src, n / len, len, dst + first / len);
+      src += done * len;
+      first += done * len;
+      n -= done * len;
+      if (n == 0) return;
+    }
+  }
+  FoldShape f;
+  f.rows = true;
+  f.row = role == RowRole::kReduceAll ? op.operand(0)->type().num_elements() : len;
+  auto run = [&]<typename Fn>() {
+    fold_block(f, src, first, n, dst, [](T a, T b) { return Fn::template apply<E>(a, b); }, std::is_same_v<Fn, s::Add>);
+  };
+  switch (*ir::region_combiner(op)) {
+    case OpKind::Add: run.template operator()<s::Add>(); break;
+    case OpKind::Multiply: run.template operator()<s::Multiply>(); break;
+    case OpKind::Maximum: run.template operator()<s::Maximum>(); break;
+    default: run.template operator()<s::Minimum>(); break;
+  }
+}
+
+// Folds the rows [r0, r1) of reduce member `op` (all of them for kReduceAll: its result was
+// filled with the init before the first tile).
+template <typename T>
+void reduce_tile(const Op& op, RowRole role, Program* p, const MemberState& m, Literal& out, const Literal& init,
+                 int64_t r0, int64_t r1, int64_t len) {
+  T* dst = reinterpret_cast<T*>(out.bytes().data());
+  if (role == RowRole::kReduceRows) std::fill(dst + r0, dst + r1, reinterpret_cast<const T*>(init.bytes().data())[0]);
+  int64_t first = r0 * len, n = (r1 - r0) * len;
+  const T* src;
+  if (m.stored) {
+    src = reinterpret_cast<const T*>(m.stored) + first;
+  } else {
+    RowStage& stage = support::run_local<RowStage>();
+    int64_t bytes = n * static_cast<int64_t>(sizeof(T));
+    if (stage.bytes < bytes) {
+      stage.data.reset();
+      stage.data.reset(new std::byte[static_cast<size_t>(bytes)]);  // written before read
+      stage.bytes = bytes;
+    }
+    std::byte* to = stage.data.get();
+    p->sweep_range(m.reg, first, first + n, [&](const std::byte* v, int64_t start, int64_t k) {
+      std::memcpy(to + (start - first) * static_cast<int64_t>(sizeof(T)), v, static_cast<size_t>(k) * sizeof(T));
+    });
+    src = reinterpret_cast<const T*>(to);
+  }
+  fold_rows<T>(op, role, src, first, n, len, dst);
+}
+
+}  // namespace
+
+std::vector<RowGroup> find_row_groups(const MultiResultPlan& plan, std::span<const RowStep> steps) {
+  std::vector<RowGroup> groups;
+  // TESSERA_ROW_GROUPS=0 in the environment: none (for measuring what they gain, in one build).
+  static const bool off = [] {
+    const char* env = std::getenv("TESSERA_ROW_GROUPS");
+    return env != nullptr && std::string_view(env) == "0";
+  }();
+  if (off) return groups;
+  const int64_t min_elements = fusion_min_elements();
+  for (size_t k = 0; k < steps.size();) {
+    RowGroup g;
+    if (!try_group(plan, steps, k, min_elements, g)) {
+      ++k;
+      continue;
+    }
+    k = g.last + 1;
+    groups.push_back(std::move(g));
+  }
+  return groups;
+}
+
+void run_row_group(const MultiResultPlan& plan, const RowGroup& g,
+                   const std::function<const Literal&(const Value*)>& value, std::span<Literal* const> dests) {
+  const size_t count = g.members.size();
+  RowWorkspaces& pool = support::run_local<RowWorkspaces>();
+  while (pool.spaces.size() < count) pool.spaces.push_back(std::make_unique<Workspace>());
+  std::array<std::optional<Program>, kMaxRowMembers> programs;
+  std::array<MemberState, kMaxRowMembers> state;
+  bool whole = false;
+  size_t d = 0;
+  for (size_t i = 0; i < count; ++i) {
+    const Op& op = *g.members[i].op;
+    MemberState& m = state[i];
+    m.dest = d;
+    if (op.kind() == OpKind::Reduce) {
+      const Value* x = op.operand(0);
+      if (x->defining_op() && plan.computed_in(*x->defining_op(), op)) {
+        programs[i].emplace(plan, op, value, x->type(), pool.spaces[i].get());
+        m.reg = programs[i]->reg(x);
+      } else {
+        m.stored = value(x).bytes().data();
+      }
+      if (g.members[i].role == RowRole::kReduceAll) {
+        whole = true;
+        Literal& out = *dests[d];
+        std::memcpy(out.bytes().data(), value(op.operand(1)).bytes().data(), out.bytes().size());
+      }
+      d += 1;
+      continue;
+    }
+    programs[i].emplace(plan, op, value, op.result(0)->type(), pool.spaces[i].get());
+    m.reg = programs[i]->compute(op);
+    std::span<const Op* const> riders = plan.riders(op);
+    for (size_t j = 0; j < riders.size(); ++j) m.more[j] = programs[i]->reg(riders[j]->result(0));
+    m.riders = riders.size();
+    d += 1 + riders.size();
+  }
+  TESSERA_CHECK(d == dests.size(), "a row group of {} results given {} destinations", d, dests.size());
+
+  auto run_member = [&](size_t i, int64_t r0, int64_t r1) {
+    const RowMember& member = g.members[i];
+    const MemberState& m = state[i];
+    Literal& out = *dests[m.dest];
+    if (member.role == RowRole::kFull || member.role == RowRole::kRow) {
+      int64_t scale = member.role == RowRole::kFull ? g.len : 1;
+      programs[i]->run_range(m.reg, out, {m.more.data(), m.riders}, dests.subspan(m.dest + 1, m.riders), r0 * scale,
+                             r1 * scale);
+      return;
+    }
+    const Literal& init = value(member.op->operand(1));
+    Program* p = programs[i] ? &*programs[i] : nullptr;
+    if (out.element() == ElementType::f32) reduce_tile<float>(*member.op, member.role, p, m, out, init, r0, r1, g.len);
+    else reduce_tile<double>(*member.op, member.role, p, m, out, init, r0, r1, g.len);
+  };
+  const int64_t tile = std::max<int64_t>(kTileElements / g.len, std::min<int64_t>(8, g.rows));
+  auto tiles = [&](int64_t r_first, int64_t r_last, bool skip_whole) {
+    for (int64_t r0 = r_first; r0 < r_last; r0 += tile) {
+      int64_t r1 = std::min(r_last, r0 + tile);
+      for (size_t i = 0; i < count; ++i)
+        if (!(skip_whole && g.members[i].role == RowRole::kReduceAll)) run_member(i, r0, r1);
+    }
+  };
+  // Tiles spread over the free threads in chunks of whole tiles (each row computed and folded by
+  // one thread, as one thread would); a fold of everything then runs after them, in order.
+  const int64_t total = g.rows * g.len;
+  int64_t per_chunk = std::max<int64_t>(1, fusion_workspace::chunk_elements(total, tile * g.len) / (tile * g.len));
+  int64_t chunks = (g.rows + tile * per_chunk - 1) / (tile * per_chunk);
+  if (chunks <= 1) {
+    tiles(0, g.rows, false);
+    return;
+  }
+  support::parallel_chunks(chunks, [&](int64_t c) {
+    tiles(c * tile * per_chunk, std::min(g.rows, (c + 1) * tile * per_chunk), true);
+  });
+  if (whole)
+    for (size_t i = 0; i < count; ++i)
+      if (g.members[i].role == RowRole::kReduceAll)
+        for (int64_t r0 = 0; r0 < g.rows; r0 += tile) run_member(i, r0, std::min(g.rows, r0 + tile));
+}
+
+}  // namespace tessera::exec

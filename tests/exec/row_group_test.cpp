@@ -1,0 +1,269 @@
+// Row groups (exec/fusion_rows.h) against the reference interpreter: softmaxes, log-softmaxes,
+// a softmax's gradient and a cross-entropy with its gradient, written out op by op, over rows of
+// several lengths (shorter and longer than a vector, not a multiple of its width, longer than a
+// tile's 16384 elements) with -inf and NaN entries, run by an executable in a run context (where
+// row groups run) on one thread and on several: every result must have the reference's bits, and
+// the executable must have found and run its row groups.
+#include <gtest/gtest.h>
+
+#include <bit>
+#include <cmath>
+#include <random>
+
+#include "common/random_programs.h"
+#include "exec/accelerate.h"
+#include "exec/executable.h"
+#include "exec/fold_rows.h"
+#include "exec/fusion.h"
+#include "interp/interpreter.h"
+#include "interp/scalar_ops.h"
+#include "ir/builder.h"
+#include "nn/capture.h"
+#include "nn/config.h"
+#include "nn/model.h"
+#include "nn/plan.h"
+#include "support/threads.h"
+
+namespace tessera::exec {
+namespace {
+
+using namespace tessera::ir;
+using testing::same_bits;
+
+constexpr int64_t kDefaultMinFused = 16384;  // exec::set_fusion_min_elements's default
+
+// x broadcast along a new last dimension of n elements.
+Tensor expand(const Tensor& x, int64_t n) {
+  std::vector<int64_t> shape = x.shape(), dims(x.shape().size());
+  for (size_t d = 0; d < dims.size(); ++d) dims[d] = static_cast<int64_t>(d);
+  shape.push_back(n);
+  return broadcast_in_dim(x, shape, dims);
+}
+
+int64_t last_dim(const Tensor& x) { return static_cast<int64_t>(x.shape().size()) - 1; }
+
+Tensor softmax(const Tensor& x) {
+  int64_t n = x.shape().back();
+  Tensor e = exp(x - expand(reduce_max(x, {last_dim(x)}), n));
+  return e / expand(reduce_sum(e, {last_dim(x)}), n);
+}
+
+Tensor log_softmax(const Tensor& x) {
+  int64_t n = x.shape().back();
+  Tensor shifted = x - expand(reduce_max(x, {last_dim(x)}), n);
+  return shifted - expand(log(reduce_sum(exp(shifted), {last_dim(x)})), n);
+}
+
+enum class Program { kSoftmax, kLogSoftmax, kSoftmaxGradient, kCrossEntropy };
+
+std::vector<Tensor> program(FunctionBuilder& f, Program which, const std::vector<int64_t>& shape);
+
+// The program over x of `shape` (and g, or the labels), and a chain of element-wise ops over x
+// besides (the executable plans fusion only in blocks of 16 ops or more).
+void build(Module& m, Program which, const std::vector<int64_t>& shape) {
+  build_function(m, "f", [&](FunctionBuilder& f) {
+    std::vector<Tensor> out = program(f, which, shape);
+    Tensor pad = convert(f.param(Type(ElementType::f64, shape)), ElementType::f32);
+    for (int i = 0; i < 8; ++i) pad = pad * 0.5 + pad;
+    out.push_back(pad);
+    return out;
+  });
+}
+
+std::vector<Tensor> program(FunctionBuilder& f, Program which, const std::vector<int64_t>& shape) {
+  {
+    // f64 arguments converted: no result has an argument's type, so none is computed in one's buffer.
+    Tensor x = convert(f.param(Type(ElementType::f64, shape)), ElementType::f32);
+    switch (which) {
+      case Program::kSoftmax: return std::vector<Tensor>{softmax(x)};
+      case Program::kLogSoftmax: return std::vector<Tensor>{log_softmax(x)};
+      case Program::kSoftmaxGradient: {
+        Tensor g = convert(f.param(Type(ElementType::f64, shape)), ElementType::f32);
+        Tensor p = softmax(x * 0.5);
+        Tensor dot = reduce_sum(g * p, {last_dim(x)});
+        return std::vector<Tensor>{p, p * (g - expand(dot, shape.back()))};
+      }
+      case Program::kCrossEntropy: {
+        std::vector<int64_t> rows(shape.begin(), shape.end() - 1), dims(rows.size());
+        for (size_t d = 0; d < dims.size(); ++d) dims[d] = static_cast<int64_t>(d);
+        Tensor labels = f.param(Type(ElementType::i32, rows));
+        Tensor hot = convert(compare(f.iota(Type(ElementType::i32, shape), last_dim(x)),
+                                     broadcast_in_dim(labels, shape, dims), ComparisonDirection::EQ),
+                             ElementType::f32);
+        double tokens = 1;
+        for (int64_t d : rows) tokens *= static_cast<double>(d);
+        Tensor logp = log_softmax(x);
+        Tensor loss = -sum(hot * logp) / tokens;
+        return std::vector<Tensor>{loss, (exp(logp) - hot) / tokens};
+      }
+    }
+    return std::vector<Tensor>{};
+  }
+}
+
+// Random entries, with -inf in some rows (a causal mask's), a whole row of -inf, and a NaN.
+std::vector<Literal> inputs(const Function& fn, const std::vector<int64_t>& shape, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::vector<Literal> in;
+  for (size_t i = 0; i < fn.num_parameters(); ++i) {
+    const Type& t = fn.parameter(i)->type();
+    Literal v = testing::chain_input(t, rng);
+    if (t.element == ElementType::i32) {
+      for (int64_t k = 0; k < v.num_elements(); ++k) v.set_int(k, static_cast<int64_t>(rng() % shape.back()));
+    } else if (i == 0) {
+      int64_t len = shape.back(), rows = v.num_elements() / len;
+      for (int64_t r = 0; r < rows; ++r)
+        for (int64_t c = 0; c < len; ++c) {
+          if (r % 3 == 1 && c > r % len) v.set_double(r * len + c, -INFINITY);
+          if (r == 2 % rows) v.set_double(r * len + c, -INFINITY);
+        }
+      if (rows > 4) v.set_double(4 * len + len / 2, NAN);
+    }
+    in.push_back(std::move(v));
+  }
+  return in;
+}
+
+TEST(RowGroups, SoftmaxesAndCrossEntropyGiveTheReferenceBits) {
+  const std::vector<std::vector<int64_t>> shapes = {{3, 5, 7}, {4, 130}, {2, 3, 128}, {37, 33}, {300, 64},
+                                                    {9, 4100}, {2, 2, 2049}, {6, 1}, {160, 1000}, {40, 4096}};
+  const Program programs[] = {Program::kSoftmax, Program::kLogSoftmax, Program::kSoftmaxGradient, Program::kCrossEntropy};
+  for (const auto& shape : shapes) {
+    for (Program which : programs) {
+      std::string what = "program " + std::to_string(static_cast<int>(which)) + ", rows of " + std::to_string(shape.back());
+      Module m;
+      build(m, which, shape);
+      const Function& fn = *m.find_function("f");
+      std::vector<Literal> in = inputs(fn, shape, static_cast<uint32_t>(shape.back() * 7 + static_cast<int>(which)));
+      std::vector<Literal> want = interp::evaluate(m, "f", in);  // the pure reference
+      set_fusion_min_elements(0);
+      CompileOptions o;
+      o.module = &m;
+      std::shared_ptr<const Executable> e = Executable::compile(fn, o);
+      EXPECT_GE(e->stats().row_groups, 1u) << what;
+      EXPECT_GE(e->stats().row_steps, 3u) << what;
+      std::unique_ptr<RunContext> context = e->make_context();
+      for (int64_t limit : {1, 4}) {  // one thread; tiles spread over four (the last two shapes)
+        support::set_thread_limit(limit);
+        int64_t jobs = support::thread_stats().shared_jobs;
+        for (int run = 0; run < 2; ++run) {  // the second over what the first left in the arena
+          interp::Profile profile;
+          interp::Options options;
+          options.profile = &profile;
+          std::vector<Literal> got = e->run(in, options, *context);
+          ASSERT_EQ(got.size(), want.size()) << what;
+          for (size_t r = 0; r < want.size(); ++r)
+            EXPECT_TRUE(same_bits(got[r], want[r])) << what << ", threads " << limit << ", run " << run << ", result " << r;
+          ASSERT_TRUE(profile.by_op.count("row group")) << what << ": no row group ran";
+          EXPECT_EQ(profile.by_op.at("row group").first, static_cast<int64_t>(e->stats().row_groups)) << what;
+        }
+        if (limit > 1 && shape[0] * shape.back() >= 160000)
+          EXPECT_GT(support::thread_stats().shared_jobs, jobs) << what << ": the tiles ran on one thread";
+      }
+      support::set_thread_limit(0);
+      set_fusion_min_elements(kDefaultMinFused);
+    }
+  }
+}
+
+// The row group's steps are the softmax's: the row max, the exp, the row sum and the division run
+// as one group, and nothing else of the softmax runs on its own.
+TEST(RowGroups, ASoftmaxRunsAsOneGroup) {
+  Module m;
+  build(m, Program::kSoftmax, {64, 256});
+  set_fusion_min_elements(0);
+  std::shared_ptr<const Executable> e = Executable::compile(*m.find_function("f"), CompileOptions{&m});
+  set_fusion_min_elements(kDefaultMinFused);
+  EXPECT_EQ(e->stats().row_groups, 1u);
+  EXPECT_EQ(e->stats().row_steps, 5u) << "max, exp, sum, divide, and the chain beside";
+  std::vector<Literal> in = inputs(*m.find_function("f"), {64, 256}, 3);
+  std::unique_ptr<RunContext> context = e->make_context();
+  interp::Profile profile;
+  interp::Options options;
+  options.profile = &profile;
+  std::vector<Literal> got = e->run(in, options, *context);
+  EXPECT_TRUE(same_bits(got[0], interp::evaluate(m, "f", in)[0]));
+  EXPECT_EQ(profile.by_op.count("stablehlo.reduce"), 0u) << "the reduces ran in the group";
+  EXPECT_EQ(profile.by_op.count("stablehlo.divide"), 0u);
+}
+
+// The vector folds of rows (fold_rows.h) against the scalar combiners folded in order, on rows
+// full of NaNs (two payloads, both signs), zeros of both signs, infinities and plain values.
+TEST(RowGroups, VectorFoldsOfRowsGiveTheScalarBits) {
+  namespace s = interp::scalar;
+  using E = Elem<ElementType::f32>;
+  const float specials[] = {NAN, -NAN, std::bit_cast<float>(0x7fc01234u), 0.0f, -0.0f, INFINITY, -INFINITY, 1.5f, -2.25f, 1e-40f};
+  std::mt19937 rng(5);
+  for (OpKind kind : {OpKind::Add, OpKind::Multiply, OpKind::Maximum, OpKind::Minimum}) {
+    for (int64_t len : {1, 7, 8, 13, 64, 130}) {
+      const int64_t rows = 19;  // 16 in vectors; the caller folds the other 3
+      std::vector<float> x(static_cast<size_t>(rows * len)), got(static_cast<size_t>(rows)), want;
+      for (float& v : x)
+        v = rng() % 3 == 0 ? specials[rng() % std::size(specials)] : std::uniform_real_distribution<float>(-4, 4)(rng);
+      for (float& v : got) v = rng() % 2 ? specials[rng() % std::size(specials)] : 0.5f;
+      want = got;
+      int64_t done = fold_rows8_f32(kind, x.data(), rows, len, got.data());
+      if (!__builtin_cpu_supports("avx2")) GTEST_SKIP() << "no AVX2 on this CPU";
+      ASSERT_EQ(done, 16);
+      for (int64_t r = 0; r < done; ++r) {
+        float a = want[static_cast<size_t>(r)];
+        for (int64_t k = 0; k < len; ++k) {
+          float b = x[static_cast<size_t>(r * len + k)];
+          switch (kind) {
+            case OpKind::Add: a = s::Add::apply<E>(a, b); break;
+            case OpKind::Multiply: a = s::Multiply::apply<E>(a, b); break;
+            case OpKind::Maximum: a = s::Maximum::apply<E>(a, b); break;
+            default: a = s::Minimum::apply<E>(a, b); break;
+          }
+        }
+        EXPECT_EQ(std::bit_cast<uint32_t>(got[static_cast<size_t>(r)]), std::bit_cast<uint32_t>(a))
+            << "kind " << static_cast<int>(kind) << ", rows of " << len << ", row " << r;
+      }
+      for (int64_t r = done; r < rows; ++r)
+        EXPECT_EQ(std::bit_cast<uint32_t>(got[static_cast<size_t>(r)]), std::bit_cast<uint32_t>(want[static_cast<size_t>(r)]))
+            << "a row past the vectors' is left alone";
+    }
+  }
+}
+
+// A CausalLM training step: its attention softmaxes, their gradients and the cross-entropy run as
+// row groups in a run context, with the bits of the same executable run step by step (no context:
+// the same kernels, no groups), on one thread and on two.
+TEST(RowGroups, ATrainingStepRunsItsSoftmaxesAndLossAsRowGroups) {
+  nn::Config c;
+  c.vocab = 512;
+  c.d_model = 64;
+  c.layers = 1;
+  c.heads = 4;
+  c.kv_heads = 2;
+  c.ffn = 128;
+  c.batch = 4;
+  c.seq = 64;  // scores [4, 2, 64, 2, 64] and logits [4, 64, 512]: past the fusion minimum
+  Module m("rows");
+  nn::Programs p = nn::capture(m, nn::TrainingStep{nn::CausalLM(c)}.with(nn::AdamW{}));
+  std::shared_ptr<const Executable> e = Executable::compile(*m.find_function(p.train_step), CompileOptions{&m});
+  std::vector<int64_t> ids(static_cast<size_t>(c.batch * c.seq));
+  for (size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<int64_t>((i * 37 + 11) % static_cast<size_t>(c.vocab));
+  Literal t = Literal::from_ints(i32({c.batch, c.seq}), ids);
+  std::vector<Literal> in = nn::train_step_inputs(p, nn::init_parameters(c, 1), 1, t, t);
+  in[p.step_input()] = p.step_scalars(1);
+  std::vector<Literal> want = e->run(in, interp::Options{});
+  std::unique_ptr<RunContext> context = e->make_context();
+  for (int64_t limit : {1, 2}) {
+    support::set_thread_limit(limit);
+    interp::Profile profile;
+    interp::Options options;
+    options.profile = &profile;
+    std::vector<Literal> got = e->run(in, options, *context);
+    support::set_thread_limit(0);
+    ASSERT_EQ(got.size(), want.size());
+    for (size_t r = 0; r < want.size(); ++r) EXPECT_TRUE(same_bits(got[r], want[r])) << "threads " << limit << ", result " << r;
+    // The attention's softmax and its gradient, the cross-entropy's forward and backward (the step
+    // runs them in a compiled callee: counted by the profile, not by the caller's stats).
+    ASSERT_TRUE(profile.by_op.count("row group"));
+    EXPECT_GE(profile.by_op.at("row group").first, 3);
+  }
+}
+
+}  // namespace
+}  // namespace tessera::exec
