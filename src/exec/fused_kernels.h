@@ -57,6 +57,7 @@ struct KernelSet {
   Kernel (*iota)(ElementType);
   Kernel (*compare)(ElementType);  // of the operands' type
   Kernel (*select)(ElementType);
+  Kernel (*index_test)(ElementType index, ElementType out);  // null for types it does not take
 };
 
 // The AVX2 kernels (fused_kernels_avx2.cpp), and the set this machine runs.
@@ -212,6 +213,56 @@ void convert(const Instr& s, std::byte* const* regs, int64_t, int64_t n) {
   for (int64_t i = 0; i < n; ++i) z[i] = static_cast<D>(x[i]);
 }
 
+// compare(iota, b) EQ or NE, with the iota along the last dimension and b the same along it (a
+// one-hot's labels broadcast over the classes), converted to `O` (uint8_t: the compare's i1 as
+// it is): each row of the block holds the iota's index at most once, so the block is filled with
+// the miss value and the one element where the index equals b (if any) gets the hit value.
+// s.src and s.strides are b's (strides.back() is 0), s.direction the compare's; every iota value
+// converts to T exactly (the planner checks the last dimension's length), so an element equals b
+// exactly where b is that integer.
+template <typename T, typename O>
+void index_test(const Instr& s, std::byte* const* regs, int64_t start, int64_t n) {
+  O* out = reinterpret_cast<O*>(regs[s.out]);
+  const T* b = reinterpret_cast<const T*>(s.src);
+  const bool eq = s.direction == ir::ComparisonDirection::EQ;
+  const O hit = static_cast<O>(eq ? 1 : 0), miss = static_cast<O>(eq ? 0 : 1);
+  std::fill(out, out + n, miss);
+  int64_t last = static_cast<int64_t>(s.shape.size()) - 1;
+  for_rows(s.shape, s.strides, last, start, n, [&](int64_t offset, int64_t at_dim, int64_t at, int64_t count) {
+    T v = b[offset];
+    int64_t index;
+    if constexpr (std::is_integral_v<T>) {
+      if (v < static_cast<T>(at_dim) || static_cast<int64_t>(v) - at_dim >= count) return;
+      index = static_cast<int64_t>(v);
+    } else {
+      // NaN fails both tests; -0 equals the iota's 0 as the compare has it.
+      if (!(v >= static_cast<T>(at_dim) && v < static_cast<T>(at_dim + count)) || std::floor(v) != v) return;
+      index = static_cast<int64_t>(v);
+    }
+    out[at + index - at_dim] = hit;
+  });
+}
+
+template <typename T>
+Kernel index_test_to(ElementType out) {
+  switch (out) {
+    case ElementType::i1: return &index_test<T, uint8_t>;
+    case ElementType::f32: return &index_test<T, float>;
+    case ElementType::f64: return &index_test<T, double>;
+    default: return nullptr;
+  }
+}
+
+inline Kernel index_test_kernel(ElementType index, ElementType out) {
+  switch (index) {
+    case ElementType::i32: return index_test_to<int32_t>(out);
+    case ElementType::i64: return index_test_to<int64_t>(out);
+    case ElementType::f32: return index_test_to<float>(out);
+    case ElementType::f64: return index_test_to<double>(out);
+    default: return nullptr;
+  }
+}
+
 // fn<T>() with T the storage type of a loadable element type.
 template <typename F>
 Kernel by_type(ElementType e, F&& fn) {
@@ -275,6 +326,7 @@ inline const KernelSet& kernel_set() {
       [](ElementType e) { return by_type(e, []<typename T>() -> Kernel { return &iota<T>; }); },
       [](ElementType e) { return by_type(e, []<typename T>() -> Kernel { return &compare<T>; }); },
       [](ElementType e) { return by_type(e, []<typename T>() -> Kernel { return &select<T>; }); },
+      &index_test_kernel,
   };
   return set;
 }

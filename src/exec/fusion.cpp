@@ -20,11 +20,13 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
+#include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <memory>
 #include <numeric>
 #include <span>
+#include <string_view>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -289,5 +291,19 @@ std::unique_ptr<interp::FusionPlan> plan_fusion(const ir::Block& block) { return
 
 void set_fusion_min_elements(int64_t n) { min_fused = n; }
 int64_t fusion_min_elements() { return min_fused; }
+
+namespace {
+std::atomic<int64_t> index_tests{0};
+}  // namespace
+
+bool index_tests_on() {
+  static const bool on = [] {
+    const char* env = std::getenv("TESSERA_INDEX_TESTS");
+    return env == nullptr || std::string_view(env) != "0";
+  }();
+  return on;
+}
+int64_t index_tests_built() { return index_tests.load(std::memory_order_relaxed); }
+void count_index_test() { index_tests.fetch_add(1, std::memory_order_relaxed); }
 
 }  // namespace tessera::exec

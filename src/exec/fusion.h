@@ -37,4 +37,11 @@ class MultiResultPlan : public interp::FusionPlan {
 void set_fusion_min_elements(int64_t n);
 int64_t fusion_min_elements();
 
+// The one-hot index tests (compare(iota, b) as one instruction: fusion_program.h) the fused loops
+// have built since start; tests read it to see that the path ran. TESSERA_INDEX_TESTS=0 in the
+// environment turns them off (for measuring what they gain, in one build).
+bool index_tests_on();
+int64_t index_tests_built();
+void count_index_test();
+
 }  // namespace tessera::exec

@@ -95,6 +95,10 @@ class Program {
         if (x.shape()[k] == t.shape[static_cast<size_t>(dims[k])]) strides[static_cast<size_t>(dims[k])] = xs[k];
       return load(x, strides);
     }
+    if (op.kind() == OpKind::Compare || op.kind() == OpKind::Convert) {
+      int r = index_test(op);
+      if (r >= 0) return r;
+    }
     // The operands' registers first: computing them adds their instructions before this one.
     std::array<int, 3> in{-1, -1, -1};
     for (size_t i = 0; i < op.operands().size(); ++i) in[i] = reg(op.operand(i));
@@ -282,6 +286,59 @@ class Program {
     s.direction = {};
     s.invariant = false;
     return s;
+  }
+
+  // A one-hot computed in the loop, compare(iota, b) EQ or NE (either way round) with the iota
+  // along the last dimension and b the same all along it, alone or converted to a float type: one
+  // instruction (fused::index_test) that writes the miss value and, in each row of the block, the
+  // hit at b's index, where the iota, b's broadcast, the compare and the convert would each take a
+  // pass over the block. Recognised from the ops' kinds, shapes and strides; -1 where it does not
+  // apply (the loop then computes the ops one by one).
+  int index_test(const Op& op) {
+    if (!index_tests_on()) return -1;
+    const Op* cmp = &op;
+    if (op.kind() == OpKind::Convert) {
+      cmp = op.operand(0)->defining_op();
+      if (!cmp || cmp->kind() != OpKind::Compare || !plan_.computed_in(*cmp, root_)) return -1;
+    }
+    auto direction = cmp->attrs().get<ir::ComparisonDirection>("comparison_direction");
+    if (direction != ir::ComparisonDirection::EQ && direction != ir::ComparisonDirection::NE) return -1;
+    const ir::Type& t = cmp->result(0)->type();
+    if (t.shape != loop_.shape || t.rank() == 0) return -1;
+    const int64_t last = t.rank() - 1, len = t.shape.back();
+    for (size_t side = 0; side < 2; ++side) {
+      const Op* iota = cmp->operand(side)->defining_op();
+      const Value* b = cmp->operand(1 - side);
+      if (!iota || iota->kind() != OpKind::Iota || !plan_.computed_in(*iota, root_) ||
+          iota->attrs().get<int64_t>("iota_dimension") != last)
+        continue;
+      ElementType e = iota->result(0)->type().element;
+      // Every iota value converts to e exactly (and differently).
+      int64_t exact = e == ElementType::f32 ? int64_t{1} << 24 : e == ElementType::f64 ? int64_t{1} << 53
+                      : e == ElementType::i32 ? int64_t{1} << 31 : INT64_MAX;
+      fused::Kernel fn = kernels().index_test(e, op.result(0)->type().element);
+      if (!fn || len > exact) return -1;
+      // b: a broadcast computed in the loop (its operand read through strides), none along the rows.
+      const Op* def = b->defining_op();
+      if (!def || def->kind() != OpKind::BroadcastInDim || !plan_.computed_in(*def, root_)) return -1;
+      const Literal* src = &value_(def->operand(0));
+      const auto& dims = def->attrs().get<std::vector<int64_t>>("broadcast_dimensions");
+      RowMajor xs(src->shape());
+      Dims strides(t.shape.size());
+      for (size_t k = 0; k < dims.size(); ++k)
+        if (src->shape()[k] == t.shape[static_cast<size_t>(dims[k])]) strides[static_cast<size_t>(dims[k])] = xs[k];
+      if (strides[static_cast<size_t>(last)] != 0) return -1;
+      Instr& s = add();
+      s.src = src->bytes().data();
+      s.strides.assign(strides.begin(), strides.end());
+      s.shape.assign(t.shape.begin(), t.shape.end());
+      s.direction = direction;
+      s.fn = fn;
+      s.out = scratch(op.result(0)->type().element);
+      count_index_test();
+      return s.out;
+    }
+    return -1;
   }
 
   int scratch(ElementType e) {
