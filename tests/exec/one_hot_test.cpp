@@ -18,6 +18,10 @@
 #include "exec/fusion.h"
 #include "interp/interpreter.h"
 #include "ir/builder.h"
+#include "nn/capture.h"
+#include "nn/config.h"
+#include "nn/model.h"
+#include "nn/plan.h"
 
 namespace tessera::exec {
 namespace {
@@ -131,6 +135,41 @@ TEST(OneHot, OtherComparesOfAnIotaAreComputedOpByOp) {
   EXPECT_EQ(check(across, "an iota along the rows"), 0);
   Case less{{40, 130}, ElementType::i32, ComparisonDirection::LT, true, true};
   EXPECT_EQ(check(less, "LT"), 0);
+}
+
+// A CausalLM training step: its cross-entropy's one-hot (nn::cross_entropy's, read in the loss
+// and in its gradient) runs as index tests, and the step has the bits of the same executable
+// compiled without fused loops (the same fast kernels, every element-wise op on its own: the
+// reference's element-wise bits; the GEMMs are not the pure reference's).
+TEST(OneHot, ATrainingStepsCrossEntropyUsesIndexTests) {
+  nn::Config c;
+  c.vocab = 512;
+  c.d_model = 32;
+  c.layers = 1;
+  c.heads = 2;
+  c.kv_heads = 1;
+  c.ffn = 64;
+  c.batch = 2;
+  c.seq = 32;  // logits [2, 32, 512]: past the fusion minimum
+  Module m("one_hot");
+  nn::Programs p = nn::capture(m, nn::TrainingStep{nn::CausalLM(c)}.with(nn::AdamW{}));
+  std::shared_ptr<const Executable> e = Executable::compile(*m.find_function(p.train_step), CompileOptions{&m});
+  std::vector<int64_t> ids(static_cast<size_t>(c.batch * c.seq));
+  for (size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<int64_t>((i * 37 + 11) % static_cast<size_t>(c.vocab));
+  Literal t = Literal::from_ints(i32({c.batch, c.seq}), ids);
+  std::vector<Literal> in = nn::train_step_inputs(p, nn::init_parameters(c, 1), 1, t, t);
+  in[p.step_input()] = p.step_scalars(1);
+  CompileOptions unfused{&m};
+  unfused.planner = nullptr;
+  int64_t none = index_tests_built();
+  std::vector<Literal> want = Executable::compile(*m.find_function(p.train_step), unfused)->run(in, interp::Options{});
+  EXPECT_EQ(index_tests_built(), none) << "the executable without fused loops built none";
+  std::unique_ptr<RunContext> context = e->make_context();
+  int64_t before = index_tests_built();
+  std::vector<Literal> got = e->run(in, interp::Options{}, *context);
+  EXPECT_GE(index_tests_built() - before, 2) << "the loss and its gradient read the one-hot";
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t r = 0; r < want.size(); ++r) EXPECT_TRUE(same_bits(got[r], want[r])) << "result " << r;
 }
 
 }  // namespace
