@@ -18,10 +18,19 @@ namespace tessera::exec {
 // destination column) stay in L1 while the tile's destination rows are written.
 constexpr int64_t kTile = 32;
 
+// transpose_tiles below for 4-byte elements in AVX2 registers, 8x8 blocks at a time
+// (transpose_avx2.cpp); false (nothing done) where the CPU has no AVX2 or the copy is narrower than
+// a block, or TESSERA_TRANSPOSE_BLOCKS=0. transpose_blocks_done() counts the blocks moved since
+// start (for tests).
+bool transpose_tiles_4byte(const void* src, int64_t src_col, int64_t rows, int64_t cols, void* dst, int64_t dst_row);
+int64_t transpose_blocks_done();
+
 // dst[i * dst_row + j] = src[i + j * src_col] for i < rows, j < cols: a 2-D transpose, tile by tile.
 // Row by row it reads a new source line (and often a new page) for every element it writes.
 template <typename T>
 void transpose_tiles(const T* src, int64_t src_col, int64_t rows, int64_t cols, T* dst, int64_t dst_row) {
+  if constexpr (sizeof(T) == 4)
+    if (transpose_tiles_4byte(src, src_col, rows, cols, dst, dst_row)) return;
   for (int64_t i0 = 0; i0 < rows; i0 += kTile)
     for (int64_t j0 = 0; j0 < cols; j0 += kTile) {
       int64_t i1 = std::min(rows, i0 + kTile), j1 = std::min(cols, j0 + kTile);

@@ -8,6 +8,7 @@
 #include <random>
 
 #include "exec/accelerate.h"
+#include "exec/strided.h"
 #include "exec_tolerance.h"
 #include "interp/interpreter.h"
 #include "ir/builder.h"
@@ -141,6 +142,10 @@ TEST(Accelerate, LayoutOpsCopyExactly) {
       {"transpose in tiles, batched", {f32({3, 40, 5, 33})}, [](FunctionBuilder&, const std::vector<Tensor>& p) { return transpose(p[0], {0, 3, 2, 1}); }},
       {"transpose in tiles, inner", {f32({4, 12, 3, 10})}, [](FunctionBuilder&, const std::vector<Tensor>& p) { return transpose(p[0], {0, 2, 3, 1}); }},
       {"transpose in tiles f64", {f64({9, 50})}, [](FunctionBuilder&, const std::vector<Tensor>& p) { return transpose(p[0], {1, 0}); }},
+      // 8x8 blocks in AVX2 registers (transpose_avx2.cpp): whole tiles, ragged edges, i32.
+      {"transpose in blocks", {f32({70, 260})}, [](FunctionBuilder&, const std::vector<Tensor>& p) { return transpose(p[0], {1, 0}); }},
+      {"transpose in blocks i32", {i32({41, 17})}, [](FunctionBuilder&, const std::vector<Tensor>& p) { return transpose(p[0], {1, 0}); }},
+      {"transpose in blocks, batched", {f32({2, 24, 3, 40})}, [](FunctionBuilder&, const std::vector<Tensor>& p) { return transpose(p[0], {0, 3, 2, 1}); }},
       {"broadcast in tiles", {f32({20})}, [](FunctionBuilder&, const std::vector<Tensor>& p) { return broadcast_in_dim(p[0], {20, 9}, {0}); }},
       {"broadcast", {f32({3, 1})}, [](FunctionBuilder&, const std::vector<Tensor>& p) { return broadcast_in_dim(p[0], {2, 3, 4}, {1, 2}); }},
       {"broadcast scalar", {f64({})}, [](FunctionBuilder&, const std::vector<Tensor>& p) { return broadcast_in_dim(p[0], {3, 2}, {}); }},
@@ -155,6 +160,32 @@ TEST(Accelerate, LayoutOpsCopyExactly) {
       {"convert from bf16", {Type(ElementType::bf16, {4, 5})}, [](FunctionBuilder&, const std::vector<Tensor>& p) { return convert(p[0], ElementType::f32); }},
   };
   for (const Case& c : cases) check(c);
+}
+
+// The 2-D transposes of 4-byte elements in 8x8 AVX2 blocks (strided.h, transpose_avx2.cpp) move
+// every element's bits, NaN payloads (quiet and signalling) and -0 included, at every size around
+// a block's and a tile's; and they ran.
+TEST(Accelerate, TransposesInBlocksMoveTheBits) {
+  if (!__builtin_cpu_supports("avx2")) GTEST_SKIP() << "no AVX2 on this CPU";
+  std::mt19937 rng(9);
+  const uint32_t specials[] = {0x7fc01234u, 0xffc00000u, 0x7f800001u, 0x80000000u, 0x7f800000u, 0u};
+  int64_t before = transpose_blocks_done();
+  for (auto [rows, cols] : std::vector<std::pair<int64_t, int64_t>>{{8, 8}, {9, 17}, {33, 70}, {64, 31}, {256, 684}, {7, 100}}) {
+    std::vector<uint32_t> x(static_cast<size_t>(rows * cols)), got(x.size()), want(x.size());
+    for (uint32_t& v : x) v = rng() % 4 == 0 ? specials[rng() % std::size(specials)] : static_cast<uint32_t>(rng());
+    // x [rows, cols] transposed: a strided copy of shape [cols, rows], strides [1, cols].
+    const int64_t shape[] = {cols, rows}, strides[] = {1, cols};
+    strided_copy(x.data(), 0, shape, strides, got.data());
+    for (int64_t i = 0; i < cols; ++i)
+      for (int64_t j = 0; j < rows; ++j) want[static_cast<size_t>(i * rows + j)] = x[static_cast<size_t>(j * cols + i)];
+    EXPECT_EQ(got, want) << rows << "x" << cols;
+    std::vector<float> xf(x.size()), gf(x.size());
+    std::memcpy(xf.data(), x.data(), x.size() * 4);
+    strided_copy(xf.data(), 0, shape, strides, gf.data());
+    EXPECT_EQ(std::memcmp(gf.data(), want.data(), want.size() * 4), 0) << "f32 " << rows << "x" << cols;
+  }
+  // Blocks of 8x8 per copy: 1, 2, 4 x 8, 3 x 8 and 85 x 32, twice (u32 and f32); none in the 7-row copy.
+  EXPECT_EQ(transpose_blocks_done() - before, 2 * (1 + 2 + 32 + 24 + 85 * 32));
 }
 
 TEST(Accelerate, ElementwiseGivesTheReferenceBits) {
