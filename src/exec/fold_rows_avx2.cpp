@@ -9,6 +9,8 @@
 
 #include <immintrin.h>
 
+#include "exec/transpose8_avx2.h"
+
 namespace tessera::exec {
 
 namespace {
@@ -49,30 +51,12 @@ __attribute__((target("avx2"))) void fold8(const float* x, int64_t len, float* d
   __m256 acc = _mm256_loadu_ps(dst);
   int64_t k = 0;
   for (; k + 8 <= len; k += 8) {
-    __m256 r0 = _mm256_loadu_ps(x + k), r1 = _mm256_loadu_ps(x + len + k), r2 = _mm256_loadu_ps(x + 2 * len + k),
-           r3 = _mm256_loadu_ps(x + 3 * len + k), r4 = _mm256_loadu_ps(x + 4 * len + k),
-           r5 = _mm256_loadu_ps(x + 5 * len + k), r6 = _mm256_loadu_ps(x + 6 * len + k),
-           r7 = _mm256_loadu_ps(x + 7 * len + k);
-    // The 8x8 transpose: c_j's lane q is row q's element k + j.
-    __m256 t0 = _mm256_unpacklo_ps(r0, r1), t1 = _mm256_unpackhi_ps(r0, r1), t2 = _mm256_unpacklo_ps(r2, r3),
-           t3 = _mm256_unpackhi_ps(r2, r3), t4 = _mm256_unpacklo_ps(r4, r5), t5 = _mm256_unpackhi_ps(r4, r5),
-           t6 = _mm256_unpacklo_ps(r6, r7), t7 = _mm256_unpackhi_ps(r6, r7);
-    __m256 u0 = _mm256_shuffle_ps(t0, t2, 0x44), u1 = _mm256_shuffle_ps(t0, t2, 0xEE),
-           u2 = _mm256_shuffle_ps(t1, t3, 0x44), u3 = _mm256_shuffle_ps(t1, t3, 0xEE),
-           u4 = _mm256_shuffle_ps(t4, t6, 0x44), u5 = _mm256_shuffle_ps(t4, t6, 0xEE),
-           u6 = _mm256_shuffle_ps(t5, t7, 0x44), u7 = _mm256_shuffle_ps(t5, t7, 0xEE);
-    __m256 c0 = _mm256_permute2f128_ps(u0, u4, 0x20), c1 = _mm256_permute2f128_ps(u1, u5, 0x20),
-           c2 = _mm256_permute2f128_ps(u2, u6, 0x20), c3 = _mm256_permute2f128_ps(u3, u7, 0x20),
-           c4 = _mm256_permute2f128_ps(u0, u4, 0x31), c5 = _mm256_permute2f128_ps(u1, u5, 0x31),
-           c6 = _mm256_permute2f128_ps(u2, u6, 0x31), c7 = _mm256_permute2f128_ps(u3, u7, 0x31);
-    acc = combine<Kind>(acc, c0);
-    acc = combine<Kind>(acc, c1);
-    acc = combine<Kind>(acc, c2);
-    acc = combine<Kind>(acc, c3);
-    acc = combine<Kind>(acc, c4);
-    acc = combine<Kind>(acc, c5);
-    acc = combine<Kind>(acc, c6);
-    acc = combine<Kind>(acc, c7);
+    __m256 c[8];
+    #pragma GCC unroll 8
+    for (int64_t q = 0; q < 8; ++q) c[q] = _mm256_loadu_ps(x + q * len + k);
+    transpose8(c);  // c[j]'s lane q is row q's element k + j
+    #pragma GCC unroll 8
+    for (int j = 0; j < 8; ++j) acc = combine<Kind>(acc, c[j]);
   }
   for (; k < len; ++k) {
     __m256 c = _mm256_setr_ps(x[k], x[len + k], x[2 * len + k], x[3 * len + k], x[4 * len + k], x[5 * len + k],

@@ -1,6 +1,6 @@
 // 2-D transposes of 4-byte elements (strided.h's transpose_tiles) in AVX2 registers: each 8x8 block
-// is eight 8-element loads along the source's lines, an in-register transpose (unpacks, shuffles
-// and lane permutes: moves of bits, never arithmetic, so NaN payloads and -0 pass unchanged) and
+// is eight 8-element loads along the source's lines, an in-register transpose (transpose8_avx2.h:
+// moves of bits, never arithmetic, so NaN payloads and -0 pass unchanged) and
 // eight 8-element stores along the destination's rows, where the scalar tile loop does one load
 // from a different line per element. Blocks go through the same 32x32 tiles as the scalar loop
 // (their source lines stay in L1 while the tile's destination rows are written); the ragged edges
@@ -14,6 +14,8 @@
 #include <cstring>
 #include <string_view>
 
+#include "exec/transpose8_avx2.h"
+
 namespace tessera::exec {
 
 namespace {
@@ -22,25 +24,12 @@ std::atomic<int64_t> blocks_done{0};
 
 __attribute__((target("avx2"))) inline void block8(const float* src, int64_t src_col, float* dst, int64_t dst_row) {
   // r[k]: source line k (destination column k), elements 0..7 along it (destination rows).
-  __m256 r0 = _mm256_loadu_ps(src), r1 = _mm256_loadu_ps(src + src_col), r2 = _mm256_loadu_ps(src + 2 * src_col),
-         r3 = _mm256_loadu_ps(src + 3 * src_col), r4 = _mm256_loadu_ps(src + 4 * src_col),
-         r5 = _mm256_loadu_ps(src + 5 * src_col), r6 = _mm256_loadu_ps(src + 6 * src_col),
-         r7 = _mm256_loadu_ps(src + 7 * src_col);
-  __m256 t0 = _mm256_unpacklo_ps(r0, r1), t1 = _mm256_unpackhi_ps(r0, r1), t2 = _mm256_unpacklo_ps(r2, r3),
-         t3 = _mm256_unpackhi_ps(r2, r3), t4 = _mm256_unpacklo_ps(r4, r5), t5 = _mm256_unpackhi_ps(r4, r5),
-         t6 = _mm256_unpacklo_ps(r6, r7), t7 = _mm256_unpackhi_ps(r6, r7);
-  __m256 s0 = _mm256_shuffle_ps(t0, t2, 0x44), s1 = _mm256_shuffle_ps(t0, t2, 0xEE),
-         s2 = _mm256_shuffle_ps(t1, t3, 0x44), s3 = _mm256_shuffle_ps(t1, t3, 0xEE),
-         s4 = _mm256_shuffle_ps(t4, t6, 0x44), s5 = _mm256_shuffle_ps(t4, t6, 0xEE),
-         s6 = _mm256_shuffle_ps(t5, t7, 0x44), s7 = _mm256_shuffle_ps(t5, t7, 0xEE);
-  _mm256_storeu_ps(dst, _mm256_permute2f128_ps(s0, s4, 0x20));
-  _mm256_storeu_ps(dst + dst_row, _mm256_permute2f128_ps(s1, s5, 0x20));
-  _mm256_storeu_ps(dst + 2 * dst_row, _mm256_permute2f128_ps(s2, s6, 0x20));
-  _mm256_storeu_ps(dst + 3 * dst_row, _mm256_permute2f128_ps(s3, s7, 0x20));
-  _mm256_storeu_ps(dst + 4 * dst_row, _mm256_permute2f128_ps(s0, s4, 0x31));
-  _mm256_storeu_ps(dst + 5 * dst_row, _mm256_permute2f128_ps(s1, s5, 0x31));
-  _mm256_storeu_ps(dst + 6 * dst_row, _mm256_permute2f128_ps(s2, s6, 0x31));
-  _mm256_storeu_ps(dst + 7 * dst_row, _mm256_permute2f128_ps(s3, s7, 0x31));
+  __m256 r[8];
+  #pragma GCC unroll 8
+  for (int64_t k = 0; k < 8; ++k) r[k] = _mm256_loadu_ps(src + k * src_col);
+  transpose8(r);
+  #pragma GCC unroll 8
+  for (int64_t m = 0; m < 8; ++m) _mm256_storeu_ps(dst + m * dst_row, r[m]);
 }
 
 __attribute__((target("avx2"))) void transpose(const float* src, int64_t src_col, int64_t rows, int64_t cols, float* dst,
