@@ -14,14 +14,11 @@
 #include <fmt/ranges.h>
 
 #include "common/random_programs.h"
+#include "small_step.h"
 #include "exec/executable.h"
 #include "exec/fusion.h"
 #include "interp/interpreter.h"
 #include "ir/builder.h"
-#include "nn/capture.h"
-#include "nn/config.h"
-#include "nn/model.h"
-#include "nn/plan.h"
 
 namespace tessera::exec {
 namespace {
@@ -142,23 +139,11 @@ TEST(OneHot, OtherComparesOfAnIotaAreComputedOpByOp) {
 // compiled without fused loops (the same fast kernels, every element-wise op on its own: the
 // reference's element-wise bits; the GEMMs are not the pure reference's).
 TEST(OneHot, ATrainingStepsCrossEntropyUsesIndexTests) {
-  nn::Config c;
-  c.vocab = 512;
-  c.d_model = 32;
-  c.layers = 1;
-  c.heads = 2;
-  c.kv_heads = 1;
-  c.ffn = 64;
-  c.batch = 2;
-  c.seq = 32;  // logits [2, 32, 512]: past the fusion minimum
+  nn::Config c = testing::small_lm();
   Module m("one_hot");
   nn::Programs p = nn::capture(m, nn::TrainingStep{nn::CausalLM(c)}.with(nn::AdamW{}));
   std::shared_ptr<const Executable> e = Executable::compile(*m.find_function(p.train_step), CompileOptions{&m});
-  std::vector<int64_t> ids(static_cast<size_t>(c.batch * c.seq));
-  for (size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<int64_t>((i * 37 + 11) % static_cast<size_t>(c.vocab));
-  Literal t = Literal::from_ints(i32({c.batch, c.seq}), ids);
-  std::vector<Literal> in = nn::train_step_inputs(p, nn::init_parameters(c, 1), 1, t, t);
-  in[p.step_input()] = p.step_scalars(1);
+  std::vector<Literal> in = testing::small_step_inputs(c, p);
   CompileOptions unfused{&m};
   unfused.planner = nullptr;
   int64_t none = index_tests_built();

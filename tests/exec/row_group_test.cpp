@@ -11,6 +11,7 @@
 #include <random>
 
 #include "common/random_programs.h"
+#include "small_step.h"
 #include "exec/accelerate.h"
 #include "exec/executable.h"
 #include "exec/fold_rows.h"
@@ -230,23 +231,11 @@ TEST(RowGroups, VectorFoldsOfRowsGiveTheScalarBits) {
 // row groups in a run context, with the bits of the same executable run step by step (no context:
 // the same kernels, no groups), on one thread and on two.
 TEST(RowGroups, ATrainingStepRunsItsSoftmaxesAndLossAsRowGroups) {
-  nn::Config c;
-  c.vocab = 512;
-  c.d_model = 64;
-  c.layers = 1;
-  c.heads = 4;
-  c.kv_heads = 2;
-  c.ffn = 128;
-  c.batch = 4;
-  c.seq = 64;  // scores [4, 2, 64, 2, 64] and logits [4, 64, 512]: past the fusion minimum
+  nn::Config c = testing::small_lm();
   Module m("rows");
   nn::Programs p = nn::capture(m, nn::TrainingStep{nn::CausalLM(c)}.with(nn::AdamW{}));
   std::shared_ptr<const Executable> e = Executable::compile(*m.find_function(p.train_step), CompileOptions{&m});
-  std::vector<int64_t> ids(static_cast<size_t>(c.batch * c.seq));
-  for (size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<int64_t>((i * 37 + 11) % static_cast<size_t>(c.vocab));
-  Literal t = Literal::from_ints(i32({c.batch, c.seq}), ids);
-  std::vector<Literal> in = nn::train_step_inputs(p, nn::init_parameters(c, 1), 1, t, t);
-  in[p.step_input()] = p.step_scalars(1);
+  std::vector<Literal> in = testing::small_step_inputs(c, p);
   std::vector<Literal> want = e->run(in, interp::Options{});
   std::unique_ptr<RunContext> context = e->make_context();
   for (int64_t limit : {1, 2}) {
