@@ -16,5 +16,10 @@ std::optional<ir::OpKind> combiner_of(const ir::Op& op);
 bool identity_constant(ir::OpKind combiner, const ir::Value* v);
 // The identity of a combinable reduction for x's element type, as a scalar constant.
 ir::Tensor identity_of(ir::OpKind combiner, const ir::Tensor& x, ir::Builder& b);
+// Whether a reduce of several results that no all_reduce combines may still run by pieces along a
+// split reduced dimension (each device's piece reduced, the partial results stacked in device order
+// and reduced again) with results equal to the sequential fold's bit for bit: JAX's argmax and
+// argmin with constant inits, the value init the order's identity (select_reduce.cpp).
+bool reducible_by_pieces(const ir::Op& op);
 
 }  // namespace tessera::spmd

@@ -124,6 +124,11 @@ void Partitioner::generic(const Op& op, Builder& b) {
     halo = choose_halo(op, rule, assign, mesh, judged);
   std::optional<OpKind> combiner = OpKind::Add;
   if (op.kind() == OpKind::Reduce) combiner = op.num_results() == 1 ? combiner_of(op) : std::nullopt;
+  // (an argmax or argmin split along its reduced dimension: reduced by pieces, partial results gathered)
+  if (std::optional<size_t> f = combiner ? std::nullopt : pieces_factor(op, rule, assign)) {
+    reduce_by_pieces(op, rule, assign, *f, mesh, b);
+    return;
+  }
   std::vector<AxisRef> partial;
   bool uneven_reduction = false;
   for (size_t f = 0; f < rule.num_factors(); ++f) {
@@ -303,9 +308,11 @@ bool Partitioner::top_k_by_pieces(const Op& op, Builder& b) {
 int64_t Partitioner::cost(const Op& op, const FactorRule& rule, const FactorAxes& candidate, const Mesh& mesh,
              const std::vector<HaloDim>& halo) {
   // A reduce Tessera cannot combine across devices (several results, or an unknown combiner)
-  // runs its reductions whole whatever the candidate splits, as generic() emits it: costed so.
+  // runs its reductions whole whatever the candidate splits, as generic() emits it: costed so;
+  // unless it goes by pieces (argmax, argmin), whose results are gathered partial results.
   FactorAxes whole;
-  if (op.kind() == OpKind::Reduce && (op.num_results() != 1 || !combiner_of(op))) {
+  std::optional<size_t> by_pieces = pieces_factor(op, rule, candidate);
+  if (op.kind() == OpKind::Reduce && (op.num_results() != 1 || !combiner_of(op)) && !by_pieces) {
     whole = candidate;
     for (size_t f = 0; f < rule.num_factors(); ++f)
       if (rule.kinds[f] == FactorKind::kReduction) whole[f].clear();
@@ -313,7 +320,8 @@ int64_t Partitioner::cost(const Op& op, const FactorRule& rule, const FactorAxes
   const FactorAxes& assign = whole.empty() ? candidate : whole;
   std::vector<AxisRef> partial;
   for (size_t f = 0; f < rule.num_factors(); ++f)
-    if (rule.kinds[f] == FactorKind::kReduction) partial.insert(partial.end(), assign[f].begin(), assign[f].end());
+    if (rule.kinds[f] == FactorKind::kReduction && !by_pieces)
+      partial.insert(partial.end(), assign[f].begin(), assign[f].end());
   int64_t bytes = 0;
   for (size_t i = 0; i < op.operands().size(); ++i) {
     const Value* v = op.operand(i);
@@ -328,6 +336,7 @@ int64_t Partitioner::cost(const Op& op, const FactorRule& rule, const FactorAxes
   }
   for (size_t i = 0; i < op.num_results(); ++i) {
     Sharding s = with_halo(compose(rule.results[i], rule, assign, mesh), partial, halo, partial_kind(op, sm_.at(op.result(i))));
+    if (by_pieces) bytes += partials_bytes(op, i, s, assign[*by_pieces], mesh);
     bytes += memo_reshard_bytes(op.result(i), s, sm_.at(op.result(i)));
   }
   return bytes;
@@ -450,9 +459,17 @@ void Partitioner::flag_full_gathers(const Op& op, size_t i, const FactorRule& ru
     if (exchanged && std::find(judged.begin(), judged.end(), d) != judged.end())
       continue;
     const std::vector<int>& factors = rule.operands[i][d];
+    // (an argmax or argmin whose major-most reduced dimension, the first reduction factor, arrives
+    // split goes by pieces unless the cost model finds gathering the operands cheaper: a judged
+    // gather then, not a silent one)
+    auto by_pieces = [&](size_t f) {
+      for (size_t g = 0; g < f; ++g)
+        if (rule.kinds[g] == FactorKind::kReduction) return false;
+      return reducible_by_pieces(op);
+    };
     bool splittable = std::any_of(factors.begin(), factors.end(), [&](int f) {
       return rule.kinds[static_cast<size_t>(f)] == FactorKind::kPassThrough ||
-             (op.kind() != OpKind::Reduce || (op.num_results() == 1 && combiner_of(op)));
+             (op.kind() != OpKind::Reduce || (op.num_results() == 1 && combiner_of(op)) || by_pieces(static_cast<size_t>(f)));
     });
     if (splittable) continue;
     r.avoidable = fmt::format("silent full gather: {} reads dimension {} of operand {} whole (no rule splits it), "

@@ -1,0 +1,186 @@
+// JAX's argmax and argmin split along their reduced dimension run by pieces (partition_reduce.cpp):
+// each device reduces its piece, the (value, index) partial results are all-gathered and reduced
+// once more. The sharded run must equal the unsharded interpreter bit for bit (ties across devices,
+// -0 against +0, NaN, all -inf, uneven splits), the indices must be the ones worked out by hand
+// (the lowest index among ties, the first NaN's), and only the partial results may travel. Which
+// bodies qualify (select_reduce.cpp) is tested on JAX's form and on forms that must not.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+
+#include <fmt/format.h>
+
+#include "interp/interpreter.h"
+#include "runtime/session.h"
+#include "spmd/identities.h"
+#include "stablehlo/parser.h"
+
+namespace tessera::spmd {
+namespace {
+
+using namespace tessera::ir;
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+constexpr double kInf = INFINITY;
+
+// JAX's argmax (GT) or argmin (LT) of a [rows, cols] operand of type `e` along dimension 1, split
+// by "x" over `devices`; both results replicated. The body is jax.lax's _compute_argminmax as
+// lowered: the first pair's value wins when better or NaN; of equal values the lower index.
+std::string argminmax(const char* dir, int rows, int cols, int devices, const char* e = "f32",
+                      const char* init = "0xFF800000", const char* cmp = "FLOAT") {
+  return fmt::format(R"(sdy.mesh @m = <["x"={2}]>
+func.func @f(%x: tensor<{0}x{1}x{5}> {{sdy.sharding = #sdy.sharding<@m, [{{}}, {{"x"}}]>}})
+    -> (tensor<{0}x{5}> {{sdy.sharding = #sdy.sharding<@m, [{{}}]>}}, tensor<{0}xi32> {{sdy.sharding = #sdy.sharding<@m, [{{}}]>}}) {{
+  %i = stablehlo.iota dim = 1 : tensor<{0}x{1}xi32>
+  %c = stablehlo.constant dense<{4}> : tensor<{5}>
+  %z = stablehlo.constant dense<0> : tensor<i32>
+  %0:2 = stablehlo.reduce(%x init: %c), (%i init: %z) across dimensions = [1] : (tensor<{0}x{1}x{5}>, tensor<{0}x{1}xi32>, tensor<{5}>, tensor<i32>) -> (tensor<{0}x{5}>, tensor<{0}xi32>)
+   reducer(%a: tensor<{5}>, %c2: tensor<{5}>) (%b: tensor<i32>, %d: tensor<i32>) {{
+    %1 = stablehlo.compare {3}, %a, %c2, {6} : (tensor<{5}>, tensor<{5}>) -> tensor<i1>
+    %2 = stablehlo.compare NE, %a, %a, {6} : (tensor<{5}>, tensor<{5}>) -> tensor<i1>
+    %3 = stablehlo.or %1, %2 : tensor<i1>
+    %4 = stablehlo.compare EQ, %a, %c2, {6} : (tensor<{5}>, tensor<{5}>) -> tensor<i1>
+    %5 = stablehlo.compare LT, %b, %d, SIGNED : (tensor<i32>, tensor<i32>) -> tensor<i1>
+    %6 = stablehlo.and %4, %5 : tensor<i1>
+    %7 = stablehlo.or %3, %6 : tensor<i1>
+    %8 = stablehlo.select %3, %a, %c2 : tensor<i1>, tensor<{5}>
+    %9 = stablehlo.select %7, %b, %d : tensor<i1>, tensor<i32>
+    stablehlo.return %8, %9 : tensor<{5}>, tensor<i32>
+  }}
+  return %0#0, %0#1 : tensor<{0}x{5}>, tensor<{0}xi32>
+}}
+)",
+                     rows, cols, devices, dir, init, e, cmp);
+}
+
+// Equal bit for bit as far as get_double shows: NaN for NaN, the same sign of zero.
+bool same_bits(double a, double b) {
+  if (std::isnan(a) || std::isnan(b)) return std::isnan(a) && std::isnan(b);
+  return a == b && std::signbit(a) == std::signbit(b);
+}
+
+// Runs @f on `devices` host devices and the interpreter; results must agree bit for bit. Returns
+// the sharded results and the report.
+std::pair<std::vector<Literal>, Report> run_exact(const std::string& text, int64_t devices, const Literal& x) {
+  auto m = stablehlo::parse(text, "argminmax.mlir");
+  std::vector<Literal> want = interp::evaluate(*m, "f", {x});
+  runtime::Session s = runtime::Session::host(devices);
+  runtime::CompiledProgram p = s.compile(*m, "f");
+  std::vector<Literal> got = s.run_sharded(p, {x});
+  EXPECT_EQ(got.size(), 2u);
+  for (size_t r = 0; r < got.size() && r < want.size(); ++r)
+    for (int64_t i = 0; i < want[r].num_elements(); ++i)
+      EXPECT_TRUE(same_bits(got[r].get_double(i), want[r].get_double(i)))
+          << "result " << r << " row " << i << ": " << got[r].get_double(i) << " vs " << want[r].get_double(i);
+  return {std::move(got), p.report()};
+}
+
+// Rows of 10 whose answers are known by hand: ties across devices, -0 and +0, NaNs, all -inf.
+Literal hard_rows(std::vector<int64_t>& argmax_index, std::vector<int64_t>& argmin_index) {
+  std::vector<double> v = {
+      1, 5, 2, 0, 3, 1, 4, 5, 5, 0,                                // max 5 at 1, 7, 8; min 0 at 3, 9
+      -1, -2, -0.0, -3, -4, -5, -6, -7, 0.0, -8,                    // max 0 (-0 at 2, +0 at 8); min -8 at 9
+      1, 2, 3, 4, kNaN, 9, 9, 9, 9, kNaN,                           // NaN at 4 and 9: the first wins both
+      -kInf, -kInf, -kInf, -kInf, -kInf, -kInf, -kInf, -kInf, -kInf, -kInf,  // all -inf: index 0
+      7, 7, 7, 7, 7, 7, 7, 7, 7, 6,                                 // max 7 first at 0, min 6 at 9
+      -3, 2, 2, 1, 0, -3, 8, 8, 0, -3,                              // max 8 at 6 (devices 1 and 2 of 4 over 10)
+  };
+  argmax_index = {1, 2, 4, 0, 0, 6};
+  argmin_index = {3, 9, 4, 0, 9, 0};
+  return Literal::from_doubles(Type(ElementType::f32, {6, 10}), v);
+}
+
+TEST(ReduceByPieces, ArgmaxOverASplitDimensionMatchesTheInterpreterBitForBit) {
+  std::vector<int64_t> max_index, min_index;
+  Literal x = hard_rows(max_index, min_index);
+  for (int devices : {2, 4}) {  // 10 over 4: pieces of 3, 3, 3 and 1 (two padding rows)
+    auto [got, report] = run_exact(argminmax("GT", 6, 10, devices), devices, x);
+    for (size_t r = 0; r < max_index.size(); ++r) EXPECT_EQ(got[1].get_int(static_cast<int64_t>(r)), max_index[r]) << r;
+    EXPECT_TRUE(std::signbit(got[0].get_double(1)) == false) << "the later of -0 and +0 is +0";
+    // Only the partial results travel: [devices, 6] f32 and i32, each device receiving the others'.
+    EXPECT_EQ(report.count("all_gather"), 2) << report.to_string();
+    EXPECT_EQ(report.bytes_per_device(), 2 * 24 * (devices - 1)) << report.to_string();
+    EXPECT_TRUE(report.warnings().empty()) << report.explain();
+  }
+}
+
+TEST(ReduceByPieces, ArgminOverASplitDimensionMatchesTheInterpreterBitForBit) {
+  std::vector<int64_t> max_index, min_index;
+  Literal x = hard_rows(max_index, min_index);
+  for (int devices : {2, 4}) {
+    auto [got, report] = run_exact(argminmax("LT", 6, 10, devices, "f32", "0x7F800000"), devices, x);
+    for (size_t r = 0; r < min_index.size(); ++r) EXPECT_EQ(got[1].get_int(static_cast<int64_t>(r)), min_index[r]) << r;
+    EXPECT_EQ(report.count("all_gather"), 2) << report.to_string();
+    EXPECT_EQ(report.bytes_per_device(), 2 * 24 * (devices - 1)) << report.to_string();
+  }
+}
+
+// Random rows with many ties (values from a handful), uneven splits, integers too.
+TEST(ReduceByPieces, RandomRowsWithManyTiesMatchTheInterpreter) {
+  std::vector<double> v(8 * 13);
+  uint64_t state = 12345;
+  for (double& e : v) {
+    state = state * 6364136223846793005ULL + 1442695040888963407ULL;
+    e = static_cast<double>((state >> 33) % 4);
+  }
+  for (int devices : {2, 4}) {
+    Literal f = Literal::from_doubles(Type(ElementType::f32, {8, 13}), v);
+    run_exact(argminmax("GT", 8, 13, devices), devices, f);
+    run_exact(argminmax("LT", 8, 13, devices, "f32", "0x7F800000"), devices, f);
+    Literal i = Literal::from_doubles(Type(ElementType::i32, {8, 13}), v);
+    auto [got, report] = run_exact(argminmax("GT", 8, 13, devices, "i32", "-2147483648", "SIGNED"), devices, i);
+    EXPECT_EQ(report.count("all_gather"), 2) << report.to_string();
+  }
+}
+
+// The bodies and inits that qualify, read from the reduce op of a parsed program.
+bool qualifies(const std::string& text) {
+  auto m = stablehlo::parse(text, "body.mlir");
+  const Op* reduce = nullptr;
+  for (const auto& op : m->find_function("f")->body().ops())
+    if (op->kind() == OpKind::Reduce) reduce = op.get();
+  return reduce && reducible_by_pieces(*reduce);
+}
+
+TEST(ReduceByPieces, OnlyBodiesThatAreSelectionsByATotalOrderQualify) {
+  EXPECT_TRUE(qualifies(argminmax("GT", 4, 8, 2)));
+  EXPECT_TRUE(qualifies(argminmax("LT", 4, 8, 2, "f32", "0x7F800000")));
+  EXPECT_TRUE(qualifies(argminmax("GT", 4, 8, 2, "i32", "-2147483648", "SIGNED")));
+  // An init that is not the order's identity (0 for an argmax; -inf for an argmin).
+  EXPECT_FALSE(qualifies(argminmax("GT", 4, 8, 2, "f32", "0.0")));
+  EXPECT_FALSE(qualifies(argminmax("LT", 4, 8, 2)));
+  EXPECT_FALSE(qualifies(argminmax("GT", 4, 8, 2, "i32", "0", "SIGNED")));
+  // A total-order compare tells -0 from +0 and orders NaNs: outside the family.
+  EXPECT_FALSE(qualifies(argminmax("GT", 4, 8, 2, "f32", "0xFF800000", "TOTALORDER")));
+  // The GE-select argmax: a NaN is neither the largest nor the smallest, so the fold is not
+  // associative ([3 | NaN, 1] gives 1 unsharded, 3 by pieces): refused on floats, fine on integers.
+  auto ge_select = [](const char* e, const char* init) {
+    return fmt::format(R"(sdy.mesh @m = <["x"=2]>
+func.func @f(%v: tensor<4x8x{0}>, %i: tensor<4x8xi32>) -> (tensor<4x{0}>, tensor<4xi32>) {{
+  %c = stablehlo.constant dense<{1}> : tensor<{0}>
+  %z = stablehlo.constant dense<0> : tensor<i32>
+  %0:2 = stablehlo.reduce(%v init: %c), (%i init: %z) across dimensions = [1] : (tensor<4x8x{0}>, tensor<4x8xi32>, tensor<{0}>, tensor<i32>) -> (tensor<4x{0}>, tensor<4xi32>)
+   reducer(%a: tensor<{0}>, %a2: tensor<{0}>) (%b: tensor<i32>, %b2: tensor<i32>) {{
+    %ge = stablehlo.compare GE, %a, %a2 : (tensor<{0}>, tensor<{0}>) -> tensor<i1>
+    %m = stablehlo.select %ge, %a, %a2 : tensor<i1>, tensor<{0}>
+    %n = stablehlo.select %ge, %b, %b2 : tensor<i1>, tensor<i32>
+    stablehlo.return %m, %n : tensor<{0}>, tensor<i32>
+  }}
+  return %0#0, %0#1 : tensor<4x{0}>, tensor<4xi32>
+}}
+)",
+                       e, init);
+  };
+  EXPECT_FALSE(qualifies(ge_select("f32", "0xFF800000")));
+  EXPECT_TRUE(qualifies(ge_select("i32", "-2147483648")));
+  // Arithmetic in the body: not a selection.
+  std::string sum = argminmax("GT", 4, 8, 2);
+  sum.replace(sum.find("%8 = stablehlo.select %3, %a, %c2 : tensor<i1>, tensor<f32>"),
+              std::string("%8 = stablehlo.select %3, %a, %c2 : tensor<i1>, tensor<f32>").size(),
+              "%8 = stablehlo.add %a, %c2 : tensor<f32>");
+  EXPECT_FALSE(qualifies(sum));
+}
+
+}  // namespace
+}  // namespace tessera::spmd
