@@ -27,11 +27,14 @@ constexpr double kInf = INFINITY;
 // JAX's argmax (GT) or argmin (LT) of a [rows, cols] operand of type `e` along dimension 1, split
 // by "x" over `devices`; both results replicated. The body is jax.lax's _compute_argminmax as
 // lowered: the first pair's value wins when better or NaN; of equal values the lower index.
+// `mesh` and the layouts (`x_layout` of the operand, `out` of both results) may be given instead.
 std::string argminmax(const char* dir, int rows, int cols, int devices, const char* e = "f32",
-                      const char* init = "0xFF800000", const char* cmp = "FLOAT") {
-  return fmt::format(R"(sdy.mesh @m = <["x"={2}]>
-func.func @f(%x: tensor<{0}x{1}x{5}> {{sdy.sharding = #sdy.sharding<@m, [{{}}, {{"x"}}]>}})
-    -> (tensor<{0}x{5}> {{sdy.sharding = #sdy.sharding<@m, [{{}}]>}}, tensor<{0}xi32> {{sdy.sharding = #sdy.sharding<@m, [{{}}]>}}) {{
+                      const char* init = "0xFF800000", const char* cmp = "FLOAT", std::string mesh = "",
+                      const char* x_layout = R"([{}, {"x"}])", const char* out = "[{}]") {
+  if (mesh.empty()) mesh = fmt::format(R"(["x"={}])", devices);
+  return fmt::format(R"(sdy.mesh @m = <{2}>
+func.func @f(%x: tensor<{0}x{1}x{5}> {{sdy.sharding = #sdy.sharding<@m, {7}>}})
+    -> (tensor<{0}x{5}> {{sdy.sharding = #sdy.sharding<@m, {8}>}}, tensor<{0}xi32> {{sdy.sharding = #sdy.sharding<@m, {8}>}}) {{
   %i = stablehlo.iota dim = 1 : tensor<{0}x{1}xi32>
   %c = stablehlo.constant dense<{4}> : tensor<{5}>
   %z = stablehlo.constant dense<0> : tensor<i32>
@@ -51,7 +54,7 @@ func.func @f(%x: tensor<{0}x{1}x{5}> {{sdy.sharding = #sdy.sharding<@m, [{{}}, {
   return %0#0, %0#1 : tensor<{0}x{5}>, tensor<{0}xi32>
 }}
 )",
-                     rows, cols, devices, dir, init, e, cmp);
+                     rows, cols, mesh, dir, init, e, cmp, x_layout, out);
 }
 
 // Equal bit for bit as far as get_double shows: NaN for NaN, the same sign of zero.
@@ -132,6 +135,51 @@ TEST(ReduceByPieces, RandomRowsWithManyTiesMatchTheInterpreter) {
     auto [got, report] = run_exact(argminmax("GT", 8, 13, devices, "i32", "-2147483648", "SIGNED"), devices, i);
     EXPECT_EQ(report.count("all_gather"), 2) << report.to_string();
   }
+}
+
+// On a 2x2 mesh: the reduced dimension split by both axes (pieces in the order of {"y", "x"}, the
+// minor one first, and all-gathered in that order), or by one while the rows are split by the
+// other and the results stay split by it.
+TEST(ReduceByPieces, TwoAxesSplitTheReducedDimensionOrTheRows) {
+  std::vector<int64_t> max_index, min_index;
+  Literal x = hard_rows(max_index, min_index);
+  const std::string mesh = R"(["x"=2, "y"=2])";
+  {
+    auto [got, report] = run_exact(argminmax("GT", 6, 10, 4, "f32", "0xFF800000", "FLOAT", mesh, R"([{}, {"y", "x"}])"), 4, x);
+    for (size_t r = 0; r < max_index.size(); ++r) EXPECT_EQ(got[1].get_int(static_cast<int64_t>(r)), max_index[r]) << r;
+    EXPECT_EQ(report.count("all_gather"), 2) << report.to_string();
+    EXPECT_EQ(report.bytes_per_device(), 2 * 24 * 3) << report.to_string();
+  }
+  {
+    auto [got, report] =
+        run_exact(argminmax("LT", 6, 10, 4, "f32", "0x7F800000", "FLOAT", mesh, R"([{"y"}, {"x"}])", R"([{"y"}])"), 4, x);
+    for (size_t r = 0; r < min_index.size(); ++r) EXPECT_EQ(got[1].get_int(static_cast<int64_t>(r)), min_index[r]) << r;
+    // [2, 6] partials split by y in 3-row pieces: each device receives the other x piece, 12 B each.
+    EXPECT_EQ(report.count("all_gather"), 2) << report.to_string();
+    EXPECT_EQ(report.bytes_per_device(), 2 * 12) << report.to_string();
+  }
+}
+
+// A reduce over both dimensions split along the minor one: the devices' pieces are no runs of the
+// row-major fold (the first NaN by pieces need not be the first in the fold), so the operand is
+// gathered, and the gather is warned of as avoidable.
+TEST(ReduceByPieces, ASplitMinorReducedDimensionIsGathered) {
+  std::string text = argminmax("GT", 6, 10, 4);
+  for (auto [from, to] : std::vector<std::pair<std::string, std::string>>{
+           {"across dimensions = [1]", "across dimensions = [0, 1]"},
+           {"-> (tensor<6xf32>, tensor<6xi32>)", "-> (tensor<f32>, tensor<i32>)"},
+           {"tensor<6xf32> {sdy.sharding = #sdy.sharding<@m, [{}]>}", "tensor<f32>"},
+           {"tensor<6xi32> {sdy.sharding = #sdy.sharding<@m, [{}]>}", "tensor<i32>"},
+           {"return %0#0, %0#1 : tensor<6xf32>, tensor<6xi32>", "return %0#0, %0#1 : tensor<f32>, tensor<i32>"}}) {
+    ASSERT_NE(text.find(from), std::string::npos) << from;
+    text.replace(text.find(from), from.size(), to);
+  }
+  std::vector<int64_t> max_index, min_index;
+  Literal x = hard_rows(max_index, min_index);
+  auto [got, report] = run_exact(text, 4, x);
+  EXPECT_TRUE(std::isnan(got[0].get_double(0)));
+  EXPECT_EQ(got[1].get_int(0), 4);  // row 2's first NaN (the index is the column's iota)
+  EXPECT_EQ(report.warnings().size(), 1u) << report.explain();
 }
 
 // The bodies and inits that qualify, read from the reduce op of a parsed program.
