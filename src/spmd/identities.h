@@ -17,9 +17,11 @@ bool identity_constant(ir::OpKind combiner, const ir::Value* v);
 // The identity of a combinable reduction for x's element type, as a scalar constant.
 ir::Tensor identity_of(ir::OpKind combiner, const ir::Tensor& x, ir::Builder& b);
 // Whether a reduce of several results that no all_reduce combines may still run by pieces along a
-// split reduced dimension (each device's piece reduced, the partial results stacked in device order
-// and reduced again) with results equal to the sequential fold's bit for bit: JAX's argmax and
-// argmin with constant inits, the value init the order's identity (select_reduce.cpp).
-bool reducible_by_pieces(const ir::Op& op);
+// split reduced dimension (each device's piece reduced from the order's identity, the partial
+// results stacked in device order and reduced again from the reduce's inits) with results equal to
+// the sequential fold's bit for bit: JAX's argmax and argmin (select_reduce.cpp), whose better
+// value is the larger or the smaller.
+enum class PiecesOrder { kNone, kLargest, kSmallest };
+PiecesOrder pieces_order(const ir::Op& op);
 
 }  // namespace tessera::spmd

@@ -465,7 +465,7 @@ void Partitioner::flag_full_gathers(const Op& op, size_t i, const FactorRule& ru
     auto by_pieces = [&](size_t f) {
       for (size_t g = 0; g < f; ++g)
         if (rule.kinds[g] == FactorKind::kReduction) return false;
-      return reducible_by_pieces(op);
+      return pieces_order(op) != PiecesOrder::kNone;
     };
     bool splittable = std::any_of(factors.begin(), factors.end(), [&](int f) {
       return rule.kinds[static_cast<size_t>(f)] == FactorKind::kPassThrough ||

@@ -1,15 +1,17 @@
 // A reduce that no all_reduce combines (JAX's argmax and argmin: a (value, index) pair reduce)
 // split along a reduced dimension, run by pieces as XLA's SPMD partitioner does: each device
-// reduces its piece with the same body and inits, the partial results are all-gathered along the
+// reduces its piece with the same body, the partial results are all-gathered along the
 // reduced dimension's axes into a new leading dimension (in device order, so the pieces fold left
 // to right as the unsharded row-major fold does), and the same reduce runs once more over that
-// dimension. Only the small partial results travel, never the operands. Which bodies and inits make
-// this equal to the unsharded fold bit for bit is select_reduce.cpp's proof; padding of an uneven
-// split holds the inits (an extra init changes nothing there either).
+// dimension. Only the small partial results travel, never the operands. Which bodies make this
+// equal to the unsharded fold bit for bit, with the pieces (and the padding of an uneven split)
+// starting from the order's identity and the inits folded once by the final reduce, is
+// select_reduce.cpp's proof.
 #include "spmd/partitioner.h"
 
 #include <algorithm>
 
+#include "ir/builder_window.h"
 #include "spmd/identities.h"
 #include "support/error.h"
 
@@ -20,7 +22,7 @@ namespace tessera::spmd::partition_detail {
 // that the devices' pieces, in order, are consecutive runs of the row-major fold. nullopt where
 // the reduce combines by all_reduce, cannot go by pieces, splits no reduction or splits several.
 std::optional<size_t> Partitioner::pieces_factor(const Op& op, const FactorRule& rule, const FactorAxes& assign) const {
-  if (op.kind() != OpKind::Reduce || (op.num_results() == 1 && combiner_of(op)) || !reducible_by_pieces(op))
+  if (op.kind() != OpKind::Reduce || (op.num_results() == 1 && combiner_of(op)) || pieces_order(op) == PiecesOrder::kNone)
     return std::nullopt;
   std::optional<size_t> split;
   for (size_t f = 0; f < rule.num_factors(); ++f) {
@@ -77,6 +79,10 @@ void Partitioner::reduce_by_pieces(const Op& op, const FactorRule& rule, const F
     ctx_.forced_by = fmt::format("operand {}", n + k);
     inits.push_back(get(op.operand(n + k), replicated(mesh.name, 0)));
   }
+  // The pieces start from the order's identity and the index init; the final reduce from the
+  // reduce's own inits, which so count once, first, as unsharded (select_reduce.cpp).
+  std::vector<Tensor> starts = inits;
+  starts[0] = ir::extreme(inits[0], pieces_order(op) == PiecesOrder::kLargest);
   std::vector<Tensor> operands;
   for (size_t k = 0; k < n; ++k) {
     const Value* v = op.operand(k);
@@ -85,13 +91,13 @@ void Partitioner::reduce_by_pieces(const Op& op, const FactorRule& rule, const F
     size_t first = info_.report.collectives.size();
     Tensor t = get(v, want);
     flag_full_gathers(op, k, rule, first, {});
-    // Padding rows hold the inits, which never change the fold (select_reduce.cpp).
+    // Padding rows hold the starts, which never change the fold (select_reduce.cpp).
     if (uneven)
       if (auto mask = valid_mask(ctx_, b, v->type(), want))
-        t = ir::select(*mask, t, ir::broadcast_to(inits[k], t.shape()));
+        t = ir::select(*mask, t, ir::broadcast_to(starts[k], t.shape()));
     operands.push_back(t);
   }
-  operands.insert(operands.end(), inits.begin(), inits.end());
+  operands.insert(operands.end(), starts.begin(), starts.end());
   std::vector<Sharding> have;
   std::vector<Type> types;
   for (size_t k = 0; k < n; ++k) {

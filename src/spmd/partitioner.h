@@ -114,8 +114,8 @@ class Partitioner {
   // A reduce no all_reduce combines (argmax, argmin) split along its major-most reduced dimension:
   // the split factor, where it may run by pieces (partition_reduce.cpp).
   std::optional<size_t> pieces_factor(const Op& op, const FactorRule& rule, const FactorAxes& assign) const;
-  // Each device's piece reduced, the partial results all-gathered in device order along the split
-  // factor's axes and reduced again with the same body and inits.
+  // Each device's piece reduced from the order's identity, the partial results all-gathered in
+  // device order along the split factor's axes and reduced again from the reduce's inits.
   void reduce_by_pieces(const Op& op, const FactorRule& rule, const FactorAxes& assign, size_t factor,
                         const Mesh& mesh, Builder& b);
   // The bytes per device of that all_gather of result i's partial results, laid out as `s`.

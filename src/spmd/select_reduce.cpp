@@ -2,11 +2,11 @@
 // argmax and argmin, a (value, index) pair reduce whose body only compares its arguments and
 // selects among them.
 //
-// A reduce along a split dimension run by pieces (each device's piece reduced from the inits, the
-// partial results stacked in device order and reduced again) folds the same elements as the
-// interpreter's row-major fold, grouped differently and with extra copies of the inits (one per
-// device and one per padding row). That equals the sequential fold bit for bit when (1) the body is
-// associative and (2) an extra init anywhere changes nothing. Both are proved here for one family
+// A reduce along a split dimension run by pieces (each device's piece reduced from the order's
+// identity, the partial results stacked in device order and reduced again from the inits) folds the
+// same elements as the interpreter's row-major fold, grouped differently and with extra copies of
+// the identity (one per device and one per padding row). That equals the sequential fold bit for
+// bit when (1) the body is associative and (2) an extra identity anywhere changes nothing. Both are proved here for one family
 // of bodies, by evaluating the body abstractly rather than matching JAX's printed form:
 //   - the body's ops are compare (not TOTALORDER) between its arguments, and/or/xor/not of
 //     those predicates, and select among its arguments; its results are (a value argument, an
@@ -17,18 +17,20 @@
 //     pair wins; of two equal values a fixed side's value wins (bits differ only for -0 and +0)
 //     and the lower index, the higher index, or the first side's index. Each such rule picks the
 //     best element of the sequence by a total order on (element, position), so it is associative;
-//   - the value init is the order's identity (-inf, or the integer type's lowest, for argmax): an
-//     extra init then never wins unless every element ties with it (all -inf), and then the tie
-//     rule gives the same bits (-inf is one bit pattern) and the same index (the index init is in
-//     the sequential fold's tie group too, and a min or max or first over a group is unchanged by
-//     repeating a member of it; the first side's index is the leading init's in both). The index
-//     init may be any constant. "The second side's index on ties" (a plain `GT` select) is
+//   - the extra identities are harmless: each device reduces its piece from the order's identity (-inf,
+//     or the integer type's lowest, for argmax) paired with the index init, its padding holds
+//     that pair too, and the final reduce starts from the reduce's own inits, so they count once
+//     and first, as in the sequential fold (the rule for a single-result reduce's init).
+//     An inserted identity never wins unless every element and the init tie with it (all -inf):
+//     then the value bits are the same (-inf is one bit pattern) and so is the index (the index
+//     init is in the sequential fold's tie group too, and a min or max or first over a group is
+//     unchanged by repeating a member of it; the first side's index is the leading init's in both).
+//     The inits may be any values, at run time too. "The second side's index on ties" (a plain `GT` select) is
 //     refused: a padding row at the end would then win a tie of all -inf.
 // Anything else (the GE-select argmax on floats, whose NaN breaks associativity; arithmetic in
-// the body; a runtime init) keeps the operands gathered along the reduced dimension.
+// the body) keeps the operands gathered along the reduced dimension.
 #include <array>
 #include <cmath>
-#include <limits>
 #include <optional>
 #include <tuple>
 #include <unordered_map>
@@ -166,38 +168,21 @@ bool agrees(const Rule& r, ValueCase vc, int ic, const std::array<int, 2>& got) 
   return got[1] == (first_index ? 1 : 3);
 }
 
-// Whether `v` is a scalar constant; its literal.
-const ir::Literal* constant_of(const Value* v) {
-  const Op* d = v->defining_op();
-  if (!d || d->kind() != OpKind::Constant) return nullptr;
-  const ir::Literal& l = d->attrs().get<ir::Literal>("value");
-  return l.num_elements() == 1 ? &l : nullptr;
-}
-
-// Whether the constant is the lowest (for argmax) or highest value of its type: -inf, +inf, or
-// the integer type's extreme (of its width, for sub-byte types).
-bool is_extreme(const ir::Literal& l, bool lowest) {
-  ir::ElementType e = l.element();
-  if (ir::is_float(e)) return l.get_double(0) == (lowest ? -INFINITY : INFINITY);
-  int bits = ir::info(e).bits;
-  if (ir::is_unsigned_integer(e)) {
-    uint64_t hi = bits >= 64 ? std::numeric_limits<uint64_t>::max() : (uint64_t{1} << bits) - 1;
-    return l.get_uint(0) == (lowest ? 0 : hi);
-  }
-  int64_t hi = bits >= 64 ? std::numeric_limits<int64_t>::max() : (int64_t{1} << (bits - 1)) - 1;
-  return l.get_int(0) == (lowest ? -hi - 1 : hi);
-}
-
 }  // namespace
 
-bool reducible_by_pieces(const Op& op) {
-  if (op.kind() != OpKind::Reduce || op.num_results() != 2 || op.regions().size() != 1) return false;
+PiecesOrder pieces_order(const Op& op) {
+  constexpr PiecesOrder kNone = PiecesOrder::kNone;
+  if (op.kind() != OpKind::Reduce || op.num_results() != 2 || op.regions().size() != 1) return kNone;
   ir::ElementType value = op.operand(0)->type().element, index = op.operand(1)->type().element;
-  if (!(ir::is_float(value) || ir::is_integer(value)) || !ir::is_integer(index)) return false;
+  if (!(ir::is_float(value) || ir::is_integer(value)) || !ir::is_integer(index)) return kNone;
+  // (the pieces start from -inf or +inf: not for the f8 types that have none)
+  if (ir::is_float(value)) {
+    ir::Literal inf(ir::Type(value, {}));
+    inf.set_double(0, INFINITY);
+    if (!std::isinf(inf.get_double(0))) return kNone;
+  }
   const ir::Block& body = op.region(0);
-  if (body.arguments().size() != 4) return false;
-  const ir::Literal* value_init = constant_of(op.operand(2));
-  if (!value_init || !constant_of(op.operand(3))) return false;
+  if (body.arguments().size() != 4) return kNone;
   // Integers have no NaN: those cases cannot occur, and the body's answer in them is not asked.
   std::vector<ValueCase> cases = {ValueCase::kLess, ValueCase::kEqual, ValueCase::kGreater};
   if (ir::is_float(value)) cases.insert(cases.end(), {ValueCase::kFirstNaN, ValueCase::kSecondNaN, ValueCase::kBothNaN});
@@ -205,7 +190,7 @@ bool reducible_by_pieces(const Op& op) {
   for (ValueCase vc : cases)
     for (int ic = -1; ic <= 1; ++ic) {
       auto got = run_body(body, vc, ic);
-      if (!got) return false;
+      if (!got) return kNone;
       answers.emplace_back(vc, ic, *got);
     }
   for (bool max : {true, false})
@@ -215,9 +200,9 @@ bool reducible_by_pieces(const Op& op) {
           Rule r{max, tie_value_first, tie_index, nan_first};
           bool all = true;
           for (const auto& [vc, ic, got] : answers) all = all && agrees(r, vc, ic, got);
-          if (all) return is_extreme(*value_init, max);
+          if (all) return max ? PiecesOrder::kLargest : PiecesOrder::kSmallest;
         }
-  return false;
+  return kNone;
 }
 
 }  // namespace tessera::spmd

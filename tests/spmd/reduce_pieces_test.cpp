@@ -119,6 +119,34 @@ TEST(ReduceByPieces, ArgminOverASplitDimensionMatchesTheInterpreterBitForBit) {
   }
 }
 
+// Inits that are not the order's identity count once, first, as in the unsharded fold: an argmax
+// from 0.5 (or NaN) whose index init is 77 answers 77 for the rows whose values never exceed it;
+// an argmin from -inf answers the init for every row. Uneven (10 over 4) and even splits.
+TEST(ReduceByPieces, InitsThatAreNotTheIdentityCountOnceFirst) {
+  std::vector<int64_t> max_index, min_index;
+  Literal x = hard_rows(max_index, min_index);
+  for (int devices : {2, 4}) {
+    std::string text = argminmax("GT", 6, 10, devices, "f32", "0.5");
+    text.replace(text.find("dense<0> : tensor<i32>"), 22, "dense<77> : tensor<i32>");
+    auto [got, report] = run_exact(text, devices, x);
+    // Rows 1 (max 0) and 3 (all -inf) never beat 0.5; row 2's NaN does, so do 5, 7 and 8.
+    std::vector<int64_t> want = {1, 77, 4, 77, 0, 6};
+    for (size_t r = 0; r < want.size(); ++r) EXPECT_EQ(got[1].get_int(static_cast<int64_t>(r)), want[r]) << r;
+    EXPECT_EQ(report.count("all_gather"), 2) << report.to_string();
+    auto nan_init = argminmax("GT", 6, 10, devices, "f32", "0x7FC00000");
+    auto [nan_got, unused] = run_exact(nan_init, devices, x);
+    for (int64_t r = 0; r < 6; ++r) EXPECT_EQ(nan_got[1].get_int(r), 0) << "a NaN init wins every row";
+    run_exact(argminmax("LT", 6, 10, devices), devices, x);
+    // From (0.0, 0), a -0.0 on the first device only: the later of two equal values gives the
+    // bits, -0.0, the lower index the index, the init's 0. Pieces started from the init would end
+    // the later devices at +0.0, after it.
+    Literal row = Literal::from_doubles(Type(ElementType::f32, {1, 10}), std::vector<double>{-1, -0.0, -2, -3, -4, -5, -6, -7, -8, -9});
+    auto [zero, zero_report] = run_exact(argminmax("GT", 1, 10, devices, "f32", "0.0"), devices, row);
+    EXPECT_TRUE(std::signbit(zero[0].get_double(0)));
+    EXPECT_EQ(zero[1].get_int(0), 0);
+  }
+}
+
 // Random rows with many ties (values from a handful), uneven splits, integers too.
 TEST(ReduceByPieces, RandomRowsWithManyTiesMatchTheInterpreter) {
   std::vector<double> v(8 * 13);
@@ -188,17 +216,18 @@ bool qualifies(const std::string& text) {
   const Op* reduce = nullptr;
   for (const auto& op : m->find_function("f")->body().ops())
     if (op->kind() == OpKind::Reduce) reduce = op.get();
-  return reduce && reducible_by_pieces(*reduce);
+  return reduce && pieces_order(*reduce) != PiecesOrder::kNone;
 }
 
 TEST(ReduceByPieces, OnlyBodiesThatAreSelectionsByATotalOrderQualify) {
   EXPECT_TRUE(qualifies(argminmax("GT", 4, 8, 2)));
   EXPECT_TRUE(qualifies(argminmax("LT", 4, 8, 2, "f32", "0x7F800000")));
   EXPECT_TRUE(qualifies(argminmax("GT", 4, 8, 2, "i32", "-2147483648", "SIGNED")));
-  // An init that is not the order's identity (0 for an argmax; -inf for an argmin).
-  EXPECT_FALSE(qualifies(argminmax("GT", 4, 8, 2, "f32", "0.0")));
-  EXPECT_FALSE(qualifies(argminmax("LT", 4, 8, 2)));
-  EXPECT_FALSE(qualifies(argminmax("GT", 4, 8, 2, "i32", "0", "SIGNED")));
+  // Any inits (the pieces start from the order's identity; the final reduce folds the inits once).
+  EXPECT_TRUE(qualifies(argminmax("GT", 4, 8, 2, "f32", "0.0")));
+  EXPECT_TRUE(qualifies(argminmax("GT", 4, 8, 2, "i32", "0", "SIGNED")));
+  // f8E4M3FN has no infinity to start the pieces from.
+  EXPECT_FALSE(qualifies(argminmax("GT", 4, 8, 2, "f8E4M3FN", "0.0")));
   // A total-order compare tells -0 from +0 and orders NaNs: outside the family.
   EXPECT_FALSE(qualifies(argminmax("GT", 4, 8, 2, "f32", "0xFF800000", "TOTALORDER")));
   // The GE-select argmax: a NaN is neither the largest nor the smallest, so the fold is not
