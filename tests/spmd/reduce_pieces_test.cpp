@@ -65,12 +65,14 @@ bool same_bits(double a, double b) {
 
 // Runs @f on `devices` host devices and the interpreter; results must agree bit for bit. Returns
 // the sharded results and the report.
-std::pair<std::vector<Literal>, Report> run_exact(const std::string& text, int64_t devices, const Literal& x) {
+std::pair<std::vector<Literal>, Report> run_exact(const std::string& text, int64_t devices, const Literal& x,
+                                                  std::vector<Literal> more = {}) {
   auto m = stablehlo::parse(text, "argminmax.mlir");
-  std::vector<Literal> want = interp::evaluate(*m, "f", {x});
+  more.insert(more.begin(), x);
+  std::vector<Literal> want = interp::evaluate(*m, "f", more);
   runtime::Session s = runtime::Session::host(devices);
   runtime::CompiledProgram p = s.compile(*m, "f");
-  std::vector<Literal> got = s.run_sharded(p, {x});
+  std::vector<Literal> got = s.run_sharded(p, more);
   EXPECT_EQ(got.size(), 2u);
   for (size_t r = 0; r < got.size() && r < want.size(); ++r)
     for (int64_t i = 0; i < want[r].num_elements(); ++i)
@@ -144,6 +146,19 @@ TEST(ReduceByPieces, InitsThatAreNotTheIdentityCountOnceFirst) {
     auto [zero, zero_report] = run_exact(argminmax("GT", 1, 10, devices, "f32", "0.0"), devices, row);
     EXPECT_TRUE(std::signbit(zero[0].get_double(0)));
     EXPECT_EQ(zero[1].get_int(0), 0);
+    // Inits that are arguments, (4.0, 9): rows 1 (max 0) and 3 (all -inf) answer 9; the others'
+    // maxima (5, NaN, 7, 8) beat 4.
+    std::string runtime = argminmax("GT", 6, 10, devices);
+    for (auto [from, to] : std::vector<std::pair<std::string, std::string>>{
+             {"]>})\n", "]>}, %v0: tensor<f32>, %i0: tensor<i32>)\n"},
+             {"%x init: %c), (%i init: %z)", "%x init: %v0), (%i init: %i0)"}}) {
+      ASSERT_NE(runtime.find(from), std::string::npos) << from;
+      runtime.replace(runtime.find(from), from.size(), to);
+    }
+    auto [args, args_report] = run_exact(runtime, devices, x, {Literal::scalar(ElementType::f32, 4), Literal::scalar(ElementType::i32, 9)});
+    std::vector<int64_t> from_args = {1, 9, 4, 9, 0, 6};
+    for (size_t r = 0; r < from_args.size(); ++r) EXPECT_EQ(args[1].get_int(static_cast<int64_t>(r)), from_args[r]) << r;
+    EXPECT_EQ(args_report.count("all_gather"), 2) << args_report.to_string();
   }
 }
 
