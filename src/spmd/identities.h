@@ -4,6 +4,7 @@
 #pragma once
 
 #include <optional>
+#include <vector>
 
 #include "ir/builder.h"
 
@@ -11,6 +12,10 @@ namespace tessera::spmd {
 
 // The reduction a body applies, when all_reduce can combine it across devices.
 std::optional<ir::OpKind> combiner_of(const ir::Op& op);
+// Each result's combiner, for a reduce whose body combines each result alone (result k is
+// c_k(acc_k, x_k), each c_k one all_reduce can apply: a variadic reduce of independent sums, maxima,
+// ...), or the one of a single-result reduce; empty where any result has none.
+std::vector<ir::OpKind> result_combiners(const ir::Op& op);
 // Whether v is a constant scalar equal to the identity of `combiner` (0 for a sum, 1 for a
 // product, -inf for a float max, ...).
 bool identity_constant(ir::OpKind combiner, const ir::Value* v);

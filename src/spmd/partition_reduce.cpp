@@ -22,7 +22,7 @@ namespace tessera::spmd::partition_detail {
 // that the devices' pieces, in order, are consecutive runs of the row-major fold. nullopt where
 // the reduce combines by all_reduce, cannot go by pieces, splits no reduction or splits several.
 std::optional<size_t> Partitioner::pieces_factor(const Op& op, const FactorRule& rule, const FactorAxes& assign) const {
-  if (op.kind() != OpKind::Reduce || (op.num_results() == 1 && combiner_of(op)) || pieces_order(op) == PiecesOrder::kNone)
+  if (op.kind() != OpKind::Reduce || !result_combiners(op).empty() || pieces_order(op) == PiecesOrder::kNone)
     return std::nullopt;
   std::optional<size_t> split;
   for (size_t f = 0; f < rule.num_factors(); ++f) {

@@ -1,9 +1,11 @@
-// JAX's argmax and argmin split along their reduced dimension run by pieces (partition_reduce.cpp):
+// Reduces of several results split along a reduced dimension. JAX's argmax and argmin run by
+// pieces (partition_reduce.cpp):
 // each device reduces its piece, the (value, index) partial results are all-gathered and reduced
 // once more. The sharded run must equal the unsharded interpreter bit for bit (ties across devices,
 // -0 against +0, NaN, all -inf, uneven splits), the indices must be the ones worked out by hand
 // (the lowest index among ties, the first NaN's), and only the partial results may travel. Which
-// bodies qualify (select_reduce.cpp) is tested on JAX's form and on forms that must not.
+// bodies qualify (select_reduce.cpp) is tested on JAX's form and on forms that must not. A body that
+// combines each result alone (a sum and a max) is all-reduced per result instead.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -223,6 +225,55 @@ TEST(ReduceByPieces, ASplitMinorReducedDimensionIsGathered) {
   EXPECT_TRUE(std::isnan(got[0].get_double(0)));
   EXPECT_EQ(got[1].get_int(0), 4);  // row 2's first NaN (the index is the column's iota)
   EXPECT_EQ(report.warnings().size(), 1u) << report.explain();
+}
+
+// A reduce of several results whose body combines each result alone (a sum and a max here) is
+// partial along the split reduced dimension like a single-result reduce: each result all-reduced by
+// its own combiner, padding holding each one's identity (0, -inf: a 0 would win row 4's maximum),
+// each init (0.5, -5.0: not the identity) folded in once. Sums agree within the tolerance (reordered), maxima exactly.
+TEST(ReduceByPieces, ABodyCombiningEachResultAloneIsAllReducedPerResult) {
+  constexpr double kTolerance = 1e-5;  // relative, sharded vs unsharded (DESIGN.md §2)
+  for (int cols : {8, 10}) {
+    std::string text = fmt::format(R"(sdy.mesh @m = <["x"=4]>
+func.func @f(%v: tensor<6x{0}xf32> {{sdy.sharding = #sdy.sharding<@m, [{{}}, {{"x"}}]>}},
+             %w: tensor<6x{0}xf32> {{sdy.sharding = #sdy.sharding<@m, [{{}}, {{"x"}}]>}})
+    -> (tensor<6xf32> {{sdy.sharding = #sdy.sharding<@m, [{{}}]>}}, tensor<6xf32> {{sdy.sharding = #sdy.sharding<@m, [{{}}]>}}) {{
+  %h = stablehlo.constant dense<0.5> : tensor<f32>
+  %t = stablehlo.constant dense<-5.0> : tensor<f32>
+  %0:2 = stablehlo.reduce(%v init: %h), (%w init: %t) across dimensions = [1] : (tensor<6x{0}xf32>, tensor<6x{0}xf32>, tensor<f32>, tensor<f32>) -> (tensor<6xf32>, tensor<6xf32>)
+   reducer(%a: tensor<f32>, %c: tensor<f32>) (%b: tensor<f32>, %d: tensor<f32>) {{
+    %s = stablehlo.add %c, %a : tensor<f32>
+    %m = stablehlo.maximum %b, %d : tensor<f32>
+    stablehlo.return %s, %m : tensor<f32>, tensor<f32>
+  }}
+  return %0#0, %0#1 : tensor<6xf32>, tensor<6xf32>
+}}
+)",
+                                   cols);
+    auto m = stablehlo::parse(text, "sum_max.mlir");
+    std::vector<double> v(static_cast<size_t>(6 * cols)), w(v.size());
+    for (size_t i = 0; i < v.size(); ++i) {
+      v[i] = std::sin(static_cast<double>(i)) * 3;
+      w[i] = i % 13 == 0 ? 2.5 + static_cast<double>(i % 5) : -1.0 - static_cast<double>(i % 3);  // row 4 all negative
+    }
+    std::vector<Literal> in = {Literal::from_doubles(Type(ElementType::f32, {6, cols}), v),
+                               Literal::from_doubles(Type(ElementType::f32, {6, cols}), w)};
+    std::vector<Literal> want = interp::evaluate(*m, "f", in);
+    runtime::Session s = runtime::Session::host(4);
+    runtime::CompiledProgram p = s.compile(*m, "f");
+    std::vector<Literal> got = s.run_sharded(p, in);
+    ASSERT_EQ(got.size(), 2u);
+    for (int64_t i = 0; i < 6; ++i) {
+      double g = got[0].get_double(i), e = want[0].get_double(i);
+      EXPECT_TRUE(std::abs(g - e) <= kTolerance * (1 + std::abs(e))) << "sum " << i << ": " << g << " vs " << e;
+      EXPECT_TRUE(same_bits(got[1].get_double(i), want[1].get_double(i))) << "max " << i;
+    }
+    // Each result all-reduced by its combiner: 6 f32 twice, three quarters each (all-reduce: 2x).
+    EXPECT_EQ(p.report().count("all_gather"), 0) << p.report().to_string();
+    EXPECT_EQ(p.report().count("all_reduce"), 2) << p.report().to_string();
+    EXPECT_EQ(p.report().bytes_per_device(), 2 * 2 * 24 * 3 / 4) << p.report().to_string();
+    EXPECT_TRUE(p.report().warnings().empty()) << p.report().explain();
+  }
 }
 
 // The bodies and inits that qualify, read from the reduce op of a parsed program.
