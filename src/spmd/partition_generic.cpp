@@ -134,6 +134,10 @@ void Partitioner::generic(const Op& op, Builder& b) {
     reduce_by_pieces(op, rule, assign, *f, mesh, b);
     return;
   }
+  // (one that splits several reduced dimensions gathers them all: that gather is no choice)
+  pieces_refused_ = !combiner && std::any_of(assign.begin(), assign.end(), [&](const std::vector<AxisRef>& axes) {
+    return !axes.empty() && rule.kinds[static_cast<size_t>(&axes - assign.data())] == FactorKind::kReduction;
+  });
   std::vector<AxisRef> partial;
   bool uneven_reduction = false;
   for (size_t f = 0; f < rule.num_factors(); ++f) {
@@ -474,6 +478,7 @@ void Partitioner::flag_full_gathers(const Op& op, size_t i, const FactorRule& ru
     // split goes by pieces unless the cost model finds gathering the operands cheaper: a judged
     // gather then, not a silent one)
     auto by_pieces = [&](size_t f) {
+      if (pieces_refused_) return false;
       for (size_t g = 0; g < f; ++g)
         if (rule.kinds[g] == FactorKind::kReduction) return false;
       return pieces_order(op) != PiecesOrder::kNone;

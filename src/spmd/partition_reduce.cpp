@@ -70,6 +70,7 @@ int64_t Partitioner::partials_bytes(const Op& op, size_t i, const Sharding& s, c
 
 void Partitioner::reduce_by_pieces(const Op& op, const FactorRule& rule, const FactorAxes& assign, size_t factor,
                                    const Mesh& mesh, Builder& b) {
+  pieces_refused_ = false;
   const std::vector<AxisRef>& axes = assign[factor];
   const int64_t pieces = shard_count(mesh, axes);
   const size_t n = op.num_results();

@@ -193,6 +193,7 @@ class Partitioner {
   bool memoizing_ = false;
   int64_t memo_reshard_bytes(const Value* v, const Sharding& from, const Sharding& to);
   std::string cheaper_gather_;  // why the gather just made is avoidable, when local gathers are off
+  bool pieces_refused_ = false;  // the reduce being partitioned splits reduced dimensions it cannot run by pieces
   LocalContext ctx_;
   std::unordered_map<const Value*, Tensor> local_;
   std::unordered_map<const Value*, std::vector<std::pair<Sharding, Tensor>>> made_;

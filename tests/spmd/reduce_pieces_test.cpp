@@ -208,23 +208,32 @@ TEST(ReduceByPieces, TwoAxesSplitTheReducedDimensionOrTheRows) {
 // A reduce over both dimensions split along the minor one: the devices' pieces are no runs of the
 // row-major fold (the first NaN by pieces need not be the first in the fold), so the operand is
 // gathered, and the gather is warned of as avoidable.
+// Split along both (by x and y of a 2x2 mesh), it runs by pieces along the major one and gathers
+// the minor one (the value and the index operand: two warnings).
 TEST(ReduceByPieces, ASplitMinorReducedDimensionIsGathered) {
-  std::string text = argminmax("GT", 6, 10, 4);
-  for (auto [from, to] : std::vector<std::pair<std::string, std::string>>{
+  for (bool both : {false, true}) {
+    std::string text = both ? argminmax("GT", 6, 10, 4, "f32", "0xFF800000", "FLOAT", R"(["x"=2, "y"=2])", R"([{"x"}, {"y"}])")
+                            : argminmax("GT", 6, 10, 4);
+    for (auto [from, to] : std::vector<std::pair<std::string, std::string>>{
            {"across dimensions = [1]", "across dimensions = [0, 1]"},
            {"-> (tensor<6xf32>, tensor<6xi32>)", "-> (tensor<f32>, tensor<i32>)"},
            {"tensor<6xf32> {sdy.sharding = #sdy.sharding<@m, [{}]>}", "tensor<f32>"},
            {"tensor<6xi32> {sdy.sharding = #sdy.sharding<@m, [{}]>}", "tensor<i32>"},
-           {"return %0#0, %0#1 : tensor<6xf32>, tensor<6xi32>", "return %0#0, %0#1 : tensor<f32>, tensor<i32>"}}) {
-    ASSERT_NE(text.find(from), std::string::npos) << from;
-    text.replace(text.find(from), from.size(), to);
+             {"return %0#0, %0#1 : tensor<6xf32>, tensor<6xi32>", "return %0#0, %0#1 : tensor<f32>, tensor<i32>"}}) {
+      ASSERT_NE(text.find(from), std::string::npos) << from;
+      text.replace(text.find(from), from.size(), to);
+    }
+    std::vector<int64_t> max_index, min_index;
+    Literal x = hard_rows(max_index, min_index);
+    auto [got, report] = run_exact(text, 4, x);
+    EXPECT_TRUE(std::isnan(got[0].get_double(0)));
+    EXPECT_EQ(got[1].get_int(0), 4);  // row 2's first NaN (the index is the column's iota)
+    EXPECT_EQ(report.warnings().size(), both ? 2u : 1u) << report.explain();
+    for (const std::string& w : report.warnings())
+      EXPECT_NE(w.find("silent full gather: stablehlo.reduce reads dimension 1"), std::string::npos) << w;
+    // (both: the f32 and i32 [3, 5] pieces gathered over y, 60 B each; the partials over x, 4 B each)
+    if (both) EXPECT_EQ(report.bytes_per_device(), 128) << report.explain();
   }
-  std::vector<int64_t> max_index, min_index;
-  Literal x = hard_rows(max_index, min_index);
-  auto [got, report] = run_exact(text, 4, x);
-  EXPECT_TRUE(std::isnan(got[0].get_double(0)));
-  EXPECT_EQ(got[1].get_int(0), 4);  // row 2's first NaN (the index is the column's iota)
-  EXPECT_EQ(report.warnings().size(), 1u) << report.explain();
 }
 
 // A reduce of several results whose body combines each result alone (a sum and a max here) is
