@@ -134,10 +134,11 @@ void Partitioner::generic(const Op& op, Builder& b) {
     reduce_by_pieces(op, rule, assign, *f, mesh, b);
     return;
   }
-  // (one that splits several reduced dimensions gathers them all: that gather is no choice)
-  pieces_refused_ = !combiner && std::any_of(assign.begin(), assign.end(), [&](const std::vector<AxisRef>& axes) {
-    return !axes.empty() && rule.kinds[static_cast<size_t>(&axes - assign.data())] == FactorKind::kReduction;
-  });
+  // (one whose split reduced dimensions cannot run by pieces gathers them: no choice of the cost
+  // model, so its gathers are warned of)
+  pieces_refused_ = false;
+  for (size_t f = 0; !combiner && f < rule.num_factors(); ++f)
+    pieces_refused_ |= rule.kinds[f] == FactorKind::kReduction && !assign[f].empty();
   std::vector<AxisRef> partial;
   bool uneven_reduction = false;
   for (size_t f = 0; f < rule.num_factors(); ++f) {
