@@ -2,6 +2,7 @@
 #include "spmd/identities.h"
 
 #include <cmath>
+#include <vector>
 
 #include "ir/builder_window.h"
 
@@ -24,6 +25,36 @@ std::optional<OpKind> combiner_of(const Op& op) {
     default:
       return std::nullopt;
   }
+}
+
+// Each result's combiner, where the body combines each result alone.
+std::vector<OpKind> result_combiners(const Op& op) {
+  const size_t n = op.num_results();
+  if (n == 1) {
+    auto c = combiner_of(op);
+    return c ? std::vector<OpKind>{*c} : std::vector<OpKind>{};
+  }
+  if (n == 0 || op.regions().size() != 1) return {};
+  const ir::Block& body = op.region(0);
+  if (body.arguments().size() != 2 * n || body.ops().size() != n + 1) return {};
+  const Op& ret = *body.ops().back();
+  if (ret.kind() != OpKind::Return || ret.operands().size() != n) return {};
+  std::vector<OpKind> out;
+  for (size_t k = 0; k < n; ++k) {
+    const Op* d = ret.operand(k)->defining_op();
+    if (!d || d->operands().size() != 2 || d->num_results() != 1) return {};
+    const Value* acc = body.argument(k);
+    const Value* x = body.argument(n + k);
+    if (!((d->operand(0) == acc && d->operand(1) == x) || (d->operand(0) == x && d->operand(1) == acc))) return {};
+    switch (d->kind()) {
+      case OpKind::Add: case OpKind::Multiply: case OpKind::Maximum: case OpKind::Minimum:
+      case OpKind::And: case OpKind::Or:
+        out.push_back(d->kind());
+        break;
+      default: return {};
+    }
+  }
+  return out;
 }
 
 // Whether v is a constant scalar equal to the identity of `combiner` (0 for a sum, 1 for a

@@ -122,8 +122,23 @@ void Partitioner::generic(const Op& op, Builder& b) {
       op.kind() == OpKind::Concatenate || op.kind() == OpKind::ReduceWindow || op.kind() == OpKind::Convolution ||
       op.kind() == OpKind::SelectAndScatter)
     halo = choose_halo(op, rule, assign, mesh, judged);
+  // (a reduce's combiner per result: its one, or those of a body that combines each result alone)
   std::optional<OpKind> combiner = OpKind::Add;
-  if (op.kind() == OpKind::Reduce) combiner = op.num_results() == 1 ? combiner_of(op) : std::nullopt;
+  std::vector<OpKind> combiners;
+  if (op.kind() == OpKind::Reduce) {
+    combiners = result_combiners(op);
+    combiner = combiners.empty() ? std::nullopt : std::optional<OpKind>(combiners[0]);
+  }
+  // (an argmax or argmin split along its reduced dimension: reduced by pieces, partial results gathered)
+  if (std::optional<size_t> f = combiner ? std::nullopt : pieces_factor(op, rule, assign)) {
+    reduce_by_pieces(op, rule, assign, *f, mesh, b);
+    return;
+  }
+  // (one whose split reduced dimensions cannot run by pieces gathers them: no choice of the cost
+  // model, so its gathers are warned of)
+  pieces_refused_ = false;
+  for (size_t f = 0; !combiner && f < rule.num_factors(); ++f)
+    pieces_refused_ |= rule.kinds[f] == FactorKind::kReduction && !assign[f].empty();
   std::vector<AxisRef> partial;
   bool uneven_reduction = false;
   for (size_t f = 0; f < rule.num_factors(); ++f) {
@@ -143,12 +158,16 @@ void Partitioner::generic(const Op& op, Builder& b) {
   // (its padding holds the identity too) and folds the init in once, below: the init is a
   // runtime value, counted once as unsharded however many devices and padding rows there are.
   // (An init that is a constant equal to the identity, the usual case, needs none of this.)
-  bool fold_init = op.kind() == OpKind::Reduce && !partial.empty() && !identity_constant(*combiner, op.operand(1));
+  // Each result of a reduce of several alike, with its own combiner.
+  const size_t n = op.num_results();
+  bool fold_init = false;
+  for (size_t k = 0; op.kind() == OpKind::Reduce && !partial.empty() && k < n; ++k)
+    fold_init |= !identity_constant(combiners[k], op.operand(n + k));
   std::vector<Tensor> operands;
   for (size_t i = 0; i < op.operands().size(); ++i) {
     Value* v = op.operand(i);
-    if (fold_init && i >= op.num_results()) {
-      operands.push_back(identity_of(*combiner, get(v, replicated(mesh_name, 0)), b));
+    if (fold_init && i >= n) {
+      operands.push_back(identity_of(combiners[i - n], get(v, replicated(mesh_name, 0)), b));
       continue;
     }
     Sharding want = compose(rule.operands[i], rule, assign, mesh);
@@ -207,15 +226,17 @@ void Partitioner::generic(const Op& op, Builder& b) {
   if (fold_init) {
     Tensor index = piece_offset(ctx_, b, mesh, partial, 1);
     Tensor first = ir::compare(index, b.scalar(ir::ElementType::i32, 0), ir::ComparisonDirection::EQ);
-    Tensor init = get(op.operand(1), replicated(mesh_name, 0));
-    Tensor& r = results[0];
-    Tensor folded = b.emit1(*combiner, {r, ir::broadcast_to(init, r.shape())});
-    r = ir::select(ir::broadcast_to(first, r.shape()), folded, r);
+    for (size_t k = 0; k < n; ++k) {
+      Tensor init = get(op.operand(n + k), replicated(mesh_name, 0));
+      Tensor& r = results[k];
+      Tensor folded = b.emit1(combiners[k], {r, ir::broadcast_to(init, r.shape())});
+      r = ir::select(ir::broadcast_to(first, r.shape()), folded, r);
+    }
   }
   for (size_t i = 0; i < results.size(); ++i) {
     ctx_.forced_by = fmt::format("result {}", i);
     local_.insert_or_assign(op.result(i), reshard(ctx_, results[i], op.result(i)->type(), have[i], sm_.at(op.result(i)),
-                                   combiner.value_or(OpKind::Add)));
+                                   i < combiners.size() ? combiners[i] : combiner.value_or(OpKind::Add)));
   }
 }
 
@@ -302,10 +323,12 @@ bool Partitioner::top_k_by_pieces(const Op& op, Builder& b) {
 // halo exchanged, each result brought from the layout the op leaves to its propagated one.
 int64_t Partitioner::cost(const Op& op, const FactorRule& rule, const FactorAxes& candidate, const Mesh& mesh,
              const std::vector<HaloDim>& halo) {
-  // A reduce Tessera cannot combine across devices (several results, or an unknown combiner)
-  // runs its reductions whole whatever the candidate splits, as generic() emits it: costed so.
+  // A reduce Tessera cannot combine across devices (no combiner per result) runs its reductions
+  // whole whatever the candidate splits, as generic() emits it: costed so; unless it goes by
+  // pieces (argmax, argmin), whose results are gathered partial results.
   FactorAxes whole;
-  if (op.kind() == OpKind::Reduce && (op.num_results() != 1 || !combiner_of(op))) {
+  std::optional<size_t> by_pieces = pieces_factor(op, rule, candidate);
+  if (op.kind() == OpKind::Reduce && result_combiners(op).empty() && !by_pieces) {
     whole = candidate;
     for (size_t f = 0; f < rule.num_factors(); ++f)
       if (rule.kinds[f] == FactorKind::kReduction) whole[f].clear();
@@ -313,7 +336,8 @@ int64_t Partitioner::cost(const Op& op, const FactorRule& rule, const FactorAxes
   const FactorAxes& assign = whole.empty() ? candidate : whole;
   std::vector<AxisRef> partial;
   for (size_t f = 0; f < rule.num_factors(); ++f)
-    if (rule.kinds[f] == FactorKind::kReduction) partial.insert(partial.end(), assign[f].begin(), assign[f].end());
+    if (rule.kinds[f] == FactorKind::kReduction && !by_pieces)
+      partial.insert(partial.end(), assign[f].begin(), assign[f].end());
   int64_t bytes = 0;
   for (size_t i = 0; i < op.operands().size(); ++i) {
     const Value* v = op.operand(i);
@@ -328,6 +352,7 @@ int64_t Partitioner::cost(const Op& op, const FactorRule& rule, const FactorAxes
   }
   for (size_t i = 0; i < op.num_results(); ++i) {
     Sharding s = with_halo(compose(rule.results[i], rule, assign, mesh), partial, halo, partial_kind(op, sm_.at(op.result(i))));
+    if (by_pieces) bytes += partials_bytes(op, i, s, assign[*by_pieces], mesh);
     bytes += memo_reshard_bytes(op.result(i), s, sm_.at(op.result(i)));
   }
   return bytes;
@@ -450,9 +475,18 @@ void Partitioner::flag_full_gathers(const Op& op, size_t i, const FactorRule& ru
     if (exchanged && std::find(judged.begin(), judged.end(), d) != judged.end())
       continue;
     const std::vector<int>& factors = rule.operands[i][d];
+    // (an argmax or argmin whose major-most reduced dimension, the first reduction factor, arrives
+    // split goes by pieces unless the cost model finds gathering the operands cheaper: a judged
+    // gather then, not a silent one)
+    auto by_pieces = [&](size_t f) {
+      if (pieces_refused_) return false;
+      for (size_t g = 0; g < f; ++g)
+        if (rule.kinds[g] == FactorKind::kReduction) return false;
+      return pieces_order(op) != PiecesOrder::kNone;
+    };
     bool splittable = std::any_of(factors.begin(), factors.end(), [&](int f) {
       return rule.kinds[static_cast<size_t>(f)] == FactorKind::kPassThrough ||
-             (op.kind() != OpKind::Reduce || (op.num_results() == 1 && combiner_of(op)));
+             (op.kind() != OpKind::Reduce || !result_combiners(op).empty() || by_pieces(static_cast<size_t>(f)));
     });
     if (splittable) continue;
     r.avoidable = fmt::format("silent full gather: {} reads dimension {} of operand {} whole (no rule splits it), "
@@ -471,7 +505,7 @@ Tensor Partitioner::mask_padding(const Op& op, size_t i, Tensor t, const Type& g
   auto mask = valid_mask(ctx_, b, global, s);
   if (!mask) return t;
   // (a reduce split along a reduced dimension is partial: its identity, see generic)
-  Tensor fill = is_reduce_input ? identity_of(*combiner_of(op), t, b) : b.scalar(t.element(), 0);
+  Tensor fill = is_reduce_input ? identity_of(result_combiners(op)[i], t, b) : b.scalar(t.element(), 0);
   return ir::select(*mask, t, ir::broadcast_to(fill, t.shape()));
 }
 

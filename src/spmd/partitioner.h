@@ -111,6 +111,15 @@ class Partitioner {
   // top_k along a split last dimension: each device's top k, the candidates gathered, the top k of
   // those (where that moves less than gathering the operand).
   bool top_k_by_pieces(const Op& op, Builder& b);
+  // A reduce no all_reduce combines (argmax, argmin) split along its major-most reduced dimension:
+  // the split factor, where it may run by pieces (partition_reduce.cpp).
+  std::optional<size_t> pieces_factor(const Op& op, const FactorRule& rule, const FactorAxes& assign) const;
+  // Each device's piece reduced from the order's identity, the partial results all-gathered in
+  // device order along the split factor's axes and reduced again from the reduce's inits.
+  void reduce_by_pieces(const Op& op, const FactorRule& rule, const FactorAxes& assign, size_t factor,
+                        const Mesh& mesh, Builder& b);
+  // The bytes per device of that all_gather of result i's partial results, laid out as `s`.
+  int64_t partials_bytes(const Op& op, size_t i, const Sharding& s, const std::vector<AxisRef>& axes, const Mesh& mesh);
   // add, subtract or negate whose result stays partial where an operand is a partial
   // sum (partition_linear.cpp), where that moves fewer bytes than `standard`, the generic path's
   // best; false where it does not, and nothing is made.
@@ -184,6 +193,7 @@ class Partitioner {
   bool memoizing_ = false;
   int64_t memo_reshard_bytes(const Value* v, const Sharding& from, const Sharding& to);
   std::string cheaper_gather_;  // why the gather just made is avoidable, when local gathers are off
+  bool pieces_refused_ = false;  // the reduce being partitioned splits reduced dimensions it cannot run by pieces
   LocalContext ctx_;
   std::unordered_map<const Value*, Tensor> local_;
   std::unordered_map<const Value*, std::vector<std::pair<Sharding, Tensor>>> made_;

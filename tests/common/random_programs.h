@@ -120,6 +120,48 @@ inline Literal random_rows(ProgramGen& g, int64_t n, int64_t size, bool distinct
   return Literal::from_ints(i32({n, 1}), rows);
 }
 
+// JAX's argmax (or argmin) of f32 `x` along d, as jax.lax lowers it: a reduce of (value, iota
+// index) pairs from (-inf, 0) (or (+inf, 0)), the first pair winning when better or NaN, of equal
+// values the lower index. Returns {value, index}.
+inline std::vector<Tensor> jax_argminmax(const Tensor& x, int64_t d, bool max) {
+  Builder& f = x.builder();
+  Tensor index = f.iota(Type(ElementType::i32, x.shape()), d);
+  AttrMap dims;
+  dims.set("dimensions", std::vector<int64_t>{d});
+  Tensor init = f.scalar(ElementType::f32, max ? -INFINITY : INFINITY);
+  return f.emit_with_regions(OpKind::Reduce, {x, index, init, f.scalar(ElementType::i32, 0)}, dims, {}, [&](Op& op) {
+    Block& body = op.add_region();
+    Builder b(f.module(), body);
+    std::vector<Tensor> a;  // acc value, acc index, value, index
+    for (int k = 0; k < 2; ++k) {
+      a.push_back(b.wrap(body.add_argument(Type(ElementType::f32, {}))));
+      a.push_back(b.wrap(body.add_argument(Type(ElementType::i32, {}))));
+    }
+    Tensor pick = compare(a[0], a[2], max ? ComparisonDirection::GT : ComparisonDirection::LT) |
+                  compare(a[0], a[0], ComparisonDirection::NE);
+    Tensor pick_index = pick | (compare(a[0], a[2], ComparisonDirection::EQ) & compare(a[1], a[3], ComparisonDirection::LT));
+    std::vector<Value*> results = {select(pick, a[0], a[2]).value(), select(pick_index, a[1], a[3]).value()};
+    body.append(std::make_unique<Op>(OpKind::Return, results, std::vector<Type>{}));
+  });
+}
+
+// A reduce of two f32 results each combined alone: the sum of x from 5 and the max of y from 0.25
+// (inits that are not the identities) along d. Returns {sum, max}.
+inline std::vector<Tensor> sum_and_max(const Tensor& x, const Tensor& y, int64_t d) {
+  Builder& f = x.builder();
+  AttrMap dims;
+  dims.set("dimensions", std::vector<int64_t>{d});
+  std::vector<Tensor> operands = {x, y, f.scalar(ElementType::f32, 5), f.scalar(ElementType::f32, 0.25)};
+  return f.emit_with_regions(OpKind::Reduce, operands, dims, {}, [&](Op& op) {
+    Block& body = op.add_region();
+    Builder b(f.module(), body);
+    std::vector<Tensor> a;  // acc sum, acc max, x, y
+    for (int k = 0; k < 4; ++k) a.push_back(b.wrap(body.add_argument(Type(ElementType::f32, {}))));
+    std::vector<Value*> results = {(a[0] + a[2]).value(), maximum(a[3], a[1]).value()};
+    body.append(std::make_unique<Op>(OpKind::Return, results, std::vector<Type>{}));
+  });
+}
+
 // One random program: parameters with random shardings (some partial: unreduced), then a chain of
 // 5-30 ops drawn from the op table on the newest value (contractions, layout ops, reductions with
 // any init, scatter and gather, element-wise ops, constraints, some to partial layouts); results
@@ -411,10 +453,27 @@ inline void build_sharded_program(Module& m, ProgramGen& g, int length, bool ext
         case 27: {  // a reduction from an init that is not the reducer's identity
           int64_t d = g.pick(static_cast<int>(rank));
           if (rank < 2) break;
-          switch (g.pick(4)) {
+          switch (g.pick(7)) {
             case 0: x = reduce(x, x.builder().scalar(ElementType::f32, 5), {d}, OpKind::Add); break;
             case 1: x = reduce(x, x.builder().scalar(ElementType::f32, 0.25), {d}, OpKind::Maximum); break;
             case 2: x = reduce(x, x.builder().scalar(ElementType::f32, -0.25), {d}, OpKind::Minimum); break;
+            case 3: case 5: {  // JAX's argmax or argmin (a reduce of two results) of a parameter with many
+                       // ties (floor(2p): four values), whose answer no upstream rounding can flip
+              Tensor p = floor(param(shape) * 2.0);
+              if (g.coin(0.75)) {  // (mostly split along the reduced dimension: reduced by pieces)
+                Sharding s{g.mesh.name, std::vector<DimSharding>(rank), {}, {}};
+                s.dims[static_cast<size_t>(d)].axes.emplace_back(g.mesh.axes[static_cast<size_t>(g.pick(static_cast<int>(g.mesh.axes.size())))].name);
+                p = constrain(p, s);
+              }
+              std::vector<Tensor> r = jax_argminmax(p, d, g.coin());
+              x = r[0] + convert(r[1], ElementType::f32) * 0.125 + reduce_max(x, {d});
+              break;
+            }
+            case 4: {  // a sum and a max in one reduce, each result combined alone
+              std::vector<Tensor> r = sum_and_max(x, tanh(x), d);
+              x = r[0] + r[1];
+              break;
+            }
             default: x = reduce(tanh(x) * 0.5 + 1.0, x.builder().scalar(ElementType::f32, 2), {d}, OpKind::Multiply); break;
           }
           break;

@@ -95,7 +95,8 @@ TEST(CandidateLayouts, FreePartOfAnAxisIsItsMajorMostFreeDigits) {
 }
 
 // An argmax (a reduce of two results, which Tessera cannot combine across devices, so it reads its
-// reduced dimension whole) of [16,16] operands split by columns, its results wanted split by rows:
+// reduced dimension whole: its GE-select body on floats is not associative once a NaN comes, so
+// it is not reduced by pieces, see reduce_pieces_test.cpp) of [16,16] operands split by columns, its results wanted split by rows:
 // each operand exchanged to rows by an all_to_all moves 1024 / 4 * 3/4 = 192 B per device, 384 in
 // all, where a candidate costed as if the split reduction stayed split gathered both whole
 // (2 * 768 B) once the reduction was run whole.

@@ -20,6 +20,7 @@
 #include "ir/builder.h"
 #include "ir/ragged_dot.h"
 #include "runtime/session.h"
+#include "spmd/identities.h"
 #include "spmd/mesh_math.h"
 #include "spmd/partition.h"
 #include "spmd/reshard.h"
@@ -87,6 +88,8 @@ void count_coverage(const Function& f, std::map<std::string, int>& covered) {
         const Op* init = op->operand(1)->defining_op();
         double v = init && init->kind() == OpKind::Constant ? init->attrs().get<Literal>("value").get_double(0) : 0;
         if (std::isfinite(v) && v != 0) ++covered["non-identity init"];  // (not 0, -inf: sum and max's)
+        if (op->num_results() == 2)  // argmax and argmin, or a sum and a max combined alone
+          ++covered[result_combiners(*op).empty() ? "variadic reduce" : "variadic reduce per result"];
         break;
       }
       default: break;
@@ -96,10 +99,11 @@ void count_coverage(const Function& f, std::map<std::string, int>& covered) {
 
 // The ways the partitioner reads a split dimension without gathering it (spmd/split_reads.h),
 // counted from the report: a slice's halo exchange, a gather's local lookup summed after, a
-// select_and_scatter's windows exchanged (padded or not).
+// select_and_scatter's windows exchanged (padded or not), an argmax's partial results gathered.
 void count_strategies(const Report& report, std::map<std::string, int>& covered) {
-  bool halo = false, local_gather = false, pool_halo = false;
+  bool halo = false, local_gather = false, pool_halo = false, pieces = false;
   for (const auto& c : report.collectives) {
+    pieces |= c.forced_by.find("(the devices' partial results, stacked)") != std::string::npos;
     halo |= c.kind == "collective_permute" && c.forced_by.ends_with(" halo");
     pool_halo |= c.origin.starts_with("stablehlo.select_and_scatter") && c.forced_by.ends_with(" halo");
     local_gather |= c.origin.starts_with("stablehlo.gather") && c.forced_by.starts_with("result 0 partial");
@@ -107,6 +111,7 @@ void count_strategies(const Report& report, std::map<std::string, int>& covered)
   covered["halo exchange"] += halo;
   covered["local gather"] += local_gather;
   covered["select_and_scatter halo"] += pool_halo;
+  covered["reduce by pieces"] += pieces;
 }
 
 TEST(Property, ComparisonFailsOnNaN) {
@@ -193,7 +198,8 @@ TEST(Property, RandomProgramsShardedEqualUnsharded) {
   if (extended())
     claims.insert(claims.end(), {"scatter-add", "scatter-replace", "gather", "unreduced argument", "unreduced constraint",
                                  "unreduced result", "non-identity init", "manual with free axes",
-                                 "halo exchange", "local gather", "select_and_scatter halo"});
+                                 "halo exchange", "local gather", "select_and_scatter halo", "variadic reduce",
+                                 "variadic reduce per result", "reduce by pieces"});
   for (const auto& [what, n] : covered) std::printf("covered: %s %d\n", what.c_str(), n);
   for (const std::string& what : claims) EXPECT_GT(covered[what], kCases / 100) << what;
 }

@@ -11,8 +11,9 @@ are costed against a halo exchange, which moves as much, and share one gather.) 
 rows, an edge pad of them and a 3x3 convolution of an NHWC input split along H exchange halos
 (collective_permutes) and pass, and so does an interior pad of split rows (one row from the
 neighbour) and a 3x3 stride-2 max-pool gradient with SAME padding (a select_and_scatter padded
-along its split rows: the rows and source rows of the windows touching each piece); a module whose two-result reduce reads a split dimension whole (Tessera combines
-single-result reductions only) must fail under --strict (exit 1), naming the op and its place.
+along its split rows: the rows and source rows of the windows touching each piece); a module whose two-result reduce reads a split dimension whole (a GE-select argmax on floats:
+no combiner per result, and not associative once a NaN comes, so not reduced by pieces either)
+must fail under --strict (exit 1), naming the op and its place.
 
 Usage: explain_strict_cli.py TESSERA_CLI CNN_EXAMPLE
 """
@@ -47,8 +48,9 @@ REDUCE_MODULE = """module @reduced attributes {mhlo.num_partitions = 4 : i32} {
     %c0 = stablehlo.constant dense<0> : tensor<i32>
     %0:2 = "stablehlo.reduce"(%arg0, %arg1, %cst, %c0) ({
     ^bb0(%a: tensor<f32>, %b: tensor<i32>, %c: tensor<f32>, %d: tensor<i32>):
-      %m = stablehlo.maximum %a, %c : tensor<f32>
-      %n = stablehlo.maximum %b, %d : tensor<i32>
+      %ge = stablehlo.compare GE, %a, %c : (tensor<f32>, tensor<f32>) -> tensor<i1>
+      %m = stablehlo.select %ge, %a, %c : tensor<i1>, tensor<f32>
+      %n = stablehlo.select %ge, %b, %d : tensor<i1>, tensor<i32>
       stablehlo.return %m, %n : tensor<f32>, tensor<i32>
     }) {dimensions = array<i64: 0>} : (tensor<16x4xf32>, tensor<16x4xi32>, tensor<f32>, tensor<i32>) -> (tensor<4xf32>, tensor<4xi32>)
     return %0#0, %0#1 : tensor<4xf32>, tensor<4xi32>

@@ -87,8 +87,8 @@ TEST(PartitionCommand, ExplainNamesWhatForcedEachCollectiveAndStrictRefusesAvoid
   EXPECT_NE(s.find("for stablehlo.reduce at 7:5, result 0 partial over \"data\"\n"), std::string::npos) << s;
   EXPECT_EQ(s.find("warning:"), std::string::npos) << s;
 
-  // A two-result reduce reads the split rows whole (Tessera combines single-result reductions
-  // only: a silent full gather); a reshard to a
+  // A two-result reduce whose second result reads the first's accumulator (no combiner per
+  // result, no selection by an order) reads the split rows whole: a silent full gather; a reshard to a
   // mesh of fewer devices goes through the replicated value (a gather to more than both pieces;
   // between meshes of the same devices each device would take its blocks directly).
   constexpr const char* kGathers = R"(module @g attributes {mhlo.num_partitions = 4 : i32} {
@@ -99,7 +99,7 @@ TEST(PartitionCommand, ExplainNamesWhatForcedEachCollectiveAndStrictRefusesAvoid
     %0:2 = "stablehlo.reduce"(%arg0, %arg0, %cst, %cst) ({
     ^bb0(%a: tensor<f32>, %b: tensor<f32>, %c: tensor<f32>, %d: tensor<f32>):
       %m = stablehlo.maximum %a, %c : tensor<f32>
-      %n = stablehlo.minimum %b, %d : tensor<f32>
+      %n = stablehlo.minimum %a, %d : tensor<f32>
       stablehlo.return %m, %n : tensor<f32>, tensor<f32>
     }) {dimensions = array<i64: 0>} : (tensor<16x4xf32>, tensor<16x4xf32>, tensor<f32>, tensor<f32>) -> (tensor<4xf32>, tensor<4xf32>)
     return %0#0, %arg0 : tensor<4xf32>, tensor<16x4xf32>
