@@ -11,6 +11,26 @@ Value* mapped(const ValueMap& map, Value* v) {
 
 }  // namespace
 
+void replace_uses(Op& op, const ValueMap& map) {
+  for (size_t i = 0; i < op.operands().size(); ++i) {
+    Value* v = op.operand(i);
+    for (auto it = map.find(v); it != map.end(); it = map.find(v)) v = it->second;
+    if (v != op.operand(i)) op.set_operand(i, v);
+  }
+  for (const auto& region : op.regions()) replace_uses(*region, map);
+}
+
+void replace_uses(Block& block, const ValueMap& map) {
+  if (map.empty()) return;
+  for (const auto& op : block.ops()) replace_uses(*op, map);
+}
+
+void erase_ops(Block& block, const std::function<bool(const Op&)>& dead) {
+  block.erase_if(dead);
+  for (const auto& op : block.ops())
+    for (const auto& region : op->regions()) erase_ops(*region, dead);
+}
+
 Op* clone_op(Block& into, const Op& op, ValueMap& map) {
   std::vector<Value*> operands;
   for (Value* v : op.operands()) operands.push_back(mapped(map, v));

@@ -27,9 +27,11 @@ std::optional<std::vector<std::string>> symbol_list_of(const Attribute& a);
 // GSPMD's sharding annotation, custom_call @Sharding (JAX's with_sharding_constraint before
 // Shardy): the identity on its one operand in every layer where the parser did not import it.
 inline constexpr std::string_view kShardingTarget = "Sharding";
-inline bool is_sharding_call(const Op& op) {
-  return op.kind() == OpKind::CustomCall && op.attrs().get_or<std::string>("call_target_name", "") == kShardingTarget;
+// Whether `op` is a custom_call to `target`.
+inline bool is_call_to(const Op& op, std::string_view target) {
+  return op.kind() == OpKind::CustomCall && op.attrs().get_or<std::string>("call_target_name", "") == target;
 }
+inline bool is_sharding_call(const Op& op) { return is_call_to(op, kShardingTarget); }
 
 // Custom calls that annotate a value without changing it: @Sharding, and where the value is to be
 // kept (JAX's memories API: annotate_device_placement, MoveToHost, MoveToDevice), which host

@@ -59,14 +59,6 @@ bool reads_any(const Op& op, const std::unordered_set<const Value*>& set) {
   return false;
 }
 
-void replace_uses(ir::Block& b, const Value* from, Value* to) {
-  for (const auto& op : b.ops()) {
-    for (size_t i = 0; i < op->operands().size(); ++i)
-      if (op->operand(i) == from) op->set_operand(i, to);
-    for (const auto& r : op->regions()) replace_uses(*r, from, to);
-  }
-}
-
 }  // namespace
 
 int combine_all_reduces(ir::Module& module, ir::Function& fn, Report& report) {
@@ -158,7 +150,7 @@ int combine_all_reduces(ir::Module& module, ir::Function& fn, Report& report) {
       offset += sizes[j];
     }
     for (auto& op : scratch.take_ops()) block.insert_before(last, std::move(op));
-    for (size_t j = 0; j < g.size(); ++j) replace_uses(block, g[j]->result(0), pieces[j]);
+    for (size_t j = 0; j < g.size(); ++j) ir::replace_uses(block, ir::ValueMap{{g[j]->result(0), pieces[j]}});
     // The report: one record for the merged all_reduce.
     CollectiveRecord merged{"all_reduce", "combined:", 1, 0, sum.value()->defining_op(), "", ""};
     std::erase_if(report.collectives, [&](const CollectiveRecord& r) {

@@ -7,6 +7,7 @@
 // A tensor dimension's sharding is then the mesh axes of its tile's run, major to minor; the last
 // tile of last_tile_dim_replicate takes the axes left over, which Shardy leaves replicated.
 #include "stablehlo/import_gspmd.h"
+#include "ir/clone.h"
 #include "ir/effects.h"
 
 #include <algorithm>
@@ -99,8 +100,7 @@ class Importer {
       const std::string* text = op->attrs().find<std::string>("mhlo.sharding");
       // A shard_map fence's full side: its layout becomes the manual computation's
       // (import_shard_map.cpp), read here with the others so they share one mesh.
-      if (op->kind() == ir::OpKind::CustomCall &&
-          op->attrs().get_or<std::string>("call_target_name", "") == kShardToFullTarget) {
+      if (ir::is_call_to(*op, kShardToFullTarget)) {
         Site s{op->loc, "custom_call @SPMDShardToFullShape", "", {}, {}, nullptr, op.get(), {}};
         if (op->num_results() != 1) fail(s, fmt::format("has {} results, not 1", op->num_results()));
         if (text == nullptr) fail(s, "has no mhlo.sharding string attribute");
@@ -311,26 +311,18 @@ class Importer {
  public:
   void finish() {
     for (ir::Op* mark : manual_marks_) {
-      ir::Value* v = mark->operand(0);
-      while (replaced_.count(v)) v = replaced_.at(v);
-      replaced_[mark->result(0)] = v;
+      replaced_[mark->result(0)] = mark->operand(0);  // chains are followed by replace_uses
       dead_.insert(mark);
     }
     if (!replaced_.empty())
-      for (auto& fn : m_.functions) rewire(fn->body());
+      for (auto& fn : m_.functions) {
+        ir::replace_uses(fn->body(), replaced_);
+        ir::erase_ops(fn->body(), [&](const ir::Op& op) { return dead_.count(&op) > 0; });
+      }
     if (gspmd_) outline_shard_maps(m_, file_);
   }
 
  private:
-  void rewire(ir::Block& b) {
-    for (const auto& op : b.ops()) {
-      for (size_t i = 0; i < op->operands().size(); ++i)
-        if (auto it = replaced_.find(op->operand(i)); it != replaced_.end()) op->set_operand(i, it->second);
-      for (const auto& r : op->regions()) rewire(*r);
-    }
-    b.erase_if([&](const ir::Op& op) { return dead_.count(&op) > 0; });
-  }
-
   ir::Module& m_;
   std::string file_;
   std::vector<Site> sites_;
@@ -339,7 +331,7 @@ class Importer {
   std::set<int64_t> cuts_;
   std::map<int64_t, size_t> axis_at_;  // cut point -> index of the mesh axis starting there
   std::string mesh_;
-  std::map<ir::Value*, ir::Value*> replaced_;
+  ir::ValueMap replaced_;
   std::set<const ir::Op*> dead_;
   std::vector<ir::Op*> manual_marks_;  // @Sharding {manual}: dropped
   bool gspmd_ = false;                 // the module's shardings are GSPMD's (no sdy.mesh of its own)

@@ -68,8 +68,8 @@ class RoundTrip {
       block(*fn, fn->body());
     }
     if (replaced_.empty()) return;
-    for (auto& fn : m_.functions) remap(fn->body());
-    for (auto& fn : m_.functions) erase(fn->body());
+    for (auto& fn : m_.functions) ir::replace_uses(fn->body(), replaced_);
+    for (auto& fn : m_.functions) ir::erase_ops(fn->body(), [&](const ir::Op& op) { return dead_.count(&op) > 0; });
   }
 
  private:
@@ -303,26 +303,10 @@ class RoundTrip {
     dead_.insert(&g2l), dead_.insert(call), dead_.insert(l2g);
   }
 
-  ir::Value* resolved(ir::Value* v) const {
-    for (auto it = replaced_.find(v); it != replaced_.end(); it = replaced_.find(v)) v = it->second;
-    return v;
-  }
-  void remap(ir::Block& b) {
-    for (const auto& op : b.ops()) {
-      for (size_t i = 0; i < op->operands().size(); ++i)
-        if (replaced_.count(op->operand(i))) op->set_operand(i, resolved(op->operand(i)));
-      for (const auto& r : op->regions()) remap(*r);
-    }
-  }
-  void erase(ir::Block& b) {
-    b.erase_if([&](const ir::Op& op) { return dead_.count(&op) > 0; });
-    for (const auto& op : b.ops())
-      for (const auto& r : op->regions()) erase(*r);
-  }
 
   ir::Module& m_;
   std::string file_;
-  std::unordered_map<ir::Value*, ir::Value*> replaced_;
+  ir::ValueMap replaced_;
   std::unordered_set<const ir::Op*> dead_;
   std::unordered_set<std::string> maximal_;  // meshes without axes
 };

@@ -17,30 +17,20 @@
 
 #include "stablehlo/lexer.h"
 #include "ir/clone.h"
+#include "ir/effects.h"
 #include "stablehlo/import_gspmd.h"
 
 namespace tessera::stablehlo {
 namespace {
 
-bool is_call_to(const ir::Op& op, std::string_view target) {
-  return op.kind() == ir::OpKind::CustomCall && op.attrs().get_or<std::string>("call_target_name", "") == target;
-}
-bool is_full_to_shard(const ir::Op& op) { return is_call_to(op, kFullToShardTarget); }
-bool is_shard_to_full(const ir::Op& op) { return is_call_to(op, kShardToFullTarget); }
+bool is_full_to_shard(const ir::Op& op) { return ir::is_call_to(op, kFullToShardTarget); }
+bool is_shard_to_full(const ir::Op& op) { return ir::is_call_to(op, kShardToFullTarget); }
 
 // Operands of `op` and values its regions read from outside them.
 std::vector<const ir::Value*> reads_of(const ir::Op& op) {
   std::vector<const ir::Value*> out(op.operands().begin(), op.operands().end());
   for (const ir::Value* v : ir::captures_of(op)) out.push_back(v);
   return out;
-}
-
-// Replaces uses of the map's keys in `op`, its regions included.
-void remap(ir::Op& op, const std::unordered_map<const ir::Value*, ir::Value*>& map) {
-  for (size_t i = 0; i < op.operands().size(); ++i)
-    if (auto it = map.find(op.operand(i)); it != map.end()) op.set_operand(i, it->second);
-  for (const auto& r : op.regions())
-    for (const auto& o : r->ops()) remap(*o, map);
 }
 
 class Outliner {
@@ -58,13 +48,6 @@ class Outliner {
     if (m_.meshes.empty()) return identities(b);
     group(b);
     rebuild(b);
-  }
-
-  // Uses of a replaced value anywhere in the module (after the fence's results are gone).
-  void finish() {
-    if (replaced_.empty()) return;
-    for (auto& fn : m_.functions)
-      for (const auto& op : fn->body().ops()) remap(*op, replaced_);
   }
 
  private:
@@ -85,12 +68,9 @@ class Outliner {
                               to_string(op->result(0)->type())));
       replaced_[op->result(0)] = op->operand(0);
     }
-    remap_block(b);
+    ir::replace_uses(b, replaced_);  // before the fences go: a fence back may read a fence's result
+    replaced_.clear();
     b.erase_if([](const ir::Op& op) { return is_full_to_shard(op) || is_shard_to_full(op); });
-  }
-
-  void remap_block(ir::Block& b) {
-    for (const auto& op : b.ops()) remap(*op, replaced_);
   }
 
   int find(int g) { return parent_[g] == g ? g : parent_[g] = find(parent_[g]); }
@@ -135,8 +115,7 @@ class Outliner {
   struct Piece {
     std::vector<ir::Op*> full_to_shard, shard_to_full;
     std::unique_ptr<ir::Block> body = std::make_unique<ir::Block>();
-    std::unordered_map<const ir::Value*, ir::Value*> inside;  // FullToShard results, constants copied
-    bool placed = false;
+    ir::ValueMap inside;  // FullToShard results, constants copied
   };
 
   ir::Sharding layout_of(const ir::Op& fence, const ir::Value* v, bool input) const {
@@ -197,7 +176,7 @@ class Outliner {
         fences.push_back(std::move(up));
       } else {
         for (const ir::Value* v : reads_of(*op)) copy_in(p, *op, v, copyable);
-        remap(*op, p.inside);
+        ir::replace_uses(*op, p.inside);
         p.body->append(std::move(up));
       }
     }
@@ -214,7 +193,10 @@ class Outliner {
     for (auto& [g, p] : pieces) placed.emplace_back(position.at(p.shard_to_full.front()), computation(p));
     std::stable_sort(placed.begin(), placed.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
     for (auto& [pos, up] : placed) b.append(std::move(up));
-    remap_block(b);
+    // While the fences still stand: replacing an operand reads the old value's type. Their results
+    // are read only in this block and the regions below it.
+    ir::replace_uses(b, replaced_);
+    replaced_.clear();
   }
 
   // Makes `v`, which body op `reader` reads, available inside p's body: a body value already is,
@@ -225,7 +207,7 @@ class Outliner {
     if (d == nullptr || !copyable.count(d))
       fail(reader, "reads a value defined outside its shard_map body (only constants and pure ops of constants may be)");
     for (const ir::Value* operand : d->operands()) copy_in(p, reader, operand, copyable);
-    ir::ValueMap map(p.inside.begin(), p.inside.end());
+    ir::ValueMap map = p.inside;
     ir::Op* copy = ir::clone_op(*p.body, *d, map);
     for (size_t r = 0; r < d->num_results(); ++r) p.inside[d->result(r)] = copy->result(r);
   }
@@ -276,7 +258,7 @@ class Outliner {
   std::string file_;
   std::vector<int> parent_;
   std::unordered_map<const ir::Op*, int> group_of_;
-  std::unordered_map<const ir::Value*, ir::Value*> replaced_;
+  ir::ValueMap replaced_;  // the block's fence results, until the block is rebuilt
 };
 
 }  // namespace
@@ -284,7 +266,6 @@ class Outliner {
 void outline_shard_maps(ir::Module& module, const std::string& file) {
   Outliner o(module, file);
   for (auto& fn : module.functions) o.block(fn->body());
-  o.finish();
 }
 
 }  // namespace tessera::stablehlo

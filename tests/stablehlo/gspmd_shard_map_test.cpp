@@ -89,6 +89,17 @@ TEST(GspmdShardMap, OnOneDeviceTheFencesAreTheIdentity) {
   ir::Literal x = filled(ir::f32({4}), 1.0);
   auto r = interp::evaluate(*m, "main", {x});
   for (int64_t i = 0; i < 4; ++i) EXPECT_NEAR(r[0].get_double(i), std::exp(x.get_double(i)), kTol);
+  // An empty body: the fence back reads the fence's own result, so one replacement leads to another.
+  std::string empty = one;
+  std::string from = "%2 = stablehlo.exponential %1 : tensor<4xf32>\n    %3 = stablehlo.custom_call @Sharding(%2)";
+  ASSERT_NE(empty.find(from), std::string::npos);
+  empty.replace(empty.find(from), from.size(), "%3 = stablehlo.custom_call @Sharding(%1)");
+  std::string tail = "return %4 : tensor<4xf32>";
+  empty.replace(empty.find(tail), tail.size(), "%5 = stablehlo.exponential %4 : tensor<4xf32>\n    return %5 : tensor<4xf32>");
+  auto e = parse(empty, "t.mlir");
+  EXPECT_EQ(print(*e).find("SPMD"), std::string::npos) << print(*e);
+  r = interp::evaluate(*e, "main", {x});
+  for (int64_t i = 0; i < 4; ++i) EXPECT_NEAR(r[0].get_double(i), std::exp(x.get_double(i)), kTol);
 }
 
 // kInline with each `from` replaced by its `to` (once each).
