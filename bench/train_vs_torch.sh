@@ -17,13 +17,27 @@ python=${PYTHON:-/usr/bin/python3}
 configs=("tiny   256   64      2      8     4  172 8     16  30"
          "larger 4096  256     4      8     4  684 8     128 10")
 results=$(mktemp)
+declare -A tokens_per_step
 for c in "${configs[@]}"; do
   set -- $c
+  tokens_per_step[$1]=$(( $8 * $9 ))
   "$build/bin/train_step_bench" "$@" >> "$results"
   "$python" "$root/bench/train_vs_torch.py" "$@" >> "$results"
 done
 printf "%-8s %-34s %12s %-14s %s\n" config runner tokens/s "vs 1 thread" "ratio to torch, same threads"
 while read -r who name n tps threads; do
+  if [ "$who" = flops ]; then
+    # A ceiling: one thread running only the step's contractions at the best single-core SGEMM
+    # rate measured above. PyTorch's 1-thread row over this bound is the most any runner can beat
+    # it by on one thread.
+    torch=$(awk -v c="$name" '$1=="torch" && $2==c && $3==1 {print $4}' "$results")
+    awk -v c="$name" -v f="$n" -v peak="$tps" -v t="$torch" -v seqs="${tokens_per_step[$name]}" 'BEGIN {
+      ceiling = seqs / (f / (peak * 1e9));
+      printf "%-8s %-34s %12.0f %-14s %s\n", c, "ceiling: contractions at " peak " GFLOP/s", ceiling, "",
+             (t > 0 ? sprintf("PyTorch 1 thread is %.0f %% of it: at most %.2fx PyTorch", 100 * t / ceiling, ceiling / t) : "")
+    }'
+    continue
+  fi
   if [ "$who" = tessera ]; then
     torch=$(awk -v c="$name" -v n="$threads" '$1=="torch" && $2==c && $3==n {print $4}' "$results")
     base=$(awk -v c="$name" '$1=="tessera" && $2==c && $3==1 && $5==1 {print $4}' "$results")
@@ -33,5 +47,5 @@ while read -r who name n tps threads; do
   else
     printf "%-8s %-34s %12s\n" "$name" "pytorch, $n thread(s)" "$tps"
   fi
-done < "$results"
+done < <(grep -v '^flops' "$results"; grep '^flops' "$results")
 rm -f "$results"
