@@ -46,9 +46,20 @@ namespace tessera::exec {
 
 namespace fused {
 
-// AVX2 where the CPU has it, else the baseline (the same bits: fused_kernels.h).
+bool has_avx512() {
+  return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl");
+}
+
+// The widest set the CPU runs (the same bits: fused_kernels.h). TESSERA_FUSED_ISA=base, avx2 or
+// avx512 caps it, to compare the sets in one binary.
 const KernelSet& kernels() {
-  static const KernelSet& set = __builtin_cpu_supports("avx2") ? avx2_kernels() : base::kernel_set();
+  static const KernelSet& set = [&]() -> const KernelSet& {
+    const char* env = std::getenv("TESSERA_FUSED_ISA");
+    std::string_view cap = env ? env : "avx512";
+    if (cap == "avx512" && has_avx512()) return avx512_kernels();
+    if (cap != "base" && __builtin_cpu_supports("avx2")) return avx2_kernels();
+    return base::kernel_set();
+  }();
   return set;
 }
 
