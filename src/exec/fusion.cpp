@@ -84,6 +84,16 @@ using ir::Value;
 // every run) costs more than the passes it saves (bench/exec_bench.cpp's [128, 64] step).
 std::atomic<int64_t> min_fused{16384};
 
+// TESSERA_FUSED_RECOMPUTE=all: every cheap tree is computed again in each loop that reads it, however
+// many values it reads (as before the rule in Plan; for measuring it in one build).
+bool recompute_all() {
+  static const bool all = [] {
+    const char* env = std::getenv("TESSERA_FUSED_RECOMPUTE");
+    return env && std::string_view(env) == "all";
+  }();
+  return all;
+}
+
 class Plan final : public MultiResultPlan {
  public:
   explicit Plan(const ir::Block& block) : block_(block) {
@@ -103,10 +113,29 @@ class Plan final : public MultiResultPlan {
       bool costly_tree = !is_cheap(op->kind());
       for (const Value* v : op->operands())
         costly_tree = costly_tree || (v->defining_op() && costly_.count(v->defining_op()));
-      bool ok = !rs.empty() && (rs.size() == 1 || !costly_tree) &&
-                op->result(0)->type().num_elements() >= min_fused_;
+      // The values at its size that its tree reads from memory: each loop that computes it again
+      // reads them again. Stored, it is written once and read once per reader instead; a cheap
+      // tree read by several loops is computed in each only when that reads no more (the backward
+      // pass's residual gradient, a sum of one more term per layer, was otherwise summed again
+      // from all its terms in each of its three readers' loops: reads quadratic in the depth).
+      int64_t n = op->result(0)->type().num_elements();
+      std::vector<const Value*> leaves;  // distinct: a value read twice in a loop is one stream
+      auto add_leaf = [&](const Value* v) {
+        if (std::find(leaves.begin(), leaves.end(), v) == leaves.end()) leaves.push_back(v);
+      };
+      for (const Value* v : op->operands()) {
+        auto it = v->defining_op() ? reads_.find(v->defining_op()) : reads_.end();
+        if (it != reads_.end()) for (const Value* leaf : it->second) add_leaf(leaf);
+        else if (v->type().num_elements() == n) add_leaf(v);
+      }
+      int64_t loops = 0;  // distinct readers: x * x is one
+      for (size_t i = 0; i < rs.size(); ++i) loops += std::find(rs.begin(), rs.begin() + static_cast<long>(i), rs[i]) == rs.begin() + static_cast<long>(i);
+      auto reads = static_cast<int64_t>(leaves.size());
+      bool recompute = loops == 1 || (!costly_tree && (recompute_all() || reads * loops <= reads + 1 + loops));
+      bool ok = !rs.empty() && recompute && n >= min_fused_;
       for (const Op* r : rs) ok = ok && fused_.count(r) && reads_in_place(*r, op->result(0));
       if (ok) inlined_.insert(op.get());
+      if (ok) reads_[op.get()] = std::move(leaves);
       if (ok && costly_tree) costly_.insert(op.get());
     }
     // Values read inside regions: the region's op is not fusable, so readers[] above missed them;
@@ -162,6 +191,8 @@ class Plan final : public MultiResultPlan {
   std::unordered_set<const Value*> region_reads_;  // values read inside regions: stay materialized
   std::unordered_set<const Op*> fused_, inlined_;
   std::unordered_set<const Op*> costly_;  // inlined ops whose trees hold an op that is not cheap
+  // Inlined ops: the values at their size that their trees read from memory.
+  std::unordered_map<const Op*, std::vector<const Value*>> reads_;
   Riders riders_;  // none until enable_riders()
   FoldedContractions folded_;  // contractions that read or write through a folded transpose
   int64_t min_fused_ = min_fused;  // as the plan was made (tests change the minimum between runs)

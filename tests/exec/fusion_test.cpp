@@ -160,6 +160,40 @@ TEST(Fusion, ValuesWithCostlyTreesAreStoredForSeveralReaders) {
   EXPECT_EQ(profile.by_op.count("stablehlo.add"), 0u) << "the cheap tree inlined into its readers";
 }
 
+// A running sum of one more term at each step (the backward pass's residual gradient), each partial
+// sum read by three loops (the next add, a scaled copy, a row sum): a partial sum whose tree reads
+// three values is stored (its readers then read one) rather than summed again from all its terms
+// in every reader's loop, whose reads would grow with the square of the number of terms. A
+// partial sum of two values, or a tree that reads one value many times, stays inlined.
+TEST(Fusion, RunningSumsReadBySeveralLoopsAreStored) {
+  const std::vector<int64_t> shape = {64, 256};
+  Module m;
+  build_function(m, "f", [&](FunctionBuilder& f) {
+    std::vector<Tensor> out;
+    Tensor acc = f.param(f32(shape));
+    Tensor pad = acc;
+    for (int i = 0; i < 8; ++i) pad = pad * 0.5 + pad;  // one value read many times: inlined
+    out.push_back(pad);
+    for (int k = 1; k <= 5; ++k) {
+      acc = acc + f.param(f32(shape));
+      out.push_back(acc * 2.0);
+      out.push_back(reduce_sum(acc * acc, {1}));
+    }
+    return out;
+  });
+  std::mt19937 rng(3);
+  std::vector<Literal> in;
+  for (int k = 0; k <= 5; ++k) in.push_back(random_literal(f32(shape), rng));
+  interp::Profile profile;
+  std::vector<Literal> got = run(m, in, true, true, &profile);
+  std::vector<Literal> want = run(m, in, false, false);
+  for (size_t r = 0; r < want.size(); ++r) EXPECT_TRUE(same_bits(got[r], want[r])) << "result " << r;
+  // x0 + x1 (two values) inlined; + x2 stored; + x3 (two: the stored sum and x3) inlined; + x4
+  // stored; + x5 inlined. The third add is the pad's root.
+  EXPECT_EQ(profile.by_op.at("stablehlo.add").first, 3) << "the partial sums of three values stored";
+  EXPECT_EQ(profile.by_op.at("stablehlo.multiply").first, 5) << "the scaled copies; the pad's chain inlined";
+}
+
 // Sums whose terms are mostly zeros (a one-hot times values, as a cross-entropy's loss) skip runs
 // of zeros (fold.h: fold_in_order) and keep the reference's bits: the sign of a zero sum (inits +0
 // and -0, terms of both signs), a NaN or an infinity among the terms or as the init, subnormals;
