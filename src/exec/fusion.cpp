@@ -84,6 +84,12 @@ using ir::Value;
 // every run) costs more than the passes it saves (bench/exec_bench.cpp's [128, 64] step).
 std::atomic<int64_t> min_fused{16384};
 
+// Values of at least this many elements (256 KiB of f32) whose cheap trees several loops read are
+// stored when recomputing them reads more (Plan). Smaller ones stay in cache between the loops,
+// where an extra loop costs more than reading a few values again: the tiny training step (values
+// up to [8,16,256]) ran 9 % slower with every size stored so.
+constexpr int64_t kStoreSharedTreesFrom = 65536;
+
 // TESSERA_FUSED_RECOMPUTE=all: every cheap tree is computed again in each loop that reads it, however
 // many values it reads (as before the rule in Plan; for measuring it in one build).
 bool recompute_all() {
@@ -131,7 +137,8 @@ class Plan final : public MultiResultPlan {
       int64_t loops = 0;  // distinct readers: x * x is one
       for (size_t i = 0; i < rs.size(); ++i) loops += std::find(rs.begin(), rs.begin() + static_cast<long>(i), rs[i]) == rs.begin() + static_cast<long>(i);
       auto reads = static_cast<int64_t>(leaves.size());
-      bool recompute = loops == 1 || (!costly_tree && (recompute_all() || reads * loops <= reads + 1 + loops));
+      bool recompute = loops == 1 || (!costly_tree && (recompute_all() || n < kStoreSharedTreesFrom ||
+                                                       reads * loops <= reads + 1 + loops));
       bool ok = !rs.empty() && recompute && n >= min_fused_;
       for (const Op* r : rs) ok = ok && fused_.count(r) && reads_in_place(*r, op->result(0));
       if (ok) inlined_.insert(op.get());

@@ -164,9 +164,10 @@ TEST(Fusion, ValuesWithCostlyTreesAreStoredForSeveralReaders) {
 // sum read by three loops (the next add, a scaled copy, a row sum): a partial sum whose tree reads
 // three values is stored (its readers then read one) rather than summed again from all its terms
 // in every reader's loop, whose reads would grow with the square of the number of terms. A
-// partial sum of two values, or a tree that reads one value many times, stays inlined.
+// partial sum of two values, or a tree that reads one value many times, stays inlined (and so
+// would all of them below kStoreSharedTreesFrom elements).
 TEST(Fusion, RunningSumsReadBySeveralLoopsAreStored) {
-  const std::vector<int64_t> shape = {64, 256};
+  const std::vector<int64_t> shape = {256, 256};
   Module m;
   build_function(m, "f", [&](FunctionBuilder& f) {
     std::vector<Tensor> out;
