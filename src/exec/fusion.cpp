@@ -4,7 +4,8 @@
 // The plan marks an element-wise op *inlined* when every op that reads its result is itself a
 // fusable op that reads it element by element at its shape (and, for an expensive op such as exp
 // or divide, or a cheap one whose inlined tree holds one, when there is only one reader, so
-// nothing costly is computed twice). Every other fusable op
+// nothing costly is computed twice; for a large cheap tree read by several loops, when computing it
+// in each reads no more values from memory than storing it would). Every other fusable op
 // is a *root*: it runs one loop over its result in blocks of kBlock elements, evaluating the tree
 // of inlined ops below it instruction by instruction on block-sized registers that stay in cache
 // (fused_kernels.h). A broadcast_in_dim in the tree reads its operand in place through strides;
