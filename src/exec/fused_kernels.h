@@ -3,10 +3,12 @@
 // element, or a loop that gives the same bits faster (exp.h, sqrt below); loads read a value
 // through strides (broadcasts) or compute an iota. Internal to exec.
 //
-// The kernels are compiled twice: here for the baseline x86-64 (namespace fused::base), and in
+// The kernels are compiled three times: here for the baseline x86-64 (namespace fused::base), in
 // fused_kernels_avx2.cpp for AVX2 (fused::avx2; its loops vectorize 8 floats wide where the
-// baseline's take 4). Every instruction there is an IEEE operation of the same width on each
-// element (no FMA: contraction is off), so both give the same bits; kernels() picks one at start.
+// baseline's take 4) and in fused_kernels_avx512.cpp for AVX-512 (fused::avx512, 16 wide). Every
+// instruction there is an IEEE operation of the same width on each element (no FMA: the AVX2 target
+// has none, and the AVX-512 file, whose target does, is compiled with -ffp-contract=off), so all
+// give the same bits; kernels() picks one at start.
 #pragma once
 
 #include <algorithm>
@@ -16,7 +18,7 @@
 #include <type_traits>
 #include <vector>
 
-#include <emmintrin.h>
+#include <immintrin.h>
 
 #include "exec/dims.h"
 #include "exec/exp.h"
@@ -60,14 +62,20 @@ struct KernelSet {
   Kernel (*index_test)(ElementType index, ElementType out);  // null for types it does not take
 };
 
-// The AVX2 kernels (fused_kernels_avx2.cpp), and the set this machine runs.
+// The AVX2 and AVX-512 kernels (fused_kernels_avx2.cpp, fused_kernels_avx512.cpp), and the set
+// this machine runs.
 const KernelSet& avx2_kernels();
+const KernelSet& avx512_kernels();
+bool has_avx512();  // avx512f, avx512bw and avx512vl
 const KernelSet& kernels();
 
 #ifndef TESSERA_FUSED_ISA
 #define TESSERA_FUSED_ISA base
 #endif
-#ifdef TESSERA_FUSED_AVX2
+#if defined(TESSERA_FUSED_AVX512)
+#pragma GCC push_options
+#pragma GCC target("avx512f,avx512bw,avx512vl,prefer-vector-width=512")
+#elif defined(TESSERA_FUSED_AVX2)
 #pragma GCC push_options
 #pragma GCC target("avx2")
 #endif
@@ -87,9 +95,13 @@ void for_rows(const std::vector<int64_t>& shape, const std::vector<int64_t>& str
   Dims index(rank);  // the index of `start` (inline: this runs once per block and load)
   int64_t rest = start, offset = 0;
   for (size_t d = rank; d-- > 0;) {
-    index[d] = rest % shape[d];
-    rest /= shape[d];
+    // One division per dimension: written as rest % shape[d] and rest / shape[d], the store to
+    // index[d] (which may alias shape's storage, for all the compiler knows) made it two idivs,
+    // a good part of a broadcast load's time.
+    int64_t len = shape[d], quotient = rest / len;
+    index[d] = rest - quotient * len;
     offset += index[d] * strides[d];
+    rest = quotient;
   }
   int64_t done = 0;
   while (done < n) {
@@ -135,31 +147,62 @@ void unary(const Instr& s, std::byte* const* regs, int64_t, int64_t n) {
   for (int64_t i = 0; i < n; ++i) z[i] = E::store(Fn::template apply<E>(E::load(x[i])));
 }
 
-// exp and logistic of f32: the same bits as unary<> above, from vectorized loops (exp.h).
+// exp, logistic, sqrt and rsqrt of f32: the same bits as unary<> above, from vectorized loops
+// (exp.h; sqrt and rsqrt below).
 template <void (*F)(const float*, float*, int64_t)>
 void unary_f32(const Instr& s, std::byte* const* regs, int64_t, int64_t n) {
   F(reinterpret_cast<const float*>(regs[s.in[0]]), reinterpret_cast<float*>(regs[s.out]), n);
 }
 
-// sqrt and rsqrt of f32 computed as the reference does (in double, rounded once), two elements
-// per instruction: sqrtpd is the correctly rounded square root that the reference's std::sqrt runs
-// as sqrtsd (the compiler keeps that scalar, to set errno for negative inputs; NaNs stay NaNs).
-template <bool Reciprocal>
-void sqrt_f32(const Instr& s, std::byte* const* regs, int64_t, int64_t n) {
-  const float* x = reinterpret_cast<const float*>(regs[s.in[0]]);
-  float* z = reinterpret_cast<float*>(regs[s.out]);
+// sqrt of f32 in float, as wide as the instruction set goes: the same bits as the reference's
+// float(sqrt(double(x))). Proof: a float x is exact in double; sqrt(x) rounded to double (53 bits)
+// and then to float (24 bits) is sqrt(x) rounded once to float whenever 53 >= 2*24 + 2 (Figueroa,
+// "When is double rounding innocuous?", SIGNUM 1995: for +, -, *, / and sqrt, the exact result of
+// p-bit operands is never close enough to a p-bit midpoint for the wider rounding to move it onto
+// one). No over- or underflow intervenes: the square root of any finite float lies in
+// [2^-74.5, 2^64], normal in both formats. The rest is IEEE: sqrt(±0) = ±0, sqrt(+inf) = +inf, a
+// negative x or -inf gives the default NaN (0xffc00000 from sqrtps; sqrtsd's 0xfff8... narrows to
+// the same), and a NaN comes back quieted with its payload's leading bits, which the widening and
+// narrowing keep. Subnormal inputs are exact operands (MXCSR's DAZ and FTZ stay clear). Tested on
+// every special value and a sweep of floats (fused_kernels_test.cpp; all 2^32 under the label
+// `exhaustive`).
+inline void sqrt_f32_span(const float* x, float* z, int64_t n) {
   int64_t i = 0;
+#if defined(TESSERA_FUSED_AVX512)
+  for (; i + 16 <= n; i += 16) _mm512_storeu_ps(z + i, _mm512_sqrt_ps(_mm512_loadu_ps(x + i)));
+#elif defined(TESSERA_FUSED_AVX2)
+  for (; i + 8 <= n; i += 8) _mm256_storeu_ps(z + i, _mm256_sqrt_ps(_mm256_loadu_ps(x + i)));
+#endif
+  for (; i + 4 <= n; i += 4) _mm_storeu_ps(z + i, _mm_sqrt_ps(_mm_loadu_ps(x + i)));
+  for (; i < n; ++i) _mm_store_ss(z + i, _mm_sqrt_ss(_mm_load_ss(x + i)));
+}
+
+// rsqrt of f32 as the reference computes it, 1.0 / sqrt(double(x)) rounded once to float (two
+// roundings in double then one to float: not float's own sqrt and divide, whose result can differ
+// in the last bit), so in double lanes: 8 per instruction with AVX-512, 4 with AVX2, 2 in the
+// baseline. sqrtpd and divpd are the correctly rounded operations that the reference's std::sqrt
+// (sqrtsd; the compiler keeps it scalar, to set errno for negative inputs) and 1.0 / r run, and
+// cvtpd2ps rounds as static_cast<float> does; NaNs stay NaNs with the same payload.
+inline void rsqrt_f32_span(const float* x, float* z, int64_t n) {
+  int64_t i = 0;
+#if defined(TESSERA_FUSED_AVX512)
+  for (; i + 8 <= n; i += 8) {
+    __m512d r = _mm512_sqrt_pd(_mm512_cvtps_pd(_mm256_loadu_ps(x + i)));
+    _mm256_storeu_ps(z + i, _mm512_cvtpd_ps(_mm512_div_pd(_mm512_set1_pd(1.0), r)));
+  }
+#elif defined(TESSERA_FUSED_AVX2)
+  for (; i + 4 <= n; i += 4) {
+    __m256d r = _mm256_sqrt_pd(_mm256_cvtps_pd(_mm_loadu_ps(x + i)));
+    _mm_storeu_ps(z + i, _mm256_cvtpd_ps(_mm256_div_pd(_mm256_set1_pd(1.0), r)));
+  }
+#endif
   for (; i + 2 <= n; i += 2) {
     // Two floats in and out through the unaligned 64-bit load and store.
     __m128 two = _mm_castsi128_ps(_mm_loadl_epi64(reinterpret_cast<const __m128i_u*>(x + i)));
-    __m128d r = _mm_sqrt_pd(_mm_cvtps_pd(two));
-    if constexpr (Reciprocal) r = _mm_div_pd(_mm_set1_pd(1.0), r);
+    __m128d r = _mm_div_pd(_mm_set1_pd(1.0), _mm_sqrt_pd(_mm_cvtps_pd(two)));
     _mm_storel_epi64(reinterpret_cast<__m128i_u*>(z + i), _mm_castps_si128(_mm_cvtpd_ps(r)));
   }
-  for (; i < n; ++i) {
-    double r = std::sqrt(static_cast<double>(x[i]));
-    z[i] = static_cast<float>(Reciprocal ? 1.0 / r : r);
-  }
+  for (; i < n; ++i) z[i] = static_cast<float>(1.0 / std::sqrt(static_cast<double>(x[i])));
 }
 
 template <typename Fn, typename E>
@@ -299,8 +342,8 @@ inline Kernel arithmetic(OpKind k, ElementType e) {
     case OpKind::Log: return float_kernel<s::Log, true>(e);
     case OpKind::Logistic:
       return e == ElementType::f32 ? &unary_f32<logistic_f32> : float_kernel<s::Logistic, true>(e);
-    case OpKind::Sqrt: return e == ElementType::f32 ? &sqrt_f32<false> : float_kernel<s::Sqrt, true>(e);
-    case OpKind::Rsqrt: return e == ElementType::f32 ? &sqrt_f32<true> : float_kernel<s::Rsqrt, true>(e);
+    case OpKind::Sqrt: return e == ElementType::f32 ? &unary_f32<sqrt_f32_span> : float_kernel<s::Sqrt, true>(e);
+    case OpKind::Rsqrt: return e == ElementType::f32 ? &unary_f32<rsqrt_f32_span> : float_kernel<s::Rsqrt, true>(e);
     case OpKind::Tanh: return float_kernel<s::Tanh, true>(e);
     default: return nullptr;
   }
@@ -332,7 +375,7 @@ inline const KernelSet& kernel_set() {
 }
 
 }  // namespace TESSERA_FUSED_ISA
-#ifdef TESSERA_FUSED_AVX2
+#if defined(TESSERA_FUSED_AVX512) || defined(TESSERA_FUSED_AVX2)
 #pragma GCC pop_options
 #endif
 

@@ -4,7 +4,8 @@
 // The plan marks an element-wise op *inlined* when every op that reads its result is itself a
 // fusable op that reads it element by element at its shape (and, for an expensive op such as exp
 // or divide, or a cheap one whose inlined tree holds one, when there is only one reader, so
-// nothing costly is computed twice). Every other fusable op
+// nothing costly is computed twice; for a large cheap tree read by several loops, when computing it
+// in each reads no more values from memory than storing it would). Every other fusable op
 // is a *root*: it runs one loop over its result in blocks of kBlock elements, evaluating the tree
 // of inlined ops below it instruction by instruction on block-sized registers that stay in cache
 // (fused_kernels.h). A broadcast_in_dim in the tree reads its operand in place through strides;
@@ -46,9 +47,20 @@ namespace tessera::exec {
 
 namespace fused {
 
-// AVX2 where the CPU has it, else the baseline (the same bits: fused_kernels.h).
+bool has_avx512() {
+  return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl");
+}
+
+// The widest set the CPU runs (the same bits: fused_kernels.h). TESSERA_FUSED_ISA=base, avx2 or
+// avx512 caps it, to compare the sets in one binary.
 const KernelSet& kernels() {
-  static const KernelSet& set = __builtin_cpu_supports("avx2") ? avx2_kernels() : base::kernel_set();
+  static const KernelSet& set = [&]() -> const KernelSet& {
+    const char* env = std::getenv("TESSERA_FUSED_ISA");
+    std::string_view cap = env ? env : "avx512";
+    if (cap == "avx512" && has_avx512()) return avx512_kernels();
+    if (cap != "base" && __builtin_cpu_supports("avx2")) return avx2_kernels();
+    return base::kernel_set();
+  }();
   return set;
 }
 
@@ -73,6 +85,22 @@ using ir::Value;
 // every run) costs more than the passes it saves (bench/exec_bench.cpp's [128, 64] step).
 std::atomic<int64_t> min_fused{16384};
 
+// Values of at least this many elements (256 KiB of f32) whose cheap trees several loops read are
+// stored when recomputing them reads more (Plan). Smaller ones stay in cache between the loops,
+// where an extra loop costs more than reading a few values again: the tiny training step (values
+// up to [8,16,256]) ran 9 % slower with every size stored so.
+constexpr int64_t kStoreSharedTreesFrom = 65536;
+
+// TESSERA_FUSED_RECOMPUTE=all: every cheap tree is computed again in each loop that reads it, however
+// many values it reads (as before the rule in Plan; for measuring it in one build).
+bool recompute_all() {
+  static const bool all = [] {
+    const char* env = std::getenv("TESSERA_FUSED_RECOMPUTE");
+    return env && std::string_view(env) == "all";
+  }();
+  return all;
+}
+
 class Plan final : public MultiResultPlan {
  public:
   explicit Plan(const ir::Block& block) : block_(block) {
@@ -92,10 +120,30 @@ class Plan final : public MultiResultPlan {
       bool costly_tree = !is_cheap(op->kind());
       for (const Value* v : op->operands())
         costly_tree = costly_tree || (v->defining_op() && costly_.count(v->defining_op()));
-      bool ok = !rs.empty() && (rs.size() == 1 || !costly_tree) &&
-                op->result(0)->type().num_elements() >= min_fused_;
+      // The values at its size that its tree reads from memory: each loop that computes it again
+      // reads them again. Stored, it is written once and read once per reader instead; a cheap
+      // tree read by several loops is computed in each only when that reads no more (the backward
+      // pass's residual gradient, a sum of one more term per layer, was otherwise summed again
+      // from all its terms in each of its three readers' loops: reads quadratic in the depth).
+      int64_t n = op->result(0)->type().num_elements();
+      std::vector<const Value*> leaves;  // distinct: a value read twice in a loop is one stream
+      auto add_leaf = [&](const Value* v) {
+        if (std::find(leaves.begin(), leaves.end(), v) == leaves.end()) leaves.push_back(v);
+      };
+      for (const Value* v : op->operands()) {
+        auto it = v->defining_op() ? reads_.find(v->defining_op()) : reads_.end();
+        if (it != reads_.end()) for (const Value* leaf : it->second) add_leaf(leaf);
+        else if (v->type().num_elements() == n) add_leaf(v);
+      }
+      int64_t loops = 0;  // distinct readers: x * x is one
+      for (size_t i = 0; i < rs.size(); ++i) loops += std::find(rs.begin(), rs.begin() + static_cast<long>(i), rs[i]) == rs.begin() + static_cast<long>(i);
+      auto reads = static_cast<int64_t>(leaves.size());
+      bool recompute = loops == 1 || (!costly_tree && (recompute_all() || n < kStoreSharedTreesFrom ||
+                                                       reads * loops <= reads + 1 + loops));
+      bool ok = !rs.empty() && recompute && n >= min_fused_;
       for (const Op* r : rs) ok = ok && fused_.count(r) && reads_in_place(*r, op->result(0));
       if (ok) inlined_.insert(op.get());
+      if (ok) reads_[op.get()] = std::move(leaves);
       if (ok && costly_tree) costly_.insert(op.get());
     }
     // Values read inside regions: the region's op is not fusable, so readers[] above missed them;
@@ -151,6 +199,8 @@ class Plan final : public MultiResultPlan {
   std::unordered_set<const Value*> region_reads_;  // values read inside regions: stay materialized
   std::unordered_set<const Op*> fused_, inlined_;
   std::unordered_set<const Op*> costly_;  // inlined ops whose trees hold an op that is not cheap
+  // Inlined ops: the values at their size that their trees read from memory.
+  std::unordered_map<const Op*, std::vector<const Value*>> reads_;
   Riders riders_;  // none until enable_riders()
   FoldedContractions folded_;  // contractions that read or write through a folded transpose
   int64_t min_fused_ = min_fused;  // as the plan was made (tests change the minimum between runs)

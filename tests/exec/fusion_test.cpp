@@ -12,7 +12,6 @@
 #include "common/random_programs.h"
 #include "exec/accelerate.h"
 #include "exec/exp.h"
-#include "exec/fused_kernels.h"
 #include "exec/fusion.h"
 #include "interp/interpreter.h"
 #include "ir/builder.h"
@@ -161,6 +160,41 @@ TEST(Fusion, ValuesWithCostlyTreesAreStoredForSeveralReaders) {
   EXPECT_EQ(profile.by_op.count("stablehlo.add"), 0u) << "the cheap tree inlined into its readers";
 }
 
+// A running sum of one more term at each step (the backward pass's residual gradient), each partial
+// sum read by three loops (the next add, a scaled copy, a row sum): a partial sum whose tree reads
+// three values is stored (its readers then read one) rather than summed again from all its terms
+// in every reader's loop, whose reads would grow with the square of the number of terms. A
+// partial sum of two values, or a tree that reads one value many times, stays inlined (and so
+// would all of them below kStoreSharedTreesFrom elements).
+TEST(Fusion, RunningSumsReadBySeveralLoopsAreStored) {
+  const std::vector<int64_t> shape = {256, 256};
+  Module m;
+  build_function(m, "f", [&](FunctionBuilder& f) {
+    std::vector<Tensor> out;
+    Tensor acc = f.param(f32(shape));
+    Tensor pad = acc;
+    for (int i = 0; i < 8; ++i) pad = pad * 0.5 + pad;  // one value read many times: inlined
+    out.push_back(pad);
+    for (int k = 1; k <= 5; ++k) {
+      acc = acc + f.param(f32(shape));
+      out.push_back(acc * 2.0);
+      out.push_back(reduce_sum(acc * acc, {1}));
+    }
+    return out;
+  });
+  std::mt19937 rng(3);
+  std::vector<Literal> in;
+  for (int k = 0; k <= 5; ++k) in.push_back(random_literal(f32(shape), rng));
+  interp::Profile profile;
+  std::vector<Literal> got = run(m, in, true, true, &profile);
+  std::vector<Literal> want = run(m, in, false, false);
+  for (size_t r = 0; r < want.size(); ++r) EXPECT_TRUE(same_bits(got[r], want[r])) << "result " << r;
+  // x0 + x1 (two values) inlined; + x2 stored; + x3 (two: the stored sum and x3) inlined; + x4
+  // stored; + x5 inlined. The third add is the pad's root.
+  EXPECT_EQ(profile.by_op.at("stablehlo.add").first, 3) << "the partial sums of three values stored";
+  EXPECT_EQ(profile.by_op.at("stablehlo.multiply").first, 5) << "the scaled copies; the pad's chain inlined";
+}
+
 // Sums whose terms are mostly zeros (a one-hot times values, as a cross-entropy's loss) skip runs
 // of zeros (fold.h: fold_in_order) and keep the reference's bits: the sign of a zero sum (inits +0
 // and -0, terms of both signs), a NaN or an infinity among the terms or as the init, subnormals;
@@ -243,62 +277,6 @@ TEST(FastExp, MatchesTheReferenceAtTheEdges) {
   // Dense around 0 and 1, where the polynomial is most used, in an odd-length array (a tail).
   for (int i = -20000; i <= 20001; ++i) x.push_back(static_cast<float>(i) * 1e-3f);
   expect_reference_bits(x);
-}
-
-// The fused loops' kernels compiled for AVX2 give the baseline's bits on every instruction kind,
-// on random values and the edges (zeros of both signs, infinities, NaNs, subnormals, huge and
-// tiny magnitudes), at a block's length and at odd tails.
-TEST(FusedKernels, Avx2GivesTheBaselineBits) {
-  if (!__builtin_cpu_supports("avx2")) GTEST_SKIP() << "no AVX2 on this CPU";
-  using fused::Instr;
-  using fused::Kernel;
-  const fused::KernelSet& base = fused::base::kernel_set();
-  const fused::KernelSet& avx2 = fused::avx2_kernels();
-  std::mt19937 rng(5);
-  std::uniform_real_distribution<double> u(-4, 4);
-  std::vector<double> specials = {0.0, -0.0, INFINITY, -INFINITY, NAN, -NAN, 5e-324, -5e-324, 1e-40, -1e-40,
-                                  1e30, -1e30, 88.7, -103.9, 709.0, -745.0, 1.0, -1.0, 0.5};
-  auto fill = [&](ElementType e, std::vector<std::byte>& buf, int64_t n) {
-    buf.assign(static_cast<size_t>(n) * 8, std::byte{0});
-    for (int64_t i = 0; i < n; ++i) {
-      double v = i % 3 == 0 ? specials[static_cast<size_t>(i / 3) % specials.size()] : u(rng);
-      switch (e) {
-        case ElementType::f32: reinterpret_cast<float*>(buf.data())[i] = static_cast<float>(v); break;
-        case ElementType::f64: reinterpret_cast<double*>(buf.data())[i] = v; break;
-        case ElementType::i32: reinterpret_cast<int32_t*>(buf.data())[i] = static_cast<int32_t>(std::floor(u(rng) * 3)); break;
-        default: reinterpret_cast<uint8_t*>(buf.data())[i] = static_cast<uint8_t>(i % 5 == 0); break;  // i1
-      }
-    }
-  };
-  // Runs kernel k of each set on registers 0-2 (inputs) into register 3; compares the outputs.
-  auto same = [&](Kernel a, Kernel b, std::array<ElementType, 3> in, ElementType out, const std::string& what) {
-    ASSERT_NE(a, nullptr) << what;
-    ASSERT_NE(b, nullptr) << what;
-    for (int64_t n : {fused::kBlock, int64_t{1}, int64_t{37}}) {
-      std::vector<std::byte> r[3], z[2];
-      for (int i = 0; i < 3; ++i) fill(in[static_cast<size_t>(i)], r[i], n);
-      Instr s;
-      s.in = {0, 1, 2};
-      s.out = 3;
-      for (int k = 0; k < 2; ++k) {
-        z[k].assign(static_cast<size_t>(n) * 8, std::byte{0x5a});
-        std::byte* regs[4] = {r[0].data(), r[1].data(), r[2].data(), z[k].data()};
-        (k == 0 ? a : b)(s, regs, 0, n);
-      }
-      size_t bytes = static_cast<size_t>(n * ir::info(out).bytes);
-      EXPECT_EQ(std::memcmp(z[0].data(), z[1].data(), bytes), 0) << what << ", " << n << " elements";
-    }
-  };
-  for (ElementType e : {ElementType::f32, ElementType::f64}) {
-    for (OpKind k : {OpKind::Add, OpKind::Subtract, OpKind::Multiply, OpKind::Divide, OpKind::Maximum,
-                     OpKind::Minimum, OpKind::Power, OpKind::Negate, OpKind::Exponential, OpKind::Log,
-                     OpKind::Logistic, OpKind::Sqrt, OpKind::Rsqrt, OpKind::Tanh})
-      same(base.arithmetic(k, e), avx2.arithmetic(k, e), {e, e, e}, e, std::string(ir::spelling(k)));
-    same(base.select(e), avx2.select(e), {ElementType::i1, e, e}, e, "select");
-    same(base.compare(e), avx2.compare(e), {e, e, e}, ElementType::i1, "compare");
-    for (ElementType from : {ElementType::f32, ElementType::f64, ElementType::i32, ElementType::i1})
-      same(base.converter(from, e), avx2.converter(from, e), {from, from, from}, e, "convert");
-  }
 }
 
 }  // namespace
