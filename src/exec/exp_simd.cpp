@@ -8,7 +8,9 @@
 // in registers before its results are stored: z may be x.
 // GCC 12 warns that the _mm512_undefined_* placeholders inside its own AVX-512 cast intrinsics may
 // be uninitialized (GCC bug 105593); the warning concerns the header, not this code.
+#if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 #include <immintrin.h>
 
 #include <algorithm>
