@@ -5,13 +5,11 @@
 // expression on a sweep of float bit patterns and on the edges of their fast range.
 #include <gtest/gtest.h>
 
-#include <bit>
 #include <cmath>
 #include <random>
 
 #include "common/random_programs.h"
 #include "exec/accelerate.h"
-#include "exec/exp.h"
 #include "exec/fusion.h"
 #include "interp/interpreter.h"
 #include "ir/builder.h"
@@ -240,43 +238,6 @@ TEST(Fusion, SumsOfMostlyZerosKeepTheReferenceBits) {
       EXPECT_EQ(profile.by_op.at("stablehlo.reduce").first, 2);
     }
   }
-}
-
-float bits_to_float(uint32_t u) { return std::bit_cast<float>(u); }
-
-void expect_reference_bits(const std::vector<float>& x) {
-  std::vector<float> e(x.size()), l(x.size());
-  // In place, as a fused loop may call them (its result over its dying operand).
-  e = x;
-  l = x;
-  exp_f32(e.data(), e.data(), static_cast<int64_t>(x.size()));
-  logistic_f32(l.data(), l.data(), static_cast<int64_t>(x.size()));
-  for (size_t i = 0; i < x.size(); ++i) {
-    float want_e = static_cast<float>(std::exp(static_cast<double>(x[i])));
-    float want_l = static_cast<float>(1.0 / (1.0 + std::exp(-static_cast<double>(x[i]))));
-    ASSERT_EQ(std::bit_cast<uint32_t>(e[i]), std::bit_cast<uint32_t>(want_e)) << "exp of " << x[i];
-    ASSERT_EQ(std::bit_cast<uint32_t>(l[i]), std::bit_cast<uint32_t>(want_l)) << "logistic of " << x[i];
-  }
-}
-
-TEST(FastExp, MatchesTheReferenceOnASweepOfFloats) {
-  std::vector<float> x;
-  for (uint64_t u = 0; u < (uint64_t{1} << 32); u += 4099) x.push_back(bits_to_float(static_cast<uint32_t>(u)));
-  expect_reference_bits(x);
-}
-
-TEST(FastExp, MatchesTheReferenceAtTheEdges) {
-  std::vector<float> x = {0.0f, -0.0f, INFINITY, -INFINITY, NAN, -NAN, 1e-45f, -1e-45f, 1e-30f};
-  for (float edge : {87.0f, -87.0f, 88.0f, -88.0f, 88.72f, -103.9f, -103.972f, -104.0f, 104.0f, 89.0f, -89.0f, -1e9f}) {
-    float below = edge, above = edge;
-    for (int k = 0; k < 4; ++k) {
-      x.push_back(below = std::nextafter(below, -INFINITY));
-      x.push_back(above = std::nextafter(above, INFINITY));
-    }
-  }
-  // Dense around 0 and 1, where the polynomial is most used, in an odd-length array (a tail).
-  for (int i = -20000; i <= 20001; ++i) x.push_back(static_cast<float>(i) * 1e-3f);
-  expect_reference_bits(x);
 }
 
 }  // namespace
