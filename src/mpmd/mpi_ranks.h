@@ -2,8 +2,9 @@
 // MpiWorld (and this) in the same order and runs the same pipeline calls. A stage on several ranks
 // runs on a Session over them whose waits also end at this world's failure notices. A piece's
 // parts go as one point-to-point message whose tag packs the run, destination stage, value and
-// piece; a receive waits in short slices so that an abort of the run stops it too. Built only with
-// the MPI backend (TESSERA_HAVE_MPI).
+// piece; a receive waits in short slices so that an abort of the run stops it too. Messages to this
+// rank itself (between two stages it runs) go through a LocalRanks. Built only with the MPI backend
+// (TESSERA_HAVE_MPI).
 #pragma once
 
 #include "comm/mpi_communicator.h"
@@ -29,6 +30,7 @@ class MpiRanks final : public Ranks {
 
  private:
   comm::MpiWorld& world_;
+  LocalRanks self_;
 };
 
 }  // namespace tessera::mpmd
