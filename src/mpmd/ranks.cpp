@@ -48,23 +48,27 @@ void LocalRanks::send(int to, uint64_t run, const WireKey& key, std::vector<std:
   cv_.notify_all();
 }
 
-ReceiveStatus LocalRanks::receive(int from, uint64_t run, const WireKey& key, std::chrono::milliseconds timeout,
-                                  const std::atomic<bool>& aborted, std::vector<std::byte>& out) {
+bool LocalRanks::take(int from, uint64_t run, const WireKey& key, std::chrono::milliseconds wait,
+                      std::vector<std::byte>& out) {
   TESSERA_CHECK(from == 0, "a receive from rank {} in one process", from);
-  constexpr std::chrono::milliseconds kSlice{20};  // how often a wait looks at `aborted`
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  const std::pair<uint64_t, WireKey> slot{run, key};
   std::unique_lock lock(mu_);
-  while (!slots_.count(slot)) {
-    if (aborted) return ReceiveStatus::kAborted;
-    const auto now = std::chrono::steady_clock::now();
-    if (now >= deadline) return ReceiveStatus::kTimedOut;
-    cv_.wait_until(lock, std::min(deadline, now + kSlice));
-  }
-  auto it = slots_.find(slot);
+  auto it = slots_.end();
+  if (!cv_.wait_for(lock, wait, [&] { return (it = slots_.find({run, key})) != slots_.end(); })) return false;
   out = std::move(it->second);
   slots_.erase(it);
-  return ReceiveStatus::kReceived;
+  return true;
+}
+
+ReceiveStatus Ranks::receive(int from, uint64_t run, const WireKey& key, std::chrono::milliseconds timeout,
+                             const std::atomic<bool>& aborted, std::vector<std::byte>& out) {
+  constexpr std::chrono::milliseconds kSlice{20};
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (true) {
+    if (aborted) return ReceiveStatus::kAborted;
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) return ReceiveStatus::kTimedOut;
+    if (take(from, run, key, std::min(left, kSlice), out)) return ReceiveStatus::kReceived;
+  }
 }
 
 std::unique_ptr<runtime::Session> Ranks::stage_session(int first, int count, int64_t, const runtime::SessionOptions&) {

@@ -48,10 +48,14 @@ class Ranks {
   virtual int size() const = 0;
   // Posts `payload` (pack_parts') to rank `to`; never waits. `run` keeps runs apart.
   virtual void send(int to, uint64_t run, const WireKey& key, std::vector<std::byte> payload) = 0;
-  // Waits up to `timeout` for that message from rank `from`, or until `aborted`. A UserError names
-  // rank `from` when it failed or exited.
-  virtual ReceiveStatus receive(int from, uint64_t run, const WireKey& key, std::chrono::milliseconds timeout,
-                                const std::atomic<bool>& aborted, std::vector<std::byte>& out) = 0;
+  // Waits up to `timeout` for that message from rank `from`, or until `aborted` (looked at every
+  // 20 ms: a stage that failed sets it, so no thread waits on past its run). A UserError names rank
+  // `from` when it failed or exited.
+  ReceiveStatus receive(int from, uint64_t run, const WireKey& key, std::chrono::milliseconds timeout,
+                        const std::atomic<bool>& aborted, std::vector<std::byte>& out);
+  // One slice of a receive: true when the message came within `wait`.
+  virtual bool take(int from, uint64_t run, const WireKey& key, std::chrono::milliseconds wait,
+                    std::vector<std::byte>& out) = 0;
   // Every rank's `payload`, in rank order. `what` names it in errors.
   virtual std::vector<std::vector<std::byte>> exchange(const std::string& what, std::span<const std::byte> payload) = 0;
   // Ends the other ranks' waits on this one with `reason`.
@@ -68,16 +72,15 @@ class Ranks {
 };
 
 // One process as one rank: a send puts the message in a slot keyed by (run, key) and never waits;
-// a receive waits for its slot up to the timeout, looking at `aborted` every few ms (a stage that
-// failed sets it, so no thread waits on past the run). A send of a newer run drops what older runs
-// left (a failed run's messages nobody took). MpiRanks sends to itself through one.
+// a receive waits for its slot. A send of a newer run drops what older runs left (a failed run's
+// messages nobody took). MpiRanks sends to itself through one.
 class LocalRanks final : public Ranks {
  public:
   int rank() const override { return 0; }
   int size() const override { return 1; }
   void send(int to, uint64_t run, const WireKey& key, std::vector<std::byte> payload) override;
-  ReceiveStatus receive(int from, uint64_t run, const WireKey& key, std::chrono::milliseconds timeout,
-                        const std::atomic<bool>& aborted, std::vector<std::byte>& out) override;
+  bool take(int from, uint64_t run, const WireKey& key, std::chrono::milliseconds wait,
+            std::vector<std::byte>& out) override;
   std::vector<std::vector<std::byte>> exchange(const std::string&, std::span<const std::byte> payload) override {
     return {{payload.begin(), payload.end()}};
   }
