@@ -60,9 +60,10 @@ struct FragmentPipelineOptions {
   // The ir::Mesh of the module every stage is a device group of: fragments are partitioned over it
   // by fragments.h rule 7's layouts and values stay there as pieces. Empty: one device per stage.
   std::string stage_mesh;
-  // The processes the stages are spread over (ranks.h), or null. Every rank makes the same pipeline
-  // and calls; each runs only its stages (stage_ranks); parameters of other ranks' stages may
-  // have no pieces in RunInputs, and results computed elsewhere come back without pieces. Not owned.
+  // The processes the stages are spread over (ranks.h), or null: this process as one rank (a
+  // LocalRanks of the pipeline's own). Every rank makes the same pipeline and calls; each runs only
+  // its stages (stage_ranks); parameters of other ranks' stages may have no pieces in RunInputs,
+  // and results computed elsewhere come back without pieces. Not owned.
   Ranks* ranks = nullptr;
   // Time per op kind of every fragment (summed over devices). Not owned.
   interp::Profile* profile = nullptr;
@@ -129,7 +130,7 @@ runtime::ShardedBuffer whole_buffer(ir::Literal value);
 // A program of one stage (a fragment, a trainer's update): on one device an exec::Executable lent
 // its inputs as views (never written, never copied) but for the donated ones, with `options`
 // (trace, profile); on a device group (`session`) a runtime::ShardedProgram whose values stay on
-// the devices as pieces, execute moving an input laid out otherwise (a whole array) into place.
+// the devices as pieces, execute splitting a whole input (one piece) as the program takes it.
 class StageProgram {
  public:
   StageProgram(const runtime::Session* session, const ir::Module& module, const std::string& function,
@@ -148,8 +149,6 @@ class StageProgram {
   std::unique_ptr<exec::RunContext> context_;
   std::vector<ir::Sharding> layouts_;
   std::vector<bool> donated_;  // per input, on one device
-  const runtime::Session* session_ = nullptr;
-  const ir::Mesh* mesh_ = nullptr;
 };
 
 class FragmentPipeline {
@@ -186,7 +185,8 @@ class FragmentPipeline {
   const runtime::Session* session(int64_t stage) const;
   const ir::Mesh* stage_mesh(int64_t stage = 0) const;
   int64_t devices_of(size_t fragment) const;
-  bool runs_here(int64_t stage) const;  // always, without ranks
+  bool runs_here(int64_t stage) const;  // always on one rank
+  Ranks& ranks() const { return *options_.ranks; }  // FragmentPipelineOptions::ranks, or its own
   // A value of stage `stage`, whole. On a stage over several ranks, each of them calls it alike.
   ir::Literal whole(const runtime::ShardedBuffer& b, int64_t stage = 0) const;
 
@@ -198,6 +198,7 @@ class FragmentPipeline {
   FragmentPlan plan_;
   std::vector<std::optional<ir::Mesh>> meshes_;  // per stage, its devices; none: one device
   std::vector<FragmentRole> roles_;
+  std::unique_ptr<LocalRanks> local_ranks_;  // options_.ranks when none was given
   struct Compiled;  // the stages' sessions, the fragments' programs and layouts
   std::shared_ptr<Compiled> compiled_;  // shared: its deleter is made where Compiled is complete
   void compile_fragments();

@@ -2,17 +2,16 @@
 // value only while a later instruction of its list reads it, so what it holds follows the
 // schedule's order (what makes 1F1B hold less than GPipe). Fragments are compiled once: on one
 // device into an exec::Executable lent the parameters as views (never copied); on a device group
-// into a runtime::ShardedProgram whose values stay on the devices as pieces, and cross to other
-// stages as pieces too (reshard).
+// into a runtime::ShardedProgram whose values stay on the devices as pieces. Values cross to other
+// stages as messages over Ranks (ranks.h), the only transport: each destination piece receives the
+// overlapping parts of the source pieces, from the ranks holding them (in one process: LocalRanks).
 #include <time.h>
 
 #include <atomic>
-#include <condition_variable>
 #include <chrono>
 #include <cmath>
 #include <exception>
 #include <map>
-#include <mutex>
 #include <optional>
 #include <set>
 #include <unordered_map>
@@ -33,46 +32,6 @@ using runtime::ShardedBuffer;
 using support::fail;
 
 namespace {
-
-// The one transport inside a process: values in flight between stage threads, one slot per (value
-// id, destination stage). A post never waits; a take waits for its slot up to a timeout; a failure
-// aborts every wait at once, so no thread outlives a failed run. Between ranks: Ranks (ranks.h).
-class ValueSlots {
- public:
-  void post(size_t value, size_t to, runtime::ShardedBuffer v) {
-    {
-      std::lock_guard lock(mu_);
-      slots_.insert_or_assign({value, to}, std::move(v));
-    }
-    cv_.notify_all();
-  }
-  // The value, or nothing when the run was aborted or `timeout` passed.
-  std::optional<runtime::ShardedBuffer> take(size_t value, size_t to, std::chrono::milliseconds timeout) {
-    std::unique_lock lock(mu_);
-    auto key = std::make_pair(value, to);
-    if (!cv_.wait_for(lock, timeout, [&] { return aborted_ || slots_.count(key); }) || !slots_.count(key))
-      return std::nullopt;
-    runtime::ShardedBuffer v = std::move(slots_.at(key));
-    slots_.erase(key);
-    return v;
-  }
-  void abort() {
-    {
-      std::lock_guard lock(mu_);
-      aborted_ = true;
-    }
-    cv_.notify_all();
-  }
-  bool aborted() const { return aborted_; }
-  // For waits elsewhere (a receive from another rank) to give up when the run is aborted.
-  const std::atomic<bool>& abort_flag() const { return aborted_; }
-
- private:
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::map<std::pair<size_t, size_t>, runtime::ShardedBuffer> slots_;
-  std::atomic<bool> aborted_{false};
-};
 
 double thread_cpu_ms() {
   timespec t{};
@@ -113,9 +72,6 @@ StageProgram::StageProgram(const runtime::Session* session, const ir::Module& mo
   if (session) {
     runtime::CompiledProgram p = session->compile(module, function);
     layouts_ = p.info.parameter_shardings;
-    session_ = session;
-    mesh_ = module.find_mesh(p.info.mesh);
-    TESSERA_CHECK(mesh_ != nullptr, "@{} has no mesh @{}", function, p.info.mesh);
     program_ = std::make_unique<runtime::ShardedProgram>(session->sharded_program(std::move(p), std::move(donated)));
     return;
   }
@@ -145,13 +101,9 @@ ShardedBuffer StageProgram::stage_pieces(size_t k, const runtime::PieceMaker& ma
 
 std::vector<ShardedBuffer> StageProgram::execute(std::vector<ShardedBuffer>& args, const interp::Options& options) const {
   if (program_) {
-    for (size_t k = 0; k < args.size(); ++k) {  // each input as the program lays it out
-      const ShardedBuffer& v = args[k];
-      int64_t local = 0;
-      if (v.pieces->size() != static_cast<size_t>(mesh_->num_devices()) ||
-          !spmd::same_layout(v.sharding, layouts_[k], v.type.shape.size()))
-        args[k] = reshard(v, mesh_, layouts_[k], mesh_, local, session_);
-    }
+    for (size_t k = 0; k < args.size(); ++k)  // a whole input (a microbatch's tokens) split as the program takes it
+      if (args[k].pieces->size() == 1 && !spmd::same_layout(args[k].sharding, layouts_[k], args[k].type.shape.size()))
+        args[k] = program_->stage(k, (*args[k].pieces)[0]);
     return program_->execute(args);
   }
   std::vector<Literal> in;  // a donated input held by nothing else is moved in (results may take
@@ -189,11 +141,15 @@ void FragmentPipeline::compile_fragments() {
     TESSERA_CHECK(mesh != nullptr, "fragment {}'s module lacks its mesh's spmd mesh @{}", f.index, name);
     meshes_[f.mesh] = *mesh;
   }
+  if (options_.ranks == nullptr) {  // this process as one rank
+    local_ranks_ = std::make_unique<LocalRanks>();
+    options_.ranks = local_ranks_.get();
+  }
   Ranks* ranks = options_.ranks;
   for (int64_t s = 0; s < stages_; ++s) {
     const ir::Mesh* mesh = stage_mesh(s);
     const int64_t devices = mesh ? mesh->num_devices() : 1;
-    const StageRanks sr = ranks ? stage_ranks(s, stages_, ranks->size()) : StageRanks{};
+    const StageRanks sr = stage_ranks(s, stages_, ranks->size());
     if (sr.count > 1 && devices % sr.count != 0)
       fail("pipeline stages on ranks: a stage of {} device{} cannot split over {} ranks ({} ranks for {} stages); "
            "run a number of ranks whose share of a stage divides its devices",
@@ -237,8 +193,7 @@ int64_t FragmentPipeline::devices_of(size_t fragment) const {
 }
 
 bool FragmentPipeline::runs_here(int64_t stage) const {
-  return options_.ranks == nullptr ||
-         stage_ranks(stage, stages_, options_.ranks->size()).contains(options_.ranks->rank());
+  return stage_ranks(stage, stages_, options_.ranks->size()).contains(options_.ranks->rank());
 }
 
 Literal FragmentPipeline::whole(const ShardedBuffer& b, int64_t stage) const {
@@ -258,9 +213,9 @@ FragmentPipelineRun FragmentPipeline::run(const CompiledSchedule& compiled, cons
   const FragmentPlan& plan = plan_;
   const std::vector<ShardedBuffer>& parameters = inputs.parameters;
   const Compiled& c = *compiled_;
-  Ranks* ranks = options_.ranks;
+  Ranks& ranks = *options_.ranks;
   auto refuse = [&](const std::string& why) {
-    if (ranks) ranks->report_failure(why);  // the other ranks would wait for this one
+    ranks.report_failure(why);  // the other ranks would wait for this one
     fail("{}", why);
   };
   if (parameters.size() != plan.parameter_types.size())
@@ -294,14 +249,14 @@ FragmentPipelineRun FragmentPipeline::run(const CompiledSchedule& compiled, cons
     else if (b.kind == Binding::Kind::kConstant) results[r] = whole_buffer(b.constant);
     else result_of.insert({b.index, r});
   }
-  ValueSlots slots;
-  const uint64_t run_number = ranks ? ranks->next_run() : 0;
-  // Where a value of stage st laid out as `sharding` has its pieces (on rank 0 without ranks).
+  std::atomic<bool> aborted{false};  // a stage failed: the others stop waiting
+  const uint64_t run_number = ranks.next_run();
+  // Where a value of stage st laid out as `sharding` has its pieces.
   auto placement = [&](size_t st, const ir::Sharding& sharding) {
     Placement p;
     p.mesh = stage_mesh(static_cast<int64_t>(st));
-    p.sharding = sharding;
-    if (ranks) p.ranks = stage_ranks(static_cast<int64_t>(st), stages_, ranks->size());
+    if (p.mesh) p.sharding = sharding;
+    p.ranks = stage_ranks(static_cast<int64_t>(st), stages_, ranks.size());
     return p;
   };
   std::atomic<int64_t> transferred{0};  // out.transferred_bytes, from every stage's thread
@@ -311,7 +266,6 @@ FragmentPipelineRun FragmentPipeline::run(const CompiledSchedule& compiled, cons
 
   auto run_stage = [&](size_t st) {
     const std::vector<Instruction>& list = compiled.stages[st];
-    const ir::Mesh* mesh = stage_mesh(static_cast<int64_t>(st));
     // Readers left per value on this stage, and which values are activations kept for a backward.
     std::unordered_map<size_t, int64_t> readers;
     std::set<size_t> saved;
@@ -363,74 +317,59 @@ FragmentPipelineRun FragmentPipeline::run(const CompiledSchedule& compiled, cons
       out.cpu_ms[st][static_cast<size_t>(step)] = thread_cpu_ms() - action_cpu;
     };
     for (const Instruction& in : list) {
-      if (slots.aborted()) return;
+      if (aborted) return;
       enter(in.step);
       switch (in.kind) {
         case Instruction::Kind::kWait: {
-          std::optional<ShardedBuffer> v;
-          if (!runs_here(static_cast<int64_t>(in.mesh))) {
-            // Each of this rank's pieces, part by part from each rank of the source stage.
-            const StageRanks source = stage_ranks(static_cast<int64_t>(in.mesh), stages_, ranks->size());
-            const Placement here = placement(st, mesh ? c.arrival_layouts.at({in.value, st}) : ir::Sharding{});
-            ShardedBuffer b;
-            b.type = plan.values[in.value].type;
-            b.sharding = here.sharding;
-            b.pieces = std::make_shared<std::vector<Literal>>(static_cast<size_t>(here.devices()));
-            ReceiveStatus got = ReceiveStatus::kReceived;
-            for (int64_t d = 0; d < here.devices() && got == ReceiveStatus::kReceived; ++d) {
-              if (here.rank_of(d) != ranks->rank()) continue;  // another rank's piece
-              Literal& piece = (*b.pieces)[static_cast<size_t>(d)];
-              piece = Literal(ir::Type(b.type.element, here.box(b.type, d).shape));
-              const WireKey key{static_cast<int64_t>(in.value), static_cast<int64_t>(in.mesh),
-                                static_cast<int64_t>(st), d};
-              for (int from = source.first; from < source.first + source.count && got == ReceiveStatus::kReceived;
-                   ++from) {
-                std::vector<std::byte> message;
-                try {
-                  got = ranks->receive(from, run_number, key, options_.transfer_timeout, slots.abort_flag(), message);
-                  if (got == ReceiveStatus::kReceived) unpack_parts(message, piece);
-                } catch (const support::UserError& e) {
-                  fail("{}: waits for {} from stage {} (on rank {}): {}", where(st, in.step),
-                       plan.values[in.value].name, in.mesh, from, e.what());
-                }
+          // Each piece this rank holds of the value here, part by part from each rank of the source stage.
+          const PlanValue& pv = plan.values[in.value];
+          const StageRanks source = stage_ranks(static_cast<int64_t>(in.mesh), stages_, ranks.size());
+          const Placement here = placement(st, c.arrival_layouts.at({in.value, st}));
+          ShardedBuffer v;
+          v.type = pv.type;
+          v.sharding = here.sharding;
+          v.pieces = std::make_shared<std::vector<Literal>>(static_cast<size_t>(here.devices()));
+          for (int64_t d = 0; d < here.devices(); ++d) {
+            if (here.rank_of(d) != ranks.rank()) continue;  // another rank's piece
+            Literal& piece = (*v.pieces)[static_cast<size_t>(d)];
+            piece = Literal(ir::Type(v.type.element, here.box(v.type, d).shape));
+            const WireKey key{static_cast<int64_t>(in.value), static_cast<int64_t>(in.mesh), static_cast<int64_t>(st), d};
+            for (int from = source.first; from < source.first + source.count; ++from) {
+              std::vector<std::byte> message;
+              ReceiveStatus got = ReceiveStatus::kReceived;
+              try {
+                got = ranks.receive(from, run_number, key, options_.transfer_timeout, aborted, message);
+                if (got == ReceiveStatus::kReceived) unpack_parts(message, piece);
+              } catch (const support::UserError& e) {
+                fail("{}: waits for {} from stage {} (on rank {}): {}", where(st, in.step), pv.name, in.mesh, from,
+                     e.what());
               }
+              if (got != ReceiveStatus::kReceived && aborted) return;
+              if (got == ReceiveStatus::kTimedOut)
+                fail("{}: waits for {} from stage {} ({}): nothing arrived within {} ms", where(st, in.step), pv.name,
+                     in.mesh, pv.parameter ? std::string("a parameter") : label(pv.producer),
+                     options_.transfer_timeout.count());
             }
-            if (got == ReceiveStatus::kAborted) return;
-            if (got == ReceiveStatus::kReceived) v = std::move(b);
-          } else {
-            v = slots.take(in.value, st, options_.transfer_timeout);
           }
-          if (!v) {
-            if (slots.aborted()) return;
-            const PlanValue& pv = plan.values[in.value];
-            fail("{}: waits for {} from stage {} ({}): nothing arrived within {} ms", where(st, in.step), pv.name,
-                 in.mesh, pv.parameter ? std::string("a parameter") : label(pv.producer),
-                 options_.transfer_timeout.count());
-          }
-          if (in.step >= 0) out.action_bytes[st][static_cast<size_t>(in.step)] += v->local_bytes();
-          keep(in.value, std::move(*v));
+          if (in.step >= 0) out.action_bytes[st][static_cast<size_t>(in.step)] += v.local_bytes();
+          keep(in.value, std::move(v));
           break;
         }
         case Instruction::Kind::kPost: {
-          // The destination's pieces, cut from this stage's (which it may read again): in the
-          // process, or as the parts this rank holds to each destination piece's rank.
+          // The parts this rank holds of each destination piece, from this stage's pieces (which it
+          // may read again), one message to each destination piece's rank.
           const PlanValue& pv = plan.values[in.value];
           const ShardedBuffer& v = pv.parameter ? parameters[*pv.parameter] : store.at(in.value);
-          const ir::Sharding& arrival = c.arrival_layouts.at({in.value, in.mesh});
+          Placement from = placement(st, v.sharding);
+          if (v.pieces->size() == 1) from.mesh = nullptr;  // a whole array
+          const Placement to = placement(in.mesh, c.arrival_layouts.at({in.value, in.mesh}));
           int64_t moved = 0;
-          if (runs_here(static_cast<int64_t>(in.mesh))) {
-            slots.post(in.value, in.mesh, reshard(v, mesh, arrival, stage_mesh(static_cast<int64_t>(in.mesh)), moved));
-          } else {
-            Placement from = placement(st, v.sharding);
-            if (v.pieces->size() == 1) from.mesh = nullptr;  // a whole array
-            const Placement to = placement(in.mesh, stage_mesh(static_cast<int64_t>(in.mesh)) ? arrival : ir::Sharding{});
-            for (const PieceMessage& m : transfer_messages(v.type, from, to)) {
-              if (m.from != ranks->rank()) continue;
-              for (const PiecePart& part : m.parts) moved += part.elements() * ir::info(v.type.element).bytes;
-              const WireKey key{static_cast<int64_t>(in.value), static_cast<int64_t>(st),
-                                static_cast<int64_t>(in.mesh), m.piece};
-              ranks->send(m.to, run_number, key, pack_parts(m, *v.pieces));
-            }
+          for (const PieceMessage& m : transfer_messages(v.type, from, to)) {
+            if (m.from != ranks.rank()) continue;
+            for (const PiecePart& part : m.parts) moved += part.elements() * ir::info(v.type.element).bytes;
+            const WireKey key{static_cast<int64_t>(in.value), static_cast<int64_t>(st), static_cast<int64_t>(in.mesh),
+                              m.piece};
+            ranks.send(m.to, run_number, key, pack_parts(m, *v.pieces));
           }
           transferred += moved;
           if (in.step >= 0) out.action_bytes[st][static_cast<size_t>(in.step)] += moved;
@@ -484,19 +423,19 @@ FragmentPipelineRun FragmentPipeline::run(const CompiledSchedule& compiled, cons
       try {
         run_stage(here[i]);
       } catch (...) {
-        slots.abort();  // the other stages stop waiting
+        aborted = true;  // the other stages stop waiting
         throw;
       }
     });
   } catch (const std::exception& e) {
-    if (ranks) ranks->report_failure(e.what());  // the other ranks' waits on this one end now
+    ranks.report_failure(e.what());  // the other ranks' waits on this one end now
     throw;
   }
   out.transferred_bytes = transferred;
   if (inputs.trace) trace_actions(*inputs.trace, schedule, out, inputs.trace->ns(start));
   for (size_t r = 0; r < results.size(); ++r) {
     ShardedBuffer& b = results[r];
-    TESSERA_CHECK(ranks || b.pieces, "result {} of the step was never computed", r);
+    TESSERA_CHECK(ranks.size() > 1 || b.pieces, "result {} of the step was never computed", r);
     const Binding& rb = plan.results[r];
     const size_t stage = rb.kind == Binding::Kind::kValue ? plan.fragments[plan.values[rb.index].producer].mesh : 0;
     if (inputs.whole_results) out.results.push_back(b.pieces ? whole(b, static_cast<int64_t>(stage)) : Literal());

@@ -21,9 +21,9 @@ namespace {
 
 using Bytes = std::vector<std::byte>;
 
-// Over ranks: what `put` writes for each stage this rank runs, read by `get` on every rank, in rank
-// order (a stage on several ranks once per rank).
-void share_stages(Ranks& ranks, const FragmentPipeline& pipeline, const std::string& what,
+// What `put` writes for each stage this rank runs, read by `get` on every rank, in rank order (a
+// stage on several ranks once per rank; in one process, every stage once).
+void share_stages(const FragmentPipeline& pipeline, const std::string& what,
                   const std::function<void(size_t, Bytes&)>& put,
                   const std::function<void(size_t, comm::wire::Reader&)>& get) {
   Bytes mine;
@@ -32,7 +32,7 @@ void share_stages(Ranks& ranks, const FragmentPipeline& pipeline, const std::str
       comm::wire::put<uint64_t>(mine, static_cast<uint64_t>(st));
       put(static_cast<size_t>(st), mine);
     }
-  for (const Bytes& payload : ranks.exchange(what, mine)) {
+  for (const Bytes& payload : pipeline.ranks().exchange(what, mine)) {
     comm::wire::Reader r(payload);
     while (!r.done()) {
       const auto st = static_cast<size_t>(r.get<uint64_t>());
@@ -50,7 +50,6 @@ FragmentTrainer::FragmentTrainer(const nn::CausalLM& model, Schedule schedule,
     : step_(mpmd::model_step(model, schedule.stages * schedule.virtual_per_stage, schedule.microbatches, stage_plan)),
       schedule_(std::move(schedule)),
       adamw_(std::move(adamw)),
-      ranks_(ranks),
       options_(options) {
   const std::vector<nn::ParamSpec>& specs = step_.parameters;
   if (parameters.size() != specs.size())
@@ -121,9 +120,9 @@ FragmentTrainer::FragmentTrainer(const nn::CausalLM& model, Schedule schedule,
 
 FragmentTrainer::~FragmentTrainer() = default;
 
-// Over ranks: every rank gets the loss (computed on one) and every stage's measurements from the
-// rank that ran it, so that each reports the whole pipeline. The exchange also ends the run on
-// every rank together.
+// Every rank gets the loss (computed on one) and every stage's measurements from the rank that ran
+// it, so that each reports the whole pipeline. The exchange also ends the run on every rank
+// together.
 void FragmentTrainer::share_measurements() {
   int64_t bytes = last_.transferred_bytes, transferred = 0;  // this rank's, told once
   // A stage on several ranks holds the sum of its ranks' bytes; its times are its last rank's.
@@ -139,7 +138,7 @@ void FragmentTrainer::share_measurements() {
       for (double x : {last_.times[st][a].start, last_.times[st][a].end, last_.cpu_ms[st][a]})
         comm::wire::put<double>(out, x);
   };
-  share_stages(*ranks_, *pipeline_, "pipeline step results", put, [&](size_t st, comm::wire::Reader& r) {
+  share_stages(*pipeline_, "pipeline step results", put, [&](size_t st, comm::wire::Reader& r) {
     if (r.get<uint8_t>() == 1) last_.results[0] = decode_literal(r.get_bytes());
     transferred += r.get<int64_t>();
     saved.at(st) += r.get<int64_t>();
@@ -167,7 +166,7 @@ const FragmentPipelineRun& FragmentTrainer::step(const ir::Literal& tokens, cons
     last_ = pipeline_->run(compiled_, schedule_, in);
   }
   last_.results = {last_.values[0].pieces ? pipeline_->whole(last_.values[0]) : ir::Literal()};  // the loss
-  if (ranks_) share_measurements();
+  share_measurements();
 
   // AdamW on every stage at once, each on its own parameters, moments and gradients.
   ++steps_;
@@ -208,11 +207,9 @@ double FragmentTrainer::clip_coefficient() {
     const ir::Literal g = pipeline_->whole(last_.values[1 + i]);
     for (int64_t e = 0; e < g.num_elements(); ++e) squares[st] += g.get_double(e) * g.get_double(e);
   }
-  if (ranks_)
-    share_stages(
-        *ranks_, *pipeline_, "pipeline gradient norm",
-        [&](size_t st, Bytes& out) { comm::wire::put<double>(out, squares[st]); },
-        [&](size_t st, comm::wire::Reader& r) { squares.at(st) = r.get<double>(); });
+  share_stages(
+      *pipeline_, "pipeline gradient norm", [&](size_t st, Bytes& out) { comm::wire::put<double>(out, squares[st]); },
+      [&](size_t st, comm::wire::Reader& r) { squares.at(st) = r.get<double>(); });
   double total = 0;
   for (double x : squares) total += x;
   grad_norm_ = std::sqrt(total);
@@ -253,15 +250,14 @@ std::vector<ir::Literal> FragmentTrainer::parameters() const {
   for (size_t i = 0; i < where_.size(); ++i)
     if (const Stage& s = stages_[where_[i].first]; !s.state.empty())  // else another rank's
       out[i] = pipeline_->whole(s.state[where_[i].second]);
-  if (ranks_)
-    share_stages(
-        *ranks_, *pipeline_, "pipeline parameters",
-        [&](size_t st, Bytes& b) {
-          for (size_t i : stages_[st].parameters) comm::wire::put_bytes(b, encode_literal(out[i]));
-        },
-        [&](size_t st, comm::wire::Reader& r) {
-          for (size_t i : stages_.at(st).parameters) out[i] = decode_literal(r.get_bytes());
-        });
+  share_stages(
+      *pipeline_, "pipeline parameters",
+      [&](size_t st, Bytes& b) {
+        for (size_t i : stages_[st].parameters) comm::wire::put_bytes(b, encode_literal(out[i]));
+      },
+      [&](size_t st, comm::wire::Reader& r) {
+        for (size_t i : stages_.at(st).parameters) out[i] = decode_literal(r.get_bytes());
+      });
   return out;
 }
 

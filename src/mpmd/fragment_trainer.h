@@ -92,7 +92,6 @@ class FragmentTrainer {
   std::vector<Stage> stages_;
   interp::Trace* trace_ = nullptr;
   std::vector<std::pair<size_t, size_t>> where_;  // per parameter: (stage, slot in it)
-  Ranks* ranks_ = nullptr;
   int64_t steps_ = 0;
   FragmentTrainerOptions options_;
   double grad_norm_ = 0;

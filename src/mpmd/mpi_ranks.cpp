@@ -18,9 +18,6 @@ std::string transfer_name(const WireKey& key) {
                      key.from, key.to);
 }
 
-// A receive waits at most this long at a time, then looks whether its run was aborted.
-constexpr std::chrono::milliseconds kSlice{20};
-
 }  // namespace
 
 int64_t MpiRanks::tag(uint64_t run, const WireKey& key) {
@@ -39,25 +36,19 @@ int64_t MpiRanks::tag(uint64_t run, const WireKey& key) {
 }
 
 void MpiRanks::send(int to, uint64_t run, const WireKey& key, std::vector<std::byte> payload) {
+  if (to == rank()) return self_.send(0, run, key, std::move(payload));
   world_.send_to(to, transfer_name(key), tag(run, key), std::move(payload));
 }
 
-ReceiveStatus MpiRanks::receive(int from, uint64_t run, const WireKey& key, std::chrono::milliseconds timeout,
-                                const std::atomic<bool>& aborted, std::vector<std::byte>& out) {
-  const std::string what = transfer_name(key);
-  const int64_t t = tag(run, key);
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (true) {
-    if (aborted) return ReceiveStatus::kAborted;
-    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
-    if (left.count() <= 0) return ReceiveStatus::kTimedOut;
-    try {
-      // A failed or departed rank `from` throws a UserError naming it: passed on as it is.
-      out = world_.receive_from(from, what, t, std::min(left, kSlice));
-      return ReceiveStatus::kReceived;
-    } catch (const comm::TimeoutError&) {
-      // Only this slice ran out; the deadline is checked above.
-    }
+bool MpiRanks::take(int from, uint64_t run, const WireKey& key, std::chrono::milliseconds wait,
+                    std::vector<std::byte>& out) {
+  if (from == rank()) return self_.take(0, run, key, wait, out);
+  try {
+    // A failed or departed rank `from` throws a UserError naming it: passed on as it is.
+    out = world_.receive_from(from, transfer_name(key), tag(run, key), wait);
+    return true;
+  } catch (const comm::TimeoutError&) {
+    return false;  // only this slice ran out
   }
 }
 

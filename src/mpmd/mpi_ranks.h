@@ -2,8 +2,8 @@
 // MpiWorld (and this) in the same order and runs the same pipeline calls. A stage on several ranks
 // runs on a Session over them whose waits also end at this world's failure notices. A piece's
 // parts go as one point-to-point message whose tag packs the run, destination stage, value and
-// piece; a receive waits in short slices so that an abort of the run stops it too. Built only with
-// the MPI backend (TESSERA_HAVE_MPI).
+// piece. Messages to this rank itself (between two stages it runs) go through a LocalRanks. Built only with the MPI backend
+// (TESSERA_HAVE_MPI).
 #pragma once
 
 #include "comm/mpi_communicator.h"
@@ -17,8 +17,8 @@ class MpiRanks final : public Ranks {
   int rank() const override { return world_.rank(); }
   int size() const override { return world_.num_ranks(); }
   void send(int to, uint64_t run, const WireKey& key, std::vector<std::byte> payload) override;
-  ReceiveStatus receive(int from, uint64_t run, const WireKey& key, std::chrono::milliseconds timeout,
-                        const std::atomic<bool>& aborted, std::vector<std::byte>& out) override;
+  bool take(int from, uint64_t run, const WireKey& key, std::chrono::milliseconds wait,
+            std::vector<std::byte>& out) override;
   std::vector<std::vector<std::byte>> exchange(const std::string& what, std::span<const std::byte> payload) override;
   void report_failure(const std::string& reason) override { world_.report_failure(reason); }
   std::unique_ptr<runtime::Session> stage_session(int first, int count, int64_t local_devices,
@@ -29,6 +29,7 @@ class MpiRanks final : public Ranks {
 
  private:
   comm::MpiWorld& world_;
+  LocalRanks self_;
 };
 
 }  // namespace tessera::mpmd

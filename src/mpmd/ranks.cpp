@@ -1,5 +1,5 @@
-// Literals on the wire, the ranks of each stage, and the shard-by-shard transfer plan between
-// stages on different ranks (ranks.h).
+// Literals on the wire, the ranks of each stage, the shard-by-shard transfer plan between stages
+// and its messages, and LocalRanks: the messages of one process's stages to each other (ranks.h).
 #include "mpmd/ranks.h"
 
 #include <algorithm>
@@ -33,6 +33,42 @@ ir::Literal decode_literal(std::span<const std::byte> in) {
                 ir::to_string(x.type()), bytes.size(), x.bytes().size());
   std::copy(bytes.begin(), bytes.end(), x.bytes().begin());
   return x;
+}
+
+void LocalRanks::send(int to, uint64_t run, const WireKey& key, std::vector<std::byte> payload) {
+  TESSERA_CHECK(to == 0, "a send to rank {} in one process", to);
+  {
+    std::lock_guard lock(mu_);
+    if (run > newest_run_) {
+      std::erase_if(slots_, [&](const auto& slot) { return slot.first.first < run; });
+      newest_run_ = run;
+    }
+    slots_.insert_or_assign({run, key}, std::move(payload));
+  }
+  cv_.notify_all();
+}
+
+bool LocalRanks::take(int from, uint64_t run, const WireKey& key, std::chrono::milliseconds wait,
+                      std::vector<std::byte>& out) {
+  TESSERA_CHECK(from == 0, "a receive from rank {} in one process", from);
+  std::unique_lock lock(mu_);
+  auto it = slots_.end();
+  if (!cv_.wait_for(lock, wait, [&] { return (it = slots_.find({run, key})) != slots_.end(); })) return false;
+  out = std::move(it->second);
+  slots_.erase(it);
+  return true;
+}
+
+ReceiveStatus Ranks::receive(int from, uint64_t run, const WireKey& key, std::chrono::milliseconds timeout,
+                             const std::atomic<bool>& aborted, std::vector<std::byte>& out) {
+  constexpr std::chrono::milliseconds kSlice{20};
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (true) {
+    if (aborted) return ReceiveStatus::kAborted;
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) return ReceiveStatus::kTimedOut;
+    if (take(from, run, key, std::min(left, kSlice), out)) return ReceiveStatus::kReceived;
+  }
 }
 
 std::unique_ptr<runtime::Session> Ranks::stage_session(int first, int count, int64_t, const runtime::SessionOptions&) {
@@ -113,36 +149,6 @@ std::vector<PieceMessage> transfer_messages(const ir::Type& type, const Placemen
   return out;
 }
 
-runtime::ShardedBuffer reshard(const runtime::ShardedBuffer& from, const ir::Mesh* from_mesh, const ir::Sharding& to,
-                               const ir::Mesh* to_mesh, int64_t& bytes, const runtime::Session* on) {
-  TESSERA_CHECK(!from.donated(), "reshard of a donated buffer");
-  if (from.pieces->size() == 1) from_mesh = nullptr;
-  if (to_mesh == nullptr) on = nullptr;
-  // In the process every device is on one rank; with `on`, device d is on the session's rank d / local.
-  const StageRanks ranks{0, on ? static_cast<int>(on->num_ranks()) : 1};
-  runtime::ShardedBuffer out;
-  out.type = from.type;
-  out.sharding = to_mesh ? to : ir::Sharding{};
-  const Placement source{from_mesh, from.sharding, ranks}, dest{to_mesh, out.sharding, ranks};
-  out.pieces = std::make_shared<std::vector<ir::Literal>>(static_cast<size_t>(dest.devices()));
-  for (int64_t d = 0; d < dest.devices(); ++d)
-    if (!on || on->owns(d))
-      (*out.pieces)[static_cast<size_t>(d)] = ir::Literal(ir::Type(from.type.element, dest.box(from.type, d).shape));
-  const auto element = static_cast<int64_t>(ir::info(from.type.element).bytes);
-  for (const PieceMessage& m : transfer_messages(from.type, source, dest)) {
-    if (on && !on->owns(m.piece)) continue;  // another rank's piece
-    for (const PiecePart& part : m.parts) {
-      TESSERA_CHECK(!on || !from_mesh || on->owns(part.source_device),
-                    "reshard on rank {}: piece {} needs device {}'s part, held by another rank only", on->rank(),
-                    m.piece, part.source_device);
-      runtime::copy_box((*from.pieces)[static_cast<size_t>(part.source_device)], part.at_src,
-                        (*out.pieces)[static_cast<size_t>(m.piece)], part.at_dst, part.extent);
-      bytes += part.elements() * element;
-    }
-  }
-  return out;
-}
-
 std::vector<std::byte> pack_parts(const PieceMessage& m, const std::vector<ir::Literal>& source_pieces) {
   std::vector<std::byte> out;
   comm::wire::put<uint32_t>(out, static_cast<uint32_t>(m.parts.size()));
@@ -153,9 +159,12 @@ std::vector<std::byte> pack_parts(const PieceMessage& m, const std::vector<ir::L
       comm::wire::put<int64_t>(out, part.at_dst[i]);
       comm::wire::put<int64_t>(out, part.extent[i]);
     }
-    ir::Literal box(ir::Type(source.element(), part.extent));
+    const ir::Type type(source.element(), part.extent);  // the box, copied straight into the message
+    const auto size = static_cast<size_t>(part.elements() * ir::info(type.element).bytes);
+    comm::wire::put<uint64_t>(out, size);  // put_bytes' form
+    out.resize(out.size() + size);
+    ir::Literal box = ir::Literal::view(type, out.data() + out.size() - size);
     runtime::copy_box(source, part.at_src, box, std::vector<int64_t>(part.extent.size(), 0), part.extent);
-    comm::wire::put_bytes(out, box.bytes());
   }
   return out;
 }
@@ -176,10 +185,11 @@ int64_t unpack_parts(std::span<const std::byte> message, ir::Literal& piece) {
                       ir::to_string(piece.type()), i);
     }
     std::span<const std::byte> data = r.get_bytes();
-    ir::Literal box(ir::Type(piece.element(), extent));
-    if (data.size() != box.bytes().size())
-      support::fail("a transferred part of {} elements brings {} bytes", box.num_elements(), data.size());
-    std::copy(data.begin(), data.end(), box.bytes().begin());
+    const ir::Type type(piece.element(), extent);
+    if (data.size() != static_cast<size_t>(support::product(extent) * ir::info(type.element).bytes))
+      support::fail("a transferred part of {} elements brings {} bytes", support::product(extent), data.size());
+    // A view of the message's bytes, only read (copy_box's source).
+    const ir::Literal box = ir::Literal::view(type, const_cast<std::byte*>(data.data()));
     runtime::copy_box(box, std::vector<int64_t>(rank, 0), piece, at, extent);
     bytes += static_cast<int64_t>(data.size());
   }

@@ -7,15 +7,21 @@
 //
 // A value moves shard by shard (transfer_messages): each destination piece receives from each
 // rank holding source pieces it overlaps one message with exactly those parts, named by its
-// WireKey, whatever the order of arrival. MpiRanks (mpi_ranks.h) implements it over MPI.
+// WireKey, whatever the order of arrival. This is the pipeline's only transport: LocalRanks is one
+// process as one rank (its stages' threads hand values to each other through it), MpiRanks
+// (mpi_ranks.h) implements it over MPI.
 #pragma once
 
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <compare>
+#include <condition_variable>
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <span>
 #include <string>
 #include <vector>
@@ -30,6 +36,7 @@ namespace tessera::mpmd {
 // One piece of one value on its way: the plan's value id, both stages, the destination device.
 struct WireKey {
   int64_t value = 0, from = 0, to = 0, piece = 0;
+  auto operator<=>(const WireKey&) const = default;
 };
 
 enum class ReceiveStatus { kReceived, kTimedOut, kAborted };
@@ -41,10 +48,14 @@ class Ranks {
   virtual int size() const = 0;
   // Posts `payload` (pack_parts') to rank `to`; never waits. `run` keeps runs apart.
   virtual void send(int to, uint64_t run, const WireKey& key, std::vector<std::byte> payload) = 0;
-  // Waits up to `timeout` for that message from rank `from`, or until `aborted`. A UserError names
-  // rank `from` when it failed or exited.
-  virtual ReceiveStatus receive(int from, uint64_t run, const WireKey& key, std::chrono::milliseconds timeout,
-                                const std::atomic<bool>& aborted, std::vector<std::byte>& out) = 0;
+  // Waits up to `timeout` for that message from rank `from`, or until `aborted` (looked at every
+  // 20 ms: a stage that failed sets it, so no thread waits on past its run). A UserError names rank
+  // `from` when it failed or exited.
+  ReceiveStatus receive(int from, uint64_t run, const WireKey& key, std::chrono::milliseconds timeout,
+                        const std::atomic<bool>& aborted, std::vector<std::byte>& out);
+  // One slice of a receive: true when the message came within `wait`.
+  virtual bool take(int from, uint64_t run, const WireKey& key, std::chrono::milliseconds wait,
+                    std::vector<std::byte>& out) = 0;
   // Every rank's `payload`, in rank order. `what` names it in errors.
   virtual std::vector<std::vector<std::byte>> exchange(const std::string& what, std::span<const std::byte> payload) = 0;
   // Ends the other ranks' waits on this one with `reason`.
@@ -58,6 +69,28 @@ class Ranks {
 
  private:
   uint64_t runs_ = 0;
+};
+
+// One process as one rank: a send puts the message in a slot keyed by (run, key) and never waits;
+// a receive waits for its slot. A send of a newer run drops what older runs left (a failed run's
+// messages nobody took). MpiRanks sends to itself through one.
+class LocalRanks final : public Ranks {
+ public:
+  int rank() const override { return 0; }
+  int size() const override { return 1; }
+  void send(int to, uint64_t run, const WireKey& key, std::vector<std::byte> payload) override;
+  bool take(int from, uint64_t run, const WireKey& key, std::chrono::milliseconds wait,
+            std::vector<std::byte>& out) override;
+  std::vector<std::vector<std::byte>> exchange(const std::string&, std::span<const std::byte> payload) override {
+    return {{payload.begin(), payload.end()}};
+  }
+  void report_failure(const std::string&) override {}  // no other rank waits on this one
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::map<std::pair<uint64_t, WireKey>, std::vector<std::byte>> slots_;
+  uint64_t newest_run_ = 0;
 };
 
 // A literal as bytes (element type, shape, storage) and back.
@@ -100,15 +133,9 @@ struct PieceMessage {
 };
 // The plan for moving a `type` value from `from` to `to`: each destination piece gets each distinct
 // source box it overlaps once, from a holder on its own rank if any (else replicas take turns),
-// in one message per source rank. Both the MPI senders and reshard follow it.
+// in one message per source rank.
 std::vector<PieceMessage> transfer_messages(const ir::Type& type, const Placement& from, const Placement& to);
 
-// The mesh-to-mesh reshard in the process: `from` (on `from_mesh`, or one whole piece) laid out as
-// `to` on `to_mesh` (null: one whole piece), each destination piece receiving only its parts;
-// `bytes` grows by what they received. With `on` (to_mesh's session over several ranks) only this
-// rank's pieces are made, from pieces it holds.
-runtime::ShardedBuffer reshard(const runtime::ShardedBuffer& from, const ir::Mesh* from_mesh, const ir::Sharding& to,
-                               const ir::Mesh* to_mesh, int64_t& bytes, const runtime::Session* on = nullptr);
 // A message's wire form: each part's place in the destination piece and its elements.
 std::vector<std::byte> pack_parts(const PieceMessage& m, const std::vector<ir::Literal>& source_pieces);
 // Writes a message's parts into `piece`; returns the data bytes (UserError: they do not fit).

@@ -479,10 +479,9 @@ TEST(ProgramForm, APlanOnRanksIsRefused) {
     int rank() const override { return 0; }
     int size() const override { return 2; }
     void send(int, uint64_t, const WireKey&, std::vector<std::byte>) override { ADD_FAILURE() << "send"; }
-    ReceiveStatus receive(int, uint64_t, const WireKey&, std::chrono::milliseconds, const std::atomic<bool>&,
-                          std::vector<std::byte>&) override {
-      ADD_FAILURE() << "receive";
-      return ReceiveStatus::kAborted;
+    bool take(int, uint64_t, const WireKey&, std::chrono::milliseconds, std::vector<std::byte>&) override {
+      ADD_FAILURE() << "take";
+      return false;
     }
     std::vector<std::vector<std::byte>> exchange(const std::string&, std::span<const std::byte>) override {
       ADD_FAILURE() << "exchange";

@@ -113,7 +113,8 @@ int train_pipeline(const TrainCommand& c, std::ostream& out_stream, const std::s
                    const std::string& corpus_path, const nn::CausalLM& model) {
   const PipelinePlan pp = parse_pipeline_plan(c.plan);
   const int64_t group = pp.dp * pp.tp, devices = pp.pp * group;
-  mpmd::Ranks* over = nullptr;  // the MPI ranks, or none
+  mpmd::LocalRanks one_process;
+  mpmd::Ranks* over = &one_process;  // the MPI ranks, or this process alone
 #ifdef TESSERA_HAVE_MPI
   std::unique_ptr<comm::MpiWorld> world;
   std::unique_ptr<mpmd::MpiRanks> mpi_ranks;
@@ -128,8 +129,9 @@ int train_pipeline(const TrainCommand& c, std::ostream& out_stream, const std::s
   if (c.backend == "mpi")
     fail("--backend mpi: this Tessera was built without its MPI backend (install libopenmpi-dev and configure again)");
 #endif
-  const int ranks = over ? over->size() : 1;
-  const bool rank0 = !over || over->rank() == 0;  // the one that prints and writes
+  const bool mpi = over != &one_process;
+  const int ranks = over->size();
+  const bool rank0 = over->rank() == 0;  // the one that prints and writes
   std::ostream silent(nullptr);
   std::ostream& out = rank0 ? out_stream : silent;
   // Whole stages per rank (ranks divide the stages), or each stage's group over ranks/P ranks.
@@ -144,7 +146,7 @@ int train_pipeline(const TrainCommand& c, std::ostream& out_stream, const std::s
          c.plan, group, group == 1 ? "" : "s", ranks_per_stage, ranks, pp.pp, pp.pp, pp.pp, group);
   const int64_t per_rank = devices / ranks;  // host devices each rank runs
   if (c.devices != 0 && c.devices != per_rank) {
-    if (!over)
+    if (!mpi)
       fail("--devices {}: --plan {} runs on {} host devices ({} stages x {})", c.devices, c.plan, devices, pp.pp, group);
     fail("--devices {}: --plan {} on {} MPI ranks runs {} host devices on each ({} stages x {})", c.devices, c.plan,
          ranks, per_rank, pp.pp, group);
@@ -184,7 +186,7 @@ int train_pipeline(const TrainCommand& c, std::ostream& out_stream, const std::s
     }
   }
   const bool tracing = !c.trace.empty() || !c.trace_svg.empty();
-  if (tracing && (group != 1 || over))
+  if (tracing && (group != 1 || mpi))
     fail("--trace: pipeline plans with device groups (dp, tp) per stage or MPI ranks record no trace yet; "
          "one-device stages on host devices (--plan pp=P) do");
   nn::AdamW adam = adamw_of(c);  // weight decay and no-decay groups as the other plans
@@ -241,7 +243,7 @@ int train_pipeline(const TrainCommand& c, std::ostream& out_stream, const std::s
   }
 
   const std::string where =
-      !over ? fmt::format("{} host devices ({} stages x {})", devices, pp.pp, group)
+      !mpi ? fmt::format("{} host devices ({} stages x {})", devices, pp.pp, group)
       : ranks_per_stage > 1
           ? fmt::format("{} MPI ranks ({} stages x {} devices, {} ranks per stage, {} device{} per rank)", ranks, pp.pp,
                         group, ranks_per_stage, per_rank, per_rank == 1 ? "" : "s")
@@ -299,16 +301,14 @@ int train_pipeline(const TrainCommand& c, std::ostream& out_stream, const std::s
   const std::optional<nn::ShardingPlan> group_plan = stage_plan(pp);
   const ir::Mesh save_mesh = group_plan ? group_plan->mesh : ir::Mesh{"stage", {{"data", 1}}, {}};
   runtime::SaveGroup save_group;
-  if (over) {
-    save_group.rank = over->rank();
-    save_group.owns = [rank0](int64_t) { return rank0; };
-    save_group.exchange = [over](const std::string& payload) {
-      std::vector<std::string> all;
-      for (const std::vector<std::byte>& p : over->exchange("checkpoint save", std::as_bytes(std::span(payload))))
-        all.emplace_back(reinterpret_cast<const char*>(p.data()), p.size());
-      return all;
-    };
-  }
+  save_group.rank = over->rank();
+  save_group.owns = [rank0](int64_t) { return rank0; };
+  save_group.exchange = [over](const std::string& payload) {
+    std::vector<std::string> all;
+    for (const std::vector<std::byte>& p : over->exchange("checkpoint save", std::as_bytes(std::span(payload))))
+      all.emplace_back(reinterpret_cast<const char*>(p.data()), p.size());
+    return all;
+  };
   auto save = [&](int64_t at) {
     std::vector<std::string> names = state_names;
     std::vector<runtime::ShardedBuffer> bufs;
@@ -323,7 +323,7 @@ int train_pipeline(const TrainCommand& c, std::ostream& out_stream, const std::s
         b.sharding = ir::Sharding{save_mesh.name, std::vector<ir::DimSharding>(b.type.shape.size()), {}, {}};
       bufs.push_back(std::move(b));
     }
-    if (over) {
+    if (mpi) {
       std::vector<std::byte> mine;  // (array, device, piece) of every piece this rank holds
       for (size_t k = 0; k < bufs.size(); ++k)
         for (size_t d = 0; d < bufs[k].pieces->size(); ++d)
@@ -404,7 +404,7 @@ int train_pipeline(const TrainCommand& c, std::ostream& out_stream, const std::s
   for (int64_t s = 0; s < pp.pp; ++s) {
     StageSummary st;
     st.stage = s;
-    if (over) st.ranks = mpmd::stage_ranks(s, pp.pp, ranks);
+    st.ranks = mpmd::stage_ranks(s, pp.pp, ranks);
     for (int64_t v = s; v < schedule.virtual_stages(); v += pp.pp) st.virtual_stages.push_back(v);
     st.parameter_bytes_per_device = trainer->parameter_bytes(s);
     st.optimizer_bytes_per_device = 2 * st.parameter_bytes_per_device;  // AdamW's m and v
@@ -413,7 +413,7 @@ int train_pipeline(const TrainCommand& c, std::ostream& out_stream, const std::s
 
   // The per-stage table: what each device of a stage's group holds, and what the stage did.
   out << fmt::format("\nper stage ({} stages x {} host device{}{}, plan {}, schedule {}, {} microbatches, {}):\n", pp.pp,
-                     group, group == 1 ? "" : "s", over ? fmt::format(" on {} MPI ranks", ranks) : "",
+                     group, group == 1 ? "" : "s", mpi ? fmt::format(" on {} MPI ranks", ranks) : "",
                      c.plan, schedule.name, schedule.microbatches,
                      c.remat ? "forward recomputed in the backward" : "activations saved");
   out << fmt::format("  {:>5}  {:<8}  {:<16}  {:>12}  {:>15}  {:>22}  {:>6}\n", "stage", "devices", "layers",
@@ -432,7 +432,7 @@ int train_pipeline(const TrainCommand& c, std::ostream& out_stream, const std::s
     const int64_t on_rank = group / st.ranks.count;  // the stage's devices on each of its ranks
     int64_t first = ranks_per_stage > 1 ? 0 : (st.stage % (pp.pp / ranks)) * group, last = first + on_rank - 1;
     std::string where_stage = on_rank == 1 ? fmt::format("{}", first) : fmt::format("{}-{}", first, last);
-    if (over)
+    if (mpi)
       where_stage = st.ranks.count == 1
                         ? fmt::format("r{}:{}", st.ranks.first, where_stage)
                         : fmt::format("r{}-{}:{}", st.ranks.first, st.ranks.first + st.ranks.count - 1, where_stage);
@@ -505,7 +505,7 @@ int train_pipeline(const TrainCommand& c, std::ostream& out_stream, const std::s
     double update = 0;
     for (double u : update_ms) update += u / double(update_ms.size());
     out << fmt::format("  AdamW updates (every stage at once): {:.3f} ms per step\n", update);
-    out << fmt::format("\ntime per op kind, {}:\n", over ? "rank 0's stages' devices" : "all stages' devices")
+    out << fmt::format("\ntime per op kind, {}:\n", mpi ? "rank 0's stages' devices" : "all stages' devices")
         << profile.to_string();
   }
   if (tracing) write_trace({trace.events_json()}, c.trace, c.trace_svg, out);
