@@ -59,6 +59,9 @@ TEST(ParallelKernels, SplitGemmsGiveTheBitsOfOneThread) {
       {"three batches", {3, 128, 96}, {3, 96, 256}, {{0}, {0}, {2}, {1}}},
       {"many batches", {16, 128, 32}, {16, 32, 128}, {{0}, {0}, {2}, {1}}},
       {"copied operand", {96, 40, 128}, {128, 96, 70}, {{}, {}, {0, 2}, {1, 0}}},
+      // Weight gradients of the larger step: 684 = 42 tiles of 16 and 12 rows, dealt out unevenly.
+      {"684 rows, lhs transposed", {1024, 684}, {1024, 256}, {{}, {}, {0}, {0}}},
+      {"684 columns, lhs transposed", {1024, 256}, {1024, 684}, {{}, {}, {0}, {0}}},
   };
   std::mt19937 rng(3);
   for (const Gemm& g : cases) {
