@@ -44,6 +44,17 @@ int64_t elements(const Ints& shape) {
   return n;
 }
 
+// Function "f" of `m` on the fast kernels (and fused loops) under a thread limit of `limit`.
+std::vector<Literal> run_fast(const Module& m, const std::vector<Literal>& in, int64_t limit) {
+  settle();
+  support::set_thread_limit(limit);
+  interp::Options o;
+  o.accelerate = accelerate;
+  std::vector<Literal> out = interp::evaluate(m, "f", in, o);
+  support::set_thread_limit(0);
+  return out;
+}
+
 struct Gemm {
   const char* name;
   Ints lhs, rhs;
@@ -114,15 +125,7 @@ TEST(ParallelKernels, LargeFusedLoopsGiveTheBitsOfOneThread) {
       std::mt19937 rng(seed);
       std::vector<Literal> in;
       for (size_t i = 0; i < fn.num_parameters(); ++i) in.push_back(testing::chain_input(fn.parameter(i)->type(), rng));
-      auto run = [&](int64_t limit) {
-        settle();
-        support::set_thread_limit(limit);
-        interp::Options o;
-        o.accelerate = accelerate;
-        std::vector<Literal> out = interp::evaluate(m, "f", in, o);
-        support::set_thread_limit(0);
-        return out;
-      };
+      auto run = [&](int64_t limit) { return run_fast(m, in, limit); };
       std::vector<Literal> one = run(1);
       int64_t jobs = support::thread_stats().shared_jobs;
       std::vector<Literal> many = run(3);
@@ -146,15 +149,7 @@ TEST(ParallelKernels, FusedRowReductionsGiveTheReferenceBits) {
     std::mt19937 rng(11);
     std::vector<Literal> in = {testing::chain_input(f32({rows, row}), rng), testing::chain_input(f32({rows, row}), rng)};
     std::vector<Literal> want = interp::evaluate(m, "f", in);
-    auto run = [&](int64_t limit) {
-      settle();
-      support::set_thread_limit(limit);
-      interp::Options o;
-      o.accelerate = accelerate;
-      std::vector<Literal> out = interp::evaluate(m, "f", in, o);
-      support::set_thread_limit(0);
-      return out;
-    };
+    auto run = [&](int64_t limit) { return run_fast(m, in, limit); };
     std::vector<Literal> one = run(1);
     int64_t jobs = support::thread_stats().shared_jobs;
     std::vector<Literal> many = run(3);
@@ -188,15 +183,7 @@ TEST(ParallelKernels, FusedColumnReductionsGiveTheReferenceBits) {
     std::vector<Literal> in = {testing::chain_input(f32(c.shape), rng), testing::chain_input(f32(c.shape), rng),
                                testing::chain_input(f32({4}), rng)};
     std::vector<Literal> want = interp::evaluate(m, "f", in);
-    auto run = [&](int64_t limit) {
-      settle();
-      support::set_thread_limit(limit);
-      interp::Options o;
-      o.accelerate = accelerate;
-      std::vector<Literal> out = interp::evaluate(m, "f", in, o);
-      support::set_thread_limit(0);
-      return out;
-    };
+    auto run = [&](int64_t limit) { return run_fast(m, in, limit); };
     std::vector<Literal> one = run(1);
     for (int64_t limit : {2, 3}) {
       int64_t jobs = support::thread_stats().shared_jobs;
@@ -227,15 +214,7 @@ TEST(ParallelKernels, LargeCopiesAndRowReductionsGiveTheBitsOfOneThread) {
   std::mt19937 rng(9);
   std::vector<Literal> in;
   for (size_t i = 0; i < fn.num_parameters(); ++i) in.push_back(testing::chain_input(fn.parameter(i)->type(), rng));
-  auto run = [&](int64_t limit) {
-    settle();
-    support::set_thread_limit(limit);
-    interp::Options o;
-    o.accelerate = accelerate;
-    std::vector<Literal> out = interp::evaluate(m, "f", in, o);
-    support::set_thread_limit(0);
-    return out;
-  };
+  auto run = [&](int64_t limit) { return run_fast(m, in, limit); };
   std::vector<Literal> want = interp::evaluate(m, "f", in);  // the reference kernels
   std::vector<Literal> one = run(1);
   int64_t jobs = support::thread_stats().shared_jobs;
