@@ -290,7 +290,7 @@ const T* read(const ContractionPlan::Copy& c, const T* x, int which) {
 // result has the same bits under any thread budget (tests/exec/parallel_kernels_test.cpp).
 struct Split {
   bool parallel = false;  // worth spreading over threads at all
-  int64_t parts = 1, size = 0;
+  int64_t parts = 1, tiles = 0;  // pieces per call; kPieceAlign-wide tiles of the cut dimension
   bool split_m = false;
 };
 
@@ -313,10 +313,17 @@ Split split_for(const ContractionPlan& p) {
   int64_t dim = s.split_m ? p.m : p.n;
   int64_t parts = std::min({kMaxPieces, work / kMinPieceWork, dim / kPieceAlign});
   if (parts <= 1) return s;
-  s.size = (dim + parts - 1) / parts;
-  s.size = (s.size + kPieceAlign - 1) / kPieceAlign * kPieceAlign;
-  s.parts = (dim + s.size - 1) / s.size;
+  // The tiles dealt out evenly (piece sizes differ by one tile at most): equal pieces of rounded-up
+  // size left a short last one (684 rows: seven of 96 and one of 12, so two threads ran 384 and
+  // 300 rows), and the threads that ran the others waited for the longest share.
+  s.tiles = (dim + kPieceAlign - 1) / kPieceAlign;
+  s.parts = parts;
   return s;
+}
+
+// The first row or column of piece `piece` of a call cut by `s`, into a dimension of `dim`.
+int64_t piece_begin(const Split& s, int64_t piece, int64_t dim) {
+  return std::min(dim, piece * s.tiles / s.parts * kPieceAlign);
 }
 
 }  // namespace
@@ -349,13 +356,14 @@ void run_contraction(const ContractionPlan& p, const T* lhs, const T* rhs, T* ou
     }
     int64_t m = p.m, n = p.n;
     if (split.parts > 1) {
-      int64_t begin = piece * split.size;
+      int64_t dim = split.split_m ? p.m : p.n;
+      int64_t begin = piece_begin(split, piece, dim), size = piece_begin(split, piece + 1, dim) - begin;
       if (split.split_m) {
-        m = std::min(split.size, p.m - begin);
+        m = size;
         oa += p.ta ? begin : begin * p.lda;
         oc += begin * p.ldc;
       } else {
-        n = std::min(split.size, p.n - begin);
+        n = size;
         ob += p.tb ? begin * p.ldb : begin;
         oc += begin;
       }

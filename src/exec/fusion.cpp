@@ -207,6 +207,9 @@ class Plan final : public MultiResultPlan {
 };
 
 
+// A column reduction's loop is split into pieces of at least this many columns.
+constexpr int64_t kColumnPiece = 64;
+
 // A reduce of a value computed in the loop: each block folded into the results as it is computed.
 template <typename T>
 void fold(Program& p, int reg, int64_t total, const FoldShape& f, OpKind kind, T* dst) {
@@ -214,7 +217,10 @@ void fold(Program& p, int reg, int64_t total, const FoldShape& f, OpKind kind, T
   using E = ir::Elem<std::is_same_v<T, float> ? ElementType::f32 : ElementType::f64>;
   // Rows reduced (softmax's sums): chunks of whole rows (and whole blocks) spread over the free
   // threads, each row folded by one thread in its own order, so the bits do not depend on them.
-  // Otherwise every result folds elements from all over the loop: one thread.
+  // Otherwise (the innermost dimension kept: a bias gradient summed over tokens) each result folds
+  // elements from all over the loop: the columns are cut into one piece per free thread (pieces
+  // of whole cache lines, each at least kColumnPiece wide: shorter blocks cost more per element),
+  // each piece's loop run row after row by one thread, so each result folds its elements in order.
   int64_t unit = f.rows ? std::lcm(f.row, kBlock) : 0;
   int64_t rows = f.rows ? total / f.row : 0;
   bool long_rows = f.rows && f.row % kBlock == 0 && rows >= 8;  // fold_shape: kGroup rows side by side
@@ -227,6 +233,18 @@ void fold(Program& p, int reg, int64_t total, const FoldShape& f, OpKind kind, T
     auto combine = [](T a, T b) { return Fn::template apply<E>(a, b); };
     if (long_rows) {
       p.fold_long_rows(reg, rows, f.row, dst, combine);
+      return;
+    }
+    int64_t columns = f.rows ? 0 : f.shape.back();
+    int64_t threads = columns >= 2 * kColumnPiece && total >= 2 * kMinChunk ? support::available_threads() : 1;
+    if (threads > 1) {
+      int64_t per = std::max(kColumnPiece, ((columns + threads - 1) / threads + 15) / 16 * 16);
+      support::parallel_chunks((columns + per - 1) / per, [&](int64_t c) {
+        p.sweep_columns(reg, total / columns, columns, c * per, std::min(columns, (c + 1) * per),
+                        [&](const std::byte* v, int64_t start, int64_t n) {
+                          fold_block(f, reinterpret_cast<const T*>(v), start, n, dst, combine);
+                        });
+      });
       return;
     }
     p.sweep(

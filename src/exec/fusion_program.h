@@ -135,14 +135,17 @@ class Program {
   void sweep_range(int result, int64_t first, int64_t last, F&& consume) {
     std::byte* scratch = nullptr;
     std::byte** regs = registers(kinds().size(), scratch_bytes_, scratch);
-    for (int64_t start = first; start < last; start += kBlock) {
-      int64_t n = std::min(kBlock, last - start);
-      point(regs, scratch, start);
-      // An invariant load gives every block the same elements (blocks kBlock apart): once per range.
-      for (const Instr& s : instrs())
-        if (start == first || !s.invariant) s.fn(s, regs, start, n);
-      consume(static_cast<const std::byte*>(regs[static_cast<size_t>(result)]), start, n);
-    }
+    sweep_blocks(regs, scratch, result, first, last, consume);
+  }
+
+  // Runs the loop over columns [c0, c1) of each of `rows` rows of `len` elements, row after row (a
+  // column reduction's share of its results: fusion.cpp's fold), handing blocks to consume as
+  // sweep_range does.
+  template <typename F>
+  void sweep_columns(int result, int64_t rows, int64_t len, int64_t c0, int64_t c1, F&& consume) {
+    std::byte* scratch = nullptr;
+    std::byte** regs = registers(kinds().size(), scratch_bytes_, scratch);
+    for (int64_t r = 0; r < rows; ++r) sweep_blocks(regs, scratch, result, r * len + c0, r * len + c1, consume);
   }
 
   // Runs the loop over `total` elements, handing each block's register `result` to
@@ -378,6 +381,19 @@ class Program {
     s.fn = kernels().gather(x.element());
     s.out = scratch(x.element());
     return s.out;
+  }
+
+  // sweep_range's loop over the blocks of [first, last), in registers already set up.
+  template <typename F>
+  void sweep_blocks(std::byte** regs, std::byte* scratch, int result, int64_t first, int64_t last, F&& consume) {
+    for (int64_t start = first; start < last; start += kBlock) {
+      int64_t n = std::min(kBlock, last - start);
+      point(regs, scratch, start);
+      // An invariant load gives every block the same elements (blocks kBlock apart): once per range.
+      for (const Instr& s : instrs())
+        if (start == first || !s.invariant) s.fn(s, regs, start, n);
+      consume(static_cast<const std::byte*>(regs[static_cast<size_t>(result)]), start, n);
+    }
   }
 
   const MultiResultPlan& plan_;

@@ -1,7 +1,8 @@
 // Kernels spread over threads (support/threads.h) give the bits of one thread: GEMMs split by rows,
 // by columns and by batch (never by K), transposed and with odd sizes; large fused element-wise
-// loops; strided copies; reductions by rows and by columns. Each runs under thread limits 1 to 4,
-// and each parallel run must actually have used a second thread.
+// loops, and their reductions by rows and by columns; strided copies; reductions by rows and by
+// columns. Each runs under thread limits 1 to 4, and each parallel run must actually have used a
+// second thread.
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -43,6 +44,17 @@ int64_t elements(const Ints& shape) {
   return n;
 }
 
+// Function "f" of `m` on the fast kernels (and fused loops) under a thread limit of `limit`.
+std::vector<Literal> run_fast(const Module& m, const std::vector<Literal>& in, int64_t limit) {
+  settle();
+  support::set_thread_limit(limit);
+  interp::Options o;
+  o.accelerate = accelerate;
+  std::vector<Literal> out = interp::evaluate(m, "f", in, o);
+  support::set_thread_limit(0);
+  return out;
+}
+
 struct Gemm {
   const char* name;
   Ints lhs, rhs;
@@ -58,6 +70,9 @@ TEST(ParallelKernels, SplitGemmsGiveTheBitsOfOneThread) {
       {"three batches", {3, 128, 96}, {3, 96, 256}, {{0}, {0}, {2}, {1}}},
       {"many batches", {16, 128, 32}, {16, 32, 128}, {{0}, {0}, {2}, {1}}},
       {"copied operand", {96, 40, 128}, {128, 96, 70}, {{}, {}, {0, 2}, {1, 0}}},
+      // Weight gradients of the larger step: 684 = 42 tiles of 16 and 12 rows, dealt out unevenly.
+      {"684 rows, lhs transposed", {1024, 684}, {1024, 256}, {{}, {}, {0}, {0}}},
+      {"684 columns, lhs transposed", {1024, 256}, {1024, 684}, {{}, {}, {0}, {0}}},
   };
   std::mt19937 rng(3);
   for (const Gemm& g : cases) {
@@ -110,15 +125,7 @@ TEST(ParallelKernels, LargeFusedLoopsGiveTheBitsOfOneThread) {
       std::mt19937 rng(seed);
       std::vector<Literal> in;
       for (size_t i = 0; i < fn.num_parameters(); ++i) in.push_back(testing::chain_input(fn.parameter(i)->type(), rng));
-      auto run = [&](int64_t limit) {
-        settle();
-        support::set_thread_limit(limit);
-        interp::Options o;
-        o.accelerate = accelerate;
-        std::vector<Literal> out = interp::evaluate(m, "f", in, o);
-        support::set_thread_limit(0);
-        return out;
-      };
+      auto run = [&](int64_t limit) { return run_fast(m, in, limit); };
       std::vector<Literal> one = run(1);
       int64_t jobs = support::thread_stats().shared_jobs;
       std::vector<Literal> many = run(3);
@@ -142,15 +149,7 @@ TEST(ParallelKernels, FusedRowReductionsGiveTheReferenceBits) {
     std::mt19937 rng(11);
     std::vector<Literal> in = {testing::chain_input(f32({rows, row}), rng), testing::chain_input(f32({rows, row}), rng)};
     std::vector<Literal> want = interp::evaluate(m, "f", in);
-    auto run = [&](int64_t limit) {
-      settle();
-      support::set_thread_limit(limit);
-      interp::Options o;
-      o.accelerate = accelerate;
-      std::vector<Literal> out = interp::evaluate(m, "f", in, o);
-      support::set_thread_limit(0);
-      return out;
-    };
+    auto run = [&](int64_t limit) { return run_fast(m, in, limit); };
     std::vector<Literal> one = run(1);
     int64_t jobs = support::thread_stats().shared_jobs;
     std::vector<Literal> many = run(3);
@@ -158,6 +157,44 @@ TEST(ParallelKernels, FusedRowReductionsGiveTheReferenceBits) {
     for (size_t r = 0; r < 2; ++r) {
       EXPECT_TRUE(testing::same_bits(one[r], many[r])) << "rows of " << row << ", result " << r;
       EXPECT_TRUE(testing::same_bits(want[r], many[r])) << "rows of " << row << ", result " << r << " against the reference";
+    }
+  }
+}
+
+TEST(ParallelKernels, FusedColumnReductionsGiveTheReferenceBits) {
+  // Bias gradients: a reduce over outer dimensions (the innermost kept) of a value computed in the
+  // fused loop (never stored), split into pieces of columns; odd column counts give a last piece
+  // narrower than the others.
+  struct Case {
+    Ints shape, dims;
+  };
+  for (const Case& c : std::vector<Case>{{{1024, 256}, {0}}, {{8, 128, 256}, {0, 1}}, {{600, 200}, {0}}, {{3, 200, 130}, {1}}}) {
+    Module m;
+    build_function(m, "f", [&](FunctionBuilder& b) -> std::vector<Tensor> {
+      Tensor x = b.param(f32(c.shape));
+      Tensor y = b.param(f32(c.shape));
+      // A block of fewer ops is not planned for fusion (interp::kMinPlannedBlockOps): a small chain
+      // beside the reductions, which adds no parallel job of its own.
+      Tensor s = b.param(f32({4}));
+      for (int i = 0; i < 10; ++i) s = s * s + s;
+      return {reduce_sum(exp(x) * y, c.dims), reduce_max(x * y + x, c.dims), s};
+    });
+    std::mt19937 rng(13);
+    std::vector<Literal> in = {testing::chain_input(f32(c.shape), rng), testing::chain_input(f32(c.shape), rng),
+                               testing::chain_input(f32({4}), rng)};
+    std::vector<Literal> want = interp::evaluate(m, "f", in);
+    auto run = [&](int64_t limit) { return run_fast(m, in, limit); };
+    std::vector<Literal> one = run(1);
+    for (int64_t limit : {2, 3}) {
+      int64_t jobs = support::thread_stats().shared_jobs;
+      std::vector<Literal> many = run(limit);
+      EXPECT_GE(support::thread_stats().shared_jobs, jobs + 2) << "shape " << c.shape.size() << "-d, last " << c.shape.back()
+                                                              << ": one thread only, limit " << limit;
+      for (size_t r = 0; r < 3; ++r) {
+        EXPECT_TRUE(testing::same_bits(one[r], many[r])) << "last dimension " << c.shape.back() << ", result " << r;
+        EXPECT_TRUE(testing::same_bits(want[r], many[r]))
+            << "last dimension " << c.shape.back() << ", result " << r << " against the reference";
+      }
     }
   }
 }
@@ -177,15 +214,7 @@ TEST(ParallelKernels, LargeCopiesAndRowReductionsGiveTheBitsOfOneThread) {
   std::mt19937 rng(9);
   std::vector<Literal> in;
   for (size_t i = 0; i < fn.num_parameters(); ++i) in.push_back(testing::chain_input(fn.parameter(i)->type(), rng));
-  auto run = [&](int64_t limit) {
-    settle();
-    support::set_thread_limit(limit);
-    interp::Options o;
-    o.accelerate = accelerate;
-    std::vector<Literal> out = interp::evaluate(m, "f", in, o);
-    support::set_thread_limit(0);
-    return out;
-  };
+  auto run = [&](int64_t limit) { return run_fast(m, in, limit); };
   std::vector<Literal> want = interp::evaluate(m, "f", in);  // the reference kernels
   std::vector<Literal> one = run(1);
   int64_t jobs = support::thread_stats().shared_jobs;
