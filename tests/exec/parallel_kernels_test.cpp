@@ -144,17 +144,21 @@ TEST(ParallelKernels, FusedRowReductionsGiveTheReferenceBits) {
     build_function(m, "f", [&](FunctionBuilder& b) -> std::vector<Tensor> {
       Tensor x = b.param(f32({rows, row}));
       Tensor y = b.param(f32({rows, row}));
-      return {reduce_sum(exp(x) * y, {1}), reduce_max(x * y + x, {1})};
+      // Padded past interp::kMinPlannedBlockOps, as below: a smaller block is not fused at all.
+      Tensor s = b.param(f32({4}));
+      for (int i = 0; i < 10; ++i) s = s * s + s;
+      return {reduce_sum(exp(x) * y, {1}), reduce_max(x * y + x, {1}), s};
     });
     std::mt19937 rng(11);
-    std::vector<Literal> in = {testing::chain_input(f32({rows, row}), rng), testing::chain_input(f32({rows, row}), rng)};
+    std::vector<Literal> in = {testing::chain_input(f32({rows, row}), rng), testing::chain_input(f32({rows, row}), rng),
+                               testing::chain_input(f32({4}), rng)};
     std::vector<Literal> want = interp::evaluate(m, "f", in);
     auto run = [&](int64_t limit) { return run_fast(m, in, limit); };
     std::vector<Literal> one = run(1);
     int64_t jobs = support::thread_stats().shared_jobs;
     std::vector<Literal> many = run(3);
     EXPECT_GE(support::thread_stats().shared_jobs, jobs + 2) << "rows of " << row << ": one thread only";
-    for (size_t r = 0; r < 2; ++r) {
+    for (size_t r = 0; r < 3; ++r) {
       EXPECT_TRUE(testing::same_bits(one[r], many[r])) << "rows of " << row << ", result " << r;
       EXPECT_TRUE(testing::same_bits(want[r], many[r])) << "rows of " << row << ", result " << r << " against the reference";
     }
