@@ -49,6 +49,23 @@ ExpIsa best_isa() {
   return isa;
 }
 
+// The one table of loops: each instruction set's exp or logistic.
+template <bool Logistic>
+void run(ExpIsa isa, const float* x, float* z, int64_t n) {
+  switch (isa) {
+    case ExpIsa::kBaseline: return baseline<Logistic>(x, z, n);
+    case ExpIsa::kAvx2: return Logistic ? logistic_avx2(x, z, n) : exp_avx2(x, z, n);
+    case ExpIsa::kAvx512: return Logistic ? logistic_avx512(x, z, n) : exp_avx512(x, z, n);
+  }
+}
+
+// A caller's choice of instruction set, checked first (tests compare them all).
+template <bool Logistic>
+void run_checked(const char* what, ExpIsa isa, const float* x, float* z, int64_t n) {
+  if (!exp_isa_available(isa)) throw support::InternalError(fmt::format("{}: instruction set not available on this CPU", what));
+  run<Logistic>(isa, x, z, n);
+}
+
 }  // namespace
 
 bool exp_isa_available(ExpIsa isa) {
@@ -60,38 +77,10 @@ bool exp_isa_available(ExpIsa isa) {
   return false;
 }
 
-void exp_f32(ExpIsa isa, const float* x, float* z, int64_t n) {
-  if (!exp_isa_available(isa)) throw support::InternalError("exp_f32: instruction set not available on this CPU");
-  switch (isa) {
-    case ExpIsa::kBaseline: return baseline<false>(x, z, n);
-    case ExpIsa::kAvx2: return exp_avx2(x, z, n);
-    case ExpIsa::kAvx512: return exp_avx512(x, z, n);
-  }
-}
+void exp_f32(ExpIsa isa, const float* x, float* z, int64_t n) { run_checked<false>("exp_f32", isa, x, z, n); }
+void logistic_f32(ExpIsa isa, const float* x, float* z, int64_t n) { run_checked<true>("logistic_f32", isa, x, z, n); }
 
-void logistic_f32(ExpIsa isa, const float* x, float* z, int64_t n) {
-  if (!exp_isa_available(isa)) throw support::InternalError("logistic_f32: instruction set not available on this CPU");
-  switch (isa) {
-    case ExpIsa::kBaseline: return baseline<true>(x, z, n);
-    case ExpIsa::kAvx2: return logistic_avx2(x, z, n);
-    case ExpIsa::kAvx512: return logistic_avx512(x, z, n);
-  }
-}
-
-void exp_f32(const float* x, float* z, int64_t n) {
-  switch (best_isa()) {
-    case ExpIsa::kAvx512: return exp_avx512(x, z, n);
-    case ExpIsa::kAvx2: return exp_avx2(x, z, n);
-    default: return baseline<false>(x, z, n);
-  }
-}
-
-void logistic_f32(const float* x, float* z, int64_t n) {
-  switch (best_isa()) {
-    case ExpIsa::kAvx512: return logistic_avx512(x, z, n);
-    case ExpIsa::kAvx2: return logistic_avx2(x, z, n);
-    default: return baseline<true>(x, z, n);
-  }
-}
+void exp_f32(const float* x, float* z, int64_t n) { run<false>(best_isa(), x, z, n); }
+void logistic_f32(const float* x, float* z, int64_t n) { run<true>(best_isa(), x, z, n); }
 
 }  // namespace tessera::exec
