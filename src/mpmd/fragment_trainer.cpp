@@ -250,14 +250,17 @@ std::vector<ir::Literal> FragmentTrainer::parameters() const {
   for (size_t i = 0; i < where_.size(); ++i)
     if (const Stage& s = stages_[where_[i].first]; !s.state.empty())  // else another rank's
       out[i] = pipeline_->whole(s.state[where_[i].second]);
-  share_stages(
-      *pipeline_, "pipeline parameters",
-      [&](size_t st, Bytes& b) {
-        for (size_t i : stages_[st].parameters) comm::wire::put_bytes(b, encode_literal(out[i]));
-      },
-      [&](size_t st, comm::wire::Reader& r) {
-        for (size_t i : stages_.at(st).parameters) out[i] = decode_literal(r.get_bytes());
-      });
+  // Over ranks, each stage's from the rank that holds it; in one process every stage is here
+  // already (the exchange would copy each parameter twice to give back the same values).
+  if (pipeline_->ranks().size() > 1)
+    share_stages(
+        *pipeline_, "pipeline parameters",
+        [&](size_t st, Bytes& b) {
+          for (size_t i : stages_[st].parameters) comm::wire::put_bytes(b, encode_literal(out[i]));
+        },
+        [&](size_t st, comm::wire::Reader& r) {
+          for (size_t i : stages_.at(st).parameters) out[i] = decode_literal(r.get_bytes());
+        });
   return out;
 }
 
