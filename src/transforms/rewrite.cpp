@@ -15,12 +15,6 @@ void walk(ir::Block& block, const std::function<void(Op&)>& visit) {
   }
 }
 
-void replace_all_uses(ir::Function& f, Value* from, Value* to) {
-  Renamer renamer;
-  renamer.replace(from, to);
-  walk(f.body(), [&](Op& op) { renamer.rename_operands(op); });
-}
-
 Value* Renamer::resolve(Value* v) const {
   for (auto it = map_.find(v); it != map_.end(); it = map_.find(v)) v = it->second;
   return v;

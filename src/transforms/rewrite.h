@@ -1,7 +1,7 @@
 // Rewriting helpers shared by the passes of simplify.
 //
-// The IR keeps no use lists, so a use is found by walking the function: replace_all_uses does one
-// walk per replacement. Passes that replace many values walk once with a Renamer instead: they
+// The IR keeps no use lists, so a use is found by walking the function (ir::replace_uses, one walk
+// per set of replacements). Passes that replace values as they go walk once with a Renamer: they
 // visit ops in program order (an op before the ops of its regions, every definition before its
 // uses), rename each op's operands through the replacements recorded so far, then look at the op,
 // so a replacement reaches every later use, the function's return included, in the same walk.
@@ -18,10 +18,6 @@ namespace tessera::transforms {
 // Each block's ops are listed before visiting, so visit may insert ops before the op it is given
 // (they are not visited).
 void walk(ir::Block& block, const std::function<void(ir::Op&)>& visit);
-
-// Replaces every use of `from` by `to` (of the same type) in `f`: in every block, regions and the
-// function's return included.
-void replace_all_uses(ir::Function& f, ir::Value* from, ir::Value* to);
 
 // Replacements recorded during one walk; see the top of this file.
 class Renamer {

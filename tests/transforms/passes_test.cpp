@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "ir/builder.h"
+#include "ir/clone.h"
 #include "test_util.h"
 #include "transforms/rewrite.h"
 #include "transforms/simplify.h"
@@ -164,7 +165,7 @@ TEST(ConstantFolding, InsideRegions) {
   EXPECT_EQ(body.find("dense<1.000000e+00>"), std::string::npos) << body;
 }
 
-TEST(Rewrite, ReplaceAllUsesReachesRegionsAndTheReturn) {
+TEST(Rewrite, ReplaceUsesReachesRegionsAndTheReturn) {
   Module m("t");
   Function& f = build_function(m, "f", [](FunctionBuilder& b) {
     Tensor x = b.param(f32({}));
@@ -175,11 +176,11 @@ TEST(Rewrite, ReplaceAllUsesReachesRegionsAndTheReturn) {
         .front() * t + y;
   });
   Value* t = f.body().ops()[0]->result();
-  replace_all_uses(f, t, f.parameter(1));
+  ir::replace_uses(f.body(), {{t, f.parameter(1)}});
   eliminate_dead_code(f);
   verify(m);
   EXPECT_EQ(body_of(m, "f").find("tanh"), std::string::npos) << body_of(m, "f");
-  replace_all_uses(f, f.body().terminator()->operand(0), f.parameter(0));
+  ir::replace_uses(f.body(), {{f.body().terminator()->operand(0), f.parameter(0)}});
   EXPECT_EQ(f.body().terminator()->operand(0), f.parameter(0));
 }
 
