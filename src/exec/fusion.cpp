@@ -80,10 +80,22 @@ using ir::Value;
 
 // ---- The plan (what fuses: fusion_rules.h) ----
 
-// Values smaller than this are stored rather than computed inside their readers' loops: they stay
-// in cache between passes, and below it the fused loop's setup (planning and compiling each root
-// every run) costs more than the passes it saves (bench/exec_bench.cpp's [128, 64] step).
-std::atomic<int64_t> min_fused{16384};
+// The minimum in force (fusion.h): kFusionMinElements, TESSERA_FUSION_MIN from the environment
+// (to compare minimums in one build), or what set_fusion_min_elements set; -1: not read yet.
+std::atomic<int64_t> min_fused{-1};
+
+int64_t default_min_fused() {
+  static const int64_t n = [] {
+    const char* env = std::getenv("TESSERA_FUSION_MIN");
+    if (env == nullptr || *env == '\0') return kFusionMinElements;
+    char* end = nullptr;
+    long long v = std::strtoll(env, &end, 10);
+    if (*end != '\0' || v < 0 || v > (1LL << 40))
+      support::fail("TESSERA_FUSION_MIN={}: expected the fewest elements a fused value has, 0 to 2^40", env);
+    return static_cast<int64_t>(v);
+  }();
+  return n;
+}
 
 // Values of at least this many elements (256 KiB of f32) whose cheap trees several loops read are
 // stored when recomputing them reads more (Plan). Smaller ones stay in cache between the loops,
@@ -203,7 +215,7 @@ class Plan final : public MultiResultPlan {
   std::unordered_map<const Op*, std::vector<const Value*>> reads_;
   Riders riders_;  // none until enable_riders()
   FoldedContractions folded_;  // contractions that read or write through a folded transpose
-  int64_t min_fused_ = min_fused;  // as the plan was made (tests change the minimum between runs)
+  int64_t min_fused_ = fusion_min_elements();  // as the plan was made (tests change it between runs)
 };
 
 
@@ -358,7 +370,10 @@ std::unique_ptr<interp::FusionPlan> plan(const ir::Block& block) { return std::m
 std::unique_ptr<interp::FusionPlan> plan_fusion(const ir::Block& block) { return plan(block); }
 
 void set_fusion_min_elements(int64_t n) { min_fused = n; }
-int64_t fusion_min_elements() { return min_fused; }
+int64_t fusion_min_elements() {
+  int64_t n = min_fused.load(std::memory_order_relaxed);
+  return n >= 0 ? n : default_min_fused();
+}
 
 namespace {
 std::atomic<int64_t> index_tests{0};

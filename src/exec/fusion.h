@@ -32,8 +32,15 @@ class MultiResultPlan : public interp::FusionPlan {
   virtual bool strided_read(const ir::Op& root, const ir::Value* v) const = 0;
 };
 
-// Values with fewer elements are never computed inside their readers' loops (default 16384: below
-// it a fused loop's setup costs more than the passes it saves). Tests set 0 to fuse small shapes.
+// Values with fewer elements are never computed inside their readers' loops: they stay in cache
+// between passes, and below about this many a loop's setup (compiling its program each run) costs
+// more than the passes it saves. It was 16384 until measured on the tiny training step, whose
+// AdamW updates of [64, 172] and smaller parameters then ran op by op, every scalar hyperparameter
+// broadcast into an array of its own: at 2048 that step runs about 8 % faster, and
+// bench/exec_bench.cpp's [128, 64] MLP step the same (docs/PERFORMANCE.md, session 18).
+inline constexpr int64_t kFusionMinElements = 2048;
+// The minimum in force: kFusionMinElements, or TESSERA_FUSION_MIN from the environment, until set
+// (tests set 0 to fuse small shapes; a negative n restores the default).
 void set_fusion_min_elements(int64_t n);
 int64_t fusion_min_elements();
 

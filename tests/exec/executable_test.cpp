@@ -33,7 +33,6 @@ using testing::same_bits;
 // Relative, f32 BLAS contractions against in-order sums (tests/exec/accelerate_test.cpp, DESIGN.md
 // §2), the one tolerance of these tests: everything else is compared bit for bit.
 constexpr double kContractionTolerance = 1e-6;
-constexpr int64_t kDefaultMinFused = 16384;  // exec::set_fusion_min_elements's default
 
 // The pure reference interpreter; the interpreter with fast kernels, fused (with exec's planner) or
 // not; the same as an executable; restoring the process-wide planner and minimum afterwards.
@@ -83,7 +82,7 @@ struct Runners {
   }
 
   static void restore() {
-    set_fusion_min_elements(kDefaultMinFused);
+    set_fusion_min_elements(-1);  // the default
     interp::set_fusion_planner(&plan_fusion);
   }
 };
@@ -122,7 +121,7 @@ TEST(Executable, FusionProgramsGiveTheInterpretersBits) {
       std::vector<Literal> in;
       for (size_t i = 0; i < fn.num_parameters(); ++i) in.push_back(testing::chain_input(fn.parameter(i)->type(), rng));
       std::string what = "shape " + std::to_string(s) + " seed " + std::to_string(seed);
-      for (int64_t min_fused : {int64_t{0}, kDefaultMinFused}) {
+      for (int64_t min_fused : {int64_t{0}, kFusionMinElements}) {
         Runners run{m, min_fused};
         std::vector<Literal> want = run.reference(in);
         // Fused, through both drivers: the same bits, the same ops run (per kind), twice in a row.
@@ -146,7 +145,7 @@ TEST(Executable, FusionProgramsGiveTheInterpretersBits) {
             ++exe_counts[std::string(op->name())];
             ++riders;
           }
-        set_fusion_min_elements(kDefaultMinFused);
+        set_fusion_min_elements(-1);  // the default
         EXPECT_EQ(exe_counts, interp_counts) << what;
         // Inlined ops have no step: the executable runs as many ops as the fused interpreter.
         EXPECT_EQ(static_cast<int64_t>(fused->stats().steps), ops_run(exe_profile)) << what;

@@ -28,7 +28,7 @@ size_t count_ops(const Block& b) {
   return n;
 }
 
-// Fuses values of any size (the tests' shapes are small and odd) unless told the default minimum,
+// Fuses values of any size (the tests' shapes are small and odd) unless told a minimum,
 // fused or not as asked.
 std::vector<Literal> run(const Module& m, const std::vector<Literal>& in, bool fast, bool fused,
                          interp::Profile* profile = nullptr, int64_t min_elements = 0) {
@@ -56,12 +56,12 @@ TEST(Fusion, RandomChainsGiveTheReferenceBits) {
       std::vector<Literal> unfused = run(m, in, true, false);
       interp::Profile profile;
       std::vector<Literal> fused = run(m, in, true, true, &profile);
-      std::vector<Literal> small_unfused = run(m, in, true, true, nullptr, 16384);  // the default
+      std::vector<Literal> small_unfused = run(m, in, true, true, nullptr, 16384);  // above every shape here
       ASSERT_EQ(fused.size(), want.size());
       for (size_t r = 0; r < want.size(); ++r) {
         EXPECT_TRUE(same_bits(unfused[r], want[r])) << "unfused fast kernels, shape " << s << " seed " << seed << " result " << r;
         EXPECT_TRUE(same_bits(fused[r], want[r])) << "fused, shape " << s << " seed " << seed << " result " << r;
-        EXPECT_TRUE(same_bits(small_unfused[r], want[r])) << "default minimum, shape " << s << " seed " << seed;
+        EXPECT_TRUE(same_bits(small_unfused[r], want[r])) << "minimum 16384, shape " << s << " seed " << seed;
       }
       // Fusion took effect: fewer ops ran than the program has (the inlined ones are left out).
       int64_t ran = 0;

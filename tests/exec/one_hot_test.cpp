@@ -26,7 +26,6 @@ namespace {
 using namespace tessera::ir;
 using testing::same_bits;
 
-constexpr int64_t kDefaultMinFused = 16384;  // exec::set_fusion_min_elements's default
 
 struct Case {
   std::vector<int64_t> shape;
@@ -99,7 +98,7 @@ int64_t check(const Case& c, const std::string& what) {
     for (size_t r = 0; r < std::min(got.size(), want.size()); ++r)
       EXPECT_TRUE(same_bits(got[r], want[r])) << what << ", run " << run << ", result " << r;
   }
-  set_fusion_min_elements(kDefaultMinFused);
+  set_fusion_min_elements(-1);  // the default
   return index_tests_built() - before;
 }
 

@@ -31,7 +31,6 @@ namespace {
 using namespace tessera::ir;
 using testing::same_bits;
 
-constexpr int64_t kDefaultMinFused = 16384;  // exec::set_fusion_min_elements's default
 
 // x broadcast along a new last dimension of n elements.
 Tensor expand(const Tensor& x, int64_t n) {
@@ -162,7 +161,7 @@ TEST(RowGroups, SoftmaxesAndCrossEntropyGiveTheReferenceBits) {
           EXPECT_GT(support::thread_stats().shared_jobs, jobs) << what << ": the tiles ran on one thread";
       }
       support::set_thread_limit(0);
-      set_fusion_min_elements(kDefaultMinFused);
+      set_fusion_min_elements(-1);  // the default
     }
   }
 }
@@ -174,7 +173,7 @@ TEST(RowGroups, ASoftmaxRunsAsOneGroup) {
   build(m, Program::kSoftmax, {64, 256});
   set_fusion_min_elements(0);
   std::shared_ptr<const Executable> e = Executable::compile(*m.find_function("f"), CompileOptions{&m});
-  set_fusion_min_elements(kDefaultMinFused);
+  set_fusion_min_elements(-1);  // the default
   EXPECT_EQ(e->stats().row_groups, 1u);
   EXPECT_EQ(e->stats().row_steps, 5u) << "max, exp, sum, divide, and the chain beside";
   std::vector<Literal> in = inputs(*m.find_function("f"), {64, 256}, 3);
