@@ -96,7 +96,27 @@ Ints concat(std::initializer_list<const Ints*> parts) {
   return out;
 }
 
+// Whether a product is computed as C^T = B^T A (the operands' roles swapped) though the result is
+// row-major: one call of A^T B (both operands stored K x M and K x N) with M >= 2N. On oneDNN's
+// dnnl_sgemm (this machine: Xeon, AVX-512) such calls run 20-24 % slower than the same product with
+// M and N exchanged when the leading dimensions are powers of two of 1024 or more (4096x256x1024:
+// 121 against 149 GFLOP/s, cold caches), neutral at 684x256; the LM head's weight gradient was the
+// step's slowest GEMM. A function of the operands' sizes and layouts alone (docs/PERFORMANCE.md,
+// "Session 18").
+bool prefers_transposed_product(int64_t calls, int64_t m, int64_t n, bool ta, bool tb) {
+  return calls == 1 && ta && !tb && n > 1 && m >= 2 * n;
+}
+
 }  // namespace
+
+bool same_gemm_calls(const ContractionPlan& a, const ContractionPlan& b) {
+  auto loops_match = [](const std::vector<GemmLoop>& x, const std::vector<GemmLoop>& y) {
+    return std::equal(x.begin(), x.end(), y.begin(), y.end(),
+                      [](const GemmLoop& l, const GemmLoop& r) { return l.size == r.size && l.a == r.a && l.b == r.b; });
+  };
+  return a.ok && b.ok && a.m == b.m && a.n == b.n && a.k == b.k && a.ta == b.ta && a.tb == b.tb && a.lda == b.lda &&
+         a.ldb == b.ldb && a.swapped == b.swapped && a.calls == b.calls && loops_match(a.batch, b.batch);
+}
 
 ContractionPlan plan_contraction(Shape lhs, Shape rhs, const ir::DotDims& dd) { return plan_contraction(lhs, rhs, dd, {}); }
 
@@ -183,6 +203,11 @@ ContractionPlan plan_contraction(Shape lhs, Shape rhs, const ir::DotDims& dd, co
   TESSERA_CHECK(fa.ok && fb.ok, "a copied dot_general operand must read as a matrix");
   p.ldc = fc.ld;
   p.swapped = fc.trans;
+  if (!p.swapped && prefers_transposed_product(p.calls, p.m, p.n, fa.trans, fb.trans)) {
+    p.swapped = p.via_buffer = true;
+    p.out_ld = fc.ld;
+    p.ldc = p.m;  // the buffer holds C^T row-major: n rows of m
+  }
   if (!p.swapped) {
     p.ta = fa.trans, p.lda = fa.ld, p.tb = fb.trans, p.ldb = fb.ld;
   } else {
@@ -257,7 +282,7 @@ struct CopyBuffers {
   struct Buffer {
     std::unique_ptr<T[]> data;
     int64_t size = 0;
-  } buffers[2];
+  } buffers[3];  // lhs and rhs copies, and a result computed as C^T (via_buffer)
 };
 
 template <typename T>
@@ -343,7 +368,9 @@ void run_contraction(const ContractionPlan& p, const T* lhs, const T* rhs, T* ou
   // C += A·B into zeros: OpenBLAS computes C = beta·C + A·B as a pass that scales (beta 0:
   // clears) C, then kernels that add into C, so beta 1 on zeros gives the bits of beta 0 without
   // the extra pass (oneDNN gives the bits of beta 0 too: gemm.h).
-  T beta = out_is_zero ? T(1) : T(0);
+  // A result computed as C^T into a buffer (via_buffer): beta 0 there, copied into `out` at the end.
+  T* c = p.via_buffer ? scratch<T>(2, p.m * p.n) : out;
+  T beta = out_is_zero && !p.via_buffer ? T(1) : T(0);
   Split split = split_for(p);
   auto task = [&](int64_t t) {
     int64_t call = t / split.parts, piece = t % split.parts;
@@ -368,13 +395,19 @@ void run_contraction(const ContractionPlan& p, const T* lhs, const T* rhs, T* ou
         oc += begin;
       }
     }
-    gemm(p.ta, p.tb, m, n, p.k, a + oa, p.lda, b + ob, p.ldb, beta, out + oc, p.ldc);
+    gemm(p.ta, p.tb, m, n, p.k, a + oa, p.lda, b + ob, p.ldb, beta, c + oc, p.ldc);
   };
   int64_t tasks = p.calls * split.parts;
   if (split.parallel && tasks > 1 && support::available_threads() > 1)
     support::parallel_chunks(tasks, task);
   else
     for (int64_t t = 0; t < tasks; ++t) task(t);
+  if (p.via_buffer) {
+    // c holds C^T (p.m = the result's columns, p.n = its rows): out[i][j] = c[j][i].
+    int64_t shape[2] = {p.n, p.m}, from[2] = {1, p.n}, to[2] = {p.out_ld, 1};
+    if (p.out_ld == p.m) strided_copy_spread(c, 0, std::span<const int64_t>(shape), std::span<const int64_t>(from), out);
+    else strided_copy(c, 0, std::span<const int64_t>(shape), std::span<const int64_t>(from), out, std::span<const int64_t>(to));
+  }
 }
 
 template void run_contraction<float>(const ContractionPlan&, const float*, const float*, float*, bool);
