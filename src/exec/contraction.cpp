@@ -97,14 +97,14 @@ Ints concat(std::initializer_list<const Ints*> parts) {
 }
 
 // Whether a product is computed as C^T = B^T A (the operands' roles swapped) though the result is
-// row-major: one call of A^T B (both operands stored K x M and K x N) with M >= 2N. On oneDNN's
-// dnnl_sgemm (this machine: Xeon, AVX-512) such calls run 20-24 % slower than the same product with
-// M and N exchanged when the leading dimensions are powers of two of 1024 or more (4096x256x1024:
-// 121 against 149 GFLOP/s, cold caches), neutral at 684x256; the LM head's weight gradient was the
-// step's slowest GEMM. A function of the operands' sizes and layouts alone (docs/PERFORMANCE.md,
-// "Session 18").
+// row-major: one call of A^T B (both operands stored K x M and K x N) with M >= 4N. On oneDNN's
+// dnnl_sgemm (the session-18 machine: Xeon, AVX-512) such calls ran 19-24 % slower than the same
+// product with M and N exchanged (4096x256x1024, lda 4096: 121 against 149 GFLOP/s, cold caches;
+// 1024x256, 2048x256, 4096x128 alike), the LM head's weight gradient the step's slowest GEMM; at
+// 684x256x1024 the swap was neutral alone and slower in the step, hence 4N. A function of the
+// operands' sizes and layouts alone (docs/PERFORMANCE.md, "Session 18").
 bool prefers_transposed_product(int64_t calls, int64_t m, int64_t n, bool ta, bool tb) {
-  return calls == 1 && ta && !tb && n > 1 && m >= 2 * n;
+  return calls == 1 && ta && !tb && n > 1 && m >= 4 * n;
 }
 
 }  // namespace

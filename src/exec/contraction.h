@@ -21,7 +21,7 @@
 // C row-major) or lhs's (each call computes C^T = op(B)^T op(A)^T, the operands swapped).
 //
 // One product is computed as C^T even into a row-major result, because oneDNN runs it faster that
-// way: a single call (no batch) with both operands read contracting-first (A^T B) and M >= 2N.
+// way: a single call (no batch) with both operands read contracting-first (A^T B) and M >= 4N.
 // Its calls write C^T into a buffer of the run's cache, copied into the result in its order. The
 // choice depends on the operands' layouts and sizes alone, never on the result's strides, so a
 // result written straight into a transpose's order (fusion_contraction.h) makes the same calls and
