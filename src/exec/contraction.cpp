@@ -3,6 +3,7 @@
 #include "exec/contraction.h"
 
 #include <algorithm>
+#include <bit>
 #include <climits>
 #include <memory>
 #include <numeric>
@@ -324,6 +325,12 @@ struct Split {
 constexpr int64_t kMinPieceWork = int64_t{1} << 21;
 // Pieces start at multiples of this many rows or columns: whole register tiles of the kernels.
 constexpr int64_t kPieceAlign = 16;
+// A piece has at least this many rows or columns: each piece packs the operand the pieces share
+// again, which cost the narrow ones a good share of their time on one thread (oneDNN, cold caches:
+// 256x256x1024 cut into 8 pieces of 32 columns 129 GFLOP/s, into 2 of 128 141, whole 146;
+// 128x256x1024 127 / 141 / 158; docs/PERFORMANCE.md, "Session 18"). A shorter dimension is still
+// cut in two (when it has two tiles), so that two threads share every product worth splitting.
+constexpr int64_t kMinPieceDim = 128;
 // At most this many pieces per call (and no cut once the calls alone are this many): tasks that
 // divide evenly among 1, 2, 4 or 8 threads.
 constexpr int64_t kMaxPieces = 8;
@@ -336,7 +343,11 @@ Split split_for(const ContractionPlan& p) {
   if (p.calls >= kMaxPieces) return s;
   s.split_m = p.m > p.n;
   int64_t dim = s.split_m ? p.m : p.n;
-  int64_t parts = std::min({kMaxPieces, work / kMinPieceWork, dim / kPieceAlign});
+  // A power of two, so that the pieces divide evenly among 1, 2, 4 or 8 threads (684 rows in 5
+  // pieces of 128 would leave two threads 3 and 2).
+  int64_t parts = std::min({kMaxPieces, work / kMinPieceWork,
+                            std::max(dim / kMinPieceDim, std::min<int64_t>(2, dim / kPieceAlign))});
+  parts = parts <= 1 ? parts : static_cast<int64_t>(std::bit_floor(static_cast<uint64_t>(parts)));
   if (parts <= 1) return s;
   // The tiles dealt out evenly (piece sizes differ by one tile at most): equal pieces of rounded-up
   // size left a short last one (684 rows: seven of 96 and one of 12, so two threads ran 384 and
