@@ -410,6 +410,7 @@ TEST(Contraction, ProductsComputedAsCTransposedFoldWithTheirBits) {
     std::vector<Literal> in = {random_literal(lt, rng), random_literal(rt, rng), random_literal(Type(ElementType::f32, {}), rng)};
     Literal want = interp::evaluate(m, "f", in)[0];
     interp::set_fusion_planner(&plan_fusion);
+    int64_t default_min = fusion_min_elements();
     std::vector<Literal> got;
     std::vector<int64_t> steps;  // dot_general and transpose steps run: 1 when folded
     for (int64_t min_elements : {int64_t{0}, int64_t{1} << 40}) {  // folds allowed, none
@@ -424,7 +425,7 @@ TEST(Contraction, ProductsComputedAsCTransposedFoldWithTheirBits) {
         if (name.find("transpose") != std::string::npos || name.find("dot_general") != std::string::npos) ran += entry.first;
       steps.push_back(ran);
     }
-    set_fusion_min_elements(16384);
+    set_fusion_min_elements(default_min);
     // Within K·2^-24 of the sum of |x·y| (testing::gemm_error_bound): z[j][i] sums x[k][i]·y[k][j].
     int64_t k = c.lhs[0];
     for (int64_t j = 0; j < cols; ++j)
