@@ -86,9 +86,13 @@ void fold_transposes(const ir::Block& block, const std::unordered_map<const Valu
       }
       Ints l = r->operand(0) == op->result(0) ? view_strides(op->result(0), {op.get()}) : Ints{};
       Ints s = r->operand(1) == op->result(0) ? view_strides(op->result(0), {op.get()}) : Ints{};
-      // (and the operands' roles kept: a plan computed as C^T gives other bits)
-      ContractionPlan folded = plan_of(*r, l, s, {}), plain = plan_of(*r, {}, {}, {});
-      ok = copied(folded) <= copied(plain) && folded.swapped == plain.swapped;
+      // (and the operands' roles kept: a plan computed as C^T gives other bits), also with the
+      // other operand's transpose if it is folded already: two folds that each keep the roles
+      // can swap them together (N,T read as T,N: contraction.h's C^T rule)
+      ContractionPlan plain = plan_of(*r, {}, {}, {});
+      Ints lo = l.empty() ? view_strides(r->operand(0), inlined) : l;
+      Ints so = s.empty() ? view_strides(r->operand(1), inlined) : s;
+      ok = copied(plan_of(*r, l, s, {})) <= copied(plain) && plan_of(*r, lo, so, {}).swapped == plain.swapped;
     }
     if (ok) inlined.insert(op.get());
   }

@@ -443,6 +443,44 @@ TEST(Contraction, ProductsComputedAsCTransposedFoldWithTheirBits) {
   }
 }
 
+// dot_general(transpose(x), transpose(y)) read N,T unfolded and T,N with both transposes folded:
+// with M >= 4N the folded plan would be computed as C^T (other bits), so only one transpose folds
+// and the fused program keeps the unfused one's bits.
+TEST(Contraction, OperandFoldsTogetherKeepTheOperandsRoles) {
+  std::mt19937 rng(33);
+  Type xt(ElementType::f32, {256, 600}), yt(ElementType::f32, {256, 40});  // x: [K, M], y: [K, N]
+  Module m;
+  build_function(m, "f", [&](FunctionBuilder& f) -> std::vector<Tensor> {
+    Tensor x = f.param(xt), y = f.param(yt), s = f.param(Type(ElementType::f32, {}));
+    // [M, K] . [N, K] contracting K: row-major operands read N,T
+    Tensor z = dot_general(transpose(x, {1, 0}), transpose(y, {1, 0}), DotDims{{}, {}, {1}, {1}});
+    for (int i = 0; i < 16; ++i) s = s + s;  // a block long enough to be planned
+    return {z, s};
+  });
+  std::vector<Literal> in = {random_literal(xt, rng), random_literal(yt, rng), random_literal(Type(ElementType::f32, {}), rng)};
+  interp::set_fusion_planner(&plan_fusion);
+  int64_t default_min = fusion_min_elements();
+  std::vector<Literal> got;
+  std::vector<int64_t> transposes;
+  for (int64_t min_elements : {int64_t{0}, int64_t{1} << 40}) {  // folds allowed, none
+    set_fusion_min_elements(min_elements);
+    interp::Options o;
+    o.accelerate = accelerate;
+    interp::Profile profile;
+    o.profile = &profile;
+    got.push_back(interp::evaluate(m, "f", in, o)[0]);
+    int64_t ran = 0;
+    for (const auto& [name, entry] : profile.by_op)
+      if (name.find("transpose") != std::string::npos) ran += entry.first;
+    transposes.push_back(ran);
+  }
+  set_fusion_min_elements(default_min);
+  EXPECT_EQ(transposes[1], 2);
+  EXPECT_EQ(transposes[0], 1);  // one folds, the other would swap the roles
+  ASSERT_EQ(got[0].bytes().size(), got[1].bytes().size());
+  EXPECT_TRUE(std::equal(got[0].bytes().begin(), got[0].bytes().end(), got[1].bytes().begin()));
+}
+
 TEST(Contraction, TheToleranceFailsOnNaN) {
   double nan = std::numeric_limits<double>::quiet_NaN();
   EXPECT_FALSE(testing::close(nan, nan));
