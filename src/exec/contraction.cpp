@@ -3,6 +3,7 @@
 #include "exec/contraction.h"
 
 #include <algorithm>
+#include <bit>
 #include <climits>
 #include <memory>
 #include <numeric>
@@ -96,7 +97,27 @@ Ints concat(std::initializer_list<const Ints*> parts) {
   return out;
 }
 
+// Whether a product is computed as C^T = B^T A (the operands' roles swapped) though the result is
+// row-major: one call of A^T B (both operands stored K x M and K x N) with M >= 4N. On oneDNN's
+// dnnl_sgemm (the session-18 machine: Xeon, AVX-512) such calls ran 19-24 % slower than the same
+// product with M and N exchanged (4096x256x1024, lda 4096: 121 against 149 GFLOP/s, cold caches;
+// 1024x256, 2048x256, 4096x128 alike), the LM head's weight gradient the step's slowest GEMM; at
+// 684x256x1024 the swap was neutral alone and slower in the step, hence 4N. A function of the
+// operands' sizes and layouts alone (docs/PERFORMANCE.md, "Session 18").
+bool prefers_transposed_product(int64_t calls, int64_t m, int64_t n, bool ta, bool tb) {
+  return calls == 1 && ta && !tb && n > 1 && m >= 4 * n;
+}
+
 }  // namespace
+
+bool same_gemm_calls(const ContractionPlan& a, const ContractionPlan& b) {
+  auto loops_match = [](const std::vector<GemmLoop>& x, const std::vector<GemmLoop>& y) {
+    return std::equal(x.begin(), x.end(), y.begin(), y.end(),
+                      [](const GemmLoop& l, const GemmLoop& r) { return l.size == r.size && l.a == r.a && l.b == r.b; });
+  };
+  return a.ok && b.ok && a.m == b.m && a.n == b.n && a.k == b.k && a.ta == b.ta && a.tb == b.tb && a.lda == b.lda &&
+         a.ldb == b.ldb && a.swapped == b.swapped && a.calls == b.calls && loops_match(a.batch, b.batch);
+}
 
 ContractionPlan plan_contraction(Shape lhs, Shape rhs, const ir::DotDims& dd) { return plan_contraction(lhs, rhs, dd, {}); }
 
@@ -183,6 +204,11 @@ ContractionPlan plan_contraction(Shape lhs, Shape rhs, const ir::DotDims& dd, co
   TESSERA_CHECK(fa.ok && fb.ok, "a copied dot_general operand must read as a matrix");
   p.ldc = fc.ld;
   p.swapped = fc.trans;
+  if (!p.swapped && prefers_transposed_product(p.calls, p.m, p.n, fa.trans, fb.trans)) {
+    p.swapped = p.via_buffer = true;
+    p.out_ld = fc.ld;
+    p.ldc = p.m;  // the buffer holds C^T row-major: n rows of m
+  }
   if (!p.swapped) {
     p.ta = fa.trans, p.lda = fa.ld, p.tb = fb.trans, p.ldb = fb.ld;
   } else {
@@ -257,7 +283,7 @@ struct CopyBuffers {
   struct Buffer {
     std::unique_ptr<T[]> data;
     int64_t size = 0;
-  } buffers[2];
+  } buffers[3];  // lhs and rhs copies, and a result computed as C^T (via_buffer)
 };
 
 template <typename T>
@@ -299,6 +325,12 @@ struct Split {
 constexpr int64_t kMinPieceWork = int64_t{1} << 21;
 // Pieces start at multiples of this many rows or columns: whole register tiles of the kernels.
 constexpr int64_t kPieceAlign = 16;
+// A piece has at least this many rows or columns: each piece packs the operand the pieces share
+// again, which cost the narrow ones a good share of their time on one thread (oneDNN, cold caches:
+// 256x256x1024 cut into 8 pieces of 32 columns 129 GFLOP/s, into 2 of 128 141, whole 146;
+// 128x256x1024 127 / 141 / 158; docs/PERFORMANCE.md, "Session 18"). A shorter dimension is still
+// cut in two (when it has two tiles), so that two threads share every product worth splitting.
+constexpr int64_t kMinPieceDim = 128;
 // At most this many pieces per call (and no cut once the calls alone are this many): tasks that
 // divide evenly among 1, 2, 4 or 8 threads.
 constexpr int64_t kMaxPieces = 8;
@@ -311,7 +343,11 @@ Split split_for(const ContractionPlan& p) {
   if (p.calls >= kMaxPieces) return s;
   s.split_m = p.m > p.n;
   int64_t dim = s.split_m ? p.m : p.n;
-  int64_t parts = std::min({kMaxPieces, work / kMinPieceWork, dim / kPieceAlign});
+  // A power of two, so that the pieces divide evenly among 1, 2, 4 or 8 threads (684 rows in 5
+  // pieces of 128 would leave two threads 3 and 2).
+  int64_t parts = std::min({kMaxPieces, work / kMinPieceWork,
+                            std::max(dim / kMinPieceDim, std::min<int64_t>(2, dim / kPieceAlign))});
+  parts = parts <= 1 ? parts : static_cast<int64_t>(std::bit_floor(static_cast<uint64_t>(parts)));
   if (parts <= 1) return s;
   // The tiles dealt out evenly (piece sizes differ by one tile at most): equal pieces of rounded-up
   // size left a short last one (684 rows: seven of 96 and one of 12, so two threads ran 384 and
@@ -343,7 +379,9 @@ void run_contraction(const ContractionPlan& p, const T* lhs, const T* rhs, T* ou
   // C += A·B into zeros: OpenBLAS computes C = beta·C + A·B as a pass that scales (beta 0:
   // clears) C, then kernels that add into C, so beta 1 on zeros gives the bits of beta 0 without
   // the extra pass (oneDNN gives the bits of beta 0 too: gemm.h).
-  T beta = out_is_zero ? T(1) : T(0);
+  // A result computed as C^T into a buffer (via_buffer): beta 0 there, copied into `out` at the end.
+  T* c = p.via_buffer ? scratch<T>(2, p.m * p.n) : out;
+  T beta = out_is_zero && !p.via_buffer ? T(1) : T(0);
   Split split = split_for(p);
   auto task = [&](int64_t t) {
     int64_t call = t / split.parts, piece = t % split.parts;
@@ -368,13 +406,19 @@ void run_contraction(const ContractionPlan& p, const T* lhs, const T* rhs, T* ou
         oc += begin;
       }
     }
-    gemm(p.ta, p.tb, m, n, p.k, a + oa, p.lda, b + ob, p.ldb, beta, out + oc, p.ldc);
+    gemm(p.ta, p.tb, m, n, p.k, a + oa, p.lda, b + ob, p.ldb, beta, c + oc, p.ldc);
   };
   int64_t tasks = p.calls * split.parts;
   if (split.parallel && tasks > 1 && support::available_threads() > 1)
     support::parallel_chunks(tasks, task);
   else
     for (int64_t t = 0; t < tasks; ++t) task(t);
+  if (p.via_buffer) {
+    // c holds C^T (p.m = the result's columns, p.n = its rows): out[i][j] = c[j][i].
+    int64_t shape[2] = {p.n, p.m}, from[2] = {1, p.n}, to[2] = {p.out_ld, 1};
+    if (p.out_ld == p.m) strided_copy_spread(c, 0, std::span<const int64_t>(shape), std::span<const int64_t>(from), out);
+    else strided_copy(c, 0, std::span<const int64_t>(shape), std::span<const int64_t>(from), out, std::span<const int64_t>(to));
+  }
 }
 
 template void run_contraction<float>(const ContractionPlan&, const float*, const float*, float*, bool);

@@ -20,6 +20,13 @@
 // order). The result must have one of its two free groups at unit stride: rhs's (each call writes
 // C row-major) or lhs's (each call computes C^T = op(B)^T op(A)^T, the operands swapped).
 //
+// One product is computed as C^T even into a row-major result, because oneDNN runs it faster that
+// way: a single call (no batch) with both operands read contracting-first (A^T B) and M >= 4N.
+// Its calls write C^T into a buffer of the run's cache, copied into the result in its order. The
+// choice depends on the operands' layouts and sizes alone, never on the result's strides, so a
+// result written straight into a transpose's order (fusion_contraction.h) makes the same calls and
+// gets the same bits (docs/PERFORMANCE.md, "Session 18").
+//
 // The plan depends only on the shapes, strides and dimension numbers, so an executable can make it
 // once.
 #pragma once
@@ -43,6 +50,10 @@ struct ContractionPlan {
   bool ta = false, tb = false;        // a (b) is stored transposed: k x m (n x k) row-major
   int64_t lda = 1, ldb = 1, ldc = 1;  // leading dimensions of the row-major storage
   bool swapped = false;               // A is rhs and B is lhs: each call computes the result's C^T
+  // swapped into a row-major result: the calls write C^T (n x m, ldc = n) into a buffer, copied
+  // into the result's rows of `out_ld` elements (one call only)
+  bool via_buffer = false;
+  int64_t out_ld = 0;
   bool ok = true;                     // false: the result's layout reads as no matrix (no plan)
   std::vector<GemmLoop> batch;        // outermost first; size-1 loops dropped, contiguous ones merged
   int64_t calls = 1;                  // GEMM calls (the product of the batch sizes)
@@ -77,6 +88,11 @@ ContractionPlan plan_contraction(std::span<const int64_t> lhs_shape, std::span<c
 const ContractionPlan& cached_contraction(const void* key, std::span<const int64_t> lhs_shape,
                                           std::span<const int64_t> rhs_shape, const ir::DotDims& dims,
                                           const ContractionStrides& strides = {});
+
+// Whether two plans make the same GEMM calls (sizes, transpose flags, leading dimensions of A and B,
+// operands' roles, batch loops over A and B), so that they give the same bits; where the result is
+// written may differ.
+bool same_gemm_calls(const ContractionPlan& a, const ContractionPlan& b);
 
 // Whether every size and leading dimension of the plan fits BLAS's 32-bit integers.
 bool fits_blas(const ContractionPlan& plan);

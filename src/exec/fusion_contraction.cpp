@@ -86,7 +86,13 @@ void fold_transposes(const ir::Block& block, const std::unordered_map<const Valu
       }
       Ints l = r->operand(0) == op->result(0) ? view_strides(op->result(0), {op.get()}) : Ints{};
       Ints s = r->operand(1) == op->result(0) ? view_strides(op->result(0), {op.get()}) : Ints{};
-      ok = copied(plan_of(*r, l, s, {})) <= copied(plan_of(*r, {}, {}, {}));
+      // (and the operands' roles kept: a plan computed as C^T gives other bits), also with the
+      // other operand's transpose if it is folded already: two folds that each keep the roles
+      // can swap them together (N,T read as T,N: contraction.h's C^T rule)
+      ContractionPlan plain = plan_of(*r, {}, {}, {});
+      Ints lo = l.empty() ? view_strides(r->operand(0), inlined) : l;
+      Ints so = s.empty() ? view_strides(r->operand(1), inlined) : s;
+      ok = copied(plan_of(*r, l, s, {})) <= copied(plain) && plan_of(*r, lo, so, {}).swapped == plain.swapped;
     }
     if (ok) inlined.insert(op.get());
   }
@@ -104,10 +110,14 @@ void fold_transposes(const ir::Block& block, const std::unordered_map<const Valu
     const Op* t = rs.size() == 1 ? rs[0] : nullptr;
     if (t && t->kind() == OpKind::Transpose && !inlined.count(t) && foldable(*t) && !region_reads.count(op->result(0))) {
       f.plan = plan_of(*op, l, r, out_strides(*t));
-      // Not as C^T (swapped): OpenBLAS's Haswell kernels give other bits with the operands' roles
-      // swapped (transpose flags and leading dimensions keep them), and a fold must not change
-      // the bits a program computes.
-      if (f.plan.ok && !f.plan.swapped && fits_blas(f.plan) && copied(f.plan) <= copied(plan_of(*op, l, r, {}))) {
+      // Only with the operands' roles of the unfolded contraction: both libraries give other bits
+      // with the roles swapped (C^T), and a fold must not change the bits a program computes
+      // (transpose flags and leading dimensions keep them). A product that contraction.h computes
+      // as C^T anyway (into a buffer, then copied) folds into a transpose that wants C^T when the
+      // calls are the same: the buffer and the copy saved.
+      ContractionPlan plain = plan_of(*op, l, r, {});
+      bool roles_kept = f.plan.swapped ? same_gemm_calls(f.plan, plain) : !plain.swapped;
+      if (f.plan.ok && roles_kept && fits_blas(f.plan) && copied(f.plan) <= copied(plain)) {
         inlined.insert(op.get());
         f.result = &t->result(0)->type();
         folded.emplace(t, f);

@@ -3,9 +3,10 @@
 // permuted strides; a dot_general whose one reader is a transpose writes its result straight in
 // the transpose's order. contraction.h turns the strides into leading dimensions and transpose
 // flags (or a copy, when no GEMM reads the layout: a fold is made only when it copies no more
-// elements than the unfolded contraction would). A result is never folded into a layout that
-// needs the C^T form: that would change its bits (OpenBLAS's Haswell kernels round differently
-// with the operands swapped); leading dimensions and transpose flags keep them.
+// elements than the unfolded contraction would). A result is folded only where its GEMM calls stay
+// those of the unfolded contraction: a layout that needs the C^T form would change its bits (both
+// libraries round differently with the operands swapped), unless contraction.h computes that
+// product as C^T anyway (into a buffer, then copied); leading dimensions keep them.
 #pragma once
 
 #include <cstdint>

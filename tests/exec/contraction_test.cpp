@@ -333,6 +333,154 @@ TEST(Contraction, StridedResultsPlanAsTransposedGemms) {
                                 {{}, {}, Ints{1, 8, 2}}).ok);
 }
 
+// A^T B with M >= 4N and one call is computed as C^T (contraction.h: oneDNN runs it faster with M
+// and N exchanged) into a buffer, copied into the row-major result: the plan, and its values
+// against the reference, into zeros and into NaNs, f32 and f64.
+TEST(Contraction, TallTransposedProductsRunAsCTransposedThroughABuffer) {
+  DotDims tn{{}, {}, {0}, {0}};
+  ContractionPlan p = plan_contraction(Ints{16, 40}, Ints{16, 8}, tn);
+  EXPECT_TRUE(p.swapped && p.via_buffer);
+  EXPECT_TRUE(p.ta && !p.tb);
+  EXPECT_EQ(p.m, 8);
+  EXPECT_EQ(p.n, 40);
+  EXPECT_EQ(p.ldc, 40);
+  EXPECT_EQ(p.out_ld, 8);
+  // Not below M = 4N, not for other layouts, not batched.
+  EXPECT_FALSE(plan_contraction(Ints{16, 31}, Ints{16, 8}, tn).swapped);
+  EXPECT_FALSE(plan_contraction(Ints{40, 16}, Ints{16, 8}, DotDims{{}, {}, {1}, {0}}).swapped);
+  EXPECT_FALSE(plan_contraction(Ints{16, 40}, Ints{8, 16}, DotDims{{}, {}, {0}, {1}}).swapped);
+  EXPECT_FALSE(plan_contraction(Ints{2, 16, 40}, Ints{2, 16, 8}, DotDims{{0}, {0}, {1}, {1}}).swapped);
+  std::mt19937 rng(9);
+  for (ElementType e : {ElementType::f32, ElementType::f64})
+    for (const auto& [lhs, rhs] : std::vector<std::pair<Ints, Ints>>{{{16, 40}, {16, 8}}, {{5, 67}, {5, 2}}, {{7, 13}, {7, 3}}}) {
+      Type lt(e, lhs), rt(e, rhs);
+      Module m;
+      build_function(m, "f", [&](FunctionBuilder& f) {
+        Tensor x = f.param(lt), y = f.param(rt);
+        return dot_general(x, y, tn);
+      });
+      std::vector<Literal> in = {random_literal(lt, rng), random_literal(rt, rng)};
+      Literal want = interp::evaluate(m, "f", in)[0];
+      ContractionPlan q = plan_contraction(lhs, rhs, tn);
+      ASSERT_TRUE(q.via_buffer) << to_string(lt);
+      for (bool zeros : {true, false}) {
+        size_t n = static_cast<size_t>(want.num_elements());
+        auto check = [&](auto* out) {
+          using T = std::remove_pointer_t<decltype(out)>;
+          run_contraction(q, reinterpret_cast<const T*>(in[0].bytes().data()),
+                          reinterpret_cast<const T*>(in[1].bytes().data()), out, zeros);
+          for (size_t i = 0; i < n; ++i)
+            ASSERT_TRUE(testing::close(double(out[i]), want.get_double(static_cast<int64_t>(i))))
+                << to_string(lt) << " element " << i << (zeros ? " into zeros" : " into NaNs");
+        };
+        if (e == ElementType::f32) {
+          std::vector<float> out(n, zeros ? 0.0f : std::numeric_limits<float>::quiet_NaN());
+          check(out.data());
+        } else {
+          std::vector<double> out(n, zeros ? 0.0 : std::numeric_limits<double>::quiet_NaN());
+          check(out.data());
+        }
+      }
+    }
+}
+
+// Such a product read only by a transpose to [N, M] is written straight in its order
+// (fusion_contraction.h) by the same GEMM calls, so the folded program gives the bits of the
+// unfolded one, and no transpose runs; a product computed as it is folds into no C^T layout.
+TEST(Contraction, ProductsComputedAsCTransposedFoldWithTheirBits) {
+  std::mt19937 rng(21);
+  DotDims tn{{}, {}, {0}, {0}};
+  struct Case {
+    Ints lhs, rhs;
+    bool folds;
+  };
+  for (const Case& c : std::vector<Case>{{{16, 600}, {16, 40}, true}, {{16, 300}, {16, 200}, false}}) {
+    Type lt(ElementType::f32, c.lhs), rt(ElementType::f32, c.rhs);
+    int64_t rows = c.lhs[1], cols = c.rhs[1];
+    Ints t_strides = {1, rows};  // [rows, cols] written as its transpose [cols, rows]
+    EXPECT_EQ(same_gemm_calls(plan_contraction(c.lhs, c.rhs, tn, {{}, {}, t_strides}), plan_contraction(c.lhs, c.rhs, tn)),
+              c.folds);
+    Module m;
+    build_function(m, "f", [&](FunctionBuilder& f) -> std::vector<Tensor> {
+      Tensor x = f.param(lt), y = f.param(rt), s = f.param(Type(ElementType::f32, {}));
+      Tensor z = transpose(dot_general(x, y, tn), {1, 0});
+      for (int i = 0; i < 16; ++i) s = s + s;  // a block long enough to be planned
+      return {z, s};
+    });
+    std::vector<Literal> in = {random_literal(lt, rng), random_literal(rt, rng), random_literal(Type(ElementType::f32, {}), rng)};
+    Literal want = interp::evaluate(m, "f", in)[0];
+    interp::set_fusion_planner(&plan_fusion);
+    int64_t default_min = fusion_min_elements();
+    std::vector<Literal> got;
+    std::vector<int64_t> steps;  // dot_general and transpose steps run: 1 when folded
+    for (int64_t min_elements : {int64_t{0}, int64_t{1} << 40}) {  // folds allowed, none
+      set_fusion_min_elements(min_elements);
+      interp::Options o;
+      o.accelerate = accelerate;
+      interp::Profile profile;
+      o.profile = &profile;
+      got.push_back(interp::evaluate(m, "f", in, o)[0]);
+      int64_t ran = 0;
+      for (const auto& [name, entry] : profile.by_op)
+        if (name.find("transpose") != std::string::npos || name.find("dot_general") != std::string::npos) ran += entry.first;
+      steps.push_back(ran);
+    }
+    set_fusion_min_elements(default_min);
+    // Within K·2^-24 of the sum of |x·y| (testing::gemm_error_bound): z[j][i] sums x[k][i]·y[k][j].
+    int64_t k = c.lhs[0];
+    for (int64_t j = 0; j < cols; ++j)
+      for (int64_t i = 0; i < rows; ++i) {
+        double abs_sum = 0;
+        for (int64_t q = 0; q < k; ++q) abs_sum += std::abs(in[0].get_double(q * rows + i) * in[1].get_double(q * cols + j));
+        int64_t e = j * rows + i;
+        ASSERT_LE(std::abs(got[0].get_double(e) - want.get_double(e)), testing::gemm_error_bound(k, abs_sum))
+            << "element " << e << ": " << got[0].get_double(e) << " against " << want.get_double(e);
+      }
+    ASSERT_EQ(got[0].bytes().size(), got[1].bytes().size());
+    EXPECT_TRUE(std::equal(got[0].bytes().begin(), got[0].bytes().end(), got[1].bytes().begin()));
+    EXPECT_EQ(steps[1], 2);
+    EXPECT_EQ(steps[0], c.folds ? 1 : 2) << to_string(lt);
+  }
+}
+
+// dot_general(transpose(x), transpose(y)) read N,T unfolded and T,N with both transposes folded:
+// with M >= 4N the folded plan would be computed as C^T (other bits), so only one transpose folds
+// and the fused program keeps the unfused one's bits.
+TEST(Contraction, OperandFoldsTogetherKeepTheOperandsRoles) {
+  std::mt19937 rng(33);
+  Type xt(ElementType::f32, {256, 600}), yt(ElementType::f32, {256, 40});  // x: [K, M], y: [K, N]
+  Module m;
+  build_function(m, "f", [&](FunctionBuilder& f) -> std::vector<Tensor> {
+    Tensor x = f.param(xt), y = f.param(yt), s = f.param(Type(ElementType::f32, {}));
+    // [M, K] . [N, K] contracting K: row-major operands read N,T
+    Tensor z = dot_general(transpose(x, {1, 0}), transpose(y, {1, 0}), DotDims{{}, {}, {1}, {1}});
+    for (int i = 0; i < 16; ++i) s = s + s;  // a block long enough to be planned
+    return {z, s};
+  });
+  std::vector<Literal> in = {random_literal(xt, rng), random_literal(yt, rng), random_literal(Type(ElementType::f32, {}), rng)};
+  interp::set_fusion_planner(&plan_fusion);
+  int64_t default_min = fusion_min_elements();
+  std::vector<Literal> got;
+  std::vector<int64_t> transposes;
+  for (int64_t min_elements : {int64_t{0}, int64_t{1} << 40}) {  // folds allowed, none
+    set_fusion_min_elements(min_elements);
+    interp::Options o;
+    o.accelerate = accelerate;
+    interp::Profile profile;
+    o.profile = &profile;
+    got.push_back(interp::evaluate(m, "f", in, o)[0]);
+    int64_t ran = 0;
+    for (const auto& [name, entry] : profile.by_op)
+      if (name.find("transpose") != std::string::npos) ran += entry.first;
+    transposes.push_back(ran);
+  }
+  set_fusion_min_elements(default_min);
+  EXPECT_EQ(transposes[1], 2);
+  EXPECT_EQ(transposes[0], 1);  // one folds, the other would swap the roles
+  ASSERT_EQ(got[0].bytes().size(), got[1].bytes().size());
+  EXPECT_TRUE(std::equal(got[0].bytes().begin(), got[0].bytes().end(), got[1].bytes().begin()));
+}
+
 TEST(Contraction, TheToleranceFailsOnNaN) {
   double nan = std::numeric_limits<double>::quiet_NaN();
   EXPECT_FALSE(testing::close(nan, nan));

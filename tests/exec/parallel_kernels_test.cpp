@@ -73,6 +73,8 @@ TEST(ParallelKernels, SplitGemmsGiveTheBitsOfOneThread) {
       // Weight gradients of the larger step: 684 = 42 tiles of 16 and 12 rows, dealt out unevenly.
       {"684 rows, lhs transposed", {1024, 684}, {1024, 256}, {{}, {}, {0}, {0}}},
       {"684 columns, lhs transposed", {1024, 256}, {1024, 684}, {{}, {}, {0}, {0}}},
+      // M >= 4N, lhs transposed: computed as C^T into a buffer (contraction.h), cut into columns.
+      {"C^T through a buffer", {512, 1600}, {512, 96}, {{}, {}, {0}, {0}}},
   };
   std::mt19937 rng(3);
   for (const Gemm& g : cases) {
