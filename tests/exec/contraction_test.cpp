@@ -7,9 +7,11 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <initializer_list>
 #include <limits>
 #include <numeric>
 #include <random>
+#include <string_view>
 
 #include "exec/accelerate.h"
 #include "exec/contraction.h"
@@ -384,6 +386,34 @@ TEST(Contraction, TallTransposedProductsRunAsCTransposedThroughABuffer) {
     }
 }
 
+// Runs "f" of `m` with transposes free to fold (fusion minimum 0) and with none folded (a
+// minimum no value reaches): each run's first result, and how many steps it ran of the op kinds
+// whose profile names contain one of `kinds`.
+struct FoldRuns {
+  std::vector<Literal> got;
+  std::vector<int64_t> steps;
+};
+FoldRuns run_folded_and_not(const Module& m, const std::vector<Literal>& in, std::initializer_list<std::string_view> kinds) {
+  interp::set_fusion_planner(&plan_fusion);
+  int64_t default_min = fusion_min_elements();
+  FoldRuns runs;
+  for (int64_t min_elements : {int64_t{0}, int64_t{1} << 40}) {
+    set_fusion_min_elements(min_elements);
+    interp::Options o;
+    o.accelerate = accelerate;
+    interp::Profile profile;
+    o.profile = &profile;
+    runs.got.push_back(interp::evaluate(m, "f", in, o)[0]);
+    int64_t ran = 0;
+    for (const auto& [name, entry] : profile.by_op)
+      for (std::string_view kind : kinds)
+        if (name.find(kind) != std::string::npos) ran += entry.first;
+    runs.steps.push_back(ran);
+  }
+  set_fusion_min_elements(default_min);
+  return runs;
+}
+
 // Such a product read only by a transpose to [N, M] is written straight in its order
 // (fusion_contraction.h) by the same GEMM calls, so the folded program gives the bits of the
 // unfolded one, and no transpose runs; a product computed as it is folds into no C^T layout.
@@ -409,23 +439,8 @@ TEST(Contraction, ProductsComputedAsCTransposedFoldWithTheirBits) {
     });
     std::vector<Literal> in = {random_literal(lt, rng), random_literal(rt, rng), random_literal(Type(ElementType::f32, {}), rng)};
     Literal want = interp::evaluate(m, "f", in)[0];
-    interp::set_fusion_planner(&plan_fusion);
-    int64_t default_min = fusion_min_elements();
-    std::vector<Literal> got;
-    std::vector<int64_t> steps;  // dot_general and transpose steps run: 1 when folded
-    for (int64_t min_elements : {int64_t{0}, int64_t{1} << 40}) {  // folds allowed, none
-      set_fusion_min_elements(min_elements);
-      interp::Options o;
-      o.accelerate = accelerate;
-      interp::Profile profile;
-      o.profile = &profile;
-      got.push_back(interp::evaluate(m, "f", in, o)[0]);
-      int64_t ran = 0;
-      for (const auto& [name, entry] : profile.by_op)
-        if (name.find("transpose") != std::string::npos || name.find("dot_general") != std::string::npos) ran += entry.first;
-      steps.push_back(ran);
-    }
-    set_fusion_min_elements(default_min);
+    // dot_general and transpose steps run: 1 when folded
+    auto [got, steps] = run_folded_and_not(m, in, {"transpose", "dot_general"});
     // Within K·2^-24 of the sum of |x·y| (testing::gemm_error_bound): z[j][i] sums x[k][i]·y[k][j].
     int64_t k = c.lhs[0];
     for (int64_t j = 0; j < cols; ++j)
@@ -458,23 +473,7 @@ TEST(Contraction, OperandFoldsTogetherKeepTheOperandsRoles) {
     return {z, s};
   });
   std::vector<Literal> in = {random_literal(xt, rng), random_literal(yt, rng), random_literal(Type(ElementType::f32, {}), rng)};
-  interp::set_fusion_planner(&plan_fusion);
-  int64_t default_min = fusion_min_elements();
-  std::vector<Literal> got;
-  std::vector<int64_t> transposes;
-  for (int64_t min_elements : {int64_t{0}, int64_t{1} << 40}) {  // folds allowed, none
-    set_fusion_min_elements(min_elements);
-    interp::Options o;
-    o.accelerate = accelerate;
-    interp::Profile profile;
-    o.profile = &profile;
-    got.push_back(interp::evaluate(m, "f", in, o)[0]);
-    int64_t ran = 0;
-    for (const auto& [name, entry] : profile.by_op)
-      if (name.find("transpose") != std::string::npos) ran += entry.first;
-    transposes.push_back(ran);
-  }
-  set_fusion_min_elements(default_min);
+  auto [got, transposes] = run_folded_and_not(m, in, {"transpose"});
   EXPECT_EQ(transposes[1], 2);
   EXPECT_EQ(transposes[0], 1);  // one folds, the other would swap the roles
   ASSERT_EQ(got[0].bytes().size(), got[1].bytes().size());
