@@ -240,16 +240,29 @@ class Program {
   // The elements [first, last) of run()'s results, on this thread.
   void run_range(int result, Literal& out, std::span<const int> more, std::span<Literal* const> more_out, int64_t first,
                  int64_t last) {
-    int64_t width = ir::info(out.element()).bytes;
+    run_into(result, out.bytes().data(), 0, ir::info(out.element()).bytes, more, more_out, first, last);
+  }
+
+  // Register `result` of elements [first, last) into `to` (element `first` at to[0], `width`
+  // bytes each): a row group's staged tile, which its reduce then folds.
+  void run_into(int result, std::byte* to, int64_t first, int64_t last, int64_t width) {
+    run_into(result, to, first, width, {}, {}, first, last);
+  }
+
+ private:
+  // run_range into `base`, element `origin` at base[0].
+  void run_into(int result, std::byte* base, int64_t origin, int64_t width, std::span<const int> more,
+                std::span<Literal* const> more_out, int64_t first, int64_t last) {
     // The result register writes straight into the result; so does a root whose value is a
-    // plain read (a select of a scalar predicate, say) through one copy.
-    bool direct = w_->used > 0 && instrs().back().out == result;
+    // plain read (a select of a scalar predicate, say) through one copy. An invariant last
+    // instruction runs for the first block only: its register is copied.
+    bool direct = w_->used > 0 && instrs().back().out == result && !instrs().back().invariant;
     std::byte* scratch = nullptr;
     std::byte** regs = registers(kinds().size(), scratch_bytes_, scratch);
     for (int64_t start = first; start < last; start += kBlock) {
       int64_t n = std::min(kBlock, last - start);
       point(regs, scratch, start);
-      std::byte* dst = out.bytes().data() + start * width;
+      std::byte* dst = base + (start - origin) * width;
       if (direct) regs[static_cast<size_t>(result)] = dst;
       // An invariant load gives every block the same elements: once per range.
       for (const Instr& s : instrs())
@@ -262,7 +275,6 @@ class Program {
     }
   }
 
- private:
   const std::vector<Reg>& kinds() const { return w_->kinds; }
 
   // The registers of the block at `start`: values read in place at their element, the rest in the

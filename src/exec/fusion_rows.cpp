@@ -223,11 +223,9 @@ void reduce_tile(const Op& op, RowRole role, Program* p, const MemberState& m, L
       stage.data.reset(new std::byte[static_cast<size_t>(bytes)]);  // written before read
       stage.bytes = bytes;
     }
-    std::byte* to = stage.data.get();
-    p->sweep_range(m.reg, first, first + n, [&](const std::byte* v, int64_t start, int64_t k) {
-      std::memcpy(to + (start - first) * static_cast<int64_t>(sizeof(T)), v, static_cast<size_t>(k) * sizeof(T));
-    });
-    src = reinterpret_cast<const T*>(to);
+    // The operand's last instruction writes into the stage (no copy of each block).
+    p->run_into(m.reg, stage.data.get(), first, first + n, sizeof(T));
+    src = reinterpret_cast<const T*>(stage.data.get());
   }
   fold_rows<T>(op, role, src, first, n, len, dst);
 }
