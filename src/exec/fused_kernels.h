@@ -49,6 +49,10 @@ struct Instr {
   // A load that gives every block the same elements (a scalar, or a row whose length divides
   // kBlock): run for the first block only, its register keeps them.
   bool invariant = false;
+  // A load of one value per row of row_len elements (a row reduction's result broadcast along
+  // the loop's last dimension, its other dimensions in row-major order): element f reads
+  // src[f / row_len], with no walk over the dimensions. 0 for other loads.
+  int64_t row_len = 0;
 };
 
 // The kernel selectors of one instruction set (fused_kernels_avx2.cpp, the namespaces below).
@@ -122,6 +126,12 @@ template <typename T>
 void gather(const Instr& s, std::byte* const* regs, int64_t start, int64_t n) {
   const T* src = reinterpret_cast<const T*>(s.src);
   T* out = reinterpret_cast<T*>(regs[s.out]);
+  if (s.row_len > 0) {  // one division, then a fill per row
+    int64_t row = start / s.row_len, count = std::min(n, (row + 1) * s.row_len - start);
+    for (int64_t at = 0; at < n; at += count, count = std::min(s.row_len, n - at))
+      std::fill(out + at, out + at + count, src[row++]);
+    return;
+  }
   int64_t step = s.strides.empty() ? 0 : s.strides.back();
   for_rows(s.shape, s.strides, 0, start, n, [&](int64_t offset, int64_t, int64_t at, int64_t count) {
     if (step == 0) std::fill(out + at, out + at + count, src[offset]);

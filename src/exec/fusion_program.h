@@ -300,6 +300,7 @@ class Program {
     s.dim = 0;
     s.direction = {};
     s.invariant = false;
+    s.row_len = 0;
     return s;
   }
 
@@ -390,9 +391,22 @@ class Program {
                                 [](int64_t st) { return st != 0; }))
       period *= s.shape[--d];
     s.invariant = period > 0 && kBlock % period == 0;
+    s.row_len = row_broadcast(s.shape, s.strides);
     s.fn = kernels().gather(x.element());
     s.out = scratch(x.element());
     return s.out;
+  }
+
+  // The row length when strides read one element per row of the last dimension, the rows in
+  // row-major order (fused::Instr::row_len), else 0.
+  static int64_t row_broadcast(std::span<const int64_t> shape, std::span<const int64_t> strides) {
+    if (shape.empty() || strides.back() != 0 || shape.back() <= 0) return 0;
+    int64_t expect = 1;
+    for (size_t d = shape.size() - 1; d-- > 0;) {
+      if (shape[d] != 1 && strides[d] != expect) return 0;
+      expect *= shape[d];
+    }
+    return shape.back();
   }
 
   // sweep_range's loop over the blocks of [first, last), in registers already set up.

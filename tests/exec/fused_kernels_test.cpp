@@ -150,6 +150,44 @@ void sweep_sqrt(uint64_t first, uint64_t stride) {
   expect_sqrt_bits(piece);
 }
 
+// A load of one value per row (Instr::row_len: one division, a fill per row) against the same load
+// walked over the dimensions (for_rows), in every set: rows shorter than a block, as long, longer,
+// not dividing it; blocks starting inside a row, at a row's start, and odd tails. Each row's value
+// is distinct (a NaN payload among them), so a row's fill off by one element shows.
+TEST(FusedKernels, RowBroadcastLoadsReadTheStridedElements) {
+  for (const auto& [name, set] : sets()) {
+    for (int64_t len : {1, 3, 128, 512, 700, 4096}) {
+      const std::vector<int64_t> shape = {2, 5, len}, strides = {5, 1, 0};
+      std::vector<float> src(10);
+      for (size_t i = 0; i < src.size(); ++i) src[i] = static_cast<float>(i) + 0.5f;
+      src[7] = std::bit_cast<float>(0x7fc01234u);
+      const int64_t total = 10 * len;
+      for (int64_t start : {int64_t{0}, int64_t{1}, len - 1, int64_t{512}, int64_t{1536}, total - 37}) {
+        if (start < 0 || start >= total) continue;
+        for (int64_t n : {fused::kBlock, int64_t{37}, int64_t{1}}) {
+          n = std::min(n, total - start);
+          Instr walk;
+          walk.src = reinterpret_cast<const std::byte*>(src.data());
+          walk.shape = shape;
+          walk.strides = strides;
+          walk.out = 0;
+          Instr rows = walk;
+          rows.row_len = len;
+          std::vector<float> a(static_cast<size_t>(n), -1.0f), b(static_cast<size_t>(n), -2.0f);
+          std::byte* ra[1] = {reinterpret_cast<std::byte*>(a.data())};
+          std::byte* rb[1] = {reinterpret_cast<std::byte*>(b.data())};
+          set->gather(ElementType::f32)(walk, ra, start, n);
+          set->gather(ElementType::f32)(rows, rb, start, n);
+          EXPECT_EQ(std::memcmp(a.data(), b.data(), a.size() * sizeof(float)), 0)
+              << name << ", rows of " << len << ", " << n << " elements from " << start;
+          EXPECT_EQ(std::bit_cast<uint32_t>(b[0]), std::bit_cast<uint32_t>(src[static_cast<size_t>(start / len)]))
+              << name << ", rows of " << len << ", from " << start;
+        }
+      }
+    }
+  }
+}
+
 TEST(FusedSqrt, MatchesTheReferenceOnSpecialValues) {
   std::vector<uint32_t> p = {
       0x00000000, 0x80000000, 0x7f800000, 0xff800000,                          // ±0, ±inf
