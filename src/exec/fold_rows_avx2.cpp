@@ -132,7 +132,39 @@ __attribute__((target("avx2"))) int64_t fold_all(const float* x, int64_t rows, i
   return r;
 }
 
+// acc + b with acc the first source (its NaN when both are: fold8's rule, in a scalar register).
+__attribute__((target("avx2"), always_inline)) inline float add_first(float acc, float b) {
+  float r;
+  asm("vaddss %2, %1, %0" : "=x"(r) : "x"(acc), "x"(b));
+  return r;
+}
+
+__attribute__((target("avx2"))) float sum_runs(float acc, const float* x, int64_t runs) {
+  constexpr int64_t kRun = 64;
+  for (int64_t r = 0; r < runs; ++r, x += kRun) {
+    __m256i nonzero = _mm256_setzero_si256(), plus_zero = _mm256_setzero_si256();
+    #pragma GCC unroll 8
+    for (int64_t q = 0; q < kRun; q += 8) {
+      __m256i bits = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x + q));
+      nonzero = _mm256_or_si256(nonzero, _mm256_slli_epi32(bits, 1));  // the sign dropped
+      plus_zero = _mm256_or_si256(plus_zero, _mm256_cmpeq_epi32(bits, _mm256_setzero_si256()));
+    }
+    if (!_mm256_testz_si256(nonzero, nonzero) || acc != acc) {  // a NaN sum adds too (quieting a signaling one)
+      for (int64_t q = 0; q < kRun; ++q) acc = add_first(acc, x[q]);
+    } else if (!_mm256_testz_si256(plus_zero, plus_zero) && acc == 0.0f) {
+      acc = 0.0f;  // -0 + +0 is +0; +0 stays
+    }
+  }
+  return acc;
+}
+
 }  // namespace
+
+float sum_skipping_zeros_f32(float acc, const float* x, int64_t n, int64_t& done) {
+  static const bool avx2 = __builtin_cpu_supports("avx2");
+  done = avx2 ? n / 64 * 64 : 0;
+  return done > 0 ? sum_runs(acc, x, done / 64) : acc;
+}
 
 int64_t fold_rows8_f32(ir::OpKind kind, const float* x, int64_t rows, int64_t len, float* dst) {
   static const bool avx2 = __builtin_cpu_supports("avx2");

@@ -189,6 +189,14 @@ void fold_rows(const Op& op, RowRole role, const T* src, int64_t first, int64_t 
       n -= done * len;
       if (n == 0) return;
     }
+    if (role == RowRole::kReduceAll && *ir::region_combiner(op) == OpKind::Add) {  // one row: dst[0]
+      int64_t done = 0;
+      dst[0] = sum_skipping_zeros_f32(dst[0], src, n, done);
+      src += done;
+      first += done;
+      n -= done;
+      if (n == 0) return;
+    }
   }
   FoldShape f;
   f.rows = true;

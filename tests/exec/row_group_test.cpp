@@ -278,6 +278,38 @@ TEST(RowGroups, VectorMaxAndMinOfRowsWithoutNaNsGiveTheScalarBits) {
   }
 }
 
+// A sum of mostly zeros (a masked loss) skipping runs of ±0 in vector registers
+// (sum_skipping_zeros_f32) against the plain in-order sum: runs of -0 alone, of +0 and -0 mixed,
+// runs with one nonzero, a NaN or an infinity among zeros, sums starting at ±0, at a number and
+// at NaN; the bits of adding every element in turn.
+TEST(RowGroups, SumsSkippingZerosGiveTheInOrderBits) {
+  if (!__builtin_cpu_supports("avx2")) GTEST_SKIP() << "no AVX2 on this CPU";
+  std::mt19937 rng(3);
+  const float inits[] = {0.0f, -0.0f, 2.5f, -1e-40f, NAN, std::bit_cast<float>(0xffc04321u), std::bit_cast<float>(0x7f800001u)};
+  const float rare[] = {1.0f, -3.5f, 1e-45f, INFINITY, -INFINITY, NAN, std::bit_cast<float>(0x7fa00001u)};
+  for (int pattern = 0; pattern < 6; ++pattern) {
+    for (int64_t n : {64, 128, 640, 4096 + 37}) {
+      std::vector<float> x(static_cast<size_t>(n));
+      for (float& v : x) {
+        switch (pattern) {
+          case 0: v = -0.0f; break;                                     // every run skipped, the sign kept
+          case 1: v = rng() % 97 == 0 ? 0.0f : -0.0f; break;            // a +0 now and then
+          case 2: v = rng() % 2 ? 0.0f : -0.0f; break;
+          default: v = rng() % (pattern * 40) == 0 ? rare[rng() % std::size(rare)] : (rng() % 2 ? 0.0f : -0.0f);
+        }
+      }
+      for (float init : inits) {
+        int64_t done = -1;
+        float got = sum_skipping_zeros_f32(init, x.data(), n, done);
+        ASSERT_EQ(done, n / 64 * 64);
+        float want = scalar_fold(OpKind::Add, init, x.data(), done);
+        EXPECT_EQ(std::bit_cast<uint32_t>(got), std::bit_cast<uint32_t>(want))
+            << "pattern " << pattern << ", " << n << " elements, from " << init;
+      }
+    }
+  }
+}
+
 // A CausalLM training step: its attention softmaxes, their gradients and the cross-entropy run as
 // row groups in a run context, with the bits of the same executable run step by step (no context:
 // the same kernels, no groups), on one thread and on two.
