@@ -39,7 +39,7 @@ using Kernel = void (*)(const Instr& in, std::byte* const* regs, int64_t start, 
 
 struct Instr {
   Kernel fn = nullptr;
-  std::array<int, 3> in{-1, -1, -1};
+  std::array<int, 4> in{-1, -1, -1, -1};
   int out = -1;
   // Loads: the source, its strides along the loop's dimensions, and the loop's shape.
   const std::byte* src = nullptr;
@@ -64,6 +64,7 @@ struct KernelSet {
   Kernel (*compare)(ElementType);  // of the operands' type
   Kernel (*select)(ElementType);
   Kernel (*index_test)(ElementType index, ElementType out);  // null for types it does not take
+  Kernel (*select_compare)(ElementType compared, ElementType value);  // null for types it does not take
 };
 
 // The AVX2 and AVX-512 kernels (fused_kernels_avx2.cpp, fused_kernels_avx512.cpp), and the set
@@ -259,6 +260,58 @@ void select(const Instr& s, std::byte* const* regs, int64_t, int64_t n) {
   }
 }
 
+// select(compare(x, y), a, b) in one pass, where compare and select would write and read a
+// register of i1: the same comparison of each element (NaNs compare false but for NE) choosing
+// the same bits through a mask. in = {x, y, a, b}; T the compared type, U the values' bits.
+template <typename T, typename U, typename Cmp>
+void select_compare_loop(const Instr& s, std::byte* const* regs, int64_t n, Cmp&& cmp) {
+  const T* x = reinterpret_cast<const T*>(regs[s.in[0]]);
+  const T* y = reinterpret_cast<const T*>(regs[s.in[1]]);
+  const std::byte* a = regs[s.in[2]];
+  const std::byte* b = regs[s.in[3]];
+  std::byte* z = regs[s.out];
+  for (int64_t i = 0; i < n; ++i) {
+    U va, vb;
+    std::memcpy(&va, a + i * sizeof(U), sizeof(U));
+    std::memcpy(&vb, b + i * sizeof(U), sizeof(U));
+    U m = static_cast<U>(U{0} - static_cast<U>(cmp(x[i], y[i])));
+    U r = static_cast<U>((va & m) | (vb & static_cast<U>(~m)));
+    std::memcpy(z + i * sizeof(U), &r, sizeof(U));
+  }
+}
+
+template <typename T, typename U>
+void select_compare(const Instr& s, std::byte* const* regs, int64_t, int64_t n) {
+  using D = ir::ComparisonDirection;
+  switch (s.direction) {
+    case D::EQ: select_compare_loop<T, U>(s, regs, n, [](T p, T q) { return p == q; }); break;
+    case D::NE: select_compare_loop<T, U>(s, regs, n, [](T p, T q) { return p != q; }); break;
+    case D::GE: select_compare_loop<T, U>(s, regs, n, [](T p, T q) { return p >= q; }); break;
+    case D::GT: select_compare_loop<T, U>(s, regs, n, [](T p, T q) { return p > q; }); break;
+    case D::LE: select_compare_loop<T, U>(s, regs, n, [](T p, T q) { return p <= q; }); break;
+    case D::LT: select_compare_loop<T, U>(s, regs, n, [](T p, T q) { return p < q; }); break;
+  }
+}
+
+inline Kernel select_compare_kernel(ElementType compared, ElementType value) {
+  auto by_value = [&]<typename T>() -> Kernel {
+    switch (value) {
+      case ElementType::f32:
+      case ElementType::i32: return &select_compare<T, uint32_t>;
+      case ElementType::f64:
+      case ElementType::i64: return &select_compare<T, uint64_t>;
+      default: return nullptr;
+    }
+  };
+  switch (compared) {
+    case ElementType::f32: return by_value.template operator()<float>();
+    case ElementType::f64: return by_value.template operator()<double>();
+    case ElementType::i32: return by_value.template operator()<int32_t>();
+    case ElementType::i64: return by_value.template operator()<int64_t>();
+    default: return nullptr;
+  }
+}
+
 template <typename S, typename D>
 void convert(const Instr& s, std::byte* const* regs, int64_t, int64_t n) {
   const S* x = reinterpret_cast<const S*>(regs[s.in[0]]);
@@ -380,6 +433,7 @@ inline const KernelSet& kernel_set() {
       [](ElementType e) { return by_type(e, []<typename T>() -> Kernel { return &compare<T>; }); },
       [](ElementType e) { return by_type(e, []<typename T>() -> Kernel { return &select<T>; }); },
       &index_test_kernel,
+      &select_compare_kernel,
   };
   return set;
 }

@@ -361,7 +361,7 @@ void set_fusion_min_elements(int64_t n) { min_fused = n; }
 int64_t fusion_min_elements() { return min_fused; }
 
 namespace {
-std::atomic<int64_t> index_tests{0};
+std::atomic<int64_t> index_tests{0}, select_compares{0};
 }  // namespace
 
 bool index_tests_on() {
@@ -373,5 +373,7 @@ bool index_tests_on() {
 }
 int64_t index_tests_built() { return index_tests.load(std::memory_order_relaxed); }
 void count_index_test() { index_tests.fetch_add(1, std::memory_order_relaxed); }
+int64_t select_compares_built() { return select_compares.load(std::memory_order_relaxed); }
+void count_select_compare() { select_compares.fetch_add(1, std::memory_order_relaxed); }
 
 }  // namespace tessera::exec

@@ -44,4 +44,8 @@ bool index_tests_on();
 int64_t index_tests_built();
 void count_index_test();
 
+// The selects of a compare computed as one instruction (fusion_program.h) since start (for tests).
+int64_t select_compares_built();
+void count_select_compare();
+
 }  // namespace tessera::exec

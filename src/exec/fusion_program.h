@@ -99,8 +99,12 @@ class Program {
       int r = index_test(op);
       if (r >= 0) return r;
     }
+    if (op.kind() == OpKind::Select) {
+      int r = select_compare(op);
+      if (r >= 0) return r;
+    }
     // The operands' registers first: computing them adds their instructions before this one.
-    std::array<int, 3> in{-1, -1, -1};
+    std::array<int, 4> in{-1, -1, -1, -1};
     for (size_t i = 0; i < op.operands().size(); ++i) in[i] = reg(op.operand(i));
     Instr& s = add();
     s.in = in;
@@ -292,7 +296,7 @@ class Program {
     if (w_->used == w_->instrs.size()) w_->instrs.emplace_back();
     Instr& s = w_->instrs[w_->used++];
     s.fn = nullptr;
-    s.in = {-1, -1, -1};
+    s.in = {-1, -1, -1, -1};
     s.out = -1;
     s.src = nullptr;
     s.strides.clear();
@@ -355,6 +359,30 @@ class Program {
       return s.out;
     }
     return -1;
+  }
+
+  // A select whose predicate is a compare computed in the loop (and not yet in a register: then
+  // it is read from there), as one instruction (fused::select_compare) where the compare and the
+  // select would each take a pass over the block. A compare of an iota is left to index_test; -1
+  // where it does not apply (the ops are then computed one by one).
+  int select_compare(const Op& op) {
+    const Value* pred = op.operand(0);
+    const Op* cmp = pred->defining_op();
+    if (!cmp || cmp->kind() != OpKind::Compare || !plan_.computed_in(*cmp, root_)) return -1;
+    for (const auto& [value, r] : w_->regs)
+      if (value == pred) return -1;
+    for (const Value* u : cmp->operands())
+      if (const Op* d = u->defining_op(); d && d->kind() == OpKind::Iota && plan_.computed_in(*d, root_)) return -1;
+    fused::Kernel fn = kernels().select_compare(cmp->operand(0)->type().element, op.result(0)->type().element);
+    if (!fn) return -1;
+    std::array<int, 4> in{reg(cmp->operand(0)), reg(cmp->operand(1)), reg(op.operand(1)), reg(op.operand(2))};
+    Instr& s = add();
+    s.in = in;
+    s.direction = cmp->attrs().get<ir::ComparisonDirection>("comparison_direction");
+    s.fn = fn;
+    s.out = scratch(op.result(0)->type().element);
+    count_select_compare();
+    return s.out;
   }
 
   int scratch(ElementType e) {

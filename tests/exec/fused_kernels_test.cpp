@@ -150,6 +150,62 @@ void sweep_sqrt(uint64_t first, uint64_t stride) {
   expect_sqrt_bits(piece);
 }
 
+// select(compare(x, y), a, b) in one instruction (select_compare) against the compare's and the
+// select's own kernels one after the other, in every set: every direction, compared f32, f64 and
+// i32 (NaNs of both signs, ±0, infinities, equal pairs), chosen values f32, f64 and i64 carrying NaN
+// payloads and -0, at a block's length and odd tails. The chosen bits must be equal.
+TEST(FusedKernels, SelectOfCompareGivesTheTwoKernelsBits) {
+  using D = ir::ComparisonDirection;
+  std::mt19937 rng(9);
+  const double specials[] = {0.0, -0.0, NAN, -NAN, INFINITY, -INFINITY, 1.0, -1.0, 2.0};
+  for (const auto& [name, set] : sets()) {
+    for (ElementType ct : {ElementType::f32, ElementType::f64, ElementType::i32}) {
+      for (ElementType vt : {ElementType::f32, ElementType::f64, ElementType::i64}) {
+        for (D dir : {D::EQ, D::NE, D::GE, D::GT, D::LE, D::LT}) {
+          for (int64_t n : {fused::kBlock, int64_t{1}, int64_t{37}}) {
+            const size_t bytes = static_cast<size_t>(n) * 8;
+            std::vector<std::byte> x(bytes), y(bytes), a(bytes), b(bytes), pred(bytes), two(bytes), one(bytes);
+            for (int64_t i = 0; i < n; ++i) {
+              double p = specials[rng() % std::size(specials)], q = rng() % 4 ? specials[rng() % std::size(specials)] : p;
+              if (ct == ElementType::f32) {
+                reinterpret_cast<float*>(x.data())[i] = static_cast<float>(p);
+                reinterpret_cast<float*>(y.data())[i] = static_cast<float>(q);
+              } else if (ct == ElementType::f64) {
+                reinterpret_cast<double*>(x.data())[i] = p;
+                reinterpret_cast<double*>(y.data())[i] = q;
+              } else {
+                reinterpret_cast<int32_t*>(x.data())[i] = static_cast<int32_t>(rng() % 5) - 2;
+                reinterpret_cast<int32_t*>(y.data())[i] = static_cast<int32_t>(rng() % 5) - 2;
+              }
+              uint64_t va = (uint64_t{rng()} << 32) | rng(), vb = rng() % 3 ? 0x7ff8000000001234u : 0x8000000000000000u;
+              std::memcpy(a.data() + i * 8, &va, 8);
+              std::memcpy(b.data() + i * 8, &vb, 8);
+            }
+            Instr s;
+            s.direction = dir;
+            // Registers: 0 x, 1 y, 2 a, 3 b, 4 the compare's i1, 5 the two kernels' result, 6 the one's.
+            std::byte* regs[7] = {x.data(), y.data(), a.data(), b.data(), pred.data(), two.data(), one.data()};
+            s.in = {0, 1, -1, -1};
+            s.out = 4;
+            set->compare(ct)(s, regs, 0, n);
+            s.in = {4, 2, 3, -1};
+            s.out = 5;
+            set->select(vt)(s, regs, 0, n);
+            fused::Kernel fn = set->select_compare(ct, vt);
+            ASSERT_NE(fn, nullptr) << name;
+            s.in = {0, 1, 2, 3};
+            s.out = 6;
+            fn(s, regs, 0, n);
+            EXPECT_EQ(std::memcmp(two.data(), one.data(), static_cast<size_t>(n * ir::info(vt).bytes)), 0)
+                << name << ", compared " << ir::spelling(ct) << ", values " << ir::spelling(vt) << ", direction "
+                << static_cast<int>(dir) << ", " << n << " elements";
+          }
+        }
+      }
+    }
+  }
+}
+
 // A load of one value per row (Instr::row_len: one division, a fill per row) against the same load
 // walked over the dimensions (for_rows), in every set: rows shorter than a block, as long, longer,
 // not dividing it; blocks starting inside a row, at a row's start, and odd tails. Each row's value
