@@ -65,6 +65,7 @@ struct KernelSet {
   Kernel (*select)(ElementType);
   Kernel (*index_test)(ElementType index, ElementType out);  // null for types it does not take
   Kernel (*select_compare)(ElementType compared, ElementType value);  // null for types it does not take
+  Kernel (*binary_row)(OpKind, ElementType, bool broadcast_first);    // null for kinds it does not take
 };
 
 // The AVX2 and AVX-512 kernels (fused_kernels_avx2.cpp, fused_kernels_avx512.cpp), and the set
@@ -223,6 +224,48 @@ void binary(const Instr& s, std::byte* const* regs, int64_t, int64_t n) {
   const T* y = reinterpret_cast<const T*>(regs[s.in[1]]);
   T* z = reinterpret_cast<T*>(regs[s.out]);
   for (int64_t i = 0; i < n; ++i) z[i] = E::store(Fn::template apply<E>(E::load(x[i]), E::load(y[i])));
+}
+
+// binary<> with one operand read as a row broadcast (Instr::row_len; s.src one value per row):
+// z[i] = Fn(x[i], v), or Fn(v, x[i]) with `First`, v the row's value, where a gather would fill a
+// register with v for binary<> to read. The same functor with the operands in the same order:
+// the same bits. Not for add and multiply: when both operands are NaN, x86 returns the first
+// source's, and the compiler may order a commutative op's sources differently here and in binary<>
+// (it does: tested).
+template <typename Fn, typename E, bool First>
+void binary_row(const Instr& s, std::byte* const* regs, int64_t start, int64_t n) {
+  using T = typename E::storage;
+  const T* x = reinterpret_cast<const T*>(regs[s.in[0]]);
+  const T* src = reinterpret_cast<const T*>(s.src);
+  T* z = reinterpret_cast<T*>(regs[s.out]);
+  int64_t row = start / s.row_len, count = std::min(n, (row + 1) * s.row_len - start);
+  for (int64_t at = 0; at < n; at += count, count = std::min(s.row_len, n - at)) {
+    const auto v = E::load(src[row++]);
+    for (int64_t i = at; i < at + count; ++i) {
+      if constexpr (First) z[i] = E::store(Fn::template apply<E>(v, E::load(x[i])));
+      else z[i] = E::store(Fn::template apply<E>(E::load(x[i]), v));
+    }
+  }
+}
+
+template <typename Fn>
+Kernel binary_row_of(ElementType e, bool first) {
+  using F32 = ir::Elem<ElementType::f32>;
+  using F64 = ir::Elem<ElementType::f64>;
+  if (e == ElementType::f32) return first ? &binary_row<Fn, F32, true> : &binary_row<Fn, F32, false>;
+  return first ? &binary_row<Fn, F64, true> : &binary_row<Fn, F64, false>;
+}
+
+inline Kernel binary_row_kernel(OpKind k, ElementType e, bool first) {
+  namespace s = interp::scalar;
+  if (!is_real(e)) return nullptr;
+  switch (k) {
+    case OpKind::Subtract: return binary_row_of<s::Subtract>(e, first);
+    case OpKind::Divide: return binary_row_of<s::Divide>(e, first);
+    case OpKind::Maximum: return binary_row_of<s::Maximum>(e, first);
+    case OpKind::Minimum: return binary_row_of<s::Minimum>(e, first);
+    default: return nullptr;
+  }
 }
 
 template <typename T>
@@ -434,6 +477,7 @@ inline const KernelSet& kernel_set() {
       [](ElementType e) { return by_type(e, []<typename T>() -> Kernel { return &select<T>; }); },
       &index_test_kernel,
       &select_compare_kernel,
+      &binary_row_kernel,
   };
   return set;
 }

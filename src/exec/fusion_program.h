@@ -87,13 +87,9 @@ class Program {
   int compute(const Op& op) {
     const ir::Type& t = op.result(0)->type();
     if (op.kind() == OpKind::BroadcastInDim) {
-      const Literal& x = value_(op.operand(0));
-      const auto& dims = op.attrs().get<std::vector<int64_t>>("broadcast_dimensions");
-      RowMajor xs(x.shape());
       Dims strides(t.shape.size());
-      for (size_t k = 0; k < dims.size(); ++k)
-        if (x.shape()[k] == t.shape[static_cast<size_t>(dims[k])]) strides[static_cast<size_t>(dims[k])] = xs[k];
-      return load(x, strides);
+      broadcast_strides(op, strides);
+      return load(value_(op.operand(0)), strides);
     }
     if (op.kind() == OpKind::Compare || op.kind() == OpKind::Convert) {
       int r = index_test(op);
@@ -101,6 +97,10 @@ class Program {
     }
     if (op.kind() == OpKind::Select) {
       int r = select_compare(op);
+      if (r >= 0) return r;
+    }
+    if (op.operands().size() == 2) {
+      int r = binary_row(op);
       if (r >= 0) return r;
     }
     // The operands' registers first: computing them adds their instructions before this one.
@@ -383,6 +383,50 @@ class Program {
     s.out = scratch(op.result(0)->type().element);
     count_select_compare();
     return s.out;
+  }
+
+  // The strides through which broadcast `op` reads its operand, along its result's dimensions
+  // (`strides`: that many zeros).
+  static void broadcast_strides(const Op& op, Dims& strides) {
+    const std::vector<int64_t>& shape = op.result(0)->type().shape;
+    const std::vector<int64_t>& from = op.operand(0)->type().shape;
+    const auto& dims = op.attrs().get<std::vector<int64_t>>("broadcast_dimensions");
+    RowMajor xs(from);
+    for (size_t k = 0; k < dims.size(); ++k)
+      if (from[k] == shape[static_cast<size_t>(dims[k])]) strides[static_cast<size_t>(dims[k])] = xs[k];
+  }
+
+  // A binary op with one operand a row broadcast computed in the loop (a row max or sum along the
+  // last dimension: fused::Instr::row_len) and not yet in a register, as one instruction
+  // (fused::binary_row) reading the row's value where a gather would fill a register with it for
+  // the op to read; -1 where it does not apply.
+  int binary_row(const Op& op) {
+    const ir::Type& t = op.result(0)->type();
+    if (t.shape != loop_.shape) return -1;
+    for (size_t side = 0; side < 2; ++side) {
+      const Value* b = op.operand(side);
+      const Op* def = b->defining_op();
+      if (!def || def->kind() != OpKind::BroadcastInDim || !plan_.computed_in(*def, root_) ||
+          b->type().element != t.element || op.operand(1 - side)->type().shape != t.shape)
+        continue;
+      fused::Kernel fn = kernels().binary_row(op.kind(), t.element, side == 0);
+      if (!fn) return -1;
+      bool known = false;
+      for (const auto& [value, r] : w_->regs) known = known || value == b;
+      Dims strides(t.shape.size());
+      broadcast_strides(*def, strides);
+      int64_t len = row_broadcast(t.shape, strides);
+      if (known || len == 0) continue;
+      int other = reg(op.operand(1 - side));
+      Instr& s = add();
+      s.in = {other, -1, -1, -1};
+      s.src = value_(def->operand(0)).bytes().data();
+      s.row_len = len;
+      s.fn = fn;
+      s.out = scratch(t.element);
+      return s.out;
+    }
+    return -1;
   }
 
   int scratch(ElementType e) {

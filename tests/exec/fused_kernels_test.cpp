@@ -206,6 +206,65 @@ TEST(FusedKernels, SelectOfCompareGivesTheTwoKernelsBits) {
   }
 }
 
+// A binary op reading one operand as a row broadcast (binary_row) against the row load (a gather
+// with row_len) then binary<>, in every set: each kind it takes (not add and multiply), f32 and f64, the broadcast first
+// and second, rows shorter and longer than a block, blocks starting inside a row, odd tails; NaNs
+// of both signs and payloads on both sides (so that two NaNs meet), ±0, infinities.
+TEST(FusedKernels, BinaryOpsOfRowBroadcastsGiveTheGatheredBits) {
+  std::mt19937 rng(21);
+  const double specials[] = {0.0, -0.0, NAN, -NAN, INFINITY, -INFINITY, 1.0, -2.5, 1e-310, 3e38};
+  auto value = [&](int64_t i, uint32_t salt) {
+    return i % 3 == 0 ? specials[(static_cast<size_t>(i) + salt) % std::size(specials)]
+                      : std::uniform_real_distribution<double>(-4, 4)(rng);
+  };
+  for (const auto& [name, set] : sets()) {
+    for (ElementType e : {ElementType::f32, ElementType::f64}) {
+      const size_t w = static_cast<size_t>(ir::info(e).bytes);
+      for (OpKind k : {OpKind::Add, OpKind::Multiply})
+        EXPECT_EQ(set->binary_row(k, e, false), nullptr) << "the compiler may swap a commutative op's NaNs";
+      for (OpKind k : {OpKind::Subtract, OpKind::Divide, OpKind::Maximum, OpKind::Minimum}) {
+        for (int64_t len : {1, 5, 128, 700}) {
+          const int64_t rows = 4096 / len + 2, total = rows * len;
+          std::vector<std::byte> src(static_cast<size_t>(rows) * 8), x(static_cast<size_t>(total) * 8);
+          auto put = [&](std::vector<std::byte>& buf, int64_t i, double v) {
+            if (e == ElementType::f32) reinterpret_cast<float*>(buf.data())[i] = static_cast<float>(v);
+            else reinterpret_cast<double*>(buf.data())[i] = v;
+          };
+          for (int64_t r = 0; r < rows; ++r) put(src, r, value(r, 3));
+          put(src, 1, e == ElementType::f32 ? static_cast<double>(std::bit_cast<float>(0x7fc01234u)) : -NAN);
+          for (int64_t i = 0; i < total; ++i) put(x, i, value(i, 0));
+          for (int64_t start : {int64_t{0}, int64_t{512}, len + 3, total - 37}) {
+            for (bool first : {true, false}) {
+              const int64_t n = std::min(fused::kBlock, total - start);
+              std::vector<std::byte> row(static_cast<size_t>(n) * 8), two(row.size()), one(row.size());
+              // Registers: 0 x at start, 1 the row values gathered, 2 the two kernels' result, 3 the one's.
+              std::byte* regs[4] = {x.data() + static_cast<size_t>(start) * w, row.data(), two.data(), one.data()};
+              Instr g;
+              g.src = src.data();
+              g.row_len = len;
+              g.out = 1;
+              set->gather(e)(g, regs, start, n);
+              Instr b;
+              b.in = first ? std::array<int, 4>{1, 0, -1, -1} : std::array<int, 4>{0, 1, -1, -1};
+              b.out = 2;
+              set->arithmetic(k, e)(b, regs, start, n);
+              Instr r = g;
+              r.in = {0, -1, -1, -1};
+              r.out = 3;
+              r.fn = set->binary_row(k, e, first);
+              ASSERT_NE(r.fn, nullptr) << name;
+              r.fn(r, regs, start, n);
+              EXPECT_EQ(std::memcmp(two.data(), one.data(), static_cast<size_t>(n) * w), 0)
+                  << name << ", " << ir::spelling(k) << " " << ir::spelling(e) << ", rows of " << len << ", from "
+                  << start << (first ? ", broadcast first" : ", broadcast second");
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
 // A load of one value per row (Instr::row_len: one division, a fill per row) against the same load
 // walked over the dimensions (for_rows), in every set: rows shorter than a block, as long, longer,
 // not dividing it; blocks starting inside a row, at a row's start, and odd tails. Each row's value
