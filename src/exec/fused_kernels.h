@@ -284,23 +284,27 @@ void compare(const Instr& s, std::byte* const* regs, int64_t, int64_t n) {
   }
 }
 
-// The chosen element's bits through a mask, without a branch (the predicate of a causal mask
-// changes every few elements, and a branch on it mispredicts), so the loop vectorizes.
+// z[i] = a[i] where `first`, else b[i], elements of U's bits: the chosen element's bits through a
+// mask, without a branch (the predicate of a causal mask changes every few elements, and a branch
+// on it mispredicts), so the loops of select and select_compare vectorize.
+template <typename U>
+__attribute__((always_inline)) inline void pick_bits(const std::byte* a, const std::byte* b, std::byte* z, int64_t i,
+                                                     bool first) {
+  U x, y;
+  std::memcpy(&x, a + i * sizeof(U), sizeof(U));
+  std::memcpy(&y, b + i * sizeof(U), sizeof(U));
+  U m = static_cast<U>(U{0} - static_cast<U>(first));
+  U r = static_cast<U>((x & m) | (y & static_cast<U>(~m)));
+  std::memcpy(z + i * sizeof(U), &r, sizeof(U));
+}
+
 template <typename T>
 void select(const Instr& s, std::byte* const* regs, int64_t, int64_t n) {
   using U = std::conditional_t<sizeof(T) == 1, uint8_t, std::conditional_t<sizeof(T) == 4, uint32_t, uint64_t>>;
   const uint8_t* p = reinterpret_cast<const uint8_t*>(regs[s.in[0]]);
-  const std::byte* a = regs[s.in[1]];
-  const std::byte* b = regs[s.in[2]];
+  const std::byte *a = regs[s.in[1]], *b = regs[s.in[2]];
   std::byte* z = regs[s.out];
-  for (int64_t i = 0; i < n; ++i) {
-    U x, y;
-    std::memcpy(&x, a + i * sizeof(U), sizeof(U));
-    std::memcpy(&y, b + i * sizeof(U), sizeof(U));
-    U m = static_cast<U>(U{0} - static_cast<U>(p[i] != 0));
-    U r = static_cast<U>((x & m) | (y & static_cast<U>(~m)));
-    std::memcpy(z + i * sizeof(U), &r, sizeof(U));
-  }
+  for (int64_t i = 0; i < n; ++i) pick_bits<U>(a, b, z, i, p[i] != 0);
 }
 
 // select(compare(x, y), a, b) in one pass, where compare and select would write and read a
@@ -310,17 +314,9 @@ template <typename T, typename U, typename Cmp>
 void select_compare_loop(const Instr& s, std::byte* const* regs, int64_t n, Cmp&& cmp) {
   const T* x = reinterpret_cast<const T*>(regs[s.in[0]]);
   const T* y = reinterpret_cast<const T*>(regs[s.in[1]]);
-  const std::byte* a = regs[s.in[2]];
-  const std::byte* b = regs[s.in[3]];
+  const std::byte *a = regs[s.in[2]], *b = regs[s.in[3]];
   std::byte* z = regs[s.out];
-  for (int64_t i = 0; i < n; ++i) {
-    U va, vb;
-    std::memcpy(&va, a + i * sizeof(U), sizeof(U));
-    std::memcpy(&vb, b + i * sizeof(U), sizeof(U));
-    U m = static_cast<U>(U{0} - static_cast<U>(cmp(x[i], y[i])));
-    U r = static_cast<U>((va & m) | (vb & static_cast<U>(~m)));
-    std::memcpy(z + i * sizeof(U), &r, sizeof(U));
-  }
+  for (int64_t i = 0; i < n; ++i) pick_bits<U>(a, b, z, i, cmp(x[i], y[i]));
 }
 
 template <typename T, typename U>
