@@ -53,6 +53,10 @@ struct Instr {
   // the loop's last dimension, its other dimensions in row-major order): element f reads
   // src[f / row_len], with no walk over the dimensions. 0 for other loads.
   int64_t row_len = 0;
+  // An index test's values where the index matches and elsewhere, when `given` (fusion_program.h:
+  // an op of a scalar and a one-hot computed once for both values): each the output type's bits.
+  bool given = false;
+  std::array<std::array<std::byte, 8>, 2> values{};
 };
 
 // The kernel selectors of one instruction set (fused_kernels_avx2.cpp, the namespaces below).
@@ -370,7 +374,11 @@ void index_test(const Instr& s, std::byte* const* regs, int64_t start, int64_t n
   O* out = reinterpret_cast<O*>(regs[s.out]);
   const T* b = reinterpret_cast<const T*>(s.src);
   const bool eq = s.direction == ir::ComparisonDirection::EQ;
-  const O hit = static_cast<O>(eq ? 1 : 0), miss = static_cast<O>(eq ? 0 : 1);
+  O hit = static_cast<O>(eq ? 1 : 0), miss = static_cast<O>(eq ? 0 : 1);
+  if (s.given) {
+    std::memcpy(&hit, s.values[0].data(), sizeof(O));
+    std::memcpy(&miss, s.values[1].data(), sizeof(O));
+  }
   std::fill(out, out + n, miss);
   int64_t last = static_cast<int64_t>(s.shape.size()) - 1;
   for_rows(s.shape, s.strides, last, start, n, [&](int64_t offset, int64_t at_dim, int64_t at, int64_t count) {

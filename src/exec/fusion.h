@@ -48,4 +48,9 @@ void count_index_test();
 int64_t select_compares_built();
 void count_select_compare();
 
+// The ops of scalars and a one-hot folded into the one-hot's index test (fusion_program.h) since
+// start (for tests).
+int64_t index_test_folds_built();
+void count_index_test_fold();
+
 }  // namespace tessera::exec

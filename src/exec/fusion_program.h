@@ -16,6 +16,7 @@
 #include "exec/fold.h"
 #include "exec/fused_kernels.h"
 #include "exec/fusion.h"
+#include "exec/fusion_patterns.h"
 #include "exec/fusion_workspace.h"
 #include "support/run_cache.h"
 #include "support/threads.h"
@@ -97,6 +98,10 @@ class Program {
     }
     if (op.kind() == OpKind::Select) {
       int r = select_compare(op);
+      if (r >= 0) return r;
+    }
+    if (op.operands().size() <= 2) {
+      int r = folded_index_test(op);
       if (r >= 0) return r;
     }
     if (op.operands().size() == 2) {
@@ -305,6 +310,7 @@ class Program {
     s.direction = {};
     s.invariant = false;
     s.row_len = 0;
+    s.given = false;
     return s;
   }
 
@@ -314,7 +320,10 @@ class Program {
   // hit at b's index, where the iota, b's broadcast, the compare and the convert would each take a
   // pass over the block. Recognised from the ops' kinds, shapes and strides; -1 where it does not
   // apply (the loop then computes the ops one by one).
-  int index_test(const Op& op) {
+  // With `values`, the instruction writes them (Instr::given) for `op`'s result, the one-hot's
+  // values as ops of scalars made them (folded_index_test); with `check`, 0 where it applies and
+  // nothing added.
+  int index_test(const Op& op, const Values* values = nullptr, bool check = false) {
     if (!index_tests_on()) return -1;
     const Op* cmp = &op;
     if (op.kind() == OpKind::Convert) {
@@ -342,13 +351,15 @@ class Program {
       const Op* def = b->defining_op();
       if (!def || def->kind() != OpKind::BroadcastInDim || !plan_.computed_in(*def, root_)) return -1;
       const Literal* src = &value_(def->operand(0));
-      const auto& dims = def->attrs().get<std::vector<int64_t>>("broadcast_dimensions");
-      RowMajor xs(src->shape());
       Dims strides(t.shape.size());
-      for (size_t k = 0; k < dims.size(); ++k)
-        if (src->shape()[k] == t.shape[static_cast<size_t>(dims[k])]) strides[static_cast<size_t>(dims[k])] = xs[k];
+      broadcast_strides(*def, strides);
       if (strides[static_cast<size_t>(last)] != 0) return -1;
+      if (check) return 0;
       Instr& s = add();
+      if (values) {
+        s.given = true;
+        s.values = *values;
+      }
       s.src = src->bytes().data();
       s.strides.assign(strides.begin(), strides.end());
       s.shape.assign(t.shape.begin(), t.shape.end());
@@ -361,6 +372,79 @@ class Program {
     return -1;
   }
 
+  bool in_register(const Value* v) const {
+    for (const auto& [value, r] : w_->regs)
+      if (value == v) return true;
+    return false;
+  }
+
+  // Whether `op` (f32 or f64) takes two values only: those of a one-hot computed in the loop
+  // (index_test), through unary ops and binary ops with a scalar broadcast, none of them in a
+  // register yet. Returns the one-hot's convert, with the values at the index and elsewhere in
+  // `at`; null otherwise. Where two NaNs would meet in a commutative op, null (which NaN x86
+  // returns then depends on the operands' order, which the compiler picks per loop).
+  const Op* two_valued(const Op& op, Values& at) {
+    ElementType e = op.result(0)->type().element;
+    if (!is_real(e) || op.result(0)->type().shape != loop_.shape) return nullptr;
+    auto operand = [&](size_t i) -> const Op* {
+      const Value* v = op.operand(i);
+      const Op* d = v->defining_op();
+      return d && plan_.computed_in(*d, root_) && !in_register(v) && v->type().element == e ? d : nullptr;
+    };
+    const size_t w = static_cast<size_t>(ir::info(e).bytes);
+    auto is_nan = [&](const std::array<std::byte, 8>& v) {
+      if (w == 4) { float f; std::memcpy(&f, v.data(), 4); return f != f; }
+      double d; std::memcpy(&d, v.data(), 8); return d != d;
+    };
+    if (op.kind() == OpKind::Convert) {
+      if (index_test(op, nullptr, true) < 0) return nullptr;
+      const Op* cmp = op.operand(0)->defining_op();
+      bool eq = cmp->attrs().get<ir::ComparisonDirection>("comparison_direction") == ir::ComparisonDirection::EQ;
+      for (size_t i = 0; i < 2; ++i) {
+        double one = (i == 0) == eq ? 1.0 : 0.0;
+        float f = static_cast<float>(one);
+        if (w == 4) std::memcpy(at[i].data(), &f, 4);
+        else std::memcpy(at[i].data(), &one, 8);
+      }
+      return &op;
+    }
+    fused::Kernel fn = kernels().arithmetic(op.kind(), e);
+    if (!fn) return nullptr;
+    if (op.operands().size() == 1) {
+      const Op* d = operand(0);
+      const Op* test = d ? two_valued(*d, at) : nullptr;
+      if (test) apply(fn, at, nullptr, e, at);
+      return test;
+    }
+    if (op.operands().size() != 2) return nullptr;
+    for (size_t side = 0; side < 2; ++side) {
+      const Op* c = operand(side);
+      const Op* d = operand(1 - side);
+      if (!c || !d || c->kind() != OpKind::BroadcastInDim || c->operand(0)->type().num_elements() != 1) continue;
+      const Op* test = two_valued(*d, at);
+      if (!test) return nullptr;
+      Values scalar;
+      for (size_t i = 0; i < 2; ++i) std::memcpy(scalar[i].data(), value_(c->operand(0)).bytes().data(), w);
+      if (is_nan(scalar[0]) && (is_nan(at[0]) || is_nan(at[1]))) return nullptr;
+      if (side == 0) apply(fn, scalar, &at, e, at);
+      else apply(fn, at, &scalar, e, at);
+      return test;
+    }
+    return nullptr;
+  }
+
+  // An arithmetic op that takes only a one-hot's two values (two_valued: c * one_hot, its
+  // negation) as one index test writing those values, where the one-hot and each op after it
+  // would take a pass; -1 where it does not apply.
+  int folded_index_test(const Op& op) {
+    if (op.kind() == OpKind::Convert || op.kind() == OpKind::Compare) return -1;  // index_test's own
+    Values at;
+    const Op* test = two_valued(op, at);
+    if (!test) return -1;
+    count_index_test_fold();
+    return index_test(*test, &at);
+  }
+
   // A select whose predicate is a compare computed in the loop (and not yet in a register: then
   // it is read from there), as one instruction (fused::select_compare) where the compare and the
   // select would each take a pass over the block. A compare of an iota is left to index_test; -1
@@ -369,8 +453,7 @@ class Program {
     const Value* pred = op.operand(0);
     const Op* cmp = pred->defining_op();
     if (!cmp || cmp->kind() != OpKind::Compare || !plan_.computed_in(*cmp, root_)) return -1;
-    for (const auto& [value, r] : w_->regs)
-      if (value == pred) return -1;
+    if (in_register(pred)) return -1;
     for (const Value* u : cmp->operands())
       if (const Op* d = u->defining_op(); d && d->kind() == OpKind::Iota && plan_.computed_in(*d, root_)) return -1;
     fused::Kernel fn = kernels().select_compare(cmp->operand(0)->type().element, op.result(0)->type().element);
@@ -383,17 +466,6 @@ class Program {
     s.out = scratch(op.result(0)->type().element);
     count_select_compare();
     return s.out;
-  }
-
-  // The strides through which broadcast `op` reads its operand, along its result's dimensions
-  // (`strides`: that many zeros).
-  static void broadcast_strides(const Op& op, Dims& strides) {
-    const std::vector<int64_t>& shape = op.result(0)->type().shape;
-    const std::vector<int64_t>& from = op.operand(0)->type().shape;
-    const auto& dims = op.attrs().get<std::vector<int64_t>>("broadcast_dimensions");
-    RowMajor xs(from);
-    for (size_t k = 0; k < dims.size(); ++k)
-      if (from[k] == shape[static_cast<size_t>(dims[k])]) strides[static_cast<size_t>(dims[k])] = xs[k];
   }
 
   // A binary op with one operand a row broadcast computed in the loop (a row max or sum along the
@@ -411,8 +483,7 @@ class Program {
         continue;
       fused::Kernel fn = kernels().binary_row(op.kind(), t.element, side == 0);
       if (!fn) return -1;
-      bool known = false;
-      for (const auto& [value, r] : w_->regs) known = known || value == b;
+      bool known = in_register(b);
       Dims strides(t.shape.size());
       broadcast_strides(*def, strides);
       int64_t len = row_broadcast(t.shape, strides);
@@ -467,18 +538,6 @@ class Program {
     s.fn = kernels().gather(x.element());
     s.out = scratch(x.element());
     return s.out;
-  }
-
-  // The row length when strides read one element per row of the last dimension, the rows in
-  // row-major order (fused::Instr::row_len), else 0.
-  static int64_t row_broadcast(std::span<const int64_t> shape, std::span<const int64_t> strides) {
-    if (shape.empty() || strides.back() != 0 || shape.back() <= 0) return 0;
-    int64_t expect = 1;
-    for (size_t d = shape.size() - 1; d-- > 0;) {
-      if (shape[d] != 1 && strides[d] != expect) return 0;
-      expect *= shape[d];
-    }
-    return shape.back();
   }
 
   // sweep_range's loop over the blocks of [first, last), in registers already set up.
