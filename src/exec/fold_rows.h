@@ -14,4 +14,11 @@ namespace tessera::exec {
 // result; returns 8k, or 0 where the CPU has no AVX2 or the kind is another.
 int64_t fold_rows8_f32(ir::OpKind kind, const float* x, int64_t rows, int64_t len, float* dst);
 
+// acc + x[0] + ... + x[done - 1] in order, as fold.h's fold_in_order sums floats: a run of 64
+// elements all ±0 is tested in vector registers and skipped (adding a zero leaves every sum but
+// ±0 and NaN as it is; ±0 becomes +0 if a +0 is among them), any other run added one element after
+// another. `done`: the largest multiple of 64 up to n (0 where the CPU has no AVX2); the caller
+// folds the rest. A masked loss's sum (a one-hot times a log-softmax) is nearly all zeros.
+float sum_skipping_zeros_f32(float acc, const float* x, int64_t n, int64_t& done);
+
 }  // namespace tessera::exec

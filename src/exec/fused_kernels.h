@@ -39,7 +39,7 @@ using Kernel = void (*)(const Instr& in, std::byte* const* regs, int64_t start, 
 
 struct Instr {
   Kernel fn = nullptr;
-  std::array<int, 3> in{-1, -1, -1};
+  std::array<int, 4> in{-1, -1, -1, -1};
   int out = -1;
   // Loads: the source, its strides along the loop's dimensions, and the loop's shape.
   const std::byte* src = nullptr;
@@ -49,6 +49,14 @@ struct Instr {
   // A load that gives every block the same elements (a scalar, or a row whose length divides
   // kBlock): run for the first block only, its register keeps them.
   bool invariant = false;
+  // A load of one value per row of row_len elements (a row reduction's result broadcast along
+  // the loop's last dimension, its other dimensions in row-major order): element f reads
+  // src[f / row_len], with no walk over the dimensions. 0 for other loads.
+  int64_t row_len = 0;
+  // An index test's values where the index matches and elsewhere, when `given` (fusion_program.h:
+  // an op of a scalar and a one-hot computed once for both values): each the output type's bits.
+  bool given = false;
+  std::array<std::array<std::byte, 8>, 2> values{};
 };
 
 // The kernel selectors of one instruction set (fused_kernels_avx2.cpp, the namespaces below).
@@ -60,6 +68,8 @@ struct KernelSet {
   Kernel (*compare)(ElementType);  // of the operands' type
   Kernel (*select)(ElementType);
   Kernel (*index_test)(ElementType index, ElementType out);  // null for types it does not take
+  Kernel (*select_compare)(ElementType compared, ElementType value);  // null for types it does not take
+  Kernel (*binary_row)(OpKind, ElementType, bool broadcast_first);    // null for kinds it does not take
 };
 
 // The AVX2 and AVX-512 kernels (fused_kernels_avx2.cpp, fused_kernels_avx512.cpp), and the set
@@ -122,6 +132,12 @@ template <typename T>
 void gather(const Instr& s, std::byte* const* regs, int64_t start, int64_t n) {
   const T* src = reinterpret_cast<const T*>(s.src);
   T* out = reinterpret_cast<T*>(regs[s.out]);
+  if (s.row_len > 0) {  // one division, then a fill per row
+    int64_t row = start / s.row_len, count = std::min(n, (row + 1) * s.row_len - start);
+    for (int64_t at = 0; at < n; at += count, count = std::min(s.row_len, n - at))
+      std::fill(out + at, out + at + count, src[row++]);
+    return;
+  }
   int64_t step = s.strides.empty() ? 0 : s.strides.back();
   for_rows(s.shape, s.strides, 0, start, n, [&](int64_t offset, int64_t, int64_t at, int64_t count) {
     if (step == 0) std::fill(out + at, out + at + count, src[offset]);
@@ -214,6 +230,48 @@ void binary(const Instr& s, std::byte* const* regs, int64_t, int64_t n) {
   for (int64_t i = 0; i < n; ++i) z[i] = E::store(Fn::template apply<E>(E::load(x[i]), E::load(y[i])));
 }
 
+// binary<> with one operand read as a row broadcast (Instr::row_len; s.src one value per row):
+// z[i] = Fn(x[i], v), or Fn(v, x[i]) with `First`, v the row's value, where a gather would fill a
+// register with v for binary<> to read. The same functor with the operands in the same order:
+// the same bits. Not for add and multiply: when both operands are NaN, x86 returns the first
+// source's, and the compiler may order a commutative op's sources differently here and in binary<>
+// (it does: tested).
+template <typename Fn, typename E, bool First>
+void binary_row(const Instr& s, std::byte* const* regs, int64_t start, int64_t n) {
+  using T = typename E::storage;
+  const T* x = reinterpret_cast<const T*>(regs[s.in[0]]);
+  const T* src = reinterpret_cast<const T*>(s.src);
+  T* z = reinterpret_cast<T*>(regs[s.out]);
+  int64_t row = start / s.row_len, count = std::min(n, (row + 1) * s.row_len - start);
+  for (int64_t at = 0; at < n; at += count, count = std::min(s.row_len, n - at)) {
+    const auto v = E::load(src[row++]);
+    for (int64_t i = at; i < at + count; ++i) {
+      if constexpr (First) z[i] = E::store(Fn::template apply<E>(v, E::load(x[i])));
+      else z[i] = E::store(Fn::template apply<E>(E::load(x[i]), v));
+    }
+  }
+}
+
+template <typename Fn>
+Kernel binary_row_of(ElementType e, bool first) {
+  using F32 = ir::Elem<ElementType::f32>;
+  using F64 = ir::Elem<ElementType::f64>;
+  if (e == ElementType::f32) return first ? &binary_row<Fn, F32, true> : &binary_row<Fn, F32, false>;
+  return first ? &binary_row<Fn, F64, true> : &binary_row<Fn, F64, false>;
+}
+
+inline Kernel binary_row_kernel(OpKind k, ElementType e, bool first) {
+  namespace s = interp::scalar;
+  if (!is_real(e)) return nullptr;
+  switch (k) {
+    case OpKind::Subtract: return binary_row_of<s::Subtract>(e, first);
+    case OpKind::Divide: return binary_row_of<s::Divide>(e, first);
+    case OpKind::Maximum: return binary_row_of<s::Maximum>(e, first);
+    case OpKind::Minimum: return binary_row_of<s::Minimum>(e, first);
+    default: return nullptr;
+  }
+}
+
 template <typename T>
 void compare(const Instr& s, std::byte* const* regs, int64_t, int64_t n) {
   const T* x = reinterpret_cast<const T*>(regs[s.in[0]]);
@@ -230,22 +288,70 @@ void compare(const Instr& s, std::byte* const* regs, int64_t, int64_t n) {
   }
 }
 
-// The chosen element's bits through a mask, without a branch (the predicate of a causal mask
-// changes every few elements, and a branch on it mispredicts), so the loop vectorizes.
+// z[i] = a[i] where `first`, else b[i], elements of U's bits: the chosen element's bits through a
+// mask, without a branch (the predicate of a causal mask changes every few elements, and a branch
+// on it mispredicts), so the loops of select and select_compare vectorize.
+template <typename U>
+__attribute__((always_inline)) inline void pick_bits(const std::byte* a, const std::byte* b, std::byte* z, int64_t i,
+                                                     bool first) {
+  U x, y;
+  std::memcpy(&x, a + i * sizeof(U), sizeof(U));
+  std::memcpy(&y, b + i * sizeof(U), sizeof(U));
+  U m = static_cast<U>(U{0} - static_cast<U>(first));
+  U r = static_cast<U>((x & m) | (y & static_cast<U>(~m)));
+  std::memcpy(z + i * sizeof(U), &r, sizeof(U));
+}
+
 template <typename T>
 void select(const Instr& s, std::byte* const* regs, int64_t, int64_t n) {
   using U = std::conditional_t<sizeof(T) == 1, uint8_t, std::conditional_t<sizeof(T) == 4, uint32_t, uint64_t>>;
   const uint8_t* p = reinterpret_cast<const uint8_t*>(regs[s.in[0]]);
-  const std::byte* a = regs[s.in[1]];
-  const std::byte* b = regs[s.in[2]];
+  const std::byte *a = regs[s.in[1]], *b = regs[s.in[2]];
   std::byte* z = regs[s.out];
-  for (int64_t i = 0; i < n; ++i) {
-    U x, y;
-    std::memcpy(&x, a + i * sizeof(U), sizeof(U));
-    std::memcpy(&y, b + i * sizeof(U), sizeof(U));
-    U m = static_cast<U>(U{0} - static_cast<U>(p[i] != 0));
-    U r = static_cast<U>((x & m) | (y & static_cast<U>(~m)));
-    std::memcpy(z + i * sizeof(U), &r, sizeof(U));
+  for (int64_t i = 0; i < n; ++i) pick_bits<U>(a, b, z, i, p[i] != 0);
+}
+
+// select(compare(x, y), a, b) in one pass, where compare and select would write and read a
+// register of i1: the same comparison of each element (NaNs compare false but for NE) choosing
+// the same bits through a mask. in = {x, y, a, b}; T the compared type, U the values' bits.
+template <typename T, typename U, typename Cmp>
+void select_compare_loop(const Instr& s, std::byte* const* regs, int64_t n, Cmp&& cmp) {
+  const T* x = reinterpret_cast<const T*>(regs[s.in[0]]);
+  const T* y = reinterpret_cast<const T*>(regs[s.in[1]]);
+  const std::byte *a = regs[s.in[2]], *b = regs[s.in[3]];
+  std::byte* z = regs[s.out];
+  for (int64_t i = 0; i < n; ++i) pick_bits<U>(a, b, z, i, cmp(x[i], y[i]));
+}
+
+template <typename T, typename U>
+void select_compare(const Instr& s, std::byte* const* regs, int64_t, int64_t n) {
+  using D = ir::ComparisonDirection;
+  switch (s.direction) {
+    case D::EQ: select_compare_loop<T, U>(s, regs, n, [](T p, T q) { return p == q; }); break;
+    case D::NE: select_compare_loop<T, U>(s, regs, n, [](T p, T q) { return p != q; }); break;
+    case D::GE: select_compare_loop<T, U>(s, regs, n, [](T p, T q) { return p >= q; }); break;
+    case D::GT: select_compare_loop<T, U>(s, regs, n, [](T p, T q) { return p > q; }); break;
+    case D::LE: select_compare_loop<T, U>(s, regs, n, [](T p, T q) { return p <= q; }); break;
+    case D::LT: select_compare_loop<T, U>(s, regs, n, [](T p, T q) { return p < q; }); break;
+  }
+}
+
+inline Kernel select_compare_kernel(ElementType compared, ElementType value) {
+  auto by_value = [&]<typename T>() -> Kernel {
+    switch (value) {
+      case ElementType::f32:
+      case ElementType::i32: return &select_compare<T, uint32_t>;
+      case ElementType::f64:
+      case ElementType::i64: return &select_compare<T, uint64_t>;
+      default: return nullptr;
+    }
+  };
+  switch (compared) {
+    case ElementType::f32: return by_value.template operator()<float>();
+    case ElementType::f64: return by_value.template operator()<double>();
+    case ElementType::i32: return by_value.template operator()<int32_t>();
+    case ElementType::i64: return by_value.template operator()<int64_t>();
+    default: return nullptr;
   }
 }
 
@@ -268,7 +374,11 @@ void index_test(const Instr& s, std::byte* const* regs, int64_t start, int64_t n
   O* out = reinterpret_cast<O*>(regs[s.out]);
   const T* b = reinterpret_cast<const T*>(s.src);
   const bool eq = s.direction == ir::ComparisonDirection::EQ;
-  const O hit = static_cast<O>(eq ? 1 : 0), miss = static_cast<O>(eq ? 0 : 1);
+  O hit = static_cast<O>(eq ? 1 : 0), miss = static_cast<O>(eq ? 0 : 1);
+  if (s.given) {
+    std::memcpy(&hit, s.values[0].data(), sizeof(O));
+    std::memcpy(&miss, s.values[1].data(), sizeof(O));
+  }
   std::fill(out, out + n, miss);
   int64_t last = static_cast<int64_t>(s.shape.size()) - 1;
   for_rows(s.shape, s.strides, last, start, n, [&](int64_t offset, int64_t at_dim, int64_t at, int64_t count) {
@@ -370,6 +480,8 @@ inline const KernelSet& kernel_set() {
       [](ElementType e) { return by_type(e, []<typename T>() -> Kernel { return &compare<T>; }); },
       [](ElementType e) { return by_type(e, []<typename T>() -> Kernel { return &select<T>; }); },
       &index_test_kernel,
+      &select_compare_kernel,
+      &binary_row_kernel,
   };
   return set;
 }

@@ -376,7 +376,7 @@ int64_t fusion_min_elements() {
 }
 
 namespace {
-std::atomic<int64_t> index_tests{0};
+std::atomic<int64_t> index_tests{0}, select_compares{0}, index_test_folds{0};
 }  // namespace
 
 bool index_tests_on() {
@@ -388,5 +388,9 @@ bool index_tests_on() {
 }
 int64_t index_tests_built() { return index_tests.load(std::memory_order_relaxed); }
 void count_index_test() { index_tests.fetch_add(1, std::memory_order_relaxed); }
+int64_t select_compares_built() { return select_compares.load(std::memory_order_relaxed); }
+void count_select_compare() { select_compares.fetch_add(1, std::memory_order_relaxed); }
+int64_t index_test_folds_built() { return index_test_folds.load(std::memory_order_relaxed); }
+void count_index_test_fold() { index_test_folds.fetch_add(1, std::memory_order_relaxed); }
 
 }  // namespace tessera::exec

@@ -51,4 +51,13 @@ bool index_tests_on();
 int64_t index_tests_built();
 void count_index_test();
 
+// The selects of a compare computed as one instruction (fusion_program.h) since start (for tests).
+int64_t select_compares_built();
+void count_select_compare();
+
+// The ops of scalars and a one-hot folded into the one-hot's index test (fusion_program.h) since
+// start (for tests).
+int64_t index_test_folds_built();
+void count_index_test_fold();
+
 }  // namespace tessera::exec

@@ -16,6 +16,7 @@
 #include "exec/fold.h"
 #include "exec/fused_kernels.h"
 #include "exec/fusion.h"
+#include "exec/fusion_patterns.h"
 #include "exec/fusion_workspace.h"
 #include "support/run_cache.h"
 #include "support/threads.h"
@@ -87,20 +88,28 @@ class Program {
   int compute(const Op& op) {
     const ir::Type& t = op.result(0)->type();
     if (op.kind() == OpKind::BroadcastInDim) {
-      const Literal& x = value_(op.operand(0));
-      const auto& dims = op.attrs().get<std::vector<int64_t>>("broadcast_dimensions");
-      RowMajor xs(x.shape());
       Dims strides(t.shape.size());
-      for (size_t k = 0; k < dims.size(); ++k)
-        if (x.shape()[k] == t.shape[static_cast<size_t>(dims[k])]) strides[static_cast<size_t>(dims[k])] = xs[k];
-      return load(x, strides);
+      broadcast_strides(op, strides);
+      return load(value_(op.operand(0)), strides);
     }
     if (op.kind() == OpKind::Compare || op.kind() == OpKind::Convert) {
       int r = index_test(op);
       if (r >= 0) return r;
     }
+    if (op.kind() == OpKind::Select) {
+      int r = select_compare(op);
+      if (r >= 0) return r;
+    }
+    if (op.operands().size() <= 2) {
+      int r = folded_index_test(op);
+      if (r >= 0) return r;
+    }
+    if (op.operands().size() == 2) {
+      int r = binary_row(op);
+      if (r >= 0) return r;
+    }
     // The operands' registers first: computing them adds their instructions before this one.
-    std::array<int, 3> in{-1, -1, -1};
+    std::array<int, 4> in{-1, -1, -1, -1};
     for (size_t i = 0; i < op.operands().size(); ++i) in[i] = reg(op.operand(i));
     Instr& s = add();
     s.in = in;
@@ -240,16 +249,29 @@ class Program {
   // The elements [first, last) of run()'s results, on this thread.
   void run_range(int result, Literal& out, std::span<const int> more, std::span<Literal* const> more_out, int64_t first,
                  int64_t last) {
-    int64_t width = ir::info(out.element()).bytes;
+    run_into(result, out.bytes().data(), 0, ir::info(out.element()).bytes, more, more_out, first, last);
+  }
+
+  // Register `result` of elements [first, last) into `to` (element `first` at to[0], `width`
+  // bytes each): a row group's staged tile, which its reduce then folds.
+  void run_into(int result, std::byte* to, int64_t first, int64_t last, int64_t width) {
+    run_into(result, to, first, width, {}, {}, first, last);
+  }
+
+ private:
+  // run_range into `base`, element `origin` at base[0].
+  void run_into(int result, std::byte* base, int64_t origin, int64_t width, std::span<const int> more,
+                std::span<Literal* const> more_out, int64_t first, int64_t last) {
     // The result register writes straight into the result; so does a root whose value is a
-    // plain read (a select of a scalar predicate, say) through one copy.
-    bool direct = w_->used > 0 && instrs().back().out == result;
+    // plain read (a select of a scalar predicate, say) through one copy. An invariant last
+    // instruction runs for the first block only: its register is copied.
+    bool direct = w_->used > 0 && instrs().back().out == result && !instrs().back().invariant;
     std::byte* scratch = nullptr;
     std::byte** regs = registers(kinds().size(), scratch_bytes_, scratch);
     for (int64_t start = first; start < last; start += kBlock) {
       int64_t n = std::min(kBlock, last - start);
       point(regs, scratch, start);
-      std::byte* dst = out.bytes().data() + start * width;
+      std::byte* dst = base + (start - origin) * width;
       if (direct) regs[static_cast<size_t>(result)] = dst;
       // An invariant load gives every block the same elements: once per range.
       for (const Instr& s : instrs())
@@ -262,7 +284,6 @@ class Program {
     }
   }
 
- private:
   const std::vector<Reg>& kinds() const { return w_->kinds; }
 
   // The registers of the block at `start`: values read in place at their element, the rest in the
@@ -280,7 +301,7 @@ class Program {
     if (w_->used == w_->instrs.size()) w_->instrs.emplace_back();
     Instr& s = w_->instrs[w_->used++];
     s.fn = nullptr;
-    s.in = {-1, -1, -1};
+    s.in = {-1, -1, -1, -1};
     s.out = -1;
     s.src = nullptr;
     s.strides.clear();
@@ -288,6 +309,8 @@ class Program {
     s.dim = 0;
     s.direction = {};
     s.invariant = false;
+    s.row_len = 0;
+    s.given = false;
     return s;
   }
 
@@ -297,7 +320,10 @@ class Program {
   // hit at b's index, where the iota, b's broadcast, the compare and the convert would each take a
   // pass over the block. Recognised from the ops' kinds, shapes and strides; -1 where it does not
   // apply (the loop then computes the ops one by one).
-  int index_test(const Op& op) {
+  // With `values`, the instruction writes them (Instr::given) for `op`'s result, the one-hot's
+  // values as ops of scalars made them (folded_index_test); with `check`, 0 where it applies and
+  // nothing added.
+  int index_test(const Op& op, const Values* values = nullptr, bool check = false) {
     if (!index_tests_on()) return -1;
     const Op* cmp = &op;
     if (op.kind() == OpKind::Convert) {
@@ -325,13 +351,15 @@ class Program {
       const Op* def = b->defining_op();
       if (!def || def->kind() != OpKind::BroadcastInDim || !plan_.computed_in(*def, root_)) return -1;
       const Literal* src = &value_(def->operand(0));
-      const auto& dims = def->attrs().get<std::vector<int64_t>>("broadcast_dimensions");
-      RowMajor xs(src->shape());
       Dims strides(t.shape.size());
-      for (size_t k = 0; k < dims.size(); ++k)
-        if (src->shape()[k] == t.shape[static_cast<size_t>(dims[k])]) strides[static_cast<size_t>(dims[k])] = xs[k];
+      broadcast_strides(*def, strides);
       if (strides[static_cast<size_t>(last)] != 0) return -1;
+      if (check) return 0;
       Instr& s = add();
+      if (values) {
+        s.given = true;
+        s.values = *values;
+      }
       s.src = src->bytes().data();
       s.strides.assign(strides.begin(), strides.end());
       s.shape.assign(t.shape.begin(), t.shape.end());
@@ -339,6 +367,134 @@ class Program {
       s.fn = fn;
       s.out = scratch(op.result(0)->type().element);
       count_index_test();
+      return s.out;
+    }
+    return -1;
+  }
+
+  bool in_register(const Value* v) const {
+    for (const auto& [value, r] : w_->regs)
+      if (value == v) return true;
+    return false;
+  }
+
+  // Whether `op` (f32 or f64) takes two values only: those of a one-hot computed in the loop
+  // (index_test), through unary ops and binary ops with a scalar broadcast, none of them in a
+  // register yet. Returns the one-hot's convert, with the values at the index and elsewhere in
+  // `at`; null otherwise. Where two NaNs would meet in a commutative op, null (which NaN x86
+  // returns then depends on the operands' order, which the compiler picks per loop).
+  const Op* two_valued(const Op& op, Values& at) {
+    ElementType e = op.result(0)->type().element;
+    if (!is_real(e) || op.result(0)->type().shape != loop_.shape) return nullptr;
+    auto operand = [&](size_t i) -> const Op* {
+      const Value* v = op.operand(i);
+      const Op* d = v->defining_op();
+      return d && plan_.computed_in(*d, root_) && !in_register(v) && v->type().element == e ? d : nullptr;
+    };
+    const size_t w = static_cast<size_t>(ir::info(e).bytes);
+    auto is_nan = [&](const std::array<std::byte, 8>& v) {
+      if (w == 4) { float f; std::memcpy(&f, v.data(), 4); return f != f; }
+      double d; std::memcpy(&d, v.data(), 8); return d != d;
+    };
+    if (op.kind() == OpKind::Convert) {
+      if (index_test(op, nullptr, true) < 0) return nullptr;
+      const Op* cmp = op.operand(0)->defining_op();
+      bool eq = cmp->attrs().get<ir::ComparisonDirection>("comparison_direction") == ir::ComparisonDirection::EQ;
+      for (size_t i = 0; i < 2; ++i) {
+        double one = (i == 0) == eq ? 1.0 : 0.0;
+        float f = static_cast<float>(one);
+        if (w == 4) std::memcpy(at[i].data(), &f, 4);
+        else std::memcpy(at[i].data(), &one, 8);
+      }
+      return &op;
+    }
+    fused::Kernel fn = kernels().arithmetic(op.kind(), e);
+    if (!fn) return nullptr;
+    if (op.operands().size() == 1) {
+      const Op* d = operand(0);
+      const Op* test = d ? two_valued(*d, at) : nullptr;
+      if (test) apply(fn, at, nullptr, e, at);
+      return test;
+    }
+    if (op.operands().size() != 2) return nullptr;
+    for (size_t side = 0; side < 2; ++side) {
+      const Op* c = operand(side);
+      const Op* d = operand(1 - side);
+      if (!c || !d || c->kind() != OpKind::BroadcastInDim || c->operand(0)->type().num_elements() != 1) continue;
+      const Op* test = two_valued(*d, at);
+      if (!test) return nullptr;
+      Values scalar;
+      for (size_t i = 0; i < 2; ++i) std::memcpy(scalar[i].data(), value_(c->operand(0)).bytes().data(), w);
+      if (is_nan(scalar[0]) && (is_nan(at[0]) || is_nan(at[1]))) return nullptr;
+      if (side == 0) apply(fn, scalar, &at, e, at);
+      else apply(fn, at, &scalar, e, at);
+      return test;
+    }
+    return nullptr;
+  }
+
+  // An arithmetic op that takes only a one-hot's two values (two_valued: c * one_hot, its
+  // negation) as one index test writing those values, where the one-hot and each op after it
+  // would take a pass; -1 where it does not apply.
+  int folded_index_test(const Op& op) {
+    if (op.kind() == OpKind::Convert || op.kind() == OpKind::Compare) return -1;  // index_test's own
+    Values at;
+    const Op* test = two_valued(op, at);
+    if (!test) return -1;
+    count_index_test_fold();
+    return index_test(*test, &at);
+  }
+
+  // A select whose predicate is a compare computed in the loop (and not yet in a register: then
+  // it is read from there), as one instruction (fused::select_compare) where the compare and the
+  // select would each take a pass over the block. A compare of an iota is left to index_test; -1
+  // where it does not apply (the ops are then computed one by one).
+  int select_compare(const Op& op) {
+    const Value* pred = op.operand(0);
+    const Op* cmp = pred->defining_op();
+    if (!cmp || cmp->kind() != OpKind::Compare || !plan_.computed_in(*cmp, root_)) return -1;
+    if (in_register(pred)) return -1;
+    for (const Value* u : cmp->operands())
+      if (const Op* d = u->defining_op(); d && d->kind() == OpKind::Iota && plan_.computed_in(*d, root_)) return -1;
+    fused::Kernel fn = kernels().select_compare(cmp->operand(0)->type().element, op.result(0)->type().element);
+    if (!fn) return -1;
+    std::array<int, 4> in{reg(cmp->operand(0)), reg(cmp->operand(1)), reg(op.operand(1)), reg(op.operand(2))};
+    Instr& s = add();
+    s.in = in;
+    s.direction = cmp->attrs().get<ir::ComparisonDirection>("comparison_direction");
+    s.fn = fn;
+    s.out = scratch(op.result(0)->type().element);
+    count_select_compare();
+    return s.out;
+  }
+
+  // A binary op with one operand a row broadcast computed in the loop (a row max or sum along the
+  // last dimension: fused::Instr::row_len) and not yet in a register, as one instruction
+  // (fused::binary_row) reading the row's value where a gather would fill a register with it for
+  // the op to read; -1 where it does not apply.
+  int binary_row(const Op& op) {
+    const ir::Type& t = op.result(0)->type();
+    if (t.shape != loop_.shape) return -1;
+    for (size_t side = 0; side < 2; ++side) {
+      const Value* b = op.operand(side);
+      const Op* def = b->defining_op();
+      if (!def || def->kind() != OpKind::BroadcastInDim || !plan_.computed_in(*def, root_) ||
+          b->type().element != t.element || op.operand(1 - side)->type().shape != t.shape)
+        continue;
+      fused::Kernel fn = kernels().binary_row(op.kind(), t.element, side == 0);
+      if (!fn) return -1;
+      bool known = in_register(b);
+      Dims strides(t.shape.size());
+      broadcast_strides(*def, strides);
+      int64_t len = row_broadcast(t.shape, strides);
+      if (known || len == 0) continue;
+      int other = reg(op.operand(1 - side));
+      Instr& s = add();
+      s.in = {other, -1, -1, -1};
+      s.src = value_(def->operand(0)).bytes().data();
+      s.row_len = len;
+      s.fn = fn;
+      s.out = scratch(t.element);
       return s.out;
     }
     return -1;
@@ -378,6 +534,7 @@ class Program {
                                 [](int64_t st) { return st != 0; }))
       period *= s.shape[--d];
     s.invariant = period > 0 && kBlock % period == 0;
+    s.row_len = row_broadcast(s.shape, s.strides);
     s.fn = kernels().gather(x.element());
     s.out = scratch(x.element());
     return s.out;

@@ -189,6 +189,14 @@ void fold_rows(const Op& op, RowRole role, const T* src, int64_t first, int64_t 
       n -= done * len;
       if (n == 0) return;
     }
+    if (role == RowRole::kReduceAll && *ir::region_combiner(op) == OpKind::Add) {  // one row: dst[0]
+      int64_t done = 0;
+      dst[0] = sum_skipping_zeros_f32(dst[0], src, n, done);
+      src += done;
+      first += done;
+      n -= done;
+      if (n == 0) return;
+    }
   }
   FoldShape f;
   f.rows = true;
@@ -223,11 +231,9 @@ void reduce_tile(const Op& op, RowRole role, Program* p, const MemberState& m, L
       stage.data.reset(new std::byte[static_cast<size_t>(bytes)]);  // written before read
       stage.bytes = bytes;
     }
-    std::byte* to = stage.data.get();
-    p->sweep_range(m.reg, first, first + n, [&](const std::byte* v, int64_t start, int64_t k) {
-      std::memcpy(to + (start - first) * static_cast<int64_t>(sizeof(T)), v, static_cast<size_t>(k) * sizeof(T));
-    });
-    src = reinterpret_cast<const T*>(to);
+    // The operand's last instruction writes into the stage (no copy of each block).
+    p->run_into(m.reg, stage.data.get(), first, first + n, sizeof(T));
+    src = reinterpret_cast<const T*>(stage.data.get());
   }
   fold_rows<T>(op, role, src, first, n, len, dst);
 }

@@ -150,6 +150,159 @@ void sweep_sqrt(uint64_t first, uint64_t stride) {
   expect_sqrt_bits(piece);
 }
 
+// select(compare(x, y), a, b) in one instruction (select_compare) against the compare's and the
+// select's own kernels one after the other, in every set: every direction, compared f32, f64 and
+// i32 (NaNs of both signs, ±0, infinities, equal pairs), chosen values f32, f64 and i64 carrying NaN
+// payloads and -0, at a block's length and odd tails. The chosen bits must be equal.
+TEST(FusedKernels, SelectOfCompareGivesTheTwoKernelsBits) {
+  using D = ir::ComparisonDirection;
+  std::mt19937 rng(9);
+  const double specials[] = {0.0, -0.0, NAN, -NAN, INFINITY, -INFINITY, 1.0, -1.0, 2.0};
+  for (const auto& [name, set] : sets()) {
+    for (ElementType ct : {ElementType::f32, ElementType::f64, ElementType::i32}) {
+      for (ElementType vt : {ElementType::f32, ElementType::f64, ElementType::i64}) {
+        for (D dir : {D::EQ, D::NE, D::GE, D::GT, D::LE, D::LT}) {
+          for (int64_t n : {fused::kBlock, int64_t{1}, int64_t{37}}) {
+            const size_t bytes = static_cast<size_t>(n) * 8;
+            std::vector<std::byte> x(bytes), y(bytes), a(bytes), b(bytes), pred(bytes), two(bytes), one(bytes);
+            for (int64_t i = 0; i < n; ++i) {
+              double p = specials[rng() % std::size(specials)], q = rng() % 4 ? specials[rng() % std::size(specials)] : p;
+              if (ct == ElementType::f32) {
+                reinterpret_cast<float*>(x.data())[i] = static_cast<float>(p);
+                reinterpret_cast<float*>(y.data())[i] = static_cast<float>(q);
+              } else if (ct == ElementType::f64) {
+                reinterpret_cast<double*>(x.data())[i] = p;
+                reinterpret_cast<double*>(y.data())[i] = q;
+              } else {
+                reinterpret_cast<int32_t*>(x.data())[i] = static_cast<int32_t>(rng() % 5) - 2;
+                reinterpret_cast<int32_t*>(y.data())[i] = static_cast<int32_t>(rng() % 5) - 2;
+              }
+              uint64_t va = (uint64_t{rng()} << 32) | rng(), vb = rng() % 3 ? 0x7ff8000000001234u : 0x8000000000000000u;
+              std::memcpy(a.data() + i * 8, &va, 8);
+              std::memcpy(b.data() + i * 8, &vb, 8);
+            }
+            Instr s;
+            s.direction = dir;
+            // Registers: 0 x, 1 y, 2 a, 3 b, 4 the compare's i1, 5 the two kernels' result, 6 the one's.
+            std::byte* regs[7] = {x.data(), y.data(), a.data(), b.data(), pred.data(), two.data(), one.data()};
+            s.in = {0, 1, -1, -1};
+            s.out = 4;
+            set->compare(ct)(s, regs, 0, n);
+            s.in = {4, 2, 3, -1};
+            s.out = 5;
+            set->select(vt)(s, regs, 0, n);
+            fused::Kernel fn = set->select_compare(ct, vt);
+            ASSERT_NE(fn, nullptr) << name;
+            s.in = {0, 1, 2, 3};
+            s.out = 6;
+            fn(s, regs, 0, n);
+            EXPECT_EQ(std::memcmp(two.data(), one.data(), static_cast<size_t>(n * ir::info(vt).bytes)), 0)
+                << name << ", compared " << ir::spelling(ct) << ", values " << ir::spelling(vt) << ", direction "
+                << static_cast<int>(dir) << ", " << n << " elements";
+          }
+        }
+      }
+    }
+  }
+}
+
+// A binary op reading one operand as a row broadcast (binary_row) against the row load (a gather
+// with row_len) then binary<>, in every set: each kind it takes (not add and multiply), f32 and f64, the broadcast first
+// and second, rows shorter and longer than a block, blocks starting inside a row, odd tails; NaNs
+// of both signs and payloads on both sides (so that two NaNs meet), ±0, infinities.
+TEST(FusedKernels, BinaryOpsOfRowBroadcastsGiveTheGatheredBits) {
+  std::mt19937 rng(21);
+  const double specials[] = {0.0, -0.0, NAN, -NAN, INFINITY, -INFINITY, 1.0, -2.5, 1e-310, 3e38};
+  auto value = [&](int64_t i, uint32_t salt) {
+    return i % 3 == 0 ? specials[(static_cast<size_t>(i) + salt) % std::size(specials)]
+                      : std::uniform_real_distribution<double>(-4, 4)(rng);
+  };
+  for (const auto& [name, set] : sets()) {
+    for (ElementType e : {ElementType::f32, ElementType::f64}) {
+      const size_t w = static_cast<size_t>(ir::info(e).bytes);
+      for (OpKind k : {OpKind::Add, OpKind::Multiply})
+        EXPECT_EQ(set->binary_row(k, e, false), nullptr) << "the compiler may swap a commutative op's NaNs";
+      for (OpKind k : {OpKind::Subtract, OpKind::Divide, OpKind::Maximum, OpKind::Minimum}) {
+        for (int64_t len : {1, 5, 128, 700}) {
+          const int64_t rows = 4096 / len + 2, total = rows * len;
+          std::vector<std::byte> src(static_cast<size_t>(rows) * 8), x(static_cast<size_t>(total) * 8);
+          auto put = [&](std::vector<std::byte>& buf, int64_t i, double v) {
+            if (e == ElementType::f32) reinterpret_cast<float*>(buf.data())[i] = static_cast<float>(v);
+            else reinterpret_cast<double*>(buf.data())[i] = v;
+          };
+          for (int64_t r = 0; r < rows; ++r) put(src, r, value(r, 3));
+          put(src, 1, e == ElementType::f32 ? static_cast<double>(std::bit_cast<float>(0x7fc01234u)) : -NAN);
+          for (int64_t i = 0; i < total; ++i) put(x, i, value(i, 0));
+          for (int64_t start : {int64_t{0}, int64_t{512}, len + 3, total - 37}) {
+            for (bool first : {true, false}) {
+              const int64_t n = std::min(fused::kBlock, total - start);
+              std::vector<std::byte> row(static_cast<size_t>(n) * 8), two(row.size()), one(row.size());
+              // Registers: 0 x at start, 1 the row values gathered, 2 the two kernels' result, 3 the one's.
+              std::byte* regs[4] = {x.data() + static_cast<size_t>(start) * w, row.data(), two.data(), one.data()};
+              Instr g;
+              g.src = src.data();
+              g.row_len = len;
+              g.out = 1;
+              set->gather(e)(g, regs, start, n);
+              Instr b;
+              b.in = first ? std::array<int, 4>{1, 0, -1, -1} : std::array<int, 4>{0, 1, -1, -1};
+              b.out = 2;
+              set->arithmetic(k, e)(b, regs, start, n);
+              Instr r = g;
+              r.in = {0, -1, -1, -1};
+              r.out = 3;
+              r.fn = set->binary_row(k, e, first);
+              ASSERT_NE(r.fn, nullptr) << name;
+              r.fn(r, regs, start, n);
+              EXPECT_EQ(std::memcmp(two.data(), one.data(), static_cast<size_t>(n) * w), 0)
+                  << name << ", " << ir::spelling(k) << " " << ir::spelling(e) << ", rows of " << len << ", from "
+                  << start << (first ? ", broadcast first" : ", broadcast second");
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+// A load of one value per row (Instr::row_len: one division, a fill per row) against the same load
+// walked over the dimensions (for_rows), in every set: rows shorter than a block, as long, longer,
+// not dividing it; blocks starting inside a row, at a row's start, and odd tails. Each row's value
+// is distinct (a NaN payload among them), so a row's fill off by one element shows.
+TEST(FusedKernels, RowBroadcastLoadsReadTheStridedElements) {
+  for (const auto& [name, set] : sets()) {
+    for (int64_t len : {1, 3, 128, 512, 700, 4096}) {
+      const std::vector<int64_t> shape = {2, 5, len}, strides = {5, 1, 0};
+      std::vector<float> src(10);
+      for (size_t i = 0; i < src.size(); ++i) src[i] = static_cast<float>(i) + 0.5f;
+      src[7] = std::bit_cast<float>(0x7fc01234u);
+      const int64_t total = 10 * len;
+      for (int64_t start : {int64_t{0}, int64_t{1}, len - 1, int64_t{512}, int64_t{1536}, total - 37}) {
+        if (start < 0 || start >= total) continue;
+        for (int64_t n : {fused::kBlock, int64_t{37}, int64_t{1}}) {
+          n = std::min(n, total - start);
+          Instr walk;
+          walk.src = reinterpret_cast<const std::byte*>(src.data());
+          walk.shape = shape;
+          walk.strides = strides;
+          walk.out = 0;
+          Instr rows = walk;
+          rows.row_len = len;
+          std::vector<float> a(static_cast<size_t>(n), -1.0f), b(static_cast<size_t>(n), -2.0f);
+          std::byte* ra[1] = {reinterpret_cast<std::byte*>(a.data())};
+          std::byte* rb[1] = {reinterpret_cast<std::byte*>(b.data())};
+          set->gather(ElementType::f32)(walk, ra, start, n);
+          set->gather(ElementType::f32)(rows, rb, start, n);
+          EXPECT_EQ(std::memcmp(a.data(), b.data(), a.size() * sizeof(float)), 0)
+              << name << ", rows of " << len << ", " << n << " elements from " << start;
+          EXPECT_EQ(std::bit_cast<uint32_t>(b[0]), std::bit_cast<uint32_t>(src[static_cast<size_t>(start / len)]))
+              << name << ", rows of " << len << ", from " << start;
+        }
+      }
+    }
+  }
+}
+
 TEST(FusedSqrt, MatchesTheReferenceOnSpecialValues) {
   std::vector<uint32_t> p = {
       0x00000000, 0x80000000, 0x7f800000, 0xff800000,                          // ±0, ±inf

@@ -129,6 +129,43 @@ TEST(Fusion, OneHotSoftmaxGradientRunsAsOneLoop) {
   EXPECT_EQ(profile.by_op.at("stablehlo.exponential").first, 1);  // read twice, stored once
 }
 
+// A select of a compare computed in its loop is one instruction (select_compare): a reduce_max's
+// gradient (the elements equal to their row's max pick one value, the rest another) over rows with
+// NaNs, ±0 and infinities, each direction; and where the compare is also read on its own (its i1
+// register already there), the select reads that register. The reference's bits either way.
+TEST(Fusion, SelectsOfComparesGiveTheReferenceBits) {
+  const std::vector<int64_t> shape = {6, 300};
+  using D = ComparisonDirection;
+  for (D dir : {D::EQ, D::NE, D::GE, D::GT, D::LE, D::LT}) {
+    for (bool shared : {false, true}) {
+      Module m;
+      build_function(m, "f", [&](FunctionBuilder& f) {
+        Tensor x = f.param(f32(shape)), y = f.param(f32(shape));
+        Tensor mx = broadcast_in_dim(reduce_max(x, {1}), shape, {0});
+        Tensor hit = compare(x, mx, dir);
+        Tensor g = select(hit, y, broadcast_in_dim(f.scalar(ElementType::f32, -0.0), shape, {}));
+        if (shared) g = convert(hit, ElementType::f32) + g;  // the compare read first
+        for (int i = 0; i < 8; ++i) g = g * 0.5 + g;  // pad the block past the planner's minimum
+        return g;
+      });
+      std::mt19937 rng(17);
+      Literal x = random_literal(f32(shape), rng), y = random_literal(f32(shape), rng);
+      const float specials[] = {NAN, -NAN, 0.0f, -0.0f, INFINITY, -INFINITY};
+      for (int64_t i = 0; i < x.num_elements(); i += 7) x.set_double(i, specials[static_cast<size_t>(i / 7) % 6]);
+      for (int64_t i = 3; i < y.num_elements(); i += 11) y.set_double(i, specials[static_cast<size_t>(i / 11) % 6]);
+      std::vector<Literal> in = {x, y};
+      int64_t before = select_compares_built();
+      interp::Profile profile;
+      std::vector<Literal> got = run(m, in, true, true, &profile);
+      EXPECT_TRUE(same_bits(got[0], run(m, in, false, false)[0])) << "direction " << static_cast<int>(dir) << (shared ? ", shared" : "");
+      EXPECT_EQ(profile.by_op.count("stablehlo.compare"), 0u);
+      EXPECT_EQ(profile.by_op.count("stablehlo.select"), 0u);
+      if (shared) EXPECT_EQ(select_compares_built(), before) << "the compare is in a register already";
+      else EXPECT_GT(select_compares_built(), before) << "direction " << static_cast<int>(dir);
+    }
+  }
+}
+
 // A value read by several loops is computed again in each only when its whole tree is cheap: the
 // masked, scaled scores of an attention softmax (a select of a divide, read by the row max, the
 // exp and another loop) are stored once; a cheap tree (a multiply and an add) is still inlined into

@@ -157,4 +157,46 @@ TEST(OneHot, ATrainingStepsCrossEntropyUsesIndexTests) {
 }
 
 }  // namespace
+// Ops of a scalar and a one-hot (c * one_hot, its negation, c - one_hot, one_hot / c, c / one_hot,
+// max(one_hot, c)) take two values only, written by the index test itself (folded_index_test):
+// with c a plain number, -0, +inf and NaN (where a NaN would meet another in an add, that add is
+// computed op by op); f32 and f64. The reference's bits, and folds built where they apply.
+TEST(OneHot, OpsOfScalarsAndAOneHotGiveTheReferenceBits) {
+  const std::vector<int64_t> shape = {4, 130};
+  for (ElementType e : {ElementType::f32, ElementType::f64}) {
+    for (double c : {0.25, -0.0, static_cast<double>(INFINITY), -3.0, static_cast<double>(NAN)}) {
+      Module m;
+      build_function(m, "f", [&](FunctionBuilder& f) {
+        Tensor x = f.param(Type(e, shape));
+        Tensor labels = broadcast_in_dim(f.param(Type(ElementType::i32, {4})), shape, {0});
+        Tensor hot = convert(compare(f.iota(Type(ElementType::i32, shape), 1), labels, ComparisonDirection::EQ), e);
+        Tensor k = broadcast_in_dim(f.scalar(e, c), shape, {});
+        std::vector<Tensor> out = {x + -(k * hot), x * (k - hot), x - hot / k, x + k / hot, x * maximum(hot, k),
+                                   x + ((k * hot) + k)};
+        Tensor pad = x;
+        for (int i = 0; i < 8; ++i) pad = pad * 0.5 + pad;
+        out.push_back(pad);
+        return out;
+      });
+      const Function& fn = *m.find_function("f");
+      std::mt19937 rng(5);
+      std::vector<Literal> in = {testing::chain_input(fn.parameter(0)->type(), rng),
+                                 Literal::from_ints(Type(ElementType::i32, {4}), std::vector<int64_t>{0, 129, 7, 300})};
+      std::vector<Literal> want = interp::evaluate(m, "f", in);
+      set_fusion_min_elements(0);
+      CompileOptions o;
+      o.module = &m;
+      std::shared_ptr<const Executable> exe = Executable::compile(fn, o);
+      std::unique_ptr<RunContext> context = exe->make_context();
+      int64_t before = index_test_folds_built();
+      std::vector<Literal> got = exe->run(in, interp::Options{}, *context);
+      set_fusion_min_elements(kDefaultMinFused);
+      const std::string what = fmt::format("{} c = {}", ir::spelling(e), c);
+      ASSERT_EQ(got.size(), want.size()) << what;
+      for (size_t r = 0; r < want.size(); ++r) EXPECT_TRUE(same_bits(got[r], want[r])) << what << ", result " << r;
+      EXPECT_GE(index_test_folds_built() - before, 5) << what;
+    }
+  }
+}
+
 }  // namespace tessera::exec

@@ -8,6 +8,7 @@
 
 #include <bit>
 #include <cmath>
+#include <limits>
 #include <random>
 
 #include "common/random_programs.h"
@@ -187,11 +188,34 @@ TEST(RowGroups, ASoftmaxRunsAsOneGroup) {
   EXPECT_EQ(profile.by_op.count("stablehlo.divide"), 0u);
 }
 
+// Row r of x (`len` elements) folded in order into `init` by the reference's combiner.
+float scalar_fold(OpKind kind, float init, const float* x, int64_t len) {
+  namespace s = interp::scalar;
+  using E = Elem<ElementType::f32>;
+  float a = init;
+  for (int64_t k = 0; k < len; ++k) {
+    float b = x[k];
+    // When both are NaN, x86 returns the first source's, and the fold keeps the accumulator
+    // first; the scalar a + b gives a's too where the compiler puts a first, as the release
+    // build does, but an -O1 (sanitizer) build may swap the operands of a commutative add,
+    // so the rule is written out here rather than left to the compiler.
+    if ((kind == OpKind::Add || kind == OpKind::Multiply) && std::isnan(a) && std::isnan(b)) {
+      a = std::bit_cast<float>(std::bit_cast<uint32_t>(a) | 0x00400000u);  // a, quieted
+      continue;
+    }
+    switch (kind) {
+      case OpKind::Add: a = s::Add::apply<E>(a, b); break;
+      case OpKind::Multiply: a = s::Multiply::apply<E>(a, b); break;
+      case OpKind::Maximum: a = s::Maximum::apply<E>(a, b); break;
+      default: a = s::Minimum::apply<E>(a, b); break;
+    }
+  }
+  return a;
+}
+
 // The vector folds of rows (fold_rows.h) against the scalar combiners folded in order, on rows
 // full of NaNs (two payloads, both signs), zeros of both signs, infinities and plain values.
 TEST(RowGroups, VectorFoldsOfRowsGiveTheScalarBits) {
-  namespace s = interp::scalar;
-  using E = Elem<ElementType::f32>;
   const float specials[] = {NAN, -NAN, std::bit_cast<float>(0x7fc01234u), 0.0f, -0.0f, INFINITY, -INFINITY, 1.5f, -2.25f, 1e-40f};
   std::mt19937 rng(5);
   for (OpKind kind : {OpKind::Add, OpKind::Multiply, OpKind::Maximum, OpKind::Minimum}) {
@@ -206,30 +230,81 @@ TEST(RowGroups, VectorFoldsOfRowsGiveTheScalarBits) {
       if (!__builtin_cpu_supports("avx2")) GTEST_SKIP() << "no AVX2 on this CPU";
       ASSERT_EQ(done, 16);
       for (int64_t r = 0; r < done; ++r) {
-        float a = want[static_cast<size_t>(r)];
-        for (int64_t k = 0; k < len; ++k) {
-          float b = x[static_cast<size_t>(r * len + k)];
-          // When both are NaN, x86 returns the first source's, and the fold keeps the accumulator
-          // first; the scalar a + b gives a's too where the compiler puts a first, as the release
-          // build does, but an -O1 (sanitizer) build may swap the operands of a commutative add,
-          // so the rule is written out here rather than left to the compiler.
-          if ((kind == OpKind::Add || kind == OpKind::Multiply) && std::isnan(a) && std::isnan(b)) {
-            a = std::bit_cast<float>(std::bit_cast<uint32_t>(a) | 0x00400000u);  // a, quieted
-            continue;
-          }
-          switch (kind) {
-            case OpKind::Add: a = s::Add::apply<E>(a, b); break;
-            case OpKind::Multiply: a = s::Multiply::apply<E>(a, b); break;
-            case OpKind::Maximum: a = s::Maximum::apply<E>(a, b); break;
-            default: a = s::Minimum::apply<E>(a, b); break;
-          }
-        }
+        float a = scalar_fold(kind, want[static_cast<size_t>(r)], x.data() + r * len, len);
         EXPECT_EQ(std::bit_cast<uint32_t>(got[static_cast<size_t>(r)]), std::bit_cast<uint32_t>(a))
             << "kind " << static_cast<int>(kind) << ", rows of " << len << ", row " << r;
       }
       for (int64_t r = done; r < rows; ++r)
         EXPECT_EQ(std::bit_cast<uint32_t>(got[static_cast<size_t>(r)]), std::bit_cast<uint32_t>(want[static_cast<size_t>(r)]))
             << "a row past the vectors' is left alone";
+    }
+  }
+}
+
+// Max and min of eight rows without a NaN fold through order keys (fold_rows_avx2.cpp); a NaN in
+// one element of the eight rows, or in one running result, sends those eight to the NaN-aware
+// combine. Rows of zeros of both signs (in either order), infinities, subnormals, repeated
+// values and plain ones, eight-row groups with and without a NaN side by side: the scalar fold's
+// bits in every row.
+TEST(RowGroups, VectorMaxAndMinOfRowsWithoutNaNsGiveTheScalarBits) {
+  if (!__builtin_cpu_supports("avx2")) GTEST_SKIP() << "no AVX2 on this CPU";
+  const float plain[] = {0.0f, -0.0f, INFINITY, -INFINITY, 1e-40f, -1e-40f, 1.5f, -1.5f, 3.0f, -3.0f,
+                         std::numeric_limits<float>::max(), -std::numeric_limits<float>::max(),
+                         std::numeric_limits<float>::denorm_min(), -std::numeric_limits<float>::denorm_min()};
+  std::mt19937 rng(11);
+  for (OpKind kind : {OpKind::Maximum, OpKind::Minimum}) {
+    for (int64_t len : {1, 5, 8, 9, 16, 128, 131}) {
+      const int64_t rows = 35;  // four groups of eight: the second with a NaN element, the third a NaN result
+      std::vector<float> x(static_cast<size_t>(rows * len)), got(static_cast<size_t>(rows));
+      for (float& v : x)
+        v = rng() % 2 ? plain[rng() % std::size(plain)] : std::uniform_real_distribution<float>(-4, 4)(rng);
+      for (float& v : got) v = rng() % 2 ? plain[rng() % std::size(plain)] : -0.0f;
+      // Rows of nothing but zeros: which zero wins is the sign rule alone.
+      for (int64_t k = 0; k < len; ++k) x[static_cast<size_t>(k)] = k % 2 ? 0.0f : -0.0f;
+      for (int64_t k = 0; k < len; ++k) x[static_cast<size_t>(len + k)] = k % 2 ? -0.0f : 0.0f;
+      got[0] = 0.0f;
+      got[1] = -0.0f;
+      x[static_cast<size_t>((8 + 3) * len + len / 2)] = std::bit_cast<float>(0xffc01234u);
+      got[16 + 5] = NAN;
+      std::vector<float> want = got;
+      ASSERT_EQ(fold_rows8_f32(kind, x.data(), rows, len, got.data()), 32);
+      for (int64_t r = 0; r < 32; ++r) {
+        float a = scalar_fold(kind, want[static_cast<size_t>(r)], x.data() + r * len, len);
+        EXPECT_EQ(std::bit_cast<uint32_t>(got[static_cast<size_t>(r)]), std::bit_cast<uint32_t>(a))
+            << "kind " << static_cast<int>(kind) << ", rows of " << len << ", row " << r;
+      }
+    }
+  }
+}
+
+// A sum of mostly zeros (a masked loss) skipping runs of ±0 in vector registers
+// (sum_skipping_zeros_f32) against the plain in-order sum: runs of -0 alone, of +0 and -0 mixed,
+// runs with one nonzero, a NaN or an infinity among zeros, sums starting at ±0, at a number and
+// at NaN; the bits of adding every element in turn.
+TEST(RowGroups, SumsSkippingZerosGiveTheInOrderBits) {
+  if (!__builtin_cpu_supports("avx2")) GTEST_SKIP() << "no AVX2 on this CPU";
+  std::mt19937 rng(3);
+  const float inits[] = {0.0f, -0.0f, 2.5f, -1e-40f, NAN, std::bit_cast<float>(0xffc04321u), std::bit_cast<float>(0x7f800001u)};
+  const float rare[] = {1.0f, -3.5f, 1e-45f, INFINITY, -INFINITY, NAN, std::bit_cast<float>(0x7fa00001u)};
+  for (int pattern = 0; pattern < 6; ++pattern) {
+    for (int64_t n : {64, 128, 640, 4096 + 37}) {
+      std::vector<float> x(static_cast<size_t>(n));
+      for (float& v : x) {
+        switch (pattern) {
+          case 0: v = -0.0f; break;                                     // every run skipped, the sign kept
+          case 1: v = rng() % 97 == 0 ? 0.0f : -0.0f; break;            // a +0 now and then
+          case 2: v = rng() % 2 ? 0.0f : -0.0f; break;
+          default: v = rng() % (pattern * 40) == 0 ? rare[rng() % std::size(rare)] : (rng() % 2 ? 0.0f : -0.0f);
+        }
+      }
+      for (float init : inits) {
+        int64_t done = -1;
+        float got = sum_skipping_zeros_f32(init, x.data(), n, done);
+        ASSERT_EQ(done, n / 64 * 64);
+        float want = scalar_fold(OpKind::Add, init, x.data(), done);
+        EXPECT_EQ(std::bit_cast<uint32_t>(got), std::bit_cast<uint32_t>(want))
+            << "pattern " << pattern << ", " << n << " elements, from " << init;
+      }
     }
   }
 }
