@@ -190,7 +190,7 @@ TEST(OneHot, OpsOfScalarsAndAOneHotGiveTheReferenceBits) {
       std::unique_ptr<RunContext> context = exe->make_context();
       int64_t before = index_test_folds_built();
       std::vector<Literal> got = exe->run(in, interp::Options{}, *context);
-      set_fusion_min_elements(kDefaultMinFused);
+      set_fusion_min_elements(-1);  // the default
       const std::string what = fmt::format("{} c = {}", ir::spelling(e), c);
       ASSERT_EQ(got.size(), want.size()) << what;
       for (size_t r = 0; r < want.size(); ++r) EXPECT_TRUE(same_bits(got[r], want[r])) << what << ", result " << r;

@@ -158,8 +158,9 @@ TEST(RowGroups, SoftmaxesAndCrossEntropyGiveTheReferenceBits) {
           ASSERT_TRUE(profile.by_op.count("row group")) << what << ": no row group ran";
           EXPECT_EQ(profile.by_op.at("row group").first, static_cast<int64_t>(e->stats().row_groups)) << what;
         }
-        if (limit > 1 && shape[0] * shape.back() >= 160000)
+        if (limit > 1 && shape[0] * shape.back() >= 160000) {
           EXPECT_GT(support::thread_stats().shared_jobs, jobs) << what << ": the tiles ran on one thread";
+        }
       }
       support::set_thread_limit(0);
       set_fusion_min_elements(-1);  // the default
