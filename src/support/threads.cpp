@@ -1,7 +1,11 @@
 // The worker pool and the thread budget (threads.h).
 //
 // Workers wait on their own condition variable for a task, so handing work to an idle worker
-// wakes exactly it (blocking waits only: spinning threads on 2 cores are ruinous, DESIGN.md §6).
+// wakes exactly it (blocking waits: spinning threads on 2 cores are ruinous, DESIGN.md §6). The
+// one spin: a parallel_chunks caller that has run out of chunks watches for its workers' last ones
+// for a few tens of microseconds before it blocks (wait_for_chunks). It holds its token meanwhile,
+// so the spin takes no core the budget gives another thread, and waking a blocked thread costs
+// about 35 µs on these VMs, longer than many chunks take.
 // The pool is created on first use and never destroyed: its workers are detached and stay blocked
 // at exit, so no static destructor can run while a worker still runs.
 #include "support/threads.h"
@@ -10,6 +14,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdlib>
 #include <exception>
@@ -48,6 +53,21 @@ void note_busy(int64_t now) {
   int64_t m = max_busy.load(std::memory_order_relaxed);
   while (now > m && !max_busy.compare_exchange_weak(m, now, std::memory_order_relaxed)) {
   }
+}
+
+// How long a parallel_chunks caller spins for its workers' chunks before it blocks
+// (TESSERA_SPIN_US, microseconds; 0: block at once).
+std::chrono::nanoseconds chunk_spin() {
+  static const std::chrono::nanoseconds spin = [] {
+    long us = 50;
+    if (const char* env = std::getenv("TESSERA_SPIN_US"); env != nullptr && *env != '\0') {
+      char* end = nullptr;
+      us = std::strtol(env, &end, 10);
+      if (*end != '\0' || us < 0 || us > 100000) fail("TESSERA_SPIN_US={}: expected microseconds, 0 to 100000", env);
+    }
+    return std::chrono::nanoseconds(std::chrono::microseconds(us));
+  }();
+  return spin;
 }
 
 void acquire_forced() { note_busy(busy.fetch_add(1) + 1); }
@@ -185,6 +205,19 @@ struct Job {
   }
 };
 
+// Returns when every chunk of `job` has run: spinning for `spin` (the top of the file), then
+// blocking.
+void wait_for_chunks(Job& job, std::chrono::nanoseconds spin) {
+  const auto until = std::chrono::steady_clock::now() + spin;
+  for (uint32_t n = 1; job.done.load(std::memory_order_acquire) < job.count; ++n) {
+    if (n % 64 == 0 && std::chrono::steady_clock::now() >= until) break;
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+  }
+  for (int64_t d = job.done.load(); d < job.count; d = job.done.load()) job.done.wait(d);
+}
+
 }  // namespace
 
 int64_t thread_limit() {
@@ -266,6 +299,7 @@ void run_concurrently(size_t count, const std::function<void(size_t)>& body) {
 
 void parallel_chunks(int64_t count, const std::function<void(int64_t)>& body) {
   if (count <= 0) return;
+  const auto spin = chunk_spin();  // before any token is taken: a bad TESSERA_SPIN_US throws here
   Token token;
   int64_t extra = count > 1 ? try_acquire(std::min(count, thread_limit()) - 1) : 0;
   if (extra == 0) {
@@ -297,7 +331,7 @@ void parallel_chunks(int64_t count, const std::function<void(int64_t)>& body) {
   }
   job->work();
   release(job->unstarted.exchange(0));
-  for (int64_t d = job->done.load(); d < count; d = job->done.load()) job->done.wait(d);
+  wait_for_chunks(*job, spin);
   // The error leaves the job before it is thrown: a late worker may still hold the job and free
   // it, and must not be the one to drop the exception's last reference while the caller reads it
   // (libsupc++'s reference count is invisible to ThreadSanitizer).
