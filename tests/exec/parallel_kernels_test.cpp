@@ -169,12 +169,12 @@ TEST(ParallelKernels, FusedRowReductionsGiveTheReferenceBits) {
 
 TEST(ParallelKernels, FusedColumnReductionsGiveTheReferenceBits) {
   // Bias gradients: a reduce over outer dimensions (the innermost kept) of a value computed in the
-  // fused loop (never stored), split into pieces of columns; odd column counts give a last piece
-  // narrower than the others.
+  // fused loop (never stored), split into pieces of columns (at least kBlock wide: two at 1,024
+  // columns); odd column counts give a last piece narrower than the others.
   struct Case {
     Ints shape, dims;
   };
-  for (const Case& c : std::vector<Case>{{{1024, 256}, {0}}, {{8, 128, 256}, {0, 1}}, {{600, 200}, {0}}, {{3, 200, 130}, {1}}}) {
+  for (const Case& c : std::vector<Case>{{{64, 1024}, {0}}, {{4, 16, 1536}, {0, 1}}, {{60, 1100}, {0}}, {{3, 20, 1300}, {1}}}) {
     Module m;
     build_function(m, "f", [&](FunctionBuilder& b) -> std::vector<Tensor> {
       Tensor x = b.param(f32(c.shape));
