@@ -18,6 +18,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
+#include <exception>
 #include <random>
 
 #include <sys/resource.h>
@@ -31,7 +32,9 @@
 
 using namespace tessera;
 
-int main(int argc, char** argv) {
+namespace {
+
+int run(int argc, char** argv) {
   if (argc != 11) {
     fmt::print(stderr, "usage: {} NAME VOCAB D_MODEL LAYERS HEADS KV_HEADS FFN BATCH SEQ STEPS\n", argv[0]);
     return 2;
@@ -131,4 +134,17 @@ int main(int argc, char** argv) {
     std::fflush(stdout);
   }
   return 0;
+}
+
+}  // namespace
+
+// A bad configuration or environment setting (TESSERA_THREADS, TESSERA_SPIN_US, ...) is a message
+// and exit 1, as in the tessera command, not an abort.
+int main(int argc, char** argv) {
+  try {
+    return run(argc, argv);
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "error: {}\n", e.what());
+    return 1;
+  }
 }
