@@ -41,6 +41,7 @@
 #include "exec/fusion_rules.h"
 #include "support/error.h"
 #include "support/run_cache.h"
+#include "support/strings.h"
 #include "support/threads.h"
 
 namespace tessera::exec {
@@ -85,15 +86,9 @@ using ir::Value;
 std::atomic<int64_t> min_fused{-1};
 
 int64_t default_min_fused() {
-  static const int64_t n = [] {
-    const char* env = std::getenv("TESSERA_FUSION_MIN");
-    if (env == nullptr || *env == '\0') return kFusionMinElements;
-    char* end = nullptr;
-    long long v = std::strtoll(env, &end, 10);
-    if (*end != '\0' || v < 0 || v > (1LL << 40))
-      support::fail("TESSERA_FUSION_MIN={}: expected the fewest elements a fused value has, 0 to 2^40", env);
-    return static_cast<int64_t>(v);
-  }();
+  static const int64_t n =
+      support::env_int("TESSERA_FUSION_MIN", 0, int64_t{1} << 40, "the fewest elements a fused value has, 0 to 2^40")
+          .value_or(kFusionMinElements);
   return n;
 }
 

@@ -1,6 +1,9 @@
 #include "support/strings.h"
 
 #include <charconv>
+#include <cstdlib>
+
+#include "support/error.h"
 
 namespace tessera::support {
 
@@ -16,6 +19,14 @@ std::optional<int64_t> parse_int(std::string_view text) {
   int64_t v = 0;
   auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
   if (text.empty() || ec != std::errc() || end != text.data() + text.size()) return std::nullopt;
+  return v;
+}
+
+std::optional<int64_t> env_int(const char* name, int64_t lo, int64_t hi, std::string_view expected) {
+  const char* text = std::getenv(name);
+  if (text == nullptr || *text == '\0') return std::nullopt;
+  std::optional<int64_t> v = parse_int(text);
+  if (!v || *v < lo || *v > hi) fail("{}={}: expected {}", name, text, expected);
   return v;
 }
 

@@ -34,6 +34,10 @@ int64_t product(std::span<const int64_t> values);
 // value outside int64. Command-line sizes are read with it, so "data=4x" is an error, not 4.
 std::optional<int64_t> parse_int(std::string_view text);
 
+// The environment variable `name` read as parse_int reads it, within [lo, hi]; nullopt when it is
+// unset or empty. Any other value is a UserError "NAME=value: expected <expected>".
+std::optional<int64_t> env_int(const char* name, int64_t lo, int64_t hi, std::string_view expected);
+
 // `text` without the spaces, tabs and carriage returns at either end.
 std::string_view trim(std::string_view text);
 // The fields of `text` between each `sep`, each trimmed: "a, b,," gives "a", "b", "", "" (one field

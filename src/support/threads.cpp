@@ -16,7 +16,6 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
-#include <cstdlib>
 #include <exception>
 #include <memory>
 #include <mutex>
@@ -25,19 +24,14 @@
 #include <vector>
 
 #include "support/error.h"
+#include "support/strings.h"
 
 namespace tessera::support {
 
 namespace {
 
 int64_t default_limit() {
-  if (const char* env = std::getenv("TESSERA_THREADS"); env != nullptr && *env != '\0') {
-    char* end = nullptr;
-    long n = std::strtol(env, &end, 10);
-    if (*end != '\0' || n < 1 || n > 4096)
-      fail("TESSERA_THREADS={}: expected the number of threads Tessera may keep busy, 1 to 4096", env);
-    return n;
-  }
+  if (auto n = env_int("TESSERA_THREADS", 1, 4096, "the number of threads Tessera may keep busy, 1 to 4096")) return *n;
   cpu_set_t set;
   CPU_ZERO(&set);
   if (sched_getaffinity(0, sizeof(set), &set) == 0) return std::max(1, CPU_COUNT(&set));
@@ -58,15 +52,8 @@ void note_busy(int64_t now) {
 // How long a parallel_chunks caller spins for its workers' chunks before it blocks
 // (TESSERA_SPIN_US, microseconds; 0: block at once).
 std::chrono::nanoseconds chunk_spin() {
-  static const std::chrono::nanoseconds spin = [] {
-    long us = 50;
-    if (const char* env = std::getenv("TESSERA_SPIN_US"); env != nullptr && *env != '\0') {
-      char* end = nullptr;
-      us = std::strtol(env, &end, 10);
-      if (*end != '\0' || us < 0 || us > 100000) fail("TESSERA_SPIN_US={}: expected microseconds, 0 to 100000", env);
-    }
-    return std::chrono::nanoseconds(std::chrono::microseconds(us));
-  }();
+  static const std::chrono::nanoseconds spin =
+      std::chrono::microseconds(env_int("TESSERA_SPIN_US", 0, 100000, "microseconds, 0 to 100000").value_or(50));
   return spin;
 }
 
