@@ -58,8 +58,7 @@ class Program {
 
   // The register holding `v` for the current block.
   int reg(const Value* v) {
-    for (const auto& [value, r] : w_->regs)
-      if (value == v) return r;
+    if (int known = find_reg(v); known >= 0) return known;
     const Op* def = v->defining_op();
     int r;
     if (def && plan_.computed_in(*def, root_)) {
@@ -372,11 +371,13 @@ class Program {
     return -1;
   }
 
-  bool in_register(const Value* v) const {
+  // The register already holding `v`, else -1.
+  int find_reg(const Value* v) const {
     for (const auto& [value, r] : w_->regs)
-      if (value == v) return true;
-    return false;
+      if (value == v) return r;
+    return -1;
   }
+  bool in_register(const Value* v) const { return find_reg(v) >= 0; }
 
   // Whether `op` (f32 or f64) takes two values only: those of a one-hot computed in the loop
   // (index_test), through unary ops and binary ops with a scalar broadcast, none of them in a
