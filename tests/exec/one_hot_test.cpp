@@ -75,6 +75,24 @@ Literal labels(const Type& t, int64_t len, std::mt19937& rng) {
   return v;
 }
 
+// Runs "f" of `m` by an executable with values of every size fused, `runs` times in one run context
+// (each run over the last one's arena); returns each run's results, and in `built` how far
+// `counter` (one of fusion.h's) moved during the runs.
+std::vector<std::vector<Literal>> run_fused(const Module& m, const std::vector<Literal>& in, int runs,
+                                            int64_t (*counter)(), int64_t& built) {
+  set_fusion_min_elements(0);
+  CompileOptions o;
+  o.module = &m;
+  std::shared_ptr<const Executable> e = Executable::compile(*m.find_function("f"), o);
+  std::unique_ptr<RunContext> context = e->make_context();
+  int64_t before = counter();
+  std::vector<std::vector<Literal>> out;
+  for (int run = 0; run < runs; ++run) out.push_back(e->run(in, interp::Options{}, *context));
+  built = counter() - before;
+  set_fusion_min_elements(-1);  // the default
+  return out;
+}
+
 // Runs case c by an executable in a run context, twice (the second over the first's arena), and
 // checks every result's bits against the pure reference; returns the index tests built meanwhile.
 int64_t check(const Case& c, const std::string& what) {
@@ -86,20 +104,15 @@ int64_t check(const Case& c, const std::string& what) {
   in.push_back(testing::chain_input(fn.parameter(0)->type(), rng));
   in.push_back(labels(fn.parameter(1)->type(), c.shape.back(), rng));
   std::vector<Literal> want = interp::evaluate(m, "f", in);  // the pure reference
-  set_fusion_min_elements(0);
-  CompileOptions o;
-  o.module = &m;
-  std::shared_ptr<const Executable> e = Executable::compile(fn, o);
-  std::unique_ptr<RunContext> context = e->make_context();
-  int64_t before = index_tests_built();
-  for (int run = 0; run < 2; ++run) {
-    std::vector<Literal> got = e->run(in, interp::Options{}, *context);
+  int64_t built = 0;
+  std::vector<std::vector<Literal>> runs = run_fused(m, in, 2, &index_tests_built, built);
+  for (size_t run = 0; run < runs.size(); ++run) {
+    const std::vector<Literal>& got = runs[run];
     EXPECT_EQ(got.size(), want.size()) << what;
     for (size_t r = 0; r < std::min(got.size(), want.size()); ++r)
       EXPECT_TRUE(same_bits(got[r], want[r])) << what << ", run " << run << ", result " << r;
   }
-  set_fusion_min_elements(-1);  // the default
-  return index_tests_built() - before;
+  return built;
 }
 
 TEST(OneHot, IndexTestsGiveTheReferenceBits) {
@@ -183,18 +196,12 @@ TEST(OneHot, OpsOfScalarsAndAOneHotGiveTheReferenceBits) {
       std::vector<Literal> in = {testing::chain_input(fn.parameter(0)->type(), rng),
                                  Literal::from_ints(Type(ElementType::i32, {4}), std::vector<int64_t>{0, 129, 7, 300})};
       std::vector<Literal> want = interp::evaluate(m, "f", in);
-      set_fusion_min_elements(0);
-      CompileOptions o;
-      o.module = &m;
-      std::shared_ptr<const Executable> exe = Executable::compile(fn, o);
-      std::unique_ptr<RunContext> context = exe->make_context();
-      int64_t before = index_test_folds_built();
-      std::vector<Literal> got = exe->run(in, interp::Options{}, *context);
-      set_fusion_min_elements(-1);  // the default
+      int64_t folds = 0;
+      std::vector<Literal> got = std::move(run_fused(m, in, 1, &index_test_folds_built, folds)[0]);
       const std::string what = fmt::format("{} c = {}", ir::spelling(e), c);
       ASSERT_EQ(got.size(), want.size()) << what;
       for (size_t r = 0; r < want.size(); ++r) EXPECT_TRUE(same_bits(got[r], want[r])) << what << ", result " << r;
-      EXPECT_GE(index_test_folds_built() - before, 5) << what;
+      EXPECT_GE(folds, 5) << what;
     }
   }
 }
