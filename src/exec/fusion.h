@@ -36,7 +36,7 @@ class MultiResultPlan : public interp::FusionPlan {
 // between passes, and below about this many a loop's setup (compiling its program each run) costs
 // more than the passes it saves. It was 16384 until measured on the tiny training step, whose
 // AdamW updates of [64, 172] and smaller parameters then ran op by op, every scalar hyperparameter
-// broadcast into an array of its own: at 2048 that step runs about 8 % faster, and
+// broadcast into an array of its own: at 2048 that step runs 8-14 % faster, and
 // bench/exec_bench.cpp's [128, 64] MLP step the same (docs/PERFORMANCE.md, session 18).
 inline constexpr int64_t kFusionMinElements = 2048;
 // The minimum in force: kFusionMinElements, or TESSERA_FUSION_MIN from the environment, until set

@@ -2,8 +2,8 @@
 // MpiWorld (and this) in the same order and runs the same pipeline calls. A stage on several ranks
 // runs on a Session over them whose waits also end at this world's failure notices. A piece's
 // parts go as one point-to-point message whose tag packs the run, destination stage, value and
-// piece. Messages to this rank itself (between two stages it runs) go through a LocalRanks. Built only with the MPI backend
-// (TESSERA_HAVE_MPI).
+// piece. Messages to this rank itself (between two stages it runs) go through a LocalRanks. Built
+// only with the MPI backend (TESSERA_HAVE_MPI).
 #pragma once
 
 #include "comm/mpi_communicator.h"
