@@ -21,4 +21,11 @@ int64_t fold_rows8_f32(ir::OpKind kind, const float* x, int64_t rows, int64_t le
 // folds the rest. A masked loss's sum (a one-hot times a log-softmax) is nearly all zeros.
 float sum_skipping_zeros_f32(float acc, const float* x, int64_t n, int64_t& done);
 
+// x[0, n) written to out with each run of 64 elements all ±0 (x[0, 64), x[64, 128), ...) as one
+// zero: +0 if a +0 is among them, else -0; the last run, if shorter, as it is. Summing the list in
+// order from any acc gives the bits of summing x in order: adding a run of zeros changes a sum only
+// by turning -0 into +0 (which a +0 among them does) and quieting a NaN (which one zero does).
+// Returns how many were written, or -1 (out partly written) where that would pass `capacity`.
+int64_t keep_zero_runs_f32(const float* x, int64_t n, float* out, int64_t capacity);
+
 }  // namespace tessera::exec

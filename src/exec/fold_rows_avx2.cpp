@@ -10,6 +10,8 @@
 
 #include <immintrin.h>
 
+#include <algorithm>
+#include <bit>
 #include <cstdlib>
 #include <string_view>
 
@@ -176,6 +178,26 @@ int64_t fold_rows8_f32(ir::OpKind kind, const float* x, int64_t rows, int64_t le
     case ir::OpKind::Minimum: return fold_all<ir::OpKind::Minimum>(x, rows, len, dst);
     default: return 0;
   }
+}
+
+int64_t keep_zero_runs_f32(const float* x, int64_t n, float* out, int64_t capacity) {
+  constexpr int64_t kRun = 64;
+  int64_t size = 0;
+  for (int64_t at = 0; at < n; at += kRun) {
+    int64_t count = std::min(kRun, n - at);
+    uint32_t magnitude = 0, plus_zero = 0;
+    for (int64_t i = 0; i < count; ++i) {
+      uint32_t bits = std::bit_cast<uint32_t>(x[at + i]);
+      magnitude |= bits << 1;  // the sign dropped
+      plus_zero |= bits == 0;
+    }
+    int64_t add = magnitude == 0 && count == kRun ? 1 : count;
+    if (size + add > capacity) return -1;
+    if (add == 1) out[size] = plus_zero ? 0.0f : -0.0f;
+    else std::copy(x + at, x + at + count, out + size);
+    size += add;
+  }
+  return size;
 }
 
 }  // namespace tessera::exec

@@ -212,6 +212,22 @@ void fold_rows(const Op& op, RowRole role, const T* src, int64_t first, int64_t 
   }
 }
 
+// Elements [first, first + n) of a reduce member's operand: where it is stored, or computed into
+// this thread's stage (the operand's last instruction writes there: no copy of each block).
+template <typename T>
+const T* operand(Program* p, const MemberState& m, int64_t first, int64_t n) {
+  if (m.stored) return reinterpret_cast<const T*>(m.stored) + first;
+  RowStage& stage = support::run_local<RowStage>();
+  int64_t bytes = n * static_cast<int64_t>(sizeof(T));
+  if (stage.bytes < bytes) {
+    stage.data.reset();
+    stage.data.reset(new std::byte[static_cast<size_t>(bytes)]);  // written before read
+    stage.bytes = bytes;
+  }
+  p->run_into(m.reg, stage.data.get(), first, first + n, sizeof(T));
+  return reinterpret_cast<const T*>(stage.data.get());
+}
+
 // Folds the rows [r0, r1) of reduce member `op` (all of them for kReduceAll: its result was
 // filled with the init before the first tile).
 template <typename T>
@@ -220,23 +236,22 @@ void reduce_tile(const Op& op, RowRole role, Program* p, const MemberState& m, L
   T* dst = reinterpret_cast<T*>(out.bytes().data());
   if (role == RowRole::kReduceRows) std::fill(dst + r0, dst + r1, reinterpret_cast<const T*>(init.bytes().data())[0]);
   int64_t first = r0 * len, n = (r1 - r0) * len;
-  const T* src;
-  if (m.stored) {
-    src = reinterpret_cast<const T*>(m.stored) + first;
-  } else {
-    RowStage& stage = support::run_local<RowStage>();
-    int64_t bytes = n * static_cast<int64_t>(sizeof(T));
-    if (stage.bytes < bytes) {
-      stage.data.reset();
-      stage.data.reset(new std::byte[static_cast<size_t>(bytes)]);  // written before read
-      stage.bytes = bytes;
-    }
-    // The operand's last instruction writes into the stage (no copy of each block).
-    p->run_into(m.reg, stage.data.get(), first, first + n, sizeof(T));
-    src = reinterpret_cast<const T*>(stage.data.get());
-  }
-  fold_rows<T>(op, role, src, first, n, len, dst);
+  fold_rows<T>(op, role, operand<T>(p, m, first, n), first, n, len, dst);
 }
+
+// A sum of everything (kReduceAll, f32 add) with its tiles spread over threads: each chunk of
+// tiles keeps its operand with each run of zeros as one zero (keep_zero_runs_f32), then one thread
+// folds the chunks' lists in order, with the bits of the fold of every element in order. A masked
+// loss (a one-hot times a log-softmax) keeps about one run in 64. A chunk whose list would pass its
+// capacity (an operand with few zeros) is marked full and folded again after the others, as before.
+struct ZeroRuns {
+  std::unique_ptr<float[]> kept;
+  int64_t size = 0, capacity = 0;
+  bool full = false;
+};
+struct ChunkRuns {
+  std::vector<ZeroRuns> chunks;
+};
 
 }  // namespace
 
@@ -323,7 +338,8 @@ void run_row_group(const MultiResultPlan& plan, const RowGroup& g,
     }
   };
   // Tiles spread over the free threads in chunks of whole tiles (each row computed and folded by
-  // one thread, as one thread would); a fold of everything then runs after them, in order.
+  // one thread, as one thread would); a fold of everything then runs after them, in order: a sum's
+  // from the chunks' kept runs (ZeroRuns), any other's computing its operand again.
   const int64_t total = g.rows * g.len;
   int64_t per_chunk = std::max<int64_t>(1, fusion_workspace::chunk_elements(total, tile * g.len) / (tile * g.len));
   int64_t chunks = (g.rows + tile * per_chunk - 1) / (tile * per_chunk);
@@ -331,13 +347,57 @@ void run_row_group(const MultiResultPlan& plan, const RowGroup& g,
     tiles(0, g.rows, false);
     return;
   }
+  // The one f32 sum of everything, if that is what the group's whole folds are (the loss).
+  size_t summed = count, alls = 0;
+  for (size_t i = 0; i < count; ++i) {
+    if (g.members[i].role != RowRole::kReduceAll) continue;
+    ++alls;
+    if (dests[state[i].dest]->element() == ElementType::f32 && *ir::region_combiner(*g.members[i].op) == OpKind::Add)
+      summed = i;
+  }
+  if (alls != 1) summed = count;
+  ChunkRuns& runs = support::run_local<ChunkRuns>();
+  if (summed < count) {
+    const int64_t capacity = std::max<int64_t>(tile * per_chunk * g.len / 8, 256);
+    if (runs.chunks.size() < static_cast<size_t>(chunks)) runs.chunks.resize(static_cast<size_t>(chunks));
+    for (int64_t c = 0; c < chunks; ++c) {
+      ZeroRuns& r = runs.chunks[static_cast<size_t>(c)];
+      if (r.capacity < capacity) {
+        r.kept.reset(new float[static_cast<size_t>(capacity)]);  // written before read
+        r.capacity = capacity;
+      }
+      r.size = 0;
+      r.full = false;
+    }
+  }
   support::parallel_chunks(chunks, [&](int64_t c) {
-    tiles(c * tile * per_chunk, std::min(g.rows, (c + 1) * tile * per_chunk), true);
+    int64_t first = c * tile * per_chunk, last = std::min(g.rows, (c + 1) * tile * per_chunk);
+    tiles(first, last, true);
+    if (summed >= count) return;
+    ZeroRuns& r = runs.chunks[static_cast<size_t>(c)];
+    Program* p = programs[summed] ? &*programs[summed] : nullptr;
+    for (int64_t r0 = first; r0 < last && !r.full; r0 += tile) {
+      int64_t n = (std::min(last, r0 + tile) - r0) * g.len;
+      int64_t kept = keep_zero_runs_f32(operand<float>(p, state[summed], r0 * g.len, n), n, r.kept.get() + r.size,
+                                        r.capacity - r.size);
+      r.full = kept < 0;
+      r.size += std::max<int64_t>(kept, 0);
+    }
   });
-  if (whole)
-    for (size_t i = 0; i < count; ++i)
-      if (g.members[i].role == RowRole::kReduceAll)
-        for (int64_t r0 = 0; r0 < g.rows; r0 += tile) run_member(i, r0, std::min(g.rows, r0 + tile));
+  if (!whole) return;
+  for (size_t i = 0; i < count; ++i) {
+    if (g.members[i].role != RowRole::kReduceAll) continue;
+    for (int64_t c = 0; c < chunks; ++c) {
+      int64_t first = c * tile * per_chunk, last = std::min(g.rows, (c + 1) * tile * per_chunk);
+      const ZeroRuns* r = i == summed ? &runs.chunks[static_cast<size_t>(c)] : nullptr;
+      if (r && !r->full) {
+        float* dst = reinterpret_cast<float*>(dests[state[i].dest]->bytes().data());
+        fold_rows<float>(*g.members[i].op, RowRole::kReduceAll, r->kept.get(), 0, r->size, g.len, dst);
+        continue;
+      }
+      for (int64_t r0 = first; r0 < last; r0 += tile) run_member(i, r0, std::min(last, r0 + tile));
+    }
+  }
 }
 
 }  // namespace tessera::exec

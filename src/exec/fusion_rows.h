@@ -60,8 +60,8 @@ inline constexpr size_t kMaxRowMembers = 32;
 // TESSERA_ROW_GROUPS=0).
 std::vector<RowGroup> find_row_groups(const MultiResultPlan& plan, std::span<const RowStep> steps);
 
-// Runs the members of `g` over its rows, tile by tile (tiles spread over the free threads unless a
-// member reduces everything). `dests`: each member's results in order (its riders after its own),
+// Runs the members of `g` over its rows, tile by tile (tiles spread over the free threads; a
+// member that reduces everything folds in order after them). `dests`: each member's results in order (its riders after its own),
 // where they go. `value` gives every other value the members read.
 void run_row_group(const MultiResultPlan& plan, const RowGroup& g,
                    const std::function<const ir::Literal&(const ir::Value*)>& value, std::span<ir::Literal* const> dests);

@@ -310,6 +310,48 @@ TEST(RowGroups, SumsSkippingZerosGiveTheInOrderBits) {
   }
 }
 
+// A sum folded from pieces' kept runs (keep_zero_runs_f32, as a loss summed over threads) against
+// the in-order sum of every element: the same patterns of zeros and rare values, cut into pieces
+// at places that are and are not multiples of 64, from every start; the list is shorter wherever a
+// whole run is zeros, and a capacity too small is refused.
+TEST(RowGroups, SumsOfKeptZeroRunsGiveTheInOrderBits) {
+  std::mt19937 rng(5);
+  const float inits[] = {0.0f, -0.0f, 2.5f, -1e-40f, NAN, std::bit_cast<float>(0xffc04321u), std::bit_cast<float>(0x7f800001u)};
+  const float rare[] = {1.0f, -3.5f, 1e-45f, INFINITY, -INFINITY, NAN, std::bit_cast<float>(0x7fa00001u)};
+  for (int pattern = 0; pattern < 6; ++pattern) {
+    for (int64_t n : {64, 200, 640, 4096 + 37}) {
+      std::vector<float> x(static_cast<size_t>(n));
+      for (float& v : x) {
+        switch (pattern) {
+          case 0: v = -0.0f; break;
+          case 1: v = rng() % 97 == 0 ? 0.0f : -0.0f; break;
+          case 2: v = rng() % 2 ? 0.0f : -0.0f; break;
+          default: v = rng() % (pattern * 40) == 0 ? rare[rng() % std::size(rare)] : (rng() % 2 ? 0.0f : -0.0f);
+        }
+      }
+      for (int64_t piece : {n, int64_t{128}, int64_t{100}}) {
+        std::vector<float> kept(static_cast<size_t>(n));
+        int64_t size = 0;
+        for (int64_t at = 0; at < n; at += piece) {
+          int64_t got = keep_zero_runs_f32(x.data() + at, std::min(piece, n - at), kept.data() + size, n - size);
+          ASSERT_GE(got, 0);
+          size += got;
+        }
+        if (pattern == 0) {
+          EXPECT_LT(size, n) << "a list of " << n << " zeros kept whole";
+          EXPECT_EQ(keep_zero_runs_f32(x.data(), n, kept.data(), 0), -1) << "no room, yet written";
+        }
+        for (float init : inits) {
+          float got = scalar_fold(OpKind::Add, init, kept.data(), size);
+          float want = scalar_fold(OpKind::Add, init, x.data(), n);
+          EXPECT_EQ(std::bit_cast<uint32_t>(got), std::bit_cast<uint32_t>(want))
+              << "pattern " << pattern << ", " << n << " elements in pieces of " << piece << ", from " << init;
+        }
+      }
+    }
+  }
+}
+
 // A CausalLM training step: its attention softmaxes, their gradients and the cross-entropy run as
 // row groups in a run context, with the bits of the same executable run step by step (no context:
 // the same kernels, no groups), on one thread and on two.
