@@ -220,6 +220,17 @@ class Plan final : public MultiResultPlan {
 // 10 steps on two threads against 22 on one).
 constexpr int64_t kColumnPiece = kBlock;
 
+// A narrower column reduction (a norm weight's gradient: 1024 rows of 256) is cut by rows instead,
+// when its operand fits this many bytes: see fold.
+constexpr int64_t kStagedColumnBytes = 8 << 20;
+
+// The rows of a column reduction after the first part's, computed by the free threads (fold),
+// kept in the run's cache from one step to the next.
+struct ColumnStage {
+  std::unique_ptr<std::byte[]> data;
+  int64_t bytes = 0;
+};
+
 // A reduce of a value computed in the loop: each block folded into the results as it is computed.
 template <typename T>
 void fold(Program& p, int reg, int64_t total, const FoldShape& f, OpKind kind, T* dst) {
@@ -230,7 +241,8 @@ void fold(Program& p, int reg, int64_t total, const FoldShape& f, OpKind kind, T
   // Otherwise (the innermost dimension kept: a bias gradient summed over tokens) each result folds
   // elements from all over the loop: the columns are cut into one piece per free thread (pieces
   // of whole cache lines, each at least kColumnPiece wide: shorter blocks cost more per element),
-  // each piece's loop run row after row by one thread, so each result folds its elements in order.
+  // each piece's loop run row after row by one thread, so each result folds its elements in order;
+  // fewer columns than two pieces' worth, the rows are cut instead (below).
   int64_t unit = f.rows ? std::lcm(f.row, kBlock) : 0;
   int64_t rows = f.rows ? total / f.row : 0;
   bool long_rows = f.rows && f.row % kBlock == 0 && rows >= 8;  // fold_shape: kGroup rows side by side
@@ -255,6 +267,39 @@ void fold(Program& p, int reg, int64_t total, const FoldShape& f, OpKind kind, T
                           fold_block(f, reinterpret_cast<const T*>(v), start, n, dst, combine);
                         });
       });
+      return;
+    }
+    // Fewer columns: the rows cut into one part per free thread at whole rows and blocks. The
+    // first part's blocks are folded as they are computed; the other parts are computed into a
+    // stage, then folded after the first by this thread, so each result still folds its elements
+    // in order. The fold of the stage is a pass of adds: computing the operand is most of the work.
+    int64_t staged_unit = columns > 0 ? std::lcm(columns, kBlock) : 0;
+    threads = columns > 0 && total >= 2 * kMinChunk && total * int64_t{sizeof(T)} <= kStagedColumnBytes &&
+                      total >= 2 * staged_unit
+                  ? support::available_threads()
+                  : 1;
+    if (threads > 1) {
+      int64_t per = (total / threads + staged_unit - 1) / staged_unit * staged_unit;
+      int64_t parts = (total + per - 1) / per;
+      ColumnStage& stage = support::run_local<ColumnStage>();
+      int64_t bytes = (total - per) * int64_t{sizeof(T)};
+      if (stage.bytes < bytes) {
+        stage.data.reset();
+        stage.data.reset(new std::byte[static_cast<size_t>(bytes)]);  // written before read
+        stage.bytes = bytes;
+      }
+      T* staged = reinterpret_cast<T*>(stage.data.get());
+      support::parallel_chunks(parts, [&](int64_t c) {
+        int64_t last = std::min(total, (c + 1) * per);
+        if (c > 0) {
+          p.run_into(reg, reinterpret_cast<std::byte*>(staged + (c - 1) * per), c * per, last, int64_t{sizeof(T)});
+          return;
+        }
+        p.sweep_range(reg, 0, last, [&](const std::byte* v, int64_t start, int64_t n) {
+          fold_block(f, reinterpret_cast<const T*>(v), start, n, dst, combine);
+        });
+      });
+      fold_block(f, staged, per, total - per, dst, combine);
       return;
     }
     p.sweep(

@@ -170,11 +170,19 @@ TEST(ParallelKernels, FusedRowReductionsGiveTheReferenceBits) {
 TEST(ParallelKernels, FusedColumnReductionsGiveTheReferenceBits) {
   // Bias gradients: a reduce over outer dimensions (the innermost kept) of a value computed in the
   // fused loop (never stored), split into pieces of columns (at least kBlock wide: two at 1,024
-  // columns); odd column counts give a last piece narrower than the others.
+  // columns); odd column counts give a last piece narrower than the others. Fewer columns (a norm
+  // weight's 256, 100 or 200 with a middle dimension reduced) are cut by rows instead: the later
+  // rows computed into a stage by other threads, folded after the first part's.
   struct Case {
     Ints shape, dims;
   };
-  for (const Case& c : std::vector<Case>{{{64, 1024}, {0}}, {{4, 16, 1536}, {0, 1}}, {{60, 1100}, {0}}, {{3, 20, 1300}, {1}}}) {
+  for (const Case& c : std::vector<Case>{{{64, 1024}, {0}},
+                                         {{4, 16, 1536}, {0, 1}},
+                                         {{60, 1100}, {0}},
+                                         {{3, 20, 1300}, {1}},
+                                         {{1024, 256}, {0}},
+                                         {{3, 700, 100}, {0, 1}},
+                                         {{40, 30, 200}, {1}}}) {
     Module m;
     build_function(m, "f", [&](FunctionBuilder& b) -> std::vector<Tensor> {
       Tensor x = b.param(f32(c.shape));
