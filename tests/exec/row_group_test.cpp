@@ -278,6 +278,26 @@ TEST(RowGroups, VectorMaxAndMinOfRowsWithoutNaNsGiveTheScalarBits) {
   }
 }
 
+// Sums starting at ±0, at a number and at NaNs (quiet and signaling).
+const float kSumInits[] = {0.0f, -0.0f, 2.5f, -1e-40f, NAN, std::bit_cast<float>(0xffc04321u),
+                           std::bit_cast<float>(0x7f800001u)};
+
+// n elements of mostly zeros: pattern 0 all -0, 1 a +0 now and then, 2 zeros of both signs, 3-5
+// zeros with a rare value (a number, a subnormal, an infinity, a NaN) among them.
+std::vector<float> mostly_zeros(int pattern, int64_t n, std::mt19937& rng) {
+  const float rare[] = {1.0f, -3.5f, 1e-45f, INFINITY, -INFINITY, NAN, std::bit_cast<float>(0x7fa00001u)};
+  std::vector<float> x(static_cast<size_t>(n));
+  for (float& v : x) {
+    switch (pattern) {
+      case 0: v = -0.0f; break;                           // every run skipped, the sign kept
+      case 1: v = rng() % 97 == 0 ? 0.0f : -0.0f; break;  // a +0 now and then
+      case 2: v = rng() % 2 ? 0.0f : -0.0f; break;
+      default: v = rng() % (pattern * 40) == 0 ? rare[rng() % std::size(rare)] : (rng() % 2 ? 0.0f : -0.0f);
+    }
+  }
+  return x;
+}
+
 // A sum of mostly zeros (a masked loss) skipping runs of ±0 in vector registers
 // (sum_skipping_zeros_f32) against the plain in-order sum: runs of -0 alone, of +0 and -0 mixed,
 // runs with one nonzero, a NaN or an infinity among zeros, sums starting at ±0, at a number and
@@ -285,20 +305,10 @@ TEST(RowGroups, VectorMaxAndMinOfRowsWithoutNaNsGiveTheScalarBits) {
 TEST(RowGroups, SumsSkippingZerosGiveTheInOrderBits) {
   if (!__builtin_cpu_supports("avx2")) GTEST_SKIP() << "no AVX2 on this CPU";
   std::mt19937 rng(3);
-  const float inits[] = {0.0f, -0.0f, 2.5f, -1e-40f, NAN, std::bit_cast<float>(0xffc04321u), std::bit_cast<float>(0x7f800001u)};
-  const float rare[] = {1.0f, -3.5f, 1e-45f, INFINITY, -INFINITY, NAN, std::bit_cast<float>(0x7fa00001u)};
   for (int pattern = 0; pattern < 6; ++pattern) {
     for (int64_t n : {64, 128, 640, 4096 + 37}) {
-      std::vector<float> x(static_cast<size_t>(n));
-      for (float& v : x) {
-        switch (pattern) {
-          case 0: v = -0.0f; break;                                     // every run skipped, the sign kept
-          case 1: v = rng() % 97 == 0 ? 0.0f : -0.0f; break;            // a +0 now and then
-          case 2: v = rng() % 2 ? 0.0f : -0.0f; break;
-          default: v = rng() % (pattern * 40) == 0 ? rare[rng() % std::size(rare)] : (rng() % 2 ? 0.0f : -0.0f);
-        }
-      }
-      for (float init : inits) {
+      std::vector<float> x = mostly_zeros(pattern, n, rng);
+      for (float init : kSumInits) {
         int64_t done = -1;
         float got = sum_skipping_zeros_f32(init, x.data(), n, done);
         ASSERT_EQ(done, n / 64 * 64);
@@ -316,19 +326,9 @@ TEST(RowGroups, SumsSkippingZerosGiveTheInOrderBits) {
 // whole run is zeros, and a capacity too small is refused.
 TEST(RowGroups, SumsOfKeptZeroRunsGiveTheInOrderBits) {
   std::mt19937 rng(5);
-  const float inits[] = {0.0f, -0.0f, 2.5f, -1e-40f, NAN, std::bit_cast<float>(0xffc04321u), std::bit_cast<float>(0x7f800001u)};
-  const float rare[] = {1.0f, -3.5f, 1e-45f, INFINITY, -INFINITY, NAN, std::bit_cast<float>(0x7fa00001u)};
   for (int pattern = 0; pattern < 6; ++pattern) {
     for (int64_t n : {64, 200, 640, 4096 + 37}) {
-      std::vector<float> x(static_cast<size_t>(n));
-      for (float& v : x) {
-        switch (pattern) {
-          case 0: v = -0.0f; break;
-          case 1: v = rng() % 97 == 0 ? 0.0f : -0.0f; break;
-          case 2: v = rng() % 2 ? 0.0f : -0.0f; break;
-          default: v = rng() % (pattern * 40) == 0 ? rare[rng() % std::size(rare)] : (rng() % 2 ? 0.0f : -0.0f);
-        }
-      }
+      std::vector<float> x = mostly_zeros(pattern, n, rng);
       for (int64_t piece : {n, int64_t{128}, int64_t{100}}) {
         std::vector<float> kept(static_cast<size_t>(n));
         int64_t size = 0;
@@ -341,7 +341,7 @@ TEST(RowGroups, SumsOfKeptZeroRunsGiveTheInOrderBits) {
           EXPECT_LT(size, n) << "a list of " << n << " zeros kept whole";
           EXPECT_EQ(keep_zero_runs_f32(x.data(), n, kept.data(), 0), -1) << "no room, yet written";
         }
-        for (float init : inits) {
+        for (float init : kSumInits) {
           float got = scalar_fold(OpKind::Add, init, kept.data(), size);
           float want = scalar_fold(OpKind::Add, init, x.data(), n);
           EXPECT_EQ(std::bit_cast<uint32_t>(got), std::bit_cast<uint32_t>(want))
