@@ -1,11 +1,13 @@
 // The worker pool and the thread budget (threads.h).
 //
 // Workers wait on their own condition variable for a task, so handing work to an idle worker
-// wakes exactly it (blocking waits: spinning threads on 2 cores are ruinous, DESIGN.md §6). The
-// one spin: a parallel_chunks caller that has run out of chunks watches for its workers' last ones
-// for a few tens of microseconds before it blocks (wait_for_chunks). It holds its token meanwhile,
-// so the spin takes no core the budget gives another thread, and waking a blocked thread costs
-// about 35 µs on these VMs, longer than many chunks take.
+// wakes exactly it. Waking a blocked thread costs about 35 µs on these VMs (20-80 µs for a worker
+// in a training step), longer than many chunks take, so a thread with nothing to do spins for a
+// while first (spin_time): a parallel_chunks caller that has run out of chunks, for its workers'
+// last ones (wait_for_chunks; it holds its token, so the spin takes no core the budget gives
+// another thread), and an idle worker, for its next task, only while the budget has a token free:
+// a core no thread of ours is using. Spinning threads beside busy ones on 2 cores are ruinous
+// (DESIGN.md §6), so a worker stops spinning as soon as the budget is full.
 // The pool is created on first use and never destroyed: its workers are detached and stay blocked
 // at exit, so no static destructor can run while a worker still runs.
 #include "support/threads.h"
@@ -39,7 +41,7 @@ int64_t default_limit() {
 }
 
 std::atomic<int64_t> limit_override{0};
-std::atomic<int64_t> busy{0}, max_busy{0}, shared_jobs{0};
+std::atomic<int64_t> busy{0}, max_busy{0}, shared_jobs{0}, spun_tasks{0};
 // Whether this thread holds a token now.
 thread_local bool holds_token = false;
 
@@ -49,12 +51,26 @@ void note_busy(int64_t now) {
   }
 }
 
-// How long a parallel_chunks caller spins for its workers' chunks before it blocks
-// (TESSERA_SPIN_US, microseconds; 0: block at once).
-std::chrono::nanoseconds chunk_spin() {
+// How long a thread with nothing to do spins before it blocks (TESSERA_SPIN_US, microseconds; 0:
+// block at once): a parallel_chunks caller waiting for its workers' last chunks, and a worker
+// waiting for its next task while the budget has a core free (the top of the file).
+std::chrono::nanoseconds spin_time() {
   static const std::chrono::nanoseconds spin =
-      std::chrono::microseconds(env_int("TESSERA_SPIN_US", 0, 100000, "microseconds, 0 to 100000").value_or(50));
+      std::chrono::microseconds(env_int("TESSERA_SPIN_US", 0, 100000, "microseconds, 0 to 100000").value_or(200));
   return spin;
+}
+
+// Spins until done() or for `spin`, whichever comes first; returns done()'s last answer.
+template <typename Done>
+bool spin_until(std::chrono::nanoseconds spin, Done&& done) {
+  const auto until = std::chrono::steady_clock::now() + spin;
+  for (uint32_t n = 1; !done(); ++n) {
+    if (n % 64 == 0 && std::chrono::steady_clock::now() >= until) return false;
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+  }
+  return true;
 }
 
 void acquire_forced() { note_busy(busy.fetch_add(1) + 1); }
@@ -108,18 +124,22 @@ class Pool {
   // back-to-back runs reuse the same threads. Throws std::system_error when no thread can be
   // started; neither runs then.
   void dispatch(std::function<void()> task, std::function<void()> then = {}) {
+    const auto spin = spin_time();  // here, where a bad TESSERA_SPIN_US is the caller's error
     {
       std::lock_guard<std::mutex> lock(mu_);
       if (!idle_.empty()) {
         Worker* w = idle_.back();
         idle_.pop_back();
+        w->spin = spin;
         w->task = std::move(task);
         w->then = std::move(then);
+        w->has_task.store(true, std::memory_order_release);
         w->cv.notify_one();
         return;
       }
     }
     auto w = std::make_unique<Worker>();
+    w->spin = spin;
     w->task = std::move(task);
     w->then = std::move(then);
     std::thread([this, w = w.get()] { loop(w); }).detach();
@@ -137,12 +157,21 @@ class Pool {
   struct Worker {
     std::condition_variable cv;
     std::function<void()> task, then;  // set by dispatch, under mu_
+    std::atomic<bool> has_task{false};  // set with task: watched by a spinning worker
+    std::chrono::nanoseconds spin{0};    // how long it spins for its next task (set by dispatch)
   };
 
   void loop(Worker* w) {
     std::unique_lock<std::mutex> lock(mu_);
     while (true) {
+      if (!w->task && w->spin.count() > 0) {
+        lock.unlock();
+        spin_until(w->spin, [w] { return w->has_task.load(std::memory_order_acquire) || busy.load() >= thread_limit(); });
+        if (w->has_task.load(std::memory_order_acquire)) spun_tasks.fetch_add(1, std::memory_order_relaxed);
+        lock.lock();
+      }
       w->cv.wait(lock, [w] { return static_cast<bool>(w->task); });
+      w->has_task.store(false, std::memory_order_relaxed);
       std::function<void()> task = std::move(w->task), then = std::move(w->then);
       w->task = nullptr;
       w->then = nullptr;
@@ -195,13 +224,7 @@ struct Job {
 // Returns when every chunk of `job` has run: spinning for `spin` (the top of the file), then
 // blocking.
 void wait_for_chunks(Job& job, std::chrono::nanoseconds spin) {
-  const auto until = std::chrono::steady_clock::now() + spin;
-  for (uint32_t n = 1; job.done.load(std::memory_order_acquire) < job.count; ++n) {
-    if (n % 64 == 0 && std::chrono::steady_clock::now() >= until) break;
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_ia32_pause();
-#endif
-  }
+  spin_until(spin, [&] { return job.done.load(std::memory_order_acquire) >= job.count; });
   for (int64_t d = job.done.load(); d < job.count; d = job.done.load()) job.done.wait(d);
 }
 
@@ -286,7 +309,7 @@ void run_concurrently(size_t count, const std::function<void(size_t)>& body) {
 
 void parallel_chunks(int64_t count, const std::function<void(int64_t)>& body) {
   if (count <= 0) return;
-  const auto spin = chunk_spin();  // before any token is taken: a bad TESSERA_SPIN_US throws here
+  const auto spin = spin_time();  // before any token is taken: a bad TESSERA_SPIN_US throws here
   Token token;
   int64_t extra = count > 1 ? try_acquire(std::min(count, thread_limit()) - 1) : 0;
   if (extra == 0) {
@@ -337,7 +360,7 @@ int64_t available_threads() {
 }
 
 ThreadStats thread_stats() {
-  return {Pool::get().created(), busy.load(), max_busy.load(), shared_jobs.load()};
+  return {Pool::get().created(), busy.load(), max_busy.load(), shared_jobs.load(), spun_tasks.load()};
 }
 
 void reset_max_busy() { max_busy = busy.load(); }

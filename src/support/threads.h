@@ -48,6 +48,7 @@ struct ThreadStats {
   int64_t busy = 0;         // tokens held now
   int64_t max_busy = 0;     // the most tokens held at once since the last reset
   int64_t shared_jobs = 0;  // parallel_chunks calls that got at least one worker
+  int64_t spun_tasks = 0;   // tasks a worker took while spinning for them (not woken: threads.cpp)
 };
 ThreadStats thread_stats();
 void reset_max_busy();  // max_busy := busy

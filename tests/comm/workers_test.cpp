@@ -204,6 +204,29 @@ TEST(Workers, OneDeviceOnTwoCoresRunsItsChunksOnBoth) {
   EXPECT_EQ(threads.size(), 2u);
 }
 
+// An idle worker spins for its next task while the budget has a core free: of back-to-back
+// kernels on one device with two cores, some reach a worker that is still spinning, where a
+// blocked one would have to be woken (20-80 µs on these VMs). Each call's first chunk waits for a
+// second thread to take one, so every call hands a chunk to a worker, whatever the load.
+TEST(Workers, AnIdleWorkerTakesTheNextKernelsChunksWithoutBeingWoken) {
+  support::set_thread_limit(2);
+  int64_t spun = support::thread_stats().spun_tasks;
+  for (int call = 0; call < 50; ++call) {
+    std::atomic<int64_t> seen{0};
+    std::mutex mu;
+    std::set<std::thread::id> threads;
+    support::parallel_chunks(2, [&](int64_t) {
+      {
+        std::lock_guard<std::mutex> lock(mu);
+        if (threads.insert(std::this_thread::get_id()).second) ++seen;
+      }
+      wait_for(seen, 2);
+    });
+  }
+  support::set_thread_limit(0);
+  EXPECT_GT(support::thread_stats().spun_tasks, spun) << "every task went to a blocked worker";
+}
+
 TEST(Workers, AChunksExceptionReachesTheCallerAfterEveryChunkHasEnded) {
   support::set_thread_limit(3);
   std::atomic<int64_t> ended{0};
