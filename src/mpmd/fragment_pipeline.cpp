@@ -12,11 +12,15 @@
 
 #include <fmt/ranges.h>
 
-#include "mpmd/schedule.h"
+#include "schedule/schedule.h"
 #include "support/error.h"
 
 namespace tessera::mpmd {
 
+using schedule::Action;
+using schedule::ActionKind;
+using schedule::Payload;
+using schedule::Schedule;
 using support::fail;
 
 std::string FragmentRole::to_string() const {
@@ -195,7 +199,7 @@ std::optional<std::pair<size_t, size_t>> first_split_action(const Schedule& s) {
 
 std::string instruction_place(const Schedule& s, size_t stage, int64_t step) {
   if (step < 0) return fmt::format("stage {} (glue)", stage);
-  return describe_at(s, static_cast<int64_t>(stage), step);
+  return schedule::describe_at(s, static_cast<int64_t>(stage), step);
 }
 
 namespace {
@@ -447,8 +451,8 @@ CompiledSchedule FragmentPipeline::compile(const Schedule& s) const {
     fail("schedule '{}': {}: the transposes of the whole step are not split into input- and weight-gradient "
          "parts; make the pipeline with split_backward, or use a schedule with whole backwards (gpipe, 1f1b, "
          "interleaved)",
-         s.name, describe_at(s, static_cast<int64_t>(at->first), static_cast<int64_t>(at->second)));
-  validate(s);
+         s.name, schedule::describe_at(s, static_cast<int64_t>(at->first), static_cast<int64_t>(at->second)));
+  schedule::validate(s);
   return Compiler(plan_, roles_, s).run();
 }
 

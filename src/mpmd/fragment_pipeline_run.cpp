@@ -29,6 +29,8 @@ namespace tessera::mpmd {
 
 using ir::Literal;
 using runtime::ShardedBuffer;
+using schedule::Action;
+using schedule::Schedule;
 using support::fail;
 
 namespace {
@@ -47,7 +49,7 @@ void trace_actions(interp::Trace& trace, const Schedule& schedule, const Fragmen
     std::vector<interp::TraceSpan>& track = trace.track(static_cast<int64_t>(st));
     for (size_t k = 0; k < run.times[st].size(); ++k) {
       const Action& a = schedule.actions[st][k];
-      interp::TraceLabel l{describe(schedule, a), a.is_compute() ? "pipeline" : "transfer",
+      interp::TraceLabel l{schedule::describe(schedule, a), a.is_compute() ? "pipeline" : "transfer",
                            fmt::format("\"stage\": {}, \"microbatch\": {}, \"virtual_stage\": {}", st, a.microbatch,
                                        a.virtual_stage)};
       if (!a.is_compute()) l.args += fmt::format(", \"peer\": {}, \"bytes\": {}", schedule.peer(a), run.action_bytes[st][k]);
