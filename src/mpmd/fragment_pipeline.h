@@ -1,4 +1,4 @@
-// Pipeline schedules over fragments cut from the whole step (program.h, fragments.h, schedule.h).
+// Pipeline schedules over fragments cut from the whole step (program.h, fragments.h, schedule/schedule.h).
 //
 // The step's named computations are the virtual stages of a pipeline, each called once per
 // microbatch (call_counter = microbatch); virtual stage v runs on stage v mod P. FragmentPipeline
@@ -51,8 +51,8 @@ namespace tessera::mpmd {
 struct FragmentPipelineOptions {
   std::vector<size_t> wrt;  // parameters to differentiate (whole_step's wrt; empty: every float one)
   std::chrono::milliseconds transfer_timeout = std::chrono::seconds(60);
-  // Splits each transpose into BI and W parts (split_backward below); without it, a schedule with
-  // BI or W actions is refused.
+  // Splits each transpose into BI and W parts (zero-bubble's split, above); without it, a schedule
+  // with BI or W actions is refused.
   bool split_backward = false;
   // Each backward recomputes its call's forward from the values crossing into it (whole_step's
   // remat) instead of keeping the forward's activations: the same results, fewer bytes saved.
@@ -205,17 +205,7 @@ class FragmentPipeline {
   void compile_fragments();
 };
 
-// Unmarks the ops of `whole` that sum cotangents of different microbatches (they become glue) and
-// rebuilds those that only feed each other and the results as one chain in microbatch order,
-// ((g0 + g1) + g2) + …, at the end. Returns how many ops it unmarked.
-size_t separate_microbatch_sums(ir::Function& whole);
-
 // The first BI or W action of `s` as (stage, step), if any: `s` needs a pipeline with split_backward.
 std::optional<std::pair<size_t, size_t>> first_split_action(const schedule::Schedule& s);
-
-// Zero-bubble's split of each transpose of a call: its input-gradient part is what the values it
-// hands to another named computation depend on; the rest is marked kWeightAttr and moved right
-// after the input part's last op, so each part is one run of ops. Returns how many ops it marked.
-size_t split_backward(ir::Function& whole);
 
 }  // namespace tessera::mpmd

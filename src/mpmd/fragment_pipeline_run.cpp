@@ -1,10 +1,8 @@
 // FragmentPipeline::run: one thread per stage executes its list from compile(). A stage keeps a
 // value only while a later instruction of its list reads it, so what it holds follows the
-// schedule's order (what makes 1F1B hold less than GPipe). Fragments are compiled once: on one
-// device into an exec::Executable lent the parameters as views (never copied); on a device group
-// into a runtime::ShardedProgram whose values stay on the devices as pieces. Values cross to other
-// stages as messages over Ranks (ranks.h), the only transport: each destination piece receives the
-// overlapping parts of the source pieces, from the ranks holding them (in one process: LocalRanks).
+// schedule's order (what makes 1F1B hold less than GPipe). Fragments run as StagePrograms
+// (fragment_pipeline.h), compiled once; values cross to other stages as messages over Ranks
+// (ranks.h).
 #include <time.h>
 
 #include <atomic>

@@ -23,7 +23,6 @@
 #include "ir/builder.h"
 #ifdef TESSERA_HAVE_MPI
 #include "comm/mpi_communicator.h"
-#include "mpmd/mpi_ranks.h"
 #endif
 #include "exec/executable.h"
 #include "mpmd/fragment_trainer.h"

@@ -14,7 +14,6 @@
 #include "comm/mpi/mpi_test_env.h"
 #include "comm/mpi_communicator.h"
 #include "mpmd/fragment_trainer.h"
-#include "mpmd/mpi_ranks.h"
 #include "mpmd/pipeline_test_util.h"
 #include "nn/model.h"
 #include "nn/nn_test_util.h"
