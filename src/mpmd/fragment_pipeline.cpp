@@ -1,22 +1,29 @@
-// FragmentPipeline (fragment_pipeline.h): building the plan from the step, the fragment -> action
-// map, and `compile`, which executes a schedule abstractly against the plan and records what each
-// stage does as an instruction list. The run of those lists is in fragment_pipeline_run.cpp.
+// FragmentPipeline (fragment_pipeline.h): the whole step rewritten for a pipeline (the microbatch
+// sums in order, zero-bubble's split), the plan cut from it, the fragment -> action map and
+// `compile`. The run of the compiled lists is in fragment_pipeline_run.cpp.
 #include "mpmd/fragment_pipeline.h"
 
 #include <algorithm>
 #include <functional>
 #include <map>
+#include <numeric>
+#include <optional>
 #include <set>
 #include <tuple>
+#include <unordered_map>
 #include <unordered_set>
 
 #include <fmt/ranges.h>
 
-#include "mpmd/schedule.h"
+#include "schedule/schedule.h"
 #include "support/error.h"
 
 namespace tessera::mpmd {
 
+using schedule::Action;
+using schedule::ActionKind;
+using schedule::Payload;
+using schedule::Schedule;
 using support::fail;
 
 std::string FragmentRole::to_string() const {
@@ -24,6 +31,11 @@ std::string FragmentRole::to_string() const {
   return fmt::format("{}(mb {}, vs {})", "?FBW"[static_cast<int>(kind)], microbatch, virtual_stage);  // by Kind
 }
 
+namespace {
+
+// Unmarks the ops of `whole` that sum cotangents of different microbatches (they become glue) and
+// rebuilds those that only feed each other and the results as one chain in microbatch order,
+// ((g0 + g1) + g2) + …, at the end. Returns how many ops it unmarked.
 size_t separate_microbatch_sums(ir::Function& whole) {
   std::unordered_set<const ir::Op*> unmarked;
   auto counter = [](const ir::Op& op) { return op.attrs().get_or<int64_t>(kCallCounterAttr, -1); };
@@ -40,9 +52,7 @@ size_t separate_microbatch_sums(ir::Function& whole) {
         across = true;
     }
     if (!across) continue;
-    op->attrs().erase(kNameAttr);
-    op->attrs().erase(kCallCounterAttr);
-    op->attrs().erase(kTransposeAttr);
+    strip_marks(*op);
     unmarked.insert(op.get());
   }
   // The sums that only feed each other and the results (a gradient's sum over microbatches) are
@@ -99,6 +109,94 @@ size_t separate_microbatch_sums(ir::Function& whole) {
     if (op) whole.body().append(std::move(op));  // the return
   return unmarked.size();
 }
+
+using CallKey = std::tuple<std::string, int64_t>;  // a transpose call: (name, call counter)
+
+std::optional<CallKey> transpose_key(const ir::Op& op) {
+  auto o = origin_of(op);
+  if (!o || !o->transpose || o->call_counter < 0) return std::nullopt;
+  return CallKey{o->name, o->call_counter};
+}
+
+// Zero-bubble's split of each transpose of a call: its input-gradient part (BI) is what the values
+// it hands to another named computation depend on, so the previous virtual stage waits for it and
+// it runs first; the rest (W) only feeds the parameter gradients and can fill a bubble later. W is
+// marked kWeightAttr and moved right after BI's last op, so each part is one run of ops; each
+// transposed op is in exactly one part: nothing is recomputed. Returns how many ops it marked.
+size_t split_backward(ir::Function& whole) {
+  ir::Op* ret = whole.body().terminator();
+  std::vector<ir::Op*> ops;
+  for (const auto& op : whole.body().ops())
+    if (op.get() != ret) ops.push_back(op.get());
+  std::unordered_map<const ir::Op*, size_t> position;
+  std::vector<std::optional<CallKey>> key(ops.size());
+  for (size_t p = 0; p < ops.size(); ++p) {
+    position[ops[p]] = p;
+    key[p] = transpose_key(*ops[p]);
+  }
+  // Seeds of BI: transpose ops whose value another named computation reads. Then BI is closed over
+  // the dependencies inside the same call, walking backwards in program order.
+  std::vector<bool> input_part(ops.size(), false);
+  for (size_t p = 0; p < ops.size(); ++p) {
+    auto reader = origin_of(*ops[p]);
+    if (!reader) continue;
+    for (const ir::Value* v : outer_uses(*ops[p])) {
+      auto it = v->defining_op() ? position.find(v->defining_op()) : position.end();
+      if (it == position.end() || !key[it->second]) continue;
+      if (std::get<0>(*key[it->second]) != reader->name) input_part[it->second] = true;
+    }
+  }
+  for (size_t p = ops.size(); p-- > 0;) {
+    if (!input_part[p]) continue;
+    for (const ir::Value* v : outer_uses(*ops[p])) {
+      auto it = v->defining_op() ? position.find(v->defining_op()) : position.end();
+      if (it != position.end() && key[it->second] == key[p]) input_part[it->second] = true;
+    }
+  }
+  // W: every other op of a call that has a BI part (a call without one, like the first virtual
+  // stage's, whose tokens have no gradient, is all W: its BI action has nothing to run).
+  std::map<CallKey, size_t> last_input;  // per call, the position of its BI's last op
+  for (size_t p = 0; p < ops.size(); ++p)
+    if (key[p] && input_part[p]) last_input[*key[p]] = p;
+  size_t marked = 0;
+  std::vector<bool> weight(ops.size(), false);
+  for (size_t p = 0; p < ops.size(); ++p)
+    if (key[p] && !input_part[p]) {
+      ops[p]->attrs().set(kWeightAttr, true);
+      weight[p] = true;
+      marked++;
+    }
+  // Each call's W ops that come before its BI's last op move to right after it, in program order;
+  // glue reading a moved value (e.g. the constraint autodiff puts on a gradient's layout) moves
+  // with it, after the latest such call's BI. They only move later, so their operands are still
+  // defined before them; no op they pass may read them. An op's place: (the position it goes
+  // right after, whether it moved, its position).
+  std::vector<std::tuple<size_t, bool, size_t>> place(ops.size());
+  for (size_t p = 0; p < ops.size(); ++p) {
+    size_t at = p;
+    if (weight[p] && last_input.count(*key[p])) at = std::max(p, last_input.at(*key[p]));
+    for (const ir::Value* v : outer_uses(*ops[p])) {
+      auto it = v->defining_op() ? position.find(v->defining_op()) : position.end();
+      if (it == position.end() || std::get<0>(place[it->second]) <= p) continue;  // not moved past p
+      TESSERA_CHECK(!key[p] || weight[p],
+                    "@{}: op {} reads a weight-gradient value of another call before that call's input gradient ends",
+                    whole.name(), p);
+      if (!key[p]) at = std::max(at, std::get<0>(place[it->second]));
+    }
+    place[p] = {at, at > p, p};
+  }
+  std::vector<size_t> order(ops.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return place[a] < place[b]; });
+  std::vector<std::unique_ptr<ir::Op>> taken = whole.body().take_ops();
+  std::unordered_map<const ir::Op*, std::unique_ptr<ir::Op>> owner;
+  for (auto& op : taken) owner[op.get()] = std::move(op);
+  for (size_t p : order) whole.body().append(std::move(owner.at(ops[p])));
+  whole.body().append(std::move(owner.at(ret)));
+  return marked;
+}
+
+}  // namespace
 
 FragmentPipeline::FragmentPipeline(ir::Module& module, const ir::Function& step,
                                    std::vector<std::string> virtual_stages, int64_t stages,
@@ -195,7 +293,7 @@ std::optional<std::pair<size_t, size_t>> first_split_action(const Schedule& s) {
 
 std::string instruction_place(const Schedule& s, size_t stage, int64_t step) {
   if (step < 0) return fmt::format("stage {} (glue)", stage);
-  return describe_at(s, static_cast<int64_t>(stage), step);
+  return schedule::describe_at(s, static_cast<int64_t>(stage), step);
 }
 
 namespace {
@@ -447,8 +545,8 @@ CompiledSchedule FragmentPipeline::compile(const Schedule& s) const {
     fail("schedule '{}': {}: the transposes of the whole step are not split into input- and weight-gradient "
          "parts; make the pipeline with split_backward, or use a schedule with whole backwards (gpipe, 1f1b, "
          "interleaved)",
-         s.name, describe_at(s, static_cast<int64_t>(at->first), static_cast<int64_t>(at->second)));
-  validate(s);
+         s.name, schedule::describe_at(s, static_cast<int64_t>(at->first), static_cast<int64_t>(at->second)));
+  schedule::validate(s);
   return Compiler(plan_, roles_, s).run();
 }
 

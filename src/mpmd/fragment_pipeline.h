@@ -1,4 +1,4 @@
-// Pipeline schedules over fragments cut from the whole step (program.h, fragments.h, schedule.h).
+// Pipeline schedules over fragments cut from the whole step (program.h, fragments.h, schedule/schedule.h).
 //
 // The step's named computations are the virtual stages of a pipeline, each called once per
 // microbatch (call_counter = microbatch); virtual stage v runs on stage v mod P. FragmentPipeline
@@ -37,9 +37,9 @@
 #include "ir/module.h"
 #include "mpmd/fragments.h"
 #include "mpmd/ranks.h"
-#include "mpmd/schedule.h"
-#include "mpmd/simulate.h"
 #include "runtime/session.h"
+#include "schedule/schedule.h"
+#include "schedule/simulate.h"
 
 namespace tessera::exec {
 class Executable;
@@ -51,8 +51,8 @@ namespace tessera::mpmd {
 struct FragmentPipelineOptions {
   std::vector<size_t> wrt;  // parameters to differentiate (whole_step's wrt; empty: every float one)
   std::chrono::milliseconds transfer_timeout = std::chrono::seconds(60);
-  // Splits each transpose into BI and W parts (split_backward below); without it, a schedule with
-  // BI or W actions is refused.
+  // Splits each transpose into BI and W parts (zero-bubble's split, above); without it, a schedule
+  // with BI or W actions is refused.
   bool split_backward = false;
   // Each backward recomputes its call's forward from the values crossing into it (whole_step's
   // remat) instead of keeping the forward's activations: the same results, fewer bytes saved.
@@ -89,7 +89,7 @@ struct Instruction {
 };
 
 // For messages: "stage 1 step 4 F(mb 2, vs 1)", or "stage 1 (glue)" when step < 0.
-std::string instruction_place(const Schedule& s, size_t stage, int64_t step);
+std::string instruction_place(const schedule::Schedule& s, size_t stage, int64_t step);
 
 struct CompiledSchedule {
   std::vector<std::vector<Instruction>> stages;
@@ -99,7 +99,7 @@ struct CompiledSchedule {
 
 // Its times and CPU times per stage and action (PipelineResult, simulate.h: an empty interval for
 // nothing to do or a SEND) feed the simulator's replays.
-struct FragmentPipelineRun : PipelineResult {
+struct FragmentPipelineRun : schedule::PipelineResult {
   // The whole step's results (its results, then the gradients) where they were computed (on a
   // device group: its pieces), and whole (RunInputs::whole_results; else empty).
   std::vector<runtime::ShardedBuffer> values;
@@ -110,7 +110,7 @@ struct FragmentPipelineRun : PipelineResult {
   // The bytes the destination devices received, summed over the transfers (only their parts).
   int64_t transferred_bytes = 0;
   std::vector<int64_t> fragment_runs;    // per fragment: how many times it ran
-  std::vector<Interval> fragment_times;  // per fragment: when it ran, ms since the run started
+  std::vector<schedule::Interval> fragment_times;  // per fragment: when it ran, ms since the run started
   std::vector<std::vector<int64_t>> action_bytes;  // per stage, per action: the bytes sent or received
 };
 
@@ -173,11 +173,12 @@ class FragmentPipeline {
   std::string summary() const;  // plan().summary() with each fragment's role
 
   // Checks `schedule` against the program and turns it into per-stage instruction lists.
-  CompiledSchedule compile(const Schedule& schedule) const;
-  FragmentPipelineRun run(const Schedule& schedule, const std::vector<ir::Literal>& parameters) const;
+  CompiledSchedule compile(const schedule::Schedule& schedule) const;
+  FragmentPipelineRun run(const schedule::Schedule& schedule, const std::vector<ir::Literal>& parameters) const;
   // Runs `compiled` (a trainer compiles once and runs every step). Every fragment was compiled
   // when the pipeline was made, with a run context of its own: one run at a time.
-  FragmentPipelineRun run(const CompiledSchedule& compiled, const Schedule& schedule, const RunInputs& inputs) const;
+  FragmentPipelineRun run(const CompiledSchedule& compiled, const schedule::Schedule& schedule,
+                          const RunInputs& inputs) const;
   // Every fragment as glue, in program order: the step's results as the plan computes them.
   FragmentPipelineRun run(const std::vector<ir::Literal>& parameters) const;
 
@@ -204,17 +205,7 @@ class FragmentPipeline {
   void compile_fragments();
 };
 
-// Unmarks the ops of `whole` that sum cotangents of different microbatches (they become glue) and
-// rebuilds those that only feed each other and the results as one chain in microbatch order,
-// ((g0 + g1) + g2) + …, at the end. Returns how many ops it unmarked.
-size_t separate_microbatch_sums(ir::Function& whole);
-
 // The first BI or W action of `s` as (stage, step), if any: `s` needs a pipeline with split_backward.
-std::optional<std::pair<size_t, size_t>> first_split_action(const Schedule& s);
-
-// Zero-bubble's split of each transpose of a call: its input-gradient part is what the values it
-// hands to another named computation depend on; the rest is marked kWeightAttr and moved right
-// after the input part's last op, so each part is one run of ops. Returns how many ops it marked.
-size_t split_backward(ir::Function& whole);
+std::optional<std::pair<size_t, size_t>> first_split_action(const schedule::Schedule& s);
 
 }  // namespace tessera::mpmd

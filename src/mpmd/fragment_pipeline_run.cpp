@@ -1,10 +1,8 @@
 // FragmentPipeline::run: one thread per stage executes its list from compile(). A stage keeps a
 // value only while a later instruction of its list reads it, so what it holds follows the
-// schedule's order (what makes 1F1B hold less than GPipe). Fragments are compiled once: on one
-// device into an exec::Executable lent the parameters as views (never copied); on a device group
-// into a runtime::ShardedProgram whose values stay on the devices as pieces. Values cross to other
-// stages as messages over Ranks (ranks.h), the only transport: each destination piece receives the
-// overlapping parts of the source pieces, from the ranks holding them (in one process: LocalRanks).
+// schedule's order (what makes 1F1B hold less than GPipe). Fragments run as StagePrograms
+// (fragment_pipeline.h), compiled once; values cross to other stages as messages over Ranks
+// (ranks.h).
 #include <time.h>
 
 #include <atomic>
@@ -29,6 +27,8 @@ namespace tessera::mpmd {
 
 using ir::Literal;
 using runtime::ShardedBuffer;
+using schedule::Action;
+using schedule::Schedule;
 using support::fail;
 
 namespace {
@@ -47,7 +47,7 @@ void trace_actions(interp::Trace& trace, const Schedule& schedule, const Fragmen
     std::vector<interp::TraceSpan>& track = trace.track(static_cast<int64_t>(st));
     for (size_t k = 0; k < run.times[st].size(); ++k) {
       const Action& a = schedule.actions[st][k];
-      interp::TraceLabel l{describe(schedule, a), a.is_compute() ? "pipeline" : "transfer",
+      interp::TraceLabel l{schedule::describe(schedule, a), a.is_compute() ? "pipeline" : "transfer",
                            fmt::format("\"stage\": {}, \"microbatch\": {}, \"virtual_stage\": {}", st, a.microbatch,
                                        a.virtual_stage)};
       if (!a.is_compute()) l.args += fmt::format(", \"peer\": {}, \"bytes\": {}", schedule.peer(a), run.action_bytes[st][k]);

@@ -43,7 +43,7 @@ void share_stages(const FragmentPipeline& pipeline, const std::string& what,
 
 }  // namespace
 
-FragmentTrainer::FragmentTrainer(const nn::CausalLM& model, Schedule schedule,
+FragmentTrainer::FragmentTrainer(const nn::CausalLM& model, schedule::Schedule schedule,
                                  const std::vector<ir::Literal>& parameters, nn::AdamW adamw,
                                  const std::optional<nn::ShardingPlan>& stage_plan, Ranks* ranks,
                                  FragmentTrainerOptions options)

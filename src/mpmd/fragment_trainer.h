@@ -21,9 +21,9 @@
 #include "ir/literal.h"
 #include "mpmd/fragment_pipeline.h"
 #include "mpmd/model_step.h"
-#include "mpmd/schedule.h"
 #include "nn/model.h"
 #include "nn/optimizer.h"
+#include "schedule/schedule.h"
 
 namespace tessera::mpmd {
 
@@ -40,7 +40,7 @@ class FragmentTrainer {
   // `parameters` in parameter_specs order. The schedule's virtual stages must divide the layers
   // and its microbatches the batch (UserError). With `ranks` every rank makes the same trainer and
   // calls; each holds and updates its own stages, and gets every step's loss and measurements.
-  FragmentTrainer(const nn::CausalLM& model, Schedule schedule, const std::vector<ir::Literal>& parameters,
+  FragmentTrainer(const nn::CausalLM& model, schedule::Schedule schedule, const std::vector<ir::Literal>& parameters,
                   nn::AdamW adamw, const std::optional<nn::ShardingPlan>& stage_plan = std::nullopt,
                   Ranks* ranks = nullptr, FragmentTrainerOptions options = {});
   ~FragmentTrainer();
@@ -64,7 +64,7 @@ class FragmentTrainer {
   using StateReader = std::function<ir::Literal(size_t i, int kind, const std::vector<int64_t>& start,
                                                 const std::vector<int64_t>& extent)>;
   void restore(const StateReader& read, int64_t steps);
-  const Schedule& schedule() const { return schedule_; }
+  const schedule::Schedule& schedule() const { return schedule_; }
   const FragmentPipeline& pipeline() const { return *pipeline_; }
   const ModelStep& model_step() const { return step_; }
   // Copies of the current parameters (over ranks: gathered to every rank).
@@ -84,7 +84,7 @@ class FragmentTrainer {
     std::unique_ptr<StageProgram> update;
   };
   ModelStep step_;
-  Schedule schedule_;
+  schedule::Schedule schedule_;
   nn::AdamW adamw_;
   ir::ElementType dtype_ = ir::ElementType::f32;
   std::unique_ptr<FragmentPipeline> pipeline_;

@@ -342,15 +342,8 @@ class Cutter {
     if (map.count(v)) return 0;
     size_t n = 1;
     for (const Value* x : v->defining_op()->operands()) n += clone_cheap(x, into, map);
-    strip(*ir::clone_op(into, *v->defining_op(), map));
+    strip_marks(*ir::clone_op(into, *v->defining_op(), map));
     return n;
-  }
-
-  // Fragments do not need the marks: their origin says it once.
-  static void strip(ir::Op& op) {
-    op.attrs().erase(kNameAttr);
-    op.attrs().erase(kCallCounterAttr);
-    op.attrs().erase(kTransposeAttr);
   }
 
   void build() {
@@ -367,7 +360,8 @@ class Cutter {
       if (cheap_.count(ops_[pos])) continue;
       size_t f = fragment_of_[pos];
       for (const Value* v : outer_uses(*ops_[pos])) import(f, v);
-      strip(*ir::clone_op(building_[f].fn->body(), *ops_[pos], building_[f].map));
+      // Fragments do not need the marks (here and in clone_cheap): their origin says it once.
+      strip_marks(*ir::clone_op(building_[f].fn->body(), *ops_[pos], building_[f].map));
     }
     const Op* ret = whole_.body().terminator();
     for (const Value* v : ret->operands()) {

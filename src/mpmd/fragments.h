@@ -81,7 +81,7 @@ struct FragmentPlan {
 
   // Fragments (each line ending in note(f), if given) and transfers, one a line.
   std::string summary(const std::function<std::string(size_t)>& note = nullptr) const;
-  size_t count(size_t mesh, ir::OpKind kind) const;  // ops of `kind` on mesh `mesh` (tests)
+  size_t count(size_t mesh, ir::OpKind kind) const;  // ops of `kind` on mesh `mesh`
 };
 
 struct FragmentOptions {

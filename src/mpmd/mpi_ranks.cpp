@@ -1,5 +1,5 @@
-// MpiRanks (mpi_ranks.h): pipeline transfers as MpiWorld point-to-point messages.
-#include "mpmd/mpi_ranks.h"
+// MpiRanks (ranks.h): pipeline transfers as MpiWorld point-to-point messages.
+#include "mpmd/ranks.h"
 
 #include <fmt/format.h>
 
@@ -18,9 +18,7 @@ std::string transfer_name(const WireKey& key) {
                      key.from, key.to);
 }
 
-}  // namespace
-
-int64_t MpiRanks::tag(uint64_t run, const WireKey& key) {
+int64_t tag(uint64_t run, const WireKey& key) {
   // Bits, low to high: piece 10, value 28, to 12, run 12 (modulo: two runs 4096 apart never
   // overlap, every run ends with an exchange among all ranks).
   auto field = [&](int64_t value, int bits, const char* what) {
@@ -34,6 +32,8 @@ int64_t MpiRanks::tag(uint64_t run, const WireKey& key) {
   t = (t << 10) | field(key.piece, 10, "piece");
   return t;
 }
+
+}  // namespace
 
 void MpiRanks::send(int to, uint64_t run, const WireKey& key, std::vector<std::byte> payload) {
   if (to == rank()) return self_.send(0, run, key, std::move(payload));

@@ -71,6 +71,12 @@ std::optional<Origin> origin_of(const Op& op) {
   return o;
 }
 
+void strip_marks(Op& op) {
+  op.attrs().erase(kNameAttr);
+  op.attrs().erase(kCallCounterAttr);
+  op.attrs().erase(kTransposeAttr);
+}
+
 namespace {
 
 // Inlines `fn`'s body into `into`, its parameters bound to `args`; each copied op gets `mark`'s

@@ -29,7 +29,7 @@ namespace tessera::mpmd {
 inline constexpr char kNameAttr[] = "mpmd.name";
 inline constexpr char kCallCounterAttr[] = "mpmd.call_counter";
 inline constexpr char kTransposeAttr[] = "mpmd.transpose";
-// On a transpose op of the weight-gradient part (split_backward in fragment_pipeline.h).
+// On a transpose op of the weight-gradient part (FragmentPipelineOptions::split_backward).
 inline constexpr char kWeightAttr[] = "mpmd.weight";
 
 // A mesh of the program: a named group of host devices. With `spmd_mesh` (an ir::Mesh of the
@@ -70,6 +70,8 @@ struct Origin {
   std::string to_string() const;  // policy#0, policy#0ᵀ (the transpose), policy#0ᵀw (its weight part), reward
 };
 std::optional<Origin> origin_of(const ir::Op& op);
+// Erases `op`'s kNameAttr, kCallCounterAttr and kTransposeAttr: it then belongs to no call.
+void strip_marks(ir::Op& op);
 
 // @step copied into @name with every call inlined and marked (UserError: an undefined callee or
 // recursion).

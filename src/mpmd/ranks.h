@@ -9,7 +9,7 @@
 // rank holding source pieces it overlaps one message with exactly those parts, named by its
 // WireKey, whatever the order of arrival. This is the pipeline's only transport: LocalRanks is one
 // process as one rank (its stages' threads hand values to each other through it), MpiRanks
-// (mpi_ranks.h) implements it over MPI.
+// implements it over MPI (built only with the MPI backend: TESSERA_HAVE_MPI).
 #pragma once
 
 #include <algorithm>
@@ -30,6 +30,9 @@
 #include "ir/module.h"
 #include "runtime/layout.h"
 #include "runtime/session.h"
+#ifdef TESSERA_HAVE_MPI
+#include "comm/mpi_communicator.h"
+#endif
 
 namespace tessera::mpmd {
 
@@ -140,5 +143,30 @@ std::vector<PieceMessage> transfer_messages(const ir::Type& type, const Placemen
 std::vector<std::byte> pack_parts(const PieceMessage& m, const std::vector<ir::Literal>& source_pieces);
 // Writes a message's parts into `piece`; returns the data bytes (UserError: they do not fit).
 int64_t unpack_parts(std::span<const std::byte> message, ir::Literal& piece);
+
+#ifdef TESSERA_HAVE_MPI
+// The Ranks over a comm::MpiWorld. Every rank makes its MpiWorld (and this) in the same order and
+// runs the same pipeline calls. A stage on several ranks runs on a Session over them whose waits
+// also end at this world's failure notices. A piece's parts go as one point-to-point message whose
+// tag packs the run, destination stage, value and piece (a UserError when a field does not fit its
+// bits). Messages to this rank itself (between two stages it runs) go through a LocalRanks.
+class MpiRanks final : public Ranks {
+ public:
+  explicit MpiRanks(comm::MpiWorld& world) : world_(world) {}
+  int rank() const override { return world_.rank(); }
+  int size() const override { return world_.num_ranks(); }
+  void send(int to, uint64_t run, const WireKey& key, std::vector<std::byte> payload) override;
+  bool take(int from, uint64_t run, const WireKey& key, std::chrono::milliseconds wait,
+            std::vector<std::byte>& out) override;
+  std::vector<std::vector<std::byte>> exchange(const std::string& what, std::span<const std::byte> payload) override;
+  void report_failure(const std::string& reason) override { world_.report_failure(reason); }
+  std::unique_ptr<runtime::Session> stage_session(int first, int count, int64_t local_devices,
+                                                  const runtime::SessionOptions& options) override;
+
+ private:
+  comm::MpiWorld& world_;
+  LocalRanks self_;
+};
+#endif
 
 }  // namespace tessera::mpmd

@@ -1,6 +1,6 @@
 // The one SVG timeline writer: a row per worker (a pipeline stage, a traced device thread), time
 // across, a box per span of work coloured by the caller. Pipeline schedules (simulated or measured,
-// mpmd::timeline_svg) and run traces (`--trace-svg`) are both drawn by it. Plain text output: the
+// schedule::timeline_svg) and run traces (`--trace-svg`) are both drawn by it. Plain text output: the
 // picture must open in any browser and needs no library.
 #pragma once
 

@@ -11,12 +11,16 @@
 #include <map>
 
 #include "mpmd/fragment_trainer.h"
-#include "mpmd/schedule.h"
 #include "pipeline_reference.h"
 #include "pipeline_test_util.h"
+#include "schedule/schedule.h"
 
 namespace tessera::mpmd {
 namespace {
+
+using schedule::Schedule;
+using schedule::ScheduleKind;
+using schedule::generate;
 
 using testing::pipeline_adamw;
 using testing::pipeline_batch;

@@ -16,14 +16,26 @@
 #include "interp/interpreter.h"
 #include "ir/builder.h"
 #include "mpmd/fragment_pipeline.h"
-#include "mpmd/schedule.h"
 #include "mpmd/model_step.h"
 #include "nn/capture.h"
 #include "nn/layers.h"
 #include "nn/nn_test_util.h"
+#include "schedule/schedule.h"
 
 namespace tessera::mpmd {
 namespace {
+
+using schedule::Action;
+using schedule::ActionKind;
+using schedule::Schedule;
+using schedule::ScheduleKind;
+using schedule::generate;
+using schedule::gpipe;
+using schedule::insert_transfers;
+using schedule::interleaved;
+using schedule::one_f_one_b;
+using schedule::schedule_kind_name;
+using schedule::zero_bubble_h1;
 
 using ir::f32;
 using ir::FunctionBuilder;

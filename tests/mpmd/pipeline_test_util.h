@@ -12,9 +12,9 @@
 #include <vector>
 
 #include "ir/literal.h"
-#include "mpmd/schedule.h"
 #include "nn/config.h"
 #include "nn/optimizer.h"
+#include "schedule/schedule.h"
 
 namespace tessera::mpmd::testing {
 
@@ -37,19 +37,21 @@ inline const std::vector<ir::Literal>& pipeline_initial_parameters() {
 }
 
 struct ScheduleCase {
-  ScheduleKind kind;
+  schedule::ScheduleKind kind;
   int64_t stages, microbatches, virtual_per_stage = 1;
 };
 
 // gtest prints parameters into ctest's test names; a readable one instead of the struct's bytes.
 inline void PrintTo(const ScheduleCase& c, std::ostream* out) {
-  *out << schedule_kind_name(c.kind) << " P=" << c.stages << " M=" << c.microbatches << " V=" << c.virtual_per_stage;
+  *out << schedule::schedule_kind_name(c.kind) << " P=" << c.stages << " M=" << c.microbatches
+       << " V=" << c.virtual_per_stage;
 }
 
 // Every built-in schedule the acceptance asks for: GPipe, 1F1B and zero-bubble H1 on 2 and 4 stages
 // with 4 and 8 microbatches, interleaved (V = 2) on 2 stages.
 inline std::vector<ScheduleCase> all_schedule_cases() {
   std::vector<ScheduleCase> out;
+  using schedule::ScheduleKind;
   for (ScheduleKind kind : {ScheduleKind::kGPipe, ScheduleKind::kOneFOneB, ScheduleKind::kZeroBubbleH1})
     for (int64_t p : {2, 4})
       for (int64_t m : {4, 8}) out.push_back({kind, p, m});
@@ -58,7 +60,7 @@ inline std::vector<ScheduleCase> all_schedule_cases() {
 }
 
 inline std::string case_name(const ::testing::TestParamInfo<ScheduleCase>& info) {
-  std::string kind(schedule_kind_name(info.param.kind));
+  std::string kind(schedule::schedule_kind_name(info.param.kind));
   std::replace(kind.begin(), kind.end(), '-', '_');
   std::string name = kind + "_P" + std::to_string(info.param.stages) + "_M" + std::to_string(info.param.microbatches);
   if (info.param.virtual_per_stage > 1) name += "_V" + std::to_string(info.param.virtual_per_stage);

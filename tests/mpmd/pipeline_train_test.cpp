@@ -15,16 +15,24 @@
 #include "exec/accelerate.h"
 #include "interp/interpreter.h"
 #include "mpmd/fragment_trainer.h"
-#include "mpmd/schedule.h"
 #include "nn/capture.h"
 #include "nn/nn_test_util.h"
 #include "pipeline_reference.h"
 #include "pipeline_test_util.h"
 #include "runtime/layout.h"
+#include "schedule/schedule.h"
 #include "support/error.h"
 
 namespace tessera::mpmd {
 namespace {
+
+using schedule::Schedule;
+using schedule::ScheduleKind;
+using schedule::generate;
+using schedule::interleaved;
+using schedule::one_f_one_b;
+using schedule::schedule_kind_name;
+using schedule::zero_bubble_h1;
 
 using testing::pipeline_adamw;
 using testing::pipeline_config;

@@ -17,7 +17,7 @@
 #include "common/temp_dir.h"
 #include "interp/npy.h"
 #include "interp/trace.h"
-#include "mpmd/schedule.h"
+#include "schedule/schedule.h"
 #include "tools/tessera/partition_cmd.h"
 #include "tools/tessera/trace_out.h"
 #include "tools/tessera/train_cmd.h"
@@ -165,7 +165,7 @@ TEST(Trace, PipelineHasASpanPerScheduleActionHoldingItsOps) {
   c.trace = (dir.path / "t.json").string();
   std::ostringstream out;
   ASSERT_EQ(train_command(c, out), 0);
-  mpmd::Schedule schedule = mpmd::generate(mpmd::parse_schedule_kind("1f1b"), 2, 4, 1);
+  schedule::Schedule schedule = schedule::generate(schedule::parse_schedule_kind("1f1b"), 2, 4, 1);
   Parsed p = parse_trace(c.trace);
   ASSERT_EQ(p.tracks.size(), 2u);
   for (const auto& [key, spans] : p.tracks) {

@@ -18,7 +18,7 @@
 
 #include "common/error_of.h"
 #include "common/temp_dir.h"
-#include "mpmd/schedule.h"
+#include "schedule/schedule.h"
 #include "tools/tessera/train_cmd.h"
 #include "tools/train_test_util.h"
 
@@ -223,7 +223,7 @@ TEST(TrainPipeline, ScheduleCsvRunsAUsersOwnSchedule) {
   for (const Case& k : {Case{"1f1b", "0F0,0F1,0B0,0F2,0B1,0F3,0B2,0B3\n1F0,1B0,1F1,1B1,1F2,1B2,1F3,1B3\n"},
                         Case{"zb-h1", "0F0,0F1,0I0,0F2,0I1,0W0,0F3,0I2,0W1,0I3,0W2,0W3\n"
                                       "1F0,1I0,1W0,1F1,1I1,1W1,1F2,1I2,1W2,1F3,1I3,1W3\n"},
-                        Case{"1f1b", mpmd::print_csv(mpmd::one_f_one_b(2, 4))}}) {
+                        Case{"1f1b", schedule::print_csv(schedule::one_f_one_b(2, 4))}}) {
     TrainCommand builtin = pipeline(corpus);
     builtin.schedule = k.schedule;
     builtin.steps = 3;

@@ -5,8 +5,8 @@
 
 #include <fstream>
 
-#include "mpmd/schedule.h"
-#include "mpmd/simulate.h"
+#include "schedule/schedule.h"
+#include "schedule/simulate.h"
 #include "support/error.h"
 #include "support/strings.h"
 
@@ -24,12 +24,12 @@ void write_file(const std::string& path, const std::string& text, std::string_vi
 }  // namespace
 
 int schedule_command(const ScheduleCommand& c, std::ostream& out) {
-  const mpmd::Costs costs = mpmd::parse_costs(c.costs, "--costs");
-  mpmd::Schedule s = c.input.empty()
-                         ? mpmd::generate(mpmd::parse_schedule_kind(c.kind), c.stages, c.microbatches,
+  const schedule::Costs costs = schedule::parse_costs(c.costs, "--costs");
+  schedule::Schedule s = c.input.empty()
+                         ? schedule::generate(schedule::parse_schedule_kind(c.kind), c.stages, c.microbatches,
                                           c.virtual_per_stage)
-                         : mpmd::load_csv(c.input);
-  const mpmd::Simulation sim = mpmd::simulate(s, costs);
+                         : schedule::load_csv(c.input);
+  const schedule::Simulation sim = schedule::simulate(s, costs);
 
   out << fmt::format("schedule {}: {} stages, {} microbatches, {} virtual stage{} per stage\n", s.name, s.stages,
                      s.microbatches, s.virtual_per_stage, s.virtual_per_stage == 1 ? "" : "s");
@@ -38,7 +38,7 @@ int schedule_command(const ScheduleCommand& c, std::ostream& out) {
   if (s.virtual_per_stage > 1)
     out << fmt::format("(the costs of a stage's layers; each of its {} virtual stages costs 1/{} of them)\n",
                        s.virtual_per_stage, s.virtual_per_stage);
-  out << mpmd::text_chart(s, sim);
+  out << schedule::text_chart(s, sim);
   double busy = 0;
   for (double b : sim.busy) busy += b;
   const double total = static_cast<double>(s.stages) * sim.makespan;
@@ -51,7 +51,7 @@ int schedule_command(const ScheduleCommand& c, std::ostream& out) {
                        s.virtual_per_stage, support::join(sim.peak_in_flight, " "));
 
   if (!c.csv.empty()) {
-    write_file(c.csv, mpmd::print_csv(s), "schedule CSV");
+    write_file(c.csv, schedule::print_csv(s), "schedule CSV");
     out << fmt::format("wrote {}\n", c.csv);
   }
   if (!c.svg.empty()) {
@@ -59,7 +59,7 @@ int schedule_command(const ScheduleCommand& c, std::ostream& out) {
                                     s.microbatches,
                                     s.virtual_per_stage == 1 ? "" : fmt::format(", {} virtual", s.virtual_per_stage),
                                     sim.bubble);
-    write_file(c.svg, mpmd::timeline_svg(s, sim, title), "SVG");
+    write_file(c.svg, schedule::timeline_svg(s, sim, title), "SVG");
     out << fmt::format("wrote {}\n", c.svg);
   }
   return 0;

@@ -15,7 +15,7 @@ struct ScheduleCommand {
   int64_t stages = 4;
   int64_t microbatches = 8;
   int64_t virtual_per_stage = 1;
-  // "f,b[,w[,transfer]]": F costs f, BI b, W w, an unsplit B b+w (mpmd/simulate.h). The default
+  // "f,b[,w[,transfer]]": F costs f, BI b, W w, an unsplit B b+w (schedule/simulate.h). The default
   // 1,1,1 makes a backward twice a forward, and lets zb-h1 split it into two equal halves.
   std::string costs = "1,1,1";
   std::string input;  // a schedule CSV to load and simulate instead of a built-in one

@@ -78,7 +78,7 @@ struct TrainCommand {
   std::string schedule = "1f1b";  // gpipe | 1f1b | interleaved | zb-h1
   int64_t microbatches = 8;
   int64_t virtual_stages = 1;  // --virtual: virtual stages per stage (interleaved)
-  // --schedule-csv: a user's own schedule in PyTorch's pipelining CSV (mpmd/schedule.h), instead
+  // --schedule-csv: a user's own schedule in PyTorch's pipelining CSV (schedule/schedule.h), instead
   // of --schedule, --microbatches and --virtual.
   std::string schedule_csv;
   std::string schedule_svg;    // write the last step's measured timeline as SVG

@@ -23,16 +23,15 @@
 #include "ir/builder.h"
 #ifdef TESSERA_HAVE_MPI
 #include "comm/mpi_communicator.h"
-#include "mpmd/mpi_ranks.h"
 #endif
-#include "mpmd/simulate.h"
-#include "mpmd/fragment_trainer.h"
-#include "mpmd/schedule.h"
 #include "exec/executable.h"
+#include "mpmd/fragment_trainer.h"
 #include "nn/capture.h"
 #include "nn/model.h"
 #include "nn/plan.h"
 #include "runtime/checkpoint.h"
+#include "schedule/schedule.h"
+#include "schedule/simulate.h"
 #include "support/error.h"
 #include "support/memory.h"
 #include "support/strings.h"
@@ -164,10 +163,10 @@ int train_pipeline(const TrainCommand& c, std::ostream& out_stream, const std::s
       c.accumulate == 1 ? fmt::format("--microbatches {}", c.microbatches)
                         : fmt::format("--microbatches {} --accumulate {}", c.microbatches, c.accumulate);
   check_checkpoint_options(c);
-  mpmd::Schedule schedule;
+  schedule::Schedule schedule;
   if (!c.schedule_csv.empty()) {  // a user's own, in PyTorch's form: its rows, virtual stages and microbatches
     try {
-      schedule = mpmd::load_csv(c.schedule_csv);
+      schedule = schedule::load_csv(c.schedule_csv);
     } catch (const support::UserError& e) {
       fail("--schedule-csv: {}", e.what());
     }
@@ -180,7 +179,7 @@ int train_pipeline(const TrainCommand& c, std::ostream& out_stream, const std::s
            c.accumulate, c.schedule_csv, schedule.microbatches, c.accumulate);
   } else {
     try {
-      schedule = mpmd::generate(mpmd::parse_schedule_kind(c.schedule), pp.pp, microbatches, c.virtual_stages);
+      schedule = schedule::generate(schedule::parse_schedule_kind(c.schedule), pp.pp, microbatches, c.virtual_stages);
     } catch (const support::UserError& e) {
       fail("--schedule {} {} --virtual {}: {}", c.schedule, microbatch_options, c.virtual_stages, e.what());
     }
@@ -368,7 +367,7 @@ int train_pipeline(const TrainCommand& c, std::ostream& out_stream, const std::s
   LossLog log(c, rank0, first_step);
   interp::Trace trace;  // --trace: stage s's actions, fragments' ops and update on the track of device s
   if (tracing) trainer->trace_into(&trace);
-  std::vector<mpmd::PipelineResult> measured;  // the stages' measurements of steps 2.. (step 1 warms up)
+  std::vector<schedule::PipelineResult> measured;  // the stages' measurements of steps 2.. (step 1 warms up)
   std::vector<int64_t> peak_bytes(static_cast<size_t>(pp.pp), 0);  // per stage, over the measured steps
   int64_t transferred = 0;                     // bytes moved between stages in the last step
   std::vector<double> update_ms;               // the stages' AdamW updates, per measured step
@@ -420,12 +419,12 @@ int train_pipeline(const TrainCommand& c, std::ostream& out_stream, const std::s
                      "params/dev", "optimizer/dev", "peak saved activations", "busy");
   // The microbatches in flight are the schedule's own (simulate's peak, which the order alone
   // decides); the bytes are measured.
-  const std::vector<int64_t> in_flight = mpmd::simulate(schedule, mpmd::Costs{}).peak_in_flight;
+  const std::vector<int64_t> in_flight = schedule::simulate(schedule, schedule::Costs{}).peak_in_flight;
   for (const StageSummary& st : summaries) {
     const auto s = static_cast<size_t>(st.stage);
     double busy = 0;
-    for (const mpmd::PipelineResult& m : measured) {
-      mpmd::Simulation sim = mpmd::measured_simulation(schedule, m);
+    for (const schedule::PipelineResult& m : measured) {
+      schedule::Simulation sim = schedule::measured_simulation(schedule, m);
       busy += sim.busy[s] / sim.makespan / double(measured.size());
     }
     // Over MPI a rank numbers its host devices from 0: the stage's rank(s), then its devices there.
@@ -448,14 +447,14 @@ int train_pipeline(const TrainCommand& c, std::ostream& out_stream, const std::s
                      support::format_bytes(transferred));
 
   // The bubble: measured, and the simulator replaying the schedule with the measured medians.
-  std::vector<mpmd::FragmentTimes> medians = mpmd::median_fragment_times(schedule, measured);
-  double measured_bubble = mpmd::mean_measured_bubble(schedule, measured);
-  double simulated = mpmd::simulate_with_stage_times(schedule, medians).bubble;
+  std::vector<schedule::FragmentTimes> medians = schedule::median_fragment_times(schedule, measured);
+  double measured_bubble = schedule::mean_measured_bubble(schedule, measured);
+  double simulated = schedule::simulate_with_stage_times(schedule, medians).bubble;
   out << fmt::format("pipeline bubble over {}: measured {:.4f}, simulator with the measured median fragment times "
                      "{:.4f} (measured / simulated {:.3f})\n",
                      c.steps == 1 ? fmt::format("step {}", first_step) : fmt::format("steps {}-{}", first_step + 1, last_step),
                      measured_bubble, simulated, simulated > 0 ? measured_bubble / simulated : 0.0);
-  double replayed = mpmd::mean_replayed_bubble(schedule, measured);
+  double replayed = schedule::mean_replayed_bubble(schedule, measured);
   out << fmt::format("  simulator fed fragment by fragment (each action its own measured time): {:.4f} (measured / "
                      "simulated {:.3f})\n",
                      replayed, replayed > 0 ? measured_bubble / replayed : 0.0);
@@ -466,16 +465,17 @@ int train_pipeline(const TrainCommand& c, std::ostream& out_stream, const std::s
   out << "  median ms of F, B (or BI), W: " << fragments << "\n";
   if (group == 1) {  // the stage threads compute themselves: their CPU time says whether they had a core
     std::string shares;
-    for (double x : mpmd::compute_cpu_share(schedule, measured)) shares += fmt::format(" {:.2f}", x);
-    double dedicated = mpmd::simulate_with_stage_times(schedule, mpmd::median_fragment_times(schedule, measured, true)).bubble;
+    for (double x : schedule::compute_cpu_share(schedule, measured)) shares += fmt::format(" {:.2f}", x);
+    double dedicated =
+        schedule::simulate_with_stage_times(schedule, schedule::median_fragment_times(schedule, measured, true)).bubble;
     out << fmt::format("  stage threads' CPU / wall time in F and B:{} (below 1: a stage waited for a core); the "
                        "simulator with median CPU times, a core per stage: {:.4f}\n",
                        shares, dedicated);
   }
   if (rank0 && !c.schedule_svg.empty()) {
-    const mpmd::PipelineResult& last = measured.back();
+    const schedule::PipelineResult& last = measured.back();
     std::ofstream svg(c.schedule_svg);
-    svg << mpmd::timeline_svg(schedule, mpmd::measured_simulation(schedule, last),
+    svg << schedule::timeline_svg(schedule, schedule::measured_simulation(schedule, last),
                               fmt::format("{} P={} M={}: measured, step {} (ms)", schedule.name, pp.pp,
                                           schedule.microbatches, last_step));
     if (!svg) fail("--schedule-svg {}: cannot write the file", c.schedule_svg);
@@ -489,13 +489,14 @@ int train_pipeline(const TrainCommand& c, std::ostream& out_stream, const std::s
     out << fmt::format("  {:>5}  {:>10}  {:>10}  {:>10}  {:>10}\n", "stage", "forward", "backward", "weight", "busy");
     for (size_t s = 0; s < static_cast<size_t>(pp.pp); ++s) {
       double sum[3] = {0, 0, 0};
-      for (const mpmd::PipelineResult& m : measured)
+      for (const schedule::PipelineResult& m : measured)
         for (size_t a = 0; a < schedule.actions[s].size(); ++a) {
-          const mpmd::ActionKind kind = schedule.actions[s][a].kind;
-          const int k = kind == mpmd::ActionKind::kForward                                              ? 0
-                        : kind == mpmd::ActionKind::kBackward || kind == mpmd::ActionKind::kBackwardInput ? 1
-                        : kind == mpmd::ActionKind::kBackwardWeight                                     ? 2
-                                                                                                       : -1;
+          using schedule::ActionKind;
+          const ActionKind kind = schedule.actions[s][a].kind;
+          const int k = kind == ActionKind::kForward                                          ? 0
+                        : kind == ActionKind::kBackward || kind == ActionKind::kBackwardInput ? 1
+                        : kind == ActionKind::kBackwardWeight                                 ? 2
+                                                                                              : -1;
           if (k >= 0) sum[k] += m.times[s][a].end - m.times[s][a].start;
         }
       const double n = double(measured.size());

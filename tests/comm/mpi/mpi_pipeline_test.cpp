@@ -14,15 +14,20 @@
 #include "comm/mpi/mpi_test_env.h"
 #include "comm/mpi_communicator.h"
 #include "mpmd/fragment_trainer.h"
-#include "mpmd/schedule.h"
-#include "mpmd/mpi_ranks.h"
 #include "mpmd/pipeline_test_util.h"
 #include "nn/model.h"
 #include "nn/nn_test_util.h"
+#include "schedule/schedule.h"
 #include "support/error.h"
 
 namespace tessera::mpmd {
 namespace {
+
+using schedule::ActionKind;
+using schedule::Schedule;
+using schedule::ScheduleKind;
+using schedule::generate;
+using schedule::one_f_one_b;
 
 using testing::pipeline_adamw;
 using testing::pipeline_config;

@@ -1,9 +1,9 @@
 // Names of actions and their descriptions in messages (schedule.h).
-#include "mpmd/schedule.h"
+#include "schedule/schedule.h"
 
 #include <fmt/format.h>
 
-namespace tessera::mpmd {
+namespace tessera::schedule {
 
 std::string_view kind_name(ActionKind kind) {
   switch (kind) {
@@ -37,4 +37,4 @@ std::string describe_at(const Schedule& s, int64_t stage, int64_t step) {
                      describe(s, s.actions[static_cast<size_t>(stage)][static_cast<size_t>(step)]));
 }
 
-}  // namespace tessera::mpmd
+}  // namespace tessera::schedule

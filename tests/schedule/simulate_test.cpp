@@ -10,10 +10,10 @@
 #include <tuple>
 
 #include "common/error_of.h"
-#include "mpmd/schedule.h"
-#include "mpmd/simulate.h"
+#include "schedule/schedule.h"
+#include "schedule/simulate.h"
 
-namespace tessera::mpmd {
+namespace tessera::schedule {
 namespace {
 
 using testing::error_of;
@@ -231,4 +231,4 @@ TEST(Simulate, Costs) {
 }
 
 }  // namespace
-}  // namespace tessera::mpmd
+}  // namespace tessera::schedule

@@ -1,7 +1,7 @@
 // The schedule CSV, in PyTorch's pipelining form (schedule.h): written with its transfers
 // (compute_comms), read in either form, cells read into actions, the transfers inserted when the
 // file has none, the result validated with every action named by its row and column.
-#include "mpmd/schedule.h"
+#include "schedule/schedule.h"
 
 #include <fmt/format.h>
 
@@ -12,7 +12,7 @@
 #include "support/error.h"
 #include "support/strings.h"
 
-namespace tessera::mpmd {
+namespace tessera::schedule {
 
 using support::fail;
 
@@ -153,4 +153,4 @@ Schedule parse_csv(std::string_view text, std::string_view source) {
 
 Schedule load_csv(const std::string& path) { return parse_csv(support::read_file_bytes(path), path); }
 
-}  // namespace tessera::mpmd
+}  // namespace tessera::schedule

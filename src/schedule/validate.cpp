@@ -1,7 +1,7 @@
 // The schedule validator (schedule.h lists the checks and their order). Checks run from the
 // cheapest and most local to the global progress check, so each defect is reported by the check
 // that names it most precisely.
-#include "mpmd/schedule.h"
+#include "schedule/schedule.h"
 
 #include <fmt/format.h>
 
@@ -11,7 +11,7 @@
 
 #include "support/error.h"
 
-namespace tessera::mpmd {
+namespace tessera::schedule {
 
 using support::fail;
 
@@ -242,4 +242,4 @@ std::vector<size_t> run_in_order(const Schedule& s, const std::function<void(siz
   return next;
 }
 
-}  // namespace tessera::mpmd
+}  // namespace tessera::schedule

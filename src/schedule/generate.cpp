@@ -1,5 +1,5 @@
 // The built-in schedule generators (schedule.h says what each schedule is).
-#include "mpmd/schedule.h"
+#include "schedule/schedule.h"
 
 #include <fmt/format.h>
 
@@ -7,7 +7,7 @@
 
 #include "support/error.h"
 
-namespace tessera::mpmd {
+namespace tessera::schedule {
 
 using support::fail;
 
@@ -138,4 +138,4 @@ Schedule generate(ScheduleKind kind, int64_t stages, int64_t microbatches, int64
   return s;
 }
 
-}  // namespace tessera::mpmd
+}  // namespace tessera::schedule

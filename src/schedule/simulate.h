@@ -13,9 +13,9 @@
 #include <string_view>
 #include <vector>
 
-#include "mpmd/schedule.h"
+#include "schedule/schedule.h"
 
-namespace tessera::mpmd {
+namespace tessera::schedule {
 
 // Costs of one stage's whole share of the model, in any unit: F `forward`, BI `backward`, W
 // `weight`, an unsplit B both (weight = 0: the classic f = b = 1 setting). With V virtual stages
@@ -99,4 +99,4 @@ Simulation simulate_with_action_times(const Schedule& schedule, const PipelineRe
 double mean_replayed_bubble(const Schedule& schedule, const std::vector<PipelineResult>& runs);
 double mean_measured_bubble(const Schedule& schedule, const std::vector<PipelineResult>& runs);
 
-}  // namespace tessera::mpmd
+}  // namespace tessera::schedule

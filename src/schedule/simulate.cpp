@@ -1,6 +1,6 @@
 // The schedule simulator, its text chart and SVG timeline, and the replays of measured runs
 // (simulate.h says the model and the definitions).
-#include "mpmd/simulate.h"
+#include "schedule/simulate.h"
 
 #include <fmt/format.h>
 
@@ -12,12 +12,12 @@
 #include <map>
 #include <tuple>
 
-#include "mpmd/schedule.h"
+#include "schedule/schedule.h"
 #include "support/error.h"
 #include "support/strings.h"
 #include "support/timeline_svg.h"
 
-namespace tessera::mpmd {
+namespace tessera::schedule {
 
 using support::fail;
 
@@ -97,7 +97,7 @@ void check_matches(const Schedule& schedule, const PipelineResult& run, const ch
   bool ok = run.times.size() == schedule.actions.size();
   for (size_t s = 0; ok && s < run.times.size(); ++s)
     ok = run.times[s].size() == schedule.actions[s].size();
-  if (!ok) support::fail("mpmd::{}: a run does not match schedule '{}' action for action", who, schedule.name);
+  if (!ok) support::fail("schedule::{}: a run does not match schedule '{}' action for action", who, schedule.name);
 }
 
 template <typename F>
@@ -277,7 +277,7 @@ std::vector<double> compute_cpu_share(const Schedule& schedule, const std::vecto
 Simulation simulate_with_stage_times(const Schedule& schedule, const std::vector<FragmentTimes>& times,
                                      double transfer) {
   if (times.size() != schedule.actions.size())
-    support::fail("mpmd::simulate_with_stage_times: {} stage times for schedule '{}' of {} stages", times.size(),
+    support::fail("schedule::simulate_with_stage_times: {} stage times for schedule '{}' of {} stages", times.size(),
                   schedule.name, schedule.actions.size());
   auto duration = [&](size_t s, size_t, const Action& a) {
     const FragmentTimes& c = times[s];
@@ -308,4 +308,4 @@ Simulation measured_simulation(const Schedule& schedule, const PipelineResult& r
   return sim;
 }
 
-}  // namespace tessera::mpmd
+}  // namespace tessera::schedule

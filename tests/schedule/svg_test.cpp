@@ -11,12 +11,12 @@
 #include <string>
 #include <vector>
 
-#include "mpmd/schedule.h"
-#include "mpmd/simulate.h"
+#include "schedule/schedule.h"
+#include "schedule/simulate.h"
 #include "support/strings.h"
 #include "support/timeline_svg.h"
 
-namespace tessera::mpmd {
+namespace tessera::schedule {
 namespace {
 
 struct Element {
@@ -234,4 +234,4 @@ TEST(Svg, TheReaderRefusesMalformedDocuments) {
 }
 
 }  // namespace
-}  // namespace tessera::mpmd
+}  // namespace tessera::schedule

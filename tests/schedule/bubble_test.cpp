@@ -3,11 +3,11 @@
 // timeline worked out by hand; medians and CPU shares are taken per stage and per kind.
 #include <gtest/gtest.h>
 
-#include "mpmd/simulate.h"
-#include "mpmd/schedule.h"
+#include "schedule/schedule.h"
+#include "schedule/simulate.h"
 #include "support/error.h"
 
-namespace tessera::mpmd {
+namespace tessera::schedule {
 namespace {
 
 TEST(StageTimesReplay, EqualStagesAreTheSimulator) {
@@ -122,4 +122,4 @@ TEST(ActionTimesReplay, ReproducesARunThatFollowsTheRulesAndExposesExtraIdle) {
 }
 
 }  // namespace
-}  // namespace tessera::mpmd
+}  // namespace tessera::schedule

@@ -1,8 +1,8 @@
-// The schedule CSV, PyTorch's form (mpmd/schedule.h): what print_csv writes (its transfers
+// The schedule CSV, PyTorch's form (schedule/schedule.h): what print_csv writes (its transfers
 // included) reads back as the same schedule for every built-in kind; the built-in schedules written
 // in the compute-only form read back as the same schedules (the transfers inserted alike); a bad
 // file is refused naming its row and column.
-#include "mpmd/schedule.h"
+#include "schedule/schedule.h"
 
 #include <gtest/gtest.h>
 
@@ -10,7 +10,7 @@
 
 #include "common/error_of.h"
 
-namespace tessera::mpmd {
+namespace tessera::schedule {
 namespace {
 
 // `s`'s compute actions as PyTorch's _dump_csv writes them (format compute_only): a row per stage.
@@ -117,4 +117,4 @@ TEST(Csv, TransfersAreTakenAsWritten) {
 }
 
 }  // namespace
-}  // namespace tessera::mpmd
+}  // namespace tessera::schedule

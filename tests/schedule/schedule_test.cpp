@@ -8,9 +8,9 @@
 #include <algorithm>
 
 #include "common/error_of.h"
-#include "mpmd/schedule.h"
+#include "schedule/schedule.h"
 
-namespace tessera::mpmd {
+namespace tessera::schedule {
 namespace {
 
 using testing::error_of;
@@ -121,4 +121,4 @@ TEST(Generators, Refusals) {
 }
 
 }  // namespace
-}  // namespace tessera::mpmd
+}  // namespace tessera::schedule

@@ -16,7 +16,7 @@
 #include <string_view>
 #include <vector>
 
-namespace tessera::mpmd {
+namespace tessera::schedule {
 
 enum class ActionKind {
   kForward,         // F
@@ -127,4 +127,4 @@ void check_counts(std::string_view what, int64_t stages, int64_t microbatches, i
 // and the simulator's replay.
 std::vector<size_t> run_in_order(const Schedule& s, const std::function<void(size_t stage, size_t step)>& run);
 
-}  // namespace tessera::mpmd
+}  // namespace tessera::schedule

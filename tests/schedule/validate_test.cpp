@@ -5,9 +5,9 @@
 #include <algorithm>
 
 #include "common/error_of.h"
-#include "mpmd/schedule.h"
+#include "schedule/schedule.h"
 
-namespace tessera::mpmd {
+namespace tessera::schedule {
 namespace {
 
 using testing::error_of;
@@ -233,4 +233,4 @@ TEST(Validate, Sizes) {
 }
 
 }  // namespace
-}  // namespace tessera::mpmd
+}  // namespace tessera::schedule
