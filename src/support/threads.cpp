@@ -15,6 +15,7 @@
 #include <sched.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -34,10 +35,15 @@ namespace {
 
 int64_t default_limit() {
   if (auto n = env_int("TESSERA_THREADS", 1, 4096, "the number of threads Tessera may keep busy, 1 to 4096")) return *n;
+  int64_t online = std::max(1u, std::thread::hardware_concurrency());
   cpu_set_t set;
   CPU_ZERO(&set);
-  if (sched_getaffinity(0, sizeof(set), &set) == 0) return std::max(1, CPU_COUNT(&set));
-  return std::max(1u, std::thread::hardware_concurrency());
+  int64_t allowed = sched_getaffinity(0, sizeof(set), &set) == 0 ? CPU_COUNT(&set) : online;
+  // The processes of one job on this host (OpenMPI's or MPICH's count; 1 outside mpirun).
+  int64_t local = 1;
+  for (const char* name : {"OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS"})
+    if (const char* v = std::getenv(name); v != nullptr && local == 1) local = parse_int(v).value_or(1);
+  return cores_for_process(allowed, online, local);
 }
 
 std::atomic<int64_t> limit_override{0};
@@ -59,6 +65,9 @@ std::chrono::nanoseconds spin_time() {
       std::chrono::microseconds(env_int("TESSERA_SPIN_US", 0, 100000, "microseconds, 0 to 100000").value_or(200));
   return spin;
 }
+
+// How long an idle worker spins on with the budget full before it blocks (Pool::loop).
+constexpr auto kFullFor = std::chrono::microseconds(10);
 
 // Spins until done() or for `spin`, whichever comes first; returns done()'s last answer.
 template <typename Done>
@@ -166,7 +175,19 @@ class Pool {
     while (true) {
       if (!w->task && w->spin.count() > 0) {
         lock.unlock();
-        spin_until(w->spin, [w] { return w->has_task.load(std::memory_order_acquire) || busy.load() >= thread_limit(); });
+        // The budget full for kFullFor on end: devices fill the cores. (Full for an instant: a
+        // caller has taken the token for this very worker and is about to hand it a task.)
+        auto full_since = std::chrono::steady_clock::time_point::max();
+        spin_until(w->spin, [&] {
+          if (w->has_task.load(std::memory_order_acquire)) return true;
+          if (busy.load(std::memory_order_relaxed) < thread_limit()) {
+            full_since = std::chrono::steady_clock::time_point::max();
+            return false;
+          }
+          auto now = std::chrono::steady_clock::now();
+          full_since = std::min(full_since, now);
+          return now - full_since >= kFullFor;
+        });
         if (w->has_task.load(std::memory_order_acquire)) spun_tasks.fetch_add(1, std::memory_order_relaxed);
         lock.lock();
       }
@@ -229,6 +250,13 @@ void wait_for_chunks(Job& job, std::chrono::nanoseconds spin) {
 }
 
 }  // namespace
+
+int64_t cores_for_process(int64_t allowed, int64_t online, int64_t local_processes) {
+  // Bound to fewer than all of the CPUs: mpirun gave this process its own (one core per rank is
+  // OpenMPI's default for up to 2 ranks). All of them: shared with the host's other ranks.
+  if (allowed < online || local_processes <= 1) return std::max<int64_t>(1, allowed);
+  return std::max<int64_t>(1, allowed / local_processes);
+}
 
 int64_t thread_limit() {
   int64_t o = limit_override.load(std::memory_order_relaxed);

@@ -23,8 +23,14 @@
 
 namespace tessera::support {
 
-// How many threads may be busy at once.
+// How many threads may be busy at once: TESSERA_THREADS, or cores_for_process of this process's
+// CPUs, the machine's and the count of processes mpirun started on this host.
 int64_t thread_limit();
+// The cores a process may keep busy: the CPUs it is `allowed` (its affinity), unless those are all
+// `online` CPUs and `local_processes` ranks of one job share them, each then taking its share
+// (at least 1). Spinning or chunked threads of several ranks on the same cores would be
+// oversubscription (DESIGN.md §6).
+int64_t cores_for_process(int64_t allowed, int64_t online, int64_t local_processes);
 // Sets the limit for this process (tests, the command line); 0 restores the default.
 void set_thread_limit(int64_t n);
 
