@@ -173,12 +173,12 @@ class Pool {
   void loop(Worker* w) {
     std::unique_lock<std::mutex> lock(mu_);
     while (true) {
-      if (!w->task && w->spin.count() > 0) {
+      if (const auto spin = w->spin; !w->task && spin.count() > 0) {  // read under the lock
         lock.unlock();
         // The budget full for kFullFor on end: devices fill the cores. (Full for an instant: a
         // caller has taken the token for this very worker and is about to hand it a task.)
         auto full_since = std::chrono::steady_clock::time_point::max();
-        spin_until(w->spin, [&] {
+        spin_until(spin, [&] {
           if (w->has_task.load(std::memory_order_acquire)) return true;
           if (busy.load(std::memory_order_relaxed) < thread_limit()) {
             full_since = std::chrono::steady_clock::time_point::max();
