@@ -229,16 +229,28 @@ struct Job {
   int64_t error_chunk = -1;
   std::exception_ptr error;
 
-  void work() {
-    for (int64_t i = next.fetch_add(1); i < count; i = next.fetch_add(1)) {
+  // Runs chunks until none is left. A worker (`worker`) gives its token back as soon as it finds
+  // no next chunk, before it reports its last one done: the caller, which returns once every chunk
+  // is reported, then finds the token free for its next kernel.
+  void work(bool worker) {
+    for (int64_t i = next.fetch_add(1); i < count;) {
       try {
         (*body)(i);
       } catch (...) {
         std::lock_guard<std::mutex> lock(mu);
         if (error_chunk < 0 || i < error_chunk) error_chunk = i, error = std::current_exception();
       }
+      int64_t after = next.fetch_add(1);
+      if (after >= count && worker) give_back_token();
       if (done.fetch_add(1) + 1 == count) done.notify_all();
+      i = after;
     }
+    if (worker && holds_token) give_back_token();  // no chunk was left for it
+  }
+
+  static void give_back_token() {
+    release(1);
+    holds_token = false;
   }
 };
 
@@ -358,16 +370,14 @@ void parallel_chunks(int64_t count, const std::function<void(int64_t)>& body) {
           if (job->unstarted.compare_exchange_weak(u, u - 1)) break;
         }
         holds_token = true;
-        job->work();
-        release(1);
-        holds_token = false;
+        job->work(true);
       });
     } catch (...) {
       release(job->unstarted.exchange(0));  // no thread: the caller does the work
       break;
     }
   }
-  job->work();
+  job->work(false);
   release(job->unstarted.exchange(0));
   wait_for_chunks(*job, spin);
   // The error leaves the job before it is thrown: a late worker may still hold the job and free
