@@ -15,10 +15,10 @@
 #include <sched.h>
 
 #include <algorithm>
-#include <cstdlib>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <cstdlib>
 #include <exception>
 #include <memory>
 #include <mutex>
@@ -69,17 +69,16 @@ std::chrono::nanoseconds spin_time() {
 // How long an idle worker spins on with the budget full before it blocks (Pool::loop).
 constexpr auto kFullFor = std::chrono::microseconds(10);
 
-// Spins until done() or for `spin`, whichever comes first; returns done()'s last answer.
+// Spins until done() or for `spin`, whichever comes first.
 template <typename Done>
-bool spin_until(std::chrono::nanoseconds spin, Done&& done) {
+void spin_until(std::chrono::nanoseconds spin, Done&& done) {
   const auto until = std::chrono::steady_clock::now() + spin;
   for (uint32_t n = 1; !done(); ++n) {
-    if (n % 64 == 0 && std::chrono::steady_clock::now() >= until) return false;
+    if (n % 64 == 0 && std::chrono::steady_clock::now() >= until) return;
 #if defined(__x86_64__) || defined(__i386__)
     __builtin_ia32_pause();
 #endif
   }
-  return true;
 }
 
 void acquire_forced() { note_busy(busy.fetch_add(1) + 1); }
@@ -133,13 +132,12 @@ class Pool {
   // back-to-back runs reuse the same threads. Throws std::system_error when no thread can be
   // started; neither runs then.
   void dispatch(std::function<void()> task, std::function<void()> then = {}) {
-    const auto spin = spin_time();  // here, where a bad TESSERA_SPIN_US is the caller's error
+    spin_time();  // read here first, where a bad TESSERA_SPIN_US is the caller's error, not a worker's
     {
       std::lock_guard<std::mutex> lock(mu_);
       if (!idle_.empty()) {
         Worker* w = idle_.back();
         idle_.pop_back();
-        w->spin = spin;
         w->task = std::move(task);
         w->then = std::move(then);
         w->has_task.store(true, std::memory_order_release);
@@ -148,7 +146,6 @@ class Pool {
       }
     }
     auto w = std::make_unique<Worker>();
-    w->spin = spin;
     w->task = std::move(task);
     w->then = std::move(then);
     std::thread([this, w = w.get()] { loop(w); }).detach();
@@ -167,13 +164,13 @@ class Pool {
     std::condition_variable cv;
     std::function<void()> task, then;  // set by dispatch, under mu_
     std::atomic<bool> has_task{false};  // set with task: watched by a spinning worker
-    std::chrono::nanoseconds spin{0};    // how long it spins for its next task (set by dispatch)
   };
 
   void loop(Worker* w) {
     std::unique_lock<std::mutex> lock(mu_);
     while (true) {
-      if (const auto spin = w->spin; !w->task && spin.count() > 0) {  // read under the lock
+      // spin_time() was read by the dispatch that started this worker: it cannot throw here.
+      if (const auto spin = spin_time(); !w->task && spin.count() > 0) {
         lock.unlock();
         // The budget full for kFullFor on end: devices fill the cores. (Full for an instant: a
         // caller has taken the token for this very worker and is about to hand it a task.)
