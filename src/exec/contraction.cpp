@@ -280,21 +280,12 @@ namespace {
 // zero-filled: the copy writes every element.
 template <typename T>
 struct CopyBuffers {
-  struct Buffer {
-    std::unique_ptr<T[]> data;
-    int64_t size = 0;
-  } buffers[3];  // lhs and rhs copies, and a result computed as C^T (via_buffer)
+  support::GrowingBuffer<T> buffers[3];  // lhs and rhs copies, and a result computed as C^T (via_buffer)
 };
 
 template <typename T>
 T* scratch(int which, int64_t n) {
-  auto& b = support::run_local<CopyBuffers<T>>().buffers[which];
-  if (b.size < n) {
-    b.data.reset();
-    b.data.reset(new T[static_cast<size_t>(n)]);
-    b.size = n;
-  }
-  return b.data.get();
+  return support::run_local<CopyBuffers<T>>().buffers[which].reserve(n);
 }
 
 template <typename T>

@@ -226,10 +226,7 @@ constexpr int64_t kStagedColumnBytes = 8 << 20;
 
 // The rows of a column reduction after the first part's, computed by the free threads (fold),
 // kept in the run's cache from one step to the next.
-struct ColumnStage {
-  std::unique_ptr<std::byte[]> data;
-  int64_t bytes = 0;
-};
+struct ColumnStage : support::GrowingBuffer<std::byte> {};
 
 // A reduce of a value computed in the loop: each block folded into the results as it is computed.
 template <typename T>
@@ -281,14 +278,7 @@ void fold(Program& p, int reg, int64_t total, const FoldShape& f, OpKind kind, T
     if (threads > 1) {
       int64_t per = (total / threads + staged_unit - 1) / staged_unit * staged_unit;
       int64_t parts = (total + per - 1) / per;
-      ColumnStage& stage = support::run_local<ColumnStage>();
-      int64_t bytes = (total - per) * int64_t{sizeof(T)};
-      if (stage.bytes < bytes) {
-        stage.data.reset();
-        stage.data.reset(new std::byte[static_cast<size_t>(bytes)]);  // written before read
-        stage.bytes = bytes;
-      }
-      T* staged = reinterpret_cast<T*>(stage.data.get());
+      T* staged = reinterpret_cast<T*>(support::run_local<ColumnStage>().reserve((total - per) * int64_t{sizeof(T)}));
       support::parallel_chunks(parts, [&](int64_t c) {
         int64_t last = std::min(total, (c + 1) * per);
         if (c > 0) {

@@ -165,10 +165,7 @@ bool try_group(const MultiResultPlan& plan, std::span<const RowStep> steps, size
 struct RowWorkspaces {
   std::vector<std::unique_ptr<Workspace>> spaces;
 };
-struct RowStage {
-  std::unique_ptr<std::byte[]> data;
-  int64_t bytes = 0;
-};
+struct RowStage : support::GrowingBuffer<std::byte> {};
 
 struct MemberState {
   int reg = -1;                      // the register of its result (a reduce: of its operand), or -1
@@ -217,15 +214,9 @@ void fold_rows(const Op& op, RowRole role, const T* src, int64_t first, int64_t 
 template <typename T>
 const T* operand(Program* p, const MemberState& m, int64_t first, int64_t n) {
   if (m.stored) return reinterpret_cast<const T*>(m.stored) + first;
-  RowStage& stage = support::run_local<RowStage>();
-  int64_t bytes = n * static_cast<int64_t>(sizeof(T));
-  if (stage.bytes < bytes) {
-    stage.data.reset();
-    stage.data.reset(new std::byte[static_cast<size_t>(bytes)]);  // written before read
-    stage.bytes = bytes;
-  }
-  p->run_into(m.reg, stage.data.get(), first, first + n, sizeof(T));
-  return reinterpret_cast<const T*>(stage.data.get());
+  std::byte* stage = support::run_local<RowStage>().reserve(n * static_cast<int64_t>(sizeof(T)));
+  p->run_into(m.reg, stage, first, first + n, sizeof(T));
+  return reinterpret_cast<const T*>(stage);
 }
 
 // Folds the rows [r0, r1) of reduce member `op` (all of them for kReduceAll: its result was
@@ -243,10 +234,10 @@ void reduce_tile(const Op& op, RowRole role, Program* p, const MemberState& m, L
 // tiles keeps its operand with each run of zeros as one zero (keep_zero_runs_f32), then one thread
 // folds the chunks' lists in order, with the bits of the fold of every element in order. A masked
 // loss (a one-hot times a log-softmax) keeps about one run in 64. A chunk whose list would pass its
-// capacity (an operand with few zeros) is marked full and folded again after the others, as before.
+// buffer (an operand with few zeros) is marked full and folded again after the others, as before.
 struct ZeroRuns {
-  std::unique_ptr<float[]> kept;
-  int64_t size = 0, capacity = 0;
+  support::GrowingBuffer<float> kept;
+  int64_t size = 0;
   bool full = false;
 };
 struct ChunkRuns {
@@ -330,23 +321,13 @@ void run_row_group(const MultiResultPlan& plan, const RowGroup& g,
     else reduce_tile<double>(*member.op, member.role, p, m, out, init, r0, r1, g.len);
   };
   const int64_t tile = std::max<int64_t>(kTileElements / g.len, std::min<int64_t>(8, g.rows));
-  auto tiles = [&](int64_t r_first, int64_t r_last, bool skip_whole) {
-    for (int64_t r0 = r_first; r0 < r_last; r0 += tile) {
-      int64_t r1 = std::min(r_last, r0 + tile);
-      for (size_t i = 0; i < count; ++i)
-        if (!(skip_whole && g.members[i].role == RowRole::kReduceAll)) run_member(i, r0, r1);
-    }
-  };
   // Tiles spread over the free threads in chunks of whole tiles (each row computed and folded by
   // one thread, as one thread would); a fold of everything then runs after them, in order: a sum's
   // from the chunks' kept runs (ZeroRuns), any other's computing its operand again.
   const int64_t total = g.rows * g.len;
-  int64_t per_chunk = std::max<int64_t>(1, fusion_workspace::chunk_elements(total, tile * g.len) / (tile * g.len));
-  int64_t chunks = (g.rows + tile * per_chunk - 1) / (tile * per_chunk);
-  if (chunks <= 1) {
-    tiles(0, g.rows, false);
-    return;
-  }
+  const int64_t per_chunk = std::max<int64_t>(1, fusion_workspace::chunk_elements(total, tile * g.len) / (tile * g.len));
+  const int64_t chunks = (g.rows + tile * per_chunk - 1) / (tile * per_chunk);
+  auto chunk_rows = [&](int64_t c) { return std::pair(c * tile * per_chunk, std::min(g.rows, (c + 1) * tile * per_chunk)); };
   // The one f32 sum of everything, if that is what the group's whole folds are (the loss).
   size_t summed = count, alls = 0;
   for (size_t i = 0; i < count; ++i) {
@@ -355,46 +336,59 @@ void run_row_group(const MultiResultPlan& plan, const RowGroup& g,
     if (dests[state[i].dest]->element() == ElementType::f32 && *ir::region_combiner(*g.members[i].op) == OpKind::Add)
       summed = i;
   }
-  if (alls != 1) summed = count;
+  if (alls != 1 || chunks <= 1) summed = count;
   ChunkRuns& runs = support::run_local<ChunkRuns>();
   if (summed < count) {
     const int64_t capacity = std::max<int64_t>(tile * per_chunk * g.len / 8, 256);
     if (runs.chunks.size() < static_cast<size_t>(chunks)) runs.chunks.resize(static_cast<size_t>(chunks));
     for (int64_t c = 0; c < chunks; ++c) {
       ZeroRuns& r = runs.chunks[static_cast<size_t>(c)];
-      if (r.capacity < capacity) {
-        r.kept.reset(new float[static_cast<size_t>(capacity)]);  // written before read
-        r.capacity = capacity;
-      }
+      r.kept.reserve(capacity);
       r.size = 0;
       r.full = false;
     }
   }
-  support::parallel_chunks(chunks, [&](int64_t c) {
-    int64_t first = c * tile * per_chunk, last = std::min(g.rows, (c + 1) * tile * per_chunk);
-    tiles(first, last, true);
-    if (summed >= count) return;
-    ZeroRuns& r = runs.chunks[static_cast<size_t>(c)];
-    Program* p = programs[summed] ? &*programs[summed] : nullptr;
-    for (int64_t r0 = first; r0 < last && !r.full; r0 += tile) {
-      int64_t n = (std::min(last, r0 + tile) - r0) * g.len;
-      int64_t kept = keep_zero_runs_f32(operand<float>(p, state[summed], r0 * g.len, n), n, r.kept.get() + r.size,
-                                        r.capacity - r.size);
-      r.full = kept < 0;
-      r.size += std::max<int64_t>(kept, 0);
+  // The rows [r_first, r_last), tile by tile, every member over a tile in turn; in chunk `c` of
+  // several, the folds of everything wait for the end, the sum's operand kept while its tile is
+  // still in cache.
+  auto tiles = [&](int64_t r_first, int64_t r_last, int64_t c) {
+    for (int64_t r0 = r_first; r0 < r_last; r0 += tile) {
+      int64_t r1 = std::min(r_last, r0 + tile);
+      for (size_t i = 0; i < count; ++i) {
+        if (c < 0 || g.members[i].role != RowRole::kReduceAll) {
+          run_member(i, r0, r1);
+          continue;
+        }
+        ZeroRuns& r = runs.chunks[static_cast<size_t>(c)];
+        if (i != summed || r.full) continue;
+        int64_t n = (r1 - r0) * g.len;
+        Program* p = programs[i] ? &*programs[i] : nullptr;
+        int64_t kept = keep_zero_runs_f32(operand<float>(p, state[i], r0 * g.len, n), n, r.kept.data() + r.size,
+                                          r.kept.size() - r.size);
+        r.full = kept < 0;
+        r.size += std::max<int64_t>(kept, 0);
+      }
     }
+  };
+  if (chunks <= 1) {
+    tiles(0, g.rows, -1);
+    return;
+  }
+  support::parallel_chunks(chunks, [&](int64_t c) {
+    auto [first, last] = chunk_rows(c);
+    tiles(first, last, c);
   });
   if (!whole) return;
   for (size_t i = 0; i < count; ++i) {
     if (g.members[i].role != RowRole::kReduceAll) continue;
     for (int64_t c = 0; c < chunks; ++c) {
-      int64_t first = c * tile * per_chunk, last = std::min(g.rows, (c + 1) * tile * per_chunk);
       const ZeroRuns* r = i == summed ? &runs.chunks[static_cast<size_t>(c)] : nullptr;
       if (r && !r->full) {
         float* dst = reinterpret_cast<float*>(dests[state[i].dest]->bytes().data());
-        fold_rows<float>(*g.members[i].op, RowRole::kReduceAll, r->kept.get(), 0, r->size, g.len, dst);
+        fold_rows<float>(*g.members[i].op, RowRole::kReduceAll, r->kept.data(), 0, r->size, g.len, dst);
         continue;
       }
+      auto [first, last] = chunk_rows(c);
       for (int64_t r0 = first; r0 < last; r0 += tile) run_member(i, r0, std::min(last, r0 + tile));
     }
   }

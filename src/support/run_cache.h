@@ -11,6 +11,7 @@
 // Entries are keyed by type; each is made on first use and lives as long as its cache.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <utility>
 #include <vector>
@@ -56,6 +57,29 @@ class RunCache {
     return c;
   }
   std::vector<std::pair<const void*, Entry>> entries_;
+};
+
+// A kernel's scratch kept in the run's cache (as an entry's member, or as the entry itself through
+// a type of its own): it only grows, so a steady-state run allocates nothing for it, and it is not
+// zero-filled (its user writes what it reads).
+template <typename T>
+class GrowingBuffer {
+ public:
+  // At least n elements, the old ones kept only when no larger buffer was needed.
+  T* reserve(int64_t n) {
+    if (size_ < n) {
+      data_.reset();  // the old buffer goes first: its memory may serve the new one
+      data_.reset(new T[static_cast<size_t>(n)]);
+      size_ = n;
+    }
+    return data_.get();
+  }
+  T* data() const { return data_.get(); }
+  int64_t size() const { return size_; }
+
+ private:
+  std::unique_ptr<T[]> data_;
+  int64_t size_ = 0;
 };
 
 // The current run's entry of type T, else this thread's own.
