@@ -77,9 +77,11 @@ Dims compose(const Dims& first, const Dims& second) {
   return out;
 }
 
-// Replaces op by `kind` of x with dims attribute `name` = dims.
+// Replaces op by `kind` of x with dims attribute `name` = dims. The new op keeps op's other
+// attributes: marks such as the named computation and call it belongs to (mpmd/program.h), which
+// a pipeline's split of the backward reads.
 Value* rebuilt(Op& op, Value* x, const std::string& name, Dims dims) {
-  ir::AttrMap attrs;
+  ir::AttrMap attrs = op.attrs();
   attrs.set(name, std::move(dims));
   return insert_op(op, op.kind(), {x}, op.result()->type(), std::move(attrs));
 }
@@ -109,7 +111,7 @@ Value* movement(Op& op) {
     case OpKind::Reshape: {
       if (x->type() == type) return x;
       const Op* inner = producer(x, OpKind::Reshape);
-      return inner ? insert_op(op, OpKind::Reshape, {inner->operand(0)}, type) : nullptr;
+      return inner ? insert_op(op, OpKind::Reshape, {inner->operand(0)}, type, op.attrs()) : nullptr;
     }
     case OpKind::Convert:
       return x->type() == type ? x : nullptr;
