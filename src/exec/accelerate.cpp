@@ -206,7 +206,9 @@ bool reduce(const Op& op, Operands in, std::vector<Literal>& out) {
 bool copy_op(const Op& op, Operands in, std::vector<Literal>& out) {
   const Literal& x = *in[0];
   switch (op.kind()) {
-    case OpKind::Reshape: case OpKind::Transpose: case OpKind::BroadcastInDim: case OpKind::Slice: break;
+    case OpKind::Reshape: case OpKind::Transpose: case OpKind::BroadcastInDim: case OpKind::Slice:
+    case OpKind::Reverse:
+      break;
     case OpKind::DynamicSlice:
       for (size_t k = 1; k < in.size(); ++k)
         if (!ir::is_integer(in[k]->element())) return false;
@@ -244,6 +246,13 @@ bool copy_op(const Op& op, Operands in, std::vector<Literal>& out) {
       }
       break;
     }
+    case OpKind::Reverse:  // reversed dimensions walked backwards from their last index
+      for (size_t d = 0; d < rs.size(); ++d) strides[d] = xs[d];
+      for (int64_t d : ints(op, "dimensions")) {
+        base += (rs[static_cast<size_t>(d)] - 1) * xs[static_cast<size_t>(d)];
+        strides[static_cast<size_t>(d)] = -xs[static_cast<size_t>(d)];
+      }
+      break;
     case OpKind::DynamicSlice: {
       // Starts clamped so the slice lies inside the operand, as the reference does.
       const Ints& sizes = ints(op, "slice_sizes");
@@ -448,7 +457,7 @@ bool accelerate(const ir::Op& op, std::span<const ir::Literal* const> operands, 
     case OpKind::Convolution: return accelerate_convolution(op, operands, results);
     case OpKind::Reduce: return reduce(op, operands, results);
     case OpKind::Reshape: case OpKind::Transpose: case OpKind::BroadcastInDim: case OpKind::Slice:
-    case OpKind::DynamicSlice:
+    case OpKind::Reverse: case OpKind::DynamicSlice:
       return copy_op(op, operands, results);
     case OpKind::Concatenate: return concatenate(op, operands, results);
     case OpKind::Pad: return pad(op, operands, results);

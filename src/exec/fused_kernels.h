@@ -141,7 +141,8 @@ void gather(const Instr& s, std::byte* const* regs, int64_t start, int64_t n) {
   int64_t step = s.strides.empty() ? 0 : s.strides.back();
   for_rows(s.shape, s.strides, 0, start, n, [&](int64_t offset, int64_t, int64_t at, int64_t count) {
     if (step == 0) std::fill(out + at, out + at + count, src[offset]);
-    else if (step == 1) std::copy(src + offset, src + offset + count, out + at);
+    else if (step == 1 && count > 32) std::copy(src + offset, src + offset + count, out + at);
+    else if (step == 1) for (int64_t i = 0; i < count; ++i) out[at + i] = src[offset + i];  // short rows: no call
     else for (int64_t i = 0; i < count; ++i) out[at + i] = src[offset + i * step];
   });
 }

@@ -349,8 +349,8 @@ bool Plan::runs(const Op& op) const {
     return v->defining_op() != nullptr && inlined_.count(v->defining_op()) != 0 && !riders_.root_of.count(v->defining_op());
   };
   if (op.kind() == OpKind::Reduce) return inlined_operand(op.operand(0));  // else a stored operand
-  // A broadcast alone is the strided copy of the fast kernels; fusing starts at its readers.
-  if (op.kind() == OpKind::BroadcastInDim) return false;
+  // A view alone is the strided copy of the fast kernels; fusing starts at its readers.
+  if (is_view(op.kind())) return false;
   // A small op with nothing inlined runs faster through the fast kernel, when there is one.
   bool alone = std::none_of(op.operands().begin(), op.operands().end(), inlined_operand);
   bool has_kernel = is_binary(op.kind()) || op.kind() == OpKind::Select || op.kind() == OpKind::Convert ||

@@ -17,6 +17,7 @@
 #include "exec/fused_kernels.h"
 #include "exec/fusion.h"
 #include "exec/fusion_patterns.h"
+#include "exec/fusion_rules.h"
 #include "exec/fusion_workspace.h"
 #include "support/run_cache.h"
 #include "support/threads.h"
@@ -74,9 +75,9 @@ class Program {
   // The values the loop reads where they lie, and whether one is also read through strides.
   const std::vector<const Value*>& in_place_reads() const { return w_->in_place; }
   bool loaded(const Value* v) const {
-    const std::byte* data = value_(v).bytes().data();
-    for (const Instr& s : instrs())
-      if (s.src == data) return true;
+    std::span<const std::byte> bytes = value_(v).bytes();
+    for (const Instr& s : instrs())  // a view's loads start inside
+      if (s.src != nullptr && s.src >= bytes.data() && s.src < bytes.data() + bytes.size()) return true;
     return false;
   }
 
@@ -86,10 +87,10 @@ class Program {
   // The register of `op`'s result, computed from its operands' registers.
   int compute(const Op& op) {
     const ir::Type& t = op.result(0)->type();
-    if (op.kind() == OpKind::BroadcastInDim) {
+    if (fusion_rules::is_view(op.kind())) {
       Dims strides(t.shape.size());
-      broadcast_strides(op, strides);
-      return load(value_(op.operand(0)), strides);
+      int64_t offset = view_strides(op, strides);
+      return load(value_(op.operand(0)), strides, offset);
     }
     if (op.kind() == OpKind::Compare || op.kind() == OpKind::Convert) {
       int r = index_test(op);
@@ -523,11 +524,20 @@ class Program {
     return load(x, Dims(loop_.shape.size()));
   }
 
-  int load(const Literal& x, std::span<const int64_t> strides) {
+  int load(const Literal& x, std::span<const int64_t> strides, int64_t offset = 0) {
     Instr& s = add();
-    s.src = x.bytes().data();
+    s.src = x.bytes().data() + offset * ir::info(x.element()).bytes;
     s.strides.assign(strides.begin(), strides.end());
     s.shape.assign(loop_.shape.begin(), loop_.shape.end());
+    // Adjacent dimensions that the strides walk as one merge (a dimension of 1 with any): the
+    // gather then copies rows as long as they run (a broadcast table's [2, 16] rows are 32 long).
+    for (size_t d = s.shape.size(); d-- > 1;) {
+      if (s.shape[d] != 1 && s.shape[d - 1] != 1 && s.strides[d - 1] != s.strides[d] * s.shape[d]) continue;
+      if (s.shape[d] != 1) s.strides[d - 1] = s.strides[d];  // the merged dimension steps as the inner one
+      s.shape[d - 1] *= s.shape[d];
+      s.shape.erase(s.shape.begin() + static_cast<long>(d));
+      s.strides.erase(s.strides.begin() + static_cast<long>(d));
+    }
     // Block-invariant when only trailing dimensions of total size dividing kBlock have strides.
     int64_t period = 1;
     size_t d = s.shape.size();

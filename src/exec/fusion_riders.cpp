@@ -45,7 +45,7 @@ void choose_riders(const ir::Block& block, const std::unordered_map<const Value*
       if (r->kind() != OpKind::Return && fusion_rules::fusable(*r) && fusion_rules::reads_in_place(*r, m->result(0)) &&
           (inlined.count(r) || loop_root(*r)))
         roots_of(r, readers, inlined, roots);
-      else if (r->kind() == OpKind::Reduce || r->kind() == OpKind::BroadcastInDim)
+      else if (r->kind() == OpKind::Reduce || fusion_rules::is_view(r->kind()))
         ok = false;  // a loop that reads it otherwise (a fold, strided loads): left as it is
       else
         first_other = std::min(first_other, index.at(r));
@@ -71,9 +71,10 @@ bool strided_read(const Op& root, const Value* v, const std::unordered_set<const
     todo.pop_back();
     if (!seen.insert(op).second) continue;
     for (const Value* w : op->operands()) {
-      if (w == v && (op->kind() == OpKind::BroadcastInDim || w->type().shape != loop)) return true;
+      bool view = fusion_rules::is_view(op->kind());
+      if (w == v && (view || w->type().shape != loop)) return true;
       const Op* def = w->defining_op();
-      if (def && inlined.count(def) && op->kind() != OpKind::BroadcastInDim) todo.push_back(def);
+      if (def && inlined.count(def) && !view) todo.push_back(def);
     }
   }
   return false;

@@ -37,7 +37,7 @@ void choose_riders(const ir::Block& block, const std::unordered_map<const ir::Va
                    const std::function<bool(const ir::Op&)>& loop_root, std::unordered_set<const ir::Op*>& inlined,
                    Riders& riders);
 
-// Whether the loop of `root` reads `v` other than element i at element i: through a broadcast, or at
+// Whether the loop of `root` reads `v` other than element i at element i: through a view, or at
 // another shape. Such a v's buffer must not take one of the loop's results.
 bool strided_read(const ir::Op& root, const ir::Value* v, const std::unordered_set<const ir::Op*>& inlined);
 

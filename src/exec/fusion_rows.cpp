@@ -63,8 +63,8 @@ std::optional<RowRole> role_of(const Op& op, const Shape& full) {
     if (dims.size() == full.size()) return RowRole::kReduceAll;
     return std::nullopt;
   }
-  // A broadcast alone is a strided copy whose register would hold for a whole tile: left out.
-  if (op.kind() == OpKind::BroadcastInDim || !fusion_rules::fusable(op)) return std::nullopt;
+  // A view alone is a strided copy (a broadcast's register would hold for a whole tile): left out.
+  if (fusion_rules::is_view(op.kind()) || !fusion_rules::fusable(op)) return std::nullopt;
   const Shape& s = op.result(0)->type().shape;
   if (s == full) return RowRole::kFull;
   if (!s.empty() && is_prefix(s, full)) return RowRole::kRow;
@@ -72,10 +72,10 @@ std::optional<RowRole> role_of(const Op& op, const Shape& full) {
 }
 
 // Visits the values `root`'s loop reads while computing `op` (in its tree): visit(v, via), via the
-// broadcast_in_dim that reads v through strides, or null for a read at the loop's shape.
+// view that reads v through strides, or null for a read at the loop's shape.
 template <typename F>
 void leaves(const MultiResultPlan& plan, const Op& root, const Op& op, F&& visit) {
-  if (op.kind() == OpKind::BroadcastInDim) {
+  if (fusion_rules::is_view(op.kind())) {
     visit(op.operand(0), &op);
     return;
   }
@@ -86,11 +86,12 @@ void leaves(const MultiResultPlan& plan, const Op& root, const Op& op, F&& visit
   }
 }
 
-// Whether a loop over `loop` (P ++ [len] or P) reading v (via a broadcast or not) at a tile's
-// elements reads only the tile's rows of v.
+// Whether a loop over `loop` (P ++ [len] or P) reading v (via a view or not) at a tile's elements
+// reads only the tile's rows of v: a slice or a reverse may read other rows, and is not looked into.
 bool row_local(const Value* v, const Op* via, const Shape& loop, const Shape& full) {
   const Shape& s = v->type().shape;
   if (via == nullptr) return s == loop;
+  if (via->kind() != OpKind::BroadcastInDim) return false;
   const auto& dims = via->attrs().get<std::vector<int64_t>>("broadcast_dimensions");
   for (size_t k = 0; k < dims.size(); ++k)
     if (dims[k] != static_cast<int64_t>(k)) return false;

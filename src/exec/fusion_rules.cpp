@@ -46,12 +46,14 @@ bool is_unary(OpKind k) {
     default: return false;
   }
 }
+bool is_view(OpKind k) { return k == OpKind::BroadcastInDim || k == OpKind::Slice || k == OpKind::Reverse; }
+
 // Ops worth computing twice rather than storing: a few cycles per element.
 bool is_cheap(OpKind k) {
   switch (k) {
     case OpKind::Add: case OpKind::Subtract: case OpKind::Multiply: case OpKind::Maximum:
-    case OpKind::Minimum: case OpKind::Negate: case OpKind::BroadcastInDim: case OpKind::Iota:
-    case OpKind::Convert: case OpKind::Compare: case OpKind::Select:
+    case OpKind::Minimum: case OpKind::Negate: case OpKind::BroadcastInDim: case OpKind::Slice:
+    case OpKind::Reverse: case OpKind::Iota: case OpKind::Convert: case OpKind::Compare: case OpKind::Select:
       return true;
     default: return false;
   }
@@ -125,18 +127,18 @@ bool fusable(const Op& op) {
              (p.shape == r.shape || p.rank() == 0);
     }
     case OpKind::Convert: return same_convert_as_fast_kernel(op.operand(0)->type().element, r.element);
-    case OpKind::BroadcastInDim: return is_loadable(r.element);
+    case OpKind::BroadcastInDim: case OpKind::Slice: case OpKind::Reverse: return is_loadable(r.element);
     case OpKind::Iota: return is_loadable(r.element) && r.element != ElementType::i1;
     default: return false;
   }
 }
 
-// Whether `reader` reads operand `v` element by element at its own shape (a broadcast reads it
-// through strides, a scalar predicate is broadcast; a reduce folds its operand as the loop visits
-// it): only then can `v` be computed inside its loop.
+// Whether `reader` reads operand `v` element by element at its own shape (a view reads it through
+// strides, a scalar predicate is broadcast; a reduce folds its operand as the loop visits it):
+// only then can `v` be computed inside its loop.
 bool reads_in_place(const Op& reader, const Value* v) {
   if (reader.kind() == OpKind::Reduce) return v == reader.operand(0) && v != reader.operand(1);
-  return reader.kind() != OpKind::BroadcastInDim && v->type().shape == reader.result(0)->type().shape;
+  return !is_view(reader.kind()) && v->type().shape == reader.result(0)->type().shape;
 }
 
 }  // namespace tessera::exec::fusion_rules

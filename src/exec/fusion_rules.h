@@ -14,6 +14,9 @@ bool is_loadable(ir::ElementType e);
 // Element-wise kinds with a binary or a unary instruction.
 bool is_binary(ir::OpKind k);
 bool is_unary(ir::OpKind k);
+// Views: a broadcast, a slice or a reverse. A loop reads a view's operand where it lies, through
+// strides from an offset (fusion_patterns.h: view_strides), and never computes it in the loop.
+bool is_view(ir::OpKind k);
 // Ops worth computing twice rather than storing: a few cycles per element.
 bool is_cheap(ir::OpKind k);
 // How a reduce folds the blocks of a fused loop over its operand, when it can (fills `f`).

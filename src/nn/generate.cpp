@@ -20,36 +20,19 @@ using ir::Type;
 
 namespace {
 
-// cos and sin of every (position, feature) angle for positions [0, n), in x's element type:
-// layers.cpp's rope tables, row by row.
-std::pair<Literal, Literal> rope_tables(ir::ElementType t, int64_t n, int64_t hd, double theta) {
-  int64_t half = hd / 2;
-  Literal cos_table(Type(t, {n, hd})), sin_table(Type(t, {n, hd}));
-  for (int64_t p = 0; p < n; ++p)
-    for (int64_t i = 0; i < hd; ++i) {
-      double angle = double(p) * std::pow(theta, -2.0 * double(i % half) / double(hd));
-      cos_table.set_double(p * hd + i, std::cos(angle));
-      sin_table.set_double(p * hd + i, std::sin(angle));
-    }
-  return {std::move(cos_table), std::move(sin_table)};
-}
-
 // RoPE of x [B, S, ..., hd] where element (b, s) sits at position pos[b, s] (i32 [B, S]): layers.h's
 // rope with the table rows gathered by position.
 Tensor rope_at(const Tensor& x, const Tensor& pos, int64_t max_len, double theta) {
-  int64_t hd = x.shape().back(), half = hd / 2;
+  int64_t hd = x.shape().back();
   if (hd % 2 != 0) support::fail("nn::generate: head dimension {} of {} is odd", hd, to_string(x.type()));
-  auto [cos_table, sin_table] = rope_tables(x.element(), max_len, hd, theta);
+  auto [cos_table, sin_table] = rope_tables(x.element(), {}, max_len, hd, theta);
   ir::Builder& b = x.builder();
-  std::vector<int64_t> dims = {0, 1, x.rank() - 1};  // batch, position, feature
-  Tensor cos = ir::broadcast_in_dim(embedding(b.constant(cos_table), pos), x.shape(), dims);
-  Tensor sin = ir::broadcast_in_dim(embedding(b.constant(sin_table), pos), x.shape(), dims);
-  std::vector<int64_t> lo(x.shape().size(), 0), mid = x.shape(), hi = x.shape();
-  mid.back() = half;
-  std::vector<int64_t> mid_start = lo;
-  mid_start.back() = half;
-  Tensor x1 = ir::slice(x, lo, mid), x2 = ir::slice(x, mid_start, hi);
-  return x * cos + ir::concatenate({-x2, x1}, x.rank() - 1) * sin;
+  // Rows gathered by position from the tables seen as [max_len, hd].
+  auto rows = [&](const Literal& table) {
+    Tensor rows = embedding(ir::reshape(b.constant(table), {max_len, hd}), pos);
+    return ir::reshape(rows, {rows.shape()[0], rows.shape()[1], 2, hd / 2});
+  };
+  return rope_rotate(x, rows(cos_table), rows(sin_table), {0, 1});  // batch, position
 }
 
 // Attention of queries q [B, S, kv, g, hd] at positions pos [B, S] to keys and values [B, T, kv, hd]

@@ -56,31 +56,47 @@ Tensor rms_norm(const Tensor& x, const Tensor& gain, double eps) {
   return cast(xw * expand_last(scale, d) * cast(gain, wide), x.element());
 }
 
-Tensor rope(const Tensor& x, double theta, const std::vector<int64_t>& positions) {
-  int64_t s = x.shape()[1], hd = x.shape().back(), half = hd / 2;
-  if (hd % 2 != 0) support::fail("nn::rope: head dimension {} of {} is odd", hd, to_string(x.type()));
-  if (!positions.empty() && int64_t(positions.size()) != s)
-    support::fail("nn::rope: {} positions for the {} indices of dim 1 of {}", positions.size(), s, to_string(x.type()));
-  // cos and sin of every (position, feature) angle, computed here in double: constants of the program.
-  Literal cos_table(Type(x.element(), {s, hd})), sin_table(Type(x.element(), {s, hd}));
-  for (int64_t p = 0; p < s; ++p)
+std::pair<Literal, Literal> rope_tables(ir::ElementType t, const std::vector<int64_t>& positions, int64_t n, int64_t hd,
+                                        double theta) {
+  if (!positions.empty()) n = static_cast<int64_t>(positions.size());
+  int64_t half = hd / 2;
+  // Computed here in double: constants of the program.
+  Literal cos_table(Type(t, {n, 2, half})), sin_table(Type(t, {n, 2, half}));  // row-major: [n, hd]
+  for (int64_t p = 0; p < n; ++p)
     for (int64_t i = 0; i < hd; ++i) {
       double angle = double(positions.empty() ? p : positions[size_t(p)]) * std::pow(theta, -2.0 * double(i % half) / double(hd));
       cos_table.set_double(p * hd + i, std::cos(angle));
-      sin_table.set_double(p * hd + i, std::sin(angle));
+      sin_table.set_double(p * hd + i, i < half ? -std::sin(angle) : std::sin(angle));
     }
+  return {std::move(cos_table), std::move(sin_table)};
+}
+
+// rotate_half(x) = [-x2, x1] for x = [x1, x2], the halves of the features. Over x viewed as
+// [..., 2, half], rotate_half(x) * sin is reverse(x) * [-sin1, sin2]: the minus moved from x2 to
+// the table gives the same products, bit for bit. Element-wise ops, broadcasts and a reverse are
+// what fused loops read in place: the forward is one loop and the backward two, where slices, a
+// negation and a concatenation (and pads in the backward) were kernels of their own.
+Tensor rope_rotate(const Tensor& x, const Tensor& cos, const Tensor& signed_sin, std::vector<int64_t> table_dims) {
+  std::vector<int64_t> halves = x.shape();
+  halves.back() /= 2;
+  halves.insert(halves.end() - 1, 2);
+  auto r = static_cast<int64_t>(halves.size());
+  table_dims.push_back(r - 2);
+  table_dims.push_back(r - 1);
+  Tensor xr = ir::reshape(x, halves);
+  Tensor c = ir::broadcast_in_dim(cos, halves, table_dims);
+  Tensor s = ir::broadcast_in_dim(signed_sin, halves, table_dims);
+  return ir::reshape(xr * c + ir::reverse(xr, {r - 2}) * s, x.shape());
+}
+
+Tensor rope(const Tensor& x, double theta, const std::vector<int64_t>& positions) {
+  int64_t s = x.shape()[1], hd = x.shape().back();
+  if (hd % 2 != 0) support::fail("nn::rope: head dimension {} of {} is odd", hd, to_string(x.type()));
+  if (!positions.empty() && int64_t(positions.size()) != s)
+    support::fail("nn::rope: {} positions for the {} indices of dim 1 of {}", positions.size(), s, to_string(x.type()));
+  auto [cos_table, sin_table] = rope_tables(x.element(), positions, s, hd, theta);
   ir::Builder& b = x.builder();
-  std::vector<int64_t> table_dims = {1, x.rank() - 1};  // position and feature
-  Tensor cos = ir::broadcast_in_dim(b.constant(cos_table), x.shape(), table_dims);
-  Tensor sin = ir::broadcast_in_dim(b.constant(sin_table), x.shape(), table_dims);
-  // rotate_half(x) = [-x2, x1] for x = [x1, x2] split in halves along the features.
-  std::vector<int64_t> lo(x.shape().size(), 0), mid = x.shape(), hi = x.shape();
-  mid.back() = half;
-  std::vector<int64_t> mid_start = lo;
-  mid_start.back() = half;
-  Tensor x1 = ir::slice(x, lo, mid), x2 = ir::slice(x, mid_start, hi);
-  Tensor rotated = ir::concatenate({-x2, x1}, x.rank() - 1);
-  return x * cos + rotated * sin;
+  return rope_rotate(x, b.constant(cos_table), b.constant(sin_table), {1});  // the position
 }
 
 Tensor softmax_last(const Tensor& x) {

@@ -8,6 +8,9 @@
 // the loss run in f32 (reduction_type), as mixed-precision training does.
 #pragma once
 
+#include <utility>
+#include <vector>
+
 #include "ir/builder.h"
 
 namespace tessera::nn {
@@ -36,6 +39,15 @@ Tensor rms_norm(const Tensor& x, const Tensor& gain, double eps);
 // given, is the position of each index along dim 1 (a sequence held in another order, as context
 // parallelism's load-balanced layout holds it).
 Tensor rope(const Tensor& x, double theta, const std::vector<int64_t>& positions = {});
+
+// RoPE's tables for `positions` (0 .. n-1 when empty) and head_dim hd, in type t: cos and sin of
+// each angle, [positions, 2, hd/2] (the features' two halves), the sin's first half negated
+// (rope_rotate's form of rotate_half).
+std::pair<ir::Literal, ir::Literal> rope_tables(ir::ElementType t, const std::vector<int64_t>& positions, int64_t n,
+                                                int64_t hd, double theta);
+// x * cos + rotate_half(x) * sin, given x [..., hd] and rows of rope_tables' `cos` and `signed_sin`
+// [..., 2, hd/2], whose leading dimensions are x's dimensions `table_dims` (broadcast along the others).
+Tensor rope_rotate(const Tensor& x, const Tensor& cos, const Tensor& signed_sin, std::vector<int64_t> table_dims);
 
 // Softmax along the last dimension, stable (the row maximum subtracted first).
 Tensor softmax_last(const Tensor& x);

@@ -529,7 +529,8 @@ inline Literal chain_input(const Type& t, std::mt19937& rng) {
 }
 
 // A random program on loop shape `shape`: element-wise chains over f32 values of that shape, fed by
-// parameters, broadcasts of smaller parameters, an iota one-hot and reductions broadcast back.
+// parameters, broadcasts of smaller parameters, an iota one-hot, reductions broadcast back, and
+// views read through strides: reverses (of values also read in place), slices of larger values.
 inline void build_elementwise_chains(Module& m, const std::vector<int64_t>& shape, uint32_t seed) {
   build_function(m, "f", [&](FunctionBuilder& f) {
     std::mt19937 rng(seed);
@@ -554,7 +555,7 @@ inline void build_elementwise_chains(Module& m, const std::vector<int64_t>& shap
       // Prefer recent values, so chains grow long; any value may be read again later.
       auto operand = [&] { return pool[pool.size() - 1 - std::min(pick(pool.size()), pick(4))]; };
       Tensor a = operand(), b = operand(), r = a;
-      switch (pick(18)) {
+      switch (pick(21)) {
         case 0: r = a + b; break;
         case 1: r = a - b; break;
         case 2: r = a * b; break;
@@ -588,6 +589,30 @@ inline void build_elementwise_chains(Module& m, const std::vector<int64_t>& shap
           }
           break;
         case 16: outs.push_back(sum(a * b + 1.0)); r = -b; break;  // one long fold into a scalar
+        case 17: {  // a reverse of some dimensions, its operand also read in place
+          std::vector<int64_t> dims;
+          for (int64_t d = 0; d < rank; ++d)
+            if (pick(2) == 0) dims.push_back(d);
+          r = reverse(a, dims) * b + a;
+          break;
+        }
+        case 18: {  // a slice of a larger value, with steps of 1 or 2 from an offset
+          std::vector<int64_t> big, start, limit, step;
+          for (int64_t n : shape) {
+            int64_t s = 1 + static_cast<int64_t>(pick(2)), at = static_cast<int64_t>(pick(3));
+            start.push_back(at);
+            step.push_back(s);
+            limit.push_back(at + (n - 1) * s + 1);
+            big.push_back(at + (n - 1) * s + 1 + static_cast<int64_t>(pick(2)));
+          }
+          Tensor x = f.param(f32(big));
+          r = slice(pick(2) == 0 ? x : exp(x), start, limit, step) - a;
+          break;
+        }
+        case 19:  // a broadcast of trailing dimensions (read as one longer row)
+          r = rank >= 2 ? a + broadcast_in_dim(f.param(f32({shape[size_t(rank) - 2], shape.back()})), shape, {rank - 2, rank - 1})
+                        : a * b;
+          break;
         default: outs.push_back(a); r = a + 1.0; break;  // a value that is also returned
       }
       pool.push_back(r);

@@ -150,6 +150,11 @@ TEST(Accelerate, LayoutOpsCopyExactly) {
       {"broadcast", {f32({3, 1})}, [](FunctionBuilder&, const std::vector<Tensor>& p) { return broadcast_in_dim(p[0], {2, 3, 4}, {1, 2}); }},
       {"broadcast scalar", {f64({})}, [](FunctionBuilder&, const std::vector<Tensor>& p) { return broadcast_in_dim(p[0], {3, 2}, {}); }},
       {"slice", {f32({6, 7})}, [](FunctionBuilder&, const std::vector<Tensor>& p) { return slice(p[0], {1, 2}, {6, 7}, {2, 3}); }},
+      // Reversed dimensions walked backwards: an outer one, the innermost (stride -1), both, none.
+      {"reverse", {f32({5, 3, 4})}, [](FunctionBuilder&, const std::vector<Tensor>& p) { return reverse(p[0], {1}); }},
+      {"reverse inner i32", {i32({3, 7})}, [](FunctionBuilder&, const std::vector<Tensor>& p) { return reverse(p[0], {1}); }},
+      {"reverse both", {f64({4, 6})}, [](FunctionBuilder&, const std::vector<Tensor>& p) { return reverse(p[0], {1, 0}); }},
+      {"reverse none", {f32({2, 3})}, [](FunctionBuilder&, const std::vector<Tensor>& p) { return reverse(p[0], {}); }},
       {"reshape", {f32({6, 4})}, [](FunctionBuilder&, const std::vector<Tensor>& p) { return reshape(p[0], {3, 8}); }},
       {"concatenate", {f32({2, 3}), f32({2, 5})}, [](FunctionBuilder&, const std::vector<Tensor>& p) { return concatenate({p[0], p[1], p[0]}, 1); }},
       {"pad", {f32({3, 4})}, [](FunctionBuilder& f, const std::vector<Tensor>& p) { return pad(p[0], f.scalar(ElementType::f32, 0.5), {1, 0}, {2, 3}, {1, 2}); }},

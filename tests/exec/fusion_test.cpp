@@ -2,17 +2,21 @@
 // reference interpreter: random programs of element-wise chains with broadcasts, iota one-hots,
 // compares, selects, converts and reductions in between must give the reference's bits, fused and
 // unfused; the fused run must actually leave ops out; exp and logistic must match the reference's
-// expression on a sweep of float bit patterns and on the edges of their fast range.
+// expression on a sweep of float bit patterns and on the edges of their fast range; a training
+// step's RoPE reads its views in place.
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <random>
 
 #include "common/random_programs.h"
+#include "small_step.h"
 #include "exec/accelerate.h"
 #include "exec/fusion.h"
 #include "interp/interpreter.h"
 #include "ir/builder.h"
+#include "nn/capture.h"
+#include "nn/model.h"
 
 namespace tessera::exec {
 namespace {
@@ -275,6 +279,34 @@ TEST(Fusion, SumsOfMostlyZerosKeepTheReferenceBits) {
       EXPECT_EQ(profile.by_op.at("stablehlo.reduce").first, 2);
     }
   }
+}
+
+// RoPE (nn/layers.cpp) turns the halves of each head through a reverse, and its tables are
+// broadcasts: views that the step's loops read in place. A training step runs no reverse, slice,
+// negation, concatenation or pad of its own for it, and has the bits of the step with every op
+// run alone (views copied by the fast kernels).
+TEST(Fusion, RopeReadsItsViewsInPlace) {
+  nn::Config c = testing::small_lm();
+  Module m("rope");
+  nn::Programs p = nn::capture(m, nn::TrainingStep{nn::CausalLM(c)}.with(nn::AdamW{}));
+  std::vector<Literal> in = testing::small_step_inputs(c, p);
+  auto step = [&](bool fused, interp::Profile* profile) {
+    set_fusion_min_elements(0);
+    interp::set_fusion_planner(fused ? &plan_fusion : nullptr);
+    interp::Options o;
+    o.accelerate = accelerate;
+    o.profile = profile;
+    std::vector<Literal> out = interp::evaluate(m, p.train_step, in, o);
+    interp::set_fusion_planner(&plan_fusion);
+    return out;
+  };
+  interp::Profile fused_profile, alone_profile;
+  std::vector<Literal> got = step(true, &fused_profile), want = step(false, &alone_profile);
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t r = 0; r < want.size(); ++r) EXPECT_TRUE(same_bits(got[r], want[r])) << "result " << r;
+  EXPECT_GT(alone_profile.by_op.at("stablehlo.reverse").first, 0);  // run alone, the step has them
+  for (const char* op : {"stablehlo.reverse", "stablehlo.concatenate", "stablehlo.pad", "stablehlo.negate"})
+    EXPECT_EQ(fused_profile.by_op.count(op), 0u) << op;
 }
 
 }  // namespace
