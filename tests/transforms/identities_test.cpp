@@ -96,6 +96,23 @@ TEST(Identities, ReshapeOfReshapeIsOneReshape) {
             "return %0 : tensor<2x6xf32>\n");
 }
 
+// The op that replaces a composed pair keeps the outer op's other attributes: marks such as the
+// named computation and call an op belongs to (a pipeline's split of the backward reads them).
+TEST(Identities, ComposedMovementsKeepTheirAttributes) {
+  auto marked = [](Tensor y) {
+    y.value()->defining_op()->attrs().set("mark", std::string("stage0"));
+    return y;
+  };
+  for (const std::string& body :
+       {simplified_unary([&](Tensor x) { return marked(reshape(reshape(x, {12}), {2, 6})); }),
+        simplified_unary([&](Tensor x) { return marked(transpose(transpose(x, {1, 2, 0}), {0, 2, 1})); }, f32({2, 3, 4})),
+        simplified_unary([&](Tensor x) { return marked(broadcast_in_dim(broadcast_in_dim(x, {3, 5}, {0}), {2, 3, 5}, {1, 2})); },
+                         f32({3}))}) {
+    EXPECT_EQ(std::count(body.begin(), body.end(), '\n'), 2) << body;  // composed into one op
+    EXPECT_NE(body.find("mark = \"stage0\""), std::string::npos) << body;
+  }
+}
+
 TEST(Identities, BroadcastOfSplatIsOneConstant) {
   std::string body = simplified([](FunctionBuilder& f) {
     return std::vector<Tensor>{broadcast_in_dim(f.scalar(ElementType::f32, 1), {8, 3}, {})};
