@@ -131,6 +131,7 @@ class Executable {
     size_t in_donor = 0;  // results computed in a donated argument's buffer (when one is there)
     size_t row_groups = 0;  // steps of the function's block run tile by tile over rows (fusion_rows.h)
     size_t row_steps = 0;   // the members of those groups
+    size_t views = 0;       // reshapes and contiguous slices whose results lie in their operand's buffer
   };
   const Stats& stats() const;
   // How many executables were compiled in this process (callees included): tests check that a

@@ -32,6 +32,28 @@ bool element_by_element(ir::OpKind k) {
   }
 }
 
+// The element offset of a slice that selects one contiguous run of its operand in row-major order
+// (steps of 1; whole trailing dimensions after the first one cut; single indices before it), else
+// -1: its result can be a view of the operand's storage from that offset.
+int64_t contiguous_slice_offset(const ir::Op& op) {
+  if (op.kind() != ir::OpKind::Slice || op.operands().size() != 1) return -1;
+  const auto& shape = op.operand(0)->type().shape;
+  const auto& out = op.result(0)->type().shape;
+  const auto& start = op.attrs().get<std::vector<int64_t>>("start_indices");
+  const auto* steps = op.attrs().find<std::vector<int64_t>>("strides");
+  if (steps != nullptr && std::any_of(steps->begin(), steps->end(), [](int64_t s) { return s != 1; })) return -1;
+  size_t d = 0;  // the first dimension cut: before it single indices, after it whole dimensions
+  while (d < shape.size() && out[d] == 1 && shape[d] != 1) ++d;
+  for (size_t e = d + 1; e < shape.size(); ++e)
+    if (out[e] != shape[e]) return -1;
+  int64_t offset = 0, stride = 1;
+  for (size_t e = shape.size(); e-- > 0;) {
+    offset += start[e] * stride;
+    stride *= shape[e];
+  }
+  return offset;
+}
+
 }  // namespace
 
 void plan_arena(Code& code) {
@@ -41,18 +63,25 @@ void plan_arena(Code& code) {
 
   // Values: the results of the block's steps, live from their step to the last step that frees
   // one of their slots (the return: step n). A reshape of a value of the block is a view: its
-  // result is another slot of its operand's value (same offset), which lives as long as both.
-  std::vector<int64_t> value_of(code.slot_types.size(), -1);
+  // result is another slot of its operand's value (same offset), which lives as long as both. So
+  // is a slice of one contiguous run of it (the pieces of a combined all_reduce), `delta` bytes in.
+  std::vector<int64_t> value_of(code.slot_types.size(), -1), delta(code.slot_types.size(), 0);
   std::vector<LiveRange> ranges;
   std::vector<std::vector<Slot>> slots_of_value;
+  std::vector<uint8_t> sliced;  // per value: a slice views part of it
   for (uint32_t k = 0; k < n; ++k) {
     const Step& s = body.steps[k];
     const Slot* out = code.list(s.results);
     const Slot* in = code.list(s.operands);
-    if (s.kind == StepKind::kKernel && s.op->kind() == ir::OpKind::Reshape && s.operands.size == 1 &&
+    int64_t slice_at = s.kind == StepKind::kKernel ? contiguous_slice_offset(*s.op) : -1;
+    if (s.kind == StepKind::kKernel && (s.op->kind() == ir::OpKind::Reshape || slice_at >= 0) && s.operands.size == 1 &&
         value_of[in[0]] >= 0) {
+      auto v = static_cast<size_t>(value_of[in[0]]);
       value_of[out[0]] = value_of[in[0]];
-      slots_of_value[static_cast<size_t>(value_of[in[0]])].push_back(out[0]);
+      delta[out[0]] = delta[in[0]] + std::max<int64_t>(slice_at, 0) * ir::info(code.slot_types[out[0]]->element).bytes;
+      slots_of_value[v].push_back(out[0]);
+      sliced[v] |= slice_at >= 0;
+      ++code.stats.views;
       continue;
     }
     for (uint32_t r = 0; r < s.results.size; ++r) {
@@ -60,6 +89,7 @@ void plan_arena(Code& code) {
       value_of[out[r]] = static_cast<int64_t>(ranges.size());
       ranges.push_back({bytes_of(*code.slot_types[out[r]]), k, k, -1});
       slots_of_value.push_back({out[r]});
+      sliced.push_back(0);
     }
     code.max_operands = std::max<size_t>(code.max_operands, s.operands.size);
     code.max_results = std::max<size_t>(code.max_results, s.results.size);
@@ -77,6 +107,45 @@ void plan_arena(Code& code) {
   free_at(body.return_frees, n);
   for (size_t v = 0; v < ranges.size(); ++v)
     if (!freed[v]) ranges[v].last = n;  // never freed: held to the end
+  // A concatenation along its outermost dimension of more than one element lays each operand out
+  // as one run of its result: an operand value of the block, named once there and viewed by no
+  // slice, is computed in place (the gradients of a combined all_reduce): its slots move into the
+  // result's value, as many bytes in as the operands before it, and that value lives from the
+  // first of them to the last read of any.
+  for (uint32_t k = 0; k < n; ++k) {
+    const Step& s = body.steps[k];
+    if (s.kind != StepKind::kKernel || s.op->kind() != ir::OpKind::Concatenate || s.results.size != 1) continue;
+    Slot result = code.list(s.results)[0];
+    int64_t c = value_of[result];
+    if (c < 0 || delta[result] != 0) continue;
+    const auto& shape = code.slot_types[result]->shape;
+    auto dim = static_cast<size_t>(s.op->attrs().get<int64_t>("dimension"));
+    if (std::any_of(shape.begin(), shape.begin() + static_cast<long>(dim), [](int64_t d) { return d != 1; })) continue;
+    const Slot* in = code.list(s.operands);
+    int64_t at = 0;
+    for (uint32_t i = 0; i < s.operands.size; ++i) {
+      int64_t u = value_of[in[i]], bytes = bytes_of(*code.slot_types[in[i]]);
+      bool once = std::count_if(in, in + s.operands.size, [&](Slot o) { return value_of[o] == u; }) == 1;
+      if (u >= 0 && u != c && once && !sliced[static_cast<size_t>(u)] && delta[in[i]] == 0 &&
+          ranges[static_cast<size_t>(u)].bytes == bytes) {
+        auto& from = slots_of_value[static_cast<size_t>(u)];
+        for (Slot slot : from) {
+          value_of[slot] = c;
+          delta[slot] += at;
+          slots_of_value[static_cast<size_t>(c)].push_back(slot);
+        }
+        from.clear();
+        LiveRange& rc = ranges[static_cast<size_t>(c)];
+        LiveRange& ru = ranges[static_cast<size_t>(u)];
+        rc.first = std::min(rc.first, ru.first);
+        rc.last = std::max(rc.last, ru.last);
+        ru = LiveRange{0, ru.first, ru.first, -1};
+        sliced[static_cast<size_t>(c)] = 1;
+        ++code.stats.views;
+      }
+      at += bytes;
+    }
+  }
   // A row group runs the steps it spans interleaved, tile by tile (and some before or after the
   // others): every value defined in it lives from its first step, and every value read in it to
   // its last, so none shares storage with another the group uses.
@@ -86,17 +155,20 @@ void plan_arena(Code& code) {
       if (r.last >= g.first && r.last < g.last) r.last = g.last;
     }
   // An element-wise kernel step writes over an operand that dies there (not in a row group, whose
-  // other steps may still read that operand's later rows).
+  // other steps may still read that operand's later rows; nor a value that slices view, whose
+  // operand slot lies inside it: the result would be written at another offset than it is read).
   std::vector<uint8_t> grouped(n, 0);
   for (const RowGroup& g : code.row_groups) std::fill(grouped.begin() + g.first, grouped.begin() + g.last + 1, 1);
   for (uint32_t k = 0; k < n; ++k) {
     const Step& s = body.steps[k];
     if (grouped[k] || s.kind != StepKind::kKernel || !element_by_element(s.op->kind()) || s.results.size != 1) continue;
     Slot result = code.list(s.results)[0];
+    if (value_of[result] < 0 || delta[result] != 0 || sliced[static_cast<size_t>(value_of[result])]) continue;
     const Slot* in = code.list(s.operands);
     for (uint32_t i = 0; i < s.operands.size; ++i) {
       int64_t v = value_of[in[i]];
-      if (v >= 0 && ranges[static_cast<size_t>(v)].last == k && *code.slot_types[in[i]] == *code.slot_types[result]) {
+      if (v >= 0 && ranges[static_cast<size_t>(v)].last == k && !sliced[static_cast<size_t>(v)] &&
+          *code.slot_types[in[i]] == *code.slot_types[result]) {
         ranges[static_cast<size_t>(value_of[result])].over = v;
         break;
       }
@@ -104,7 +176,7 @@ void plan_arena(Code& code) {
   }
   BufferPlan plan = plan_buffers(ranges);
   for (size_t v = 0; v < ranges.size(); ++v)
-    for (Slot slot : slots_of_value[v]) code.slot_offset[slot] = plan.offsets[v];
+    for (Slot slot : slots_of_value[v]) code.slot_offset[slot] = plan.offsets[v] + delta[slot];
   for (uint32_t k = 0; k < n; ++k) {
     Step& s = code.body.steps[k];
     s.planned = s.kind == StepKind::kKernel || s.kind == StepKind::kFused;

@@ -115,6 +115,46 @@ TEST(BufferPlan, ArenaAndPeakOfAChainAreExact) {
   EXPECT_FALSE(out[0].is_view());
 }
 
+// A slice of one contiguous run of a value (the pieces of a combined all_reduce) is a view of the
+// value's buffer, as a reshape is; a strided one, or one cutting an inner dimension, is copied.
+// The operands of a concatenation along its outermost dimension are computed in place in its
+// result (the gradients a combined all_reduce reads), but not one named twice. The interpreter's
+// bits, run after run.
+TEST(BufferPlan, ContiguousSlicesAndConcatenatedOperandsAreViews) {
+  using namespace tessera::ir;
+  Module m;
+  Function& fn = build_function(m, "f", [](FunctionBuilder& f) {
+    Tensor x = f.param(f32({64})), y = f.param(f32({4, 16}));
+    Tensor twice = x * 3.0;
+    Tensor flat = concatenate({reshape(x + x, {64}), reshape(y * y, {64}), reshape(x - 1.0, {64})}, 0);
+    Tensor again = concatenate({twice, x, twice}, 0);  // x a parameter, `twice` named twice: copied
+    Tensor first = reshape(slice(flat, {0}, {64}), {4, 16});
+    Tensor second = reshape(slice(flat, {64}, {128}), {4, 16});
+    Tensor third = slice(reshape(flat, {12, 16}), {8, 0}, {12, 16});  // a reshape's view, sliced
+    Tensor rows = slice(reshape(flat, {12, 16}), {0, 3}, {12, 5});     // an inner cut: copied
+    Tensor strided = slice(flat, {1}, {128}, {2});                     // copied
+    return std::vector<Tensor>{second - first, reshape(third, {4, 16}) + first, rows * 2.0, strided + 1.0, again};
+  });
+  CompileOptions o{&m};
+  o.planner = nullptr;  // every op a step of its own
+  auto e = Executable::compile(fn, o);
+  ASSERT_TRUE(e->planned());
+  EXPECT_EQ(e->stats().views, 3u /* slices */ + 8u /* reshapes */ + 3u /* concatenated */);
+  std::mt19937 rng(5);
+  std::uniform_real_distribution<double> u(-2, 2);
+  std::vector<double> xs(64), ys(64);
+  for (double& v : xs) v = u(rng);
+  for (double& v : ys) v = u(rng);
+  std::vector<Literal> in = {Literal::from_doubles(f32({64}), xs), Literal::from_doubles(f32({4, 16}), ys)};
+  std::vector<Literal> want = interp::evaluate(m, "f", in);
+  auto context = e->make_context();
+  for (int run = 0; run < 3; ++run) {
+    std::vector<Literal> got = e->run(in, interp::Options{}, *context);
+    ASSERT_EQ(got.size(), want.size());
+    for (size_t r = 0; r < want.size(); ++r) EXPECT_EQ(got[r], want[r]) << "run " << run << ", result " << r;
+  }
+}
+
 // run_into on an optimizer-like step (the new parameter and moment), with the fusion planner on and
 // off: both results computed in their donors' buffers (true aliasing), the interpreter's bits, the
 // donated arguments' own buffers handed back with the results, and the lent argument handed back as
