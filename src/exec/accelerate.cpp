@@ -231,28 +231,7 @@ bool copy_op(const Op& op, Operands in, std::vector<Literal>& out) {
       for (size_t d = 0; d < rs.size(); ++d) strides[d] = xs[static_cast<size_t>(perm[d])];
       break;
     }
-    case OpKind::BroadcastInDim: {
-      const Ints& dims = ints(op, "broadcast_dimensions");
-      for (size_t k = 0; k < dims.size(); ++k)
-        if (x.shape()[k] == rs[static_cast<size_t>(dims[k])]) strides[static_cast<size_t>(dims[k])] = xs[k];
-      break;
-    }
-    case OpKind::Slice: {
-      const Ints& start = ints(op, "start_indices");
-      const Ints& step = ints(op, "strides");
-      for (size_t d = 0; d < rs.size(); ++d) {
-        base += start[d] * xs[d];
-        strides[d] = (step.empty() ? 1 : step[d]) * xs[d];
-      }
-      break;
-    }
-    case OpKind::Reverse:  // reversed dimensions walked backwards from their last index
-      for (size_t d = 0; d < rs.size(); ++d) strides[d] = xs[d];
-      for (int64_t d : ints(op, "dimensions")) {
-        base += (rs[static_cast<size_t>(d)] - 1) * xs[static_cast<size_t>(d)];
-        strides[static_cast<size_t>(d)] = -xs[static_cast<size_t>(d)];
-      }
-      break;
+    case OpKind::BroadcastInDim: case OpKind::Slice: case OpKind::Reverse: base = view_strides(op, strides); break;
     case OpKind::DynamicSlice: {
       // Starts clamped so the slice lies inside the operand, as the reference does.
       const Ints& sizes = ints(op, "slice_sizes");

@@ -6,6 +6,7 @@
 
 #include "exec/executable_code.h"
 #include "exec/fusion.h"
+#include "exec/strided.h"
 #include "support/error.h"
 #include "support/memory.h"
 
@@ -39,19 +40,14 @@ int64_t contiguous_slice_offset(const ir::Op& op) {
   if (op.kind() != ir::OpKind::Slice || op.operands().size() != 1) return -1;
   const auto& shape = op.operand(0)->type().shape;
   const auto& out = op.result(0)->type().shape;
-  const auto& start = op.attrs().get<std::vector<int64_t>>("start_indices");
   const auto* steps = op.attrs().find<std::vector<int64_t>>("strides");
   if (steps != nullptr && std::any_of(steps->begin(), steps->end(), [](int64_t s) { return s != 1; })) return -1;
   size_t d = 0;  // the first dimension cut: before it single indices, after it whole dimensions
   while (d < shape.size() && out[d] == 1 && shape[d] != 1) ++d;
   for (size_t e = d + 1; e < shape.size(); ++e)
     if (out[e] != shape[e]) return -1;
-  int64_t offset = 0, stride = 1;
-  for (size_t e = shape.size(); e-- > 0;) {
-    offset += start[e] * stride;
-    stride *= shape[e];
-  }
-  return offset;
+  Dims strides(shape.size());
+  return view_strides(op, strides);
 }
 
 }  // namespace
@@ -68,7 +64,7 @@ void plan_arena(Code& code) {
   std::vector<int64_t> value_of(code.slot_types.size(), -1), delta(code.slot_types.size(), 0);
   std::vector<LiveRange> ranges;
   std::vector<std::vector<Slot>> slots_of_value;
-  std::vector<uint8_t> sliced;  // per value: a slice views part of it
+  std::vector<uint8_t> inner_views;  // per value: slots lie inside it (a slice's, a concatenated operand's)
   for (uint32_t k = 0; k < n; ++k) {
     const Step& s = body.steps[k];
     const Slot* out = code.list(s.results);
@@ -80,7 +76,7 @@ void plan_arena(Code& code) {
       value_of[out[0]] = value_of[in[0]];
       delta[out[0]] = delta[in[0]] + std::max<int64_t>(slice_at, 0) * ir::info(code.slot_types[out[0]]->element).bytes;
       slots_of_value[v].push_back(out[0]);
-      sliced[v] |= slice_at >= 0;
+      inner_views[v] |= slice_at >= 0;
       ++code.stats.views;
       continue;
     }
@@ -89,7 +85,7 @@ void plan_arena(Code& code) {
       value_of[out[r]] = static_cast<int64_t>(ranges.size());
       ranges.push_back({bytes_of(*code.slot_types[out[r]]), k, k, -1});
       slots_of_value.push_back({out[r]});
-      sliced.push_back(0);
+      inner_views.push_back(0);
     }
     code.max_operands = std::max<size_t>(code.max_operands, s.operands.size);
     code.max_results = std::max<size_t>(code.max_results, s.results.size);
@@ -108,8 +104,8 @@ void plan_arena(Code& code) {
   for (size_t v = 0; v < ranges.size(); ++v)
     if (!freed[v]) ranges[v].last = n;  // never freed: held to the end
   // A concatenation along its outermost dimension of more than one element lays each operand out
-  // as one run of its result: an operand value of the block, named once there and viewed by no
-  // slice, is computed in place (the gradients of a combined all_reduce): its slots move into the
+  // as one run of its result: an operand value of the block, named once there with no views
+  // inside it, is computed in place (the gradients of a combined all_reduce): its slots move into the
   // result's value, as many bytes in as the operands before it, and that value lives from the
   // first of them to the last read of any.
   for (uint32_t k = 0; k < n; ++k) {
@@ -126,7 +122,7 @@ void plan_arena(Code& code) {
     for (uint32_t i = 0; i < s.operands.size; ++i) {
       int64_t u = value_of[in[i]], bytes = bytes_of(*code.slot_types[in[i]]);
       bool once = std::count_if(in, in + s.operands.size, [&](Slot o) { return value_of[o] == u; }) == 1;
-      if (u >= 0 && u != c && once && !sliced[static_cast<size_t>(u)] && delta[in[i]] == 0 &&
+      if (u >= 0 && u != c && once && !inner_views[static_cast<size_t>(u)] && delta[in[i]] == 0 &&
           ranges[static_cast<size_t>(u)].bytes == bytes) {
         auto& from = slots_of_value[static_cast<size_t>(u)];
         for (Slot slot : from) {
@@ -140,7 +136,7 @@ void plan_arena(Code& code) {
         rc.first = std::min(rc.first, ru.first);
         rc.last = std::max(rc.last, ru.last);
         ru = LiveRange{0, ru.first, ru.first, -1};
-        sliced[static_cast<size_t>(c)] = 1;
+        inner_views[static_cast<size_t>(c)] = 1;
         ++code.stats.views;
       }
       at += bytes;
@@ -155,19 +151,19 @@ void plan_arena(Code& code) {
       if (r.last >= g.first && r.last < g.last) r.last = g.last;
     }
   // An element-wise kernel step writes over an operand that dies there (not in a row group, whose
-  // other steps may still read that operand's later rows; nor a value that slices view, whose
-  // operand slot lies inside it: the result would be written at another offset than it is read).
+  // other steps may still read that operand's later rows; nor into or over a value that views lie
+  // inside: the result would be written at another offset than it is read).
   std::vector<uint8_t> grouped(n, 0);
   for (const RowGroup& g : code.row_groups) std::fill(grouped.begin() + g.first, grouped.begin() + g.last + 1, 1);
   for (uint32_t k = 0; k < n; ++k) {
     const Step& s = body.steps[k];
     if (grouped[k] || s.kind != StepKind::kKernel || !element_by_element(s.op->kind()) || s.results.size != 1) continue;
     Slot result = code.list(s.results)[0];
-    if (value_of[result] < 0 || delta[result] != 0 || sliced[static_cast<size_t>(value_of[result])]) continue;
+    if (value_of[result] < 0 || delta[result] != 0 || inner_views[static_cast<size_t>(value_of[result])]) continue;
     const Slot* in = code.list(s.operands);
     for (uint32_t i = 0; i < s.operands.size; ++i) {
       int64_t v = value_of[in[i]];
-      if (v >= 0 && ranges[static_cast<size_t>(v)].last == k && !sliced[static_cast<size_t>(v)] &&
+      if (v >= 0 && ranges[static_cast<size_t>(v)].last == k && !inner_views[static_cast<size_t>(v)] &&
           *code.slot_types[in[i]] == *code.slot_types[result]) {
         ranges[static_cast<size_t>(value_of[result])].over = v;
         break;

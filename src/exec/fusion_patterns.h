@@ -1,6 +1,6 @@
-// Small pieces of fused-loop programs (fusion_program.h) that need no Program: a view's
-// strides, the row length of a row broadcast (fused::Instr::row_len), and a kernel run on the two
-// values of a one-hot (an index test's values, fused::Instr::values).
+// Small pieces of fused-loop programs (fusion_program.h) that need no Program: the row length of
+// a row broadcast (fused::Instr::row_len), and a kernel run on the two values of a one-hot (an
+// index test's values, fused::Instr::values). A view's strides are strided.h's view_strides.
 #pragma once
 
 #include <array>
@@ -11,61 +11,14 @@
 #include <vector>
 
 #include "exec/dims.h"
+#include "exec/strided.h"
 #include "exec/fused_kernels.h"
 #include "ir/module.h"
-#include "support/error.h"
 
 namespace tessera::exec::fusion_program {
 
-// The element offset and strides (along its result's dimensions; `strides`: that many zeros) at
-// which view `op` (fusion_rules::is_view) reads its operand: a broadcast repeats elements (stride
-// 0), a slice starts inside and steps over some, a reverse walks reversed dimensions backwards
-// from their last index.
-inline int64_t view_strides(const ir::Op& op, Dims& strides);
-
 // A one-hot's two values (at its index, elsewhere) as ops of scalars make them (Instr::values).
 using Values = std::array<std::array<std::byte, 8>, 2>;
-
-// The strides through which broadcast `op` reads its operand, along its result's dimensions
-// (`strides`: that many zeros).
-inline void broadcast_strides(const ir::Op& op, Dims& strides) {
-  const std::vector<int64_t>& shape = op.result(0)->type().shape;
-  const std::vector<int64_t>& from = op.operand(0)->type().shape;
-  const auto& dims = op.attrs().get<std::vector<int64_t>>("broadcast_dimensions");
-  RowMajor xs(from);
-  for (size_t k = 0; k < dims.size(); ++k)
-    if (from[k] == shape[static_cast<size_t>(dims[k])]) strides[static_cast<size_t>(dims[k])] = xs[k];
-}
-
-inline int64_t view_strides(const ir::Op& op, Dims& strides) {
-  const std::vector<int64_t>& from = op.operand(0)->type().shape;
-  RowMajor xs(from);
-  int64_t offset = 0;
-  switch (op.kind()) {
-    case ir::OpKind::BroadcastInDim: broadcast_strides(op, strides); break;
-    case ir::OpKind::Slice: {
-      const auto& start = op.attrs().get<std::vector<int64_t>>("start_indices");
-      const auto& step = op.attrs().get<std::vector<int64_t>>("strides");
-      for (size_t d = 0; d < from.size(); ++d) {
-        strides[d] = xs[d] * (step.empty() ? 1 : step[d]);
-        offset += xs[d] * start[d];
-      }
-      break;
-    }
-    case ir::OpKind::Reverse: {
-      const auto& dims = op.attrs().get<std::vector<int64_t>>("dimensions");
-      for (size_t d = 0; d < from.size(); ++d) strides[d] = xs[d];
-      for (int64_t d : dims) {  // unique (the shape rule checks)
-        auto u = static_cast<size_t>(d);
-        offset += (from[u] - 1) * xs[u];
-        strides[u] = -xs[u];
-      }
-      break;
-    }
-    default: TESSERA_CHECK(false, "view_strides of {}", op.name());
-  }
-  return offset;
-}
 
 // The row length when strides read one element per row of the last dimension, the rows in
 // row-major order (fused::Instr::row_len), else 0.

@@ -15,7 +15,7 @@ bool is_loadable(ir::ElementType e);
 bool is_binary(ir::OpKind k);
 bool is_unary(ir::OpKind k);
 // Views: a broadcast, a slice or a reverse. A loop reads a view's operand where it lies, through
-// strides from an offset (fusion_patterns.h: view_strides), and never computes it in the loop.
+// strides from an offset (strided.h: view_strides), and never computes it in the loop.
 bool is_view(ir::OpKind k);
 // Ops worth computing twice rather than storing: a few cycles per element.
 bool is_cheap(ir::OpKind k);

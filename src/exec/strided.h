@@ -1,6 +1,7 @@
-// Strided copies, the one loop behind transpose, broadcast_in_dim, slice, concatenate and pad:
-// dst (row-major over `shape`) takes src[base + sum_d index_d * strides[d]]. Large ones can be
-// spread over the free threads (strided_copy_spread).
+// Strided copies, the one loop behind transpose, broadcast_in_dim, slice, reverse, concatenate and
+// pad: dst (row-major over `shape`) takes src[base + sum_d index_d * strides[d]]. Large ones can be
+// spread over the free threads (strided_copy_spread). Also the base and strides at which a view
+// (broadcast, slice, reverse) reads its operand, for these copies and for the fused loops' loads.
 #pragma once
 
 #include <algorithm>
@@ -10,9 +11,56 @@
 #include <vector>
 
 #include "exec/dims.h"
+#include "ir/module.h"
+#include "support/error.h"
 #include "support/threads.h"
 
 namespace tessera::exec {
+
+// The strides through which broadcast `op` reads its operand, along its result's dimensions
+// (`strides`: that many zeros).
+inline void broadcast_strides(const ir::Op& op, Dims& strides) {
+  const std::vector<int64_t>& shape = op.result(0)->type().shape;
+  const std::vector<int64_t>& from = op.operand(0)->type().shape;
+  const auto& dims = op.attrs().get<std::vector<int64_t>>("broadcast_dimensions");
+  RowMajor xs(from);
+  for (size_t k = 0; k < dims.size(); ++k)
+    if (from[k] == shape[static_cast<size_t>(dims[k])]) strides[static_cast<size_t>(dims[k])] = xs[k];
+}
+
+// The element offset and strides (along its result's dimensions; `strides`: that many zeros) at
+// which view `op` (a broadcast, a slice or a reverse: fusion_rules::is_view) reads its operand: a
+// broadcast repeats elements (stride 0), a slice starts inside and steps over some, a reverse walks
+// reversed dimensions backwards from their last index.
+inline int64_t view_strides(const ir::Op& op, Dims& strides) {
+  const std::vector<int64_t>& from = op.operand(0)->type().shape;
+  RowMajor xs(from);
+  int64_t offset = 0;
+  switch (op.kind()) {
+    case ir::OpKind::BroadcastInDim: broadcast_strides(op, strides); break;
+    case ir::OpKind::Slice: {
+      const auto& start = op.attrs().get<std::vector<int64_t>>("start_indices");
+      const auto& step = op.attrs().get<std::vector<int64_t>>("strides");
+      for (size_t d = 0; d < from.size(); ++d) {
+        strides[d] = xs[d] * (step.empty() ? 1 : step[d]);
+        offset += xs[d] * start[d];
+      }
+      break;
+    }
+    case ir::OpKind::Reverse: {
+      const auto& dims = op.attrs().get<std::vector<int64_t>>("dimensions");
+      for (size_t d = 0; d < from.size(); ++d) strides[d] = xs[d];
+      for (int64_t d : dims) {  // unique (the shape rule checks)
+        auto u = static_cast<size_t>(d);
+        offset += (from[u] - 1) * xs[u];
+        strides[u] = -xs[u];
+      }
+      break;
+    }
+    default: TESSERA_CHECK(false, "view_strides of {}", op.name());
+  }
+  return offset;
+}
 
 // Tiles of a transposing copy: kTile x kTile elements, whose source lines (kTile of them, one per
 // destination column) stay in L1 while the tile's destination rows are written.
