@@ -115,7 +115,9 @@ JvpValues jvp_block(ir::Builder& into, const ir::Block& from, const std::vector<
       operand_tangents.push_back(tangent_of(v));
       any = any || operand_tangents.back().has_value();
     }
-    if (!any) continue;  // nothing flows in: every result's tangent is zero
+    // Nothing flows in, or the op is a constant to differentiation (ir::stop_gradient): every
+    // result's tangent is zero.
+    if (!any || op->attrs().has(ir::kStopGradient)) continue;
     std::vector<Tensor> operands, results;
     for (const Value* v : read) operands.push_back(primal(const_cast<Value*>(v)));
     for (size_t k = 0; k < op->num_results(); ++k) results.push_back(into.wrap(copy->result(k)));

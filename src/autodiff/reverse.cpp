@@ -175,7 +175,8 @@ ir::Function& build_reverse(ir::Module& module, ir::Function& g, const ir::Funct
       result_cots.push_back(found == cot.end() ? std::nullopt : found->second);
       any = any || result_cots.back().has_value();
     }
-    if (!any) continue;
+    // No cotangent flows past an op marked constant to differentiation (ir::stop_gradient).
+    if (!any || op.attrs().has(ir::kStopGradient)) continue;
     std::vector<Tensor> operands, results;
     std::vector<const Value*> read = {op.operands().begin(), op.operands().end()};
     for (const Value* v : implicit_operands(op)) read.push_back(v);

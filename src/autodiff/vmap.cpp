@@ -144,6 +144,21 @@ constexpr std::array<Rule, ir::kNumOpKinds> kRules = {
 #undef OP
 };
 
+// A batched result of an op marked constant to differentiation (ir::stop_gradient) stays one:
+// the op the rule emitted for it is marked; a value the rule passed through from elsewhere goes
+// through an optimization_barrier that carries the mark, so the value's other readers keep their
+// gradients.
+Tensor stopped(ir::Builder& into, const Tensor& v, size_t emitted_from) {
+  Op* def = v.value()->defining_op();
+  const auto& ops = into.block().ops();
+  for (size_t i = emitted_from; def != nullptr && i < ops.size(); ++i)
+    if (ops[i].get() == def) {
+      def->attrs().set(ir::kStopGradient, true);
+      return v;
+    }
+  return ir::stop_gradient(ir::optimization_barrier({v})[0]);
+}
+
 }  // namespace
 
 std::vector<BValue> vmap_block(ir::Builder& into, const ir::Block& from, VmapEnv& env,
@@ -178,9 +193,11 @@ std::vector<BValue> vmap_block(ir::Builder& into, const ir::Block& from, VmapEnv
     std::vector<std::optional<BValue>> results(op->num_results());
     VmapContext ctx(into, *op, env, operands, results);
     ir::refuse_unlowered_quantized(*op, "vmap");
+    const size_t emitted_from = into.block().ops().size();
     kRules[static_cast<size_t>(op->kind())](ctx);
     for (size_t k = 0; k < results.size(); ++k) {
       TESSERA_CHECK(results[k].has_value(), "vmap rule of {} left result {} unset", op->name(), k);
+      if (op->attrs().has(ir::kStopGradient)) results[k]->value = stopped(into, results[k]->value, emitted_from);
       record(op->result(k), *results[k]);
     }
   }

@@ -98,6 +98,11 @@ using Attribute = std::variant<bool, int64_t, double, std::string, std::vector<i
                                RaggedDotDims, GatherDims, ScatterDims, ConvDims, Sharding, ShardingList, AxisNames, SymbolGrid,
                                Opaque>;
 
+// The op attribute that makes an op's results constants to differentiation (ir::stop_gradient):
+// autodiff sends no cotangent back through it and gives it no tangent; identity rewrites do not
+// look through it (its value would lose the mark).
+inline constexpr const char* kStopGradient = "tessera.stop_gradient";
+
 // Ordered by name so printing is deterministic.
 class AttrMap {
  public:

@@ -343,6 +343,13 @@ Tensor collective_reduce(const Tensor& x, const Groups& groups, OpKind combiner)
   return reducing_collective(OpKind::CollectiveReduce, x, std::move(a), combiner);
 }
 
+Tensor stop_gradient(const Tensor& x) {
+  Op* def = x.value()->defining_op();
+  if (def == nullptr) support::fail("stop_gradient of {}: a parameter, not an op's result", to_string(x.type()));
+  def->attrs().set(kStopGradient, true);
+  return x;
+}
+
 Tensor constrain(const Tensor& x, Sharding sharding) {
   validate(sharding, x.builder().module().mesh(sharding.mesh), x.type(), "a sharding constraint");
   AttrMap a;

@@ -101,13 +101,13 @@ Tensor rope(const Tensor& x, double theta, const std::vector<int64_t>& positions
 
 Tensor softmax_last(const Tensor& x) {
   int64_t n = x.shape().back(), last = x.rank() - 1;
-  Tensor e = ir::exp(x - expand_last(ir::reduce_max(x, {last}), n));
+  Tensor e = ir::exp(x - expand_last(ir::stop_gradient(ir::reduce_max(x, {last})), n));
   return e / expand_last(ir::reduce_sum(e, {last}), n);
 }
 
 Tensor log_softmax_last(const Tensor& x) {
   int64_t n = x.shape().back(), last = x.rank() - 1;
-  Tensor shifted = x - expand_last(ir::reduce_max(x, {last}), n);
+  Tensor shifted = x - expand_last(ir::stop_gradient(ir::reduce_max(x, {last})), n);
   return shifted - expand_last(ir::log(ir::reduce_sum(ir::exp(shifted), {last})), n);
 }
 

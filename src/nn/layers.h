@@ -3,9 +3,11 @@
 // Activations are [batch, seq, features]; weights are [in, out] and applied as x @ w. Every layer
 // is made of primitives only (DESIGN.md §1 "Few primitives"), so autodiff differentiates it through
 // their rules and the SPMD partitioner splits it through their factor rules: the embedding is a
-// gather (its gradient a scatter-add), softmaxes subtract their row maximum before exp, and the
-// causal mask is a select against a constant. With 16-bit activations, the softmaxes, norms and
-// the loss run in f32 (reduction_type), as mixed-precision training does.
+// gather (its gradient a scatter-add), softmaxes subtract their row maximum before exp (a
+// constant to differentiation, ir::stop_gradient, as in JAX: the softmax does not depend on it, so
+// no gradient goes through the maximum's ties), and the causal mask is a select against a
+// constant. With 16-bit activations, the softmaxes, norms and the loss run in f32
+// (reduction_type), as mixed-precision training does.
 #pragma once
 
 #include <utility>

@@ -67,7 +67,9 @@ Tensor ring_body(const Tensor& q, const Tensor& k0, const Tensor& v0, const Tens
     Tensor hidden = ir::broadcast_to(b.scalar(scores.element(), -1e30), shape);
     Tensor masked = cast(ir::select(visible, scores, hidden), wide);
     const int64_t lk = shape.back();
-    Tensor block_max = ir::reduce_max(masked, {4});
+    // The running maximum only shifts exp's argument, which the result does not depend on: a
+    // constant to differentiation, as in softmax_last.
+    Tensor block_max = ir::stop_gradient(ir::reduce_max(masked, {4}));
     Tensor m_new = m ? ir::maximum(*m, block_max) : block_max;
     Tensor p = ir::exp(masked - expand_last(m_new, lk));
     // pv[b, kv, lq, g, hd] = sum over lk of p[b, kv, lq, g, lk] * v[b, lk, kv, hd]

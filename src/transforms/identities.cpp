@@ -17,8 +17,9 @@
 //     remark above for add).
 //   broadcast_in_dim of a splat -> one splat constant of the result type, when the result has at
 //     most kMaxFoldedElements elements: every element of the result is that element.
-// Only real element types match the arithmetic rules (constants.h): for complex numbers x*(1+0i)
-// is not exact where a part is infinite or a signed zero.
+// An op marked constant to differentiation (ir::kStopGradient) is left as it is, and not looked
+// through. Only real element types match the arithmetic rules (constants.h): for complex numbers
+// x*(1+0i) is not exact where a part is infinite or a signed zero.
 #include <numeric>
 
 #include "transforms/constants.h"
@@ -33,10 +34,14 @@ using ir::OpKind;
 using ir::Value;
 using Dims = std::vector<int64_t>;
 
+// An op marked constant to differentiation (ir::kStopGradient) keeps its place: replaced by its
+// operand, or composed into its reader, its value would take a gradient again.
+bool stops_gradient(const Op& op) { return op.attrs().has(ir::kStopGradient); }
+
 // The operand's defining op when it is of `kind` and may be looked through (not pinned).
 const Op* producer(const Value* v, OpKind kind) {
   const Op* def = v->defining_op();
-  return def != nullptr && def->kind() == kind && !pinned(*def) ? def : nullptr;
+  return def != nullptr && def->kind() == kind && !pinned(*def) && !stops_gradient(*def) ? def : nullptr;
 }
 
 // x with the operand that is the identity of `combiner` dropped, or null.
@@ -129,7 +134,7 @@ Value* movement(Op& op) {
 
 bool fold_identities(ir::Function& f) {
   return walk_renaming(f, [&](Op& op, Renamer& renamer) {
-    if (!replaceable(op) || op.num_results() != 1 || op.operands().empty()) return;
+    if (!replaceable(op) || stops_gradient(op) || op.num_results() != 1 || op.operands().empty()) return;
     Value* to = arithmetic(op);
     if (to == nullptr) to = movement(op);
     if (to != nullptr) renamer.replace(op.result(), to);

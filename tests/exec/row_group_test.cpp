@@ -352,7 +352,7 @@ TEST(RowGroups, SumsOfKeptZeroRunsGiveTheInOrderBits) {
   }
 }
 
-// A CausalLM training step: its attention softmaxes, their gradients and the cross-entropy run as
+// A CausalLM training step: its attention softmaxes and the cross-entropy run as
 // row groups in a run context, with the bits of the same executable run step by step (no context:
 // the same kernels, no groups), on one thread and on two.
 TEST(RowGroups, ATrainingStepRunsItsSoftmaxesAndLossAsRowGroups) {
@@ -372,10 +372,12 @@ TEST(RowGroups, ATrainingStepRunsItsSoftmaxesAndLossAsRowGroups) {
     support::set_thread_limit(0);
     ASSERT_EQ(got.size(), want.size());
     for (size_t r = 0; r < want.size(); ++r) EXPECT_TRUE(same_bits(got[r], want[r])) << "threads " << limit << ", result " << r;
-    // The attention's softmax and its gradient, the cross-entropy's forward and backward (the step
-    // runs them in a compiled callee: counted by the profile, not by the caller's stats).
+    // The attention's softmax, and the cross-entropy's forward and backward in one group (the step
+    // runs them in a compiled callee: counted by the profile, not by the caller's stats). The
+    // softmax's gradient, with its maximum a constant to differentiation, is one row sum and one
+    // loop: two passes, which a group does not pay for.
     ASSERT_TRUE(profile.by_op.count("row group"));
-    EXPECT_GE(profile.by_op.at("row group").first, 3);
+    EXPECT_GE(profile.by_op.at("row group").first, 2);
   }
 }
 
