@@ -9,7 +9,8 @@
 // Usage: train_step_bench CONFIG_NAME VOCAB D_MODEL LAYERS HEADS KV_HEADS FFN BATCH SEQ STEPS
 // With PROFILE=1 in the environment, also prints the time per op kind of the timed steps (stderr;
 // PROFILE=2: per op kind and result type);
-// DEVICES=1 (or 2) runs only that device count. Each run also prints (stderr) the median CPU time
+// DEVICES=1 (or 2) runs only that device count; DUMP=FILE writes the captured module (the step's
+// StableHLO, before partitioning) to FILE. Each run also prints (stderr) the median CPU time
 // and minor page faults of the process per step, which a busy machine disturbs less than wall time,
 // and the step's contraction GFLOP/s (FLOPs counted from its dot_generals) against the best
 // single-core SGEMM rate of the libraries this build links, measured first in the same process.
@@ -19,6 +20,8 @@
 #include <chrono>
 #include <cstdlib>
 #include <exception>
+#include <fstream>
+#include <stdexcept>
 #include <random>
 
 #include <sys/resource.h>
@@ -28,6 +31,7 @@
 #include "nn/capture.h"
 #include "nn/plan.h"
 #include "runtime/session.h"
+#include "stablehlo/printer.h"
 #include "support/threads.h"
 
 using namespace tessera;
@@ -83,6 +87,11 @@ int run(int argc, char** argv) {
       ts = ts.sharded(plan && std::string(plan) == "fsdp" ? nn::fsdp(mesh, "data") : nn::data_parallel(mesh, "data"));
     }
     nn::Programs p = nn::capture(m, ts);
+    if (const char* path = std::getenv("DUMP")) {  // the captured module, to read what the step runs
+      std::ofstream out(path);
+      out << stablehlo::print(m);
+      if (!out) throw std::runtime_error(fmt::format("DUMP: cannot write {}", path));
+    }
     runtime::Session session = runtime::Session::host(devices, so);
     runtime::ShardedProgram sp = session.sharded_program(session.compile(m, p.train_step), p.output_aliases);
     std::mt19937 rng(1);
