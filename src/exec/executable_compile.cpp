@@ -165,12 +165,16 @@ class Compiler {
       // The interpreter times the ops inside a while loop or a call, not the loop or call itself.
       if (op.kind() != OpKind::While && op.kind() != OpKind::Call) {
         s.profile = static_cast<int32_t>(code_.profile_keys.size());
-        std::string typed(op.name());
+        // A transpose that a dot_general writes in its order is the contraction's time: counted
+        // as a dot_general, and named for both by type.
+        bool contraction = op.kind() == OpKind::Transpose && multi && multi->contracts(op);
+        std::string name = contraction ? std::string(ir::spelling(OpKind::DotGeneral)) : std::string(op.name());
+        std::string typed = contraction ? name + " into " + std::string(op.name()) : name;
         for (size_t r = 0; r < op.num_results(); ++r) {
           typed += ' ';
           typed += to_string(op.result(r)->type());
         }
-        code_.profile_keys.emplace_back(std::string(op.name()), std::move(typed));
+        code_.profile_keys.emplace_back(std::move(name), std::move(typed));
         code_.trace_labels.push_back(interp::op_label(op, s.kind == StepKind::kFused));
       }
       step_of[i] = static_cast<int64_t>(out.steps.size());

@@ -179,6 +179,7 @@ class Plan final : public MultiResultPlan {
     return it == riders_.root_of.end() ? nullptr : it->second;
   }
   bool strided_read(const Op& root, const Value* v) const override { return exec::strided_read(root, v, inlined_); }
+  bool contracts(const Op& op) const override { return folded_.count(&op) && !inlined_.count(&op); }
   bool computed_in(const Op& def, const Op& root) const override {
     if (!inlined_.count(&def)) return false;
     auto it = riders_.root_of.find(&def);

@@ -30,6 +30,9 @@ class MultiResultPlan : public interp::FusionPlan {
   virtual bool computed_in(const ir::Op& def, const ir::Op& root) const = 0;
   // Whether `root`'s loop reads `v` other than element i at element i (fusion_riders.h).
   virtual bool strided_read(const ir::Op& root, const ir::Value* v) const = 0;
+  // Whether run(op) computes a contraction (fusion_contraction.h): a dot_general reading through
+  // folded transposes, or a transpose of a dot_general's result written in its order.
+  virtual bool contracts(const ir::Op& op) const = 0;
 };
 
 // Values with fewer elements are never computed inside their readers' loops: they stay in cache

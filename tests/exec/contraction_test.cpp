@@ -489,5 +489,35 @@ TEST(Contraction, TheToleranceFailsOnNaN) {
   EXPECT_FALSE(testing::close(1.0, 1.0 + 1e-5));
 }
 
+// The executable's profile counts a transpose that a dot_general writes in its order (the LM
+// head's weight gradient, computed as C^T) as the contraction it is: by kind a dot_general, by
+// type "dot_general into transpose", and no transpose step.
+TEST(Contraction, AFoldedTransposeProfilesAsItsContraction) {
+  interp::set_fusion_planner(&plan_fusion);
+  Module m;
+  build_function(m, "f", [&](FunctionBuilder& f) -> std::vector<Tensor> {
+    Tensor a = f.param(f32({4, 16, 512})), b = f.param(f32({4, 16, 64})), s = f.param(f32({}));
+    Tensor z = transpose(dot_general(a, b, DotDims{{}, {}, {0, 1}, {0, 1}}), {1, 0});
+    for (int i = 0; i < 16; ++i) s = s + s;  // a block long enough to be planned
+    return {z, s};
+  });
+  std::mt19937 rng(5);
+  std::vector<Literal> in = {random_literal(f32({4, 16, 512}), rng), random_literal(f32({4, 16, 64}), rng),
+                             Literal::splat(f32({}), 1.0)};
+  std::shared_ptr<const Executable> e = Executable::compile(*m.find_function("f"), CompileOptions{&m});
+  std::unique_ptr<RunContext> context = e->make_context();
+  for (bool by_type : {false, true}) {
+    interp::Profile profile;
+    profile.by_type = by_type;
+    interp::Options o;
+    o.profile = &profile;
+    e->run(in, o, *context);
+    std::string key = by_type ? "stablehlo.dot_general into stablehlo.transpose tensor<64x512xf32>" : "stablehlo.dot_general";
+    ASSERT_TRUE(profile.by_op.count(key)) << profile.to_string();
+    EXPECT_EQ(profile.by_op.at(key).first, 1);
+    for (const auto& [name, entry] : profile.by_op) EXPECT_FALSE(name.starts_with("stablehlo.transpose")) << name;
+  }
+}
+
 }  // namespace
 }  // namespace tessera::exec
