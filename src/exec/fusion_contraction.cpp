@@ -37,7 +37,7 @@ bool foldable_dot(const Op& d) {
 
 // The strides a reader sees `v` through: the permuted strides of an inlined transpose's operand,
 // or row-major (empty).
-Ints view_strides(const Value* v, const OpSet& inlined) {
+Ints transposed_strides(const Value* v, const OpSet& inlined) {
   const Op* t = v->defining_op();
   if (t == nullptr || t->kind() != OpKind::Transpose || !inlined.count(t)) return {};
   Ints xs = ir::row_major_strides(t->operand(0)->type().shape), s(xs.size());
@@ -84,14 +84,14 @@ void fold_transposes(const ir::Block& block, const std::unordered_map<const Valu
         ok = false;
         break;
       }
-      Ints l = r->operand(0) == op->result(0) ? view_strides(op->result(0), {op.get()}) : Ints{};
-      Ints s = r->operand(1) == op->result(0) ? view_strides(op->result(0), {op.get()}) : Ints{};
+      Ints l = r->operand(0) == op->result(0) ? transposed_strides(op->result(0), {op.get()}) : Ints{};
+      Ints s = r->operand(1) == op->result(0) ? transposed_strides(op->result(0), {op.get()}) : Ints{};
       // (and the operands' roles kept: a plan computed as C^T gives other bits), also with the
       // other operand's transpose if it is folded already: two folds that each keep the roles
       // can swap them together (N,T read as T,N: contraction.h's C^T rule)
       ContractionPlan plain = plan_of(*r, {}, {}, {});
-      Ints lo = l.empty() ? view_strides(r->operand(0), inlined) : l;
-      Ints so = s.empty() ? view_strides(r->operand(1), inlined) : s;
+      Ints lo = l.empty() ? transposed_strides(r->operand(0), inlined) : l;
+      Ints so = s.empty() ? transposed_strides(r->operand(1), inlined) : s;
       ok = copied(plan_of(*r, l, s, {})) <= copied(plain) && plan_of(*r, lo, so, {}).swapped == plain.swapped;
     }
     if (ok) inlined.insert(op.get());
@@ -104,7 +104,7 @@ void fold_transposes(const ir::Block& block, const std::unordered_map<const Valu
   // Dot_generals read only by one transpose that is stored: the result written in its order.
   for (const auto& op : block.ops()) {
     if (!foldable_dot(*op)) continue;
-    Ints l = view_strides(op->operand(0), inlined), r = view_strides(op->operand(1), inlined);
+    Ints l = transposed_strides(op->operand(0), inlined), r = transposed_strides(op->operand(1), inlined);
     FoldedContraction f{op.get(), source(op->operand(0)), source(op->operand(1)), &op->result(0)->type(), {}};
     const auto& rs = readers_of(op->result(0));
     const Op* t = rs.size() == 1 ? rs[0] : nullptr;
