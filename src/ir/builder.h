@@ -207,13 +207,15 @@ Tensor scatter(const Tensor& x, const Tensor& indices, const Tensor& updates,
 Tensor reduce(const Tensor& x, const Tensor& init, const std::vector<int64_t>& dims, OpKind combiner);
 Tensor reduce_sum(const Tensor& x, const std::vector<int64_t>& dims);
 Tensor reduce_max(const Tensor& x, const std::vector<int64_t>& dims);
+Tensor reduce_min(const Tensor& x, const std::vector<int64_t>& dims);
+Tensor sum(const Tensor& x);  // over every dimension
+
 // JAX's lax.stop_gradient for a value none of whose uses takes a gradient (a softmax's row
 // maximum, which the shift-invariant softmax does not depend on): marks x's defining op with
 // kStopGradient, so differentiation (autodiff's reverse and forward modes) treats its results as
 // constants. x must be an op's result; every reader of it then sees a constant.
 Tensor stop_gradient(const Tensor& x);
-Tensor reduce_min(const Tensor& x, const std::vector<int64_t>& dims);
-Tensor sum(const Tensor& x);  // over every dimension
+
 Tensor dot_general(const Tensor& a, const Tensor& b, const DotDims& dims);
 // x @ w: contracts x's last dimension with w's second-to-last (or only) one; leading dimensions
 // of a rank>2 w are batch dimensions shared with x.
