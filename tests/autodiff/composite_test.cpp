@@ -135,25 +135,30 @@ TEST(StopGradient, TheValueIsAConstantInBothModes) {
 }
 
 // Batched by vmap, the value stays a constant: the gradient of the batched function is each
-// row's, with its maximum held; and a mark on an op whose batched result the rule passes through
-// unchanged (a reshape to the same shape) stops that result alone, not the value it came from.
+// row's, with its maximum held. The maximum's init is batched too, so vmap's rule builds the
+// batched reduce anew (a reduce, then the maximum with the init), which the mark must follow; and
+// a mark on an op whose batched result the rule passes through unchanged (a reshape to the same
+// shape) stops that result alone, not the value it came from.
 TEST(StopGradient, VmapKeepsTheValueAConstant) {
   Module m("stopped");
   Function& f = build_function(m, "f", [](FunctionBuilder& b) {
-    Tensor x = b.param(f64({3}));
-    Tensor shifted = x - broadcast_in_dim(stop_gradient(reduce_max(x, {0})), {3}, {});
+    Tensor x = b.param(f64({3})), init = b.param(f64({}));
+    Tensor top = stop_gradient(reduce(x, init, {0}, OpKind::Maximum));
+    Tensor shifted = x - broadcast_in_dim(top, {3}, {});
     Tensor held = stop_gradient(reshape(x, {3}));
     return sum(shifted * shifted) + sum(held * x);
   });
   VmapOptions o;
   o.out_axes = {0};
   o.batch_size = 2;
-  Function& g = reverse(m, vmap(m, f, o));  // takes x and the cotangent of the 2 examples' results
+  Function& g = reverse(m, vmap(m, f, o));  // takes x, init and the cotangent of the 2 results
   Literal x = Literal::from_doubles(f64({2, 3}), std::vector<double>{1, 3, 2, 0, -1, 4});
-  Literal grad = interp::evaluate(m, g.name(), {x, Literal::splat(f64({2}), 1.0)})[0];
+  Literal init = Literal::from_doubles(f64({2}), std::vector<double>{-100, -100});
+  std::vector<Literal> grads = interp::evaluate(m, g.name(), {x, init, Literal::splat(f64({2}), 1.0)});
   // Row [1, 3, 2]: shifted [-2, 0, -1]; row [0, -1, 4]: [-4, -5, 0]. d/dx = 2 * shifted + held (= x).
   std::vector<double> want = {-4 + 1, 0 + 3, -2 + 2, -8 + 0, -10 - 1, 0 + 4};
-  for (int64_t i = 0; i < 6; ++i) EXPECT_EQ(grad.get_double(i), want[static_cast<size_t>(i)]) << i;
+  for (int64_t i = 0; i < 6; ++i) EXPECT_EQ(grads[0].get_double(i), want[static_cast<size_t>(i)]) << i;
+  for (int64_t i = 0; i < 2; ++i) EXPECT_EQ(grads[1].get_double(i), 0) << "init " << i;
 }
 
 }  // namespace
