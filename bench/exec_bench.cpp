@@ -22,6 +22,7 @@
 #include "exec/executable.h"
 #include "exec/fusion.h"
 #include "ir/builder.h"
+#include "nn/optimizer.h"
 #include "runtime/session.h"
 #include "support/threads.h"
 
@@ -187,19 +188,15 @@ void BM_AdamW(benchmark::State& state) {
   interp::set_fusion_planner(&exec::plan_fusion);
   const std::vector<int64_t> shape{1024, 1024};
   Module m("adamw");
+  const nn::AdamW o;
   const Function& fn = build_function(m, "f", [&](FunctionBuilder& f) -> std::vector<Tensor> {
     Tensor p = f.param(f32(shape)), mo = f.param(f32(shape)), v = f.param(f32(shape)), g = f.param(f32(shape));
-    Tensor sc = f.param(f32({3}));
-    auto scalar = [&](int64_t i) { return reshape(slice(sc, {i}, {i + 1}), {}); };
-    Tensor pd = p * scalar(0);
-    Tensor m2 = 0.9 * mo + (1 - 0.9) * g;
-    Tensor v2 = 0.999 * v + (1 - 0.999) * g * g;
-    Tensor denom = sqrt(v2) / scalar(2) + 1e-8;
-    return {pd - scalar(1) * (m2 / denom), m2, v2};
+    nn::AdamWState next = nn::adamw_update(o, {p, mo, v}, g, f.param(f32({3})), true);
+    return {next.p, next.m, next.v};
   });
   std::vector<Literal> args = {Literal::splat(f32(shape), 0.5), Literal::splat(f32(shape), 0.01),
                                Literal::splat(f32(shape), 0.001), Literal::splat(f32(shape), 0.02),
-                               Literal::from_doubles(f32({3}), std::vector<double>{0.99999, 1e-4, 0.5})};
+                               nn::adamw_scalars_literal(o, 1, o.lr, ElementType::f32)};
   std::shared_ptr<const exec::Executable> e = exec::Executable::compile(fn, exec::CompileOptions{&m});
   std::unique_ptr<exec::RunContext> context = e->make_context();
   support::set_thread_limit(state.range(0));

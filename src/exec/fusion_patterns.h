@@ -11,7 +11,6 @@
 #include <vector>
 
 #include "exec/dims.h"
-#include "exec/strided.h"
 #include "exec/fused_kernels.h"
 #include "ir/module.h"
 

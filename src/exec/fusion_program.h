@@ -19,6 +19,7 @@
 #include "exec/fusion_patterns.h"
 #include "exec/fusion_rules.h"
 #include "exec/fusion_workspace.h"
+#include "exec/strided.h"
 #include "support/run_cache.h"
 #include "support/threads.h"
 
