@@ -108,6 +108,10 @@ std::vector<Library> load_libraries(CblasDgemm& dgemm) {
   libs[2].name = "oneDNN";
   if (void* h = open_library("libdnnl.so.2", RTLD_NOW | RTLD_LOCAL, libs[2].detail)) {
     libs[2].dnnl = reinterpret_cast<DnnlSgemm>(dlsym(h, "dnnl_sgemm"));
+    // This binary links Tessera, hence oneDNN and its OpenMP runtime, which read OMP_NUM_THREADS
+    // before main set it: the calling thread's team size is set here instead, or every call would
+    // run on both cores and leave a spinning worker behind while the other libraries are timed.
+    if (void* set = dlsym(RTLD_DEFAULT, "omp_set_num_threads")) reinterpret_cast<void (*)(int)>(set)(1);
     struct Version {
       int major, minor, patch;
       const char* hash;
@@ -328,7 +332,7 @@ void run_config(const std::string& name, const nn::Config& c, const std::vector<
 }  // namespace
 
 int main(int argc, char** argv) {
-  // Before any OpenMP runtime starts (BLIS and oneDNN load it): one thread each.
+  // For a BLIS that starts its own OpenMP runtime when loaded below: one thread each.
   setenv("OMP_NUM_THREADS", "1", 1);
   setenv("BLIS_NUM_THREADS", "1", 1);
   int reps = 7;

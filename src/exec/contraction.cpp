@@ -374,6 +374,8 @@ void run_contraction(const ContractionPlan& p, const T* lhs, const T* rhs, T* ou
   T* c = p.via_buffer ? scratch<T>(2, p.m * p.n) : out;
   T beta = out_is_zero && !p.via_buffer ? T(1) : T(0);
   Split split = split_for(p);
+  // The whole call's library for each of its pieces: a piece's size must not choose another.
+  const GemmLibrary library = sgemm_library(p.ta, p.tb, p.m, p.n, p.k);
   auto task = [&](int64_t t) {
     int64_t call = t / split.parts, piece = t % split.parts;
     int64_t oa = 0, ob = 0, oc = 0, rest = call;
@@ -397,7 +399,10 @@ void run_contraction(const ContractionPlan& p, const T* lhs, const T* rhs, T* ou
         oc += begin;
       }
     }
-    gemm(p.ta, p.tb, m, n, p.k, a + oa, p.lda, b + ob, p.ldb, beta, c + oc, p.ldc);
+    if constexpr (std::is_same_v<T, float>)
+      sgemm_on(library, p.ta, p.tb, m, n, p.k, a + oa, p.lda, b + ob, p.ldb, beta, c + oc, p.ldc);
+    else
+      gemm(p.ta, p.tb, m, n, p.k, a + oa, p.lda, b + ob, p.ldb, beta, c + oc, p.ldc);
   };
   int64_t tasks = p.calls * split.parts;
   if (split.parallel && tasks > 1 && support::available_threads() > 1)

@@ -64,6 +64,28 @@ GemmLibrary sgemm_library() {
 #endif
 }
 
+bool onednn_has_avx512() {
+#if TESSERA_HAVE_ONEDNN
+  // An ISA that includes avx512_core's bits (the AMX and bf16 ones do; avx2_vnni does not).
+  static const bool has = [] {
+    int isa = static_cast<int>(dnnl_get_effective_cpu_isa());
+    return (isa & dnnl_cpu_isa_avx512_core) == dnnl_cpu_isa_avx512_core;
+  }();
+  return has;
+#else
+  return false;
+#endif
+}
+
+GemmLibrary sgemm_library(bool ta, bool tb, int64_t m, int64_t n, int64_t k) {
+#if TESSERA_HAVE_ONEDNN
+  if (ta && !tb && m * n * k >= kOpenBlasTransposedAWork && !onednn_has_avx512()) return GemmLibrary::OpenBlas;
+#else
+  (void)ta, (void)tb, (void)m, (void)n, (void)k;
+#endif
+  return sgemm_library();
+}
+
 std::vector<GemmLibrary> sgemm_libraries() {
 #if TESSERA_HAVE_ONEDNN
   return {GemmLibrary::OpenBlas, GemmLibrary::OneDnn};
@@ -80,15 +102,6 @@ void sgemm_on(GemmLibrary library, bool ta, bool tb, int64_t m, int64_t n, int64
   TESSERA_CHECK(library == GemmLibrary::OpenBlas, "this build has no oneDNN");
 #endif
   openblas_sgemm(ta, tb, m, n, k, a, lda, b, ldb, beta, c, ldc);
-}
-
-void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* b,
-          int64_t ldb, float beta, float* c, int64_t ldc) {
-#if TESSERA_HAVE_ONEDNN
-  onednn_sgemm(ta, tb, m, n, k, a, lda, b, ldb, beta, c, ldc);
-#else
-  openblas_sgemm(ta, tb, m, n, k, a, lda, b, ldb, beta, c, ldc);
-#endif
 }
 
 void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const double* a, int64_t lda, const double* b,

@@ -2,9 +2,15 @@
 // dnnl_sgemm when the build found libdnnl-dev (TESSERA_ONEDNN, on by default), otherwise on
 // OpenBLAS; f64 products always run on OpenBLAS (oneDNN has no DGEMM).
 //
-// Why oneDNN: the environment forces OPENBLAS_CORETYPE=Haswell (an AVX2 kernel), which oneDNN
-// ignores: it picks its kernel from the CPU (AVX-512 on these Zen 5 machines), about 1.8x
-// OpenBLAS's rate over the CausalLM's contractions (docs/PERFORMANCE.md, "Contractions").
+// Why oneDNN: some of these machines force OPENBLAS_CORETYPE=Haswell (an AVX2 kernel), which oneDNN
+// ignores: it picks its kernel from the CPU (AVX-512 on the Zen 4/5 and Xeon machines), about 1.06
+// to 1.8x OpenBLAS's rate over the CausalLM's contractions (docs/PERFORMANCE.md, "Contractions").
+// The exception: where oneDNN has only AVX2 kernels (Zen 3), its products of a transposed A with B
+// as stored (every weight gradient, A^T·B over the tokens) ran at 38-86 GFLOP/s against
+// OpenBLAS's 71-89 (the LM head's 256x4096x1024 at 38 against 89), so those of 2^22 multiply-adds
+// or more run on OpenBLAS there; smaller ones (attention's, per head) stay on oneDNN, faster on
+// both forms (docs/PERFORMANCE.md, "Session 22"). The choice is a function of the call's form and
+// size and of the CPU alone, never of a timing: the same program gives the same bits on every run.
 //
 // Every call is single-threaded: both libraries can start threads of their own (OpenBLAS's pool,
 // oneDNN's OpenMP team), which would be a second pool outside the thread budget (DESIGN.md §6).
@@ -14,7 +20,8 @@
 // Bits: a call's result depends only on its arguments (the same call gives the same bits), and
 // beta 1 on a C of zeros gives the bits of beta 0 with both libraries. Neither library promises
 // that a row or column piece of a product has the bits of the same rows or columns of the whole
-// one (see contraction.cpp's split): callers compare only calls of the same shapes.
+// one (see contraction.cpp's split): callers compare only calls of the same shapes, and choose the
+// library of a call's pieces from the whole call.
 #pragma once
 
 #include <cstdint>
@@ -26,21 +33,30 @@ enum class GemmLibrary { OpenBlas, OneDnn };
 
 const char* library_name(GemmLibrary library);
 
-// The library f32 GEMMs run on.
+// The library most f32 GEMMs run on: oneDNN when the build has it.
 GemmLibrary sgemm_library();
+
+// Whether oneDNN runs AVX-512 kernels on this CPU (false in a build without oneDNN).
+bool onednn_has_avx512();
+
+// Products of a transposed A with B as stored, of at least this many multiply-adds, run on
+// OpenBLAS where oneDNN has no AVX-512 kernels (above).
+constexpr int64_t kOpenBlasTransposedAWork = int64_t{1} << 22;
+
+// The library the f32 product op(A) m x k times op(B) k x n runs on, on this machine.
+GemmLibrary sgemm_library(bool ta, bool tb, int64_t m, int64_t n, int64_t k);
 
 // Every library this build can run an SGEMM on (for measurements and tests): OpenBLAS, and oneDNN
 // when found.
 std::vector<GemmLibrary> sgemm_libraries();
 
 // C = A·B + beta·C in row-major order, op(A) M x K (stored K x M when ta), op(B) K x N (stored
-// N x K when tb), on the calling thread alone. Sizes and leading dimensions fit in int (fits_blas).
-void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* b,
-          int64_t ldb, float beta, float* c, int64_t ldc);
+// N x K when tb), on the calling thread alone, in f64 (on OpenBLAS). Sizes and leading dimensions
+// fit in int (fits_blas).
 void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const double* a, int64_t lda, const double* b,
           int64_t ldb, double beta, double* c, int64_t ldc);
 
-// The same f32 product on a given library (one of sgemm_libraries()).
+// The same product in f32 on a given library (one of sgemm_libraries()).
 void sgemm_on(GemmLibrary library, bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda,
               const float* b, int64_t ldb, float beta, float* c, int64_t ldc);
 

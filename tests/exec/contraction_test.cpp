@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstring>
 #include <initializer_list>
 #include <limits>
 #include <numeric>
@@ -17,6 +18,7 @@
 #include "exec/contraction.h"
 #include "exec/executable.h"
 #include "exec/fusion.h"
+#include "exec/gemm.h"
 #include "exec_tolerance.h"
 #include "interp/interpreter.h"
 #include "ir/builder.h"
@@ -242,6 +244,45 @@ TEST(Contraction, OverwritesAnOutputThatIsNotZero) {
                     reinterpret_cast<const float*>(in[1].bytes().data()), out.data(), false);
     for (size_t i = 0; i < out.size(); ++i)
       ASSERT_TRUE(testing::close(out[i], want.get_double(static_cast<int64_t>(i)))) << "element " << i;
+  }
+}
+
+// A weight-gradient-shaped product (A^T·B, K the tokens) runs on the library exec/gemm.h chooses
+// for it, and the choice is the stated rule: 16x16x16384 is exactly kOpenBlasTransposedAWork
+// multiply-adds, too narrow to be cut into pieces, so the result has the bits of one call on that
+// library. Where the two libraries differ on it (they do on this shape on Zen 3 and Zen 4), the
+// other library's bits would fail the comparison.
+TEST(Contraction, WeightGradientsRunOnTheChosenLibrary) {
+  const int64_t m = 16, n = 16, k = 16384;
+  ASSERT_EQ(m * n * k, kOpenBlasTransposedAWork);
+  std::vector<GemmLibrary> libs = sgemm_libraries();
+  bool has_onednn = std::find(libs.begin(), libs.end(), GemmLibrary::OneDnn) != libs.end();
+  GemmLibrary big_tn = has_onednn && !onednn_has_avx512() ? GemmLibrary::OpenBlas : sgemm_library();
+  EXPECT_EQ(sgemm_library(true, false, m, n, k), big_tn);
+  EXPECT_EQ(sgemm_library(true, false, m, n, k - 1), sgemm_library());   // attention's per-head sizes
+  EXPECT_EQ(sgemm_library(false, false, m, n, k), sgemm_library());      // forward products
+  EXPECT_EQ(sgemm_library(false, true, m, n, k), sgemm_library());       // input gradients
+  EXPECT_EQ(sgemm_library(true, true, m, n, k), sgemm_library());
+
+  ContractionPlan p = plan_contraction(Ints{k, m}, Ints{k, n}, DotDims{{}, {}, {0}, {0}});
+  ASSERT_TRUE(p.ok);
+  ASSERT_TRUE(p.ta && !p.tb && !p.swapped && p.calls == 1 && p.m == m && p.n == n && p.k == k);
+  std::mt19937 rng(11);
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  std::vector<float> a(static_cast<size_t>(k * m)), b(static_cast<size_t>(k * n));
+  for (float& x : a) x = u(rng);
+  for (float& x : b) x = u(rng);
+  std::vector<float> got(static_cast<size_t>(m * n), std::numeric_limits<float>::quiet_NaN());
+  run_contraction(p, a.data(), b.data(), got.data(), false);
+  for (GemmLibrary lib : libs) {
+    std::vector<float> want(got.size());
+    sgemm_on(lib, true, false, m, n, k, a.data(), m, b.data(), n, 0.0f, want.data(), n);
+    bool same = std::equal(got.begin(), got.end(), want.begin(), [](float x, float y) {
+      return std::memcmp(&x, &y, sizeof x) == 0;
+    });
+    if (lib == big_tn) {
+      EXPECT_TRUE(same) << "not the bits of " << library_name(lib);
+    }
   }
 }
 

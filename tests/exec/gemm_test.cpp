@@ -1,7 +1,7 @@
 // The GEMM libraries the fast kernels may run on (exec/gemm.h), on this machine: each library's
 // products against f64 sums at the CausalLM's shapes and at odd ones, the same bits for the same
 // call, and calls that start no thread of their own (DESIGN.md §6). contraction_test.cpp's random
-// dot_generals run through the library the build chose (exec::gemm).
+// dot_generals run through the library the build chose (exec::sgemm_library).
 #include <gtest/gtest.h>
 
 #include <dirent.h>
