@@ -20,6 +20,7 @@ import torch.nn.functional as F
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests", "nn"))
 from torch_oracle import rms_norm  # noqa: E402  (one PyTorch model, shared with the oracle)
 sys.path.insert(0, os.path.dirname(__file__))
+from torch_threads import set_threads  # noqa: E402
 from train_vs_torch import shapes  # noqa: E402
 
 
@@ -67,7 +68,7 @@ def main():
     c = dict(vocab=vocab, d_model=d, layers=layers, heads=heads, kv_heads=kv, ffn=ffn, norm_eps=1e-5, rope_theta=10000.0)
     hd = d // heads
     for threads in (1, 2):
-        torch.set_num_threads(threads)
+        set_threads(threads)
         torch.manual_seed(0)
         w = {k: (torch.ones(s) if len(s) == 1 else torch.randn(*s) * 0.02) for k, s in shapes(c).items()}
         max_len = prompt_len + tokens

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """PyTorch's side of bench/train_vs_torch.sh: tokens/s of one AdamW training step of the CausalLM
 (the model of tests/nn/torch_oracle.py, the way PyTorch users write Llama), float32, eager mode,
-on 1 and 2 threads. Prints one line per case: torch <config> <threads> <tokens/s>.
+on 1 and 2 threads (bench/torch_threads.py: OpenBLAS's pool too). Prints one line per case: torch <config> <threads> <tokens/s>.
 
 Usage: train_vs_torch.py CONFIG_NAME VOCAB D_MODEL LAYERS HEADS KV_HEADS FFN BATCH SEQ STEPS
 """
@@ -13,6 +13,7 @@ import torch
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests", "nn"))
 from torch_oracle import loss_of  # noqa: E402  (one PyTorch model, shared with the oracle)
+from torch_threads import cpu_per_wall, set_threads  # noqa: E402
 
 
 def shapes(c):
@@ -32,7 +33,7 @@ def main():
     vocab, d, layers, heads, kv, ffn, batch, seq, steps = map(int, sys.argv[2:11])
     c = dict(vocab=vocab, d_model=d, layers=layers, heads=heads, kv_heads=kv, ffn=ffn, norm_eps=1e-5, rope_theta=10000.0)
     for threads in (1, 2):
-        torch.set_num_threads(threads)
+        set_threads(threads)
         torch.manual_seed(0)
         w = {k: (torch.ones(s) if len(s) == 1 else torch.randn(*s) * 0.02).requires_grad_() for k, s in shapes(c).items()}
         opt = torch.optim.AdamW(w.values(), lr=1e-3)
@@ -47,6 +48,8 @@ def main():
 
         for _ in range(3):
             step()
+        busy = cpu_per_wall(step)
+        print(f"# torch {name} {threads} thread(s): CPU time / wall time {busy:.2f} while stepping", file=sys.stderr)
         times = []
         for _ in range(steps):
             t0 = time.perf_counter()
