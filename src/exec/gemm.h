@@ -6,11 +6,13 @@
 // ignores: it picks its kernel from the CPU (AVX-512 on the Zen 4/5 and Xeon machines), about 1.06
 // to 1.8x OpenBLAS's rate over the CausalLM's contractions (docs/PERFORMANCE.md, "Contractions").
 // The exception: where oneDNN has only AVX2 kernels (Zen 3), its products of a transposed A with B
-// as stored (every weight gradient, A^T·B over the tokens) ran at 38-86 GFLOP/s against
-// OpenBLAS's 71-89 (the LM head's 256x4096x1024 at 38 against 89), so those of 2^22 multiply-adds
-// or more run on OpenBLAS there; smaller ones (attention's, per head) stay on oneDNN, faster on
-// both forms (docs/PERFORMANCE.md, "Session 22"). The choice is a function of the call's form and
-// size and of the CPU alone, never of a timing: the same program gives the same bits on every run.
+// as stored (every weight gradient, A^T·B over the tokens) ran at 40-86 GFLOP/s against
+// OpenBLAS's 86-89 (the LM head's 256x4096x1024 at 40 against 88; all of 2^25 multiply-adds or
+// more), so those of 2^23 or more run on OpenBLAS there. Smaller ones stay on oneDNN, faster there
+// (attention's per head, up to 2^20: 79-87 against 71-72; the tiny model's weight gradients, up to
+// 2^21: 86-90 against 75-86; docs/PERFORMANCE.md, "Session 22"). The choice is a function of the
+// call's form and size and of the CPU alone, never of a timing: the same program gives the same
+// bits on every run.
 //
 // Every call is single-threaded: both libraries can start threads of their own (OpenBLAS's pool,
 // oneDNN's OpenMP team), which would be a second pool outside the thread budget (DESIGN.md §6).
@@ -41,7 +43,8 @@ bool onednn_has_avx512();
 
 // Products of a transposed A with B as stored, of at least this many multiply-adds, run on
 // OpenBLAS where oneDNN has no AVX-512 kernels (above).
-constexpr int64_t kOpenBlasTransposedAWork = int64_t{1} << 22;
+// Between the sizes measured on either side (2^21 and 2^25).
+constexpr int64_t kOpenBlasTransposedAWork = int64_t{1} << 23;
 
 // The library the f32 product op(A) m x k times op(B) k x n runs on, on this machine.
 GemmLibrary sgemm_library(bool ta, bool tb, int64_t m, int64_t n, int64_t k);
