@@ -332,7 +332,9 @@ void run_config(const std::string& name, const nn::Config& c, const std::vector<
 }  // namespace
 
 int main(int argc, char** argv) {
-  // For a BLIS that starts its own OpenMP runtime when loaded below: one thread each.
+  // One thread each, for an OpenMP runtime that starts only when BLIS or oneDNN is loaded below (a
+  // build without oneDNN); where Tessera links oneDNN the runtime has read the environment
+  // already, and load_libraries sets oneDNN's team itself.
   setenv("OMP_NUM_THREADS", "1", 1);
   setenv("BLIS_NUM_THREADS", "1", 1);
   int reps = 7;

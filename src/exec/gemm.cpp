@@ -77,12 +77,9 @@ bool onednn_has_avx512() {
 #endif
 }
 
+// Without oneDNN every f32 product is on OpenBLAS already, so the rule needs no build switch.
 GemmLibrary sgemm_library(bool ta, bool tb, int64_t m, int64_t n, int64_t k) {
-#if TESSERA_HAVE_ONEDNN
   if (ta && !tb && m * n * k >= kOpenBlasTransposedAWork && !onednn_has_avx512()) return GemmLibrary::OpenBlas;
-#else
-  (void)ta, (void)tb, (void)m, (void)n, (void)k;
-#endif
   return sgemm_library();
 }
 
