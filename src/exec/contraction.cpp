@@ -376,7 +376,7 @@ void run_contraction(const ContractionPlan& p, const T* lhs, const T* rhs, T* ou
   T beta = out_is_zero && !p.via_buffer ? T(1) : T(0);
   Split split = split_for(p);
   // The whole call's library for each of its pieces: a piece's size must not choose another.
-  const GemmLibrary library = sgemm_library(p.ta, p.tb, p.m, p.n, p.k);
+  const GemmLibrary library = sgemm_library(p.ta, p.tb, p.m, p.n, p.k, p.ldb);
   auto task = [&](int64_t t) {
     int64_t call = t / split.parts, piece = t % split.parts;
     int64_t oa = 0, ob = 0, oc = 0, rest = call;

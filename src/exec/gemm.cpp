@@ -78,8 +78,11 @@ bool onednn_has_avx512() {
 }
 
 // Without oneDNN every f32 product is on OpenBLAS already, so the rule needs no build switch.
-GemmLibrary sgemm_library(bool ta, bool tb, int64_t m, int64_t n, int64_t k) {
-  if (ta && !tb && m * n * k >= kOpenBlasTransposedAWork && !onednn_has_avx512()) return GemmLibrary::OpenBlas;
+GemmLibrary sgemm_library(bool ta, bool tb, int64_t m, int64_t n, int64_t k, int64_t ldb) {
+  if (!onednn_has_avx512() && !tb) {
+    if (ta && m * n * k >= kOpenBlasTransposedAWork) return GemmLibrary::OpenBlas;
+    if (!ta && ldb >= kOpenBlasWideB) return GemmLibrary::OpenBlas;
+  }
   return sgemm_library();
 }
 
