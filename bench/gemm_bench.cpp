@@ -3,9 +3,12 @@
 // Builds the AdamW training step of the tiny and the larger configuration of
 // bench/train_vs_torch.sh on one host device (the program the runtime runs), plans each of its
 // dot_generals as the fast kernels do (exec::plan_contraction) and groups the GEMM calls into
-// classes: M, N, K, transpose flags and calls per dot_general (attention's batch), each labelled
-// with what it computes (a projection's forward, input gradient dX or weight gradient dW;
-// attention's batched products). Each class is timed on each library, single-threaded, with the
+// classes: M, N, K, transpose flags, leading dimensions and calls per dot_general (attention's
+// batch), each labelled with what it computes (a projection's forward, input gradient dX or weight
+// gradient dW; attention's batched products). A class is timed as the kernels call it
+// (exec::gemm_call): a product cut into row or column pieces for threads is timed as those pieces,
+// with the whole product's leading dimensions (a library may run a piece of a wide matrix at half
+// the rate of the whole: docs/PERFORMANCE.md, "Session 23"). Each class is timed on each library, single-threaded, with the
 // libraries interleaved repetition by repetition so that a change of load on this shared machine
 // hits them alike; the figure is the median over repetitions. Each library's result on each class
 // is first checked against a double-precision product (error within K·2^-24 of the sum of |a·b|).
@@ -14,7 +17,9 @@
 // none is a build dependency and one that is not installed is reported as missing. OpenBLAS is the
 // one Tessera links; OPENBLAS_CORETYPE, if set, applies to it as usual.
 //
-// Usage: gemm_bench [--reps N] [--min-ms T] [--config tiny|larger]
+// Usage: gemm_bench [--reps N] [--min-ms T] [--config tiny|larger] [--batch B]
+// --batch: sequences per step instead of 8 (4 gives the per-device products of 2 data-parallel
+// devices).
 #include <dlfcn.h>
 #include <fmt/format.h>
 
@@ -37,13 +42,19 @@ using namespace tessera;
 
 namespace {
 
-// One GEMM shape as the fast kernels call it: C[m x n] += op(A)·op(B), `calls` times per dot_general.
+// One dot_general's GEMM calls as the fast kernels make them (exec::gemm_call): `batch` products
+// C[m x n] += op(A)·op(B), each possibly cut into pieces of rows or columns that threads share,
+// read and written with the plan's leading dimensions. A cut product's pieces keep the whole
+// product's strides, which is what some libraries are sensitive to.
 struct Gemm {
-  int64_t m, n, k, calls;
+  int64_t m, n, k, batch;
   bool ta, tb;
-  auto key() const { return std::tuple(m, n, k, calls, ta, tb); }
+  int64_t lda, ldb, ldc;
+  std::vector<exec::GemmCall> calls;  // what runs: batch x pieces
+  auto key() const { return std::tuple(m, n, k, batch, ta, tb, lda, ldb, ldc); }
   bool operator<(const Gemm& o) const { return key() < o.key(); }
-  double flops() const { return 2.0 * double(m) * double(n) * double(k) * double(calls); }
+  double flops() const { return 2.0 * double(m) * double(n) * double(k) * double(batch); }
+  int64_t pieces() const { return int64_t(calls.size()) / batch; }
 };
 
 // ---- The libraries, through dlopen ----
@@ -63,18 +74,18 @@ struct Library {
   DnnlSgemm dnnl = nullptr;
   bool ok() const { return cblas || blis || dnnl; }
 
-  // C (+)= A·B for one call: a is m x k (k x m when ta), b is k x n (n x k when tb), c is m x n.
-  void gemm(const Gemm& g, const float* a, const float* b, float beta, float* c) const {
-    int64_t lda = g.ta ? g.m : g.k, ldb = g.tb ? g.k : g.n;
+  // C (+)= A·B for call `c` of g on the whole operands a, b and result out.
+  void gemm(const Gemm& g, const exec::GemmCall& c, const float* a, const float* b, float beta, float* out) const {
+    a += c.a, b += c.b, out += c.c;
     if (cblas) {
-      cblas(101, g.ta ? 112 : 111, g.tb ? 112 : 111, int(g.m), int(g.n), int(g.k), 1.0f, a, int(lda), b, int(ldb), beta,
-            c, int(g.n));
+      cblas(101, g.ta ? 112 : 111, g.tb ? 112 : 111, int(c.m), int(c.n), int(g.k), 1.0f, a, int(g.lda), b, int(g.ldb),
+            beta, out, int(g.ldc));
     } else if (blis) {
       float one = 1;  // BLIS takes general strides: (row, column) steps of each matrix
-      blis(0, 0, g.m, g.n, g.k, &one, a, g.ta ? 1 : lda, g.ta ? lda : 1, b, g.tb ? 1 : ldb, g.tb ? ldb : 1, &beta, c, g.n,
-           1);
+      blis(0, 0, c.m, c.n, g.k, &one, a, g.ta ? 1 : g.lda, g.ta ? g.lda : 1, b, g.tb ? 1 : g.ldb, g.tb ? g.ldb : 1, &beta,
+           out, g.ldc, 1);
     } else {
-      dnnl(g.ta ? 'T' : 'N', g.tb ? 'T' : 'N', g.m, g.n, g.k, 1.0f, a, lda, b, ldb, beta, c, g.n);
+      dnnl(g.ta ? 'T' : 'N', g.tb ? 'T' : 'N', c.m, c.n, g.k, 1.0f, a, g.lda, b, g.ldb, beta, out, g.ldc);
     }
   }
 };
@@ -140,7 +151,7 @@ struct Class {
 // attention's products are batched over b·kv_heads.
 std::string label(const Gemm& g, const nn::Config& c) {
   int64_t t = c.batch * c.seq, d = c.d_model, hd = c.head_dim(), s = c.seq, sg = c.seq * (c.heads / c.kv_heads);
-  if (g.calls > 1) {
+  if (g.batch > 1) {
     if (g.m == sg && g.n == s && g.k == hd) return "attn scores QKᵀ / dP";
     if (g.m == sg && g.n == hd && g.k == s) return "attn PV / dQ";
     if (g.m == s && g.n == hd && g.k == sg) return "attn dK";
@@ -173,7 +184,8 @@ void collect(const ir::Block& block, const nn::Config& c, std::map<Gemm, Class>&
     if (op->kind() != ir::OpKind::DotGeneral) continue;
     exec::ContractionPlan p = exec::plan_contraction(op->operand(0)->type().shape, op->operand(1)->type().shape,
                                                      op->attrs().get<ir::DotDims>("dot_dimension_numbers"));
-    Gemm g{p.m, p.n, p.k, p.calls, p.ta, p.tb};
+    Gemm g{p.m, p.n, p.k, p.calls, p.ta, p.tb, p.lda, p.ldb, p.ldc, {}};
+    for (int64_t t = 0; t < exec::gemm_calls(p); ++t) g.calls.push_back(exec::gemm_call(p, t));
     Class& cl = classes[g];
     cl.g = g;
     cl.per_step++;
@@ -207,45 +219,59 @@ double cpu_now() {
   return double(t.tv_sec) + 1e-9 * double(t.tv_nsec);
 }
 
+// The whole operands and result of a class's calls, laid out as the plan reads and writes them.
 struct Operands {
   std::vector<float> a, b, c;
-  int64_t sa, sb, sc;  // per-call strides (dense batches)
 };
+
+// One past the last element of a rows x cols matrix at `offset` with rows `ld` apart.
+size_t extent(int64_t offset, int64_t rows, int64_t cols, int64_t ld) { return size_t(offset + (rows - 1) * ld + cols); }
 
 Operands make_operands(const Gemm& g, std::mt19937& rng) {
   std::uniform_real_distribution<float> u(-1, 1);
+  size_t na = 0, nb = 0, nc = 0;
+  for (const exec::GemmCall& c : g.calls) {
+    na = std::max(na, g.ta ? extent(c.a, g.k, c.m, g.lda) : extent(c.a, c.m, g.k, g.lda));
+    nb = std::max(nb, g.tb ? extent(c.b, c.n, g.k, g.ldb) : extent(c.b, g.k, c.n, g.ldb));
+    nc = std::max(nc, extent(c.c, c.m, c.n, g.ldc));
+  }
   Operands o;
-  o.sa = g.m * g.k, o.sb = g.k * g.n, o.sc = g.m * g.n;
-  o.a.resize(size_t(o.sa * g.calls));
-  o.b.resize(size_t(o.sb * g.calls));
-  o.c.assign(size_t(o.sc * g.calls), 0.0f);
+  o.a.resize(na);
+  o.b.resize(nb);
+  o.c.assign(nc, 0.0f);
   for (float& x : o.a) x = u(rng);
   for (float& x : o.b) x = u(rng);
   return o;
 }
 
 void run_class(const Library& lib, const Gemm& g, Operands& o, float beta) {
-  for (int64_t i = 0; i < g.calls; ++i)
-    lib.gemm(g, o.a.data() + i * o.sa, o.b.data() + i * o.sb, beta, o.c.data() + i * o.sc);
+  for (const exec::GemmCall& c : g.calls) lib.gemm(g, c, o.a.data(), o.b.data(), beta, o.c.data());
 }
 
 // The largest error of `lib` on class g, in units of K·2^-24·(|A|·|B|) (the bound of a sum of K
-// f32 products in any order): at most 1 is right. NaN counts as wrong.
+// f32 products in any order): at most 1 is right. NaN counts as wrong. The first 8 calls are
+// checked, each against the same call in f64 on the same layout.
 double check(const Library& lib, const Gemm& g, Operands& o, CblasDgemm dgemm) {
   std::fill(o.c.begin(), o.c.end(), 0.0f);
   run_class(lib, g, o, 0.0f);
+  std::vector<double> a(o.a.begin(), o.a.end()), b(o.b.begin(), o.b.end()), aa(a.size()), ab(b.size());
+  std::vector<double> c(o.c.size()), bound(o.c.size());
+  for (size_t j = 0; j < a.size(); ++j) aa[j] = std::abs(a[j]);
+  for (size_t j = 0; j < b.size(); ++j) ab[j] = std::abs(b[j]);
+  int ta = g.ta ? 112 : 111, tb = g.tb ? 112 : 111;
   double worst = 0;
-  std::vector<double> a(size_t(o.sa)), b(size_t(o.sb)), aa(a.size()), ab(b.size()), c(size_t(o.sc)), bound(c.size());
-  for (int64_t i = 0; i < std::min<int64_t>(g.calls, 4); ++i) {
-    for (size_t j = 0; j < a.size(); ++j) a[j] = o.a[size_t(i * o.sa) + j], aa[j] = std::abs(a[j]);
-    for (size_t j = 0; j < b.size(); ++j) b[j] = o.b[size_t(i * o.sb) + j], ab[j] = std::abs(b[j]);
-    int lda = int(g.ta ? g.m : g.k), ldb = int(g.tb ? g.k : g.n), ta = g.ta ? 112 : 111, tb = g.tb ? 112 : 111;
-    dgemm(101, ta, tb, int(g.m), int(g.n), int(g.k), 1.0, a.data(), lda, b.data(), ldb, 0.0, c.data(), int(g.n));
-    dgemm(101, ta, tb, int(g.m), int(g.n), int(g.k), 1.0, aa.data(), lda, ab.data(), ldb, 0.0, bound.data(), int(g.n));
-    for (size_t j = 0; j < c.size(); ++j) {
-      double err = std::abs(double(o.c[size_t(i * o.sc) + j]) - c[j]) / (double(g.k) * 0x1p-24 * bound[j] + 1e-300);
-      if (!(err <= worst)) worst = std::isnan(err) ? INFINITY : err;
-    }
+  for (size_t i = 0; i < std::min<size_t>(g.calls.size(), 8); ++i) {
+    const exec::GemmCall& x = g.calls[i];
+    dgemm(101, ta, tb, int(x.m), int(x.n), int(g.k), 1.0, a.data() + x.a, int(g.lda), b.data() + x.b, int(g.ldb), 0.0,
+          c.data() + x.c, int(g.ldc));
+    dgemm(101, ta, tb, int(x.m), int(x.n), int(g.k), 1.0, aa.data() + x.a, int(g.lda), ab.data() + x.b, int(g.ldb), 0.0,
+          bound.data() + x.c, int(g.ldc));
+    for (int64_t r = 0; r < x.m; ++r)
+      for (int64_t col = 0; col < x.n; ++col) {
+        size_t j = size_t(x.c + r * g.ldc + col);
+        double err = std::abs(double(o.c[j]) - c[j]) / (double(g.k) * 0x1p-24 * bound[j] + 1e-300);
+        if (!(err <= worst)) worst = std::isnan(err) ? INFINITY : err;
+      }
   }
   return worst;
 }
@@ -294,9 +320,9 @@ void run_config(const std::string& name, const nn::Config& c, const std::vector<
 
   fmt::print("\n### {} (vocab {}, d_model {}, {} layers, {}/{} heads, FFN {}, batch {}x{})\n\n", name, c.vocab,
              c.d_model, c.layers, c.heads, c.kv_heads, c.ffn, c.batch, c.seq);
-  fmt::print("| class | M x N x K | op(A), op(B) | calls | per step | copied | GFLOP/step |");
+  fmt::print("| class | M x N x K | op(A), op(B) | calls | pieces (ldb) | per step | copied | GFLOP/step |");
   for (const Library& l : libs) fmt::print(" {} GFLOP/s |", l.name);
-  fmt::print("\n|---|---|---|---|---|---|---|");
+  fmt::print("\n|---|---|---|---|---|---|---|---|");
   for (size_t i = 0; i < libs.size(); ++i) fmt::print("---|");
   fmt::print("\n");
   std::vector<double> step_time(libs.size());
@@ -306,8 +332,10 @@ void run_config(const std::string& name, const nn::Config& c, const std::vector<
     const Gemm& g = cl.g;
     double f = g.flops() * cl.per_step;
     step_flops += f;
-    fmt::print("| {} | {} x {} x {} | {}, {} | {} | {} | {} | {:.3f} |", cl.label, g.m, g.n, g.k, g.ta ? "T" : "N",
-               g.tb ? "T" : "N", g.calls, cl.per_step, cl.copies, f * 1e-9);
+    std::string pieces = g.pieces() == 1 ? fmt::format("1 ({})", g.ldb)
+                                         : fmt::format("{} of {} x {} ({})", g.pieces(), g.calls[0].m, g.calls[0].n, g.ldb);
+    fmt::print("| {} | {} x {} x {} | {}, {} | {} | {} | {} | {} | {:.3f} |", cl.label, g.m, g.n, g.k, g.ta ? "T" : "N",
+               g.tb ? "T" : "N", g.batch, pieces, cl.per_step, cl.copies, f * 1e-9);
     for (size_t li = 0; li < libs.size(); ++li) {
       const Timing& t = timing[ci][li];
       step_time[li] += t.seconds * cl.per_step;
@@ -315,7 +343,7 @@ void run_config(const std::string& name, const nn::Config& c, const std::vector<
     }
     fmt::print("\n");
   }
-  fmt::print("| **all contractions of one step** | | | | | | {:.3f} |", step_flops * 1e-9);
+  fmt::print("| **all contractions of one step** | | | | | | | {:.3f} |", step_flops * 1e-9);
   for (size_t li = 0; li < libs.size(); ++li)
     fmt::print(" **{}** ({:.1f} ms) |", gflops(step_flops, step_time[li]), step_time[li] * 1e3);
   fmt::print("\n\nLargest error per library (units of K·2^-24·|A|·|B|; at most 1 is right):");
@@ -340,11 +368,13 @@ int main(int argc, char** argv) {
   int reps = 7;
   double min_ms = 20;
   std::string only;
+  int64_t batch = 8;
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string a = argv[i];
     if (a == "--reps") reps = std::atoi(argv[i + 1]);
     else if (a == "--min-ms") min_ms = std::atof(argv[i + 1]);
     else if (a == "--config") only = argv[i + 1];
+    else if (a == "--batch") batch = std::atoi(argv[i + 1]);
   }
   CblasDgemm dgemm = nullptr;
   std::vector<Library> libs = load_libraries(dgemm);
@@ -357,9 +387,13 @@ int main(int argc, char** argv) {
   // The configurations of bench/train_vs_torch.sh.
   nn::Config tiny, larger;
   tiny.vocab = 256, tiny.d_model = 64, tiny.layers = 2, tiny.heads = 8, tiny.kv_heads = 4, tiny.ffn = 172;
-  tiny.batch = 8, tiny.seq = 16;
+  tiny.batch = batch, tiny.seq = 16;
   larger.vocab = 4096, larger.d_model = 256, larger.layers = 4, larger.heads = 8, larger.kv_heads = 4;
-  larger.ffn = 684, larger.batch = 8, larger.seq = 128;
+  larger.ffn = 684, larger.batch = batch, larger.seq = 128;
+  if (batch < 1) {
+    fmt::print(stderr, "--batch {}: expected a positive number\n", batch);
+    return 1;
+  }
   if (only.empty() || only == "tiny") run_config("tiny", tiny, libs, dgemm, reps, min_ms * 1e-3);
   if (only.empty() || only == "larger") run_config("larger", larger, libs, dgemm, reps, min_ms * 1e-3);
   return 0;

@@ -354,7 +354,37 @@ int64_t piece_begin(const Split& s, int64_t piece, int64_t dim) {
   return std::min(dim, piece * s.tiles / s.parts * kPieceAlign);
 }
 
+// Call `t` of a plan cut by `s`: batch call t / parts, piece t % parts.
+GemmCall call_of(const ContractionPlan& p, const Split& s, int64_t t) {
+  int64_t rest = t / s.parts, piece = t % s.parts;
+  GemmCall c{p.m, p.n, 0, 0, 0};
+  for (size_t d = p.batch.size(); d-- > 0;) {
+    const GemmLoop& l = p.batch[d];
+    int64_t i = rest % l.size;
+    rest /= l.size;
+    c.a += i * l.a, c.b += i * l.b, c.c += i * l.out;
+  }
+  if (s.parts > 1) {
+    int64_t dim = s.split_m ? p.m : p.n;
+    int64_t begin = piece_begin(s, piece, dim), size = piece_begin(s, piece + 1, dim) - begin;
+    if (s.split_m) {
+      c.m = size;
+      c.a += p.ta ? begin : begin * p.lda;
+      c.c += begin * p.ldc;
+    } else {
+      c.n = size;
+      c.b += p.tb ? begin * p.ldb : begin;
+      c.c += begin;
+    }
+  }
+  return c;
+}
+
 }  // namespace
+
+int64_t gemm_calls(const ContractionPlan& plan) { return plan.calls * split_for(plan).parts; }
+
+GemmCall gemm_call(const ContractionPlan& plan, int64_t t) { return call_of(plan, split_for(plan), t); }
 
 template <typename T>
 void run_contraction(const ContractionPlan& p, const T* lhs, const T* rhs, T* out, bool out_is_zero) {
@@ -378,32 +408,11 @@ void run_contraction(const ContractionPlan& p, const T* lhs, const T* rhs, T* ou
   // The whole call's library for each of its pieces: a piece's size must not choose another.
   const GemmLibrary library = sgemm_library(p.ta, p.tb, p.m, p.n, p.k, p.ldb);
   auto task = [&](int64_t t) {
-    int64_t call = t / split.parts, piece = t % split.parts;
-    int64_t oa = 0, ob = 0, oc = 0, rest = call;
-    for (size_t d = p.batch.size(); d-- > 0;) {
-      const GemmLoop& l = p.batch[d];
-      int64_t i = rest % l.size;
-      rest /= l.size;
-      oa += i * l.a, ob += i * l.b, oc += i * l.out;
-    }
-    int64_t m = p.m, n = p.n;
-    if (split.parts > 1) {
-      int64_t dim = split.split_m ? p.m : p.n;
-      int64_t begin = piece_begin(split, piece, dim), size = piece_begin(split, piece + 1, dim) - begin;
-      if (split.split_m) {
-        m = size;
-        oa += p.ta ? begin : begin * p.lda;
-        oc += begin * p.ldc;
-      } else {
-        n = size;
-        ob += p.tb ? begin * p.ldb : begin;
-        oc += begin;
-      }
-    }
+    GemmCall g = call_of(p, split, t);
     if constexpr (std::is_same_v<T, float>)
-      sgemm_on(library, p.ta, p.tb, m, n, p.k, a + oa, p.lda, b + ob, p.ldb, beta, c + oc, p.ldc);
+      sgemm_on(library, p.ta, p.tb, g.m, g.n, p.k, a + g.a, p.lda, b + g.b, p.ldb, beta, c + g.c, p.ldc);
     else
-      gemm(p.ta, p.tb, m, n, p.k, a + oa, p.lda, b + ob, p.ldb, beta, c + oc, p.ldc);
+      gemm(p.ta, p.tb, g.m, g.n, p.k, a + g.a, p.lda, b + g.b, p.ldb, beta, c + g.c, p.ldc);
   };
   int64_t tasks = p.calls * split.parts;
   if (split.parallel && tasks > 1 && support::available_threads() > 1)

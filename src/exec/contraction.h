@@ -97,6 +97,18 @@ bool same_gemm_calls(const ContractionPlan& a, const ContractionPlan& b);
 // Whether every size and leading dimension of the plan fits BLAS's 32-bit integers.
 bool fits_blas(const ContractionPlan& plan);
 
+// One GEMM call of a plan's run: C[m x n] (+)= op(A)·op(B) over K = the plan's k, with the plan's
+// transpose flags and leading dimensions, A, B and C starting this many elements into the
+// plan's A, B (the operands, or their copies) and result (or the C^T buffer when via_buffer).
+struct GemmCall {
+  int64_t m = 0, n = 0, a = 0, b = 0, c = 0;
+};
+// The GEMM calls run_contraction makes for a plan (each batch call, cut into the pieces two or more
+// threads share), and call `t` of them, 0 <= t < gemm_calls(plan). Both depend on the plan alone,
+// never on the thread budget: what bench/gemm_bench.cpp times is what a step runs.
+int64_t gemm_calls(const ContractionPlan& plan);
+GemmCall gemm_call(const ContractionPlan& plan, int64_t t);
+
 // out = the contraction of lhs and rhs, each laid out as the plan was made for, by the GEMM library
 // of gemm.h (float and double). `out_is_zero`: out already holds zeros (a fresh literal), so each GEMM adds into it
 // (beta 1, which skips BLAS's pass that clears C and gives the bits of beta 0); otherwise out's

@@ -10,13 +10,15 @@
 // OpenBLAS's 86-89 (the LM head's 256x4096x1024 at 40 against 88; all of 2^25 multiply-adds or
 // more), so those of 2^23 or more run on OpenBLAS there. Smaller ones stay on oneDNN, faster there
 // (attention's per head, up to 2^20: 79-87 against 71-72; the tiny model's weight gradients, up to
-// 2^21: 86-90 against 75-86; docs/PERFORMANCE.md, "Session 22"). There too, oneDNN's products of A
-// and B as stored fall to 36-66 GFLOP/s when B's rows lie 1024 or more floats apart (a column
-// piece of the LM head's [256, 4096] weight, as contraction.cpp cuts it: 512x512x256 pieces at 37
-// against 94; 256 rows of any width at 36-47), and at 65-92 for other strides from 2048 up, where
-// OpenBLAS holds 86-95 at every stride measured; so those run on OpenBLAS too (docs/PERFORMANCE.md,
-// "Session 23"). The choice is a function of the call's form, size and layout and of the CPU
-// alone, never of a timing: the same program gives the same bits on every run.
+// 2^21: 86-90 against 75-86; docs/PERFORMANCE.md, "Session 22"). There too, oneDNN's products of
+// A and B as stored ran at 36-48 GFLOP/s, against OpenBLAS's 81-94, where B's rows lay a multiple
+// of 4 KiB apart (1024 to 8192 floats) and A had 256 or 512 rows: the LM head's forward with 512
+// tokens per device, cut into column pieces of its [256, 4096] weight, took 28 ms a step against
+// 12.4 on OpenBLAS. OpenBLAS held 75-96 at every stride measured, a few percent behind oneDNN at
+// most where oneDNN was fast, so products whose B rows lie 1024 or more floats apart run on
+// OpenBLAS there too (docs/PERFORMANCE.md, "Session 23"). The choice is a function of the call's
+// form, size and layout and of the CPU alone, never of a timing: the same program gives the same
+// bits on every run.
 //
 // Every call is single-threaded: both libraries can start threads of their own (OpenBLAS's pool,
 // oneDNN's OpenMP team), which would be a second pool outside the thread budget (DESIGN.md §6).
@@ -51,7 +53,7 @@ bool onednn_has_avx512();
 constexpr int64_t kOpenBlasTransposedAWork = int64_t{1} << 23;
 
 // Products of A and B as stored whose B rows lie at least this many floats apart run on OpenBLAS
-// where oneDNN has no AVX-512 kernels (above; at 768 oneDNN was as often ahead as behind).
+// where oneDNN has no AVX-512 kernels (above; below it oneDNN was ahead as often as behind).
 constexpr int64_t kOpenBlasWideB = 1024;
 
 // The library the f32 product op(A) m x k times op(B) k x n, B's rows `ldb` elements apart, runs

@@ -311,6 +311,35 @@ TEST(Contraction, WideRowsOfBRunOnTheChosenLibrary) {
       << "not the bits of one " << library_name(wide) << " call";
 }
 
+// The GEMM calls of a plan (what run_contraction runs and bench/gemm_bench.cpp times) write every
+// element of the result exactly once: batch calls, and a product cut into row or column pieces.
+TEST(Contraction, GemmCallsCoverTheResultOnce) {
+  struct Case {
+    Ints lhs, rhs;
+    DotDims dims;
+    int64_t min_calls;  // at least this many: the product is cut (or batched) as intended
+  };
+  for (const Case& s : std::vector<Case>{{{1024, 256}, {256, 4096}, {{}, {}, {1}, {0}}, 8},      // cut by columns
+                                           {{4096, 64}, {64, 256}, {{}, {}, {1}, {0}}, 8},        // cut by rows
+                                           {{4, 128, 32}, {4, 32, 128}, {{0}, {0}, {2}, {1}}, 4},  // batched
+                                           {{6, 5}, {5, 4}, {{}, {}, {1}, {0}}, 1}}) {             // one call
+    ContractionPlan p = plan_contraction(s.lhs, s.rhs, s.dims);
+    ASSERT_TRUE(p.ok && !p.via_buffer);
+    ASSERT_GE(gemm_calls(p), s.min_calls);
+    std::vector<int> written(static_cast<size_t>(p.out_elements), 0);
+    for (int64_t t = 0; t < gemm_calls(p); ++t) {
+      GemmCall c = gemm_call(p, t);
+      for (int64_t r = 0; r < c.m; ++r)
+        for (int64_t col = 0; col < c.n; ++col) {
+          int64_t at = c.c + r * p.ldc + col;
+          ASSERT_TRUE(at >= 0 && at < p.out_elements) << "call " << t;
+          ++written[static_cast<size_t>(at)];
+        }
+    }
+    for (size_t i = 0; i < written.size(); ++i) ASSERT_EQ(written[i], 1) << "element " << i;
+  }
+}
+
 // Transposes folded into the contraction (exec/fusion_contraction.h): dot_general(transpose(x),
 // transpose(y)) transposed again, with random dimension numbers and permutations, fused (values
 // of any size) through the interpreter and through an Executable in a run context (the arena),
