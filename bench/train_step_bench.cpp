@@ -80,11 +80,16 @@ int run(int argc, char** argv) {
     ir::Module m("bench");
     nn::TrainingStep ts = nn::TrainingStep{model}.with(nn::AdamW{});
     if (devices > 1) {
-      // PLAN=fsdp: parameters, gradients and AdamW's moments split over the devices (default: data
-      // parallel, every device updating whole replicas).
+      // PLAN=fsdp: parameters, gradients and AdamW's moments split over the devices; PLAN=zero1:
+      // parameters whole, gradients and moments split (default: data parallel, every device
+      // updating whole replicas).
       ir::Mesh mesh{"mesh", {{"data", devices}}, {}};
-      const char* plan = std::getenv("PLAN");
-      ts = ts.sharded(plan && std::string(plan) == "fsdp" ? nn::fsdp(mesh, "data") : nn::data_parallel(mesh, "data"));
+      std::string plan = std::getenv("PLAN") ? std::getenv("PLAN") : "dp";
+      if (plan != "dp" && plan != "fsdp" && plan != "zero1")
+        throw std::runtime_error(fmt::format("PLAN={}: expected dp, fsdp or zero1", plan));
+      ts = ts.sharded(plan == "fsdp"    ? nn::fsdp(mesh, "data")
+                      : plan == "zero1" ? nn::zero1(mesh, "data")
+                                        : nn::data_parallel(mesh, "data"));
     }
     nn::Programs p = nn::capture(m, ts);
     if (const char* path = std::getenv("DUMP")) {  // the captured module, to read what the step runs

@@ -2,12 +2,14 @@
 //
 // f_grad takes f's parameters (with their shardings), plus one cotangent per result of f unless f
 // returns a single float scalar (a loss, seeded with 1). It returns the gradient of every
-// parameter in `wrt`, each constrained to its parameter's sharding, after f's results when
+// parameter in `wrt`, each constrained to its parameter's sharding (or the one
+// ReverseOptions::gradient_sharding gives), after f's results when
 // `return_value` is set. Meshes are module-wide, so they carry over as they are. Collective
 // adjoints follow DESIGN.md §2: the loss is the sum of every replica's loss.
 #pragma once
 
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -39,6 +41,10 @@ struct ReverseOptions {
   // Non-empty: those ops also get this attribute set to true, so a later pass can tell the
   // transpose from the forward copy.
   std::string backward_mark;
+  // Set: the sharding the gradient of parameter i is constrained to instead of the parameter's
+  // (nullopt: no constraint). A weight update sharded where the parameter is whole (nn::zero1)
+  // gets each device's share of the summed gradient: a reduce-scatter, not an all-reduce.
+  std::function<std::optional<ir::Sharding>(size_t)> gradient_sharding;
 };
 
 // Builds the gradient function of `f` in `module` (where f lives) and returns it. A user error

@@ -1,6 +1,8 @@
 // The sharding plan presets and the per-device parameter share (plan.h).
 #include "nn/plan.h"
 
+#include <algorithm>
+
 #include "support/error.h"
 
 namespace tessera::nn {
@@ -24,6 +26,18 @@ std::function<ir::Sharding(const DataInput&)> batch_over(const ir::Mesh& mesh, s
   };
 }
 
+// Each parameter split along its largest dimension divisible by the size of `axis` (the first of
+// equals, so [64, 64] splits by row), whole if none is.
+std::function<ir::Sharding(const ParamSpec&)> split_largest(const ir::Mesh& mesh, const std::string& axis, int64_t n) {
+  return [mesh, axis, n](const ParamSpec& p) {
+    int64_t best = -1;
+    for (size_t d = 0; d < p.shape.size(); ++d)
+      if (p.shape[d] % n == 0 && (best < 0 || p.shape[d] > p.shape[static_cast<size_t>(best)]))
+        best = static_cast<int64_t>(d);
+    return split_dim(mesh, int64_t(p.shape.size()), std::max<int64_t>(best, 0), best < 0 ? "" : axis);
+  };
+}
+
 }  // namespace
 
 ir::Sharding split_dim(const ir::Mesh& mesh, int64_t rank, int64_t dim, const std::string& axis) {
@@ -35,7 +49,7 @@ ir::Sharding split_dim(const ir::Mesh& mesh, int64_t rank, int64_t dim, const st
 ShardingPlan data_parallel(ir::Mesh mesh, std::string axis) {
   ir::validate(mesh);
   axis_of(mesh, axis, "data_parallel");
-  ShardingPlan plan{"dp", mesh, batch_over(mesh, axis), nullptr, {}};
+  ShardingPlan plan{.name = "dp", .mesh = mesh, .input = batch_over(mesh, axis)};
   plan.parameter = [mesh](const ParamSpec& p) { return split_dim(mesh, int64_t(p.shape.size()), 0, ""); };
   return plan;
 }
@@ -43,15 +57,17 @@ ShardingPlan data_parallel(ir::Mesh mesh, std::string axis) {
 ShardingPlan fsdp(ir::Mesh mesh, std::string axis) {
   ir::validate(mesh);
   int64_t n = axis_of(mesh, axis, "fsdp").size;
-  ShardingPlan plan{"fsdp", mesh, batch_over(mesh, axis), nullptr, {}};
-  plan.parameter = [mesh, axis, n](const ParamSpec& p) {
-    // The largest dimension the axis divides; the first of equals, so [64, 64] splits by row.
-    int64_t best = -1;
-    for (size_t d = 0; d < p.shape.size(); ++d)
-      if (p.shape[d] % n == 0 && (best < 0 || p.shape[d] > p.shape[static_cast<size_t>(best)]))
-        best = static_cast<int64_t>(d);
-    return split_dim(mesh, int64_t(p.shape.size()), std::max<int64_t>(best, 0), best < 0 ? "" : axis);
-  };
+  ShardingPlan plan{.name = "fsdp", .mesh = mesh, .input = batch_over(mesh, axis)};
+  plan.parameter = split_largest(mesh, axis, n);
+  return plan;
+}
+
+ShardingPlan zero1(ir::Mesh mesh, std::string axis) {
+  ir::validate(mesh);
+  int64_t n = axis_of(mesh, axis, "zero1").size;
+  ShardingPlan plan{.name = "zero1", .mesh = mesh, .input = batch_over(mesh, axis)};
+  plan.parameter = [mesh](const ParamSpec& p) { return split_dim(mesh, int64_t(p.shape.size()), 0, ""); };
+  plan.state = split_largest(mesh, axis, n);
   return plan;
 }
 
@@ -59,7 +75,7 @@ ShardingPlan tensor_parallel(ir::Mesh mesh, std::string model_axis, std::optiona
   ir::validate(mesh);
   axis_of(mesh, model_axis, "tensor_parallel");
   if (data_axis) axis_of(mesh, *data_axis, "tensor_parallel");
-  ShardingPlan plan{data_axis ? "dp,tp" : "tp", mesh, batch_over(mesh, data_axis), nullptr, {}};
+  ShardingPlan plan{.name = data_axis ? "dp,tp" : "tp", .mesh = mesh, .input = batch_over(mesh, data_axis)};
   plan.parameter = [mesh, model_axis](const ParamSpec& p) {
     auto rank = int64_t(p.shape.size());
     for (const char* column : {".attn.q", ".attn.k", ".attn.v", ".mlp.gate", ".mlp.up"})
@@ -75,7 +91,7 @@ ShardingPlan tensor_parallel(ir::Mesh mesh, std::string model_axis, std::optiona
 ShardingPlan context_parallel(ir::Mesh mesh, std::string axis) {
   ir::validate(mesh);
   axis_of(mesh, axis, "context_parallel");
-  ShardingPlan plan{"ctx", mesh, nullptr, nullptr, ContextParallel{mesh, axis}};
+  ShardingPlan plan{.name = "ctx", .mesh = mesh, .context = ContextParallel{mesh, axis}};
   // Tokens and targets come whole to every device, which cuts its slots of the load-balanced
   // layout from them without moving anything (a sequence split in natural order would need the
   // other devices' chunks); the residual stream is split along the sequence (capture.cpp).
@@ -88,7 +104,7 @@ ShardingPlan expert_parallel(ir::Mesh mesh, std::string expert_axis, std::option
   ir::validate(mesh);
   axis_of(mesh, expert_axis, "expert_parallel");
   if (data_axis) axis_of(mesh, *data_axis, "expert_parallel");
-  ShardingPlan plan{data_axis ? "dp,ep" : "ep", mesh, nullptr, nullptr};
+  ShardingPlan plan{.name = data_axis ? "dp,ep" : "ep", .mesh = mesh};
   plan.expert_axis = expert_axis;
   // The batch over the data axis (major) and the expert axis (minor): each device its own rows.
   ir::DimSharding batch;
@@ -106,6 +122,10 @@ ShardingPlan expert_parallel(ir::Mesh mesh, std::string expert_axis, std::option
     return split_dim(mesh, rank, 0, "");
   };
   return plan;
+}
+
+ir::Sharding state_sharding(const ShardingPlan& plan, const ParamSpec& spec) {
+  return plan.state ? plan.state(spec) : plan.parameter(spec);
 }
 
 int64_t elements_per_device(const ShardingPlan& plan, const ParamSpec& spec) {

@@ -1,12 +1,20 @@
-// ShardingPlan: how a training step is laid out over a mesh, as two functions, one giving the
-// sharding of each data input (tokens, targets) and one the sharding of each parameter. Optimizer
-// moments are held like their parameter, and each gradient is constrained to its parameter's
-// sharding (autodiff::reverse does that), so the plan says everything the partitioner needs.
+// ShardingPlan: how a training step is laid out over a mesh, as functions giving the sharding of
+// each data input (tokens, targets), of each parameter and, optionally, of each parameter's
+// optimizer state. Optimizer moments are held like their parameter unless the plan says otherwise,
+// and each gradient is constrained to its optimizer state's sharding (autodiff::reverse does that),
+// so the plan says everything the partitioner needs.
 //
 // Presets (DESIGN.md §2 "Sharding plans"):
 //   data_parallel(mesh, axis)   inputs split along the batch; parameters whole on every device
 //   fsdp(mesh, axis)            inputs split along the batch; each parameter split along its largest
 //                               dimension divisible by the axis size (whole if none is)
+//   zero1(mesh, axis)           data parallel with the weight update sharded (ZeRO stage 1; XLA's
+//                               weight-update sharding): parameters whole on every device, AdamW's
+//                               moments and the gradients split as fsdp splits the parameters. Each
+//                               device sums its share of the gradients (a reduce-scatter where data
+//                               parallelism all-reduces), updates its share of the parameters and
+//                               moments, and the new parameters are all-gathered: the same bytes
+//                               moved as data parallel, a 1/n share of the update's work and moments
 //   tensor_parallel(mesh, model_axis, data_axis)
 //                               attn.q/k/v, mlp.gate/up and head split by column (output features,
 //                               the head by vocabulary); attn.o and mlp.down by row; embed and norms
@@ -38,18 +46,22 @@ struct DataInput {
 };
 
 struct ShardingPlan {
-  std::string name;  // "dp", "fsdp", "tp", "dp,tp", "ep", "dp,ep"
-  ir::Mesh mesh;
-  std::function<ir::Sharding(const DataInput&)> input;
-  std::function<ir::Sharding(const ParamSpec&)> parameter;
+  std::string name = {};  // "dp", "fsdp", "zero1", "tp", "dp,tp", "ep", "dp,ep"
+  ir::Mesh mesh = {};
+  std::function<ir::Sharding(const DataInput&)> input = nullptr;
+  std::function<ir::Sharding(const ParamSpec&)> parameter = nullptr;
   // Set by context_parallel: the model's sequence is split over this axis (CausalLM::context_parallel).
   std::optional<ContextParallel> context = std::nullopt;
   // The mesh axis that splits the experts of MoE layers (expert_parallel), empty when none.
-  std::string expert_axis;
+  std::string expert_axis = {};
+  // The sharding of a parameter's optimizer state (AdamW's moments) and of its gradient; empty:
+  // the parameter's.
+  std::function<ir::Sharding(const ParamSpec&)> state = nullptr;
 };
 
 ShardingPlan data_parallel(ir::Mesh mesh, std::string axis);
 ShardingPlan fsdp(ir::Mesh mesh, std::string axis);
+ShardingPlan zero1(ir::Mesh mesh, std::string axis);
 ShardingPlan tensor_parallel(ir::Mesh mesh, std::string model_axis,
                              std::optional<std::string> data_axis = std::nullopt);
 ShardingPlan context_parallel(ir::Mesh mesh, std::string axis);
@@ -59,6 +71,9 @@ ShardingPlan expert_parallel(ir::Mesh mesh, std::string expert_axis,
 // A closed sharding of a rank-`rank` tensor on `mesh` with dimension `dim` split over `axis` (no
 // dimension split when axis is empty).
 ir::Sharding split_dim(const ir::Mesh& mesh, int64_t rank, int64_t dim, const std::string& axis);
+
+// The sharding of `spec`'s optimizer state and gradient under `plan`: plan.state's, or the parameter's.
+ir::Sharding state_sharding(const ShardingPlan& plan, const ParamSpec& spec);
 
 // The elements of `spec` each device holds under `plan` (the plan's splits are even: a split that
 // does not divide is refused with the parameter, dimension and axis named).

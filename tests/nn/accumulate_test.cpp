@@ -74,7 +74,9 @@ TEST(Accumulate, DataParallelMicrobatchesStaySplit) {
   // gradient all-reduced): nothing else is gathered, and the step moves less than all-reducing
   // every gradient once per microbatch (937,740 bytes per device, twice the unaccumulated step).
   for (const spmd::CollectiveRecord& r : p.report().collectives)
-    if (r.kind == "all_gather") EXPECT_EQ(r.origin, "stablehlo.dot_general") << p.report().to_string();
+    if (r.kind == "all_gather") {
+      EXPECT_EQ(r.origin, "stablehlo.dot_general") << p.report().to_string();
+    }
   EXPECT_LT(p.report().bytes_per_device(), 937740) << p.report().to_string();
 }
 

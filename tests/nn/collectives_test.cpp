@@ -3,6 +3,8 @@
 // data parallel moves only gradients, combined into one all-reduce with the loss; FSDP gathers
 // each parameter once for use and reduce-scatters its gradient, never an activation; tensor
 // parallel stays within Megatron's two all-reduces per layer each way, plus embedding and head.
+// With AdamW (the whole training step), zero1 moves what data parallel moves, as a reduce-scatter
+// of each gradient and an all-gather of each updated parameter.
 #include <gtest/gtest.h>
 
 #include <fmt/format.h>
@@ -60,6 +62,26 @@ TEST(Collectives, PerPlanArePinned) {
     fmt::print("{}: {}({} bytes per device)\n", c.plan.name, counts_string(r), r.bytes_per_device());
     EXPECT_EQ(r.counts(), c.counts) << c.plan.name << "\n" << r.to_string();
   }
+}
+
+// The whole AdamW training step: data parallel all-reduces the gradients (with the loss, one
+// combined all-reduce); zero1 reduce-scatters each gradient, updates its shard of every parameter
+// and moment, and all-gathers each parameter: per device the same bytes, give or take the loss.
+TEST(Collectives, WeightUpdateShardingMovesWhatDataParallelMoves) {
+  ir::Mesh line{"mesh", {{"data", 4}}, {}};
+  auto report = [](const ShardingPlan& plan) {
+    CausalLM model(testing::acceptance_config());
+    ir::Module m("train");
+    Programs p = capture(m, TrainingStep{model}.with(AdamW{}).sharded(plan));
+    return runtime::Session::host(4).compile(m, p.train_step).report();
+  };
+  spmd::Report dp = report(data_parallel(line, "data")), z = report(zero1(line, "data"));
+  fmt::print("dp: {}({} bytes per device)\nzero1: {}({} bytes per device)\n", counts_string(dp),
+             dp.bytes_per_device(), counts_string(z), z.bytes_per_device());
+  EXPECT_EQ(dp.counts(), (std::map<std::string, int64_t>{{"all_reduce", 1}})) << dp.to_string();
+  EXPECT_EQ(z.counts(), (std::map<std::string, int64_t>{{"all_gather", 21}, {"reduce_scatter", 21}, {"all_reduce", 1}}))
+      << z.to_string();
+  EXPECT_NEAR(double(z.bytes_per_device()), double(dp.bytes_per_device()), 64.0);
 }
 
 }  // namespace

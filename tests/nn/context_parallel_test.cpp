@@ -189,7 +189,9 @@ TEST(ContextParallel, PeakScoreBytesPerDevice) {
   EXPECT_EQ(report.count("all_reduce"), 1) << report.to_string();
   EXPECT_EQ(report.count("all_gather"), 5 * c.layers) << report.to_string();
   for (const spmd::CollectiveRecord& r : report.collectives)
-    if (r.kind == "all_gather") EXPECT_EQ(r.origin, "stablehlo.dot_general") << report.to_string();
+    if (r.kind == "all_gather") {
+      EXPECT_EQ(r.origin, "stablehlo.dot_general") << report.to_string();
+    }
   EXPECT_EQ(report.collectives.size(), size_t(29 * c.layers + 1)) << report.to_string();
 
   // And the step is the one device's: loss and gradients.

@@ -1,5 +1,5 @@
 // The training step of issue #6's configuration (78,144 parameters, batch 8 x 16) on 4 host
-// devices under the five sharding plans (ctx's attention being ring attention), against the
+// devices under the six sharding plans (ctx's attention being ring attention), against the
 // unsharded step evaluated by the reference interpreter: loss and every gradient through
 // Session::run_sharded (1e-5), and six AdamW steps through sharded_program with parameters and
 // moments kept on the devices (1e-4). Also the per-device parameter share of each plan, analytic
@@ -54,14 +54,16 @@ struct PlanCase {
   ShardingPlan plan;
   int64_t elements_per_device;  // of the 78,144 parameters
   double share;                 // rounded as issue #6 pins it
+  int64_t state_per_device;     // of each AdamW moment's 78,144 elements
 };
 
 std::vector<PlanCase> plans() {
-  return {{data_parallel(line("data"), "data"), 78144, 1.0},
-          {fsdp(line("data"), "data"), 19536, 0.2500},
-          {tensor_parallel(line("model"), "model"), 21312, 0.2727},
-          {tensor_parallel(square(), "model", "data"), 40256, 0.5152},
-          {context_parallel(line("ctx"), "ctx"), 78144, 1.0}};
+  return {{data_parallel(line("data"), "data"), 78144, 1.0, 78144},
+          {fsdp(line("data"), "data"), 19536, 0.2500, 19536},
+          {zero1(line("data"), "data"), 78144, 1.0, 19536},  // the weight update sharded
+          {tensor_parallel(line("model"), "model"), 21312, 0.2727, 21312},
+          {tensor_parallel(square(), "model", "data"), 40256, 0.5152, 40256},
+          {context_parallel(line("ctx"), "ctx"), 78144, 1.0, 78144}};
 }
 
 // @train_step's inputs: the state (parameters, m, v), the step's AdamW scalars and the batch.
@@ -158,6 +160,12 @@ TEST(Plans, ShardingsOfThePresets) {
   EXPECT_EQ(split(f, "layers.0.attn.q"), "d.");  // equal dimensions: the first
   EXPECT_EQ(split(f, "norm"), "d");
   EXPECT_EQ(split(data_parallel(line("data"), "data"), "head"), "..");
+  // zero1: parameters whole, their optimizer state (and gradients) split as fsdp splits parameters.
+  ShardingPlan z = zero1(line("data"), "data");
+  EXPECT_EQ(split(z, "embed"), "..");
+  for (const ParamSpec& spec : specs)
+    EXPECT_EQ(state_sharding(z, spec).dims, f.parameter(spec).dims) << spec.name;
+  EXPECT_EQ(state_sharding(f, specs[0]).dims, f.parameter(specs[0]).dims);  // no state function: the parameter's
   ShardingPlan cp = context_parallel(line("ctx"), "ctx");
   EXPECT_EQ(split(cp, "layers.0.attn.q"), "..");
   EXPECT_TRUE(cp.input({"tokens", i32({8, 16})}).dims[0].axes.empty());
@@ -214,7 +222,7 @@ void expect_training_equals_unsharded(const Training& t) {
           for (int64_t x : dims[group * n + i][size_t(d)]) e *= x;
           local += e;
         }
-        EXPECT_EQ(local, pc.elements_per_device) << "group " << group << ", device " << d;
+        EXPECT_EQ(local, group == 0 ? pc.elements_per_device : pc.state_per_device) << "group " << group << ", device " << d;
       }
 
     std::vector<Literal> start = train_step_inputs(p, model.params, 1, model.batch.tokens, model.batch.targets);

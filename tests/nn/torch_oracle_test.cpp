@@ -12,7 +12,7 @@
 // norm's epsilon, bias corrections) to hide under rounding.
 //
 // And the trainer's case of issue #21 (TorchOracleTrainer below): weight decay with no-decay
-// groups, warmup + cosine, clipping, five steps unsharded and under dp, fsdp and tp, within 1e-6;
+// groups, warmup + cosine, clipping, five steps unsharded and under dp, fsdp, zero1 and tp, within 1e-6;
 // and bf16 mixed precision (TorchOracleMixed below): 20 steps under dp and fsdp.
 //
 // And the MoE layer (TorchOracleMoe below, torch_moe_oracle.py): top-1 and top-2 routing with
@@ -141,7 +141,7 @@ fs::path fresh_directory() {
 
 // The trainer's case (issue #21): AdamW with weight decay and a no-decay group (norms and the
 // embedding), warmup + cosine through LambdaLR, clip_grad_norm_, five steps on one batch, in f32,
-// unsharded and under dp, fsdp and tp on 4 host devices. Per plan the losses, the pre-clip norms
+// unsharded and under dp, fsdp, zero1 and tp on 4 host devices. Per plan the losses, the pre-clip norms
 // and the parameters after every step are written; the script compares
 //  - the parameters after 5 steps with torch's f64 run (the exact answer), within 1e-6;
 //  - update by update: torch.optim.AdamW in f32 on Tessera's own f32 gradients (unsharded, from
@@ -175,6 +175,7 @@ void write_trainer_case(const fs::path& dir) {
   std::vector<Plan> plans = {{"none", std::nullopt},
                              {"dp", data_parallel(mesh("data"), "data")},
                              {"fsdp", fsdp(mesh("data"), "data")},
+                             {"zero1", zero1(mesh("data"), "data")},
                              {"tp", tensor_parallel(mesh("model"), "model")}};
   nlohmann::json cfg = {{"vocab", c.vocab}, {"d_model", c.d_model}, {"layers", c.layers}, {"heads", c.heads},
                         {"kv_heads", c.kv_heads}, {"ffn", c.ffn}, {"rope_theta", c.rope_theta},

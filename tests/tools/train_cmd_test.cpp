@@ -77,6 +77,34 @@ TEST(TrainCommand, FsdpCheckpointResumesUnderTensorParallelOnTwoDevices) {
   EXPECT_NEAR(loss_at(c.str(), 4), loss_at(a.str(), 4), 1e-4 * loss_at(a.str(), 4)) << c.str();
 }
 
+// zero1 (the weight update sharded) trains as dp does: its losses equal dp's, and its checkpoint
+// (moments saved from their shards) resumes under dp as the unbroken zero1 run continues.
+TEST(TrainCommand, Zero1EqualsDataParallelAndItsCheckpointResumesUnderDp) {
+  TempDir dir;
+  TrainCommand dp = small(write_corpus(dir.path));
+  dp.steps = 4;
+  std::ostringstream a;
+  ASSERT_EQ(train_command(dp, a), 0);
+  TrainCommand z = dp;
+  z.plan = "zero1";
+  std::ostringstream b;
+  ASSERT_EQ(train_command(z, b), 0);
+  EXPECT_NE(b.str().find("reduce_scatter"), std::string::npos) << b.str();
+  for (int step : {1, 4}) EXPECT_NEAR(loss_at(b.str(), step), loss_at(a.str(), step), 1e-5 * loss_at(a.str(), step));
+
+  TrainCommand first = z;
+  first.steps = 3;
+  first.save = (dir.path / "ckpt").string();
+  std::ostringstream c;
+  ASSERT_EQ(train_command(first, c), 0);
+  TrainCommand resumed = small(dir.path / "corpus.txt");
+  resumed.steps = 1;
+  resumed.resume = first.save;
+  std::ostringstream d;
+  ASSERT_EQ(train_command(resumed, d), 0);
+  EXPECT_NEAR(loss_at(d.str(), 4), loss_at(b.str(), 4), 1e-5 * loss_at(b.str(), 4)) << d.str();
+}
+
 // Issue #21: AdamW with weight decay (no-decay norms and embedding), warmup + cosine, clipping;
 // saved at step 3 of 6 and resumed, the losses are bit for bit the unbroken run's: the step count
 // and the schedule continue. A checkpoint of another model is refused, naming the field.

@@ -7,6 +7,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <regex>
 #include <sstream>
 
@@ -58,7 +59,8 @@ TEST(TrainMemory, TheDryRunEstimateIsWithinTenPercentOfTheMeasuredPeak) {
   std::string text;
   for (int i = 0; i < 400; ++i) text += "the quick brown fox jumps over the lazy dog. ";
   std::ofstream(dir.path / "corpus.txt") << text;
-  for (const char* plan : {"dp", "fsdp", "tp", "dp,tp"}) {
+  std::map<std::string, std::pair<double, double>> held;  // plan: parameters, optimizer state
+  for (const char* plan : {"dp", "fsdp", "zero1", "tp", "dp,tp"}) {
     TrainCommand c = model(dir.path / "corpus.txt");
     c.plan = plan;
     c.dry_run = true;
@@ -72,6 +74,7 @@ TEST(TrainMemory, TheDryRunEstimateIsWithinTenPercentOfTheMeasuredPeak) {
                              "collective buffers"})
       parts += bytes_after(dry.str(), part);
     EXPECT_NEAR(parts, estimate, 0.01 * estimate) << dry.str();  // the table adds up (to its rounding)
+    held[plan] = {bytes_after(dry.str(), "parameters"), bytes_after(dry.str(), "optimizer state")};
 
     c.dry_run = false;
     std::ostringstream run;
@@ -81,6 +84,9 @@ TEST(TrainMemory, TheDryRunEstimateIsWithinTenPercentOfTheMeasuredPeak) {
     EXPECT_LE(std::abs(estimate - measured), kEstimateTolerance * measured)
         << plan << ": estimated " << estimate << ", measured " << measured << "\n" << run.str();
   }
+  // zero1 holds dp's parameters and fsdp's share of the optimizer state (4 devices).
+  EXPECT_NEAR(held["zero1"].first, held["dp"].first, 0.01 * held["dp"].first);
+  EXPECT_NEAR(held["zero1"].second, held["dp"].second / 4, 0.02 * held["dp"].second / 4);
 }
 
 TEST(TrainMemory, ARunThatCannotFitIsRefusedBeforeItStarts) {

@@ -96,8 +96,8 @@ int main(int argc, char** argv) {
   auto* train = app.add_subcommand("train", "Train a byte-level CausalLM on a text corpus over host devices or MPI ranks");
   tessera::tools::TrainCommand tc;
   train->add_option("--plan", tc.plan,
-                    "Sharding plan: dp, fsdp, tp, dp,tp, ctx[=N] (sequence split, ring attention), ep[=N] (experts "
-                    "split), dp,ep, or a pipeline pp=P[,dp=D][,tp=T]")
+                    "Sharding plan: dp, fsdp, zero1 (dp with the weight update sharded), tp, dp,tp, ctx[=N] (sequence "
+                    "split, ring attention), ep[=N] (experts split), dp,ep, or a pipeline pp=P[,dp=D][,tp=T]")
       ->capture_default_str();
   train->add_option("--devices", tc.devices, "Host devices (default 4); with --backend mpi, devices per rank (default 1)")
       ->check(CLI::PositiveNumber);

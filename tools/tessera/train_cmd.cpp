@@ -63,6 +63,7 @@ nn::ShardingPlan make_plan(const std::string& name, int64_t devices, const nn::C
   }
   if (name == "dp") return nn::data_parallel(mesh({{"data", devices}}), "data");
   if (name == "fsdp") return nn::fsdp(mesh({{"data", devices}}), "data");
+  if (name == "zero1") return nn::zero1(mesh({{"data", devices}}), "data");
   if (name == "tp") return nn::tensor_parallel(mesh({{"model", devices}}), "model");
   // Context parallelism: the sequence split over every device (ring attention); ctx=N names the count.
   if (name == "ctx" || name == "ctx=" + std::to_string(devices)) return nn::context_parallel(mesh({{"ctx", devices}}), "ctx");
@@ -71,7 +72,8 @@ nn::ShardingPlan make_plan(const std::string& name, int64_t devices, const nn::C
     if (devices % 2 != 0) fail("--plan dp,tp needs an even number of devices, not {}", devices);
     return nn::tensor_parallel(mesh({{"data", devices / 2}, {"model", 2}}), "model", "data");
   }
-  fail("--plan {}: expected dp, fsdp, tp, dp,tp, ctx[=N], ep[=N], dp,ep or a pipeline plan pp=P[,dp=D][,tp=T]", name);
+  fail("--plan {}: expected dp, fsdp, zero1, tp, dp,tp, ctx[=N], ep[=N], dp,ep or a pipeline plan pp=P[,dp=D][,tp=T]",
+       name);
 }
 
 
@@ -149,7 +151,7 @@ int train_command(const TrainCommand& c, std::ostream& out_stream) {
          c.d_model, c.layers, c.ffn, c.seq, c.batch, support::format_bytes(need),
          support::format_bytes(support::memory_limit()));
   if (c.plan.find("pp=") != std::string::npos && !c.emit_program.empty())
-    fail("--emit-program {}: a pipeline plan is several programs; --emit-program takes dp, fsdp, tp, dp,tp, ctx, ep or dp,ep",
+    fail("--emit-program {}: a pipeline plan is several programs; --emit-program takes dp, fsdp, zero1, tp, dp,tp, ctx, ep or dp,ep",
          c.emit_program);
   nn::CausalLM model(cfg);
   if (c.plan.find("pp=") != std::string::npos && cfg.experts > 0)

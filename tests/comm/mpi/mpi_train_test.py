@@ -42,7 +42,7 @@ with tempfile.TemporaryDirectory() as tmp:
             problems.append("mpirun exited 0 with --plan bogus")
         if mpi.returncode == 124 or elapsed >= 30:
             problems.append(f"the job took {elapsed:.1f} s (exit {mpi.returncode}); a user error must end it at once")
-        if "error: --plan bogus: expected dp, fsdp, tp, dp,tp, ctx[=N], ep[=N], dp,ep or a pipeline plan" not in mpi.stdout:
+        if "error: --plan bogus: expected dp, fsdp, zero1, tp, dp,tp, ctx[=N], ep[=N], dp,ep or a pipeline plan" not in mpi.stdout:
             problems.append("no rank printed the --plan error")
         # Had one rank gone on, it would have waited in the step's first collective for the others.
         if re.search(r"stablehlo\.|exited without joining|waiting for rank", mpi.stdout):
