@@ -1,6 +1,6 @@
 """`tessera partition --explain --strict` on the programs Tessera itself trains (#18 item 3).
 
-The CausalLM training step of each SPMD plan (dp, fsdp, tp, dp,tp on 4 devices, the default model,
+The CausalLM training step of each SPMD plan (dp, fsdp, zero1, tp, dp,tp on 4 devices, the default model,
 and ep, dp,ep with 4 experts, top-2, written by `tessera train --emit-program`) and the CNN of examples/06_cnn.cpp (batch and channel
 splits, written by `06_cnn --emit`) are partitioned with --explain --strict: --explain lists every
 collective with what forced it, and --strict exits 0 where there is no avoidable gather, which
@@ -120,7 +120,7 @@ def strict(cli, path, function, what):
 def main():
     cli, cnn = sys.argv[1], sys.argv[2]
     with tempfile.TemporaryDirectory() as d:
-        for plan in ["dp", "fsdp", "tp", "dp,tp", "ep", "dp,ep"]:
+        for plan in ["dp", "fsdp", "zero1", "tp", "dp,tp", "ep", "dp,ep"]:
             path = os.path.join(d, f"causal_lm_{plan.replace(',', '_')}.mlir")
             moe = ["--moe", "4,2"] if "ep" in plan else []  # expert parallelism: an MoE model
             r = run([cli, "train", "--plan", plan, "--devices", "4", "--emit-program", path] + moe)
