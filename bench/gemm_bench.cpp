@@ -17,9 +17,10 @@
 // none is a build dependency and one that is not installed is reported as missing. OpenBLAS is the
 // one Tessera links; OPENBLAS_CORETYPE, if set, applies to it as usual.
 //
-// Usage: gemm_bench [--reps N] [--min-ms T] [--config tiny|larger] [--batch B]
+// Usage: gemm_bench [--reps N] [--min-ms T] [--config tiny|larger] [--batch B] [--sweep-ldb]
 // --batch: sequences per step instead of 8 (4 gives the per-device products of 2 data-parallel
-// devices).
+// devices). --sweep-ldb: instead, A·B products whose B rows lie ld floats apart, ld from packed
+// to 8192 (run_sweep).
 #include <dlfcn.h>
 #include <fmt/format.h>
 
@@ -283,40 +284,45 @@ struct Timing {
 
 std::string gflops(double flops, double s) { return s > 0 ? fmt::format("{:.1f}", flops / s * 1e-9) : "–"; }
 
+// Times class g on every library, interleaved repetition by repetition, into timing[library]
+// (the error checked first); adds each library's wall and CPU time while timing.
+void time_class(const std::vector<Library>& libs, const Gemm& g, std::mt19937& rng, CblasDgemm dgemm, int reps,
+                double min_seconds, std::vector<Timing>& timing, std::vector<double>& cpu, std::vector<double>& wall) {
+  Operands o = make_operands(g, rng);
+  for (size_t li = 0; li < libs.size(); ++li)
+    if (libs[li].ok()) timing[li].error = check(libs[li], g, o, dgemm);
+  // Calls per repetition: enough for min_seconds on OpenBLAS (warm-up included).
+  double t0 = now();
+  run_class(libs[0], g, o, 1.0f);
+  int iters = std::max(1, int(min_seconds / std::max(now() - t0, 1e-7)));
+  std::vector<std::vector<double>> samples(libs.size());
+  for (int r = 0; r < reps; ++r)
+    for (size_t li = 0; li < libs.size(); ++li) {
+      if (!libs[li].ok()) continue;
+      if (r == 0) run_class(libs[li], g, o, 1.0f);  // warm-up: packing buffers, JIT kernels
+      double w0 = now(), c0 = cpu_now();
+      for (int i = 0; i < iters; ++i) run_class(libs[li], g, o, 1.0f);
+      double w = now() - w0;
+      samples[li].push_back(w / iters);
+      wall[li] += w;
+      cpu[li] += cpu_now() - c0;
+    }
+  for (size_t li = 0; li < libs.size(); ++li) {
+    auto& s = samples[li];
+    if (s.empty()) continue;
+    std::sort(s.begin(), s.end());
+    timing[li].seconds = s[s.size() / 2];
+  }
+}
+
 void run_config(const std::string& name, const nn::Config& c, const std::vector<Library>& libs, CblasDgemm dgemm,
                 int reps, double min_seconds) {
   std::vector<Class> classes = step_classes(c);
   std::mt19937 rng(1);
   std::vector<std::vector<Timing>> timing(classes.size(), std::vector<Timing>(libs.size()));
   std::vector<double> cpu(libs.size()), wall(libs.size());
-  for (size_t ci = 0; ci < classes.size(); ++ci) {
-    const Gemm& g = classes[ci].g;
-    Operands o = make_operands(g, rng);
-    for (size_t li = 0; li < libs.size(); ++li)
-      if (libs[li].ok()) timing[ci][li].error = check(libs[li], g, o, dgemm);
-    // Calls per repetition: enough for min_seconds on OpenBLAS (warm-up included).
-    double t0 = now();
-    run_class(libs[0], g, o, 1.0f);
-    int iters = std::max(1, int(min_seconds / std::max(now() - t0, 1e-7)));
-    std::vector<std::vector<double>> samples(libs.size());
-    for (int r = 0; r < reps; ++r)
-      for (size_t li = 0; li < libs.size(); ++li) {
-        if (!libs[li].ok()) continue;
-        if (r == 0) run_class(libs[li], g, o, 1.0f);  // warm-up: packing buffers, JIT kernels
-        double w0 = now(), c0 = cpu_now();
-        for (int i = 0; i < iters; ++i) run_class(libs[li], g, o, 1.0f);
-        double w = now() - w0;
-        samples[li].push_back(w / iters);
-        wall[li] += w;
-        cpu[li] += cpu_now() - c0;
-      }
-    for (size_t li = 0; li < libs.size(); ++li) {
-      auto& s = samples[li];
-      if (s.empty()) continue;
-      std::sort(s.begin(), s.end());
-      timing[ci][li].seconds = s[s.size() / 2];
-    }
-  }
+  for (size_t ci = 0; ci < classes.size(); ++ci)
+    time_class(libs, classes[ci].g, rng, dgemm, reps, min_seconds, timing[ci], cpu, wall);
 
   fmt::print("\n### {} (vocab {}, d_model {}, {} layers, {}/{} heads, FFN {}, batch {}x{})\n\n", name, c.vocab,
              c.d_model, c.layers, c.heads, c.kv_heads, c.ffn, c.batch, c.seq);
@@ -357,6 +363,34 @@ void run_config(const std::string& name, const nn::Config& c, const std::vector<
   fmt::print("\n");
 }
 
+// --sweep-ldb: single products of A and B as stored, K 256, whose B and C are n columns of
+// matrices with rows `ld` floats apart (a column piece of a wider matrix, as contraction.cpp cuts
+// the LM head's forward): where a library's rate depends on the stride alone (exec/gemm.h's
+// kOpenBlasWideB). ld = n is the packed matrix.
+void run_sweep(const std::vector<Library>& libs, CblasDgemm dgemm, int reps, double min_seconds) {
+  std::mt19937 rng(1);
+  std::vector<double> cpu(libs.size()), wall(libs.size());
+  fmt::print("\n### A·B with B's and C's rows ld floats apart (M x n x 256, N, N; GFLOP/s)\n\n| M | n | ld |");
+  for (const Library& l : libs) fmt::print(" {} |", l.name);
+  fmt::print("\n|---|---|---|");
+  for (size_t i = 0; i < libs.size(); ++i) fmt::print("---|");
+  fmt::print("\n");
+  const int64_t k = 256;
+  for (int64_t m : {64, 256, 512, 1024})
+    for (int64_t n : {128, 512})
+      for (int64_t ld : {n, int64_t{768}, int64_t{1024}, int64_t{2048}, int64_t{2560}, int64_t{4096}, int64_t{4112},
+                         int64_t{8192}}) {
+        if (ld < n) continue;
+        Gemm g{m, n, k, 1, false, false, k, ld, ld, {exec::GemmCall{m, n, 0, 0, 0}}};
+        std::vector<Timing> t(libs.size());
+        time_class(libs, g, rng, dgemm, reps, min_seconds, t, cpu, wall);
+        fmt::print("| {} | {} | {}{} |", m, n, ld, ld == n ? " (packed)" : "");
+        for (size_t li = 0; li < libs.size(); ++li)
+          fmt::print(" {}{} |", gflops(g.flops(), t[li].seconds), t[li].error > 1 ? " (WRONG)" : "");
+        fmt::print("\n");
+      }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -369,8 +403,15 @@ int main(int argc, char** argv) {
   double min_ms = 20;
   std::string only;
   int64_t batch = 8;
+  bool sweep = false;
+  for (int i = 1; i < argc; ++i)
+    if (std::string(argv[i]) == "--sweep-ldb") sweep = true;
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string a = argv[i];
+    if (a == "--sweep-ldb") {
+      --i;  // a flag without a value
+      continue;
+    }
     if (a == "--reps") reps = std::atoi(argv[i + 1]);
     else if (a == "--min-ms") min_ms = std::atof(argv[i + 1]);
     else if (a == "--config") only = argv[i + 1];
@@ -393,6 +434,10 @@ int main(int argc, char** argv) {
   if (batch < 1) {
     fmt::print(stderr, "--batch {}: expected a positive number\n", batch);
     return 1;
+  }
+  if (sweep) {
+    run_sweep(libs, dgemm, reps, min_ms * 1e-3);
+    return 0;
   }
   if (only.empty() || only == "tiny") run_config("tiny", tiny, libs, dgemm, reps, min_ms * 1e-3);
   if (only.empty() || only == "larger") run_config("larger", larger, libs, dgemm, reps, min_ms * 1e-3);

@@ -3,7 +3,7 @@
 # bench/train_vs_torch.sh), OpenBLAS, BLIS and oneDNN single-threaded side by side in one run
 # (bench/gemm_bench.cpp). BLIS and oneDNN are Debian's libblis-dev and libdnnl-dev; a library that
 # is not installed shows as missing. Builds gemm_bench (Release, build-bench; BUILD= to change).
-# Arguments go to gemm_bench (--reps N, --min-ms T, --config tiny|larger). The environment's
+# Arguments go to gemm_bench (--reps N, --min-ms T, --config tiny|larger, --batch B, --sweep-ldb). The environment's
 # OPENBLAS_CORETYPE / OPENBLAS_L2_SIZE are left as they are (UNSET_OPENBLAS=1 unsets both).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)

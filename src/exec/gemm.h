@@ -11,14 +11,14 @@
 // more), so those of 2^23 or more run on OpenBLAS there. Smaller ones stay on oneDNN, faster there
 // (attention's per head, up to 2^20: 79-87 against 71-72; the tiny model's weight gradients, up to
 // 2^21: 86-90 against 75-86; docs/PERFORMANCE.md, "Session 22"). There too, oneDNN's products of
-// A and B as stored ran at 36-48 GFLOP/s, against OpenBLAS's 81-94, where B's rows lay a multiple
-// of 4 KiB apart (1024 to 8192 floats) and A had 256 or 512 rows: the LM head's forward with 512
-// tokens per device, cut into column pieces of its [256, 4096] weight, took 28 ms a step against
-// 12.4 on OpenBLAS. OpenBLAS held 75-96 at every stride measured, a few percent behind oneDNN at
-// most where oneDNN was fast, so products whose B rows lie 1024 or more floats apart run on
-// OpenBLAS there too (docs/PERFORMANCE.md, "Session 23"). The choice is a function of the call's
-// form, size and layout and of the CPU alone, never of a timing: the same program gives the same
-// bits on every run.
+// A and B as stored slow down where B's rows lie 1024 or more floats apart (B a column piece of a
+// wider matrix, as contraction.cpp cuts the LM head's [256, 4096] weight): `gemm_bench
+// --sweep-ldb` measured 38-85 GFLOP/s there for M up to 512, against 91-97 at a stride of 4112
+// floats, while OpenBLAS held 78-95 at every stride, ahead or level in every row of 1024 or more.
+// Inside the step it was worse: the head's forward at 512 tokens per device took 28 ms against
+// 12.4 on OpenBLAS. So those run on OpenBLAS there too (docs/PERFORMANCE.md, "Session 23"). The
+// choice is a function of the call's form, size and layout and of the CPU alone, never of a
+// timing: the same program gives the same bits on every run.
 //
 // Every call is single-threaded: both libraries can start threads of their own (OpenBLAS's pool,
 // oneDNN's OpenMP team), which would be a second pool outside the thread budget (DESIGN.md §6).
