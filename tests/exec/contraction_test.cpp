@@ -247,6 +247,24 @@ TEST(Contraction, OverwritesAnOutputThatIsNotZero) {
   }
 }
 
+// run_contraction of a one-call plan (not cut into pieces) on random operands has the bits of one
+// sgemm_on call on `library` with the plan's own flags and leading dimensions.
+void expect_bits_of_one_call(const ContractionPlan& p, GemmLibrary library, uint32_t seed) {
+  ASSERT_TRUE(p.ok && !p.swapped && p.calls == 1 && gemm_calls(p) == 1);
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  std::vector<float> a(static_cast<size_t>((p.ta ? p.k : p.m) * p.lda)), b(static_cast<size_t>((p.tb ? p.n : p.k) * p.ldb));
+  for (float& x : a) x = u(rng);
+  for (float& x : b) x = u(rng);
+  std::vector<float> got(static_cast<size_t>(p.m * p.n), std::numeric_limits<float>::quiet_NaN());
+  run_contraction(p, a.data(), b.data(), got.data(), false);
+  std::vector<float> want(got.size());
+  sgemm_on(library, p.ta, p.tb, p.m, p.n, p.k, a.data(), p.lda, b.data(), p.ldb, 0.0f, want.data(), p.n);
+  EXPECT_TRUE(std::equal(got.begin(), got.end(), want.begin(),
+                         [](float x, float y) { return std::memcmp(&x, &y, sizeof x) == 0; }))
+      << "not the bits of one " << library_name(library) << " call";
+}
+
 // A weight-gradient-shaped product (A^T·B, K the tokens) runs on the library exec/gemm.h chooses
 // for it, and the choice is the stated rule: 16x16x32768 is exactly kOpenBlasTransposedAWork
 // multiply-adds, too narrow to be cut into pieces, so the result has the bits of one call on that
@@ -264,20 +282,8 @@ TEST(Contraction, WeightGradientsRunOnTheChosenLibrary) {
   EXPECT_EQ(sgemm_library(true, true, m, n, k, k), sgemm_library());
 
   ContractionPlan p = plan_contraction(Ints{k, m}, Ints{k, n}, DotDims{{}, {}, {0}, {0}});
-  ASSERT_TRUE(p.ok);
-  ASSERT_TRUE(p.ta && !p.tb && !p.swapped && p.calls == 1 && p.m == m && p.n == n && p.k == k);
-  std::mt19937 rng(11);
-  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
-  std::vector<float> a(static_cast<size_t>(k * m)), b(static_cast<size_t>(k * n));
-  for (float& x : a) x = u(rng);
-  for (float& x : b) x = u(rng);
-  std::vector<float> got(static_cast<size_t>(m * n), std::numeric_limits<float>::quiet_NaN());
-  run_contraction(p, a.data(), b.data(), got.data(), false);
-  std::vector<float> want(got.size());
-  sgemm_on(big_tn, true, false, m, n, k, a.data(), m, b.data(), n, 0.0f, want.data(), n);
-  EXPECT_TRUE(std::equal(got.begin(), got.end(), want.begin(),
-                         [](float x, float y) { return std::memcmp(&x, &y, sizeof x) == 0; }))
-      << "not the bits of one " << library_name(big_tn) << " call";
+  ASSERT_TRUE(p.ta && !p.tb && p.m == m && p.n == n && p.k == k);
+  expect_bits_of_one_call(p, big_tn, 11);
 }
 
 // A product of A and B as stored whose B rows lie kOpenBlasWideB floats apart (the LM head's
@@ -295,20 +301,8 @@ TEST(Contraction, WideRowsOfBRunOnTheChosenLibrary) {
   Ints rhs_strides{width, 1};
   ContractionPlan p = plan_contraction(Ints{m, k}, Ints{k, n}, DotDims{{}, {}, {1}, {0}},
                                        ContractionStrides{{}, rhs_strides, {}});
-  ASSERT_TRUE(p.ok);
-  ASSERT_TRUE(!p.ta && !p.tb && !p.swapped && p.calls == 1 && p.m == m && p.n == n && p.k == k && p.ldb == width);
-  std::mt19937 rng(12);
-  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
-  std::vector<float> a(static_cast<size_t>(m * k)), b(static_cast<size_t>(k * width));
-  for (float& x : a) x = u(rng);
-  for (float& x : b) x = u(rng);
-  std::vector<float> got(static_cast<size_t>(m * n), std::numeric_limits<float>::quiet_NaN());
-  run_contraction(p, a.data(), b.data(), got.data(), false);
-  std::vector<float> want(got.size());
-  sgemm_on(wide, false, false, m, n, k, a.data(), k, b.data(), width, 0.0f, want.data(), n);
-  EXPECT_TRUE(std::equal(got.begin(), got.end(), want.begin(),
-                         [](float x, float y) { return std::memcmp(&x, &y, sizeof x) == 0; }))
-      << "not the bits of one " << library_name(wide) << " call";
+  ASSERT_TRUE(!p.ta && !p.tb && p.m == m && p.n == n && p.k == k && p.ldb == width);
+  expect_bits_of_one_call(p, wide, 12);
 }
 
 // The GEMM calls of a plan (what run_contraction runs and bench/gemm_bench.cpp times) write every

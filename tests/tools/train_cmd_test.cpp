@@ -83,26 +83,22 @@ TEST(TrainCommand, Zero1EqualsDataParallelAndItsCheckpointResumesUnderDp) {
   TempDir dir;
   TrainCommand dp = small(write_corpus(dir.path));
   dp.steps = 4;
-  std::ostringstream a;
-  ASSERT_EQ(train_command(dp, a), 0);
+  const std::string a = run(dp);
   TrainCommand z = dp;
   z.plan = "zero1";
-  std::ostringstream b;
-  ASSERT_EQ(train_command(z, b), 0);
-  EXPECT_NE(b.str().find("reduce_scatter"), std::string::npos) << b.str();
-  for (int step : {1, 4}) EXPECT_NEAR(loss_at(b.str(), step), loss_at(a.str(), step), 1e-5 * loss_at(a.str(), step));
+  const std::string b = run(z);
+  EXPECT_NE(b.find("reduce_scatter"), std::string::npos) << b;
+  for (int step : {1, 4}) EXPECT_NEAR(loss_at(b, step), loss_at(a, step), 1e-5 * loss_at(a, step));
 
   TrainCommand first = z;
   first.steps = 3;
   first.save = (dir.path / "ckpt").string();
-  std::ostringstream c;
-  ASSERT_EQ(train_command(first, c), 0);
+  run(first);
   TrainCommand resumed = small(dir.path / "corpus.txt");
   resumed.steps = 1;
   resumed.resume = first.save;
-  std::ostringstream d;
-  ASSERT_EQ(train_command(resumed, d), 0);
-  EXPECT_NEAR(loss_at(d.str(), 4), loss_at(b.str(), 4), 1e-5 * loss_at(b.str(), 4)) << d.str();
+  const std::string d = run(resumed);
+  EXPECT_NEAR(loss_at(d, 4), loss_at(b, 4), 1e-5 * loss_at(b, 4)) << d;
 }
 
 // Issue #21: AdamW with weight decay (no-decay norms and embedding), warmup + cosine, clipping;

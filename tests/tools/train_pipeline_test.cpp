@@ -51,12 +51,6 @@ TrainCommand fsdp(const fs::path& corpus) {
   return c;
 }
 
-std::string run(const TrainCommand& c) {
-  std::ostringstream out;
-  EXPECT_EQ(train_command(c, out), 0) << out.str();
-  return out.str();
-}
-
 // The value after `key ` on the line of step t ("norm 1.2345").
 double field_at(const std::string& out, int64_t t, const std::string& key) {
   std::regex line("step " + std::to_string(t) + "/[0-9]+  loss [0-9.]+.*  " + key + " ([0-9.e+-]+)");

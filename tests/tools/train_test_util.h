@@ -7,12 +7,20 @@
 #include <filesystem>
 #include <fstream>
 #include <regex>
+#include <sstream>
 #include <string>
 #include <vector>
 
 #include "tools/tessera/train_cmd.h"
 
 namespace tessera::tools {
+
+// What a run prints; a run that fails fails the test.
+inline std::string run(const TrainCommand& c) {
+  std::ostringstream out;
+  EXPECT_EQ(train_command(c, out), 0) << out.str();
+  return out.str();
+}
 
 inline TrainCommand small(const std::filesystem::path& corpus) {
   TrainCommand c;
