@@ -377,7 +377,7 @@ void run_sweep(const std::vector<Library>& libs, CblasDgemm dgemm, int reps, dou
   fmt::print("\n");
   const int64_t k = 256;
   for (int64_t m : {64, 256, 512, 1024})
-    for (int64_t n : {128, 512})
+    for (int64_t n : {128, 512, 1024})
       for (int64_t ld : {n, int64_t{768}, int64_t{1024}, int64_t{2048}, int64_t{2560}, int64_t{4096}, int64_t{4112},
                          int64_t{8192}}) {
         if (ld < n) continue;

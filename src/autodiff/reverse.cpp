@@ -200,8 +200,8 @@ ir::Function& build_reverse(ir::Module& module, ir::Function& g, const ir::Funct
     const Value* p = f.parameter(i);
     auto found = cot.find(p);
     Tensor grad = found != cot.end() && found->second ? *found->second : zeros_like(b, p->type());
-    // Each gradient is laid out like its parameter (checked by verify_gradient_shardings), or as
-    // the caller asks.
+    // Each gradient is laid out like its parameter (what verify_gradient_shardings checks), or as
+    // the caller asks (gradient_sharding; verify_gradient_shardings does not apply then).
     std::optional<ir::Sharding> s = o.gradient_sharding ? o.gradient_sharding(i) : f.arg_sharding(i);
     if (s) grad = ir::constrain(grad, *s);
     outputs.push_back(grad);

@@ -384,7 +384,11 @@ GemmCall call_of(const ContractionPlan& p, const Split& s, int64_t t) {
 
 int64_t gemm_calls(const ContractionPlan& plan) { return plan.calls * split_for(plan).parts; }
 
-GemmCall gemm_call(const ContractionPlan& plan, int64_t t) { return call_of(plan, split_for(plan), t); }
+GemmCall gemm_call(const ContractionPlan& plan, int64_t t) {
+  Split s = split_for(plan);
+  TESSERA_CHECK(t >= 0 && t < plan.calls * s.parts, "gemm_call: call {} of a plan of {} calls", t, plan.calls * s.parts);
+  return call_of(plan, s, t);
+}
 
 template <typename T>
 void run_contraction(const ContractionPlan& p, const T* lhs, const T* rhs, T* out, bool out_is_zero) {

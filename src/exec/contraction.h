@@ -104,8 +104,9 @@ struct GemmCall {
   int64_t m = 0, n = 0, a = 0, b = 0, c = 0;
 };
 // The GEMM calls run_contraction makes for a plan (each batch call, cut into the pieces two or more
-// threads share), and call `t` of them, 0 <= t < gemm_calls(plan). Both depend on the plan alone,
-// never on the thread budget: what bench/gemm_bench.cpp times is what a step runs.
+// threads share; none when K or the result is empty), and call `t` of them,
+// 0 <= t < gemm_calls(plan). Both depend on the plan alone, never on the thread budget: what
+// bench/gemm_bench.cpp times is what a step runs.
 int64_t gemm_calls(const ContractionPlan& plan);
 GemmCall gemm_call(const ContractionPlan& plan, int64_t t);
 

@@ -77,13 +77,17 @@ bool onednn_has_avx512() {
 #endif
 }
 
-// Without oneDNN every f32 product is on OpenBLAS already, so the rule needs no build switch.
-GemmLibrary sgemm_library(bool ta, bool tb, int64_t m, int64_t n, int64_t k, int64_t ldb) {
-  if (!onednn_has_avx512() && !tb) {
+GemmLibrary sgemm_library_rule(GemmLibrary base, bool onednn_avx512, bool ta, bool tb, int64_t m, int64_t n, int64_t k,
+                               int64_t ldb) {
+  if (base == GemmLibrary::OneDnn && !onednn_avx512 && !tb) {
     if (ta && m * n * k >= kOpenBlasTransposedAWork) return GemmLibrary::OpenBlas;
-    if (!ta && ldb >= kOpenBlasWideB) return GemmLibrary::OpenBlas;
+    if (!ta && ldb >= kOpenBlasWideB && ldb % kOpenBlasBStride == 0) return GemmLibrary::OpenBlas;
   }
-  return sgemm_library();
+  return base;
+}
+
+GemmLibrary sgemm_library(bool ta, bool tb, int64_t m, int64_t n, int64_t k, int64_t ldb) {
+  return sgemm_library_rule(sgemm_library(), onednn_has_avx512(), ta, tb, m, n, k, ldb);
 }
 
 std::vector<GemmLibrary> sgemm_libraries() {

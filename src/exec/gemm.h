@@ -13,10 +13,12 @@
 // 2^21: 86-90 against 75-86; docs/PERFORMANCE.md, "Session 22"). There too, oneDNN's products of
 // A and B as stored slow down where B's rows lie 1024 or more floats apart (B a column piece of a
 // wider matrix, as contraction.cpp cuts the LM head's [256, 4096] weight): `gemm_bench
-// --sweep-ldb` measured 38-85 GFLOP/s there for M up to 512, against 91-97 at a stride of 4112
-// floats, while OpenBLAS held 78-95 at every stride, ahead or level in every row of 1024 or more.
-// Inside the step it was worse: the head's forward at 512 tokens per device took 28 ms against
-// 12.4 on OpenBLAS. So those run on OpenBLAS there too (docs/PERFORMANCE.md, "Session 23"). The
+// --sweep-ldb` measured 38-85 GFLOP/s for M up to 512 at strides of 1024, 2048, 4096 and 8192
+// floats (multiples of 4 KiB), 65-91 at 2560, against 91-97 at 4112, while OpenBLAS held 78-95 at
+// every stride: ahead or level at each stride that is a multiple of 2 KiB from 4 KiB up, behind
+// at M = 64 at 768 and 4112. Inside the step it was worse: the head's forward at 512 tokens per
+// device took 28 ms against 12.4 on OpenBLAS. So products whose B rows lie a multiple of 512
+// floats apart, 1024 or more, run on OpenBLAS there too (docs/PERFORMANCE.md, "Session 23"). The
 // choice is a function of the call's form, size and layout and of the CPU alone, never of a
 // timing: the same program gives the same bits on every run.
 //
@@ -52,13 +54,20 @@ bool onednn_has_avx512();
 // Between the sizes measured on either side (2^21 and 2^25).
 constexpr int64_t kOpenBlasTransposedAWork = int64_t{1} << 23;
 
-// Products of A and B as stored whose B rows lie at least this many floats apart run on OpenBLAS
-// where oneDNN has no AVX-512 kernels (above; below it oneDNN was ahead as often as behind).
+// Products of A and B as stored whose B rows lie a multiple of kOpenBlasBStride floats apart, and
+// at least kOpenBlasWideB, run on OpenBLAS where oneDNN has no AVX-512 kernels (above).
 constexpr int64_t kOpenBlasWideB = 1024;
+constexpr int64_t kOpenBlasBStride = 512;
 
 // The library the f32 product op(A) m x k times op(B) k x n, B's rows `ldb` elements apart, runs
 // on, on this machine.
 GemmLibrary sgemm_library(bool ta, bool tb, int64_t m, int64_t n, int64_t k, int64_t ldb);
+
+// The rule behind it, for any CPU: `base` is the library most f32 products run on (sgemm_library()),
+// `onednn_avx512` whether oneDNN has AVX-512 kernels there (so that tests check both branches on
+// every machine).
+GemmLibrary sgemm_library_rule(GemmLibrary base, bool onednn_avx512, bool ta, bool tb, int64_t m, int64_t n, int64_t k,
+                               int64_t ldb);
 
 // Every library this build can run an SGEMM on (for measurements and tests): OpenBLAS, and oneDNN
 // when found.

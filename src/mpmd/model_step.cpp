@@ -80,6 +80,12 @@ ModelStep model_step(const nn::CausalLM& model, int64_t virtual_stages, int64_t 
   auto param_sharding = [&](const nn::ParamSpec& p) -> std::optional<ir::Sharding> {
     return plan ? std::optional(plan->parameter(p)) : std::nullopt;
   };
+  // A stage's moments are laid out like its parameters (fragment_trainer.h); a plan that shards
+  // the weight update apart from them (nn::zero1) would silently train as data parallel.
+  if (plan && plan->state)
+    support::fail("pipeline of the CausalLM: stage plan '{}' shards the weight update apart from the parameters, "
+                  "which pipeline stages do not do; use dp or tp within stages",
+                  plan->name);
   if (plan) {
     out.module->add_mesh(plan->mesh);
     tokens_sharding = plan->input({"tokens", tokens_type});

@@ -62,7 +62,7 @@ std::optional<ir::Sharding> parameter_sharding(const TrainingStep& s, const Para
 
 // The sharding of a parameter's optimizer state and gradient (the parameter's, unless the plan
 // shards the weight update: nn::zero1).
-std::optional<ir::Sharding> state_sharding(const TrainingStep& s, const ParamSpec& p) {
+std::optional<ir::Sharding> state_sharding_of(const TrainingStep& s, const ParamSpec& p) {
   if (!s.plan) return std::nullopt;
   return nn::state_sharding(*s.plan, p);
 }
@@ -121,7 +121,7 @@ Programs capture(ir::Module& module, const TrainingStep& s) {
   ro.return_value = true;
   ro.name = out.step;
   ro.remat = s.remat;
-  if (s.plan && s.plan->state) ro.gradient_sharding = [&](size_t i) { return state_sharding(s, specs[i]); };
+  if (s.plan && s.plan->state) ro.gradient_sharding = [&](size_t i) { return state_sharding_of(s, specs[i]); };
   ir::Function* step_fn = nullptr;
   int64_t k = s.microbatches;
   if (k == 1) {
@@ -186,7 +186,7 @@ Programs capture(ir::Module& module, const TrainingStep& s) {
     for (const ParamSpec& p : specs) params.push_back(f.param(ir::Type(c.dtype, p.shape), parameter_sharding(s, p)));
     for (auto* moments : {&m, &v}) {
       if (!adamw) break;
-      for (const ParamSpec& p : specs) moments->push_back(f.param(ir::Type(c.dtype, p.shape), state_sharding(s, p)));
+      for (const ParamSpec& p : specs) moments->push_back(f.param(ir::Type(c.dtype, p.shape), state_sharding_of(s, p)));
     }
     std::optional<Tensor> scalars;
     if (adamw) scalars = f.param(ir::Type(c.dtype, {3}));
@@ -228,7 +228,7 @@ Programs capture(ir::Module& module, const TrainingStep& s) {
   for (size_t g = 0; g < 1 + out.state_per_parameter; ++g)
     for (size_t i = 0; i < n; ++i) {
       out.output_aliases.emplace_back(g * n + i, 1 + g * n + i);
-      if (auto sh = g == 0 ? parameter_sharding(s, specs[i]) : state_sharding(s, specs[i]))
+      if (auto sh = g == 0 ? parameter_sharding(s, specs[i]) : state_sharding_of(s, specs[i]))
         train.set_result_sharding(1 + g * n + i, *sh);
     }
   return out;

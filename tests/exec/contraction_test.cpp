@@ -247,64 +247,6 @@ TEST(Contraction, OverwritesAnOutputThatIsNotZero) {
   }
 }
 
-// run_contraction of a one-call plan (not cut into pieces) on random operands has the bits of one
-// sgemm_on call on `library` with the plan's own flags and leading dimensions.
-void expect_bits_of_one_call(const ContractionPlan& p, GemmLibrary library, uint32_t seed) {
-  ASSERT_TRUE(p.ok && !p.swapped && p.calls == 1 && gemm_calls(p) == 1);
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
-  std::vector<float> a(static_cast<size_t>((p.ta ? p.k : p.m) * p.lda)), b(static_cast<size_t>((p.tb ? p.n : p.k) * p.ldb));
-  for (float& x : a) x = u(rng);
-  for (float& x : b) x = u(rng);
-  std::vector<float> got(static_cast<size_t>(p.m * p.n), std::numeric_limits<float>::quiet_NaN());
-  run_contraction(p, a.data(), b.data(), got.data(), false);
-  std::vector<float> want(got.size());
-  sgemm_on(library, p.ta, p.tb, p.m, p.n, p.k, a.data(), p.lda, b.data(), p.ldb, 0.0f, want.data(), p.n);
-  EXPECT_TRUE(std::equal(got.begin(), got.end(), want.begin(),
-                         [](float x, float y) { return std::memcmp(&x, &y, sizeof x) == 0; }))
-      << "not the bits of one " << library_name(library) << " call";
-}
-
-// A weight-gradient-shaped product (A^T·B, K the tokens) runs on the library exec/gemm.h chooses
-// for it, and the choice is the stated rule: 16x16x32768 is exactly kOpenBlasTransposedAWork
-// multiply-adds, too narrow to be cut into pieces, so the result has the bits of one call on that
-// library. Where the two libraries differ on it (they do on Zen 3), the other library's bits would
-// fail the comparison.
-TEST(Contraction, WeightGradientsRunOnTheChosenLibrary) {
-  const int64_t m = 16, n = 16, k = 32768;
-  ASSERT_EQ(m * n * k, kOpenBlasTransposedAWork);
-  // oneDNN only where it has AVX-512 kernels (false without oneDNN, where all is on OpenBLAS).
-  GemmLibrary big_tn = onednn_has_avx512() ? GemmLibrary::OneDnn : GemmLibrary::OpenBlas;
-  EXPECT_EQ(sgemm_library(true, false, m, n, k, n), big_tn);
-  EXPECT_EQ(sgemm_library(true, false, m, n, k - 1, n), sgemm_library());   // below the threshold
-  EXPECT_EQ(sgemm_library(false, false, m, n, k, n), sgemm_library());      // forward products
-  EXPECT_EQ(sgemm_library(false, true, m, n, k, k), sgemm_library());       // input gradients
-  EXPECT_EQ(sgemm_library(true, true, m, n, k, k), sgemm_library());
-
-  ContractionPlan p = plan_contraction(Ints{k, m}, Ints{k, n}, DotDims{{}, {}, {0}, {0}});
-  ASSERT_TRUE(p.ta && !p.tb && p.m == m && p.n == n && p.k == k);
-  expect_bits_of_one_call(p, big_tn, 11);
-}
-
-// A product of A and B as stored whose B rows lie kOpenBlasWideB floats apart (the LM head's
-// forward, cut into column pieces of its [d_model, vocab] weight) runs on the library exec/gemm.h
-// chooses for it: OpenBLAS where oneDNN has no AVX-512 kernels. 8x256x512 is too small to be cut,
-// so the result has the bits of one call; the two libraries differ on it on Zen 3.
-TEST(Contraction, WideRowsOfBRunOnTheChosenLibrary) {
-  const int64_t m = 8, n = 256, k = 512, width = kOpenBlasWideB;
-  GemmLibrary wide = onednn_has_avx512() ? GemmLibrary::OneDnn : GemmLibrary::OpenBlas;
-  EXPECT_EQ(sgemm_library(false, false, m, n, k, width), wide);
-  EXPECT_EQ(sgemm_library(false, false, m, n, k, width - 1), sgemm_library());  // narrower rows
-  EXPECT_EQ(sgemm_library(false, true, m, n, k, width), sgemm_library());       // B transposed
-
-  // x[8, 512] · (the first 256 columns of w[512, 1024]), w read in place through its strides.
-  Ints rhs_strides{width, 1};
-  ContractionPlan p = plan_contraction(Ints{m, k}, Ints{k, n}, DotDims{{}, {}, {1}, {0}},
-                                       ContractionStrides{{}, rhs_strides, {}});
-  ASSERT_TRUE(!p.ta && !p.tb && p.m == m && p.n == n && p.k == k && p.ldb == width);
-  expect_bits_of_one_call(p, wide, 12);
-}
-
 // The GEMM calls of a plan (what run_contraction runs and bench/gemm_bench.cpp times) write every
 // element of the result exactly once: batch calls, and a product cut into row or column pieces.
 TEST(Contraction, GemmCallsCoverTheResultOnce) {

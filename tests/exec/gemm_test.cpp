@@ -1,7 +1,9 @@
 // The GEMM libraries the fast kernels may run on (exec/gemm.h), on this machine: each library's
 // products against f64 sums at the CausalLM's shapes and at odd ones, the same bits for the same
 // call, and calls that start no thread of their own (DESIGN.md §6). contraction_test.cpp's random
-// dot_generals run through the library the build chose (exec::sgemm_library).
+// dot_generals run through the library the build chose (exec::sgemm_library). The rule that moves
+// some products to OpenBLAS on CPUs where oneDNN has only AVX2, on both kinds of CPU, and
+// contractions that run on the library it chooses.
 #include <gtest/gtest.h>
 
 #include <dirent.h>
@@ -11,10 +13,12 @@
 #include <chrono>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <random>
 #include <thread>
 #include <vector>
 
+#include "exec/contraction.h"
 #include "exec/gemm.h"
 #include "exec_tolerance.h"
 
@@ -165,6 +169,87 @@ TEST(Gemm, CallsRunOnTheCallingThreadAlone) {
     EXPECT_EQ(during, before + 1) << library_name(lib);  // the test's own thread only
     EXPECT_LE(cpu, 1.2 * wall + 0.01) << library_name(lib) << ": more than one core busy";
   }
+}
+
+// The rule (gemm.h) on both kinds of CPU, whatever this one is: where oneDNN has AVX-512 kernels
+// every f32 product stays on it; where it has not, large A^T·B products and A·B products reading
+// B's rows a multiple of 512 floats apart, 1024 or more, go to OpenBLAS. Without oneDNN, all is on
+// OpenBLAS.
+TEST(GemmLibraryRule, EachBranchOnEitherCpu) {
+  const GemmLibrary dnnl = GemmLibrary::OneDnn, blas = GemmLibrary::OpenBlas;
+  auto rule = [&](bool avx512, bool ta, bool tb, int64_t m, int64_t n, int64_t k, int64_t ldb) {
+    return sgemm_library_rule(dnnl, avx512, ta, tb, m, n, k, ldb);
+  };
+  const int64_t big_k = kOpenBlasTransposedAWork / 256;  // 16 x 16 x big_k: the threshold exactly
+  for (bool avx512 : {true, false}) {
+    GemmLibrary moved = avx512 ? dnnl : blas;
+    EXPECT_EQ(rule(avx512, true, false, 16, 16, big_k, 16), moved);
+    EXPECT_EQ(rule(avx512, true, false, 16, 16, big_k - 1, 16), dnnl);  // below the threshold
+    EXPECT_EQ(rule(avx512, false, false, 512, 512, 256, 4096), moved);  // the LM head's forward pieces
+    for (int64_t ldb : {1024, 2048, 2560, 8192}) EXPECT_EQ(rule(avx512, false, false, 64, 128, 256, ldb), moved) << ldb;
+    for (int64_t ldb : {128, 512, 768, 1023, 4112}) EXPECT_EQ(rule(avx512, false, false, 64, 128, 256, ldb), dnnl) << ldb;
+    EXPECT_EQ(rule(avx512, false, true, 512, 256, 4096, 4096), dnnl);   // input gradients: B transposed
+    EXPECT_EQ(rule(avx512, true, true, 16, 16, big_k, big_k), dnnl);
+  }
+  EXPECT_EQ(sgemm_library_rule(blas, false, false, false, 512, 512, 256, 4096), blas);
+  EXPECT_EQ(sgemm_library_rule(blas, false, true, false, 16, 16, big_k, 16), blas);
+  EXPECT_EQ(sgemm_library(false, false, 512, 512, 256, 4096),
+            sgemm_library_rule(sgemm_library(), onednn_has_avx512(), false, false, 512, 512, 256, 4096));
+}
+
+using Ints = std::vector<int64_t>;
+using ir::DotDims;
+
+// run_contraction of a one-call plan (not cut into pieces) on random operands has the bits of one
+// sgemm_on call on `library` with the plan's own flags and leading dimensions.
+void expect_bits_of_one_call(const ContractionPlan& p, GemmLibrary library, uint32_t seed) {
+  ASSERT_TRUE(p.ok && !p.swapped && p.calls == 1 && gemm_calls(p) == 1);
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  std::vector<float> a(static_cast<size_t>((p.ta ? p.k : p.m) * p.lda)), b(static_cast<size_t>((p.tb ? p.n : p.k) * p.ldb));
+  for (float& x : a) x = u(rng);
+  for (float& x : b) x = u(rng);
+  std::vector<float> got(static_cast<size_t>(p.m * p.n), std::numeric_limits<float>::quiet_NaN());
+  run_contraction(p, a.data(), b.data(), got.data(), false);
+  std::vector<float> want(got.size());
+  sgemm_on(library, p.ta, p.tb, p.m, p.n, p.k, a.data(), p.lda, b.data(), p.ldb, 0.0f, want.data(), p.n);
+  EXPECT_TRUE(std::equal(got.begin(), got.end(), want.begin(),
+                         [](float x, float y) { return std::memcmp(&x, &y, sizeof x) == 0; }))
+      << "not the bits of one " << library_name(library) << " call";
+}
+
+// A weight-gradient-shaped product (A^T·B, K the tokens) runs on the library the rule chooses for
+// it: 16x16x32768 is exactly kOpenBlasTransposedAWork multiply-adds, too narrow to be cut into
+// pieces, so the result has the bits of one call on that library. Where the two libraries differ
+// on it (they do on Zen 3), the other library's bits would fail the comparison.
+TEST(Contraction, WeightGradientsRunOnTheChosenLibrary) {
+  const int64_t m = 16, n = 16, k = 32768;
+  ASSERT_EQ(m * n * k, kOpenBlasTransposedAWork);
+  // oneDNN only where it has AVX-512 kernels (false without oneDNN, where all is on OpenBLAS).
+  GemmLibrary big_tn = onednn_has_avx512() ? GemmLibrary::OneDnn : GemmLibrary::OpenBlas;
+  EXPECT_EQ(sgemm_library(true, false, m, n, k, n), big_tn);
+
+  ContractionPlan p = plan_contraction(Ints{k, m}, Ints{k, n}, DotDims{{}, {}, {0}, {0}});
+  ASSERT_TRUE(p.ta && !p.tb && p.m == m && p.n == n && p.k == k);
+  expect_bits_of_one_call(p, big_tn, 11);
+}
+
+// A product of A and B as stored whose B rows lie kOpenBlasWideB floats apart (the LM head's
+// forward, cut into column pieces of its [d_model, vocab] weight) runs on the library the rule
+// chooses for it: OpenBLAS where oneDNN has no AVX-512 kernels. 8x256x512 is too small to be cut,
+// so the result has the bits of one call; 1,778 of its 2,048 elements differ between the two
+// libraries on Zen 3.
+TEST(Contraction, WideRowsOfBRunOnTheChosenLibrary) {
+  const int64_t m = 8, n = 256, k = 512, width = kOpenBlasWideB;
+  GemmLibrary wide = onednn_has_avx512() ? GemmLibrary::OneDnn : GemmLibrary::OpenBlas;
+  EXPECT_EQ(sgemm_library(false, false, m, n, k, width), wide);
+
+  // x[8, 512] · (the first 256 columns of w[512, 1024]), w read in place through its strides.
+  Ints rhs_strides{width, 1};
+  ContractionPlan p = plan_contraction(Ints{m, k}, Ints{k, n}, DotDims{{}, {}, {1}, {0}},
+                                       ContractionStrides{{}, rhs_strides, {}});
+  ASSERT_TRUE(!p.ta && !p.tb && p.m == m && p.n == n && p.k == k && p.ldb == width);
+  expect_bits_of_one_call(p, wide, 12);
 }
 
 TEST(Gemm, FloatRunsOnOneDnnWhenTheBuildHasIt) {

@@ -195,6 +195,17 @@ TEST(PipelineTimesDataParallel, RefusesAMicrobatchTheGroupCannotSplit) {
   }
 }
 
+TEST(PipelineTimesDataParallel, RefusesAStagePlanThatShardsTheWeightUpdate) {
+  try {
+    model_step(nn::CausalLM(pipeline_config()), 2, 2, nn::zero1(ir::Mesh{"stage", {{"data", 2}}, {}}, "data"));
+    ADD_FAILURE() << "accepted";
+  } catch (const support::UserError& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "pipeline of the CausalLM: stage plan 'zero1' shards the weight update apart from the parameters, which "
+              "pipeline stages do not do; use dp or tp within stages");
+  }
+}
+
 TEST(PipelineOfTheCausalLM, RefusesMoeBlocks) {
   // The stages pass the residual stream only: the MoE load-balancing loss would be dropped.
   nn::Config c = pipeline_config();

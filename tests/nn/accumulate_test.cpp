@@ -56,28 +56,34 @@ TEST(Accumulate, FourMicrobatchesEqualTheFullBatch) {
   EXPECT_LT(spmd::peak_live_bytes(*parts.find_function("step_micro")), spmd::peak_live_bytes(*whole.find_function("step")));
 }
 
+// Under data parallel and under zero1 (whose gradients come out split: reduce-scatters).
 TEST(Accumulate, DataParallelMicrobatchesStaySplit) {
   Config c = testing::acceptance_config();
   CausalLM model(c);
   ir::Mesh mesh{"mesh", {{"data", 4}}, {}};
-  ir::Module whole("whole"), parts("parts");
+  ir::Module whole("whole");
   Programs pw = capture(whole, TrainingStep{model});
-  Programs pp = capture(parts, TrainingStep{model}.accumulate(2).sharded(data_parallel(mesh, "data")));
   std::vector<ir::Literal> in = step_inputs(c, pw);
   std::vector<ir::Literal> want = interp::evaluate(whole, pw.step, in);
   runtime::Session s = runtime::Session::host(4);
-  runtime::CompiledProgram p = s.compile(parts, pp.step);
-  std::vector<ir::Literal> got = s.run_sharded(p, in);
-  for (size_t i = 0; i < got.size(); ++i) EXPECT_LE(testing::relative_error(got[i], want[i]), kTolerance) << "result " << i;
-  // Only gradients (and the loss) move, or, where that moves fewer bytes, the activations a
-  // weight gradient's dot_general contracts over (a 32x64 activation gathered rather than a 64x64
-  // gradient all-reduced): nothing else is gathered, and the step moves less than all-reducing
-  // every gradient once per microbatch (937,740 bytes per device, twice the unaccumulated step).
-  for (const spmd::CollectiveRecord& r : p.report().collectives)
-    if (r.kind == "all_gather") {
-      EXPECT_EQ(r.origin, "stablehlo.dot_general") << p.report().to_string();
-    }
-  EXPECT_LT(p.report().bytes_per_device(), 937740) << p.report().to_string();
+  for (const ShardingPlan& plan : {data_parallel(mesh, "data"), zero1(mesh, "data")}) {
+    SCOPED_TRACE("plan " + plan.name);
+    ir::Module parts("parts");
+    Programs pp = capture(parts, TrainingStep{model}.accumulate(2).sharded(plan));
+    runtime::CompiledProgram p = s.compile(parts, pp.step);
+    std::vector<ir::Literal> got = s.run_sharded(p, in);
+    for (size_t i = 0; i < got.size(); ++i) EXPECT_LE(testing::relative_error(got[i], want[i]), kTolerance) << "result " << i;
+    // Only gradients (and the loss) move, or, where that moves fewer bytes, the activations a
+    // weight gradient's dot_general contracts over (a 32x64 activation gathered rather than a
+    // 64x64 gradient all-reduced): nothing else is gathered, and the step moves less than
+    // all-reducing every gradient once per microbatch (937,740 bytes per device, twice the
+    // unaccumulated step).
+    for (const spmd::CollectiveRecord& r : p.report().collectives)
+      if (r.kind == "all_gather") {
+        EXPECT_EQ(r.origin, "stablehlo.dot_general") << p.report().to_string();
+      }
+    EXPECT_LT(p.report().bytes_per_device(), 937740) << p.report().to_string();
+  }
 }
 
 TEST(Remat, SameStepFewerLiveActivationBytes) {

@@ -45,6 +45,8 @@ TEST(Collectives, PerPlanArePinned) {
   std::vector<Case> cases = {
       {data_parallel(line, "data"), {{"all_reduce", 1}}},
       {fsdp(line, "data"), {{"all_gather", 21}, {"reduce_scatter", 21}, {"all_reduce", 1}}},
+      // zero1's gradients come out split, as its optimizer state is: each reduce-scattered.
+      {zero1(line, "data"), {{"reduce_scatter", 21}, {"all_reduce", 1}}},
       // Megatron's 2 layers x (2 forward + 2 backward) all-reduces plus 4 for the vocabulary-split
       // head and its cross-entropy (row max, sum of exponentials, target logit; backward, the
       // head's input gradient summed over the vocabulary pieces; the max is a constant to
