@@ -378,9 +378,10 @@ void run_sweep(const std::vector<Library>& libs, CblasDgemm dgemm, int reps, dou
   const int64_t k = 256;
   for (int64_t m : {64, 256, 512, 1024})
     for (int64_t n : {128, 512, 1024})
-      for (int64_t ld : {n, int64_t{768}, int64_t{1024}, int64_t{2048}, int64_t{2560}, int64_t{4096}, int64_t{4112},
-                         int64_t{8192}}) {
-        if (ld < n) continue;
+      for (int64_t ld : {int64_t{0}, int64_t{768}, int64_t{1024}, int64_t{2048}, int64_t{2560}, int64_t{4096},
+                         int64_t{4112}, int64_t{8192}}) {
+        if (ld == 0) ld = n;                 // the packed matrix first
+        else if (ld <= n) continue;          // strides at or below n: the packed row already
         Gemm g{m, n, k, 1, false, false, k, ld, ld, {exec::GemmCall{m, n, 0, 0, 0}}};
         std::vector<Timing> t(libs.size());
         time_class(libs, g, rng, dgemm, reps, min_seconds, t, cpu, wall);

@@ -13,10 +13,10 @@
 // 2^21: 86-90 against 75-86; docs/PERFORMANCE.md, "Session 22"). There too, oneDNN's products of
 // A and B as stored slow down where B's rows lie 1024 or more floats apart (B a column piece of a
 // wider matrix, as contraction.cpp cuts the LM head's [256, 4096] weight): `gemm_bench
-// --sweep-ldb` measured 38-85 GFLOP/s for M up to 512 at strides of 1024, 2048, 4096 and 8192
-// floats (multiples of 4 KiB), 65-91 at 2560, against 91-97 at 4112, while OpenBLAS held 78-95 at
-// every stride: ahead or level at each stride that is a multiple of 2 KiB from 4 KiB up, behind
-// at M = 64 at 768 and 4112. Inside the step it was worse: the head's forward at 512 tokens per
+// --sweep-ldb` measured 38-85 GFLOP/s in most rows at strides of 1024, 2048, 4096 and 8192 floats
+// (multiples of 4 KiB), 65-98 at 2560, against 91-97 at 4112, while OpenBLAS held 78-97 at every
+// stride: ahead, or behind by 2.5 % at most, at each stride that is a multiple of 2 KiB from 4 KiB
+// up, and well behind at M = 64 at 768 and 4112. Inside the step it was worse: the head's forward at 512 tokens per
 // device took 28 ms against 12.4 on OpenBLAS. So products whose B rows lie a multiple of 512
 // floats apart, 1024 or more, run on OpenBLAS there too (docs/PERFORMANCE.md, "Session 23"). The
 // choice is a function of the call's form, size and layout and of the CPU alone, never of a
