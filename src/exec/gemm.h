@@ -16,11 +16,11 @@
 // --sweep-ldb` measured 38-85 GFLOP/s in most rows at strides of 1024, 2048, 4096 and 8192 floats
 // (multiples of 4 KiB), 65-98 at 2560, against 91-97 at 4112, while OpenBLAS held 78-97 at every
 // stride: ahead, or behind by 2.5 % at most, at each stride that is a multiple of 2 KiB from 4 KiB
-// up, and well behind at M = 64 at 768 and 4112. Inside the step it was worse: the head's forward at 512 tokens per
-// device took 28 ms against 12.4 on OpenBLAS. So products whose B rows lie a multiple of 512
-// floats apart, 1024 or more, run on OpenBLAS there too (docs/PERFORMANCE.md, "Session 23"). The
-// choice is a function of the call's form, size and layout and of the CPU alone, never of a
-// timing: the same program gives the same bits on every run.
+// up, and well behind at M = 64 at 768 and 4112. Inside the step it was worse: the head's forward
+// at 512 tokens per device took 28 ms against 12.4 on OpenBLAS. So products whose B rows lie a
+// multiple of 512 floats apart, 1024 or more, run on OpenBLAS there too (docs/PERFORMANCE.md,
+// "Session 23"). The choice is a function of the call's form, size and layout and of the CPU
+// alone, never of a timing: the same program gives the same bits on every run.
 //
 // Every call is single-threaded: both libraries can start threads of their own (OpenBLAS's pool,
 // oneDNN's OpenMP team), which would be a second pool outside the thread budget (DESIGN.md §6).

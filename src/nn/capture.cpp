@@ -121,7 +121,7 @@ Programs capture(ir::Module& module, const TrainingStep& s) {
   ro.return_value = true;
   ro.name = out.step;
   ro.remat = s.remat;
-  if (s.plan && s.plan->state) ro.gradient_sharding = [&](size_t i) { return state_sharding_of(s, specs[i]); };
+  if (s.plan) ro.gradient_sharding = [&](size_t i) { return state_sharding_of(s, specs[i]); };
   ir::Function* step_fn = nullptr;
   int64_t k = s.microbatches;
   if (k == 1) {

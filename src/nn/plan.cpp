@@ -65,8 +65,8 @@ ShardingPlan fsdp(ir::Mesh mesh, std::string axis) {
 ShardingPlan zero1(ir::Mesh mesh, std::string axis) {
   ir::validate(mesh);
   int64_t n = axis_of(mesh, axis, "zero1").size;
-  ShardingPlan plan{.name = "zero1", .mesh = mesh, .input = batch_over(mesh, axis)};
-  plan.parameter = [mesh](const ParamSpec& p) { return split_dim(mesh, int64_t(p.shape.size()), 0, ""); };
+  ShardingPlan plan = data_parallel(mesh, axis);
+  plan.name = "zero1";
   plan.state = split_largest(mesh, axis, n);
   return plan;
 }
