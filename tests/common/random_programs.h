@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <bit>
 #include <cmath>
+#include <cstdlib>
 #include <optional>
 #include <random>
 #include <vector>
@@ -24,6 +25,18 @@ namespace tessera::testing {
 using namespace tessera::ir;
 
 // ---- The SPMD property generator ----
+
+// TESSERA_PROPERTY_CASES and TESSERA_PROPERTY_SEED widen a random-program test by hand (e.g. 5000
+// cases from seed 20000); without them each test runs its own default range. `per_case` is what a
+// case costs against the property test's (a test of 12 devices takes a third as many cases).
+inline int property_cases(int default_cases, int per_case = 1) {
+  const char* n = std::getenv("TESSERA_PROPERTY_CASES");
+  return n ? std::max(1, std::atoi(n) / per_case) : default_cases;
+}
+inline uint32_t property_first_seed(uint32_t default_seed) {
+  const char* s = std::getenv("TESSERA_PROPERTY_SEED");
+  return s ? static_cast<uint32_t>(std::atol(s)) : default_seed;
+}
 
 struct ProgramGen {
   std::mt19937 rng;

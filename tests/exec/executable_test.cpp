@@ -16,6 +16,7 @@
 #include "common/error_of.h"
 #include "common/random_literal.h"
 #include "common/random_programs.h"
+#include "exec_tolerance.h"
 #include "exec/executable.h"
 #include "exec/fusion.h"
 #include "interp/interpreter.h"
@@ -28,11 +29,9 @@ namespace tessera::exec {
 namespace {
 
 using namespace tessera::ir;
-using testing::same_bits;
+using tessera::testing::same_bits;
 
-// Relative, f32 BLAS contractions against in-order sums (tests/exec/accelerate_test.cpp, DESIGN.md
-// §2), the one tolerance of these tests: everything else is compared bit for bit.
-constexpr double kContractionTolerance = 1e-6;
+using exec::testing::kProgramTolerance;  // fast kernels against the reference: everything else is bit for bit
 
 // The pure reference interpreter; the interpreter with fast kernels, fused (with exec's planner) or
 // not; the same as an executable; restoring the process-wide planner and minimum afterwards.
@@ -98,7 +97,8 @@ void expect_close(const std::vector<Literal>& got, const std::vector<Literal>& w
     ASSERT_EQ(got[r].type(), want[r].type()) << what;
     for (int64_t i = 0; i < got[r].num_elements(); ++i) {
       double a = got[r].get_double(i), b = want[r].get_double(i);
-      ASSERT_NEAR(a, b, kContractionTolerance * (1 + std::abs(b))) << what << ", result " << r << " element " << i;
+      ASSERT_TRUE(exec::testing::close(a, b, kProgramTolerance)) << a << " against " << b << ": " << what << ", result " << r
+                                                          << " element " << i;
     }
   }
 }
@@ -115,11 +115,11 @@ TEST(Executable, FusionProgramsGiveTheInterpretersBits) {
   for (size_t s = 0; s < shapes.size(); ++s) {
     for (uint32_t seed = 1; seed <= 6; ++seed) {
       Module m;
-      testing::build_elementwise_chains(m, shapes[s], seed * 31 + static_cast<uint32_t>(s));
+      tessera::testing::build_elementwise_chains(m, shapes[s], seed * 31 + static_cast<uint32_t>(s));
       const Function& fn = *m.find_function("f");
       std::mt19937 rng(seed);
       std::vector<Literal> in;
-      for (size_t i = 0; i < fn.num_parameters(); ++i) in.push_back(testing::chain_input(fn.parameter(i)->type(), rng));
+      for (size_t i = 0; i < fn.num_parameters(); ++i) in.push_back(tessera::testing::chain_input(fn.parameter(i)->type(), rng));
       std::string what = "shape " + std::to_string(s) + " seed " + std::to_string(seed);
       for (int64_t min_fused : {int64_t{0}, kFusionMinElements}) {
         Runners run{m, min_fused};
@@ -161,16 +161,19 @@ TEST(Executable, FusionProgramsGiveTheInterpretersBits) {
   EXPECT_GT(riders, 0) << "no program had a loop with several results";
 }
 
+// TESSERA_PROPERTY_CASES and TESSERA_PROPERTY_SEED widen this and the next test by hand.
 TEST(Executable, PropertyProgramsGiveTheInterpretersBits) {
   int with_contractions = 0;
-  for (uint32_t seed = 2000; seed < 2150; ++seed) {
-    testing::ProgramGen g{std::mt19937(seed), Mesh{"m", {{"a", 2}, {"b", 2}}, {}}};
+  const int cases = tessera::testing::property_cases(150);
+  for (uint32_t c = 0; c < uint32_t(cases); ++c) {
+    uint32_t seed = tessera::testing::property_first_seed(2000) + c;
+    tessera::testing::ProgramGen g{std::mt19937(seed), Mesh{"m", {{"a", 2}, {"b", 2}}, {}}};
     Module m("case");
     m.add_mesh(g.mesh);
-    testing::build_sharded_program(m, g, 5 + g.pick(26));
+    tessera::testing::build_sharded_program(m, g, 5 + g.pick(26));
     const Function& fn = *m.find_function("f");
     std::vector<Literal> in;
-    for (size_t i = 0; i < fn.num_parameters(); ++i) in.push_back(testing::uniform_input(fn.parameter(i)->type(), g.rng));
+    for (size_t i = 0; i < fn.num_parameters(); ++i) in.push_back(tessera::testing::uniform_input(fn.parameter(i)->type(), g.rng));
     std::string what = "seed " + std::to_string(seed) + "\n" + stablehlo::print(m);
     for (const auto& op : fn.body().ops()) with_contractions += op->kind() == OpKind::DotGeneral;
     Runners run{m, 0};
@@ -183,7 +186,7 @@ TEST(Executable, PropertyProgramsGiveTheInterpretersBits) {
     expect_same_bits(run.executable(*run.compile(false, false), in), want, what + " (reference kernels)");
     if (HasFailure()) return;
   }
-  EXPECT_GT(with_contractions, 50);
+  EXPECT_GT(with_contractions, cases / 3);
 }
 
 // The property programs partitioned on host devices: the Session's executables give the bits of
@@ -191,15 +194,16 @@ TEST(Executable, PropertyProgramsGiveTheInterpretersBits) {
 TEST(Executable, ShardedPropertyProgramsGiveTheInterpretersBitsOnHostDevices) {
   const std::vector<std::vector<MeshAxis>> meshes = {{{"a", 2}}, {{"a", 4}}, {{"a", 2}, {"b", 2}}, {{"a", 2}, {"b", 4}}};
   int communicating = 0;
-  for (uint32_t c = 0; c < 60; ++c) {
-    uint32_t seed = 3000 + c;
-    testing::ProgramGen g{std::mt19937(seed), Mesh{"m", meshes[c % meshes.size()], {}}};
+  const int cases = tessera::testing::property_cases(60, 4);
+  for (uint32_t c = 0; c < uint32_t(cases); ++c) {
+    uint32_t seed = tessera::testing::property_first_seed(3000) + c;
+    tessera::testing::ProgramGen g{std::mt19937(seed), Mesh{"m", meshes[c % meshes.size()], {}}};
     Module m("case");
     m.add_mesh(g.mesh);
-    testing::build_sharded_program(m, g, 5 + g.pick(26));
+    tessera::testing::build_sharded_program(m, g, 5 + g.pick(26));
     const Function& fn = *m.find_function("f");
     std::vector<Literal> in;
-    for (size_t i = 0; i < fn.num_parameters(); ++i) in.push_back(testing::uniform_input(fn.parameter(i)->type(), g.rng));
+    for (size_t i = 0; i < fn.num_parameters(); ++i) in.push_back(tessera::testing::uniform_input(fn.parameter(i)->type(), g.rng));
     std::string what = "seed " + std::to_string(seed) + "\n" + stablehlo::print(m);
     runtime::SessionOptions interpreted;
     interpreted.executable = false;
@@ -215,7 +219,7 @@ TEST(Executable, ShardedPropertyProgramsGiveTheInterpretersBitsOnHostDevices) {
     EXPECT_EQ(Executable::compilations() - before, g.mesh.num_devices()) << "compiled again: " << what;
     if (HasFailure()) return;
   }
-  EXPECT_GT(communicating, 20);
+  EXPECT_GT(communicating, cases / 3);
 }
 
 // While loops (one nested in another's body, reading values of the function around them, the same
@@ -263,7 +267,7 @@ TEST(Executable, WhileLoopsNestedRegionsAndCallsGiveTheInterpretersBits) {
   build_loops(m);
   verify(m);
   const Function& fn = *m.find_function("f");
-  std::vector<Literal> in = testing::random_inputs(fn, 5);
+  std::vector<Literal> in = tessera::testing::random_inputs(fn, 5);
   Runners run{m, 0};
   std::vector<Literal> want = run.reference(in);
   interp::Profile interp_profile, exe_profile;
@@ -288,13 +292,13 @@ TEST(Executable, ArgumentsAreCheckedLikeTheInterpreters) {
   build_loops(m);
   const Function& fn = *m.find_function("f");
   auto e = Executable::compile(fn, CompileOptions{&m});
-  std::vector<Literal> in = testing::random_inputs(fn, 5);
+  std::vector<Literal> in = tessera::testing::random_inputs(fn, 5);
   std::vector<Literal> fewer(in.begin(), in.end() - 1);
-  EXPECT_EQ(testing::error_of([&] { e->run(fewer); }), testing::error_of([&] { interp::evaluate(fn, fewer); }));
+  EXPECT_EQ(tessera::testing::error_of([&] { e->run(fewer); }), tessera::testing::error_of([&] { interp::evaluate(fn, fewer); }));
   std::vector<Literal> wrong = in;
   wrong[1] = Literal(f32({8, 4}));
-  std::string error = testing::error_of([&] { e->run(wrong); });
-  EXPECT_EQ(error, testing::error_of([&] { interp::evaluate(fn, wrong); }));
+  std::string error = tessera::testing::error_of([&] { e->run(wrong); });
+  EXPECT_EQ(error, tessera::testing::error_of([&] { interp::evaluate(fn, wrong); }));
   EXPECT_NE(error.find("argument 1 has type tensor<8x4xf32>"), std::string::npos) << error;
 }
 
@@ -318,7 +322,7 @@ TEST(Executable, CollectivesOnHostDevicesGiveTheInterpretersBits) {
     return std::vector<Tensor>{y, p, a, reduce_sum(g, {0}), collective_broadcast(x, {{0, 1, 2, 3}})};
   });
   std::vector<Literal> in;
-  for (int d = 0; d < 4; ++d) in.push_back(testing::random_literal(f32({4, 6}), 10 + static_cast<uint64_t>(d)));
+  for (int d = 0; d < 4; ++d) in.push_back(tessera::testing::random_literal(f32({4, 6}), 10 + static_cast<uint64_t>(d)));
   std::vector<std::vector<std::string>> grid = {{"f", "f", "f", "f"}};
   comm::ParallelOptions interpreted;
   interpreted.base.accelerate = accelerate;
@@ -350,8 +354,8 @@ TEST(Executable, CollectivesAlongInnerDimensionsInRunContextsGiveTheInterpreters
   });
   std::vector<Literal> in;
   for (int d = 0; d < 4; ++d) {
-    in.push_back(testing::random_literal(f32({4, 6}), 20 + static_cast<uint64_t>(d)));
-    in.push_back(testing::random_literal(f32({2, 3, 8}), 30 + static_cast<uint64_t>(d)));
+    in.push_back(tessera::testing::random_literal(f32({4, 6}), 20 + static_cast<uint64_t>(d)));
+    in.push_back(tessera::testing::random_literal(f32({2, 3, 8}), 30 + static_cast<uint64_t>(d)));
   }
   std::vector<std::vector<std::string>> grid = {{"f", "f", "f", "f"}};
   comm::ParallelOptions interpreted;
@@ -388,11 +392,11 @@ TEST(Executable, DonatedInputsGiveTheInterpretersBits) {
   });
   runtime::Session s = runtime::Session::host(2);
   runtime::ShardedProgram sp = s.sharded_program(s.compile(m, "step"), {{0, 0}, {1, 1}});
-  Literal w = testing::random_literal(f32({4096, 8}), 1), mom = Literal(f32({4096, 8}));
+  Literal w = tessera::testing::random_literal(f32({4096, 8}), 1), mom = Literal(f32({4096, 8}));
   std::vector<runtime::ShardedBuffer> state = {sp.stage(0, w), sp.stage(1, mom)};
   runtime::ShardedBuffer shared = state[1];  // shares the moments' pieces: they must be copied
   for (int step = 0; step < 4; ++step) {
-    Literal g = testing::random_literal(f32({4096, 8}), 100 + static_cast<uint64_t>(step));
+    Literal g = tessera::testing::random_literal(f32({4096, 8}), 100 + static_cast<uint64_t>(step));
     std::vector<Literal> want = interp::evaluate(m, "step", {w, mom, g});
     std::vector<runtime::ShardedBuffer> in = {std::move(state[0]), std::move(state[1]), sp.stage(2, g)};
     std::vector<runtime::ShardedBuffer> out = sp.execute(in);
@@ -420,7 +424,7 @@ TEST(Executable, SessionCompilesOncePerProgramAndDevice) {
   });
   runtime::Session s = runtime::Session::host(4);
   runtime::CompiledProgram p = s.compile(m, "f");
-  std::vector<Literal> in = testing::random_inputs(*m.find_function("f"), 3);
+  std::vector<Literal> in = tessera::testing::random_inputs(*m.find_function("f"), 3);
   int64_t before = Executable::compilations();
   Literal first = s.run_sharded(p, in)[0];
   EXPECT_EQ(Executable::compilations() - before, 4);
@@ -435,7 +439,7 @@ TEST(Executable, SessionCompilesOncePerProgramAndDevice) {
   Literal slow_result = slow.run_sharded(p, in)[0];
   slow.run_sharded(p, in);
   EXPECT_EQ(Executable::compilations() - before, 8);
-  EXPECT_NEAR(slow_result.get_double(0), first.get_double(0), kContractionTolerance * (1 + std::abs(first.get_double(0))));
+  EXPECT_TRUE(exec::testing::close(slow_result.get_double(0), first.get_double(0), kProgramTolerance));
 }
 
 }  // namespace

@@ -36,14 +36,8 @@ constexpr double kTolerance = 1e-5;  // relative, sharded vs unsharded (DESIGN.m
 constexpr int kDefaultCases = 300;
 
 // TESSERA_PROPERTY_CASES and TESSERA_PROPERTY_SEED widen a run by hand (e.g. 5000 cases).
-int cases() {
-  const char* n = std::getenv("TESSERA_PROPERTY_CASES");
-  return n ? std::atoi(n) : kDefaultCases;
-}
-uint32_t first_seed() {
-  const char* s = std::getenv("TESSERA_PROPERTY_SEED");
-  return s ? static_cast<uint32_t>(std::atol(s)) : 1000;
-}
+int cases() { return testing::property_cases(kDefaultCases); }
+uint32_t first_seed() { return testing::property_first_seed(1000); }
 
 // Sharded a against unsharded b: within the tolerance, or NaN on both sides (which NaN is the
 // kernels' choice). A NaN on one side only fails: `abs(a - b) > tol` alone would pass it.

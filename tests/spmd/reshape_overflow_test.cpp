@@ -173,14 +173,8 @@ TEST(ReshapeOverflow, SubAxesOfTwoCutsOfAnAxisNeverSplitOneValue) {
 
 // TESSERA_PROPERTY_CASES (a third of them: these run 12 devices) and TESSERA_PROPERTY_SEED widen
 // a run by hand, as for Property.RandomProgramsShardedEqualUnsharded.
-int cases() {
-  const char* n = std::getenv("TESSERA_PROPERTY_CASES");
-  return n ? std::max(1, std::atoi(n) / 3) : 200;
-}
-uint32_t first_seed() {
-  const char* s = std::getenv("TESSERA_PROPERTY_SEED");
-  return s ? static_cast<uint32_t>(std::atol(s)) : 5000;
-}
+int cases() { return tessera::testing::property_cases(200, 3); }
+uint32_t first_seed() { return tessera::testing::property_first_seed(5000); }
 
 // The property generator's draws (pick, coin) with every sub-axis, not only halves.
 struct Gen : tessera::testing::ProgramGen {
