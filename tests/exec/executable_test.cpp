@@ -109,11 +109,13 @@ int64_t ops_run(const interp::Profile& p) {
   return n;
 }
 
+// TESSERA_PROPERTY_CASES and TESSERA_PROPERTY_SEED widen the seeds of each shape by hand.
 TEST(Executable, FusionProgramsGiveTheInterpretersBits) {
   int64_t riders = 0;
   std::vector<std::vector<int64_t>> shapes = {{3, 5, 7}, {2, 1, 9}, {4, 3, 130}, {1030}, {}, {6, 600}, {20, 64}};
+  const uint32_t first = tessera::testing::property_first_seed(1), last = first + uint32_t(tessera::testing::property_cases(6));
   for (size_t s = 0; s < shapes.size(); ++s) {
-    for (uint32_t seed = 1; seed <= 6; ++seed) {
+    for (uint32_t seed = first; seed < last; ++seed) {
       Module m;
       tessera::testing::build_elementwise_chains(m, shapes[s], seed * 31 + static_cast<uint32_t>(s));
       const Function& fn = *m.find_function("f");
