@@ -3,7 +3,8 @@
 #   * every target: the small valid inputs `fuzz_seeds TARGET DIR` writes (made by Tessera's own
 #     writers; fuzz/seeds.cpp), plus that target's regression files in fuzz/regressions/<target>/;
 #   * parser, also: every **/*.mlir file of the conformance folder (the second argument, or
-#     $TESSERA_CONFORMANCE_DIR), cut at `// -----` lines into one seed file per piece.
+#     $TESSERA_CONFORMANCE_DIR), cut at `// -----` lines into one seed file per piece;
+#   * program: the parser's corpus too (every piece that runs small is a program to run twice).
 # Corpora are generated, never committed: put them under build-fuzz/, which .gitignore covers.
 # Usage: fuzz/make_corpus.sh OUTPUT_DIR [CONFORMANCE_DIR]
 # ($FUZZ_SEEDS names the fuzz_seeds binary; default build-fuzz/bin/fuzz_seeds.)
@@ -26,7 +27,7 @@ if [ -n "$conformance" ] && [ ! -d "$conformance" ]; then
   exit 1
 fi
 
-for target in parser npy safetensors checkpoint mesh_spec input_spec; do
+for target in parser npy safetensors checkpoint mesh_spec input_spec program; do
   mkdir -p "$out/$target"
   "$seeds_bin" "$target" "$out/$target"
   if [ -d "$root/fuzz/regressions/$target" ]; then
@@ -47,7 +48,9 @@ files=0
   files=$((files + 1))
 done < <(find "$conformance" -name '*.mlir' -type f -print0 | sort -z)
 
-for target in parser npy safetensors checkpoint mesh_spec input_spec; do
+cp "$out"/parser/* "$out/program/"
+
+for target in parser npy safetensors checkpoint mesh_spec input_spec program; do
   echo "$target: $(find "$out/$target" -type f | wc -l) seeds in $out/$target"
 done
 [ -n "$conformance" ] && echo "parser: $files conformance files cut into pieces"

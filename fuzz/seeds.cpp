@@ -52,6 +52,57 @@ Seeds parser_seeds() {
                             "  return %0 : tensor<2x2xi32>\n}\n"}};
 }
 
+// Small programs that run: element-wise chains the fused loops take, a contraction, a reduction
+// with its body, a sort, a conditional and a call (the parser's seeds, the conformance pieces and
+// the regressions join them in make_corpus.sh).
+Seeds program_seeds() {
+  return {{"softmax.mlir",
+           "func.func @main(%arg0: tensor<4x8xf32>) -> tensor<4x8xf32> {\n"
+           "  %cst = stablehlo.constant dense<0xFF800000> : tensor<f32>\n"
+           "  %0 = stablehlo.reduce(%arg0 init: %cst) applies stablehlo.maximum across dimensions = [1] : "
+           "(tensor<4x8xf32>, tensor<f32>) -> tensor<4xf32>\n"
+           "  %1 = stablehlo.broadcast_in_dim %0, dims = [0] : (tensor<4xf32>) -> tensor<4x8xf32>\n"
+           "  %2 = stablehlo.subtract %arg0, %1 : tensor<4x8xf32>\n"
+           "  %3 = stablehlo.exponential %2 : tensor<4x8xf32>\n"
+           "  %cst_0 = stablehlo.constant dense<0.000000e+00> : tensor<f32>\n"
+           "  %4 = stablehlo.reduce(%3 init: %cst_0) applies stablehlo.add across dimensions = [1] : "
+           "(tensor<4x8xf32>, tensor<f32>) -> tensor<4xf32>\n"
+           "  %5 = stablehlo.broadcast_in_dim %4, dims = [0] : (tensor<4xf32>) -> tensor<4x8xf32>\n"
+           "  %6 = stablehlo.divide %3, %5 : tensor<4x8xf32>\n"
+           "  return %6 : tensor<4x8xf32>\n}\n"},
+          {"dot_tanh.mlir",
+           "func.func @main(%arg0: tensor<2x3x4xf32>, %arg1: tensor<2x4x5xf32>) -> tensor<2x5x3xf32> {\n"
+           "  %0 = stablehlo.dot_general %arg0, %arg1, batching_dims = [0] x [0], contracting_dims = [2] x [1] : "
+           "(tensor<2x3x4xf32>, tensor<2x4x5xf32>) -> tensor<2x3x5xf32>\n"
+           "  %1 = stablehlo.tanh %0 : tensor<2x3x5xf32>\n"
+           "  %2 = stablehlo.transpose %1, dims = [0, 2, 1] : (tensor<2x3x5xf32>) -> tensor<2x5x3xf32>\n"
+           "  return %2 : tensor<2x5x3xf32>\n}\n"},
+          {"sort_select.mlir",
+           "func.func @main(%arg0: tensor<6xi32>, %arg1: tensor<6xf32>) -> (tensor<6xi32>, tensor<6xf32>) {\n"
+           "  %0:2 = \"stablehlo.sort\"(%arg0, %arg1) <{dimension = 0 : i64, is_stable = true}> ({\n"
+           "  ^bb0(%a: tensor<i32>, %b: tensor<i32>, %c: tensor<f32>, %d: tensor<f32>):\n"
+           "    %p = stablehlo.compare LT, %a, %b, SIGNED : (tensor<i32>, tensor<i32>) -> tensor<i1>\n"
+           "    stablehlo.return %p : tensor<i1>\n"
+           "  }) : (tensor<6xi32>, tensor<6xf32>) -> (tensor<6xi32>, tensor<6xf32>)\n"
+           "  %1 = stablehlo.constant dense<0.000000e+00> : tensor<6xf32>\n"
+           "  %2 = stablehlo.compare GT, %0#1, %1, FLOAT : (tensor<6xf32>, tensor<6xf32>) -> tensor<6xi1>\n"
+           "  %3 = stablehlo.select %2, %0#1, %1 : tensor<6xi1>, tensor<6xf32>\n"
+           "  return %0#0, %3 : tensor<6xi32>, tensor<6xf32>\n}\n"},
+          {"if_call.mlir",
+           "func.func @main(%arg0: tensor<i1>, %arg1: tensor<3xf32>) -> tensor<3xf32> {\n"
+           "  %0 = \"stablehlo.if\"(%arg0) ({\n"
+           "    %1 = func.call @twice(%arg1) : (tensor<3xf32>) -> tensor<3xf32>\n"
+           "    stablehlo.return %1 : tensor<3xf32>\n"
+           "  }, {\n"
+           "    %1 = stablehlo.negate %arg1 : tensor<3xf32>\n"
+           "    stablehlo.return %1 : tensor<3xf32>\n"
+           "  }) : (tensor<i1>) -> tensor<3xf32>\n"
+           "  return %0 : tensor<3xf32>\n}\n"
+           "func.func private @twice(%arg0: tensor<3xf32>) -> tensor<3xf32> {\n"
+           "  %0 = stablehlo.add %arg0, %arg0 : tensor<3xf32>\n"
+           "  return %0 : tensor<3xf32>\n}\n"}};
+}
+
 // The same array in .npy format version 2.0 or 3.0: a 4-byte header length instead of 2.
 std::string npy_version(const std::string& v1, char major) {
   size_t len = static_cast<unsigned char>(v1[8]) | static_cast<size_t>(static_cast<unsigned char>(v1[9])) << 8;
@@ -162,6 +213,7 @@ std::vector<std::pair<std::string, std::string>> seeds(std::string_view target) 
   if (target == "checkpoint") return checkpoint_seeds();
   if (target == "mesh_spec") return mesh_spec_seeds();
   if (target == "input_spec") return input_spec_seeds();
+  if (target == "program") return program_seeds();
   return {};
 }
 

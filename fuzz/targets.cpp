@@ -1,6 +1,7 @@
-// The fuzz targets' contracts (see targets.h). Each stage of a check runs through one of two
-// helpers: `refusable` (a UserError means "refused", anything else is a Bug) for the reader under
-// test, `must` (any exception is a Bug) for what must work on an accepted input.
+// The fuzz targets' contracts (see targets.h), but for `program` (target_program.cpp). Each stage of
+// a check runs through one of target_helpers.h's: `refusable` (a UserError means "refused",
+// anything else is a Bug) for the reader under test, `must` (any exception is a Bug) for what must
+// work on an accepted input.
 #include "fuzz/targets.h"
 
 #include <fmt/format.h>
@@ -11,6 +12,7 @@
 #include <memory>
 #include <typeinfo>
 
+#include "fuzz/target_helpers.h"
 #include "interp/npy.h"
 #include "ir/module.h"
 #include "runtime/checkpoint.h"
@@ -24,43 +26,6 @@
 namespace tessera::fuzz {
 
 namespace {
-
-std::string describe_current_exception() {
-  try {
-    throw;
-  } catch (const support::InternalError& e) {
-    return std::string("InternalError: ") + e.what();
-  } catch (const std::exception& e) {
-    return fmt::format("unexpected exception ({}): {}", typeid(e).name(), e.what());
-  } catch (...) {
-    return "unexpected non-std exception";
-  }
-}
-
-template <typename F>
-bool refusable(const char* stage, F&& f) {
-  try {
-    f();
-    return true;
-  } catch (const support::UserError&) {
-    return false;
-  } catch (...) {
-    throw Bug(fmt::format("{}: {}", stage, describe_current_exception()));
-  }
-}
-
-template <typename F>
-void must(const char* stage, F&& f) {
-  try {
-    f();
-  } catch (...) {
-    throw Bug(fmt::format("{}: {}", stage, describe_current_exception()));
-  }
-}
-
-void expect(bool ok, const std::string& what) {
-  if (!ok) throw Bug(what);
-}
 
 // ---- parser ----
 
@@ -195,6 +160,7 @@ constexpr Target kTargets[] = {
     {"parser", check_parser},           {"npy", check_npy},
     {"safetensors", check_safetensors}, {"checkpoint", check_checkpoint},
     {"mesh_spec", check_mesh_spec},     {"input_spec", check_input_spec},
+    {"program", check_program},
 };
 
 }  // namespace

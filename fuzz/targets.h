@@ -12,6 +12,8 @@
 //   mesh_spec    a --mesh value (tools::parse_mesh_spec), applied to two small modules, verified,
 //                printed and re-parsed, partitioned
 //   input_spec   one byte (the parameter count, mod 8), then an --input value (parse_input_spec)
+//   program      StableHLO text; a small program that parses runs through the interpreter and an
+//                exec::Executable with the same bits, or both refuse it (target_program.cpp)
 #pragma once
 
 #include <span>
