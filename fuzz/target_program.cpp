@@ -80,7 +80,7 @@ Literal input(const ir::Type& t, std::mt19937_64& rng) {
 
 bool same_bits(const Literal& a, const Literal& b) {
   return a.type() == b.type() && a.bytes().size() == b.bytes().size() &&
-         std::memcmp(a.bytes().data(), b.bytes().data(), a.bytes().size()) == 0;
+         (a.bytes().empty() || std::memcmp(a.bytes().data(), b.bytes().data(), a.bytes().size()) == 0);
 }
 
 // Restores the process-wide fusion settings however the check leaves.

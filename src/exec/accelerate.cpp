@@ -224,7 +224,9 @@ bool copy_op(const Op& op, Operands in, std::vector<Literal>& out) {
   switch (op.kind()) {
     case OpKind::Reshape:
       // An executable's arena may hold the result where the operand lies (a view): nothing to do.
-      if (r.bytes().data() != x.bytes().data()) std::memcpy(r.bytes().data(), x.bytes().data(), x.bytes().size());
+      // (An empty array's data may be null, which memcpy must not be given even for 0 bytes.)
+      if (r.bytes().data() != x.bytes().data() && !x.bytes().empty())
+        std::memcpy(r.bytes().data(), x.bytes().data(), x.bytes().size());
       return true;
     case OpKind::Transpose: {
       const Ints& perm = ints(op, "permutation");

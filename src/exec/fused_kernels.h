@@ -82,9 +82,15 @@ const KernelSet& kernels();
 #ifndef TESSERA_FUSED_ISA
 #define TESSERA_FUSED_ISA base
 #endif
-#if defined(TESSERA_FUSED_AVX512)
+// GCC takes the target for every function up to pop_options; clang (the fuzz build: fuzz/README.md)
+// ignores `#pragma GCC target` and takes the same set through its attribute pragma.
+#if defined(TESSERA_FUSED_AVX512) && defined(__clang__)
+#pragma clang attribute push(__attribute__((target("avx512f,avx512bw,avx512vl"))), apply_to = function)
+#elif defined(TESSERA_FUSED_AVX512)
 #pragma GCC push_options
 #pragma GCC target("avx512f,avx512bw,avx512vl,prefer-vector-width=512")
+#elif defined(TESSERA_FUSED_AVX2) && defined(__clang__)
+#pragma clang attribute push(__attribute__((target("avx2"))), apply_to = function)
 #elif defined(TESSERA_FUSED_AVX2)
 #pragma GCC push_options
 #pragma GCC target("avx2")
@@ -488,7 +494,9 @@ inline const KernelSet& kernel_set() {
 }
 
 }  // namespace TESSERA_FUSED_ISA
-#if defined(TESSERA_FUSED_AVX512) || defined(TESSERA_FUSED_AVX2)
+#if (defined(TESSERA_FUSED_AVX512) || defined(TESSERA_FUSED_AVX2)) && defined(__clang__)
+#pragma clang attribute pop
+#elif defined(TESSERA_FUSED_AVX512) || defined(TESSERA_FUSED_AVX2)
 #pragma GCC pop_options
 #endif
 

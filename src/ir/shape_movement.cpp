@@ -32,6 +32,48 @@ void check_unique_dims(const ShapeQuery& q, std::string_view name, const std::ve
   }
 }
 
+void check_sorted(const ShapeQuery& q, std::string_view name, const std::vector<int64_t>& d) {
+  if (!std::is_sorted(d.begin(), d.end())) reject(q, "{} [{}] must be sorted", name, join(d, ", "));
+}
+
+std::vector<int64_t> concat(std::vector<int64_t> a, const std::vector<int64_t>& b) {
+  a.insert(a.end(), b.begin(), b.end());
+  return a;
+}
+
+// The names of gather's or scatter's index attributes, for messages.
+struct IndexNames {
+  std::string_view operand, indices, operand_batching, indices_batching, index_map;
+};
+
+// What gather and scatter require alike of their indices (gather C2, C3, C10, C13-C19; scatter
+// C12, C14-C22): the index vector dimension, one index per mapped operand dimension, and batching
+// dimensions that pair operand and index dimensions of equal sizes.
+void check_index_dims(const ShapeQuery& q, const IndexNames& n, const Type& operand, const Type& idx, int64_t ivd,
+                      const std::vector<int64_t>& operand_batching, const std::vector<int64_t>& indices_batching,
+                      const std::vector<int64_t>& index_map) {
+  if (ivd < 0 || ivd > idx.rank()) reject(q, "index_vector_dim = {} is out of range for {} {}", ivd, n.indices, to_string(idx));
+  int64_t index_len = ivd == idx.rank() ? 1 : idx.shape[static_cast<size_t>(ivd)];
+  if (index_len != kDynamic && static_cast<int64_t>(index_map.size()) != index_len)
+    reject(q, "{} has {} entries, but index vectors have {}", n.index_map, index_map.size(), index_len);
+  check_unique_dims(q, fmt::format("{} and {}", n.index_map, n.operand_batching), concat(index_map, operand_batching),
+                    operand.rank());
+  check_sorted(q, n.operand_batching, operand_batching);
+  check_unique_dims(q, n.indices_batching, indices_batching, idx.rank());
+  if (std::find(indices_batching.begin(), indices_batching.end(), ivd) != indices_batching.end())
+    reject(q, "{} holds index_vector_dim {}", n.indices_batching, ivd);
+  if (operand_batching.size() != indices_batching.size())
+    reject(q, "{} has {} entries and {} has {}", n.operand_batching, operand_batching.size(), n.indices_batching,
+           indices_batching.size());
+  for (size_t i = 0; i < operand_batching.size(); ++i) {
+    int64_t a = operand.shape[static_cast<size_t>(operand_batching[i])];
+    int64_t b = idx.shape[static_cast<size_t>(indices_batching[i])];
+    if (a != kDynamic && b != kDynamic && a != b)
+      reject(q, "{} dimension {} has size {}, but {} dimension {} (its batching pair) has {}", n.operand,
+             operand_batching[i], a, n.indices, indices_batching[i], b);
+  }
+}
+
 void check_scalar_indices(const ShapeQuery& q, size_t first, size_t count) {
   if (q.operands.size() != first + count)
     reject(q, "expects {} index operands for operand rank {}, got {}", count, count,
@@ -187,16 +229,12 @@ Types infer_Gather(const ShapeQuery& q) {
   const auto& sizes = ints(q, "slice_sizes");
   check_length(q, "slice_sizes", sizes.size(), in.rank());
   int64_t ivd = dn->index_vector_dim;
-  if (ivd < 0 || ivd > idx.rank()) reject(q, "index_vector_dim = {} is out of range", ivd);
-  int64_t index_len = ivd == idx.rank() ? 1 : idx.shape[static_cast<size_t>(ivd)];
-  if (static_cast<int64_t>(dn->start_index_map.size()) != index_len)
-    reject(q, "start_index_map has {} entries, but index vectors have {}",
-           dn->start_index_map.size(), index_len);
-  check_unique_dims(q, "start_index_map", dn->start_index_map, in.rank());
-  std::vector<int64_t> collapsed = dn->collapsed_slice_dims;
-  collapsed.insert(collapsed.end(), dn->operand_batching_dims.begin(),
-                   dn->operand_batching_dims.end());
+  check_index_dims(q, {"operand", "start_indices", "operand_batching_dims", "start_indices_batching_dims", "start_index_map"},
+                   in, idx, ivd, dn->operand_batching_dims, dn->start_indices_batching_dims, dn->start_index_map);
+  std::vector<int64_t> collapsed = concat(dn->collapsed_slice_dims, dn->operand_batching_dims);
   check_unique_dims(q, "collapsed_slice_dims and operand_batching_dims", collapsed, in.rank());
+  check_sorted(q, "collapsed_slice_dims", dn->collapsed_slice_dims);
+  check_sorted(q, "offset_dims", dn->offset_dims);
   std::vector<int64_t> batch_sizes, offset_sizes;
   for (int64_t d = 0; d < idx.rank(); ++d)
     if (d != ivd) batch_sizes.push_back(idx.shape[static_cast<size_t>(d)]);
@@ -207,7 +245,7 @@ Types infer_Gather(const ShapeQuery& q) {
     if (s < 0 || (size != kDynamic && s > size))
       reject(q, "slice_sizes[{}] = {} does not fit dimension size {}", d, s, size);
     bool dropped = std::find(collapsed.begin(), collapsed.end(), d) != collapsed.end();
-    if (dropped && s > 1) reject(q, "collapsed dimension {} has slice size {}, must be 0 or 1", d, s);
+    if (dropped && s > 1) reject(q, "collapsed or batching dimension {} has slice size {}, must be 0 or 1", d, s);
     if (!dropped) offset_sizes.push_back(s);
   }
   if (offset_sizes.size() != dn->offset_dims.size())
@@ -235,15 +273,47 @@ Types infer_Scatter(const ShapeQuery& q) {
   Types out(q.operands.begin(), q.operands.begin() + static_cast<long>(k));
   for (size_t i = 1; i < k; ++i)
     if (out[i].shape != out[0].shape) reject(q, "inputs {} and 0 differ in shape", i);
+  const Type& in = out[0];
+  int64_t ivd = dn->index_vector_dim;
+  check_index_dims(q, {"input", "scatter_indices", "input_batching_dims", "scatter_indices_batching_dims",
+                       "scatter_dims_to_operand_dims"},
+                   in, idx, ivd, dn->input_batching_dims, dn->scatter_indices_batching_dims,
+                   dn->scatter_dims_to_operand_dims);
+  std::vector<int64_t> dropped = concat(dn->inserted_window_dims, dn->input_batching_dims);
+  check_unique_dims(q, "inserted_window_dims and input_batching_dims", dropped, in.rank());
+  check_sorted(q, "inserted_window_dims", dn->inserted_window_dims);
+  const std::vector<int64_t>& window = dn->update_window_dims;
+  if (static_cast<int64_t>(window.size() + dropped.size()) != in.rank())
+    reject(q, "input {} has rank {}, but update_window_dims, inserted_window_dims and input_batching_dims name {}",
+           to_string(in), in.rank(), window.size() + dropped.size());
+  check_sorted(q, "update_window_dims", window);
+  // The updates' shape (C4): the index dimensions but index_vector_dim, in order, at the dimensions
+  // update_window_dims does not name, and at those it names window sizes within the input's kept
+  // dimensions.
+  std::vector<int64_t> scatter_sizes, kept;
+  for (int64_t d = 0; d < idx.rank(); ++d)
+    if (d != ivd) scatter_sizes.push_back(idx.shape[static_cast<size_t>(d)]);
+  for (int64_t d = 0; d < in.rank(); ++d)
+    if (std::find(dropped.begin(), dropped.end(), d) == dropped.end()) kept.push_back(in.shape[static_cast<size_t>(d)]);
+  int64_t rank = static_cast<int64_t>(scatter_sizes.size() + window.size());
+  check_unique_dims(q, "update_window_dims", window, rank);
   for (size_t i = 0; i < k; ++i) {
     const Type& up = q.operands[k + 1 + i];
     if (up.element != out[i].element)
       reject(q, "update {} has type {}, input has {}", i, to_string(up), to_string(out[i]));
-    int64_t ivd = dn->index_vector_dim;
-    int64_t scatter_rank = idx.rank() - (ivd < idx.rank() ? 1 : 0);
-    if (up.rank() != scatter_rank + static_cast<int64_t>(dn->update_window_dims.size()))
-      reject(q, "update {} has rank {}, expected {} scatter plus {} window dimensions", i,
-             up.rank(), scatter_rank, dn->update_window_dims.size());
+    if (up.rank() != rank)
+      reject(q, "update {} has rank {}, expected {} scatter plus {} window dimensions", i, up.rank(),
+             scatter_sizes.size(), window.size());
+    size_t si = 0, wi = 0;
+    for (int64_t d = 0; d < rank; ++d) {
+      int64_t size = up.shape[static_cast<size_t>(d)];
+      bool in_window = std::find(window.begin(), window.end(), d) != window.end();
+      int64_t bound = in_window ? kept[wi++] : scatter_sizes[si++];
+      bool fits = size == kDynamic || bound == kDynamic || (in_window ? size <= bound : size == bound);
+      if (!fits)
+        reject(q, "update {} {} has size {} in dimension {}, where {} {}", i, to_string(up), size, d,
+               in_window ? "the input's window allows at most" : "scatter_indices give", bound);
+    }
   }
   return out;
 }

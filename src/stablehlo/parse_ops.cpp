@@ -175,7 +175,9 @@ void dot_general(Parser& p, OpText& op) {
       dims_pair(p, d.lhs_contracting, d.rhs_contracting);
     } else if (key == "precision" || key == "algorithm") {
       p.lx.expect("=");
-      char open = p.lx.peek();
+      // `precision = [...]`, `algorithm = <...>`: any other opening (the fuzzer's stray byte) would
+      // be kept and printed, and not read back.
+      char open = key == "precision" ? '[' : '<';
       p.lx.expect(std::string(1, open));
       std::string text = open + p.lx.balanced_until(open == '[' ? ']' : '>');
       // The pretty `precision = [DEFAULT, HIGHEST]` is kept as the generic form's

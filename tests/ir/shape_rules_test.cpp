@@ -178,7 +178,7 @@ const std::vector<Case>& cases() {
        "stablehlo.gather: start_indices tensor<2x1xf32> must be integers"},
       {"gather_ivd", OpKind::Gather, {f32({4}), i32({2, 1})},
        attrs({{"dimension_numbers", gather_dims({}, {0}, {0}, 3)}, {"slice_sizes", Ints{1}}}), {},
-       "stablehlo.gather: index_vector_dim = 3 is out of range"},
+       "stablehlo.gather: index_vector_dim = 3 is out of range for start_indices tensor<2x1xi32>"},
       {"gather_map", OpKind::Gather, {f32({4}), i32({2, 2})},
        attrs({{"dimension_numbers", gather_dims({}, {0}, {0}, 1)}, {"slice_sizes", Ints{1}}}), {},
        "stablehlo.gather: start_index_map has 1 entries, but index vectors have 2"},
@@ -187,7 +187,28 @@ const std::vector<Case>& cases() {
        "stablehlo.gather: slice_sizes[0] = 5 does not fit dimension size 4"},
       {"gather_collapsed", OpKind::Gather, {f32({4}), i32({2, 1})},
        attrs({{"dimension_numbers", gather_dims({}, {0}, {0}, 1)}, {"slice_sizes", Ints{2}}}), {},
-       "stablehlo.gather: collapsed dimension 0 has slice size 2, must be 0 or 1"},
+       "stablehlo.gather: collapsed or batching dimension 0 has slice size 2, must be 0 or 1"},
+      {"gather_batching_pair", OpKind::Gather, {f32({3, 4}), i32({2, 1})},
+       attrs({{"dimension_numbers", [] {
+                 GatherDims g = gather_dims({}, {1}, {1}, 1);
+                 g.operand_batching_dims = {0};
+                 g.start_indices_batching_dims = {0};
+                 return g;
+               }()},
+              {"slice_sizes", Ints{1, 1}}}),
+       {}, "stablehlo.gather: operand dimension 0 has size 3, but start_indices dimension 0 (its batching pair) has 2"},
+      {"gather_batching_ivd", OpKind::Gather, {f32({2, 4}), i32({2, 1})},
+       attrs({{"dimension_numbers", [] {
+                 GatherDims g = gather_dims({}, {1}, {1}, 1);
+                 g.operand_batching_dims = {0};
+                 g.start_indices_batching_dims = {1};
+                 return g;
+               }()},
+              {"slice_sizes", Ints{1, 1}}}),
+       {}, "stablehlo.gather: start_indices_batching_dims holds index_vector_dim 1"},
+      {"gather_unsorted", OpKind::Gather, {f32({4, 3, 2}), i32({2, 2})},
+       attrs({{"dimension_numbers", gather_dims({1}, {2, 0}, {0, 2}, 1)}, {"slice_sizes", Ints{1, 3, 1}}}), {},
+       "stablehlo.gather: collapsed_slice_dims [2, 0] must be sorted"},
       {"gather_offset", OpKind::Gather, {f32({4, 3}), i32({2, 1})},
        attrs({{"dimension_numbers", gather_dims({}, {0}, {0}, 1)}, {"slice_sizes", Ints{1, 3}}}), {},
        "stablehlo.gather: offset_dims has 0 entries for 1 uncollapsed slice dimensions"},
@@ -207,6 +228,26 @@ const std::vector<Case>& cases() {
       {"scatter_update_rank", OpKind::Scatter, {f32({4}), i32({1, 1}), f32({1, 1})},
        attrs({{"scatter_dimension_numbers", scatter_dims({}, {0}, {0}, 1)}}), {},
        "stablehlo.scatter: update 0 has rank 2, expected 1 scatter plus 0 window dimensions"},
+      {"scatter_update_size", OpKind::Scatter, {f32({4}), i32({2, 1}), f32({3})},
+       attrs({{"scatter_dimension_numbers", scatter_dims({}, {0}, {0}, 1)}}), {},
+       "stablehlo.scatter: update 0 tensor<3xf32> has size 3 in dimension 0, where scatter_indices give 2"},
+      {"scatter_window_size", OpKind::Scatter, {f32({4, 3}), i32({2, 1}), f32({2, 4})},
+       attrs({{"scatter_dimension_numbers", scatter_dims({1}, {0}, {0}, 1)}}), {},
+       "stablehlo.scatter: update 0 tensor<2x4xf32> has size 4 in dimension 1, where the input's window allows at most 3"},
+      {"scatter_input_rank", OpKind::Scatter, {f32({4, 3}), i32({2, 1}), f32({2})},
+       attrs({{"scatter_dimension_numbers", scatter_dims({}, {0}, {0}, 1)}}), {},
+       "stablehlo.scatter: input tensor<4x3xf32> has rank 2, but update_window_dims, inserted_window_dims and "
+       "input_batching_dims name 1"},
+      // The fuzzer's finding (fuzz/regressions/program/scatter_index_vector_dim_in_batching.mlir): index
+      // vectors along dimension 0 of [4, 1] indices are 4 long, for one mapped dimension.
+      {"scatter_index_map", OpKind::Scatter, {i32({4, 1000}), i32({4, 1}), i32({4})},
+       attrs({{"scatter_dimension_numbers", [] {
+                 ScatterDims d = scatter_dims({}, {1}, {1}, 0);
+                 d.input_batching_dims = {0};
+                 d.scatter_indices_batching_dims = {0};
+                 return d;
+               }()}}),
+       {}, "stablehlo.scatter: scatter_dims_to_operand_dims has 1 entries, but index vectors have 4"},
       // Reductions, contractions.
       {"reduce_count", OpKind::Reduce, {f32({4})}, attrs({{"dimensions", Ints{0}}}), {},
        "stablehlo.reduce: expects N inputs and N init values; got 1 operands"},
