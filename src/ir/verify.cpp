@@ -159,6 +159,25 @@ struct Verifier {
       fail("@{}: op {} ({}): its computation returns ({}) but the result needs ({}) (C4)", fn.name(), index,
            o.name(), shape_rules::types_string(ret->operand_types()), shape_rules::types_string(out));
   }
+  // sort's comparator takes two scalars of each input's element type and returns one i1 (C5): the
+  // kernel hands it the inputs' elements.
+  void check_sort(const Op& o, int index) {
+    if (o.regions().size() != 1) fail("@{}: op {} ({}) needs one comparator region", fn.name(), index, o.name());
+    std::vector<Type> want;
+    for (const Value* v : o.operands())
+      for (int k = 0; k < 2; ++k) want.push_back(Type(v->type().element, {}));
+    const Block& b = o.region(0);
+    std::vector<Type> args;
+    for (const auto& a : b.arguments()) args.push_back(a->type());
+    if (args != want)
+      fail("@{}: op {} ({}): its comparator takes ({}) but the inputs need ({}) (C5)", fn.name(), index, o.name(),
+           shape_rules::types_string(args), shape_rules::types_string(want));
+    const Op* ret = b.terminator();
+    std::vector<Type> out{Type(ElementType::i1, {})};
+    if (ret != nullptr && ret->kind() == OpKind::Return && ret->operand_types() != out)
+      fail("@{}: op {} ({}): its comparator returns ({}), not (tensor<i1>) (C5)", fn.name(), index, o.name(),
+           shape_rules::types_string(ret->operand_types()));
+  }
   // chlo.scan's body takes each input's slice (the scanned dimension removed) and the carries, and
   // returns each output's slice and the next carries, of the carries' types.
   void check_scan(const Op& o, int index) {
@@ -255,6 +274,7 @@ struct Verifier {
     if (o.kind() == OpKind::If || o.kind() == OpKind::Case) check_branches(o, index);
     if (o.kind() == OpKind::Composite) check_composite(o, index);
     if (o.kind() == OpKind::Map) check_map(o, index);
+    if (o.kind() == OpKind::Sort) check_sort(o, index);
     if (o.kind() == OpKind::Scan) check_scan(o, index);
     if (o.kind() == OpKind::AsyncStart) check_async(o, index);
     if (const Sharding* s = o.attrs().find<Sharding>("sharding"))

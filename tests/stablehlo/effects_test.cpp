@@ -165,6 +165,18 @@ TEST(Effects, ConstraintMessages) {
             "t.mlir:1:1: @main: op 0 (stablehlo.map): its computation takes (tensor<i32>) but the inputs need (tensor<f32>) (C4)");
   EXPECT_EQ(parse_error(map("%arg0", ": 0", "%a: tensor<f32>", "%a : tensor<f32>", "(tensor<2xf32>) -> tensor<2xi32>")),
             "t.mlir:1:1: @main: op 0 (stablehlo.map): its computation returns (tensor<f32>) but the result needs (tensor<i32>) (C4)");
+  // sort's comparator (fuzz/regressions/program/sort_comparator_argument_type.mlir).
+  auto sort = [&](const std::string& args, const std::string& ret) {
+    return body("  %0:2 = \"stablehlo.sort\"(%arg0, %arg1) <{dimension = 0 : i64}> ({\n  ^bb0(" + args +
+                    "):\n    stablehlo.return " + ret + "\n  }) : (tensor<2xf32>, tensor<2xi32>) -> (tensor<2xf32>, "
+                    "tensor<2xi32>)\n",
+                "%arg0: tensor<2xf32>, %arg1: tensor<2xi32>");
+  };
+  EXPECT_EQ(parse_error(sort("%a: tensor<f32>, %b: tensor<f32>, %c: tensor<f16>, %d: tensor<i32>", "%c : tensor<f16>")),
+            "t.mlir:1:1: @main: op 0 (stablehlo.sort): its comparator takes (tensor<f32>, tensor<f32>, tensor<f16>, "
+            "tensor<i32>) but the inputs need (tensor<f32>, tensor<f32>, tensor<i32>, tensor<i32>) (C5)");
+  EXPECT_EQ(parse_error(sort("%a: tensor<f32>, %b: tensor<f32>, %c: tensor<i32>, %d: tensor<i32>", "%a : tensor<f32>")),
+            "t.mlir:1:1: @main: op 0 (stablehlo.sort): its comparator returns (tensor<f32>), not (tensor<i1>) (C5)");
 }
 
 // after_all and create_token give tokens, a tuple holds its members, get_tuple_element takes one
