@@ -147,14 +147,14 @@ struct Verifier {
     if (o.regions().size() != 1) fail("@{}: op {} ({}) needs one computation region", fn.name(), index, o.name());
     const Block& b = o.region(0);
     std::vector<Type> want;
-    for (const Value* v : o.operands()) want.push_back(Type(v->type().element, {}));
+    for (const Value* v : o.operands()) want.push_back(v->type().with_shape({}));
     std::vector<Type> args;
     for (const auto& a : b.arguments()) args.push_back(a->type());
     if (args != want)
       fail("@{}: op {} ({}): its computation takes ({}) but the inputs need ({}) (C4)", fn.name(), index, o.name(),
            shape_rules::types_string(args), shape_rules::types_string(want));
     const Op* ret = b.terminator();
-    std::vector<Type> out{Type(o.result(0)->type().element, {})};
+    std::vector<Type> out{o.result(0)->type().with_shape({})};
     if (ret != nullptr && ret->kind() == OpKind::Return && ret->operand_types() != out)
       fail("@{}: op {} ({}): its computation returns ({}) but the result needs ({}) (C4)", fn.name(), index,
            o.name(), shape_rules::types_string(ret->operand_types()), shape_rules::types_string(out));
@@ -165,7 +165,7 @@ struct Verifier {
     if (o.regions().size() != 1) fail("@{}: op {} ({}) needs one comparator region", fn.name(), index, o.name());
     std::vector<Type> want;
     for (const Value* v : o.operands())
-      for (int k = 0; k < 2; ++k) want.push_back(Type(v->type().element, {}));
+      for (int k = 0; k < 2; ++k) want.push_back(v->type().with_shape({}));
     const Block& b = o.region(0);
     std::vector<Type> args;
     for (const auto& a : b.arguments()) args.push_back(a->type());
