@@ -141,42 +141,36 @@ struct Verifier {
       fail("@{}: op {} ({}) returns ({}) but its decomposition @{} returns ({}) (C4)", fn.name(), index, o.name(),
            shape_rules::types_string(o.result_types()), name, shape_rules::types_string(f->result_types));
   }
-  // map's computation takes one scalar of each input's element type and returns one scalar of the
-  // result's (C4).
-  void check_map(const Op& o, int index) {
-    if (o.regions().size() != 1) fail("@{}: op {} ({}) needs one computation region", fn.name(), index, o.name());
+  // A region of scalars: `o`'s one region (its `what`) takes `args` and returns `out`, which the
+  // inputs and the result (`out_name`) need, by spec constraint `rule`.
+  void check_scalar_region(const Op& o, int index, std::string_view what, const std::vector<Type>& want,
+                           const std::vector<Type>& out, std::string_view out_name, std::string_view rule) {
+    if (o.regions().size() != 1) fail("@{}: op {} ({}) needs one {} region", fn.name(), index, o.name(), what);
     const Block& b = o.region(0);
-    std::vector<Type> want;
-    for (const Value* v : o.operands()) want.push_back(v->type().with_shape({}));
     std::vector<Type> args;
     for (const auto& a : b.arguments()) args.push_back(a->type());
     if (args != want)
-      fail("@{}: op {} ({}): its computation takes ({}) but the inputs need ({}) (C4)", fn.name(), index, o.name(),
-           shape_rules::types_string(args), shape_rules::types_string(want));
+      fail("@{}: op {} ({}): its {} takes ({}) but the inputs need ({}) ({})", fn.name(), index, o.name(), what,
+           shape_rules::types_string(args), shape_rules::types_string(want), rule);
     const Op* ret = b.terminator();
-    std::vector<Type> out{o.result(0)->type().with_shape({})};
     if (ret != nullptr && ret->kind() == OpKind::Return && ret->operand_types() != out)
-      fail("@{}: op {} ({}): its computation returns ({}) but the result needs ({}) (C4)", fn.name(), index,
-           o.name(), shape_rules::types_string(ret->operand_types()), shape_rules::types_string(out));
+      fail("@{}: op {} ({}): its {} returns ({}) but the {} needs ({}) ({})", fn.name(), index, o.name(), what,
+           shape_rules::types_string(ret->operand_types()), out_name, shape_rules::types_string(out), rule);
+  }
+  // map's computation takes one scalar of each input's element type and returns one scalar of the
+  // result's (C4).
+  void check_map(const Op& o, int index) {
+    std::vector<Type> want;
+    for (const Value* v : o.operands()) want.push_back(v->type().with_shape({}));
+    check_scalar_region(o, index, "computation", want, {o.result(0)->type().with_shape({})}, "result", "C4");
   }
   // sort's comparator takes two scalars of each input's element type and returns one i1 (C5): the
   // kernel hands it the inputs' elements.
   void check_sort(const Op& o, int index) {
-    if (o.regions().size() != 1) fail("@{}: op {} ({}) needs one comparator region", fn.name(), index, o.name());
     std::vector<Type> want;
     for (const Value* v : o.operands())
       for (int k = 0; k < 2; ++k) want.push_back(v->type().with_shape({}));
-    const Block& b = o.region(0);
-    std::vector<Type> args;
-    for (const auto& a : b.arguments()) args.push_back(a->type());
-    if (args != want)
-      fail("@{}: op {} ({}): its comparator takes ({}) but the inputs need ({}) (C5)", fn.name(), index, o.name(),
-           shape_rules::types_string(args), shape_rules::types_string(want));
-    const Op* ret = b.terminator();
-    std::vector<Type> out{Type(ElementType::i1, {})};
-    if (ret != nullptr && ret->kind() == OpKind::Return && ret->operand_types() != out)
-      fail("@{}: op {} ({}): its comparator returns ({}), not (tensor<i1>) (C5)", fn.name(), index, o.name(),
-           shape_rules::types_string(ret->operand_types()));
+    check_scalar_region(o, index, "comparator", want, {Type(ElementType::i1, {})}, "comparison", "C5");
   }
   // chlo.scan's body takes each input's slice (the scanned dimension removed) and the carries, and
   // returns each output's slice and the next carries, of the carries' types.

@@ -51,6 +51,15 @@ GatherDims gather_dims(Ints offset, Ints collapsed, Ints start_map, int64_t ivd)
   return g;
 }
 
+// gather_dims with operand and start_indices batching dimensions.
+GatherDims batched_gather_dims(Ints offset, Ints collapsed, Ints start_map, int64_t ivd, Ints operand_batching,
+                               Ints indices_batching) {
+  GatherDims g = gather_dims(std::move(offset), std::move(collapsed), std::move(start_map), ivd);
+  g.operand_batching_dims = std::move(operand_batching);
+  g.start_indices_batching_dims = std::move(indices_batching);
+  return g;
+}
+
 ScatterDims scatter_dims(Ints window, Ints inserted, Ints to_operand, int64_t ivd) {
   ScatterDims s;
   s.update_window_dims = std::move(window);
@@ -189,22 +198,10 @@ const std::vector<Case>& cases() {
        attrs({{"dimension_numbers", gather_dims({}, {0}, {0}, 1)}, {"slice_sizes", Ints{2}}}), {},
        "stablehlo.gather: collapsed or batching dimension 0 has slice size 2, must be 0 or 1"},
       {"gather_batching_pair", OpKind::Gather, {f32({3, 4}), i32({2, 1})},
-       attrs({{"dimension_numbers", [] {
-                 GatherDims g = gather_dims({}, {1}, {1}, 1);
-                 g.operand_batching_dims = {0};
-                 g.start_indices_batching_dims = {0};
-                 return g;
-               }()},
-              {"slice_sizes", Ints{1, 1}}}),
+       attrs({{"dimension_numbers", batched_gather_dims({}, {1}, {1}, 1, {0}, {0})}, {"slice_sizes", Ints{1, 1}}}),
        {}, "stablehlo.gather: operand dimension 0 has size 3, but start_indices dimension 0 (its batching pair) has 2"},
       {"gather_batching_ivd", OpKind::Gather, {f32({2, 4}), i32({2, 1})},
-       attrs({{"dimension_numbers", [] {
-                 GatherDims g = gather_dims({}, {1}, {1}, 1);
-                 g.operand_batching_dims = {0};
-                 g.start_indices_batching_dims = {1};
-                 return g;
-               }()},
-              {"slice_sizes", Ints{1, 1}}}),
+       attrs({{"dimension_numbers", batched_gather_dims({}, {1}, {1}, 1, {0}, {1})}, {"slice_sizes", Ints{1, 1}}}),
        {}, "stablehlo.gather: start_indices_batching_dims holds index_vector_dim 1"},
       {"gather_unsorted", OpKind::Gather, {f32({4, 3, 2}), i32({2, 2})},
        attrs({{"dimension_numbers", gather_dims({1}, {2, 0}, {0, 2}, 1)}, {"slice_sizes", Ints{1, 3, 1}}}), {},

@@ -176,7 +176,7 @@ TEST(Effects, ConstraintMessages) {
             "t.mlir:1:1: @main: op 0 (stablehlo.sort): its comparator takes (tensor<f32>, tensor<f32>, tensor<f16>, "
             "tensor<i32>) but the inputs need (tensor<f32>, tensor<f32>, tensor<i32>, tensor<i32>) (C5)");
   EXPECT_EQ(parse_error(sort("%a: tensor<f32>, %b: tensor<f32>, %c: tensor<i32>, %d: tensor<i32>", "%a : tensor<f32>")),
-            "t.mlir:1:1: @main: op 0 (stablehlo.sort): its comparator returns (tensor<f32>), not (tensor<i1>) (C5)");
+            "t.mlir:1:1: @main: op 0 (stablehlo.sort): its comparator returns (tensor<f32>) but the comparison needs (tensor<i1>) (C5)");
 }
 
 // after_all and create_token give tokens, a tuple holds its members, get_tuple_element takes one
