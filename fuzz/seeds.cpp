@@ -53,8 +53,8 @@ Seeds parser_seeds() {
 }
 
 // Small programs that run: element-wise chains the fused loops take, a contraction, a reduction
-// with its body, a sort, a conditional and a call (the parser's seeds, the conformance pieces and
-// the regressions join them in make_corpus.sh).
+// with its body, a sort, a conditional and a call, a counted while loop (the parser's seeds, the
+// conformance pieces and the regressions join them in make_corpus.sh).
 Seeds program_seeds() {
   return {{"softmax.mlir",
            "func.func @main(%arg0: tensor<4x8xf32>) -> tensor<4x8xf32> {\n"
@@ -100,7 +100,22 @@ Seeds program_seeds() {
            "  return %0 : tensor<3xf32>\n}\n"
            "func.func private @twice(%arg0: tensor<3xf32>) -> tensor<3xf32> {\n"
            "  %0 = stablehlo.add %arg0, %arg0 : tensor<3xf32>\n"
-           "  return %0 : tensor<3xf32>\n}\n"}};
+           "  return %0 : tensor<3xf32>\n}\n"},
+          {"counted_while.mlir",
+           "func.func @main(%arg0: tensor<i32>, %arg1: tensor<2x3xf32>) -> (tensor<i32>, tensor<2x3xf32>) {\n"
+           "  %c = stablehlo.constant dense<0> : tensor<i32>\n"
+           "  %0:2 = stablehlo.while(%i = %c, %x = %arg1) : tensor<i32>, tensor<2x3xf32>\n"
+           "  cond {\n"
+           "    %p = stablehlo.compare LT, %i, %arg0, SIGNED : (tensor<i32>, tensor<i32>) -> tensor<i1>\n"
+           "    stablehlo.return %p : tensor<i1>\n"
+           "  } do {\n"
+           "    %one = stablehlo.constant dense<1> : tensor<i32>\n"
+           "    %j = stablehlo.add %i, %one : tensor<i32>\n"
+           "    %y = stablehlo.sine %x : tensor<2x3xf32>\n"
+           "    %z = stablehlo.add %y, %x : tensor<2x3xf32>\n"
+           "    stablehlo.return %j, %z : tensor<i32>, tensor<2x3xf32>\n"
+           "  }\n"
+           "  return %0#0, %0#1 : tensor<i32>, tensor<2x3xf32>\n}\n"}};
 }
 
 // The same array in .npy format version 2.0 or 3.0: a 4-byte header length instead of 2.

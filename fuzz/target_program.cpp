@@ -4,9 +4,9 @@
 // or both refuse it with a UserError (the executable's promise, exec/executable.h). Inputs are
 // drawn from the text's hash, so a finding replays. Only programs that run in milliseconds are
 // run: static shapes of at most kMaxElements elements per value (so a contraction or a window is
-// at most kMaxElements^2 products), no while loops (a loop's trip count is data) and no ops that
-// talk to the outside (infeed, collectives); the others are accepted unrun, as the parser accepts
-// them. Fusion runs from the smallest values up (set_fusion_min_elements(0)), as the fusion tests
+// at most kMaxElements^2 products) and no ops that talk to the outside (infeed, collectives); the
+// others are accepted unrun, as the parser accepts them. A while loop's trip count is data, so both
+// runs refuse a loop past kMaxIterations (Options::max_while_iterations), and must agree on that too. Fusion runs from the smallest values up (set_fusion_min_elements(0)), as the fusion tests
 // do, so the fused loops are what a small program exercises.
 #include <fmt/format.h>
 
@@ -31,6 +31,7 @@ using ir::Literal;
 using ir::OpKind;
 
 constexpr int64_t kMaxElements = 4096;
+constexpr int64_t kMaxIterations = 32;
 
 bool small_type(const ir::Type& t) {
   if (t.is_token()) return true;
@@ -42,14 +43,13 @@ bool small_type(const ir::Type& t) {
   return t.is_static() && t.num_elements() <= kMaxElements;
 }
 
-// Whether every value of `block` (its nested regions too) is small and no op loops on data or
-// leaves the process.
+// Whether every value of `block` (its nested regions too) is small and no op leaves the process.
 bool runnable(const ir::Block& block) {
   for (const auto& a : block.arguments())
     if (!small_type(a->type())) return false;
   for (const auto& op : block.ops()) {
     switch (op->kind()) {
-      case OpKind::While: case OpKind::Infeed: case OpKind::Outfeed: case OpKind::Send: case OpKind::Recv:
+      case OpKind::Infeed: case OpKind::Outfeed: case OpKind::Send: case OpKind::Recv:
       case OpKind::AllReduce: case OpKind::AllGather: case OpKind::AllToAll: case OpKind::ReduceScatter:
       case OpKind::CollectivePermute: case OpKind::CollectiveBroadcast: case OpKind::CustomCall:
       case OpKind::Probe: case OpKind::ExpectSerializedEq:  // files
@@ -108,6 +108,7 @@ bool check_program(std::string_view text) {
   interp::Options o;
   o.accelerate = &exec::accelerate;
   o.module = m.get();
+  o.max_while_iterations = kMaxIterations;
   bool interpreted = refusable("interpreter", [&] { want = interp::evaluate(*m, fn->name(), in, o); });
   bool executed = refusable("executable", [&] {
     exec::CompileOptions c;
@@ -117,6 +118,7 @@ bool check_program(std::string_view text) {
     std::shared_ptr<const exec::Executable> e = exec::Executable::compile(*fn, c);
     interp::Options run;
     run.module = m.get();
+    run.max_while_iterations = kMaxIterations;
     runs.push_back(e->run(in, run));
     // In a context (the buffer plan's arena), as the Session runs it: the arguments donated, then
     // lent as views (read in place), the second run over what the first left in the arena.

@@ -174,11 +174,13 @@ void run_while(Frame& f, const Step& s) {
     else f.slots[w.state[k]] = f.slots[in[k]];
   }
   std::vector<Literal> next;
-  while (true) {
+  const int64_t limit = f.state->options != nullptr ? f.state->options->max_while_iterations : -1;
+  for (int64_t iterations = 0;; ++iterations) {
     run_steps(f, w.cond);
     bool go = f.slots[w.cond.returns[0]].get_int(0) != 0;
     free_slots(f, w.cond.return_frees);
     if (!go) break;
+    if (iterations == limit) interp::refuse_while_iterations(*s.op, limit);
     run_steps(f, w.body);
     take_returns(f, w.body, next);
     for (size_t k = 0; k < w.state.size(); ++k) f.slots[w.state[k]] = std::move(next[k]);

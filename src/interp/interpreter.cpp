@@ -273,6 +273,12 @@ Literal ScalarBody::combine(const Literal& lhs, const Literal& rhs) const {
   return out;
 }
 
+void refuse_while_iterations(const ir::Op& op, int64_t limit) {
+  std::string where = op.loc.line > 0 ? fmt::format(" at {}:{}", op.loc.line, op.loc.column) : "";
+  support::fail("{}{}: its condition still holds after {} iterations, the limit (max_while_iterations)", op.name(),
+                where, limit);
+}
+
 std::string Profile::to_string() const {
   std::vector<std::pair<double, std::string>> rows;
   double total = 0;

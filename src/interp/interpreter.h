@@ -167,7 +167,14 @@ struct Options {
   std::function<void(std::vector<ir::Literal> values)> outfeed;
   // Where interpreter.probe writes its .npy files and check.expect_serialized_eq reads them.
   std::string probe_dir;
+  // A while loop whose body would run more often than this is refused (a UserError naming the
+  // loop), so a condition that never turns false cannot hold the caller forever; -1: no limit.
+  int64_t max_while_iterations = -1;
 };
+
+// The refusal of a while loop that reached Options::max_while_iterations (the interpreter's and
+// exec::Executable's, in the same words).
+[[noreturn]] void refuse_while_iterations(const ir::Op& op, int64_t limit);
 
 inline int64_t trace_device(const Options& o) {
   if (o.trace_device >= 0) return o.trace_device;

@@ -136,11 +136,13 @@ Results eval_Reduce(const EvalContext& ctx) {
 Results eval_While(const EvalContext& ctx) {
   Results values;
   for (size_t i = 0; i < ctx.num_operands(); ++i) values.push_back(ctx.operand(i));
-  while (true) {
+  const int64_t limit = ctx.state.options != nullptr ? ctx.state.options->max_while_iterations : -1;
+  for (int64_t iterations = 0;; ++iterations) {
     Results cond = ctx.run_region(0, values);
     if (cond.size() != 1 || cond[0].type() != ir::Type(ir::ElementType::i1, {}))
       ctx.fail("condition must return one tensor<i1>");
     if (cond[0].get_int(0) == 0) return values;
+    if (iterations == limit) refuse_while_iterations(ctx.op, limit);
     values = ctx.run_region(1, std::move(values));
     if (values.size() != ctx.num_operands()) ctx.fail("body returns {} values for {}", values.size(), ctx.num_operands());
   }

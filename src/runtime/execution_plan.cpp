@@ -15,6 +15,7 @@ interp::Options device_options(const SessionOptions& options) {
   if (options.fast_kernels) o.accelerate = exec::accelerate;
   o.profile = options.profile;
   o.trace = options.trace;
+  o.max_while_iterations = options.max_while_iterations;
   return o;
 }
 

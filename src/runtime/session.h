@@ -126,6 +126,8 @@ struct SessionOptions {
   // ring model (comm/accounting.h; Traffic::table prints them); one counter per session device.
   // Host devices only for now.
   comm::Traffic* traffic = nullptr;
+  // A while loop whose body would run more often than this is refused (interp::Options); -1: no limit.
+  int64_t max_while_iterations = -1;
 };
 
 // Over MPI, the job's ranks a session runs on: `count` consecutive ranks from `first` (count 0:

@@ -115,6 +115,7 @@ void Partitioner::block(const ir::Block& blk, Builder& b) {
     if (op.get() == blk.terminator()) break;
     ctx_.origin = describe(*op);
     ctx_.forced_by.clear();
+    const size_t first = b.block().ops().size();
     switch (op->kind()) {
       case OpKind::ShardingConstraint: case OpKind::Reshard: layout_op(*op); break;
       case OpKind::Constant: case OpKind::SdyConstant: constant(*op, b); break;
@@ -128,6 +129,11 @@ void Partitioner::block(const ir::Block& blk, Builder& b) {
       case OpKind::Call: support::fail("{}: calls are inlined before partitioning", describe(*op));
       default: generic(*op, b); break;
     }
+    // The local ops made for this op (its collectives included) carry its place in the source, so
+    // a device's runtime refusal names the line the user wrote.
+    const auto& made = b.block().ops();
+    for (size_t k = first; k < made.size(); ++k)
+      if (made[k]->loc.line == 0) made[k]->loc = op->loc;
   }
 }
 

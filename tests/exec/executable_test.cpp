@@ -8,6 +8,7 @@
 // the SPMD property generator's and the fusion tests' random programs (tests/common/random_programs.h),
 // while loops with nested loops, captured values and calls, collectives on host devices, donated
 // inputs, and the Session's cache (one compilation per program and device).
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <random>
@@ -287,6 +288,51 @@ TEST(Executable, WhileLoopsNestedRegionsAndCallsGiveTheInterpretersBits) {
     EXPECT_EQ(exe_profile.by_op[name].first, e.first) << name;
   EXPECT_EQ(exe_profile.by_op.count("stablehlo.while"), 0u);
   EXPECT_EQ(exe_profile.by_op.count("func.call"), 0u);
+}
+
+// A loop that counts to its argument n (read from the function around it): at a limit of n
+// iterations (Options::max_while_iterations) it runs, below that it is refused, in the same words
+// by the interpreter and by executables of both kinds of kernels, plain or in a run context; the
+// context runs again afterwards with the loop's bits.
+TEST(Executable, AWhileLoopPastTheIterationLimitIsRefusedLikeTheInterpreters) {
+  Module m;
+  build_function(m, "f", [](FunctionBuilder& f) {
+    Tensor n = f.param(i32({}));
+    Tensor x = f.param(f32({4, 8}));
+    return while_loop(
+        {f.scalar(ElementType::i32, 0), x},
+        [&](Builder&, const std::vector<Tensor>& v) { return compare(v[0], n, ComparisonDirection::LT); },
+        [](Builder& b, const std::vector<Tensor>& v) {
+          return std::vector<Tensor>{v[0] + b.scalar(ElementType::i32, 1), tanh(v[1]) * 1.5 + v[1]};
+        });
+  });
+  verify(m);
+  std::vector<Literal> in = tessera::testing::random_inputs(*m.find_function("f"), 3);
+  in[0] = Literal::from_doubles(i32({}), std::vector<double>{5});
+  Runners run{m, 0};
+  std::vector<std::shared_ptr<const Executable>> compiled = {run.compile(false, false), run.compile(true, true)};
+  std::vector<std::unique_ptr<RunContext>> contexts;
+  for (const auto& e : compiled) contexts.push_back(e->make_context());
+  for (int64_t limit : {5, 4, 0, -1}) {
+    interp::Options o;
+    o.max_while_iterations = limit;
+    std::vector<Literal> want;
+    std::string refusal = tessera::testing::error_of([&] { want = interp::evaluate(m, "f", in, o); });
+    if (limit == -1 || limit >= 5) EXPECT_EQ(refusal, "<no error>") << limit;
+    else EXPECT_EQ(refusal, fmt::format("stablehlo.while: its condition still holds after {} iterations, the limit "
+                                        "(max_while_iterations)", limit));
+    for (size_t k = 0; k < compiled.size(); ++k) {
+      std::vector<Literal> plain, in_context;
+      EXPECT_EQ(tessera::testing::error_of([&] { plain = compiled[k]->run(in, o); }), refusal) << limit;
+      EXPECT_EQ(tessera::testing::error_of([&] { in_context = compiled[k]->run(in, o, *contexts[k]); }), refusal)
+          << limit;
+      if (refusal != "<no error>") continue;
+      ASSERT_EQ(plain.size(), 2u);
+      EXPECT_EQ(plain[0].get_int(0), 5);
+      if (k == 0) expect_same_bits(plain, want, "reference kernels");
+      expect_same_bits(in_context, plain, "in a run context");
+    }
+  }
 }
 
 TEST(Executable, ArgumentsAreCheckedLikeTheInterpreters) {

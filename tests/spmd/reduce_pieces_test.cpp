@@ -232,7 +232,9 @@ TEST(ReduceByPieces, ASplitMinorReducedDimensionIsGathered) {
     for (const std::string& w : report.warnings())
       EXPECT_NE(w.find("silent full gather: stablehlo.reduce reads dimension 1"), std::string::npos) << w;
     // (both: the f32 and i32 [3, 5] pieces gathered over y, 60 B each; the partials over x, 4 B each)
-    if (both) EXPECT_EQ(report.bytes_per_device(), 128) << report.explain();
+    if (both) {
+      EXPECT_EQ(report.bytes_per_device(), 128) << report.explain();
+    }
   }
 }
 

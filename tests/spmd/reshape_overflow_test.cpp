@@ -295,7 +295,9 @@ TEST(Property, ReshapesOverOverflowingAxesShardedEqualUnsharded) {
   // eight (134 of seeds 5000-5999). (A printed seed alone reproduces its case, the mesh following
   // the seed: TESSERA_PROPERTY_SEED=<seed> TESSERA_PROPERTY_CASES=3, where this count is moot.)
   std::printf("reshape cases with overflowing axes: %d of %d\n", overflowing, n);
-  if (n >= 100) EXPECT_GT(overflowing, n / 12);
+  if (n >= 100) {
+    EXPECT_GT(overflowing, n / 12);
+  }
 }
 
 }  // namespace

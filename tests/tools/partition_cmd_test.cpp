@@ -301,6 +301,35 @@ TEST(RunCommand, ErrorsNameWhatIsWrong) {
   EXPECT_NE(e.find("no function @nope"), std::string::npos) << e;
 }
 
+// A loop whose condition never turns false stops at --max-while-iterations, named with its line,
+// on each of 2 host devices.
+TEST(RunCommand, AnEndlessLoopIsRefusedAtTheIterationLimit) {
+  TempDir dir;
+  RunCommand c;
+  c.file = dir.file("loop.mlir", R"(func.func @main(%arg0: tensor<2xf32>) -> tensor<2xf32> {
+  %0 = stablehlo.while(%a = %arg0) : tensor<2xf32>
+  cond {
+    %t = stablehlo.constant dense<true> : tensor<i1>
+    stablehlo.return %t : tensor<i1>
+  } do {
+    %b = stablehlo.add %a, %a : tensor<2xf32>
+    stablehlo.return %b : tensor<2xf32>
+  }
+  return %0 : tensor<2xf32>
+}
+)");
+  c.devices = 2;
+  interp::save_npy(filled(ir::f32({2}), 1), (dir.path / "x.npy").string());
+  c.inputs = {"arg0=" + (dir.path / "x.npy").string()};
+  c.output_dir = (dir.path / "out").string();
+  c.max_while_iterations = 1000;
+  std::ostringstream out;
+  std::string e = testing::error_of([&] { run_command(c, out); });
+  EXPECT_NE(e.find("stablehlo.while at 2:3: its condition still holds after 1000 iterations, the limit "
+                   "(max_while_iterations)"), std::string::npos) << e;
+  EXPECT_FALSE(fs::exists(dir.path / "out" / "result0.npy"));
+}
+
 // A shape-polymorphic JAX export (a '?' batch dimension) runs with two batch sizes: the module is
 // refined for each input's shape, so the same file serves both; a batch its assertion refuses stops
 // with JAX's message.

@@ -80,6 +80,9 @@ int main(int argc, char** argv) {
   run->add_option("--trace-svg", rc.trace_svg, "Draw the trace's timeline as SVG");
   run->add_option("--timeout", rc.timeout_s, "Seconds a collective waits for its peers")->capture_default_str()
       ->check(CLI::PositiveNumber);
+  run->add_option("--max-while-iterations", rc.max_while_iterations,
+                  "Refuse a while loop whose body would run more often than this (default: no limit)")
+      ->check(CLI::NonNegativeNumber);
   auto* sched = app.add_subcommand("schedule", "Simulate a pipeline schedule; print its timeline and bubble");
   tessera::tools::ScheduleCommand sc;
   auto* sched_kind = sched->add_option("--kind", sc.kind, "gpipe, 1f1b, interleaved or zb-h1")->capture_default_str();

@@ -184,6 +184,7 @@ int run_command(const RunCommand& c, std::ostream& out) {
     fail("--output-format: '{}' is neither npy nor safetensors", c.output_format);
   runtime::SessionOptions options;
   options.timeout = std::chrono::milliseconds(static_cast<int64_t>(c.timeout_s * 1000));
+  options.max_while_iterations = c.max_while_iterations;
   std::unique_ptr<interp::Trace> trace;
   if (!c.trace.empty() || !c.trace_svg.empty()) {
     trace = std::make_unique<interp::Trace>();

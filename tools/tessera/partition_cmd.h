@@ -37,6 +37,7 @@ struct RunCommand {
   std::string output_dir = ".";
   std::string output_format = "npy";  // npy: result<i>.npy; safetensors: results.safetensors (result<i>)
   double timeout_s = 60;  // how long a collective waits for its peers
+  int64_t max_while_iterations = -1;  // a while loop that would run its body more often is refused; -1: no limit
   std::string trace;      // non-empty: write the run's trace-event JSON here (trace_out.h)
   std::string trace_svg;  // non-empty: draw its timeline here
 };
