@@ -325,6 +325,7 @@ bool run_reduce(const Plan& plan, const Op& op, const std::function<const Litera
   FoldShape& f = p.fold();
   TESSERA_CHECK(fold_shape(op, f), "a fused reduce the plan could not fold");
   int reg = p.reg(x);
+  p.seal(reg);
   // The caller's destination (an executable's arena) or a fresh literal: filled with init first.
   if (results.empty()) results.emplace_back(op.result(0)->type());
   Literal& r = results.back();
@@ -375,6 +376,7 @@ bool Plan::run(const Op& op, const std::function<const Literal&(const Value*)>& 
   std::array<int, kMaxRiders> more_regs{};
   std::array<Literal*, kMaxRiders> more_out{};
   for (size_t j = 0; j < more.size(); ++j) more_regs[j] = p.reg(more[j]->result(0));
+  p.seal(result, {more_regs.data(), more.size()});
   // The result goes over a value of its type that dies here and that the loop reads only at the
   // element it writes (in place, never through a broadcast): that saves allocating and zeroing a
   // fresh buffer, and writes where the loop has just read. Moving a Literal keeps its buffer.
@@ -410,7 +412,7 @@ int64_t fusion_min_elements() {
 }
 
 namespace {
-std::atomic<int64_t> index_tests{0}, select_compares{0}, index_test_folds{0};
+std::atomic<int64_t> index_tests{0}, select_compares{0}, index_test_folds{0}, reused_registers{0};
 }  // namespace
 
 bool index_tests_on() {
@@ -426,5 +428,7 @@ int64_t select_compares_built() { return select_compares.load(std::memory_order_
 void count_select_compare() { select_compares.fetch_add(1, std::memory_order_relaxed); }
 int64_t index_test_folds_built() { return index_test_folds.load(std::memory_order_relaxed); }
 void count_index_test_fold() { index_test_folds.fetch_add(1, std::memory_order_relaxed); }
+int64_t register_reuses() { return reused_registers.load(std::memory_order_relaxed); }
+void count_register_reuses(int64_t n) { reused_registers.fetch_add(n, std::memory_order_relaxed); }
 
 }  // namespace tessera::exec

@@ -63,4 +63,9 @@ void count_select_compare();
 int64_t index_test_folds_built();
 void count_index_test_fold();
 
+// The scratch registers of fused loops that took the place of one no longer live
+// (fusion_program.h's seal) since start (for tests).
+int64_t register_reuses();
+void count_register_reuses(int64_t n);
+
 }  // namespace tessera::exec

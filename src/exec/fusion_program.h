@@ -85,6 +85,74 @@ class Program {
   // The loop's FoldShape (run_reduce's), in the workspace.
   FoldShape& fold() { return w_->fold; }
 
+  // Gives the scratch registers their places once the instructions are all added, before the loop
+  // runs with register `result` (and `more`, riders) read after each block. A register takes the
+  // place of one of its width whose last instruction came before its first, so a block's working
+  // set is the registers live at once, not every value of the tree (the loop of AdamW's update of p
+  // computes 6 values in 3 places), and registers of 4-byte elements lie 2 KiB apart (at a 4 KiB
+  // stride, every register fell into the same half of L1's sets). Registers that must hold through the
+  // block keep places of their own: an invariant load's (written by the first block only), the
+  // results, and any read before an instruction writes it.
+  void seal(int result, std::span<const int> more = {}) {
+    const size_t n = kinds().size();
+    constexpr int64_t kAlways = INT64_MAX;
+    std::vector<int64_t>& from = w_->live_from;
+    std::vector<int64_t>& to = w_->live_to;
+    from.assign(n, kAlways);
+    to.assign(n, -1);
+    auto pin = [&](int r) {
+      if (r < 0) return;
+      from[static_cast<size_t>(r)] = -1;
+      to[static_cast<size_t>(r)] = kAlways;
+    };
+    const std::span<const Instr> code = instrs();
+    for (size_t i = 0; i < code.size(); ++i) {
+      const auto at = static_cast<int64_t>(i);
+      for (int r : code[i].in) {
+        if (r < 0) continue;
+        if (from[static_cast<size_t>(r)] == kAlways) pin(r);  // read before written
+        to[static_cast<size_t>(r)] = std::max(to[static_cast<size_t>(r)], at);
+      }
+      // An invariant register is written in the first block only: no other may ever share its
+      // place, in a later block either.
+      if (code[i].invariant) pin(code[i].out);
+      const auto out = static_cast<size_t>(code[i].out);
+      from[out] = std::min(from[out], at);
+      to[out] = std::max(to[out], at);
+    }
+    pin(result);
+    for (int r : more) pin(r);
+    std::vector<std::pair<int64_t, int64_t>>& free = w_->free_places;
+    free.clear();
+    scratch_bytes_ = 0;
+    int64_t reused = 0;
+    auto place = [&](size_t r) {
+      const int64_t bytes = (kBlock * kinds()[r].width + 63) / 64 * 64;
+      auto it = std::find_if(free.begin(), free.end(), [&](const auto& f) { return f.first == bytes; });
+      if (it != free.end()) {
+        w_->kinds[r].offset = it->second;
+        free.erase(it);
+        ++reused;
+      } else {
+        w_->kinds[r].offset = scratch_bytes_;
+        scratch_bytes_ += bytes;
+      }
+    };
+    auto scratch_reg = [&](size_t r) { return !kinds()[r].in_place && from[r] != kAlways; };
+    for (size_t r = 0; r < n; ++r)
+      if (scratch_reg(r) && from[r] < 0) place(r);
+    for (int64_t i = 0; i < static_cast<int64_t>(code.size()); ++i) {
+      for (size_t r = 0; r < n; ++r)
+        if (scratch_reg(r) && from[r] == i) place(r);
+      for (size_t r = 0; r < n; ++r)  // after this instruction's output took its place
+        if (scratch_reg(r) && to[r] == i)
+          free.emplace_back((kBlock * kinds()[r].width + 63) / 64 * 64, kinds()[r].offset);
+    }
+    if (reused > 0) count_register_reuses(reused);
+    sealed_ = true;
+    sealed_result_ = result;
+  }
+
   // The register of `op`'s result, computed from its operands' registers.
   int compute(const Op& op) {
     const ir::Type& t = op.result(0)->type();
@@ -144,7 +212,7 @@ class Program {
   template <typename F>
   void sweep_range(int result, int64_t first, int64_t last, F&& consume) {
     std::byte* scratch = nullptr;
-    std::byte** regs = registers(kinds().size(), scratch_bytes_, scratch);
+    std::byte** regs = sealed_registers(result, scratch);
     sweep_blocks(regs, scratch, result, first, last, consume);
   }
 
@@ -154,7 +222,7 @@ class Program {
   template <typename F>
   void sweep_columns(int result, int64_t rows, int64_t len, int64_t c0, int64_t c1, F&& consume) {
     std::byte* scratch = nullptr;
-    std::byte** regs = registers(kinds().size(), scratch_bytes_, scratch);
+    std::byte** regs = sealed_registers(result, scratch);
     for (int64_t r = 0; r < rows; ++r) sweep_blocks(regs, scratch, result, r * len + c0, r * len + c1, consume);
   }
 
@@ -187,7 +255,7 @@ class Program {
     bool direct = w_->used > 0 && instrs().back().out == result && !instrs().back().invariant;
     auto groups = [&](int64_t first_row, int64_t last_row) {
       std::byte* scratch = nullptr;
-      std::byte** regs = registers(kinds().size(), scratch_bytes_, scratch);
+      std::byte** regs = sealed_registers(result, scratch);
       alignas(64) T stage[kGroup][kBlock];
       bool first = true;
       for (int64_t r = first_row; r < last_row; r += kGroup) {
@@ -268,7 +336,7 @@ class Program {
     // instruction runs for the first block only: its register is copied.
     bool direct = w_->used > 0 && instrs().back().out == result && !instrs().back().invariant;
     std::byte* scratch = nullptr;
-    std::byte** regs = registers(kinds().size(), scratch_bytes_, scratch);
+    std::byte** regs = sealed_registers(result, scratch);
     for (int64_t start = first; start < last; start += kBlock) {
       int64_t n = std::min(kBlock, last - start);
       point(regs, scratch, start);
@@ -287,6 +355,13 @@ class Program {
 
   const std::vector<Reg>& kinds() const { return w_->kinds; }
 
+  // The thread's registers for a run of the sealed loop (seal() placed them for `result`).
+  std::byte** sealed_registers(int result, std::byte*& scratch) const {
+    TESSERA_CHECK(sealed_ && result == sealed_result_, "a fused loop run for register {} but sealed for {}", result,
+                  sealed_ ? sealed_result_ : -1);
+    return registers(kinds().size(), scratch_bytes_, scratch);
+  }
+
   // The registers of the block at `start`: values read in place at their element, the rest in the
   // thread's scratch.
   void point(std::byte** regs, std::byte* scratch, int64_t start) const {
@@ -301,6 +376,7 @@ class Program {
   Instr& add() {
     if (w_->used == w_->instrs.size()) w_->instrs.emplace_back();
     Instr& s = w_->instrs[w_->used++];
+    sealed_ = false;
     s.fn = nullptr;
     s.in = {-1, -1, -1, -1};
     s.out = -1;
@@ -503,11 +579,10 @@ class Program {
     return -1;
   }
 
+  // A register in the scratch; seal() gives it its place.
   int scratch(ElementType e) {
     Reg g;
     g.width = ir::info(e).bytes;
-    g.offset = scratch_bytes_;
-    scratch_bytes_ += kBlock * 8;
     w_->kinds.push_back(g);
     return static_cast<int>(w_->kinds.size()) - 1;
   }
@@ -572,6 +647,8 @@ class Program {
   Workspace* w_ = nullptr;
   std::unique_ptr<Workspace> own_;
   int64_t scratch_bytes_ = 0;
+  bool sealed_ = false;
+  int sealed_result_ = -1;
 };
 
 }  // namespace fusion_program

@@ -286,6 +286,7 @@ void run_row_group(const MultiResultPlan& plan, const RowGroup& g,
       if (x->defining_op() && plan.computed_in(*x->defining_op(), op)) {
         programs[i].emplace(plan, op, value, x->type(), pool.spaces[i].get());
         m.reg = programs[i]->reg(x);
+        programs[i]->seal(m.reg);
       } else {
         m.stored = value(x).bytes().data();
       }
@@ -302,6 +303,7 @@ void run_row_group(const MultiResultPlan& plan, const RowGroup& g,
     std::span<const Op* const> riders = plan.riders(op);
     for (size_t j = 0; j < riders.size(); ++j) m.more[j] = programs[i]->reg(riders[j]->result(0));
     m.riders = riders.size();
+    programs[i]->seal(m.reg, {m.more.data(), m.riders});
     d += 1 + riders.size();
   }
   TESSERA_CHECK(d == dests.size(), "a row group of {} results given {} destinations", d, dests.size());

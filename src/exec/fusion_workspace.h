@@ -54,6 +54,10 @@ struct Workspace {
   size_t used = 0;
   FoldShape fold;
   bool busy = false;
+  // Program::seal's liveness: per register the first and last instruction touching it; the
+  // places in the scratch freed so far, as (bytes, offset).
+  std::vector<int64_t> live_from, live_to;
+  std::vector<std::pair<int64_t, int64_t>> free_places;
 };
 
 // The registers of a loop's chunk, in the run's cache on the thread that runs the program and in
