@@ -96,10 +96,10 @@ class Literal {
     }
   }
 
-  // Bitwise equality of type and storage (NaNs with the same bits are equal).
   // Whether every element has the same bits (false without elements).
   bool is_splat() const;
 
+  // Bitwise equality of type and storage (NaNs with the same bits are equal).
   bool operator==(const Literal& other) const {
     auto a = bytes(), b = other.bytes();
     return type_ == other.type_ && std::equal(a.begin(), a.end(), b.begin(), b.end()) &&
