@@ -371,7 +371,7 @@ TEST(ShardyExplicitReshards, TesseraMovesNoMoreBytesThanShardy) {
       int64_t devices = 1;
       for (const auto& m : module->meshes)
         if (!spmd::is_maximal(m)) devices = std::max(devices, m.num_devices());
-      spmd::LocalContext ctx{*module, devices, scratch};
+      spmd::LocalContext ctx{*module, devices, scratch, "", {}, false, ""};
       std::variant<Expected, std::string> theirs;
       try {
         theirs = shardy_bytes(*module, fn, checks.at(fn.name()), meshes, ctx);
