@@ -428,6 +428,13 @@ int64_t select_compares_built() { return select_compares.load(std::memory_order_
 void count_select_compare() { select_compares.fetch_add(1, std::memory_order_relaxed); }
 int64_t index_test_folds_built() { return index_test_folds.load(std::memory_order_relaxed); }
 void count_index_test_fold() { index_test_folds.fetch_add(1, std::memory_order_relaxed); }
+bool shared_places_on() {
+  static const bool on = [] {
+    const char* env = std::getenv("TESSERA_SHARED_PLACES");
+    return env == nullptr || std::string_view(env) != "0";
+  }();
+  return on;
+}
 int64_t register_reuses() { return reused_registers.load(std::memory_order_relaxed); }
 void count_register_reuses(int64_t n) { reused_registers.fetch_add(n, std::memory_order_relaxed); }
 

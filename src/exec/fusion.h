@@ -64,7 +64,10 @@ int64_t index_test_folds_built();
 void count_index_test_fold();
 
 // The scratch registers of fused loops that took the place of one no longer live
-// (fusion_program.h's seal) since start (for tests).
+// (fusion_program.h's seal) since start (for tests). TESSERA_SHARED_PLACES=0 in the environment
+// gives every register a place of its own, kBlock * 8 bytes apart (for measuring what sharing
+// gains, in one build).
+bool shared_places_on();
 int64_t register_reuses();
 void count_register_reuses(int64_t n);
 

@@ -126,9 +126,10 @@ class Program {
     free.clear();
     scratch_bytes_ = 0;
     int64_t reused = 0;
+    const bool share = shared_places_on();
     auto place = [&](size_t r) {
-      const int64_t bytes = (kBlock * kinds()[r].width + 63) / 64 * 64;
-      auto it = std::find_if(free.begin(), free.end(), [&](const auto& f) { return f.first == bytes; });
+      const int64_t bytes = share ? (kBlock * kinds()[r].width + 63) / 64 * 64 : kBlock * 8;
+      auto it = std::find_if(free.begin(), free.end(), [&](const auto& f) { return share && f.first == bytes; });
       if (it != free.end()) {
         w_->kinds[r].offset = it->second;
         free.erase(it);

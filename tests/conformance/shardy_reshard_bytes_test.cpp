@@ -71,7 +71,7 @@ std::map<std::string, std::vector<ShardyOp>> expected_collectives(const std::str
       if (std::regex_search(middle, mm, moved)) o.moved = mm[1];
       out[current].push_back(o);
     } else if (!current.empty() && std::regex_search(line, kept)) {
-      out[current].push_back(ShardyOp{"reshard", "", ""});  // Shardy leaves it to a later pass
+      out[current].push_back(ShardyOp{"reshard", "", "", ""});  // Shardy leaves it to a later pass
     }
   }
   return out;
