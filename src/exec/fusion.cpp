@@ -413,13 +413,16 @@ int64_t fusion_min_elements() {
 
 namespace {
 std::atomic<int64_t> index_tests{0}, select_compares{0}, index_test_folds{0}, reused_registers{0};
+
+// A switch for measuring a fused-loop path in one build: on unless the variable is "0".
+bool switched_on(const char* variable) {
+  const char* env = std::getenv(variable);
+  return env == nullptr || std::string_view(env) != "0";
+}
 }  // namespace
 
 bool index_tests_on() {
-  static const bool on = [] {
-    const char* env = std::getenv("TESSERA_INDEX_TESTS");
-    return env == nullptr || std::string_view(env) != "0";
-  }();
+  static const bool on = switched_on("TESSERA_INDEX_TESTS");
   return on;
 }
 int64_t index_tests_built() { return index_tests.load(std::memory_order_relaxed); }
@@ -429,10 +432,7 @@ void count_select_compare() { select_compares.fetch_add(1, std::memory_order_rel
 int64_t index_test_folds_built() { return index_test_folds.load(std::memory_order_relaxed); }
 void count_index_test_fold() { index_test_folds.fetch_add(1, std::memory_order_relaxed); }
 bool shared_places_on() {
-  static const bool on = [] {
-    const char* env = std::getenv("TESSERA_SHARED_PLACES");
-    return env == nullptr || std::string_view(env) != "0";
-  }();
+  static const bool on = switched_on("TESSERA_SHARED_PLACES");
   return on;
 }
 int64_t register_reuses() { return reused_registers.load(std::memory_order_relaxed); }
