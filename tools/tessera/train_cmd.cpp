@@ -210,7 +210,11 @@ int train_command(const TrainCommand& c, std::ostream& out_stream) {
   runtime::CompiledProgram compiled = session.compile(m, programs.train_step);
   // What a device will hold, before anything is staged: printed with --dry-run, and a run that
   // cannot fit is refused here rather than killed by the kernel later.
-  const MemoryEstimate memory = estimate_training_memory(compiled, programs, local_devices);
+  // With --eval-every the loss program is compiled here too: its arena and batches count.
+  std::optional<runtime::CompiledProgram> eval_compiled;
+  if (split) eval_compiled = session.compile(m, programs.loss);
+  MemoryEstimate memory = estimate_training_memory(compiled, programs, local_devices);
+  if (eval_compiled) add_evaluation(memory, *eval_compiled, programs, c.eval_batches);
   if (c.dry_run) {
     out << fmt::format("tessera train --dry-run: plan {} on {} device{} ({} in this process)\n", plan.name, devices,
                        devices == 1 ? "" : "s", local_devices)
@@ -323,7 +327,7 @@ int train_command(const TrainCommand& c, std::ostream& out_stream) {
   std::optional<runtime::ShardedProgram> eval;
   std::vector<std::vector<runtime::ShardedBuffer>> eval_batches;
   if (split) {
-    eval.emplace(session.sharded_program(session.compile(m, programs.loss)));
+    eval.emplace(session.sharded_program(*eval_compiled));
     Batches held{split->held_out, c.batch, c.seq, c.seed + 0x5eed};
     for (int64_t k = 1; k <= c.eval_batches; ++k) {
       eval_batches.push_back({stage_batch(*eval, np, held, k, false), stage_batch(*eval, np + 1, held, k, true)});

@@ -22,6 +22,7 @@ std::string MemoryEstimate::table() const {
   out += line("batch and step inputs", inputs);
   out += line("activations and temporaries (plan)", temporaries);
   out += line("collective buffers", collectives);
+  if (evaluation > 0) out += line("evaluation (--eval-every)", evaluation);
   out += line("total per device", per_device());
   out += fmt::format("  {:<34}{:>12}  ({} device{} in this process)\n", "total in this process",
                      support::format_bytes(process()), devices_here, devices_here == 1 ? "" : "s");
@@ -63,6 +64,14 @@ MemoryEstimate estimate_training_memory(const runtime::CompiledProgram& step, co
                                         int64_t devices_here) {
   return estimate_memory(*step.module, step.local_function(), step.report(), programs.num_parameters(),
                          programs.num_parameters() * programs.state_per_parameter, devices_here);
+}
+
+void add_evaluation(MemoryEstimate& e, const runtime::CompiledProgram& loss, const nn::Programs& programs,
+                    int64_t batches) {
+  MemoryEstimate l = estimate_memory(*loss.module, loss.local_function(), loss.report(), programs.num_parameters(), 0,
+                                     e.devices_here);
+  e.evaluation = l.temporaries + l.inputs * batches;
+  e.collectives = std::max(e.collectives, l.collectives);  // one program runs at a time
 }
 
 void check_fits(const MemoryEstimate& e, const std::string& what) {

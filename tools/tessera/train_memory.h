@@ -21,8 +21,11 @@ namespace tessera::tools {
 
 struct MemoryEstimate {
   int64_t parameters = 0, optimizer = 0, inputs = 0, temporaries = 0, collectives = 0;
+  // --eval-every: the loss program's own temporaries and the held-out batches staged for it, held
+  // beside the step's for the whole run (0 without evaluation; the table leaves its line out).
+  int64_t evaluation = 0;
   int64_t devices_here = 1;  // devices in this process
-  int64_t per_device() const { return parameters + optimizer + inputs + temporaries + collectives; }
+  int64_t per_device() const { return parameters + optimizer + inputs + temporaries + collectives + evaluation; }
   int64_t process() const { return per_device() * devices_here; }
   // The table: one line per kind, the per-device total, and this process's total.
   std::string table() const;
@@ -36,6 +39,11 @@ MemoryEstimate estimate_memory(const ir::Module& module, const ir::Function& loc
 
 MemoryEstimate estimate_training_memory(const runtime::CompiledProgram& step, const nn::Programs& programs,
                                         int64_t devices_here);
+// Adds what evaluating with `loss` (the partitioned @loss: parameters, tokens, targets) on
+// `batches` staged held-out batches holds per device: its plan's temporaries (its arena stays with
+// its executable, beside the step's) and the batches' pieces. The parameters are the step's own.
+void add_evaluation(MemoryEstimate& e, const runtime::CompiledProgram& loss, const nn::Programs& programs,
+                    int64_t batches);
 
 // A UserError with the table and the limit when the process would need more than the limit.
 void check_fits(const MemoryEstimate& e, const std::string& what);
