@@ -413,6 +413,19 @@ TEST(TrainCommand, PipelineErrorsNameTheOption) {
   EXPECT_NE(error([](TrainCommand& c) { c.schedule = "2f2b"; }).find("--schedule 2f2b"), std::string::npos);
   EXPECT_EQ(error([](TrainCommand& c) { c.plan = "dp", c.schedule_svg = "x.svg"; }),
             "--schedule-svg x.svg: needs a pipeline plan (--plan pp=P...)");
+  // The pipeline's own options are refused with another plan, not ignored.
+  EXPECT_EQ(error([](TrainCommand& c) { c.plan = "dp", c.microbatches = 8, c.schedule = "gpipe"; }),
+            "--schedule gpipe: needs a pipeline plan (--plan pp=P...)");
+  EXPECT_EQ(error([](TrainCommand& c) { c.plan = "fsdp"; }),
+            "--microbatches 4: needs a pipeline plan (--plan pp=P...); under --plan fsdp, --accumulate N splits each "
+            "step's batch into N microbatches");
+  EXPECT_EQ(error([](TrainCommand& c) { c.plan = "tp", c.microbatches = 8, c.virtual_stages = 2; }),
+            "--virtual 2: needs a pipeline plan (--plan pp=P... --schedule interleaved)");
+  // --dry-run has no estimate for a pipeline: refused before anything is built (it used to train).
+  EXPECT_EQ(error([](TrainCommand& c) { c.dry_run = true; }),
+            "--dry-run --plan pp=2: pipeline plans have no memory estimate before running; a run prints each stage's "
+            "parameters, optimizer state and peak saved activations at its end (--steps 1 is enough)");
+  EXPECT_EQ(out.str().find("step 1/"), std::string::npos) << out.str();
 }
 
 }  // namespace

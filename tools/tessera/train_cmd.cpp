@@ -153,6 +153,13 @@ int train_command(const TrainCommand& c, std::ostream& out_stream) {
   if (c.plan.find("pp=") != std::string::npos && !c.emit_program.empty())
     fail("--emit-program {}: a pipeline plan is several programs; --emit-program takes dp, fsdp, zero1, tp, dp,tp, ctx, ep or dp,ep",
          c.emit_program);
+  // A pipeline's memory is its stages' and its schedule's (what 1F1B saves over GPipe); the step's
+  // buffer plan that --dry-run reads does not exist for it. Refused rather than ignored (a dry run
+  // that trained for 400 steps): the run's end prints each stage's bytes.
+  if (c.plan.find("pp=") != std::string::npos && c.dry_run)
+    fail("--dry-run --plan {}: pipeline plans have no memory estimate before running; a run prints each stage's "
+         "parameters, optimizer state and peak saved activations at its end (--steps 1 is enough)",
+         c.plan);
   nn::CausalLM model(cfg);
   if (c.plan.find("pp=") != std::string::npos && cfg.experts > 0)
     fail("--plan {} --moe {}: pipeline plans do not carry the MoE load-balancing loss across stages; use dp, fsdp, "
@@ -161,6 +168,15 @@ int train_command(const TrainCommand& c, std::ostream& out_stream) {
     return train_pipeline(c, out_stream, text, corpus_path, model);
   if (!c.schedule_svg.empty()) fail("--schedule-svg {}: needs a pipeline plan (--plan pp=P...)", c.schedule_svg);
   if (!c.schedule_csv.empty()) fail("--schedule-csv {}: needs a pipeline plan (--plan pp=P...)", c.schedule_csv);
+  // The other pipeline options, given with another plan, would be ignored: refused the same way.
+  const TrainCommand defaults;
+  if (c.schedule != defaults.schedule) fail("--schedule {}: needs a pipeline plan (--plan pp=P...)", c.schedule);
+  if (c.microbatches != defaults.microbatches)
+    fail("--microbatches {}: needs a pipeline plan (--plan pp=P...); under --plan {}, --accumulate N splits each "
+         "step's batch into N microbatches",
+         c.microbatches, c.plan);
+  if (c.virtual_stages != defaults.virtual_stages)
+    fail("--virtual {}: needs a pipeline plan (--plan pp=P... --schedule interleaved)", c.virtual_stages);
   check_checkpoint_options(c);
   // With --eval-every the last 10 % of the corpus is held out: it is never trained on.
   std::optional<CorpusSplit> split;
