@@ -246,6 +246,39 @@ TEST(RunCommand, WritesResultsEqualToOneDevice) {
   EXPECT_NE(out.str().find("ran @main on 4 host devices; 1 collectives"), std::string::npos) << out.str();
 }
 
+// Without --devices a sharded module runs on as many host devices as its mesh has (it used to run
+// on 1 and be refused: "sharded over mesh @mesh of 4 devices, but the session has 1"), with the
+// same results; a mesh of more than 64 devices needs them asked for.
+TEST(RunCommand, WithoutDevicesTheMeshSaysHowMany) {
+  TempDir dir;
+  std::string file = dir.file("m.mlir", kModule);
+  ir::Literal x = filled(ir::f32({8, 4}), 1.5), w = filled(ir::f32({4, 3}), 0.25);
+  interp::save_npy(x, (dir.path / "x.npy").string());
+  interp::save_npy(w, (dir.path / "w.npy").string());
+  RunCommand c;
+  c.file = file;
+  c.inputs = {"arg0=" + (dir.path / "x.npy").string(), "arg1=" + (dir.path / "w.npy").string()};
+  c.output_dir = (dir.path / "out").string();
+  std::ostringstream out;
+  ASSERT_EQ(run_command(c, out), 0);
+  EXPECT_NE(out.str().find("ran @main on 4 host devices"), std::string::npos) << out.str();
+  std::vector<ir::Literal> want = interp::evaluate(*stablehlo::parse(kModule), "main", {x, w});
+  ir::Literal got = interp::load_npy((dir.path / "out" / "result0.npy").string());
+  ASSERT_EQ(got.type(), want[0].type());
+  for (int64_t i = 0; i < got.num_elements(); ++i) EXPECT_NEAR(got.get_double(i), want[0].get_double(i), 1e-5);
+  // --mesh resizes the mesh, and the default follows it.
+  c.mesh = "data=2";
+  std::ostringstream two;
+  ASSERT_EQ(run_command(c, two), 0);
+  EXPECT_NE(two.str().find("ran @main on 2 host devices"), std::string::npos) << two.str();
+  c.mesh = "data=128";
+  std::string e = testing::error_of([&] { run_command(c, out); });
+  EXPECT_NE(e.find("its mesh @mesh has 128 devices, more than 64 host devices in one process; pass --devices 128 "
+                   "(with --force)"),
+            std::string::npos)
+      << e;
+}
+
 TEST(RunCommand, ARunThatCannotFitIsRefusedBeforeItStarts) {
   TempDir dir;
   RunCommand c;

@@ -65,7 +65,8 @@ int main(int argc, char** argv) {
   auto* run = app.add_subcommand("run", "Run a StableHLO module on host devices or MPI ranks");
   tessera::tools::RunCommand rc;
   run->add_option("file", rc.file, "StableHLO module (.mlir)")->required()->check(CLI::ExistingFile);
-  run->add_option("--devices", rc.devices, "Number of host devices (with --backend mpi: devices per rank)")
+  run->add_option("--devices", rc.devices, "Number of host devices (default: as many as the module's mesh has; with "
+                  "--backend mpi: devices per rank, default 1)")
       ->check(CLI::PositiveNumber);
   run->add_option("--backend", rc.backend, "host (threads of this process) or mpi (under mpirun; rank 0 prints)")
       ->check(CLI::IsMember({"host", "mpi"}));

@@ -13,6 +13,7 @@
 #include "runtime/checkpoint.h"
 #include "runtime/session.h"
 #include "runtime/sharding_picture.h"
+#include "spmd/mesh_math.h"
 #include "spmd/partition.h"
 #include "stablehlo/parser.h"
 #include "stablehlo/printer.h"
@@ -149,8 +150,30 @@ int partition_command(const PartitionCommand& c, std::ostream& out) {
   return 0;
 }
 
-int run_command(const RunCommand& c, std::ostream& out) {
+namespace {
+
+// `tessera run` without --devices on host devices: the devices the partitioner needs, the largest of
+// the module's meshes (a maximal mesh names one device of them), or 1 without any.
+int64_t mesh_devices(const ir::Module& m, const std::string& file) {
+  int64_t n = 1;
+  std::string name;
+  for (const ir::Mesh& mesh : m.meshes)
+    if (!spmd::is_maximal(mesh) && mesh.num_devices() > n) n = mesh.num_devices(), name = mesh.name;
+  // As many as `--devices` takes without --force (main.cpp); a larger mesh is run only on request.
+  constexpr int64_t kMaxDefault = 64;
+  if (n > kMaxDefault)
+    fail("{}: its mesh @{} has {} devices, more than {} host devices in one process; pass --devices {} (with --force) "
+         "to run it so, or --mesh to run it on fewer",
+         file, name, n, kMaxDefault, n);
+  return n;
+}
+
+}  // namespace
+
+int run_command(const RunCommand& c_in, std::ostream& out) {
+  RunCommand c = c_in;
   auto m = load(c.file, c.mesh);
+  if (c.devices == 0) c.devices = c.backend == "mpi" ? 1 : mesh_devices(*m, c.file);
   const ir::Function* polymorphic = &entry(*m, c.function);
   std::vector<std::optional<ir::Literal>> given(polymorphic->num_parameters());
   for (const std::string& spec : c.inputs) {

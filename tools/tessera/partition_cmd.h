@@ -30,7 +30,9 @@ struct RunCommand {
   std::string file;
   std::string function;
   std::string mesh;
-  int64_t devices = 1;              // host: the devices; mpi: devices per rank
+  // host: the devices (0: as many as the module's mesh has, as the partitioner counts them);
+  // mpi: devices per rank (0: 1)
+  int64_t devices = 0;
   std::string backend = "host";     // "host" or "mpi" (under mpirun: every rank runs, rank 0 writes and prints)
   // "argN=path.npy" or "N=path.npy"; path.safetensors (one array) or path.safetensors:NAME
   std::vector<std::string> inputs;
