@@ -386,6 +386,25 @@ TEST(TrainCommand, EveryPipelinePlanRuns) {
   }
 }
 
+// A refusal names the option it comes from: a plan the model cannot take names --plan (it used to
+// be blamed on --no-decay, whatever it was), a no-decay typo names --no-decay.
+TEST(TrainCommand, SpmdErrorsNameTheOption) {
+  TempDir dir;
+  std::ofstream(dir.path / "corpus.txt") << corpus_text();
+  std::ostringstream out;
+  TrainCommand c = small(dir.path / "corpus.txt");
+  c.plan = "ctx=4";
+  c.devices = 4;
+  c.seq = 12;  // 8 chunks of a causal ring over 4 devices do not divide 12
+  std::string e = testing::error_of([&] { train_command(c, out); });
+  EXPECT_EQ(e.rfind("--plan ctx=4: ", 0), 0u) << e;
+  EXPECT_NE(e.find("12 does not divide"), std::string::npos) << e;
+  c = small(dir.path / "corpus.txt");
+  c.no_decay = "*norm,embd";
+  e = testing::error_of([&] { train_command(c, out); });
+  EXPECT_EQ(e.rfind("--no-decay *norm,embd: no-decay pattern 'embd' matches no parameter", 0), 0u) << e;
+}
+
 TEST(TrainCommand, PipelineErrorsNameTheOption) {
   TempDir dir;
   std::ofstream(dir.path / "corpus.txt") << corpus_text();

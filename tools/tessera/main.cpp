@@ -32,6 +32,19 @@ std::string command_name(const CLI::App& app) {
 
 constexpr int64_t kMaxHostDevices = 64;
 
+// CLI11's PositiveNumber and NonNegativeNumber refuse a value as "Value 0 not in range 0.000000 to
+// 1797693134862315708145274237317043567980...": a range of 309 digits that seems to hold the value.
+// These say what is expected (the help shows the same tags, INT:POSITIVE).
+std::string checked_number(const std::string& v, bool zero_allowed) {
+  char* end = nullptr;
+  const double d = std::strtod(v.c_str(), &end);
+  const bool number = end != v.c_str() && *end == '\0';
+  if (number && (zero_allowed ? d >= 0 : d > 0)) return "";
+  return fmt::format("expected {}, got '{}'", zero_allowed ? "a number >= 0" : "a positive number", v);
+}
+const CLI::Validator kPositive([](std::string& v) { return checked_number(v, false); }, "POSITIVE");
+const CLI::Validator kNonNegative([](std::string& v) { return checked_number(v, true); }, "NONNEGATIVE");
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -44,7 +57,7 @@ int main(int argc, char** argv) {
   double timeout_s = 30;
   check->add_option("files", files, "Test files (.mlir)")->required()->check(CLI::ExistingFile);
   check->add_option("--timeout", timeout_s, "Seconds a collective waits for its peers")
-      ->check(CLI::PositiveNumber);
+      ->check(kPositive);
   bool check_executable = false;
   std::string probe_dir;
   check->add_option("--probe-dir", probe_dir,
@@ -67,7 +80,7 @@ int main(int argc, char** argv) {
   run->add_option("file", rc.file, "StableHLO module (.mlir)")->required()->check(CLI::ExistingFile);
   run->add_option("--devices", rc.devices, "Number of host devices (default: as many as the module's mesh has; with "
                   "--backend mpi: devices per rank, default 1)")
-      ->check(CLI::PositiveNumber);
+      ->check(kPositive);
   run->add_option("--backend", rc.backend, "host (threads of this process) or mpi (under mpirun; rank 0 prints)")
       ->check(CLI::IsMember({"host", "mpi"}));
   run->add_option("--input", rc.inputs, "argN=file.npy, argN=file.safetensors or argN=file.safetensors:NAME, one per parameter");
@@ -80,10 +93,10 @@ int main(int argc, char** argv) {
                   "and collective");
   run->add_option("--trace-svg", rc.trace_svg, "Draw the trace's timeline as SVG");
   run->add_option("--timeout", rc.timeout_s, "Seconds a collective waits for its peers")->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(kPositive);
   run->add_option("--max-while-iterations", rc.max_while_iterations,
                   "Refuse a while loop whose body would run more often than this (default: no limit)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(kNonNegative);
   auto* sched = app.add_subcommand("schedule", "Simulate a pipeline schedule; print its timeline and bubble");
   tessera::tools::ScheduleCommand sc;
   auto* sched_kind = sched->add_option("--kind", sc.kind, "gpipe, 1f1b, interleaved or zb-h1")->capture_default_str();
@@ -104,33 +117,33 @@ int main(int argc, char** argv) {
                     "split, ring attention), ep[=N] (experts split), dp,ep, or a pipeline pp=P[,dp=D][,tp=T]")
       ->capture_default_str();
   train->add_option("--devices", tc.devices, "Host devices (default 4); with --backend mpi, devices per rank (default 1)")
-      ->check(CLI::PositiveNumber);
+      ->check(kPositive);
   train->add_option("--backend", tc.backend, "host (threads of this process) or mpi (under mpirun; rank 0 prints)")
       ->capture_default_str()->check(CLI::IsMember({"host", "mpi"}));
-  train->add_option("--steps", tc.steps, "Training steps")->capture_default_str()->check(CLI::PositiveNumber);
-  train->add_option("--batch", tc.batch, "Sequences per step")->capture_default_str()->check(CLI::PositiveNumber);
-  train->add_option("--seq", tc.seq, "Bytes per sequence")->capture_default_str()->check(CLI::PositiveNumber);
+  train->add_option("--steps", tc.steps, "Training steps")->capture_default_str()->check(kPositive);
+  train->add_option("--batch", tc.batch, "Sequences per step")->capture_default_str()->check(kPositive);
+  train->add_option("--seq", tc.seq, "Bytes per sequence")->capture_default_str()->check(kPositive);
   train->add_option("--lr", tc.lr, "AdamW learning rate")->capture_default_str();
   train->add_option("--weight-decay", tc.weight_decay, "AdamW's decoupled weight decay (PyTorch's default)")
-      ->capture_default_str()->check(CLI::NonNegativeNumber);
+      ->capture_default_str()->check(kNonNegative);
   train->add_option("--no-decay", tc.no_decay, "Comma-separated name patterns (fnmatch) of parameters without weight decay; '' for none")
       ->capture_default_str();
   train->add_option("--lr-schedule", tc.lr_schedule, "Learning-rate schedule after the warmup: cosine, linear or constant")
       ->capture_default_str()->check(CLI::IsMember({"cosine", "linear", "constant"}));
   train->add_option("--warmup", tc.warmup, "Steps of linear learning-rate warmup")->capture_default_str()
-      ->check(CLI::NonNegativeNumber);
+      ->check(kNonNegative);
   train->add_option("--min-lr", tc.min_lr, "Learning rate at the end of the linear or cosine decay")->capture_default_str()
-      ->check(CLI::NonNegativeNumber);
+      ->check(kNonNegative);
   train->add_option("--lr-steps", tc.lr_steps, "The step the decay ends at (default: this run's last step)")
-      ->check(CLI::PositiveNumber);
+      ->check(kPositive);
   train->add_option("--clip-norm", tc.clip_norm, "Clip the gradients to this global L2 norm (0: no clipping)")
-      ->capture_default_str()->check(CLI::NonNegativeNumber);
+      ->capture_default_str()->check(kNonNegative);
   train->add_option("--precision", tc.precision,
                     "f32, or bf16: mixed precision (bf16 matmuls and activations; f32 parameters, optimizer state, norms, "
                     "softmax and loss)")
       ->capture_default_str()->check(CLI::IsMember({"f32", "bf16"}));
   train->add_option("--accumulate", tc.accumulate, "Microbatches per step (gradient accumulation)")
-      ->capture_default_str()->check(CLI::PositiveNumber);
+      ->capture_default_str()->check(kPositive);
   train->add_option("--d-model", tc.d_model, "Model width")->capture_default_str();
   train->add_option("--layers", tc.layers, "Transformer blocks")->capture_default_str();
   train->add_option("--heads", tc.heads, "Query heads")->capture_default_str();
@@ -146,13 +159,13 @@ int main(int argc, char** argv) {
   train->add_option("--save", tc.save, "Checkpoint directory: each save adds step-<N>/ and then points DIR/latest at it");
   train->add_option("--resume", tc.resume, "Checkpoint to start from: a --save directory (its latest) or a step directory (any plan, pipelines included, or device count)");
   train->add_option("--save-every", tc.save_every, "Also save every N steps (needs --save)")
-      ->check(CLI::PositiveNumber);
+      ->check(kPositive);
   train->add_option("--keep", tc.keep, "Checkpoints kept in the --save directory (the newest)")
-      ->capture_default_str()->check(CLI::PositiveNumber);
+      ->capture_default_str()->check(kPositive);
   train->add_option("--eval-every", tc.eval_every, "Evaluate on the held-out last 10 % of the corpus every N steps")
-      ->check(CLI::PositiveNumber);
+      ->check(kPositive);
   train->add_option("--eval-batches", tc.eval_batches, "Batches per evaluation")
-      ->capture_default_str()->check(CLI::PositiveNumber);
+      ->capture_default_str()->check(kPositive);
   train->add_option("--losses", tc.losses, "File to write each step's loss to (step, %.9g, hex float)");
   train->add_option("--sample", tc.sample, "Bytes of text to generate at the end")->capture_default_str();
   // The bar redraws one line with carriage returns: right on a terminal, 400 updates on one line
@@ -172,9 +185,9 @@ int main(int argc, char** argv) {
   auto* train_schedule = train->add_option("--schedule", tc.schedule, "Pipeline schedule (pp plans): gpipe, 1f1b, interleaved or zb-h1")
       ->capture_default_str();
   auto* train_microbatches = train->add_option("--microbatches", tc.microbatches, "Microbatches per step (pp plans)")
-      ->capture_default_str()->check(CLI::PositiveNumber);
+      ->capture_default_str()->check(kPositive);
   auto* train_virtual = train->add_option("--virtual", tc.virtual_stages, "Virtual stages per stage (pp plans, interleaved)")
-      ->capture_default_str()->check(CLI::PositiveNumber);
+      ->capture_default_str()->check(kPositive);
   train->add_option("--schedule-csv", tc.schedule_csv,
                     "Your own pipeline schedule (pp plans), as PyTorch's pipelining _load_csv reads it: a row per stage, "
                     "a column per time step, cells like 1F0, 0B2, 1I3, 0W1 (compute_only: the sends and receives are "
@@ -186,16 +199,16 @@ int main(int argc, char** argv) {
   tessera::tools::GenerateCommand gc;
   gen->add_option("--resume", gc.resume, "Checkpoint: a --save directory (its latest) or a step directory")->required();
   gen->add_option("--prompt", gc.prompts, "A prompt (repeat for several, generated together in one batch)")->required();
-  gen->add_option("--tokens", gc.tokens, "New tokens (bytes) per prompt")->capture_default_str()->check(CLI::PositiveNumber);
+  gen->add_option("--tokens", gc.tokens, "New tokens (bytes) per prompt")->capture_default_str()->check(kPositive);
   gen->add_option("--plan", gc.plan,
                   "tp (heads and KV cache split over the devices), dp (the prompts split), ctx (the KV cache split "
                   "by position) or ep (an MoE model's experts and the prompts split)")
       ->capture_default_str()->check(CLI::IsMember({"tp", "dp", "ctx", "ep"}));
-  gen->add_option("--devices", gc.devices, "Host devices")->capture_default_str()->check(CLI::PositiveNumber);
+  gen->add_option("--devices", gc.devices, "Host devices")->capture_default_str()->check(kPositive);
   gen->add_option("--temperature", gc.temperature, "Sampling temperature; 0 is greedy")->capture_default_str()
-      ->check(CLI::NonNegativeNumber);
+      ->check(kNonNegative);
   gen->add_option("--top-k", gc.top_k, "Sample among the k likeliest tokens (0: all)")->capture_default_str()
-      ->check(CLI::NonNegativeNumber);
+      ->check(kNonNegative);
   gen->add_option("--seed", gc.seed, "Sampler seed")->capture_default_str();
   gen->add_flag("--print-tokens", gc.print_tokens, "Also print each sequence's token ids");
   gen->add_option("--block-size", gc.block_size, "Positions per block of the paged KV cache; 0: a contiguous cache "
@@ -204,17 +217,17 @@ int main(int argc, char** argv) {
   gen->add_option("--stop", gc.stops, "A stop string: a sequence stops once its new bytes end with it (repeat for several)");
   gen->add_option("--stop-byte", gc.stop_bytes, "An end token: a sequence stops after generating this byte (0-255; repeat)");
   gen->add_option("--max-batch", gc.max_batch, "Decode slots (paged cache): more prompts wait and take the slots and "
-                  "blocks of finished sequences (default: one slot per prompt)")->check(CLI::PositiveNumber);
+                  "blocks of finished sequences (default: one slot per prompt)")->check(kPositive);
   gen->add_option("--prefill-rows", gc.prefill_rows, "Prompts per prefill run (default: every slot when all prompts "
-                  "have one, else 1)")->check(CLI::PositiveNumber);
+                  "have one, else 1)")->check(kPositive);
   auto* bench = app.add_subcommand("bench", "Time collectives against OpenMPI's and memcpy (nccl-tests' bandwidths)");
   tessera::tools::BenchCommand bc;
   bench->add_option("what", bc.what, "What to time: collectives")->required()->check(CLI::IsMember({"collectives"}));
   bench->add_option("--devices", bc.devices, "Host devices (and OpenMPI ranks)")->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(kPositive);
   bench->add_option("--devices-per-rank", bc.devices_per_rank,
                     "With --backend mpi: devices (threads) per rank; --devices / this many ranks")
-      ->capture_default_str()->check(CLI::PositiveNumber);
+      ->capture_default_str()->check(kPositive);
   bench->add_option("--backend", bc.backend, "host (threads of this process) or mpi (Tessera's MPI communicator)")
       ->capture_default_str()->check(CLI::IsMember({"host", "mpi"}));
   bench->add_option("--json", bc.json, "Write the records as JSON");

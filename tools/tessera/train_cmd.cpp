@@ -210,12 +210,21 @@ int train_command(const TrainCommand& c, std::ostream& out_stream) {
                                   .with(adam)
                                   .sharded(plan);
   if (c.clip_norm > 0) training = training.clipped(c.clip_norm);
+  // A no-decay pattern that matches no parameter is named with the option; capture's other
+  // refusals (a plan the model cannot take) name their own cause.
+  try {
+    std::vector<std::string> names;
+    for (const nn::ParamSpec& p : nn::parameter_specs(cfg)) names.push_back(p.name);
+    nn::check_no_decay(adam, names);
+  } catch (const support::UserError& e) {
+    fail("--no-decay {}: {}", c.no_decay, e.what());
+  }
   ir::Module m("train");
   nn::Programs programs;
   try {
     programs = nn::capture(m, training);
   } catch (const support::UserError& e) {
-    fail("--no-decay {}: {}", c.no_decay, e.what());
+    fail("--plan {}: {}", c.plan, e.what());
   }
   if (!c.emit_program.empty()) {
     support::write_file_atomically(c.emit_program, {stablehlo::print(m)});
