@@ -186,6 +186,9 @@ class FragmentPipeline {
   const runtime::Session* session(int64_t stage) const;
   const ir::Mesh* stage_mesh(int64_t stage = 0) const;
   int64_t devices_of(size_t fragment) const;
+  // The stage programs compiled for the fragments: fragments of a stage that compute the same
+  // program (every microbatch's forward of a virtual stage) share one, and its arenas.
+  size_t programs_compiled() const;
   bool runs_here(int64_t stage) const;  // always on one rank
   Ranks& ranks() const { return *options_.ranks; }  // FragmentPipelineOptions::ranks, or its own
   // A value of stage `stage`, whole. On a stage over several ranks, each of them calls it alike.

@@ -20,6 +20,7 @@
 #include "mpmd/fragment_pipeline.h"
 #include "runtime/layout.h"
 #include "spmd/reshard.h"
+#include "stablehlo/printer.h"
 #include "support/error.h"
 #include "support/threads.h"
 
@@ -123,7 +124,11 @@ struct FragmentPipeline::Compiled {
   // the layouts, where another rank runs the stage).
   std::vector<std::unique_ptr<runtime::Session>> sessions;
   int64_t spanning_stage = -1;  // the stage this rank runs with other ranks, if any
-  std::vector<std::unique_ptr<StageProgram>> programs;  // per fragment
+  // Per fragment; fragments of a stage that are one program (the forward of every microbatch, say)
+  // share it: one compile, one arena per device. A stage runs its list one instruction at a time,
+  // so a shared program's run context never serves two runs at once.
+  std::vector<std::shared_ptr<StageProgram>> programs;
+  size_t distinct = 0;  // programs compiled
   // The layout a value posted to a mesh takes there: that of its first reader on the mesh.
   std::map<std::pair<size_t, size_t>, ir::Sharding> arrival_layouts;
 };
@@ -166,12 +171,22 @@ void FragmentPipeline::compile_fragments() {
       c.sessions.push_back(std::make_unique<runtime::Session>(runtime::Session::host(devices, so)));
     }
   }
+  std::map<std::pair<size_t, std::string>, std::shared_ptr<StageProgram>> same;  // (stage, program text)
   for (const Fragment& f : plan_.fragments) {
-    try {
-      c.programs.push_back(std::make_unique<StageProgram>(c.sessions[f.mesh].get(), *f.module, f.function));
-    } catch (const support::UserError& e) {
-      fail("fragment {} on stage {}: {}", f.index, f.mesh, e.what());
+    // The text with the fragment's own name (fragment<index>_<mesh>) taken out: what it computes.
+    std::string text = stablehlo::print(*f.module);
+    for (size_t at = 0; (at = text.find("@" + f.function + "(", at)) != std::string::npos;)
+      text.replace(at, f.function.size() + 1, "@fragment");
+    std::shared_ptr<StageProgram>& program = same[{f.mesh, text}];
+    if (!program) {
+      try {
+        program = std::make_shared<StageProgram>(c.sessions[f.mesh].get(), *f.module, f.function);
+      } catch (const support::UserError& e) {
+        fail("fragment {} on stage {}: {}", f.index, f.mesh, e.what());
+      }
+      c.distinct++;
     }
+    c.programs.push_back(program);
     for (size_t k = 0; k < f.inputs.size(); ++k)
       if (f.inputs[k].kind == Binding::Kind::kValue)
         c.arrival_layouts.try_emplace({f.inputs[k].index, f.mesh}, c.programs.back()->input_layout(k));
@@ -186,6 +201,8 @@ const ir::Mesh* FragmentPipeline::stage_mesh(int64_t stage) const {
   const std::optional<ir::Mesh>& m = meshes_.at(static_cast<size_t>(stage));
   return m ? &*m : nullptr;
 }
+
+size_t FragmentPipeline::programs_compiled() const { return compiled_->distinct; }
 
 int64_t FragmentPipeline::devices_of(size_t fragment) const {
   const ir::Mesh* mesh = stage_mesh(static_cast<int64_t>(plan_.fragments.at(fragment).mesh));

@@ -194,6 +194,8 @@ int train_pipeline(const TrainCommand& c, std::ostream& out_stream, const std::s
   options.clip_norm = c.clip_norm;  // the global norm over every stage's gradients
   options.remat = c.remat;          // each backward recomputes its stage's forward from the stage's input
   if (c.profile) options.profile = &profile;
+  support::reset_peak_bytes_held();
+  const int64_t held_before = support::bytes_held();
   std::unique_ptr<mpmd::FragmentTrainer> trainer;
   try {
     trainer = std::make_unique<mpmd::FragmentTrainer>(model, schedule, nn::init_parameters(model.config(), c.seed),
@@ -445,6 +447,10 @@ int train_pipeline(const TrainCommand& c, std::ostream& out_stream, const std::s
   }
   out << fmt::format("  transfers per step: {} between stages (each destination device receives its own piece)\n",
                      support::format_bytes(transferred));
+  out << fmt::format("  fragments: {} run by {} compiled programs (every microbatch's pass of a virtual stage is one)\n",
+                     trainer->pipeline().plan().fragments.size(), trainer->pipeline().programs_compiled());
+  out << fmt::format("  array memory peak  {} in this process (its {} host device{})\n",
+                     support::format_bytes(support::peak_bytes_held() - held_before), per_rank, per_rank == 1 ? "" : "s");
 
   // The bubble: measured, and the simulator replaying the schedule with the measured medians.
   std::vector<schedule::FragmentTimes> medians = schedule::median_fragment_times(schedule, measured);
