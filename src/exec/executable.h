@@ -119,6 +119,8 @@ class Executable {
   // planned(): values of while bodies are not planned.
   int64_t arena_bytes() const;
   int64_t peak_bytes() const;
+  // What a run context holds for good: this function's arena and its callees'.
+  int64_t context_bytes() const;
   bool planned() const;
 
   const ir::Function& function() const;

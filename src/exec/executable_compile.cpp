@@ -360,6 +360,7 @@ const ir::Function& Executable::function() const { return *code_->fn; }
 const Executable::Stats& Executable::stats() const { return code_->stats; }
 int64_t Executable::arena_bytes() const { return code_->arena_bytes; }
 int64_t Executable::peak_bytes() const { return code_->peak_bytes; }
+int64_t Executable::context_bytes() const { return code_->context_bytes; }
 bool Executable::planned() const { return code_->planned; }
 int64_t Executable::compilations() { return compiled.load(); }
 

@@ -142,6 +142,10 @@ class StageProgram {
   std::vector<runtime::ShardedBuffer> execute(std::vector<runtime::ShardedBuffer>& args,
                                               const interp::Options& options) const;
   const runtime::ShardedProgram* sharded() const { return program_.get(); }
+  // One device's program (on a group, the partitioned local one), and what a run context of it
+  // holds for good on each device (its arenas).
+  const ir::Function& local_function() const;
+  int64_t context_bytes() const;
 
  private:
   std::unique_ptr<runtime::ShardedProgram> program_;
@@ -189,6 +193,14 @@ class FragmentPipeline {
   // The stage programs compiled for the fragments: fragments of a stage that compute the same
   // program (every microbatch's forward of a virtual stage) share one, and its arenas.
   size_t programs_compiled() const;
+  // What one device of each stage holds for `compiled`'s run, known before it runs: the run
+  // contexts of the stage's programs, and its store at its fullest (the values kept for later
+  // instructions, with a running fragment's inputs and results together), of which saved
+  // activations. Pieces of a stage's group are its device 0's (the largest where uneven).
+  struct StageMemory {
+    int64_t programs = 0, store = 0, saved = 0;
+  };
+  std::vector<StageMemory> memory_plan(const CompiledSchedule& compiled) const;
   bool runs_here(int64_t stage) const;  // always on one rank
   Ranks& ranks() const { return *options_.ranks; }  // FragmentPipelineOptions::ranks, or its own
   // A value of stage `stage`, whole. On a stage over several ranks, each of them calls it alike.

@@ -18,6 +18,8 @@
 #include "exec/executable.h"
 #include "interp/interpreter.h"
 #include "mpmd/fragment_pipeline.h"
+#include "mpmd/fragment_store.h"
+#include "runtime/executables.h"
 #include "runtime/layout.h"
 #include "spmd/reshard.h"
 #include "stablehlo/printer.h"
@@ -88,6 +90,20 @@ StageProgram::StageProgram(const runtime::Session* session, const ir::Module& mo
 
 StageProgram::~StageProgram() = default;
 
+const ir::Function& StageProgram::local_function() const {
+  return program_ ? program_->program().local_function() : executable_->function();
+}
+
+int64_t StageProgram::context_bytes() const {
+  if (!program_) return executable_->context_bytes();
+  // Device 0's executable, as its first run compiles it (every device's plan is the same program).
+  const runtime::CompiledProgram& p = program_->program();
+  if (p.executables) return p.executables->get(p.module, p.local_function(), 0, true)->context_bytes();
+  exec::CompileOptions o;
+  o.module = p.module.get();
+  return exec::Executable::compile(p.local_function(), o)->context_bytes();
+}
+
 ShardedBuffer StageProgram::stage(size_t k, const Literal& x) const {
   return program_ ? program_->stage(k, x) : whole_buffer(x);
 }
@@ -117,21 +133,6 @@ std::vector<ShardedBuffer> StageProgram::execute(std::vector<ShardedBuffer>& arg
   for (Literal& r : executable_->run(std::move(in), options, *context_)) out.push_back(whole_buffer(std::move(r)));
   return out;
 }
-
-struct FragmentPipeline::Compiled {
-  // Per stage (null: one device): a stage this rank runs over several ranks has a session over
-  // those ranks (Ranks::stage_session), every other one host devices (the latter only compile, for
-  // the layouts, where another rank runs the stage).
-  std::vector<std::unique_ptr<runtime::Session>> sessions;
-  int64_t spanning_stage = -1;  // the stage this rank runs with other ranks, if any
-  // Per fragment; fragments of a stage that are one program (the forward of every microbatch, say)
-  // share it: one compile, one arena per device. A stage runs its list one instruction at a time,
-  // so a shared program's run context never serves two runs at once.
-  std::vector<std::shared_ptr<StageProgram>> programs;
-  size_t distinct = 0;  // programs compiled
-  // The layout a value posted to a mesh takes there: that of its first reader on the mesh.
-  std::map<std::pair<size_t, size_t>, ir::Sharding> arrival_layouts;
-};
 
 FragmentPipeline::~FragmentPipeline() = default;
 
@@ -284,20 +285,9 @@ FragmentPipelineRun FragmentPipeline::run(const CompiledSchedule& compiled, cons
   auto run_stage = [&](size_t st) {
     const std::vector<Instruction>& list = compiled.stages[st];
     // Readers left per value on this stage, and which values are activations kept for a backward.
-    std::unordered_map<size_t, int64_t> readers;
-    std::set<size_t> saved;
-    for (const Instruction& in : list) {
-      if (in.kind == Instruction::Kind::kPost && !plan.values[in.value].parameter) readers[in.value]++;
-      if (in.kind != Instruction::Kind::kRun) continue;
-      bool backward = role(in.fragment).kind == FragmentRole::Kind::kBackward ||
-                      role(in.fragment).kind == FragmentRole::Kind::kWeight;
-      for (const Binding& b : plan.fragments[in.fragment].inputs) {
-        if (b.kind != Binding::Kind::kValue) continue;
-        readers[b.index]++;
-        const PlanValue& v = plan.values[b.index];
-        if (backward && !v.parameter && role(v.producer).kind == FragmentRole::Kind::kForward) saved.insert(b.index);
-      }
-    }
+    StoreReaders kept = store_readers(plan, roles_, list);
+    std::unordered_map<size_t, int64_t>& readers = kept.readers;
+    const std::set<size_t>& saved = kept.saved;
     std::unordered_map<size_t, ShardedBuffer> store;
     int64_t held = 0, held_saved = 0;
     interp::Options exec_options;  // the fragments' ops on this stage's track when tracing

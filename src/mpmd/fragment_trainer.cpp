@@ -270,6 +270,21 @@ const std::vector<size_t>& FragmentTrainer::stage_parameters(int64_t stage) cons
   return stages_[static_cast<size_t>(stage)].parameters;
 }
 
+std::vector<FragmentTrainer::StageBytes> FragmentTrainer::memory_plan() const {
+  const std::vector<FragmentPipeline::StageMemory> pipeline = pipeline_->memory_plan(compiled_);
+  std::vector<StageBytes> out;
+  for (size_t st = 0; st < stages_.size(); ++st) {
+    StageBytes b;
+    b.parameters = b.gradients = parameter_bytes(static_cast<int64_t>(st));
+    b.optimizer = 2 * b.parameters;  // m and v, as the parameters
+    b.programs = pipeline[st].programs + (stages_[st].update ? stages_[st].update->context_bytes() : 0);
+    b.store = pipeline[st].store;
+    b.saved = pipeline[st].saved;
+    out.push_back(b);
+  }
+  return out;
+}
+
 int64_t FragmentTrainer::parameter_bytes(int64_t stage) const {
   int64_t bytes = 0;
   const ir::Mesh* mesh = pipeline_->stage_mesh();

@@ -72,6 +72,15 @@ class FragmentTrainer {
   // The parameters stage s holds, and the parameter bytes each of its devices holds.
   const std::vector<size_t>& stage_parameters(int64_t stage) const;
   int64_t parameter_bytes(int64_t stage) const;
+  // What one device of each stage holds in a step, known before any step: its parameters' pieces,
+  // AdamW's m and v, the step's gradients (held until the update), the run contexts of its
+  // programs (the fragments', and the update's where this rank runs the stage), and its store at
+  // its fullest (FragmentPipeline::memory_plan), of which saved activations.
+  struct StageBytes {
+    int64_t parameters = 0, optimizer = 0, gradients = 0, programs = 0, store = 0, saved = 0;
+    int64_t total() const { return parameters + optimizer + gradients + programs + store; }
+  };
+  std::vector<StageBytes> memory_plan() const;
   // Records the following steps into `trace` (null: stop), stage s on track s.
   void trace_into(interp::Trace* trace) { trace_ = trace; }
   double last_update_ms() const { return update_ms_; }  // of the last step's updates

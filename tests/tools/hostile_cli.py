@@ -113,8 +113,9 @@ CASES = {
                          r"--devices: expected a positive number, got '0'"),
     "pipeline_option_without_pipeline": ({}, ["train", "--plan", "dp", "--schedule", "gpipe"],
                                          r"--schedule gpipe: needs a pipeline plan"),
-    "pipeline_dry_run": ({}, ["train", "--plan", "pp=2", "--devices", "2", "--dry-run"],
-                         r"--dry-run --plan pp=2: pipeline plans have no memory estimate before running"),
+    "pipeline_past_the_limit": ({}, ["train", "--plan", "pp=2", "--devices", "2", "--max-bytes", "10M", "--steps", "1"],
+                                r"--plan pp=2 on 2 host devices \(2 stages x 1\) needs about .* more than the limit "
+                                r"of 10\.00 MiB"),
     "zero_threads": ({}, ["train", "--threads", "0"], r"--threads 0: Tessera needs at least 1 thread"),
     "gspmd_sharding_huge_tiles": ({"g.mlir": gspmd_program("{devices=[1048576,1048576]<=[1099511627776]}")},
                                   ["partition", "g.mlir"], r"g\.mlir:1:11: argument 0 of @main: mhlo\.sharding .*more than "

@@ -1,6 +1,7 @@
 // tessera train --dry-run: the memory each device will hold, estimated from the compiled step
 // before anything is staged, against the peak the run really reaches (support's count of every
 // array and arena this process holds); and a run that cannot fit refused before it starts.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <unistd.h>
@@ -120,6 +121,51 @@ TEST(TrainMemory, EvaluationIsInTheEstimate) {
   }
 }
 
+// Pipeline plans: each stage's device holds its parameters, moments and gradients, the run
+// contexts of its programs and its store (FragmentTrainer::memory_plan), known before a step runs;
+// the process's peak after the run is within the tolerance, and the schedule's memory shows
+// before running (1F1B holds less than GPipe).
+TEST(TrainMemory, APipelinesDryRunIsWithinTenPercentOfItsPeak) {
+  TempDir dir;
+  std::string text;
+  for (int i = 0; i < 400; ++i) text += "the quick brown fox jumps over the lazy dog. ";
+  std::ofstream(dir.path / "corpus.txt") << text;
+  std::map<std::string, double> estimates;
+  for (const char* plan : {"pp=2", "pp=2,dp=2"})
+    for (const char* schedule : {"1f1b", "gpipe"})
+      for (int64_t eval : {0, 1}) {
+        TrainCommand c = model(dir.path / "corpus.txt");
+        c.plan = plan;
+        c.devices = 0;
+        c.schedule = schedule;
+        c.microbatches = 4;
+        c.eval_every = eval;
+        c.dry_run = true;
+        std::ostringstream dry;
+        ASSERT_EQ(train_command(c, dry), 0);
+        const std::string label = fmt::format("{} {} eval {}", plan, schedule, eval);
+        EXPECT_NE(dry.str().find("memory per device of each stage (estimated before running):"), std::string::npos)
+            << dry.str();
+        EXPECT_NE(dry.str().find("fits: the limit is"), std::string::npos) << dry.str();
+        EXPECT_EQ(dry.str().find("step 1/"), std::string::npos) << "a dry run trains nothing\n" << dry.str();
+        const double estimate = bytes_after(dry.str(), "total in this process");
+        estimates[label] = estimate;
+
+        c.dry_run = false;
+        std::ostringstream run;
+        ASSERT_EQ(train_command(c, run), 0);
+        std::smatch m;
+        const std::string out = run.str();
+        ASSERT_TRUE(std::regex_search(out, m, std::regex("estimated before running ([0-9.]+) MiB"))) << out;
+        EXPECT_NEAR(std::stod(m[1]) * 1024 * 1024, estimate, 0.01 * estimate) << "the run's estimate is the dry run's";
+        const double measured = bytes_after(out, "array memory peak ");
+        EXPECT_LE(std::abs(estimate - measured), kEstimateTolerance * measured)
+            << label << ": estimated " << estimate << ", measured " << measured << "\n" << out;
+      }
+  EXPECT_LT(estimates["pp=2 1f1b eval 0"], estimates["pp=2 gpipe eval 0"]);
+  EXPECT_LT(estimates["pp=2,dp=2 1f1b eval 0"], estimates["pp=2,dp=2 gpipe eval 0"]);
+}
+
 TEST(TrainMemory, ARunThatCannotFitIsRefusedBeforeItStarts) {
   TempDir dir;
   std::string text;
@@ -143,6 +189,18 @@ TEST(TrainMemory, ARunThatCannotFitIsRefusedBeforeItStarts) {
   e = testing::error_of([&] { train_command(c, out); });
   support::set_memory_limit(0);
   EXPECT_NE(e.find("not started"), std::string::npos) << e;
+  // A pipeline too: with its stages' table, before its first step.
+  c = model(dir.path / "corpus.txt");
+  c.plan = "pp=2";
+  c.devices = 2;
+  support::set_memory_limit(20 << 20);  // above the step's lower bound and what building it holds
+  std::ostringstream pipeline;
+  e = testing::error_of([&] { train_command(c, pipeline); });
+  support::set_memory_limit(0);
+  EXPECT_NE(e.find("--plan pp=2 on 2 host devices (2 stages x 1) needs about"), std::string::npos) << e;
+  EXPECT_NE(e.find("more than the limit of 20.00 MiB"), std::string::npos) << e;
+  EXPECT_NE(e.find("memory per device of each stage"), std::string::npos) << e;
+  EXPECT_EQ(pipeline.str().find("step 1/"), std::string::npos) << pipeline.str();
 }
 
 }  // namespace

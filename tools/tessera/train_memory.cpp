@@ -74,12 +74,60 @@ void add_evaluation(MemoryEstimate& e, const runtime::CompiledProgram& loss, con
   e.collectives = std::max(e.collectives, l.collectives);  // one program runs at a time
 }
 
-void check_fits(const MemoryEstimate& e, const std::string& what) {
+namespace {
+
+void check_process_fits(int64_t process, const std::string& table, const std::string& what) {
   int64_t limit = support::memory_limit();
-  if (e.process() <= limit) return;
+  if (process <= limit) return;
   support::fail("{} needs about {} in this process, more than the limit of {} (this machine's memory, TESSERA_MAX_BYTES "
                 "or --max-bytes); not started.\n{}",
-                what, support::format_bytes(e.process()), support::format_bytes(limit), e.table());
+                what, support::format_bytes(process), support::format_bytes(limit), table);
 }
+
+}  // namespace
+
+void check_fits(const MemoryEstimate& e, const std::string& what) { check_process_fits(e.process(), e.table(), what); }
+
+int64_t PipelineMemory::process() const {
+  int64_t in_step = 0, resident = 0;
+  for (size_t s = 0; s < stages.size(); ++s) {
+    const mpmd::FragmentTrainer::StageBytes& x = stages[s];
+    in_step += x.total() * devices_here[s];
+    resident += (x.parameters + x.optimizer + x.programs) * devices_here[s];
+  }
+  return once + std::max(in_step, resident + between);
+}
+
+std::string PipelineMemory::table() const {
+  auto b = [](int64_t x) { return support::format_bytes(x); };
+  std::string out = "memory per device of each stage (estimated before running):\n";
+  out += fmt::format("  {:>5}  {:>12}  {:>15}  {:>12}  {:>12}  {:>22}  {:>12}\n", "stage", "parameters", "optimizer state",
+                     "gradients", "programs", "store (saved act.)", "total");
+  for (size_t s = 0; s < stages.size(); ++s) {
+    const mpmd::FragmentTrainer::StageBytes& x = stages[s];
+    out += fmt::format("  {:>5}  {:>12}  {:>15}  {:>12}  {:>12}  {:>22}  {:>12}\n", s, b(x.parameters), b(x.optimizer),
+                       b(x.gradients), b(x.programs), fmt::format("{} ({})", b(x.store), b(x.saved)), b(x.total()));
+  }
+  int64_t devices = 0;
+  for (int64_t d : devices_here) devices += d;
+  out += fmt::format("  {:<34}{:>12}\n", "batches", b(once));
+  if (between > 0) out += fmt::format("  {:<34}{:>12}\n", "evaluation between steps", b(between));
+  out += fmt::format("  {:<34}{:>12}  ({} device{} in this process)\n", "total in this process", b(process()), devices,
+                     devices == 1 ? "" : "s");
+  return out;
+}
+
+PipelineMemory estimate_pipeline_memory(const mpmd::FragmentTrainer& trainer, int64_t devices_per_stage_here,
+                                        int64_t once, int64_t between) {
+  PipelineMemory e;
+  e.between = between;
+  e.stages = trainer.memory_plan();
+  for (size_t s = 0; s < e.stages.size(); ++s)
+    e.devices_here.push_back(trainer.pipeline().runs_here(static_cast<int64_t>(s)) ? devices_per_stage_here : 0);
+  e.once = once;
+  return e;
+}
+
+void check_fits(const PipelineMemory& e, const std::string& what) { check_process_fits(e.process(), e.table(), what); }
 
 }  // namespace tessera::tools

@@ -13,7 +13,9 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
+#include "mpmd/fragment_trainer.h"
 #include "nn/capture.h"
 #include "runtime/session.h"
 
@@ -47,5 +49,21 @@ void add_evaluation(MemoryEstimate& e, const runtime::CompiledProgram& loss, con
 
 // A UserError with the table and the limit when the process would need more than the limit.
 void check_fits(const MemoryEstimate& e, const std::string& what);
+
+// A pipeline plan's estimate (`tessera train --plan pp=... --dry-run`): per stage, what one of its
+// devices holds (mpmd::FragmentTrainer::memory_plan), and this process's total: each stage it
+// runs times that stage's devices here, plus what the trainer holds once (the step's batch, and
+// the held-out batches of --eval-every). `between` is held only between steps, when the stages
+// hold no gradients and no store: an evaluation's run context and whole parameters.
+struct PipelineMemory {
+  std::vector<mpmd::FragmentTrainer::StageBytes> stages;
+  std::vector<int64_t> devices_here;  // per stage: 0 where another rank runs it
+  int64_t once = 0, between = 0;
+  int64_t process() const;
+  std::string table() const;
+};
+PipelineMemory estimate_pipeline_memory(const mpmd::FragmentTrainer& trainer, int64_t devices_per_stage_here,
+                                        int64_t once, int64_t between);
+void check_fits(const PipelineMemory& e, const std::string& what);
 
 }  // namespace tessera::tools

@@ -38,6 +38,7 @@
 #include "tools/tessera/trace_out.h"
 #include "tools/tessera/train_data.h"
 #include "tools/tessera/train_log.h"
+#include "tools/tessera/train_memory.h"
 #include "tools/tessera/train_options.h"
 
 namespace tessera::tools {
@@ -366,6 +367,27 @@ int train_pipeline(const TrainCommand& c, std::ostream& out_stream, const std::s
     return written;
   };
 
+  // What each device will hold, known now: printed with --dry-run, and a run that cannot fit is
+  // refused here. Besides the stages: the step's batch and the held-out batches, and between steps
+  // an evaluation's run context and whole parameters (gathered, and copied into each run's inputs).
+  int64_t once = 2 * c.batch * c.seq * 4, between = 0;
+  if (eval_loss) {
+    once += c.eval_batches * 2 * c.batch * c.seq * 4;
+    between = eval_loss->context_bytes();
+    for (const nn::ParamSpec& p : specs) between += 2 * ir::Type(cfg.dtype, p.shape).num_elements() * ir::info(cfg.dtype).bytes;
+  }
+  const PipelineMemory memory = estimate_pipeline_memory(*trainer, group / ranks_per_stage, once, between);
+  const std::string what = fmt::format("--plan {} on {}", c.plan, where);
+  if (c.dry_run) {
+    out << fmt::format("tessera train --dry-run: plan {} on {}, schedule {}, {} microbatches\n", c.plan, where,
+                       schedule.name, schedule.microbatches)
+        << memory.table();
+    check_fits(memory, what);
+    out << fmt::format("fits: the limit is {}\n", support::format_bytes(support::memory_limit()));
+    return 0;
+  }
+  check_fits(memory, what);
+
   LossLog log(c, rank0, first_step);
   interp::Trace trace;  // --trace: stage s's actions, fragments' ops and update on the track of device s
   if (tracing) trainer->trace_into(&trace);
@@ -449,8 +471,12 @@ int train_pipeline(const TrainCommand& c, std::ostream& out_stream, const std::s
                      support::format_bytes(transferred));
   out << fmt::format("  fragments: {} run by {} compiled programs (every microbatch's pass of a virtual stage is one)\n",
                      trainer->pipeline().plan().fragments.size(), trainer->pipeline().programs_compiled());
-  out << fmt::format("  array memory peak  {} in this process (its {} host device{})\n",
-                     support::format_bytes(support::peak_bytes_held() - held_before), per_rank, per_rank == 1 ? "" : "s");
+  const int64_t peak_held = support::peak_bytes_held() - held_before;
+  out << fmt::format("  array memory peak  {} in this process (its {} host device{}); estimated before running {} "
+                     "({:+.1f} %)\n",
+                     support::format_bytes(peak_held), per_rank, per_rank == 1 ? "" : "s",
+                     support::format_bytes(memory.process()),
+                     100.0 * (double(memory.process()) - double(peak_held)) / double(std::max<int64_t>(1, peak_held)));
 
   // The bubble: measured, and the simulator replaying the schedule with the measured medians.
   std::vector<schedule::FragmentTimes> medians = schedule::median_fragment_times(schedule, measured);
