@@ -16,6 +16,7 @@
 #include "common/temp_dir.h"
 #include "support/memory.h"
 #include "tools/tessera/train_cmd.h"
+#include "train_test_util.h"
 
 namespace tessera::tools {
 namespace {
@@ -57,9 +58,7 @@ double bytes_after(const std::string& out, const std::string& what) {
 
 TEST(TrainMemory, TheDryRunEstimateIsWithinTenPercentOfTheMeasuredPeak) {
   TempDir dir;
-  std::string text;
-  for (int i = 0; i < 400; ++i) text += "the quick brown fox jumps over the lazy dog. ";
-  std::ofstream(dir.path / "corpus.txt") << text;
+  std::ofstream(dir.path / "corpus.txt") << corpus_text();
   std::map<std::string, std::pair<double, double>> held;  // plan: parameters, optimizer state
   for (const char* plan : {"dp", "fsdp", "zero1", "tp", "dp,tp"}) {
     TrainCommand c = model(dir.path / "corpus.txt");
@@ -94,9 +93,7 @@ TEST(TrainMemory, TheDryRunEstimateIsWithinTenPercentOfTheMeasuredPeak) {
 // beside the step's for the whole run (the estimate once left them out: 17-21 % under).
 TEST(TrainMemory, EvaluationIsInTheEstimate) {
   TempDir dir;
-  std::string text;
-  for (int i = 0; i < 400; ++i) text += "the quick brown fox jumps over the lazy dog. ";
-  std::ofstream(dir.path / "corpus.txt") << text;
+  std::ofstream(dir.path / "corpus.txt") << corpus_text();
   for (const char* plan : {"dp", "fsdp"}) {
     TrainCommand c = model(dir.path / "corpus.txt");
     c.plan = plan;
@@ -127,9 +124,7 @@ TEST(TrainMemory, EvaluationIsInTheEstimate) {
 // before running (1F1B holds less than GPipe).
 TEST(TrainMemory, APipelinesDryRunIsWithinTenPercentOfItsPeak) {
   TempDir dir;
-  std::string text;
-  for (int i = 0; i < 400; ++i) text += "the quick brown fox jumps over the lazy dog. ";
-  std::ofstream(dir.path / "corpus.txt") << text;
+  std::ofstream(dir.path / "corpus.txt") << corpus_text();
   std::map<std::string, double> estimates;
   for (const char* plan : {"pp=2", "pp=2,dp=2"})
     for (const char* schedule : {"1f1b", "gpipe"})
@@ -168,9 +163,7 @@ TEST(TrainMemory, APipelinesDryRunIsWithinTenPercentOfItsPeak) {
 
 TEST(TrainMemory, ARunThatCannotFitIsRefusedBeforeItStarts) {
   TempDir dir;
-  std::string text;
-  for (int i = 0; i < 400; ++i) text += "the quick brown fox jumps over the lazy dog. ";
-  std::ofstream(dir.path / "corpus.txt") << text;
+  std::ofstream(dir.path / "corpus.txt") << corpus_text();
   TrainCommand c = model(dir.path / "corpus.txt");
   c.devices = 16;
   support::set_memory_limit(64 << 20);  // 16 devices of about 8 MiB each do not fit in 64 MiB
