@@ -86,7 +86,7 @@ FragmentTrainer::FragmentTrainer(const nn::CausalLM& model, schedule::Schedule s
     Stage& s = stages_[st];
     s.module = std::make_unique<ir::Module>("adamw");
     if (stage_plan) s.module->add_mesh(stage_plan->mesh);
-    ir::build_function(*s.module, "adamw", [&](ir::FunctionBuilder& f) {
+    ir::Function& update = ir::build_function(*s.module, "adamw", [&](ir::FunctionBuilder& f) {
       std::vector<ir::Tensor> p, m, v, g;
       for (auto* group : {&p, &m, &v, &g})
         for (size_t i : s.parameters)
@@ -106,6 +106,11 @@ FragmentTrainer::FragmentTrainer(const nn::CausalLM& model, schedule::Schedule s
       return out;
     });
     const size_t k = s.parameters.size();
+    // p', m' and v' keep their inputs' layout: left open, a split the mesh does not divide (64
+    // columns over 3 devices) came back replicated, and the next step's fragments refused it.
+    for (size_t j = 0; j < 3 * k; ++j)
+      if (std::optional<ir::Sharding> layout = step_.step().arg_sharding(s.parameters[j % k]))
+        update.set_result_sharding(j, *layout);
     std::vector<std::pair<size_t, size_t>> donated;  // p, m, v update in place
     for (size_t j = 0; j < 3 * k; ++j) donated.emplace_back(j, j);
     s.update = std::make_unique<StageProgram>(pipeline_->session(static_cast<int64_t>(st)), *s.module, "adamw",

@@ -178,6 +178,15 @@ TEST(PipelineTimesTensorParallel, StepAndSixAdamWStepsOnTwoByTwoDevices) {
   }
 }
 
+// 3 devices per stage, which the model's 32 columns and 4 heads do not divide: the stages hold
+// uneven (padded) pieces, and the update must hand its parameters and moments back in the
+// layouts it took them in (left open, they came back whole and step 2 refused them).
+TEST(PipelineTimesTensorParallel, UnevenSplitsOverThreeDevicesTrainSixSteps) {
+  const nn::ShardingPlan three = nn::tensor_parallel(ir::Mesh{"stage", {{"model", 3}}, {}}, "model");
+  expect_same_step(three, one_f_one_b(2, 4), "pp=2 x tp=3 1f1b");
+  expect_six_steps_match(three, one_f_one_b(2, 4), "pp=2 x tp=3 1f1b M=4");
+}
+
 TEST(PipelineTimesTensorParallel, StagesOnATwoByTwoGridOfDevices) {
   // Each stage a 2-D group (data 2 x model 2): 2 stages on 8 host devices.
   expect_same_step(stage_grid(), one_f_one_b(2, 2), "pp=2 x (dp=2, tp=2) 1f1b");
