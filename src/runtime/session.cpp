@@ -6,6 +6,7 @@
 #include <malloc.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <set>
@@ -481,6 +482,13 @@ std::vector<std::vector<int64_t>> Session::per_rank(const std::vector<int64_t>& 
     out.push_back(std::move(v));
   }
   return out;
+}
+
+std::chrono::milliseconds timeout_from_seconds(double seconds, std::string_view what) {
+  constexpr int64_t kMaxSeconds = 10'000'000;  // 116 days
+  if (!(seconds > 0 && seconds <= double(kMaxSeconds)))
+    fail("{} {}: expected a number of seconds above 0 and at most {} (116 days)", what, seconds, kMaxSeconds);
+  return std::chrono::milliseconds(static_cast<int64_t>(std::ceil(seconds * 1000)));
 }
 
 }  // namespace tessera::runtime

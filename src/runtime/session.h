@@ -110,6 +110,12 @@ class ShardedProgram {
   std::shared_ptr<ExecutionPlan> plan_;  // shared by copies; a copy that finds it busy makes its own
 };
 
+// A timeout given in seconds (`--timeout`, Python's `timeout=`) as SessionOptions::timeout takes
+// it: rounded up to whole milliseconds (a positive timeout waits at least 1 ms). A UserError naming
+// `what` for a value that is not a number of seconds above 0 and at most 1e7 (116 days): infinity
+// would overflow the conversion, and nothing waits forever.
+std::chrono::milliseconds timeout_from_seconds(double seconds, std::string_view what);
+
 struct SessionOptions {
   std::chrono::milliseconds timeout = std::chrono::seconds(60);  // per collective
   // Run hot ops with exec's fast kernels (BLAS contractions, strided loops); off: the reference

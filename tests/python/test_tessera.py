@@ -91,6 +91,15 @@ class SessionTest(unittest.TestCase):
         with self.assertRaises(tessera.Error):
             s.run_sharded(p, [x])
 
+    def test_a_timeout_must_be_a_finite_number_of_seconds(self):
+        # An infinite or negative timeout would overflow the milliseconds it becomes.
+        for bad in (float("inf"), float("nan"), -1.0, 0.0):
+            with self.assertRaises(tessera.Error) as e:
+                tessera.Session.host(2, timeout=bad)
+            self.assertIn("timeout", str(e.exception))
+            self.assertIn("expected a number of seconds above 0", str(e.exception))
+        self.assertEqual(tessera.Session.host(2, timeout=1e-9).num_devices, 2)  # rounded up to 1 ms
+
     def test_run_per_device_takes_each_devices_piece(self):
         s = tessera.Session.host(4)
         p = s.compile(tessera.parse(JAX_MODULE))

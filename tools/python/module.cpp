@@ -260,12 +260,12 @@ PYBIND11_MODULE(_tessera, m) {
   py::class_<Session>(m, "Session", "Devices to run programs on")
       .def_static("host", [](int64_t n, double timeout) {
         runtime::SessionOptions o;
-        o.timeout = std::chrono::milliseconds(static_cast<int64_t>(timeout * 1000));
+        o.timeout = runtime::timeout_from_seconds(timeout, "timeout");
         return Session{std::make_shared<runtime::Session>(runtime::Session::host(n, o))};
       }, py::arg("devices"), py::arg("timeout") = 60.0, "n host devices (threads of this process)")
       .def_static("mpi", [](int64_t local, double timeout) {
         runtime::SessionOptions o;
-        o.timeout = std::chrono::milliseconds(static_cast<int64_t>(timeout * 1000));
+        o.timeout = runtime::timeout_from_seconds(timeout, "timeout");
         return Session{std::make_shared<runtime::Session>(runtime::Session::mpi(local, o))};
       }, py::arg("devices_per_rank") = 1, py::arg("timeout") = 60.0, "this rank's part of a session over MPI ranks (under mpirun)")
       .def_property_readonly("num_devices", [](const Session& s) { return s.s->num_devices(); })

@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "ir/op_kind.h"
+#include "runtime/session.h"
 #include "support/error.h"
 #include "support/memory.h"
 #include "support/threads.h"
@@ -280,7 +281,7 @@ int main(int argc, char** argv) {
     if (bench->parsed()) return tessera::tools::bench_command(bc, std::cout);
     if (check->parsed()) {
       tessera::tools::CheckOptions options;
-      options.timeout = std::chrono::milliseconds(static_cast<int64_t>(timeout_s * 1000));
+      options.timeout = tessera::runtime::timeout_from_seconds(timeout_s, "--timeout");
       options.executable = check_executable;
       options.probe_dir = probe_dir;
       tessera::tools::CheckCounts total;

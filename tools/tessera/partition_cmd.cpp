@@ -206,7 +206,7 @@ int run_command(const RunCommand& c_in, std::ostream& out) {
   if (c.output_format != "npy" && c.output_format != "safetensors")
     fail("--output-format: '{}' is neither npy nor safetensors", c.output_format);
   runtime::SessionOptions options;
-  options.timeout = std::chrono::milliseconds(static_cast<int64_t>(c.timeout_s * 1000));
+  options.timeout = runtime::timeout_from_seconds(c.timeout_s, "--timeout");
   options.max_while_iterations = c.max_while_iterations;
   std::unique_ptr<interp::Trace> trace;
   if (!c.trace.empty() || !c.trace_svg.empty()) {
