@@ -133,8 +133,10 @@ runtime::ShardedBuffer whole_buffer(ir::Literal value);
 // the devices as pieces, execute splitting a whole input (one piece) as the program takes it.
 class StageProgram {
  public:
+  // `here` false: the stage runs on another rank; the program is compiled (for its layouts and
+  // types) but holds no run context, whose arena only its stage's rank needs.
   StageProgram(const runtime::Session* session, const ir::Module& module, const std::string& function,
-               std::vector<std::pair<size_t, size_t>> donated = {});
+               std::vector<std::pair<size_t, size_t>> donated = {}, bool here = true);
   ~StageProgram();
   const ir::Sharding& input_layout(size_t k) const { return layouts_.at(k); }  // none on one device
   runtime::ShardedBuffer stage(size_t k, const ir::Literal& x) const;  // input k from a whole array

@@ -71,7 +71,7 @@ ShardedBuffer whole_buffer(Literal value) {
 }
 
 StageProgram::StageProgram(const runtime::Session* session, const ir::Module& module, const std::string& function,
-                           std::vector<std::pair<size_t, size_t>> donated) {
+                           std::vector<std::pair<size_t, size_t>> donated, bool here) {
   if (session) {
     runtime::CompiledProgram p = session->compile(module, function);
     layouts_ = p.info.parameter_shardings;
@@ -85,7 +85,7 @@ StageProgram::StageProgram(const runtime::Session* session, const ir::Module& mo
   exec::CompileOptions o;
   o.module = &module;
   executable_ = exec::Executable::compile(fn, o);
-  context_ = executable_->make_context();
+  if (here) context_ = executable_->make_context();
 }
 
 StageProgram::~StageProgram() = default;
@@ -130,6 +130,7 @@ std::vector<ShardedBuffer> StageProgram::execute(std::vector<ShardedBuffer>& arg
                                                                : Literal::view(x.type(), x.bytes().data()));
   }
   std::vector<ShardedBuffer> out;
+  TESSERA_CHECK(context_ != nullptr, "a stage program run on a rank that does not run its stage");
   for (Literal& r : executable_->run(std::move(in), options, *context_)) out.push_back(whole_buffer(std::move(r)));
   return out;
 }
@@ -181,7 +182,9 @@ void FragmentPipeline::compile_fragments() {
     std::shared_ptr<StageProgram>& program = same[{f.mesh, text}];
     if (!program) {
       try {
-        program = std::make_shared<StageProgram>(c.sessions[f.mesh].get(), *f.module, f.function);
+        program = std::make_shared<StageProgram>(c.sessions[f.mesh].get(), *f.module, f.function,
+                                                 std::vector<std::pair<size_t, size_t>>{},
+                                                 runs_here(static_cast<int64_t>(f.mesh)));
       } catch (const support::UserError& e) {
         fail("fragment {} on stage {}: {}", f.index, f.mesh, e.what());
       }
