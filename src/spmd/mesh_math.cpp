@@ -171,4 +171,11 @@ ir::Sharding replicated(const std::string& mesh, size_t rank) {
 
 bool is_maximal(const Mesh& mesh) { return mesh.axes.empty() && mesh.device_ids.size() == 1; }
 
+const Mesh* largest_mesh(const ir::Module& module) {
+  const Mesh* out = nullptr;
+  for (const Mesh& m : module.meshes)
+    if (!is_maximal(m) && (out == nullptr || m.num_devices() > out->num_devices())) out = &m;
+  return out;
+}
+
 }  // namespace tessera::spmd

@@ -50,5 +50,8 @@ std::pair<ir::AxisRef, ir::AxisRef> split_axis(const ir::AxisRef& ref, int64_t m
 ir::Sharding replicated(const std::string& mesh, size_t rank);
 // Whether the mesh is a maximal one (no axes, one device id): the value lives on that device.
 bool is_maximal(const ir::Mesh& mesh);
+// The mesh of `module` with the most devices that is not maximal (null without one): a partitioned
+// function of the module runs on that many devices (partition.h's num_devices).
+const ir::Mesh* largest_mesh(const ir::Module& module);
 
 }  // namespace tessera::spmd

@@ -206,8 +206,7 @@ Partitioned partition(const ir::Module& module, const ir::Function& fn, ir::Modu
     scratch.add_mesh(one);
     info.mesh = one.name;
   }
-  for (const auto& m : scratch.meshes)
-    if (!is_maximal(m)) info.num_devices = std::max(info.num_devices, m.num_devices());
+  if (const ir::Mesh* largest = largest_mesh(scratch)) info.num_devices = std::max(info.num_devices, largest->num_devices());
   ShardingMap sm = propagate(scratch, flat);
   copy_meshes(scratch, into);
   Partitioner(scratch, flat, sm, into, info, options).run();

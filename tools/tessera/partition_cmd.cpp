@@ -155,16 +155,14 @@ namespace {
 // `tessera run` without --devices on host devices: the devices the partitioner needs, the largest of
 // the module's meshes (a maximal mesh names one device of them), or 1 without any.
 int64_t mesh_devices(const ir::Module& m, const std::string& file) {
-  int64_t n = 1;
-  std::string name;
-  for (const ir::Mesh& mesh : m.meshes)
-    if (!spmd::is_maximal(mesh) && mesh.num_devices() > n) n = mesh.num_devices(), name = mesh.name;
+  const ir::Mesh* largest = spmd::largest_mesh(m);
+  const int64_t n = largest ? std::max<int64_t>(1, largest->num_devices()) : 1;
   // As many as `--devices` takes without --force (main.cpp); a larger mesh is run only on request.
   constexpr int64_t kMaxDefault = 64;
   if (n > kMaxDefault)
     fail("{}: its mesh @{} has {} devices, more than {} host devices in one process; pass --devices {} (with --force) "
          "to run it so, or --mesh to run it on fewer",
-         file, name, n, kMaxDefault, n);
+         file, largest->name, n, kMaxDefault, n);
   return n;
 }
 
