@@ -22,6 +22,7 @@
 #include "runtime/executables.h"
 #include "runtime/execution_plan.h"
 #include "runtime/layout.h"
+#include "runtime/sharding_picture.h"
 #include "spmd/report.h"
 #include "spmd/reshard.h"
 #include "spmd/mesh_math.h"
@@ -41,26 +42,6 @@ const ir::Function& CompiledProgram::local_function() const {
 }
 
 namespace {
-
-// "[{"model"}, {}]" (and the replicated and unreduced axes, when any), as Shardy writes a layout.
-std::string layout_text(const ir::Sharding& s) {
-  std::string out = "@" + s.mesh + " [";
-  for (size_t d = 0; d < s.dims.size(); ++d) {
-    out += d == 0 ? "{" : ", {";
-    for (size_t k = 0; k < s.dims[d].axes.size(); ++k) out += (k ? ", " : "") + ir::to_string(s.dims[d].axes[k]);
-    out += "}";
-  }
-  out += "]";
-  auto axes = [&](const char* what, const std::vector<ir::AxisRef>& list) {
-    if (list.empty()) return;
-    out += std::string(", ") + what + "={";
-    for (size_t k = 0; k < list.size(); ++k) out += (k ? ", " : "") + ir::to_string(list[k]);
-    out += "}";
-  };
-  axes("replicated", s.replicated);
-  axes("unreduced", s.unreduced);
-  return out;
-}
 
 #ifdef TESSERA_HAVE_MPI
 comm::WorldRanks world_ranks(const SessionRanks& r) { return {r.first, r.count, r.parent_world}; }
@@ -325,7 +306,8 @@ void ShardedProgram::execute(std::vector<ShardedBuffer>& inputs, std::vector<Sha
     if (b.donated()) fail("execute: input {} of @{} was donated to an earlier execution and cannot be used again", i, info.function);
     if (b.type != info.parameter_types[i] || !spmd::same_layout(b.sharding, info.parameter_shardings[i], b.type.shape.size()))
       fail("execute: input {} of @{} is {} laid out as {}, the program expects {}", i, info.function,
-           ir::to_string(b.type), layout_text(b.sharding), layout_text(info.parameter_shardings[i]));
+           ir::to_string(b.type), "@" + b.sharding.mesh + " " + sharding_text(b.sharding),
+           "@" + info.parameter_shardings[i].mesh + " " + sharding_text(info.parameter_shardings[i]));
   }
   if (!session_->over_mpi() && session_->options().executable) {
     std::unique_lock<std::mutex> lock(plan_->mu, std::try_to_lock);
