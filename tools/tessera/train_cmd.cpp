@@ -437,9 +437,8 @@ int train_command(const TrainCommand& c, std::ostream& out_stream) {
   // The arrays this process really held at most (support's count of every array and arena),
   // from the first staging to the last step, per device: the check on --dry-run's estimate.
   const int64_t measured = (support::peak_bytes_held() - held_before) / local_devices;
-  out << fmt::format("  array memory peak {:>12}  measured per device; estimated before running {} ({:+.1f} %)\n",
-                     support::format_bytes(measured), support::format_bytes(memory.per_device()),
-                     100.0 * (double(memory.per_device()) - double(measured)) / double(std::max<int64_t>(1, measured)));
+  out << fmt::format("  array memory peak {:>12}  measured per device; {}\n", support::format_bytes(measured),
+                     estimate_against(memory.per_device(), measured));
   out << "  collectives per step:\n";
   std::map<std::string, int64_t> moved;
   for (const auto& col : r.collectives) moved[col.kind] += col.bytes_per_device;

@@ -88,6 +88,11 @@ void check_process_fits(int64_t process, const std::string& table, const std::st
 
 void check_fits(const MemoryEstimate& e, const std::string& what) { check_process_fits(e.process(), e.table(), what); }
 
+std::string estimate_against(int64_t estimate, int64_t measured) {
+  return fmt::format("estimated before running {} ({:+.1f} %)", support::format_bytes(estimate),
+                     100.0 * (double(estimate) - double(measured)) / double(std::max<int64_t>(1, measured)));
+}
+
 int64_t PipelineMemory::process() const {
   int64_t in_step = 0, resident = 0;
   for (size_t s = 0; s < stages.size(); ++s) {

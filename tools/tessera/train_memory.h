@@ -50,6 +50,9 @@ void add_evaluation(MemoryEstimate& e, const runtime::CompiledProgram& loss, con
 // A UserError with the table and the limit when the process would need more than the limit.
 void check_fits(const MemoryEstimate& e, const std::string& what);
 
+// "estimated before running 7.31 MiB (+0.4 %)": an estimate beside the peak a run measured.
+std::string estimate_against(int64_t estimate, int64_t measured);
+
 // A pipeline plan's estimate (`tessera train --plan pp=... --dry-run`): per stage, what one of its
 // devices holds (mpmd::FragmentTrainer::memory_plan), and this process's total: each stage it
 // runs times that stage's devices here, plus what the trainer holds once (the step's batch, and

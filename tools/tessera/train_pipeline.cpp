@@ -374,7 +374,7 @@ int train_pipeline(const TrainCommand& c, std::ostream& out_stream, const std::s
   if (eval_loss) {
     once += c.eval_batches * 2 * c.batch * c.seq * 4;
     between = eval_loss->context_bytes();
-    for (const nn::ParamSpec& p : specs) between += 2 * ir::Type(cfg.dtype, p.shape).num_elements() * ir::info(cfg.dtype).bytes;
+    between += 2 * nn::parameter_count(cfg) * ir::info(cfg.dtype).bytes;
   }
   const PipelineMemory memory = estimate_pipeline_memory(*trainer, group / ranks_per_stage, once, between);
   const std::string what = fmt::format("--plan {} on {}", c.plan, where);
@@ -472,11 +472,9 @@ int train_pipeline(const TrainCommand& c, std::ostream& out_stream, const std::s
   out << fmt::format("  fragments: {} run by {} compiled programs (every microbatch's pass of a virtual stage is one)\n",
                      trainer->pipeline().plan().fragments.size(), trainer->pipeline().programs_compiled());
   const int64_t peak_held = support::peak_bytes_held() - held_before;
-  out << fmt::format("  array memory peak  {} in this process (its {} host device{}); estimated before running {} "
-                     "({:+.1f} %)\n",
+  out << fmt::format("  array memory peak  {} in this process (its {} host device{}); {}\n",
                      support::format_bytes(peak_held), per_rank, per_rank == 1 ? "" : "s",
-                     support::format_bytes(memory.process()),
-                     100.0 * (double(memory.process()) - double(peak_held)) / double(std::max<int64_t>(1, peak_held)));
+                     estimate_against(memory.process(), peak_held));
 
   // The bubble: measured, and the simulator replaying the schedule with the measured medians.
   std::vector<schedule::FragmentTimes> medians = schedule::median_fragment_times(schedule, measured);
