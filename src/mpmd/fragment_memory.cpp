@@ -51,19 +51,12 @@ std::vector<FragmentPipeline::StageMemory> FragmentPipeline::memory_plan(const C
   for (size_t st = 0; st < compiled.stages.size(); ++st) {
     const std::vector<Instruction>& list = compiled.stages[st];
     StoreReaders kept = store_readers(plan, roles_, list);
-    int64_t held = 0, held_saved = 0;
-    StageMemory& m = out[st];
+    StoreBytes count;
     auto size = [&](size_t id) { return bytes.at({id, st}); };
-    auto keep = [&](size_t id) {
-      held += size(id);
-      if (kept.saved.count(id)) held_saved += size(id);
-      m.store = std::max(m.store, held);
-      m.saved = std::max(m.saved, held_saved);
-    };
+    auto keep = [&](size_t id) { count.keep(size(id), kept.saved.count(id) > 0); };
     auto read_done = [&](size_t id) {
       if (--kept.readers[id] > 0) return;
-      held -= size(id);
-      if (kept.saved.count(id)) held_saved -= size(id);
+      count.drop(size(id), kept.saved.count(id) > 0);
     };
     for (const Instruction& in : list) {
       if (in.kind == Instruction::Kind::kWait) keep(in.value);
@@ -73,12 +66,14 @@ std::vector<FragmentPipeline::StageMemory> FragmentPipeline::memory_plan(const C
       // While it runs, its inputs are still held and its results are being written.
       int64_t results = 0;
       for (size_t id : f.outputs) results += size(id);
-      m.store = std::max(m.store, held + results);
+      count.peak = std::max(count.peak, count.held + results);
       for (const Binding& b : f.inputs)
         if (b.kind == Binding::Kind::kValue) read_done(b.index);
       for (size_t id : f.outputs)
         if (kept.readers.count(id) && kept.readers[id] > 0) keep(id);
     }
+    out[st].store = count.peak;
+    out[st].saved = count.peak_saved;
   }
   return out;
 }

@@ -292,24 +292,22 @@ FragmentPipelineRun FragmentPipeline::run(const CompiledSchedule& compiled, cons
     std::unordered_map<size_t, int64_t>& readers = kept.readers;
     const std::set<size_t>& saved = kept.saved;
     std::unordered_map<size_t, ShardedBuffer> store;
-    int64_t held = 0, held_saved = 0;
+    StoreBytes count;
     interp::Options exec_options;  // the fragments' ops on this stage's track when tracing
     exec_options.trace = inputs.trace;
     exec_options.trace_device = static_cast<int64_t>(st);
     exec_options.profile = options_.profile;
     auto keep = [&](size_t id, ShardedBuffer v) {
-      held += v.local_bytes();
-      if (saved.count(id)) held_saved += v.local_bytes();
-      out.peak_store_bytes[st] = std::max(out.peak_store_bytes[st], held);
-      out.peak_saved_bytes[st] = std::max(out.peak_saved_bytes[st], held_saved);
+      count.keep(v.local_bytes(), saved.count(id) > 0);
+      out.peak_store_bytes[st] = count.peak;
+      out.peak_saved_bytes[st] = count.peak_saved;
       store.emplace(id, std::move(v));
     };
     auto read_done = [&](size_t id) {
       if (--readers[id] > 0) return;
       auto it = store.find(id);
       TESSERA_CHECK(it != store.end(), "stage {} dropped {} before its last reader", st, plan.values[id].name);
-      held -= it->second.local_bytes();
-      if (saved.count(id)) held_saved -= it->second.local_bytes();
+      count.drop(it->second.local_bytes(), saved.count(id) > 0);
       store.erase(it);
     };
     // An action's interval runs from its first instruction's start to its last one's end.

@@ -3,6 +3,8 @@
 // keeps and until when. Internal to mpmd.
 #pragma once
 
+#include <algorithm>
+#include <cstdint>
 #include <map>
 #include <memory>
 #include <set>
@@ -38,5 +40,22 @@ struct StoreReaders {
 };
 StoreReaders store_readers(const FragmentPlan& plan, const std::vector<FragmentRole>& roles,
                            const std::vector<Instruction>& list);
+
+// The bytes a stage's store holds as values come and go, and the most it has held: in all, and of
+// saved activations. The run counts the buffers it keeps, memory_plan the bytes it expects them to
+// have, so that the estimate is the run's own count.
+struct StoreBytes {
+  int64_t held = 0, held_saved = 0, peak = 0, peak_saved = 0;
+  void keep(int64_t bytes, bool saved) {
+    held += bytes;
+    if (saved) held_saved += bytes;
+    peak = std::max(peak, held);
+    peak_saved = std::max(peak_saved, held_saved);
+  }
+  void drop(int64_t bytes, bool saved) {
+    held -= bytes;
+    if (saved) held_saved -= bytes;
+  }
+};
 
 }  // namespace tessera::mpmd
