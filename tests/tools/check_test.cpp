@@ -430,7 +430,34 @@ TEST(Check, CheckEqNamesTheExpectedOperandByItsSource) {
 }
 )"));
   EXPECT_EQ(r.counts.failed, 1) << r.output;
-  EXPECT_NE(r.output.find("element [1]: 4 (actual) vs 5 (expected)"), std::string::npos) << r.output;
+  // The largest difference is |4 - 5|, not its excess over JAX's tolerance (1 - 1e-6 * 6).
+  EXPECT_NE(r.output.find("element [1]: 4 (actual) vs 5 (expected); largest difference 1\n"), std::string::npos)
+      << r.output;
+}
+
+// The custom call check.expect_almost_eq of JAX's later test files has no tolerance attribute; the
+// StableHLO interpreter's driver compares it within 1e-3 (a one-ULP difference of an f32 near 1666
+// is 1.2e-4), while the check dialect's op keeps its default of 1e-4.
+TEST(Check, JaxsAlmostEqCallComparesWithinOneThousandth) {
+  auto file = [](const std::string& check, const std::string& actual) {
+    return fmt::format(R"(module @jit_main {{
+  func.func public @main() -> tensor<2xf32> {{
+    %0 = stablehlo.constant dense<[{}, 1.0]> : tensor<2xf32>
+    %1 = stablehlo.constant dense<[1666.20166, 1.0]> : tensor<2xf32>
+    {}
+    return %0 : tensor<2xf32>
+  }}
+}}
+)",
+                       actual, check);
+  };
+  const std::string call =
+      "stablehlo.custom_call @check.expect_almost_eq(%0, %1) {has_side_effect = true} : (tensor<2xf32>, tensor<2xf32>) -> ()";
+  const std::string op = "check.expect_almost_eq %0, %1 : tensor<2xf32>";
+  EXPECT_EQ(run(write_temp("call_ulp.mlir", file(call, "1666.20178"))).counts.passed, 1);
+  EXPECT_EQ(run(write_temp("call_far.mlir", file(call, "1666.2035"))).counts.failed, 1);
+  EXPECT_EQ(run(write_temp("op_ulp.mlir", file(op, "1666.20178"))).counts.failed, 1);
+  EXPECT_EQ(run(write_temp("op_near.mlir", file(op, "1666.20172"))).counts.passed, 1);
 }
 
 // The older JAX test files' check.eq(actual, expected) compares as JAX's harness did when it wrote
