@@ -1,6 +1,7 @@
 // The factor rule of every op (see factor_rule.h). Dimensions an op reads or writes whole (sliced,
 // padded, reversed, concatenated, gathered from) get no factor; collectives, calls and the
 // harness ops have none at all, so they are boundaries of propagation and see whole values.
+#include <algorithm>
 #include <numeric>
 
 #include "ir/ragged_dot.h"
@@ -135,6 +136,9 @@ FactorRule rule_Reshape(const Op& op) {
   FactorRule r = blank(op);
   const auto& in = op.operand(0)->type().shape;
   const auto& out = op.result(0)->type().shape;
+  // An array without elements has no factors to share (and a size-0 dimension divides nothing).
+  auto empty = [](const std::vector<int64_t>& s) { return std::find(s.begin(), s.end(), 0) != s.end(); };
+  if (empty(in) || empty(out)) return r;
   size_t i = 0, j = 0;
   int64_t ri = 0, rj = 0;  // what is left of in[i] and out[j]
   auto skip_ones = [&] {
