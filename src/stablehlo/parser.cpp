@@ -20,7 +20,30 @@ std::optional<ir::OpKind> op_kind_of(const std::string& name) {
     return ir::OpKind::Return;
   if (name == "call") return ir::OpKind::Call;  // func's prefix is implied inside func.func
   if (name == "chlo.tan") return ir::OpKind::Tan;  // CHLO's tan is StableHLO's (docs/CHLO.md)
+  if (name == "stablehlo.dot") return ir::OpKind::DotGeneral;  // read_dot below
   return ir::parse_op_kind(name);
+}
+
+// stablehlo.dot (the spec's first example; StableHLO deprecates it for dot_general) is the
+// dot_general that contracts lhs's last dimension with rhs's first, on operands of rank 1 or 2:
+// vector·vector, matrix·vector, vector·matrix, matrix·matrix. It is read as that dot_general (its
+// precision_config kept), and prints as one.
+void read_dot(const Lexer& lx, Location at, OpText& op) {
+  if (op.operands.size() != 2)
+    lx.error_at(at, fmt::format("stablehlo.dot takes 2 operands, got {}", op.operands.size()));
+  const ir::DotDims* written = op.attrs.find<ir::DotDims>("dot_dimension_numbers");
+  if (written != nullptr && !(*written == ir::DotDims{}))
+    lx.error_at(at, "stablehlo.dot has no dimension numbers: write stablehlo.dot_general");
+  for (size_t i = 0; i < 2; ++i) {
+    int64_t rank = op.operands[i]->type().rank();
+    if (rank != 1 && rank != 2)
+      lx.error_at(at, fmt::format("stablehlo.dot: {} has rank {}, but dot takes vectors and matrices (rank 1 or 2)",
+                                  i == 0 ? "lhs" : "rhs", rank));
+  }
+  ir::DotDims d;
+  d.lhs_contracting = {op.operands[0]->type().rank() - 1};
+  d.rhs_contracting = {0};
+  op.attrs.set("dot_dimension_numbers", d);
 }
 
 // Older StableHLO (and JAX exports up to early 2024) wrote the generic form's list attributes as
@@ -228,6 +251,7 @@ void Parser::parse_op(ir::Block& block) {
   } else {
     parse_pretty(*this, op);
   }
+  if (name == "stablehlo.dot") read_dot(lx, at, op);
 
   std::vector<ir::Type> operand_types;
   for (const ir::Value* v : op.operands) operand_types.push_back(v->type());

@@ -21,8 +21,8 @@
 // partitioned alone by Tessera at Shardy's layouts (its operands as the CHECK line names them,
 // its results as printed, partial along the axes a later all_reduce of them sums), and what that
 // moves is added; and a returned value (the last one defined where no CHECK line shows the
-// return) is costed to the declared result layout. stablehlo.dot, which Tessera does not read, is
-// read as the dot_general it is.
+// return) is costed to the declared result layout. A stablehlo.dot of the CHECK lines is the
+// dot_general the parser reads it as.
 //
 // A function where Tessera moves more fails, unless docs/CONFORMANCE.md lists it with both byte
 // counts and the reason (a listed function that no longer moves exactly that fails too: the list
@@ -89,25 +89,6 @@ std::string sharding_text(const std::string& line, size_t from) {
     }
   }
   return depth == 0 ? line.substr(at) + ">" : "";
-}
-
-// stablehlo.dot (deprecated; Tessera reads only dot_general) as the dot_general it is: the lhs's
-// last dimension contracted with the rhs's first.
-std::string dot_as_dot_general(const std::string& source) {
-  std::regex dot(R"(stablehlo\.dot (%[A-Za-z0-9_#]+), (%[A-Za-z0-9_#]+)([^\n]*): \(tensor<([^>]*)>)");
-  std::string out;
-  auto begin = std::sregex_iterator(source.begin(), source.end(), dot);
-  size_t at = 0;
-  for (auto it = begin; it != std::sregex_iterator(); ++it) {
-    const std::smatch& m = *it;
-    const std::string dims = m[4];
-    const int64_t rank = static_cast<int64_t>(std::count(dims.begin(), dims.end(), 'x'));  // "8x32xf32": 2
-    out += source.substr(at, static_cast<size_t>(m.position(0)) - at);
-    out += fmt::format("stablehlo.dot_general {}, {}, contracting_dims = [{}] x [0]{}: (tensor<{}>", m[1].str(),
-                       m[2].str(), rank - 1, m[3].str(), dims);
-    at = static_cast<size_t>(m.position(0) + m.length(0));
-  }
-  return out + source.substr(at);
 }
 
 struct Known {
@@ -356,7 +337,7 @@ TEST(ShardyExplicitReshards, TesseraMovesNoMoreBytesThanShardy) {
     for (const std::string& source : shardy_text::functions(text)) {
       std::unique_ptr<ir::Module> module;
       try {
-        module = stablehlo::parse(meshes + dot_as_dot_general(source), path);
+        module = stablehlo::parse(meshes + source, path);
       } catch (const std::exception& e) {
         skipped.push_back(fmt::format("{}: {}", file, std::string(e.what()).substr(0, 160)));
         continue;

@@ -286,5 +286,48 @@ TEST(MoreOps, ParseErrorsNameTheProblem) {
             std::string::npos);
 }
 
+// stablehlo.dot (the spec's first example writes it; StableHLO deprecates it) reads, in the generic
+// and the pretty form, as the dot_general contracting lhs's last dimension with rhs's first, for
+// each pair of vectors and matrices, and prints as that dot_general. Values against sums written out.
+TEST(MoreOps, DotReadsAsTheDotGeneralItIs) {
+  auto m = parse(R"(func.func @main(%v: tensor<3xf32>, %m: tensor<2x3xf32>, %n: tensor<3x2xf32>) -> (tensor<f32>, tensor<2xf32>, tensor<2xf32>, tensor<2x2xf32>) {
+  %0 = "stablehlo.dot"(%v, %v) : (tensor<3xf32>, tensor<3xf32>) -> tensor<f32>
+  %1 = stablehlo.dot %m, %v : (tensor<2x3xf32>, tensor<3xf32>) -> tensor<2xf32>
+  %2 = stablehlo.dot %v, %n, precision = [DEFAULT, HIGHEST] : (tensor<3xf32>, tensor<3x2xf32>) -> tensor<2xf32>
+  %3 = "stablehlo.dot"(%m, %n) {precision_config = [#stablehlo<precision HIGH>, #stablehlo<precision HIGH>]} : (tensor<2x3xf32>, tensor<3x2xf32>) -> tensor<2x2xf32>
+  return %0, %1, %2, %3 : tensor<f32>, tensor<2xf32>, tensor<2xf32>, tensor<2x2xf32>
+}
+)");
+  EXPECT_EQ(print(*m), as_module(R"(func.func @main(%arg0: tensor<3xf32>, %arg1: tensor<2x3xf32>, %arg2: tensor<3x2xf32>) -> (tensor<f32>, tensor<2xf32>, tensor<2xf32>, tensor<2x2xf32>) {
+  %0 = stablehlo.dot_general %arg0, %arg0, contracting_dims = [0] x [0] : (tensor<3xf32>, tensor<3xf32>) -> tensor<f32>
+  %1 = stablehlo.dot_general %arg1, %arg0, contracting_dims = [1] x [0] : (tensor<2x3xf32>, tensor<3xf32>) -> tensor<2xf32>
+  %2 = stablehlo.dot_general %arg0, %arg2, contracting_dims = [0] x [0], precision = [DEFAULT, HIGHEST] : (tensor<3xf32>, tensor<3x2xf32>) -> tensor<2xf32>
+  %3 = stablehlo.dot_general %arg1, %arg2, contracting_dims = [1] x [0], precision = [HIGH, HIGH] : (tensor<2x3xf32>, tensor<3x2xf32>) -> tensor<2x2xf32>
+  return %0, %1, %2, %3 : tensor<f32>, tensor<2xf32>, tensor<2xf32>, tensor<2x2xf32>
+}
+)"));
+  Literal v(ir::f32({3})), a(ir::f32({2, 3})), b(ir::f32({3, 2}));
+  for (int64_t i = 0; i < 3; ++i) v.set_double(i, static_cast<double>(i + 1));               // 1 2 3
+  for (int64_t i = 0; i < 6; ++i) a.set_double(i, static_cast<double>(i)), b.set_double(i, static_cast<double>(6 - i));
+  std::vector<Literal> r = interp::evaluate(*m, "main", {v, a, b});
+  EXPECT_EQ(r[0].get_double(0), 14.0);                                     // 1 + 4 + 9
+  EXPECT_EQ(r[1].get_double(0), 8.0);                                      // [0 1 2]·v
+  EXPECT_EQ(r[1].get_double(1), 26.0);                                     // [3 4 5]·v
+  EXPECT_EQ(r[2].get_double(0), 6.0 + 8.0 + 6.0);                          // v·[6 4 2]
+  EXPECT_EQ(r[3].get_double(3), 3.0 * 5.0 + 4.0 * 3.0 + 5.0 * 1.0);        // [3 4 5]·[5 3 1]
+
+  auto one = [](const std::string& op, const std::string& in, const std::string& out) {
+    return "func.func @main(%arg0: " + in + ") -> " + out + " {\n  %0 = " + op + "\n  return %0 : " + out + "\n}\n";
+  };
+  EXPECT_NE(parse_error(one("stablehlo.dot %arg0, %arg0 : (tensor<2x2x2xf32>, tensor<2x2x2xf32>) -> tensor<2x2x2x2xf32>",
+                            "tensor<2x2x2xf32>", "tensor<2x2x2x2xf32>"))
+                .find("stablehlo.dot: lhs has rank 3, but dot takes vectors and matrices (rank 1 or 2)"),
+            std::string::npos);
+  EXPECT_NE(parse_error(one("stablehlo.dot %arg0, %arg0 : (tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<2x3xf32>",
+                            "tensor<2x3xf32>", "tensor<2x3xf32>"))
+                .find(":2:3:"),
+            std::string::npos);  // contracting 3 with 2: the dot_general's shape rule, at the op
+}
+
 }  // namespace
 }  // namespace tessera::stablehlo
