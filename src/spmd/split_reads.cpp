@@ -123,7 +123,8 @@ std::optional<HaloPlan> place_windows(const HaloPlan& plan, const std::vector<in
 
 std::optional<HaloPlan> plan_halo(int64_t size, int64_t start, int64_t limit, int64_t stride, int64_t shards) {
   const int64_t n = shards, p = piece_size(size, n);
-  const int64_t length = (limit - start + stride - 1) / stride;
+  const int64_t span = limit - start;  // ceil(span / stride) without the overflow of span + stride - 1
+  const int64_t length = span <= 0 ? 0 : span / stride + (span % stride != 0 ? 1 : 0);
   if (length <= 0 || p <= 0) return std::nullopt;
   HaloPlan plan;
   plan.shards = n;
@@ -445,9 +446,15 @@ Tensor dilate_window(LocalContext& ctx, Tensor x, int64_t dim, const HaloPlan& p
   const int64_t bd = plan.dilation;
   std::vector<int64_t> lo(x.shape().size(), 0), hi = lo, interior = lo;
   lo[d] = hi[d] = interior[d] = bd - 1;
-  x = ir::pad(x, fill, lo, hi, interior);
   std::vector<int64_t> at(plan.phase.size());
   for (size_t i = 0; i < at.size(); ++i) at[i] = bd - 1 - plan.phase[i];
+  // A window may reach past the fills after the last element: the last piece of an uneven
+  // layout, whose rows beyond the end are padding. More fills keep it inside, since a
+  // dynamic_slice that overhangs would be clamped (moved back) rather than filled.
+  const int64_t rows = x.shape()[d];
+  const int64_t dilated = rows == 0 ? 0 : (rows - 1) * bd + 1;
+  for (int64_t a : at) hi[d] = std::max(hi[d], a + plan.dilated_window - lo[d] - dilated);
+  x = ir::pad(x, fill, lo, hi, interior);
   std::vector<Tensor> starts(x.shape().size(), b.scalar(ElementType::i32, 0));
   starts[d] = per_shard(ctx, b, mesh, axes, at);
   std::vector<int64_t> sizes = x.shape();
