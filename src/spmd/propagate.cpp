@@ -244,8 +244,6 @@ class Propagator {
         const auto& cur = s.dims[d].axes;
         if (axes.size() <= cur.size() || !std::equal(cur.begin(), cur.end(), axes.begin())) continue;
         if (uses_any(s, d, axes, mesh)) continue;
-        // Only even splits propagate: an uneven layout is kept only where a user wrote it.
-        if (v->type().shape[d] % shard_count(mesh, axes) != 0) continue;
         s.mesh = mesh_name;
         s.dims[d].axes = axes;
         changed = true;

@@ -358,6 +358,14 @@ inline void build_sharded_program(Module& m, ProgramGen& g, int length, bool ext
           w.window_dilation.assign(rank, 1);
           std::vector<int64_t> windows;
           for (size_t d = 0; d < rank; ++d) windows.push_back(w.num_windows(d, shape[d]));
+          // (x plus a ramp of 1/1024 per element in row-major order: earlier ops can leave equal
+          // values in a window (rows of a pad's constant, summed alike), and a contraction computes
+          // equal rows to different last bits at different places of its tiles, so sharded and
+          // unsharded runs then selected different maxima: seed 462 with uneven layouts propagated)
+          int64_t stride = 1;
+          for (size_t d = rank; d-- > 0; stride *= shape[d])
+            x = x + convert(x.builder().iota(i32(shape), static_cast<int64_t>(d)), ElementType::f32) *
+                        (static_cast<double>(stride) / 1024.0);
           // (extended: sometimes the operand and result laid out alike, the window dimension
           // perhaps split, padded or not, which a halo exchange serves: spmd/halo_select_scatter.cpp)
           if (extended && g.coin(0.7)) {

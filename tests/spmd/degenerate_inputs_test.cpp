@@ -1,8 +1,8 @@
-// Programs at the edges of what the partitioner reads, each taken from a piece of Shardy's
-// propagation tests that once stopped it: a reshape of an array without elements (its factor rule
-// looped forever on the size-0 dimension) and two names of one mesh meeting on an uneven split (the
-// reshard between them failed its invariant). Each runs sharded on host devices against the
-// single-device interpreter.
+// Programs at the edges of what the partitioner reads: a reshape of an array without elements (its
+// factor rule looped forever on the size-0 dimension) and two names of one mesh meeting on an
+// uneven split (the reshard between them failed its invariant), both from Shardy's propagation
+// tests, and an interior pad into an uneven layout (its last piece was shifted by a row). Each runs
+// sharded on host devices against the single-device interpreter.
 #include <gtest/gtest.h>
 
 #include "interp/interpreter.h"
@@ -60,6 +60,58 @@ func.func @main(%x: tensor<8x8xf32> {sdy.sharding = #sdy.sharding<@mesh_a_3, [{"
   std::vector<Literal> got = s.run_sharded(p, {x, y});
   ASSERT_EQ(got.size(), 1u);
   EXPECT_EQ(got[0], want[0]);  // an add of the same elements: the same bits
+}
+
+// pad of 8 rows with interior 3, low 3 and high 2 into 34 rows laid out in pieces of 9 over 4
+// devices (the last holds 7): each device dilates its 2 rows and cuts its piece from them; the
+// last piece reaches 2 rows past the dilated block, and a dynamic_slice that overhangs is moved
+// back, not filled, so its rows came out one place early (rows 27 and 31 of 34 held the pad value).
+TEST(DegenerateInputs, AnInteriorPadIntoAnUnevenLayoutKeepsItsLastPieceInPlace) {
+  auto m = stablehlo::parse(R"(sdy.mesh @m = <["x"=4]>
+func.func @main(%x: tensor<8x3xf32> {sdy.sharding = #sdy.sharding<@m, [{"x"}, {}]>}) -> (tensor<34x3xf32> {sdy.sharding = #sdy.sharding<@m, [{"x"}, {}]>}) {
+  %c = stablehlo.constant dense<-7.25> : tensor<f32>
+  %0 = stablehlo.pad %x, %c, low = [3, 0], high = [2, 0], interior = [3, 0] {sdy.sharding = #sdy.sharding_per_value<[<@m, [{"x"}, {}]>]>} : (tensor<8x3xf32>, tensor<f32>) -> tensor<34x3xf32>
+  return %0 : tensor<34x3xf32>
+}
+)",
+                            "pad.mlir");
+  Literal x(f32({8, 3}));
+  for (int64_t i = 0; i < 24; ++i) x.set_double(i, static_cast<double>(i));
+  std::vector<Literal> want = interp::evaluate(*m, "main", {x});
+  runtime::Session s = runtime::Session::host(4);
+  runtime::CompiledProgram p = s.compile(*m, "main");
+  std::vector<Literal> got = s.run_sharded(p, {x});
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0], want[0]);
+  EXPECT_EQ(want[0].get_double(27 * 3), 18.0);  // x[6][0] at row 3 + 4 * 6
+  EXPECT_EQ(p.report().bytes_per_device(), 0);   // each piece is cut from the device's own rows
+}
+
+// A vocabulary that the devices do not divide (1001 rows over 4, as GPT-2's 50257 over 8): the split
+// propagates to the logits through the head's contraction (pieces of 251, the last 248), and the
+// row maxima are combined from partial ones (an all_reduce of 16 floats, counted as a ring moves it:
+// 2 (n - 1) / n of 64 B), where keeping uneven splits only where written gathered the whole weight
+// first (36 KiB per device).
+TEST(DegenerateInputs, AnUnevenVocabularySplitReachesTheLogits) {
+  auto m = stablehlo::parse(R"(sdy.mesh @m = <["x"=4]>
+func.func @main(%h: tensor<16x12xf32>, %w: tensor<1001x12xf32> {sdy.sharding = #sdy.sharding<@m, [{"x"}, {}]>}) -> tensor<16xf32> {
+  %0 = stablehlo.dot_general %h, %w, contracting_dims = [1] x [1] : (tensor<16x12xf32>, tensor<1001x12xf32>) -> tensor<16x1001xf32>
+  %z = stablehlo.constant dense<0xFF800000> : tensor<f32>
+  %1 = stablehlo.reduce(%0 init: %z) applies stablehlo.maximum across dimensions = [1] : (tensor<16x1001xf32>, tensor<f32>) -> tensor<16xf32>
+  return %1 : tensor<16xf32>
+}
+)",
+                            "vocab.mlir");
+  Literal h(f32({16, 12})), w(f32({1001, 12}));
+  for (int64_t i = 0; i < h.num_elements(); ++i) h.set_double(i, static_cast<double>((i * 7) % 13) - 6.0);
+  for (int64_t i = 0; i < w.num_elements(); ++i) w.set_double(i, static_cast<double>((i * 11) % 17) / 8.0 - 1.0);
+  std::vector<Literal> want = interp::evaluate(*m, "main", {h, w});
+  runtime::Session s = runtime::Session::host(4);
+  runtime::CompiledProgram p = s.compile(*m, "main");
+  std::vector<Literal> got = s.run_sharded(p, {h, w});
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0], want[0]);  // small integers and eighths: every sum is exact
+  EXPECT_EQ(p.report().bytes_per_device(), 2 * 3 * 16 * 4 / 4) << p.report().to_string();
 }
 
 }  // namespace
