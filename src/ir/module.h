@@ -17,6 +17,7 @@
 #include "ir/op_kind.h"
 #include "ir/sharding.h"
 #include "ir/type.h"
+#include "support/error.h"
 
 namespace tessera::ir {
 
@@ -173,8 +174,13 @@ std::optional<OpKind> region_combiner(const Op& op, size_t region = 0);
 std::vector<const Value*> captures_of(const Op& op);
 
 // Checks the whole module: every op's result types match its shape rule, operands are defined
-// before use, blocks end in returns whose types match, and every sharding validates against its
-// mesh. Throws UserError naming the function and op.
+// before use, blocks end in returns whose types match, regions have the types their ops run them
+// with, and every sharding validates against its mesh. Throws VerifyError naming the function and
+// op, with the op's place in its text when it was parsed.
+struct VerifyError : support::UserError {
+  VerifyError(const std::string& message, SourceLoc at) : support::UserError(message), loc(at) {}
+  SourceLoc loc;  // line 0: an op built in C++
+};
 void verify(const Module& module);
 
 }  // namespace tessera::ir

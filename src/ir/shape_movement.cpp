@@ -82,6 +82,11 @@ void check_scalar_indices(const ShapeQuery& q, size_t first, size_t count) {
     if (q.operands[i].rank() != 0 || !is_integer(q.operands[i].element))
       reject(q, "index operand {} has type {}, must be an integer scalar", i,
              to_string(q.operands[i]));
+  // dynamic_slice C3, dynamic_update_slice C5: the start indices have one type.
+  for (size_t i = first + 1; i < q.operands.size(); ++i)
+    if (q.operands[i] != q.operands[first])
+      reject(q, "index operand {} has type {}, but index operand {} has {}: the start indices have one type", i,
+             to_string(q.operands[i]), first, to_string(q.operands[first]));
 }
 
 }  // namespace
@@ -141,7 +146,9 @@ Types infer_Slice(const ShapeQuery& q) {
     if (start[d] < 0 || start[d] > limit[d] || limit[d] > in.shape[d] || strides[d] < 1)
       reject(q, "dimension {}: slice [{}:{}:{}] does not fit size {}", d, start[d], limit[d],
              strides[d], in.shape[d]);
-    shape.push_back((limit[d] - start[d] + strides[d] - 1) / strides[d]);
+    // ceil((limit - start) / stride), without the overflow of adding stride - 1 to a huge stride
+    const int64_t span = limit[d] - start[d];
+    shape.push_back(span / strides[d] + (span % strides[d] != 0 ? 1 : 0));
   }
   return {in.with_shape(shape)};
 }

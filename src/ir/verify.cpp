@@ -250,7 +250,143 @@ struct Verifier {
     }
   }
 
+  std::vector<Type> arg_types(const Block& b) {
+    std::vector<Type> out;
+    for (const auto& a : b.arguments()) out.push_back(a->type());
+    return out;
+  }
+  // The types a region's return gives back (empty when the block has no return yet).
+  static std::vector<Type> returned(const Block& b) {
+    const Op* ret = b.terminator();
+    return ret != nullptr && ret->kind() == OpKind::Return ? ret->operand_types() : std::vector<Type>{};
+  }
+
+  // while: cond takes the operands' types and returns tensor<i1>, body takes and returns them
+  // (C1, C2): a body returning another type would hand the next iteration values of the wrong size.
+  void check_while(const Op& o, int index) {
+    auto where = [&] { return fmt::format("@{}: op {} ({})", fn.name(), index, o.name()); };
+    if (o.regions().size() != 2) fail("{} needs a cond and a body region", where());
+    const std::vector<Type> carried = o.operand_types();
+    const char* names[] = {"cond", "body"};
+    for (size_t r = 0; r < 2; ++r) {
+      const Block& b = o.region(r);
+      if (arg_types(b) != carried)
+        fail("{}: its {} takes ({}) but the loop carries ({}) (C{})", where(), names[r],
+             shape_rules::types_string(arg_types(b)), shape_rules::types_string(carried), r + 1);
+    }
+    const std::vector<Type> cond = returned(o.region(0)), body = returned(o.region(1));
+    if (cond != std::vector<Type>{Type(ElementType::i1, {})})
+      fail("{}: its cond returns ({}), not tensor<i1> (C1)", where(), shape_rules::types_string(cond));
+    if (body != carried)
+      fail("{}: its body returns ({}) but the loop carries ({}) (C2)", where(), shape_rules::types_string(body),
+           shape_rules::types_string(carried));
+  }
+
+  // A reducer region (reduce's and reduce_window's body, scatter's update_computation, the
+  // computation of all_reduce and reduce_scatter, select_and_scatter's scatter): for N values it
+  // takes (tensor<E0>, ..., tensor<EN-1>, tensor<E0>, ..., tensor<EN-1>) and returns (tensor<E0>,
+  // ..., tensor<EN-1>), each Ei the element type of result i, to which that of input i promotes
+  // (same kind, no narrower): the kernels fold the inputs' elements into results of those types.
+  // (Quantized values are left to their lowering.)
+  void check_reducer(const Op& o, int index, size_t region, std::string_view what, const std::vector<Type>& inputs,
+                     const std::vector<Type>& results, std::string_view rule) {
+    auto where = [&] { return fmt::format("@{}: op {} ({}): its {}", fn.name(), index, o.name(), what); };
+    if (o.regions().size() <= region) fail("{} region is missing", where());
+    for (const Type& t : inputs)
+      if (t.is_quantized() || !t.is_tensor()) return;
+    for (const Type& t : results)
+      if (t.is_quantized() || !t.is_tensor()) return;
+    const Block& b = o.region(region);
+    std::vector<Type> want;
+    for (const Type& r : results) want.push_back(Type(r.element, {}));
+    std::vector<Type> twice = want;
+    twice.insert(twice.end(), want.begin(), want.end());
+    if (arg_types(b) != twice || returned(b) != want)
+      fail("{} has type ({}) -> ({}), but its results need ({}) -> ({}) ({})", where(),
+           shape_rules::types_string(arg_types(b)), shape_rules::types_string(returned(b)),
+           shape_rules::types_string(twice), shape_rules::types_string(want), rule);
+    for (size_t i = 0; i < inputs.size() && i < results.size(); ++i) {
+      const ElementInfo &x = info(inputs[i].element), &y = info(results[i].element);
+      bool same_kind = x.kind == y.kind || (is_integer(inputs[i].element) && is_integer(results[i].element));
+      if (!same_kind || x.bits > y.bits)
+        fail("{} works on {}, to which input {} of {} does not promote ({})", where(), spelling(results[i].element),
+             i, to_string(inputs[i]), rule);
+    }
+  }
+  void check_reducers(const Op& o, int index) {
+    const std::vector<Type> operands = o.operand_types();
+    const std::vector<Type> results = o.result_types();
+    const size_t n = results.size();
+    auto first = [&](size_t k) { return std::vector<Type>(operands.begin(), operands.begin() + static_cast<ptrdiff_t>(std::min(k, operands.size()))); };
+    switch (o.kind()) {
+      case OpKind::Reduce: check_reducer(o, index, 0, "body", first(n), results, "C6"); break;
+      case OpKind::ReduceWindow: check_reducer(o, index, 0, "body", first(n), results, "C13"); break;
+      case OpKind::Scatter: check_reducer(o, index, 0, "update_computation", first(n), results, "C23"); break;
+      case OpKind::AllReduce:
+      case OpKind::ReduceScatter:
+        // one computation for every operand: (tensor<E>, tensor<E>) -> tensor<E>
+        for (size_t i = 0; i < n && i < operands.size(); ++i)
+          check_reducer(o, index, 0, "computation", {operands[i]}, {results[i]}, "C5");
+        break;
+      case OpKind::SelectAndScatter:
+        if (!results.empty()) check_reducer(o, index, 1, "scatter", first(1), results, "C10");
+        break;
+      default: break;
+    }
+  }
+
+  // manual_computation's body works on the pieces the manual axes cut: each argument is its
+  // operand divided along every dimension by the manual axes of in_shardings (which must divide
+  // it), and each returned value is its result divided by those of out_shardings.
+  void check_manual(const Op& o, int index) {
+    auto where = [&] { return fmt::format("@{}: op {} ({})", fn.name(), index, o.name()); };
+    const auto& in = o.attrs().get<ShardingList>("in_shardings");
+    const auto& out = o.attrs().get<ShardingList>("out_shardings");
+    const auto& manual = o.attrs().get<AxisNames>("manual_axes");
+    if (o.regions().size() != 1) fail("{} needs one body region", where());
+    const Sharding* any = !in.empty() ? &in[0] : !out.empty() ? &out[0] : nullptr;
+    if (any == nullptr) return;
+    const Mesh& mesh = module.mesh(any->mesh);
+    for (const std::string& a : manual)
+      if (mesh.find_axis(a) == nullptr) fail("{} names manual axis '{}', which mesh @{} does not have", where(), a, mesh.name);
+    auto piece = [&](const Type& t, const Sharding& s, std::string_view what, size_t i) {
+      if (!t.is_tensor()) return t;
+      std::vector<int64_t> shape = t.shape;
+      for (size_t d = 0; d < shape.size() && d < s.dims.size(); ++d) {
+        int64_t n = 1;
+        for (const AxisRef& a : s.dims[d].axes)
+          if (std::find(manual.begin(), manual.end(), a.name) != manual.end()) n *= axis_ref_size(a, mesh);
+        if (shape[d] == kDynamic || n == 1) continue;
+        if (shape[d] % n != 0)
+          fail("{}: {} {} ({}) has dimension {} of size {}, which its manual axes ({} devices) do not divide",
+               where(), what, i, to_string(t), d, shape[d], n);
+        shape[d] /= n;
+      }
+      return t.with_shape(shape);
+    };
+    const Block& b = o.region(0);
+    std::vector<Type> want, give;
+    for (size_t i = 0; i < o.operands().size() && i < in.size(); ++i) want.push_back(piece(o.operand(i)->type(), in[i], "operand", i));
+    for (size_t k = 0; k < o.num_results() && k < out.size(); ++k) give.push_back(piece(o.result(k)->type(), out[k], "result", k));
+    if (arg_types(b) != want)
+      fail("{}: its body takes ({}) but the operands' pieces along the manual axes are ({})", where(),
+           shape_rules::types_string(arg_types(b)), shape_rules::types_string(want));
+    if (returned(b) != give)
+      fail("{}: its body returns ({}) but the results' pieces along the manual axes are ({})", where(),
+           shape_rules::types_string(returned(b)), shape_rules::types_string(give));
+  }
+
+  // An op's failure carries its place in the text (the innermost op's, for an op in a region).
   void op(const Op& o, int index) {
+    try {
+      checks(o, index);
+    } catch (const VerifyError&) {
+      throw;
+    } catch (const support::UserError& e) {
+      throw VerifyError(e.what(), o.loc);
+    }
+  }
+  void checks(const Op& o, int index) {
     for (size_t i = 0; i < o.operands().size(); ++i)
       if (!visible.count(o.operand(i)))
         fail("@{}: op {} ({}) uses operand {} before it is defined", fn.name(), index, o.name(), i);
@@ -271,6 +407,9 @@ struct Verifier {
     if (o.kind() == OpKind::Sort) check_sort(o, index);
     if (o.kind() == OpKind::Scan) check_scan(o, index);
     if (o.kind() == OpKind::AsyncStart) check_async(o, index);
+    if (o.kind() == OpKind::While) check_while(o, index);
+    if (o.kind() == OpKind::ManualComputation) check_manual(o, index);
+    check_reducers(o, index);
     if (const Sharding* s = o.attrs().find<Sharding>("sharding"))
       check_sharding(*s, operands.at(0), fmt::format("op {} ({}) in @{}", index, o.name(), fn.name()));
     if (const Sharding* s = o.attrs().find<Sharding>("out_sharding");

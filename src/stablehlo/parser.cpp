@@ -405,6 +405,10 @@ void Parser::parse_top_level(bool verify) {
     ir::verify(module);
   } catch (const ParseError&) {
     throw;
+  } catch (const ir::VerifyError& e) {
+    Location op_at = at;
+    if (e.loc.line > 0) op_at.line = e.loc.line, op_at.column = e.loc.column;
+    lx.error_at(op_at, e.what());
   } catch (const support::UserError& e) {
     lx.error_at(at, e.what());
   }

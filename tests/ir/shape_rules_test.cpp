@@ -2,6 +2,8 @@
 // src/ir/shape_*.cpp, plus a success row per family so the rules are not merely rejecting.
 #include <gtest/gtest.h>
 
+#include <limits>
+
 #include "ir/shape_rules.h"
 #include "support/error.h"
 
@@ -153,6 +155,10 @@ const std::vector<Case>& cases() {
       {"dynamic_slice_index", OpKind::DynamicSlice, {f32({4}), f32({})},
        attrs({{"slice_sizes", Ints{2}}}), {},
        "stablehlo.dynamic_slice: index operand 1 has type tensor<f32>, must be an integer scalar"},
+      {"dynamic_slice_index_types", OpKind::DynamicSlice, {f32({4, 4}), i32({}), Type(ElementType::i64, {})},
+       attrs({{"slice_sizes", Ints{2, 2}}}), {},
+       "stablehlo.dynamic_slice: index operand 2 has type tensor<i64>, but index operand 1 has tensor<i32>: the "
+       "start indices have one type"},
       {"dynamic_slice_size", OpKind::DynamicSlice, {f32({4}), i32({})},
        attrs({{"slice_sizes", Ints{5}}}), {},
        "stablehlo.dynamic_slice: slice_sizes[0] = 5 does not fit dimension size 4"},
@@ -441,6 +447,11 @@ TEST(ShapeRules, ResultsOfWellFormedOps) {
   EXPECT_EQ(infer(OpKind::Slice, {f32({10})},
                   attrs({{"start_indices", Ints{1}}, {"limit_indices", Ints{8}}, {"strides", Ints{3}}})),
             std::vector{f32({3})});
+  // The largest stride takes one element (ceil(4 / stride); adding stride - 1 first overflowed to 0).
+  EXPECT_EQ(infer(OpKind::Slice, {f32({2, 4})},
+                  attrs({{"start_indices", Ints{1, 0}}, {"limit_indices", Ints{2, 4}},
+                         {"strides", Ints{1, std::numeric_limits<int64_t>::max()}}})),
+            std::vector{f32({1, 1})});
   EXPECT_EQ(infer(OpKind::Pad, {f32({3}), f32({})},
                   attrs({{"edge_padding_low", Ints{1}}, {"edge_padding_high", Ints{-1}},
                          {"interior_padding", Ints{2}}})),

@@ -138,7 +138,7 @@ TEST(IfAndCase, VerifierNamesTheConstraint) {
                 std::string("(%result_branch1, %result_branch1) : (tensor<2xi64>, tensor<2xi64>)").size(),
                 "(%result_branch1) : (tensor<2xi64>)");
   EXPECT_EQ(parse_error(wrong),
-            "t.mlir:2:1: @main: op 2 (stablehlo.case): branch 1 returns (tensor<2xi64>) but the op's results are "
+            "t.mlir:5:3: @main: op 2 (stablehlo.case): branch 1 returns (tensor<2xi64>) but the op's results are "
             "(tensor<2xi64>, tensor<2xi64>) (C4)");
   std::string pred = kIf;
   pred.replace(pred.find("%pred: tensor<i1>"), 17, "%pred: tensor<i32>");
@@ -153,7 +153,7 @@ TEST(IfAndCase, VerifierNamesTheConstraint) {
   std::string one = kIf;
   size_t from = one.find("}, {");
   one.erase(from, one.find("}) :") - from);
-  EXPECT_EQ(parse_error(one), "t.mlir:2:1: @main: op 2 (stablehlo.if) has 1 branches, not 2");
+  EXPECT_EQ(parse_error(one), "t.mlir:5:3: @main: op 2 (stablehlo.if) has 1 branches, not 2");
 }
 
 TEST(IfAndCase, BuilderRefusesBranchesOfDifferentTypes) {

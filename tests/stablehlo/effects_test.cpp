@@ -140,14 +140,14 @@ TEST(Effects, ConstraintMessages) {
             "t.mlir:6:3: stablehlo.composite: name \"mul\" is not of the form dialect.op (C1)");
   EXPECT_EQ(parse_error(body("  %0 = stablehlo.composite \"my.mul\" %arg0, %arg0 {decomposition = @none} : (tensor<2xf32>, "
                           "tensor<2xf32>) -> tensor<2xf32>\n", x)),
-            "t.mlir:1:1: @main: op 0 (stablehlo.composite) has decomposition @none, which is not defined (C2)");
+            "t.mlir:6:3: @main: op 0 (stablehlo.composite) has decomposition @none, which is not defined (C2)");
   EXPECT_EQ(parse_error(body("  %0 = stablehlo.composite \"my.mul\" %arg0 {decomposition = @decomp} : (tensor<2xf32>) -> "
                           "tensor<2xf32>\n", x)),
-            "t.mlir:1:1: @main: op 0 (stablehlo.composite) passes (tensor<2xf32>) to its decomposition @decomp, which takes "
+            "t.mlir:6:3: @main: op 0 (stablehlo.composite) passes (tensor<2xf32>) to its decomposition @decomp, which takes "
             "(tensor<2xf32>, tensor<2xf32>) (C3)");
   EXPECT_EQ(parse_error(body("  %0 = stablehlo.composite \"my.mul\" %arg0, %arg0 {decomposition = @decomp} : (tensor<2xf32>, "
                           "tensor<2xf32>) -> tensor<4xf32>\n", x)),
-            "t.mlir:1:1: @main: op 0 (stablehlo.composite) returns (tensor<4xf32>) but its decomposition @decomp returns "
+            "t.mlir:6:3: @main: op 0 (stablehlo.composite) returns (tensor<4xf32>) but its decomposition @decomp returns "
             "(tensor<2xf32>) (C4)");
   auto map = [&](const std::string& operands, const std::string& dims, const std::string& args, const std::string& ret,
                  const std::string& types) {
@@ -162,9 +162,9 @@ TEST(Effects, ConstraintMessages) {
   EXPECT_EQ(parse_error(map("%arg0", "", "%a: tensor<f32>", "%a : tensor<f32>", "(tensor<2xf32>) -> tensor<2xf32>")),
             "t.mlir:6:3: stablehlo.map: dimensions must be [0], every dimension in order (C3)");
   EXPECT_EQ(parse_error(map("%arg0", ": 0", "%a: tensor<i32>", "%a : tensor<i32>", "(tensor<2xf32>) -> tensor<2xf32>")),
-            "t.mlir:1:1: @main: op 0 (stablehlo.map): its computation takes (tensor<i32>) but the inputs need (tensor<f32>) (C4)");
+            "t.mlir:6:3: @main: op 0 (stablehlo.map): its computation takes (tensor<i32>) but the inputs need (tensor<f32>) (C4)");
   EXPECT_EQ(parse_error(map("%arg0", ": 0", "%a: tensor<f32>", "%a : tensor<f32>", "(tensor<2xf32>) -> tensor<2xi32>")),
-            "t.mlir:1:1: @main: op 0 (stablehlo.map): its computation returns (tensor<f32>) but the result needs (tensor<i32>) (C4)");
+            "t.mlir:6:3: @main: op 0 (stablehlo.map): its computation returns (tensor<f32>) but the result needs (tensor<i32>) (C4)");
   // sort's comparator (fuzz/regressions/program/sort_comparator_argument_type.mlir).
   auto sort = [&](const std::string& args, const std::string& ret) {
     return body("  %0:2 = \"stablehlo.sort\"(%arg0, %arg1) <{dimension = 0 : i64}> ({\n  ^bb0(" + args +
@@ -173,10 +173,10 @@ TEST(Effects, ConstraintMessages) {
                 "%arg0: tensor<2xf32>, %arg1: tensor<2xi32>");
   };
   EXPECT_EQ(parse_error(sort("%a: tensor<f32>, %b: tensor<f32>, %c: tensor<f16>, %d: tensor<i32>", "%c : tensor<f16>")),
-            "t.mlir:1:1: @main: op 0 (stablehlo.sort): its comparator takes (tensor<f32>, tensor<f32>, tensor<f16>, "
+            "t.mlir:6:3: @main: op 0 (stablehlo.sort): its comparator takes (tensor<f32>, tensor<f32>, tensor<f16>, "
             "tensor<i32>) but the inputs need (tensor<f32>, tensor<f32>, tensor<i32>, tensor<i32>) (C5)");
   EXPECT_EQ(parse_error(sort("%a: tensor<f32>, %b: tensor<f32>, %c: tensor<i32>, %d: tensor<i32>", "%a : tensor<f32>")),
-            "t.mlir:1:1: @main: op 0 (stablehlo.sort): its comparator returns (tensor<f32>) but the comparison needs (tensor<i1>) (C5)");
+            "t.mlir:6:3: @main: op 0 (stablehlo.sort): its comparator returns (tensor<f32>) but the comparison needs (tensor<i1>) (C5)");
 }
 
 // after_all and create_token give tokens, a tuple holds its members, get_tuple_element takes one

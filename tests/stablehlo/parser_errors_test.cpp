@@ -155,6 +155,43 @@ const std::vector<Bad>& corpus() {
        "  %0 = stablehlo.reduce(%a init: %c) applies stablehlo.abs across dimensions = [0] : "
        "(tensor<4xf32>, tensor<f32>) -> tensor<f32>\n  return %0 : tensor<f32>\n}\n",
        "t.mlir:2:46: 'stablehlo.abs' is not a binary elementwise op"},
+      // Regions the kernels run with the types the op gives them (while C1-C2, reduce C6,
+      // manual_computation's pieces): a mismatch is the module's error, not the interpreter's.
+      {"while_body_type",
+       "func.func @f(%a: tensor<4xf32>, %i: tensor<i32>) -> tensor<4xf32> {\n"
+       "  %0:2 = stablehlo.while(%x = %a, %n = %i) : tensor<4xf32>, tensor<i32>\n"
+       "  cond {\n    %c = stablehlo.constant dense<true> : tensor<i1>\n    stablehlo.return %c : tensor<i1>\n"
+       "  } do {\n    %s = stablehlo.slice %x [0:3] : (tensor<4xf32>) -> tensor<3xf32>\n"
+       "    stablehlo.return %s, %n : tensor<3xf32>, tensor<i32>\n  }\n  return %0#0 : tensor<4xf32>\n}\n",
+       "t.mlir:2:3: @f: op 0 (stablehlo.while): its body returns (tensor<3xf32>, tensor<i32>) but the loop "
+       "carries (tensor<4xf32>, tensor<i32>) (C2)"},
+      {"while_cond_result",
+       "func.func @f(%a: tensor<4xf32>) -> tensor<4xf32> {\n"
+       "  %0 = stablehlo.while(%x = %a) : tensor<4xf32>\n"
+       "  cond {\n    %c = stablehlo.constant dense<1> : tensor<i32>\n    stablehlo.return %c : tensor<i32>\n"
+       "  } do {\n    stablehlo.return %x : tensor<4xf32>\n  }\n  return %0 : tensor<4xf32>\n}\n",
+       "t.mlir:2:3: @f: op 0 (stablehlo.while): its cond returns (tensor<i32>), not tensor<i1> (C1)"},
+      {"reduce_body_type",
+       "func.func @f(%a: tensor<4xf32>, %c: tensor<f32>) -> tensor<f32> {\n"
+       "  %0 = stablehlo.reduce(%a init: %c) across dimensions = [0] : (tensor<4xf32>, tensor<f32>) -> tensor<f32>\n"
+       "    reducer(%x: tensor<i32>, %y: tensor<i32>) {\n      %s = stablehlo.add %x, %y : tensor<i32>\n"
+       "      stablehlo.return %s : tensor<i32>\n    }\n  return %0 : tensor<f32>\n}\n",
+       "t.mlir:2:3: @f: op 0 (stablehlo.reduce): its body has type (tensor<i32>, tensor<i32>) -> (tensor<i32>), "
+       "but its results need (tensor<f32>, tensor<f32>) -> (tensor<f32>) (C6)"},
+      {"manual_body_takes_whole_operand",
+       "sdy.mesh @m = <[\"a\"=2]>\nfunc.func @f(%a: tensor<8xf32>) -> tensor<8xf32> {\n"
+       "  %0 = sdy.manual_computation(%a) in_shardings=[<@m, [{\"a\"}]>] out_shardings=[<@m, [{\"a\"}]>] "
+       "manual_axes={\"a\"} (%x: tensor<8xf32>) {\n    sdy.return %x : tensor<8xf32>\n"
+       "  } : (tensor<8xf32>) -> tensor<8xf32>\n  return %0 : tensor<8xf32>\n}\n",
+       "t.mlir:3:3: @f: op 0 (sdy.manual_computation): its body takes (tensor<8xf32>) but the operands' pieces "
+       "along the manual axes are (tensor<4xf32>)"},
+      {"manual_body_returns_short_piece",
+       "sdy.mesh @m = <[\"a\"=2]>\nfunc.func @f(%a: tensor<8xf32>) -> tensor<8xf32> {\n"
+       "  %0 = sdy.manual_computation(%a) in_shardings=[<@m, [{\"a\"}]>] out_shardings=[<@m, [{\"a\"}]>] "
+       "manual_axes={\"a\"} (%x: tensor<4xf32>) {\n    %s = stablehlo.slice %x [0:3] : (tensor<4xf32>) -> tensor<3xf32>\n"
+       "    sdy.return %s : tensor<3xf32>\n  } : (tensor<8xf32>) -> tensor<8xf32>\n  return %0 : tensor<8xf32>\n}\n",
+       "t.mlir:3:3: @f: op 0 (sdy.manual_computation): its body returns (tensor<3xf32>) but the results' pieces "
+       "along the manual axes are (tensor<4xf32>)"},
   };
   return k;
 }

@@ -133,11 +133,11 @@ TEST(Scan, ConstraintMessages) {
   EXPECT_EQ(parse_error(scan(params, "(%arg0) inits(%arg1) dimension=0", "%a: tensor<4xi32>, %b: tensor<i32>",
                              "%b, %b : tensor<i32>, tensor<i32>",
                              "(tensor<4xi32>, tensor<i32>) -> (tensor<4xi32>, tensor<i32>)")),
-            "t.mlir:1:1: @main: op 0 (chlo.scan): its body takes (tensor<4xi32>, tensor<i32>) but the input slices and "
+            "t.mlir:2:3: @main: op 0 (chlo.scan): its body takes (tensor<4xi32>, tensor<i32>) but the input slices and "
             "carries are (tensor<i32>, tensor<i32>)");
   EXPECT_EQ(parse_error(scan(params, "(%arg0) inits(%arg1) dimension=0", "%a: tensor<i32>, %b: tensor<i32>",
                              "%b : tensor<i32>", "(tensor<4xi32>, tensor<i32>) -> (tensor<4xi32>, tensor<i32>)")),
-            "t.mlir:1:1: @main: op 0 (chlo.scan): its body returns (tensor<i32>) but the output slices and carries are "
+            "t.mlir:2:3: @main: op 0 (chlo.scan): its body returns (tensor<i32>) but the output slices and carries are "
             "(tensor<i32>, tensor<i32>)");
 }
 
