@@ -35,6 +35,7 @@ struct Verifier {
   const Module& module;
   const Function& fn;
   std::set<const Value*> visible;
+  std::vector<std::string> manual_;  // the manual axes of the enclosing manual_computations
 
   void check_sharding(const Sharding& s, const Type& t, const std::string& what) {
     validate(s, module.mesh(s.mesh), t, what);
@@ -410,12 +411,36 @@ struct Verifier {
     if (o.kind() == OpKind::While) check_while(o, index);
     if (o.kind() == OpKind::ManualComputation) check_manual(o, index);
     check_reducers(o, index);
+    // #sdy.sharding_per_value: one layout per result, each fitting its result (an op without
+    // results may name one device of a maximal mesh: where a side-effecting call runs).
+    const auto* per_value = o.attrs().find<ShardingList>("sdy.sharding");
+    if (per_value != nullptr && o.num_results() == 0 && per_value->size() == 1 &&
+        module.mesh((*per_value)[0].mesh).axes.empty())
+      per_value = nullptr;
+    if (per_value != nullptr) {
+      if (per_value->size() != o.num_results())
+        fail("@{}: op {} ({}) has {} result shardings (sdy.sharding_per_value) for {} results", fn.name(), index,
+             o.name(), per_value->size(), o.num_results());
+      for (size_t r = 0; r < per_value->size(); ++r)
+        check_sharding((*per_value)[r], o.result(r)->type(), fmt::format("result {} of op {} ({}) in @{}", r, index, o.name(), fn.name()));
+    }
     if (const Sharding* s = o.attrs().find<Sharding>("sharding"))
       check_sharding(*s, operands.at(0), fmt::format("op {} ({}) in @{}", index, o.name(), fn.name()));
     if (const Sharding* s = o.attrs().find<Sharding>("out_sharding");
         s && has_trait(o.kind(), kShardy) && o.num_results() == 1)
       check_explicit_collective(o, *s, fmt::format("op {} ({}) in @{}", index, o.name(), fn.name()));
+    // A manual_computation nested in another works on the pieces of the outer one's axes: it
+    // cannot cut them again (Shardy's verifier: an axis is manual at most once).
+    size_t enclosing = manual_.size();
+    if (o.kind() == OpKind::ManualComputation)
+      for (const std::string& a : o.attrs().get<AxisNames>("manual_axes")) {
+        if (std::find(manual_.begin(), manual_.end(), a) != manual_.end())
+          fail("@{}: op {} ({}) makes axis '{}' manual inside a manual_computation that already does", fn.name(),
+               index, o.name(), a);
+        manual_.push_back(a);
+      }
     for (const auto& r : o.regions()) block(*r, false);
+    manual_.resize(enclosing);
     for (Value* r : o.results()) visible.insert(r);
   }
 };
@@ -424,7 +449,7 @@ struct Verifier {
 
 void verify(const Module& module) {
   for (const auto& f : module.functions) {
-    Verifier v{module, *f, {}};
+    Verifier v{module, *f, {}, {}};
     for (size_t i = 0; i < f->num_parameters(); ++i)
       if (auto s = f->arg_sharding(i))
         v.check_sharding(*s, f->parameter(i)->type(), fmt::format("argument {} of @{}", i, f->name()));

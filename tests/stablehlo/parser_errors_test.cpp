@@ -192,6 +192,21 @@ const std::vector<Bad>& corpus() {
        "    sdy.return %s : tensor<3xf32>\n  } : (tensor<8xf32>) -> tensor<8xf32>\n  return %0 : tensor<8xf32>\n}\n",
        "t.mlir:3:3: @f: op 0 (sdy.manual_computation): its body returns (tensor<3xf32>) but the results' pieces "
        "along the manual axes are (tensor<4xf32>)"},
+      {"sharding_per_value_count",
+       "sdy.mesh @m = <[\"a\"=2]>\nfunc.func @f(%a: tensor<8xf32>) -> tensor<8xf32> {\n"
+       "  %0 = stablehlo.add %a, %a {sdy.sharding = #sdy.sharding_per_value<[<@m, [{\"a\"}]>, <@m, [{}]>]>} : "
+       "tensor<8xf32>\n  return %0 : tensor<8xf32>\n}\n",
+       "t.mlir:3:3: @f: op 0 (stablehlo.add) has 2 result shardings (sdy.sharding_per_value) for 1 results"},
+      {"nested_manual_axis",
+       "sdy.mesh @m = <[\"a\"=2]>\nfunc.func @f(%a: tensor<8xf32>) -> tensor<8xf32> {\n"
+       "  %0 = sdy.manual_computation(%a) in_shardings=[<@m, [{\"a\"}]>] out_shardings=[<@m, [{\"a\"}]>] "
+       "manual_axes={\"a\"} (%x: tensor<4xf32>) {\n"
+       "    %1 = sdy.manual_computation(%x) in_shardings=[<@m, [{\"a\"}]>] out_shardings=[<@m, [{\"a\"}]>] "
+       "manual_axes={\"a\"} (%y: tensor<2xf32>) {\n      sdy.return %y : tensor<2xf32>\n"
+       "    } : (tensor<4xf32>) -> tensor<4xf32>\n    sdy.return %1 : tensor<4xf32>\n"
+       "  } : (tensor<8xf32>) -> tensor<8xf32>\n  return %0 : tensor<8xf32>\n}\n",
+       "t.mlir:4:5: @f: op 0 (sdy.manual_computation) makes axis 'a' manual inside a manual_computation that "
+       "already does"},
   };
   return k;
 }
