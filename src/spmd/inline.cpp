@@ -120,9 +120,11 @@ void inline_ops(const ir::Module& module, const ir::Block& from, ir::Module& out
       ir::clone_op(into, *op, map);
       continue;
     }
-    if (depth > 64) support::fail("func.call: calls nest more than 64 deep (recursion?)");
     std::string callee_name = op->kind() == ir::OpKind::Call ? op->attrs().get<std::string>("callee")
                                                              : ir::decomposition_of(op->attrs()).value_or("");
+    if (depth > 64)
+      support::fail("{}{} of @{}: calls nest more than 64 deep (recursion?)", op->name(),
+                    op->loc.line > 0 ? fmt::format(" at line {}:{}", op->loc.line, op->loc.column) : "", callee_name);
     const ir::Function* callee = module.find_function(callee_name);
     if (!callee) support::fail("{}: no function @{}", op->name(), callee_name);
     ir::ValueMap inner;

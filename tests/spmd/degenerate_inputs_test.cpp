@@ -10,6 +10,7 @@
 #include "runtime/session.h"
 #include "spmd/factor_rule.h"
 #include "stablehlo/parser.h"
+#include "support/error.h"
 
 namespace tessera::spmd {
 namespace {
@@ -112,6 +113,26 @@ func.func @main(%h: tensor<16x12xf32>, %w: tensor<1001x12xf32> {sdy.sharding = #
   ASSERT_EQ(got.size(), 1u);
   EXPECT_EQ(got[0], want[0]);  // small integers and eighths: every sum is exact
   EXPECT_EQ(p.report().bytes_per_device(), 2 * 3 * 16 * 4 / 4) << p.report().to_string();
+}
+
+// A function that calls itself has no inlined form: the refusal names the call and its place.
+TEST(DegenerateInputs, ARecursiveCallIsRefusedWhereItIs) {
+  auto m = stablehlo::parse(R"(sdy.mesh @m = <["x"=2]>
+func.func @main(%x: tensor<4xf32> {sdy.sharding = #sdy.sharding<@m, [{"x"}]>}) -> tensor<4xf32> {
+  %0 = func.call @main(%x) : (tensor<4xf32>) -> tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+)",
+                            "self.mlir");
+  runtime::Session s = runtime::Session::host(2);
+  std::string message = "<no error>";
+  try {
+    s.compile(*m, "main");
+  } catch (const support::UserError& e) {
+    message = e.what();
+  }
+  EXPECT_NE(message.find("func.call at line 3:3 of @main: calls nest more than 64 deep (recursion?)"), std::string::npos)
+      << message;
 }
 
 }  // namespace
