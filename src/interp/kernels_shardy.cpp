@@ -101,12 +101,26 @@ Results eval_ManualComputation(const EvalContext& ctx) {
       std::vector<int64_t> start = times(m.piece(in[i], local.size(), device), local);
       std::vector<int64_t> limit(start.size());
       for (size_t d = 0; d < start.size(); ++d) limit[d] = start[d] + local[d];
+      // (ir::verify refuses a body that does not take its pieces; a module built in C++ and
+      // never verified must still not read past its operand)
+      const std::vector<int64_t>& whole = ctx.operand(i).shape();
+      for (size_t d = 0; d < start.size(); ++d)
+        if (local.size() != whole.size() || limit[d] > whole[d])
+          ctx.fail("body argument {} is {}, which is no piece of operand {} ({}) along the manual axes", i,
+                   to_string(body.argument(i)->type()), i, to_string(ctx.operand(i).type()));
       locals.push_back(slice_literal(ctx.operand(i), start, limit));
     }
     Results pieces = ctx.run_region(0, std::move(locals));
     for (size_t k = 0; k < results.size(); ++k) {
       std::vector<int64_t> piece = m.piece(out_shardings[k], pieces[k].shape().size(), device);
-      if (written[k].insert(piece).second) write_block(pieces[k], results[k], times(piece, pieces[k].shape()));
+      std::vector<int64_t> at = times(piece, pieces[k].shape());
+      const std::vector<int64_t>& whole = results[k].shape();
+      bool fits = pieces[k].shape().size() == whole.size() && pieces[k].element() == results[k].element();
+      for (size_t d = 0; fits && d < at.size(); ++d) fits = at[d] + pieces[k].shape()[d] <= whole[d];
+      if (!fits)
+        ctx.fail("body result {} is {}, which is no piece of result {} ({}) along the manual axes", k,
+                 to_string(pieces[k].type()), k, to_string(results[k].type()));
+      if (written[k].insert(piece).second) write_block(pieces[k], results[k], at);
     }
   });
   return results;

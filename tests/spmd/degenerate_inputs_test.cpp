@@ -17,6 +17,21 @@ namespace {
 
 using namespace tessera::ir;
 
+// `m`'s @main run sharded on `devices` host devices and by the interpreter on `in`; the sharded
+// results must be the interpreter's, bit for bit (these programs' sums are exact or of one term).
+struct Sharded {
+  std::vector<Literal> results;
+  int64_t bytes_per_device = 0;
+};
+Sharded run_both(const Module& m, int devices, const std::vector<Literal>& in) {
+  std::vector<Literal> want = interp::evaluate(m, "main", in);
+  runtime::Session s = runtime::Session::host(devices);
+  runtime::CompiledProgram p = s.compile(m, "main");
+  Sharded out{s.run_sharded(p, in), p.report().bytes_per_device()};
+  EXPECT_EQ(out.results, want) << p.report().to_string();
+  return out;
+}
+
 // Shardy's @reshape_size_zero_dim: nothing to share between [8, 0] and [0, 4], so the reshape's
 // factor rule has no factors, and the run gives the empty result.
 TEST(DegenerateInputs, AReshapeWithoutElementsHasNoFactors) {
@@ -31,13 +46,9 @@ func.func @main(%x: tensor<8x0xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"a"},
   FactorRule rule = factor_rule(reshape);
   EXPECT_EQ(rule.num_factors(), 0u);
 
-  Literal x(f32({8, 0}));
-  runtime::Session s = runtime::Session::host(4);
-  runtime::CompiledProgram p = s.compile(*m, "main");
-  std::vector<Literal> got = s.run_sharded(p, {x});
-  ASSERT_EQ(got.size(), 1u);
-  EXPECT_EQ(got[0], interp::evaluate(*m, "main", {x})[0]);
-  EXPECT_EQ(got[0].type(), f32({0, 4}));
+  Sharded r = run_both(*m, 4, {Literal(f32({8, 0}))});
+  ASSERT_EQ(r.results.size(), 1u);
+  EXPECT_EQ(r.results[0].type(), f32({0, 4}));
 }
 
 // Shardy's @different_mesh_names_same_mesh_propagated with 8 rows over an axis of 3 (pieces of 3,
@@ -55,12 +66,7 @@ func.func @main(%x: tensor<8x8xf32> {sdy.sharding = #sdy.sharding<@mesh_a_3, [{"
                             "meshes.mlir");
   Literal x(f32({8, 8})), y(f32({8, 8}));
   for (int64_t i = 0; i < 64; ++i) x.set_double(i, static_cast<double>(i)), y.set_double(i, 0.5 * static_cast<double>(i % 7));
-  std::vector<Literal> want = interp::evaluate(*m, "main", {x, y});
-  runtime::Session s = runtime::Session::host(3);
-  runtime::CompiledProgram p = s.compile(*m, "main");
-  std::vector<Literal> got = s.run_sharded(p, {x, y});
-  ASSERT_EQ(got.size(), 1u);
-  EXPECT_EQ(got[0], want[0]);  // an add of the same elements: the same bits
+  EXPECT_EQ(run_both(*m, 3, {x, y}).results.size(), 1u);  // an add of the same elements: the same bits
 }
 
 // pad of 8 rows with interior 3, low 3 and high 2 into 34 rows laid out in pieces of 9 over 4
@@ -78,14 +84,10 @@ func.func @main(%x: tensor<8x3xf32> {sdy.sharding = #sdy.sharding<@m, [{"x"}, {}
                             "pad.mlir");
   Literal x(f32({8, 3}));
   for (int64_t i = 0; i < 24; ++i) x.set_double(i, static_cast<double>(i));
-  std::vector<Literal> want = interp::evaluate(*m, "main", {x});
-  runtime::Session s = runtime::Session::host(4);
-  runtime::CompiledProgram p = s.compile(*m, "main");
-  std::vector<Literal> got = s.run_sharded(p, {x});
-  ASSERT_EQ(got.size(), 1u);
-  EXPECT_EQ(got[0], want[0]);
-  EXPECT_EQ(want[0].get_double(27 * 3), 18.0);  // x[6][0] at row 3 + 4 * 6
-  EXPECT_EQ(p.report().bytes_per_device(), 0);   // each piece is cut from the device's own rows
+  Sharded r = run_both(*m, 4, {x});
+  ASSERT_EQ(r.results.size(), 1u);
+  EXPECT_EQ(r.results[0].get_double(27 * 3), 18.0);  // x[6][0] at row 3 + 4 * 6
+  EXPECT_EQ(r.bytes_per_device, 0);                  // each piece is cut from the device's own rows
 }
 
 // A vocabulary that the devices do not divide (1001 rows over 4, as GPT-2's 50257 over 8): the split
@@ -106,13 +108,8 @@ func.func @main(%h: tensor<16x12xf32>, %w: tensor<1001x12xf32> {sdy.sharding = #
   Literal h(f32({16, 12})), w(f32({1001, 12}));
   for (int64_t i = 0; i < h.num_elements(); ++i) h.set_double(i, static_cast<double>((i * 7) % 13) - 6.0);
   for (int64_t i = 0; i < w.num_elements(); ++i) w.set_double(i, static_cast<double>((i * 11) % 17) / 8.0 - 1.0);
-  std::vector<Literal> want = interp::evaluate(*m, "main", {h, w});
-  runtime::Session s = runtime::Session::host(4);
-  runtime::CompiledProgram p = s.compile(*m, "main");
-  std::vector<Literal> got = s.run_sharded(p, {h, w});
-  ASSERT_EQ(got.size(), 1u);
-  EXPECT_EQ(got[0], want[0]);  // small integers and eighths: every sum is exact
-  EXPECT_EQ(p.report().bytes_per_device(), 2 * 3 * 16 * 4 / 4) << p.report().to_string();
+  Sharded r = run_both(*m, 4, {h, w});  // small integers and eighths: every sum is exact
+  EXPECT_EQ(r.bytes_per_device, 2 * 3 * 16 * 4 / 4);
 }
 
 // A function that calls itself has no inlined form: the refusal names the call and its place.
