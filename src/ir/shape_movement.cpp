@@ -4,6 +4,7 @@
 #include <set>
 
 #include "ir/shape_rules.h"
+#include "support/memory.h"
 #include "support/strings.h"
 
 namespace tessera::ir::shape_rules {
@@ -146,9 +147,7 @@ Types infer_Slice(const ShapeQuery& q) {
     if (start[d] < 0 || start[d] > limit[d] || limit[d] > in.shape[d] || strides[d] < 1)
       reject(q, "dimension {}: slice [{}:{}:{}] does not fit size {}", d, start[d], limit[d],
              strides[d], in.shape[d]);
-    // ceil((limit - start) / stride), without the overflow of adding stride - 1 to a huge stride
-    const int64_t span = limit[d] - start[d];
-    shape.push_back(span / strides[d] + (span % strides[d] != 0 ? 1 : 0));
+    shape.push_back(support::ceil_div(limit[d] - start[d], strides[d]));
   }
   return {in.with_shape(shape)};
 }

@@ -2,6 +2,7 @@
 // name the function and the op.
 #include <algorithm>
 #include <iterator>
+#include <optional>
 #include <set>
 
 #include "ir/effects.h"
@@ -142,21 +143,31 @@ struct Verifier {
       fail("@{}: op {} ({}) returns ({}) but its decomposition @{} returns ({}) (C4)", fn.name(), index, o.name(),
            shape_rules::types_string(o.result_types()), name, shape_rules::types_string(f->result_types));
   }
+  static std::vector<Type> arg_types(const Block& b) {
+    std::vector<Type> out;
+    for (const auto& a : b.arguments()) out.push_back(a->type());
+    return out;
+  }
+  // The types a region's return gives back; nullopt when it ends in no return (block() refuses that).
+  static std::optional<std::vector<Type>> returned(const Block& b) {
+    const Op* ret = b.terminator();
+    if (ret == nullptr || ret->kind() != OpKind::Return) return std::nullopt;
+    return ret->operand_types();
+  }
+
   // A region of scalars: `o`'s one region (its `what`) takes `args` and returns `out`, which the
   // inputs and the result (`out_name`) need, by spec constraint `rule`.
   void check_scalar_region(const Op& o, int index, std::string_view what, const std::vector<Type>& want,
                            const std::vector<Type>& out, std::string_view out_name, std::string_view rule) {
     if (o.regions().size() != 1) fail("@{}: op {} ({}) needs one {} region", fn.name(), index, o.name(), what);
     const Block& b = o.region(0);
-    std::vector<Type> args;
-    for (const auto& a : b.arguments()) args.push_back(a->type());
+    const std::vector<Type> args = arg_types(b);
     if (args != want)
       fail("@{}: op {} ({}): its {} takes ({}) but the inputs need ({}) ({})", fn.name(), index, o.name(), what,
            shape_rules::types_string(args), shape_rules::types_string(want), rule);
-    const Op* ret = b.terminator();
-    if (ret != nullptr && ret->kind() == OpKind::Return && ret->operand_types() != out)
+    if (auto r = returned(b); r && *r != out)
       fail("@{}: op {} ({}): its {} returns ({}) but the {} needs ({}) ({})", fn.name(), index, o.name(), what,
-           shape_rules::types_string(ret->operand_types()), out_name, shape_rules::types_string(out), rule);
+           shape_rules::types_string(*r), out_name, shape_rules::types_string(out), rule);
   }
   // map's computation takes one scalar of each input's element type and returns one scalar of the
   // result's (C4).
@@ -189,15 +200,13 @@ struct Verifier {
       out.push_back(operands[l.inputs + c]);
     }
     const Block& b = o.region(0);
-    std::vector<Type> args;
-    for (const auto& a : b.arguments()) args.push_back(a->type());
+    const std::vector<Type> args = arg_types(b);
     if (args != want)
       fail("@{}: op {} ({}): its body takes ({}) but the input slices and carries are ({})", fn.name(), index,
            o.name(), shape_rules::types_string(args), shape_rules::types_string(want));
-    const Op* ret = b.terminator();
-    if (ret != nullptr && ret->kind() == OpKind::Return && ret->operand_types() != out)
+    if (auto r = returned(b); r && *r != out)
       fail("@{}: op {} ({}): its body returns ({}) but the output slices and carries are ({})", fn.name(), index,
-           o.name(), shape_rules::types_string(ret->operand_types()), shape_rules::types_string(out));
+           o.name(), shape_rules::types_string(*r), shape_rules::types_string(out));
   }
   // async_start: its body is one op and a return (C1), a collective or a slice (C2), applied to
   // async_start's operands in order (C3; read directly, or through the body's arguments), and the
@@ -243,23 +252,11 @@ struct Verifier {
       if (!b.arguments().empty())
         fail("@{}: op {} ({}): branch {} takes {} arguments, branches take none (C{})", fn.name(), index,
              o.name(), r, b.arguments().size(), o.kind() == OpKind::If ? 1 : 2);
-      const Op* ret = b.terminator();
-      if (ret != nullptr && ret->kind() == OpKind::Return && ret->operand_types() != o.result_types())
+      if (auto ret = returned(b); ret && *ret != o.result_types())
         fail("@{}: op {} ({}): branch {} returns ({}) but the op's results are ({}) (C{})", fn.name(), index,
-             o.name(), r, shape_rules::types_string(ret->operand_types()),
+             o.name(), r, shape_rules::types_string(*ret),
              shape_rules::types_string(o.result_types()), o.kind() == OpKind::If ? 3 : 4);
     }
-  }
-
-  std::vector<Type> arg_types(const Block& b) {
-    std::vector<Type> out;
-    for (const auto& a : b.arguments()) out.push_back(a->type());
-    return out;
-  }
-  // The types a region's return gives back (empty when the block has no return yet).
-  static std::vector<Type> returned(const Block& b) {
-    const Op* ret = b.terminator();
-    return ret != nullptr && ret->kind() == OpKind::Return ? ret->operand_types() : std::vector<Type>{};
   }
 
   // while: cond takes the operands' types and returns tensor<i1>, body takes and returns them
@@ -275,11 +272,10 @@ struct Verifier {
         fail("{}: its {} takes ({}) but the loop carries ({}) (C{})", where(), names[r],
              shape_rules::types_string(arg_types(b)), shape_rules::types_string(carried), r + 1);
     }
-    const std::vector<Type> cond = returned(o.region(0)), body = returned(o.region(1));
-    if (cond != std::vector<Type>{Type(ElementType::i1, {})})
-      fail("{}: its cond returns ({}), not tensor<i1> (C1)", where(), shape_rules::types_string(cond));
-    if (body != carried)
-      fail("{}: its body returns ({}) but the loop carries ({}) (C2)", where(), shape_rules::types_string(body),
+    if (auto cond = returned(o.region(0)); cond && *cond != std::vector<Type>{Type(ElementType::i1, {})})
+      fail("{}: its cond returns ({}), not tensor<i1> (C1)", where(), shape_rules::types_string(*cond));
+    if (auto body = returned(o.region(1)); body && *body != carried)
+      fail("{}: its body returns ({}) but the loop carries ({}) (C2)", where(), shape_rules::types_string(*body),
            shape_rules::types_string(carried));
   }
 
@@ -302,9 +298,10 @@ struct Verifier {
     for (const Type& r : results) want.push_back(Type(r.element, {}));
     std::vector<Type> twice = want;
     twice.insert(twice.end(), want.begin(), want.end());
-    if (arg_types(b) != twice || returned(b) != want)
+    const std::optional<std::vector<Type>> gives = returned(b);
+    if (arg_types(b) != twice || (gives && *gives != want))
       fail("{} has type ({}) -> ({}), but its results need ({}) -> ({}) ({})", where(),
-           shape_rules::types_string(arg_types(b)), shape_rules::types_string(returned(b)),
+           shape_rules::types_string(arg_types(b)), shape_rules::types_string(gives.value_or(std::vector<Type>{})),
            shape_rules::types_string(twice), shape_rules::types_string(want), rule);
     for (size_t i = 0; i < inputs.size() && i < results.size(); ++i) {
       const ElementInfo &x = info(inputs[i].element), &y = info(results[i].element);
@@ -372,9 +369,9 @@ struct Verifier {
     if (arg_types(b) != want)
       fail("{}: its body takes ({}) but the operands' pieces along the manual axes are ({})", where(),
            shape_rules::types_string(arg_types(b)), shape_rules::types_string(want));
-    if (returned(b) != give)
+    if (auto r = returned(b); r && *r != give)
       fail("{}: its body returns ({}) but the results' pieces along the manual axes are ({})", where(),
-           shape_rules::types_string(returned(b)), shape_rules::types_string(give));
+           shape_rules::types_string(*r), shape_rules::types_string(give));
   }
 
   // An op's failure carries its place in the text (the innermost op's, for an op in a region).

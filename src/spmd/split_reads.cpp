@@ -8,6 +8,7 @@
 #include "spmd/identities.h"
 #include "spmd/mesh_math.h"
 #include "support/error.h"
+#include "support/memory.h"
 
 namespace tessera::spmd {
 
@@ -123,8 +124,7 @@ std::optional<HaloPlan> place_windows(const HaloPlan& plan, const std::vector<in
 
 std::optional<HaloPlan> plan_halo(int64_t size, int64_t start, int64_t limit, int64_t stride, int64_t shards) {
   const int64_t n = shards, p = piece_size(size, n);
-  const int64_t span = limit - start;  // ceil(span / stride) without the overflow of span + stride - 1
-  const int64_t length = span <= 0 ? 0 : span / stride + (span % stride != 0 ? 1 : 0);
+  const int64_t length = limit <= start ? 0 : support::ceil_div(limit - start, stride);
   if (length <= 0 || p <= 0) return std::nullopt;
   HaloPlan plan;
   plan.shards = n;

@@ -25,6 +25,9 @@ namespace tessera::support {
 std::optional<int64_t> checked_product(std::span<const int64_t> values);
 // The product of a shape and an element size in bytes, or nullopt when it overflows int64.
 std::optional<int64_t> checked_bytes(std::span<const int64_t> shape, int64_t element_bytes);
+// ceil(a / b) for a >= 0 and b > 0 without the overflow of a + b - 1 (a slice's stride from a file
+// may be 2^63 - 1): the length of a strided slice of a elements.
+inline int64_t ceil_div(int64_t a, int64_t b) { return a / b + (a % b != 0 ? 1 : 0); }
 
 // An allocation the memory limit refuses (a UserError: the program or the command asks for more
 // than this machine has, or than --max-bytes allows).
