@@ -43,6 +43,14 @@ void jvp_CollectiveReduce(JvpContext& c) {
 void jvp_ShardingConstraint(JvpContext& c) { linear(c); }
 // reshard(x, s) -> reshard(dx, s)
 void jvp_Reshard(JvpContext& c) { linear(c); }
+// propagation_barrier(x, d) -> propagation_barrier(dx, d): the tangent's layouts flow as x's do
+void jvp_PropagationBarrier(JvpContext& c) { linear(c); }
+// data_flow_edge(x) -> dx (the edge belongs to the forward op's result)
+void jvp_DataFlowEdge(JvpContext& c) {
+  c.set(0, c.term(0, [](const Tensor& d) { return d; }));
+}
+// sharding_group(x): no result, no tangent
+void jvp_ShardingGroup(JvpContext&) {}
 // Shardy's explicit collectives (identities on the global value): op(x) -> op(dx), the tangent
 // moved to the primal's layout the same way
 void jvp_SdyAllGather(JvpContext& c) { linear(c); }

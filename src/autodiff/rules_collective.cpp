@@ -156,6 +156,20 @@ void vjp_ShardingConstraint(VjpContext& c) {
   c.add(0, c.b.emit1(OpKind::ShardingConstraint, {c.dy()}, c.op.attrs()));
 }
 
+// propagation_barrier(x, d): dx = propagation_barrier(dy, d reversed), so the cotangents' layouts
+// flow between the same neighbours as the values' did (a FORWARD barrier lets x's layout reach y,
+// so it lets dy's reach dx)
+void vjp_PropagationBarrier(VjpContext& c) {
+  ir::AttrMap a = c.op.attrs();
+  const auto& dir = a.get<std::string>("allowed_direction");
+  a.set("allowed_direction", std::string(dir == "FORWARD" ? "BACKWARD" : dir == "BACKWARD" ? "FORWARD" : dir));
+  c.add(0, c.b.emit1(OpKind::PropagationBarrier, {c.dy()}, std::move(a)));
+}
+// data_flow_edge(x): dx = dy (the edge belongs to the forward op's result, not to its cotangent)
+void vjp_DataFlowEdge(VjpContext& c) { c.add(0, c.dy()); }
+// sharding_group(x) has no result, so nothing to carry back
+void vjp_ShardingGroup(VjpContext&) {}
+
 // reshard(x, s): dx = dy moved back to x's layout where the program states it (the reverse of the
 // forward move), else reshard(dy, s), which leaves the layout of dx to propagation.
 void vjp_Reshard(VjpContext& c) {

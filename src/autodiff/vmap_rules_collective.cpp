@@ -205,6 +205,18 @@ void vmap_Reshard(VmapContext& c) {
   a.set("sharding", with_batch_dim(c.op.attrs().get<ir::Sharding>("sharding"), 0, true));
   c.set(0, c.again({c.x()}, a)[0]);
 }
+// propagation_barrier(x; d)[b] = propagation_barrier(x[b]; d)
+void vmap_PropagationBarrier(VmapContext& c) { c.set(0, c.again({c.x()})[0]); }
+// data_flow_edge(x; s)[b] = data_flow_edge(x[b]; s with an open batch dimension in front)
+void vmap_DataFlowEdge(VmapContext& c) {
+  ir::AttrMap a = c.op.attrs();
+  if (const auto* s = a.find<ir::Sharding>("sharding")) a.set("sharding", with_batch_dim(*s, 0, true));
+  c.set(0, c.again({c.x()}, a)[0]);
+}
+// sharding_group(x)[b]: dropped. Its members are batched or not one by one, so they no longer
+// share a shape to be laid out alike; the group only asked for a layout, and values do not change.
+void vmap_ShardingGroup(VmapContext&) {}
+
 // Shardy's explicit collectives: op(x; axes, out)[b] = op(x[b]; axes with an empty list for the
 // batch dimension in front, out with an unsplit dimension 0); all_reduce's axes are not per
 // dimension and stay; all_to_all's parameter dimensions d -> d + 1

@@ -3,7 +3,8 @@
 // all_reduce, reduce_scatter, all_to_all, collective_permute): on the global value they only move
 // the layout from the operand's to out_sharding (all_reduce and reduce_scatter sum partial values
 // that exist only per device); the partitioner gives them their local, per-device meaning.
-// sdy.constant is its value, like stablehlo.constant.
+// sdy.constant is its value, like stablehlo.constant. The propagation ops (propagation_barrier,
+// data_flow_edge) are identities, and sharding_group computes nothing.
 //
 // manual_computation runs its body once per device of the manual axes (the sub-mesh they span, in
 // mesh order, last axis fastest). Each run gets that device's local pieces of the inputs (split by
@@ -31,6 +32,9 @@ Results eval_SdyReduceScatter(const EvalContext& ctx) { return one(ctx.operand(0
 Results eval_SdyAllToAll(const EvalContext& ctx) { return one(ctx.operand(0)); }
 Results eval_SdyCollectivePermute(const EvalContext& ctx) { return one(ctx.operand(0)); }
 Results eval_SdyConstant(const EvalContext& ctx) { return one(ctx.op.attrs().get<Literal>("value")); }
+Results eval_PropagationBarrier(const EvalContext& ctx) { return one(ctx.operand(0)); }
+Results eval_DataFlowEdge(const EvalContext& ctx) { return one(ctx.operand(0)); }
+Results eval_ShardingGroup(const EvalContext&) { return {}; }
 
 namespace {
 

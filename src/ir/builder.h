@@ -255,6 +255,11 @@ Tensor collective_reduce(const Tensor& x, const Groups& groups, OpKind combiner 
 
 Tensor constrain(const Tensor& x, Sharding sharding);  // sdy.sharding_constraint
 Tensor reshard(const Tensor& x, Sharding sharding);    // sdy.reshard
+// Shardy's propagation ops: x itself, with layouts let through one way only (`allowed` is
+// "FORWARD", "BACKWARD" or "NONE"), or an edge holding a layout, or x put in sharding group `id`.
+Tensor propagation_barrier(const Tensor& x, const std::string& allowed);
+Tensor data_flow_edge(const Tensor& x, std::optional<Sharding> sharding = std::nullopt);
+void sharding_group(const Tensor& x, int64_t id);
 // Shardy's explicit collectives: identities on the global value that move x to the layout
 // `out` (checked against its mesh and x's type). The axes are per dimension (all_gather,
 // all_slice, reduce_scatter), one list (all_reduce), or per all_to_all parameter with the

@@ -357,6 +357,27 @@ Tensor constrain(const Tensor& x, Sharding sharding) {
   return x.builder().emit1(OpKind::ShardingConstraint, {x}, std::move(a));
 }
 
+Tensor propagation_barrier(const Tensor& x, const std::string& allowed) {
+  AttrMap a;
+  a.set("allowed_direction", allowed);
+  return x.builder().emit1(OpKind::PropagationBarrier, {x}, std::move(a));
+}
+
+Tensor data_flow_edge(const Tensor& x, std::optional<Sharding> sharding) {
+  AttrMap a;
+  if (sharding) {
+    validate(*sharding, x.builder().module().mesh(sharding->mesh), x.type(), "a data-flow edge");
+    a.set("sharding", std::move(*sharding));
+  }
+  return x.builder().emit1(OpKind::DataFlowEdge, {x}, std::move(a));
+}
+
+void sharding_group(const Tensor& x, int64_t id) {
+  AttrMap a;
+  a.set("group_id", id);
+  x.builder().emit(OpKind::ShardingGroup, {x}, std::move(a));
+}
+
 Tensor reshard(const Tensor& x, Sharding sharding) {
   validate(sharding, x.builder().module().mesh(sharding.mesh), x.type(), "a reshard");
   AttrMap a;

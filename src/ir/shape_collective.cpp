@@ -279,5 +279,19 @@ Types infer_SdyConstant(const ShapeQuery& q) {
   if (v == nullptr) reject(q, "has no 'value' attribute");
   return {v->type()};
 }
+// A barrier that lets layouts through both ways would be no barrier (Shardy refuses BOTH too).
+Types infer_PropagationBarrier(const ShapeQuery& q) {
+  const auto* dir = q.attrs.find<std::string>("allowed_direction");
+  if (dir == nullptr) reject(q, "has no allowed_direction (FORWARD, BACKWARD or NONE)");
+  if (*dir != "FORWARD" && *dir != "BACKWARD" && *dir != "NONE")
+    reject(q, "allowed_direction is {}; it must be FORWARD, BACKWARD or NONE", *dir);
+  return {q.operands[0]};
+}
+Types infer_DataFlowEdge(const ShapeQuery& q) { return {q.operands[0]}; }
+Types infer_ShardingGroup(const ShapeQuery& q) {
+  const int64_t* id = q.attrs.find<int64_t>("group_id");
+  if (id == nullptr) reject(q, "has no group_id");
+  return {};
+}
 
 }  // namespace tessera::ir::shape_rules

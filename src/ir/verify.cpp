@@ -2,6 +2,7 @@
 // name the function and the op.
 #include <algorithm>
 #include <iterator>
+#include <map>
 #include <optional>
 #include <set>
 
@@ -37,6 +38,16 @@ struct Verifier {
   const Function& fn;
   std::set<const Value*> visible;
   std::vector<std::string> manual_;  // the manual axes of the enclosing manual_computations
+  std::map<int64_t, const Value*> groups_;  // each sdy.sharding_group's first member
+
+  // The values of a sharding group are laid out alike, so they must have one shape.
+  void check_sharding_group(const Op& o, int index) {
+    int64_t id = o.attrs().get<int64_t>("group_id");
+    auto [it, first] = groups_.emplace(id, o.operand(0));
+    if (!first && it->second->type().shape != o.operand(0)->type().shape)
+      fail("@{}: op {} ({}) puts a {} into sharding group {}, whose values are {}", fn.name(), index, o.name(),
+           to_string(o.operand(0)->type()), id, to_string(it->second->type()));
+  }
 
   void check_sharding(const Sharding& s, const Type& t, const std::string& what) {
     validate(s, module.mesh(s.mesh), t, what);
@@ -407,6 +418,7 @@ struct Verifier {
     if (o.kind() == OpKind::AsyncStart) check_async(o, index);
     if (o.kind() == OpKind::While) check_while(o, index);
     if (o.kind() == OpKind::ManualComputation) check_manual(o, index);
+    if (o.kind() == OpKind::ShardingGroup) check_sharding_group(o, index);
     check_reducers(o, index);
     // #sdy.sharding_per_value: one layout per result, each fitting its result (an op without
     // results may name one device of a maximal mesh: where a side-effecting call runs).
@@ -446,7 +458,7 @@ struct Verifier {
 
 void verify(const Module& module) {
   for (const auto& f : module.functions) {
-    Verifier v{module, *f, {}, {}};
+    Verifier v{module, *f, {}, {}, {}};
     for (size_t i = 0; i < f->num_parameters(); ++i)
       if (auto s = f->arg_sharding(i))
         v.check_sharding(*s, f->parameter(i)->type(), fmt::format("argument {} of @{}", i, f->name()));

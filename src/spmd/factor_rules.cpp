@@ -491,6 +491,11 @@ FactorRule rule_SdyReduceScatter(const Op& op) { return none(op); }
 FactorRule rule_SdyAllToAll(const Op& op) { return none(op); }
 FactorRule rule_SdyCollectivePermute(const Op& op) { return none(op); }
 FactorRule rule_SdyConstant(const Op& op) { return same_shape(op); }
+// The propagation ops are identities (a barrier's direction and a group's members are
+// propagate.cpp's business).
+FactorRule rule_PropagationBarrier(const Op& op) { return same_shape(op); }
+FactorRule rule_DataFlowEdge(const Op& op) { return same_shape(op); }
+FactorRule rule_ShardingGroup(const Op& op) { return none(op); }
 
 FactorRule rule_Call(const Op& op) { return none(op); }
 FactorRule rule_RunParallel(const Op& op) { return none(op); }

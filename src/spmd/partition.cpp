@@ -118,6 +118,8 @@ void Partitioner::block(const ir::Block& blk, Builder& b) {
     const size_t first = b.block().ops().size();
     switch (op->kind()) {
       case OpKind::ShardingConstraint: case OpKind::Reshard: layout_op(*op); break;
+      case OpKind::PropagationBarrier: case OpKind::DataFlowEdge: identity(*op); break;
+      case OpKind::ShardingGroup: break;  // it only steered propagation
       case OpKind::Constant: case OpKind::SdyConstant: constant(*op, b); break;
       case OpKind::SdyAllGather: case OpKind::SdyAllSlice: case OpKind::SdyAllToAll:
       case OpKind::SdyCollectivePermute: case OpKind::SdyAllReduce: case OpKind::SdyReduceScatter:
@@ -142,6 +144,14 @@ void Partitioner::layout_op(const Op& op) {
   ctx_.forced_by = "operand 0";
   Tensor t = get(x, op.attrs().get<Sharding>("sharding"));
   local_.insert_or_assign(op.result(0), reshard(ctx_, t, x->type(), op.attrs().get<Sharding>("sharding"), sm_.at(op.result(0))));
+}
+
+// Shardy's propagation ops are identities: the operand's pieces, moved to the result's layout where
+// propagation gave the two different ones.
+void Partitioner::identity(const Op& op) {
+  const Value* x = op.operand(0);
+  ctx_.forced_by = "operand 0";
+  local_.insert_or_assign(op.result(0), reshard(ctx_, local_.at(x), x->type(), sm_.at(x), sm_.at(op.result(0))));
 }
 
 // Shardy's explicit collectives: the operand goes to the output's layout. The operand of

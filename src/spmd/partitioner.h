@@ -70,6 +70,7 @@ class Partitioner {
   void block(const ir::Block& blk, Builder& b);
 
   void layout_op(const Op& op);
+  void identity(const Op& op);  // propagation_barrier, data_flow_edge
 
   // Shardy's explicit collectives: the operand goes to the output's layout. The operand of
   // all_reduce and reduce_scatter is read as partial along the reduced axes, whatever it was

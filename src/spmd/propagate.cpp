@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <map>
 #include <set>
 
 #include "spmd/factor_rule.h"
@@ -52,7 +53,7 @@ int op_round(const Op& op) {
   switch (op.kind()) {
     case OpKind::ShardingConstraint: case OpKind::BroadcastInDim: case OpKind::Transpose:
     case OpKind::Convert: case OpKind::OptimizationBarrier: case OpKind::While: case OpKind::If:
-    case OpKind::Case:
+    case OpKind::Case: case OpKind::PropagationBarrier: case OpKind::DataFlowEdge:
       return 0;
     case OpKind::DotGeneral: case OpKind::Reduce: case OpKind::Convolution:
       return 1;
@@ -69,7 +70,10 @@ class Propagator {
     mesh_ = function_mesh(m_, fn_);
     seed();
     std::vector<const Op*> ops;
-    walk(fn_.body(), [&](const Op& op) { ops.push_back(&op); });
+    walk(fn_.body(), [&](const Op& op) {
+      ops.push_back(&op);
+      if (op.kind() == OpKind::ShardingGroup) groups_[op.attrs().get<int64_t>("group_id")].push_back(op.operand(0));
+    });
     for (int64_t level : priority_levels()) {
       level_ = level;
       for (int round = 0; round <= 2; ++round) {
@@ -79,6 +83,7 @@ class Propagator {
             if (op_round(*op) <= round) changed |= step(*op);
           for (auto it = ops.rbegin(); it != ops.rend(); ++it)
             if (op_round(**it) <= round) changed |= step(**it);
+          for (const auto& [id, members] : groups_) changed |= step_group(members);
           if (!changed) break;
         }
       }
@@ -129,7 +134,9 @@ class Propagator {
       for (size_t i = 0; i < op.num_results(); ++i) {
         std::optional<Sharding> s;
         if (list && i < list->size()) s = (*list)[i];
-        if (one && (op.kind() == OpKind::ShardingConstraint || op.kind() == OpKind::Reshard)) s = *one;
+        if (one && (op.kind() == OpKind::ShardingConstraint || op.kind() == OpKind::Reshard ||
+                    op.kind() == OpKind::DataFlowEdge))
+          s = *one;
         if (outs && op.kind() == OpKind::ManualComputation && i < outs->size()) s = (*outs)[i];
         if (explicit_out) s = *explicit_out;  // Shardy's explicit collectives
         set(op.result(i), s, fmt::format("result {} of {} at {}", i, op.name(), where(op)));
@@ -170,12 +177,14 @@ class Propagator {
     return &d.axes;
   }
 
+  using Tensors = std::vector<std::pair<const Value*, const TensorFactors*>>;
+
   // One op: merge each factor's candidates and extend the open dimensions. Returns whether
   // anything changed.
   bool step(const Op& op) {
     FactorRule rule = factor_rule(op);
     if (rule.num_factors() == 0) return false;
-    std::vector<std::pair<const Value*, const TensorFactors*>> tensors;
+    Tensors tensors;
     for (size_t i = 0; i < op.operands().size(); ++i) tensors.push_back({op.operand(i), &rule.operands[i]});
     for (size_t i = 0; i < op.num_results(); ++i) tensors.push_back({op.result(i), &rule.results[i]});
     if (op.kind() == OpKind::While) {
@@ -189,6 +198,41 @@ class Propagator {
       for (const auto& r : op.regions())
         for (size_t i = 0; i < r->terminator()->operands().size(); ++i)
           tensors.push_back({r->terminator()->operand(i), &rule.results[i]});
+    // A propagation barrier reads layouts on one side and writes them on the other. A broadcast's
+    // operand does not lay out its much larger result: the result takes its users' layout, and the
+    // operand is gathered (it is small) rather than the result being re-laid out.
+    std::vector<bool> reads(tensors.size(), true), writes(tensors.size(), true);
+    if (op.kind() == OpKind::BroadcastInDim &&
+        op.result(0)->type().num_elements() >= 2 * op.operand(0)->type().num_elements())
+      reads[0] = false;
+    if (op.kind() == OpKind::PropagationBarrier) {
+      const auto& dir = op.attrs().get<std::string>("allowed_direction");
+      if (dir == "NONE") return false;
+      bool forward = dir == "FORWARD";  // operand to result; else BACKWARD, result to operand
+      reads = {forward, !forward};
+      writes = {!forward, forward};
+    }
+    return flow(rule, tensors, reads, writes);
+  }
+
+  // A sharding group: its values are laid out alike, as if one identity op joined them.
+  bool step_group(const std::vector<const Value*>& members) {
+    FactorRule rule;
+    const auto& shape = members[0]->type().shape;
+    TensorFactors factors(shape.size());
+    for (size_t d = 0; d < shape.size(); ++d)
+      if (shape[d] != 1) factors[d] = {rule.add(shape[d])};
+    if (rule.num_factors() == 0) return false;
+    Tensors tensors;
+    for (const Value* v : members) tensors.push_back({v, &factors});
+    std::vector<bool> all(tensors.size(), true);
+    return flow(rule, tensors, all, all);
+  }
+
+  // The tensors of one op (or group) under its rule: the factor candidates of those it reads,
+  // merged, extend the open dimensions of those it writes.
+  bool flow(const FactorRule& rule, const Tensors& tensors, const std::vector<bool>& reads,
+            const std::vector<bool>& writes) {
     // An op placed on one device (a maximal mesh) is a barrier: layouts do not flow through it.
     for (auto& [v, tf] : tensors) {
       const Sharding& s = map_.values.at(v);
@@ -205,14 +249,11 @@ class Propagator {
     const ir::Mesh& mesh = m_.mesh(mesh_name);
     if (is_maximal(mesh)) return false;
 
-    // Candidates per factor, merged as they come. A broadcast's operand does not lay out its much
-    // larger result: the result takes its users' layout, and the operand is gathered (it is small)
-    // rather than the result being re-laid out.
-    bool expands = op.kind() == OpKind::BroadcastInDim &&
-                   op.result(0)->type().num_elements() >= 2 * op.operand(0)->type().num_elements();
+    // Candidates per factor, merged as they come.
     std::vector<std::optional<std::vector<AxisRef>>> merged(rule.num_factors());
-    for (auto& [v, tf] : tensors) {
-      if (expands && v == op.operand(0)) continue;
+    for (size_t t = 0; t < tensors.size(); ++t) {
+      auto [v, tf] = tensors[t];
+      if (!reads[t]) continue;
       const Sharding& s = map_.values.at(v);
       if (s.mesh != mesh_name || s.dims.size() != tf->size()) continue;
       FactorAxes axes(rule.num_factors());
@@ -235,7 +276,9 @@ class Propagator {
     drop_reused_axes(result, mesh);
 
     bool changed = false;
-    for (auto& [v, tf] : tensors) {
+    for (size_t t = 0; t < tensors.size(); ++t) {
+      auto [v, tf] = tensors[t];
+      if (!writes[t]) continue;
       Sharding& s = map_.values.at(v);
       if (!s.mesh.empty() && s.mesh != mesh_name) continue;
       for (size_t d = 0; d < tf->size(); ++d) {
@@ -292,6 +335,7 @@ class Propagator {
   const ir::Module& m_;
   const ir::Function& fn_;
   ShardingMap map_;
+  std::map<int64_t, std::vector<const Value*>> groups_;  // sdy.sharding_group's members by group_id
   std::string mesh_;
   int64_t level_ = INT64_MAX;
 };
@@ -343,8 +387,10 @@ void annotate(ir::Function& fn, const ShardingMap& map) {
   for (size_t i = 0; i < fn.num_parameters(); ++i) fn.arg_attrs[i].set("sdy.sharding", map.at(fn.parameter(i)));
   std::function<void(ir::Block&)> visit = [&](ir::Block& b) {
     for (const auto& op : b.ops()) {
-      if (op->num_results() > 0 && op->kind() != OpKind::ShardingConstraint && op->kind() != OpKind::Reshard &&
-          op->kind() != OpKind::ManualComputation) {
+      if (op->kind() == OpKind::DataFlowEdge) {  // its layout is its own attribute, as Shardy keeps it
+        op->attrs().set("sharding", map.at(op->result(0)));
+      } else if (op->num_results() > 0 && op->kind() != OpKind::ShardingConstraint &&
+                 op->kind() != OpKind::Reshard && op->kind() != OpKind::ManualComputation) {
         ir::ShardingList list;
         for (Value* r : op->results()) list.push_back(map.at(r));
         op->attrs().set("sdy.sharding", list);

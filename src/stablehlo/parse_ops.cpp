@@ -380,6 +380,36 @@ void sdy_all_to_all(Parser& p, OpText& op) {
 
 void sdy_collective_permute(Parser& p, OpText& op) { out_sharding(p, op); }
 
+// sdy.propagation_barrier %x allowed_direction=FORWARD {attrs} : t
+void propagation_barrier(Parser& p, OpText& op) {
+  op.operands = {p.use_value()};
+  p.lx.expect("allowed_direction");
+  p.lx.expect("=");
+  op.attrs.set("allowed_direction", p.lx.identifier());
+  finish(p, op);
+}
+
+// sdy.data_flow_edge %x [sharding=<@m, [...]>] {attrs} : t
+void data_flow_edge(Parser& p, OpText& op) {
+  op.operands = {p.use_value()};
+  if (p.lx.try_consume("sharding")) {
+    p.lx.expect("=");
+    p.lx.expect("<");
+    op.attrs.set("sharding", parse_sharding_body(p.lx));
+  }
+  finish(p, op);
+}
+
+// sdy.sharding_group %x group_id=0 {attrs} : t, t the operand's type (there is no result)
+void sharding_group(Parser& p, OpText& op) {
+  op.operands = {p.use_value()};
+  p.lx.expect("group_id");
+  p.lx.expect("=");
+  op.attrs.set("group_id", p.lx.integer());
+  finish(p, op);
+  op.result_types.clear();
+}
+
 // sdy.manual_computation(%a) in_shardings=[...] out_shardings=[...] manual_axes={...}
 //     (%arg: local type) { ... sdy.return ... } : (global types) -> (global types)
 void manual_computation(Parser& p, OpText& op) {
@@ -544,6 +574,9 @@ constexpr Rule rule_for(OpKind k) {
     case OpKind::SdyAllToAll: return sdy_all_to_all;
     case OpKind::SdyCollectivePermute: return sdy_collective_permute;
     case OpKind::SdyConstant: return constant;
+    case OpKind::PropagationBarrier: return propagation_barrier;
+    case OpKind::DataFlowEdge: return data_flow_edge;
+    case OpKind::ShardingGroup: return sharding_group;
     case OpKind::Call: return call_form<kCallee>;
     case OpKind::CustomCall: return call_form<kTarget>;
     case OpKind::ExpectEqConst:

@@ -134,5 +134,8 @@ void sdy_all_reduce(Printer& p, const ir::Op& op);
 void sdy_all_to_all(Printer& p, const ir::Op& op);
 void sdy_collective_permute(Printer& p, const ir::Op& op);
 void manual_computation(Printer& p, const ir::Op& op);
+void propagation_barrier(Printer& p, const ir::Op& op);
+void data_flow_edge(Printer& p, const ir::Op& op);
+void sharding_group(Printer& p, const ir::Op& op);
 
 }  // namespace tessera::stablehlo::print_impl

@@ -479,7 +479,8 @@ constexpr Rule ShardingConstraint = sharding_op, Reshard = sharding_op,
 constexpr Rule SdyAllGather = sdy_all_gather, SdyAllSlice = sdy_all_slice,
                SdyReduceScatter = sdy_reduce_scatter, SdyAllReduce = sdy_all_reduce,
                SdyAllToAll = sdy_all_to_all, SdyCollectivePermute = sdy_collective_permute,
-               SdyConstant = constant;
+               SdyConstant = constant, PropagationBarrier = propagation_barrier,
+               DataFlowEdge = data_flow_edge, ShardingGroup = sharding_group;
 // Issue #17's rows print in the generic form until their pretty forms land.
 constexpr Rule AfterAll = result_type_form, CreateToken = result_type_form, Tuple = result_type_form,
                GetTupleElement = get_tuple_element, Composite = composite, Map = generic;

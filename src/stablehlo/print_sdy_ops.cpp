@@ -122,4 +122,32 @@ void manual_computation(Printer& p, const Op& op) {
   p.functional_type(op);
 }
 
+// `sdy.propagation_barrier %x allowed_direction=BACKWARD : t`
+void propagation_barrier(Printer& p, const Op& op) {
+  const auto* dir = op.attrs().find<std::string>("allowed_direction");
+  if (!dir || op.operands().size() != 1) return generic(p, op);
+  p << op.name() << " ";
+  p.value(op.operand(0));
+  p << " allowed_direction=" << *dir << except(op, {"allowed_direction"}) << " : ";
+  p << ir::to_string(op.result()->type());
+}
+
+// `sdy.data_flow_edge %x sharding=<@m, [...]> : t`, the sharding optional
+void data_flow_edge(Printer& p, const Op& op) {
+  if (op.operands().size() != 1) return generic(p, op);
+  p << op.name() << " ";
+  p.value(op.operand(0));
+  if (const auto* s = op.attrs().find<ir::Sharding>("sharding")) p << " sharding=" << sharding_body(*s);
+  p << except(op, {"sharding"}) << " : " << ir::to_string(op.result()->type());
+}
+
+// `sdy.sharding_group %x group_id=0 : t`, t the operand's type (the op has no result)
+void sharding_group(Printer& p, const Op& op) {
+  const auto* id = op.attrs().find<int64_t>("group_id");
+  if (!id || op.operands().size() != 1) return generic(p, op);
+  p << op.name() << " ";
+  p.value(op.operand(0));
+  p << " group_id=" << std::to_string(*id) << except(op, {"group_id"}) << " : " << ir::to_string(op.operand(0)->type());
+}
+
 }  // namespace tessera::stablehlo::print_impl

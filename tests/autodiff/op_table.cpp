@@ -157,6 +157,17 @@ std::vector<Row> movement_rows() {
        }},
       {"sharding_constraint", {OpKind::ShardingConstraint}, {{{4, 4}}},
        [](FunctionBuilder&, P p) { return ir::constrain(p[0] * p[0], kRows); }},
+      // Shardy's propagation ops: identities on values (a barrier each way, an edge with and one
+      // without a layout, a group that yields nothing).
+      {"sdy_propagation_ops", {OpKind::PropagationBarrier, OpKind::DataFlowEdge, OpKind::ShardingGroup},
+       {{{4, 4}}},
+       [](FunctionBuilder&, P p) {
+         Tensor a = ir::propagation_barrier(ir::tanh(p[0]), "FORWARD");
+         Tensor e = ir::data_flow_edge(a * p[0], kRows);
+         ir::sharding_group(a, 0);
+         ir::sharding_group(e, 0);
+         return ir::data_flow_edge(ir::propagation_barrier(e, "BACKWARD")) * ir::propagation_barrier(p[0], "NONE");
+       }},
       // One reshard from a stated layout (dx goes back to it), one from an unknown one.
       {"reshard", {OpKind::Reshard}, {{{4, 4}}},
        [](FunctionBuilder&, P p) { return ir::reshard(ir::constrain(ir::tanh(p[0]), kRows), kCols) * ir::reshard(p[0], kBoth); }},

@@ -193,7 +193,7 @@ inline void build_sharded_program(Module& m, ProgramGen& g, int length, bool ext
     for (int step = 0; step < length; ++step) {
       const auto shape = x.shape();
       size_t rank = shape.size();
-      switch (g.pick(extended ? 29 : 24)) {
+      switch (g.pick(extended ? 30 : 24)) {
         case 0: x = tanh(x); break;
         case 1: x = x * param(shape) + 0.5; break;
         case 2: x = maximum(x, param(shape)) - x; break;
@@ -519,6 +519,18 @@ inline void build_sharded_program(Module& m, ProgramGen& g, int length, bool ext
           x = manual({x}, {in}, {out}, {a.name}, [](Builder&, const std::vector<Tensor>& v) {
             return std::vector<Tensor>{tanh(v[0]) * 2.0 + v[0]};
           })[0];
+          break;
+        }
+        case 29: {  // Shardy's propagation ops: a barrier one way (or none), an edge that may hold a
+                    // layout, and x in a sharding group with what comes out
+          static const char* const kDirections[] = {"FORWARD", "BACKWARD", "NONE"};
+          Tensor y = tanh(propagation_barrier(x, kDirections[g.pick(3)]));
+          y = data_flow_edge(y, g.coin() ? std::optional<Sharding>(g.random_sharding(rank)) : std::nullopt);
+          if (g.coin()) {
+            sharding_group(x, step);
+            sharding_group(y, step);
+          }
+          x = y * 0.5 + x;
           break;
         }
       }

@@ -219,8 +219,8 @@ TEST(ShardyReshards, TesseraMovesNoMoreBytesThanShardy) {
   const std::string meshes = shardy_text::meshes(text);
   std::map<std::string, std::vector<ShardyOp>> shardy = expected_collectives(text);
 
-  // Each function is parsed on its own (with the meshes): a few use ops Tessera does not read
-  // (sdy.propagation_barrier), which must not hide the others.
+  // Each function is parsed on its own (with the meshes), so one that does not parse cannot hide
+  // the others.
   const std::vector<std::string> functions = shardy_text::functions(text);
   int compared = 0, better = 0, same = 0;
   std::vector<std::string> worse, skipped, unbound;

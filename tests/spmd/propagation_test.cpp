@@ -111,5 +111,55 @@ TEST(Propagation, ImpossibleShardingsNameTheValue) {
   EXPECT_NE(e.find("\"c\""), std::string::npos) << e;
 }
 
+
+// Shardy's propagation_barrier: FORWARD lets the operand's layout reach the result and not back,
+// BACKWARD the reverse, NONE neither.
+TEST(Propagation, ABarrierLetsLayoutsThroughOneWayOnly) {
+  for (const char* dir : {"FORWARD", "BACKWARD", "NONE"}) {
+    Program p;
+    p.f = &build_function(p.m, "f", [&](FunctionBuilder& b) {
+      Tensor x = b.param(f32({8, 6}), on({dim({"a"}, true), dim({}, true)}));
+      Tensor z = b.param(f32({8, 6}));
+      Tensor forward = tanh(propagation_barrier(x, dir));
+      Tensor backward = constrain(propagation_barrier(z, dir), on({dim({}), dim({"b"})}));
+      return std::vector<Tensor>{forward, backward};
+    });
+    ShardingMap sm = propagate(p.m, *p.f);
+    bool forward = std::string(dir) == "FORWARD", backward = std::string(dir) == "BACKWARD";
+    EXPECT_EQ(axes_of(sm, p.result(0), 0), forward ? std::vector<AxisRef>{"a"} : std::vector<AxisRef>{}) << dir;
+    EXPECT_EQ(axes_of(sm, p.f->parameter(1), 1), backward ? std::vector<AxisRef>{"b"} : std::vector<AxisRef>{}) << dir;
+  }
+}
+
+// Every value of a sharding group gets the layout one of them has, though no op joins them.
+TEST(Propagation, AShardingGroupLaysOutItsValuesAlike) {
+  Program p;
+  p.f = &build_function(p.m, "f", [](FunctionBuilder& b) {
+    Tensor x = b.param(f32({8, 6}), on({dim({"a"}), dim({})}));
+    Tensor y = b.param(f32({8, 6}));
+    Tensor u = exp(y);
+    sharding_group(tanh(x), 3);
+    sharding_group(u, 3);
+    return u;
+  });
+  ShardingMap sm = propagate(p.m, *p.f);
+  EXPECT_EQ(axes_of(sm, p.result(), 0), std::vector<AxisRef>{"a"});
+  EXPECT_EQ(axes_of(sm, p.f->parameter(1), 0), std::vector<AxisRef>{"a"});  // and back into y
+}
+
+// A data-flow edge holds its result's layout (open dimensions may still grow) and passes layouts
+// both ways, as the identity it is.
+TEST(Propagation, ADataFlowEdgeHoldsItsLayout) {
+  Program p;
+  p.f = &build_function(p.m, "f", [](FunctionBuilder& b) {
+    Tensor x = b.param(f32({8, 6}));
+    Tensor y = b.param(f32({8, 6}), on({dim({"a"}), dim({})}));
+    return data_flow_edge(x, on({dim({}, true), dim({"b"})})) * y;
+  });
+  ShardingMap sm = propagate(p.m, *p.f);
+  EXPECT_EQ(axes_of(sm, p.f->parameter(0), 0), std::vector<AxisRef>{"a"});
+  EXPECT_EQ(axes_of(sm, p.f->parameter(0), 1), std::vector<AxisRef>{"b"});
+}
+
 }  // namespace
 }  // namespace tessera::spmd

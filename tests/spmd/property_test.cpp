@@ -66,6 +66,8 @@ void count_coverage(const Function& f, std::map<std::string, int>& covered) {
       case OpKind::Slice: ++covered["slice"]; break;
       case OpKind::Concatenate: ++covered["concatenate"]; break;
       case OpKind::Reverse: ++covered["reverse"]; break;
+      case OpKind::PropagationBarrier: ++covered["propagation barrier"]; break;
+      case OpKind::ShardingGroup: ++covered["sharding group"]; break;
       case OpKind::ShardingConstraint:
         if (!op->attrs().get<Sharding>("sharding").unreduced.empty()) ++covered["unreduced constraint"];
         break;
@@ -193,7 +195,8 @@ TEST(Property, RandomProgramsShardedEqualUnsharded) {
     claims.insert(claims.end(), {"scatter-add", "scatter-replace", "gather", "unreduced argument", "unreduced constraint",
                                  "unreduced result", "non-identity init", "manual with free axes",
                                  "halo exchange", "local gather", "select_and_scatter halo", "variadic reduce",
-                                 "variadic reduce per result", "reduce by pieces"});
+                                 "variadic reduce per result", "reduce by pieces", "propagation barrier",
+                                 "sharding group"});
   for (const auto& [what, n] : covered) std::printf("covered: %s %d\n", what.c_str(), n);
   for (const std::string& what : claims) EXPECT_GT(covered[what], kCases / 100) << what;
 }

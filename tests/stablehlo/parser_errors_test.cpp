@@ -207,6 +207,18 @@ const std::vector<Bad>& corpus() {
        "  } : (tensor<8xf32>) -> tensor<8xf32>\n  return %0 : tensor<8xf32>\n}\n",
        "t.mlir:4:5: @f: op 0 (sdy.manual_computation) makes axis 'a' manual inside a manual_computation that "
        "already does"},
+      // Shardy's propagation ops: a group's values are laid out alike, so they share a shape; a
+      // barrier open both ways is no barrier.
+      {"sharding_group_shapes",
+       "func.func @f(%a: tensor<8xf32>, %b: tensor<4xf32>) -> tensor<8xf32> {\n"
+       "  sdy.sharding_group %a group_id=1 : tensor<8xf32>\n  sdy.sharding_group %b group_id=1 : tensor<4xf32>\n"
+       "  return %a : tensor<8xf32>\n}\n",
+       "t.mlir:3:3: @f: op 1 (sdy.sharding_group) puts a tensor<4xf32> into sharding group 1, whose values are "
+       "tensor<8xf32>"},
+      {"barrier_both_ways",
+       "func.func @f(%a: tensor<8xf32>) -> tensor<8xf32> {\n"
+       "  %0 = sdy.propagation_barrier %a allowed_direction=BOTH : tensor<8xf32>\n  return %0 : tensor<8xf32>\n}\n",
+       "t.mlir:2:3: sdy.propagation_barrier: allowed_direction is BOTH; it must be FORWARD, BACKWARD or NONE"},
   };
   return k;
 }

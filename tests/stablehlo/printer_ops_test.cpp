@@ -2,6 +2,8 @@
 // stablehlo-opt prints for the same ops.
 #include "print_test_util.h"
 
+#include "stablehlo/parser.h"
+
 namespace tessera::stablehlo {
 namespace {
 
@@ -225,6 +227,44 @@ TEST(PrinterOps, ShardyConstraintAndReshard) {
             "%2 = stablehlo.tanh %1 {sdy.sharding = #sdy.sharding_per_value<[<@m, [{\"x\"}, "
             "{\"y\"}]>]>} : tensor<8x4xf32>\n"
             "return %2 : tensor<8x4xf32>\n");
+}
+
+// Shardy's propagation ops, in Shardy's forms; the text reads back to the same module.
+TEST(PrinterOps, ShardyPropagationOpsPrintAndReadBack) {
+  std::string body = print_body([](FunctionBuilder& f) {
+    Tensor x = f.param(f32({8, 4}));
+    Tensor b = propagation_barrier(x, "BACKWARD");
+    DimSharding open;
+    open.open = true;
+    open.priority = 1;
+    Tensor e = data_flow_edge(b, Sharding{"m", {{"x"}, open}, {}, {}});
+    sharding_group(e, 7);
+    return data_flow_edge(e);
+  });
+  EXPECT_EQ(body,
+            "%0 = sdy.propagation_barrier %arg0 allowed_direction=BACKWARD : tensor<8x4xf32>\n"
+            "%1 = sdy.data_flow_edge %0 sharding=<@m, [{\"x\"}, {?}p1]> : tensor<8x4xf32>\n"
+            "sdy.sharding_group %1 group_id=7 : tensor<8x4xf32>\n"
+            "%2 = sdy.data_flow_edge %1 : tensor<8x4xf32>\n"
+            "return %2 : tensor<8x4xf32>\n");
+  std::string text = "sdy.mesh @m = <[\"x\"=2, \"y\"=2]>\nfunc.func @f(%arg0: tensor<8x4xf32>) -> tensor<8x4xf32> {\n" +
+                     body + "}\n";
+  for (const char* dir : {"FORWARD", "BACKWARD", "NONE"}) {
+    std::string t = text;
+    t.replace(t.find("BACKWARD"), 8, dir);
+    std::string printed = print(*parse(t, "propagation_ops.mlir"));
+    EXPECT_NE(printed.find(std::string("allowed_direction=") + dir), std::string::npos) << printed;
+    EXPECT_EQ(print(*parse(printed, "printed")), printed);
+    EXPECT_NE(printed.find("group_id=7 : tensor<8x4xf32>"), std::string::npos) << printed;
+  }
+  std::string both = text;
+  both.replace(both.find("BACKWARD"), 8, "BOTH");
+  try {
+    parse(both, "both.mlir");
+    ADD_FAILURE() << "allowed_direction=BOTH was accepted";
+  } catch (const std::exception& e) {
+    EXPECT_NE(std::string(e.what()).find("FORWARD, BACKWARD or NONE"), std::string::npos) << e.what();
+  }
 }
 
 TEST(PrinterOps, MissingAttributesFallBackToTheGenericForm) {
