@@ -383,6 +383,7 @@ std::vector<Literal> CommCollectives::run(const ir::Op& op, std::vector<Literal>
   }
   const Group& group = *found;
   auto n = static_cast<int64_t>(group.size());
+  interp::check_group_size(op, n);
   auto position = static_cast<int64_t>(index_in_group(op.name(), group, comm_.device()));
   for (size_t k = 0; k < operands.size(); ++k) {
     const Literal& x = operands[k];

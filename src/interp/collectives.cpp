@@ -155,6 +155,20 @@ std::vector<std::vector<ProcessId>> process_groups(const ir::Op& op, const Proce
   return out;
 }
 
+void check_group_size(const ir::Op& op, int64_t group_size) {
+  bool gather = op.kind() == OpKind::AllGather;
+  if (!gather && op.kind() != OpKind::ReduceScatter) return;
+  auto dim = static_cast<size_t>(op.attrs().get<int64_t>(gather ? "all_gather_dim" : "scatter_dimension"));
+  for (size_t i = 0; i < op.num_results(); ++i) {
+    const ir::Type &x = op.operand(i)->type(), &y = op.result(i)->type();
+    int64_t want = gather ? x.shape[dim] * group_size : x.shape[dim];
+    int64_t have = gather ? y.shape[dim] : y.shape[dim] * group_size;
+    if (want != have)
+      support::fail("{}: result {} is not operand {} {} the group of {} processes that runs it", op.name(),
+                    ir::to_string(y), ir::to_string(x), gather ? "gathered from" : "scattered over", group_size);
+  }
+}
+
 std::vector<std::pair<int64_t, int64_t>> source_target_pairs(const ir::Op& op) {
   const auto& m = op.attrs().get<ir::IntMatrix>("source_target_pairs");
   std::vector<std::pair<int64_t, int64_t>> pairs;
@@ -236,6 +250,7 @@ std::vector<Literal> SingleProcessCollectives::run(const ir::Op& op, std::vector
   }
   require_equal_sized(op);
   Membership m = membership(op, process);
+  check_group_size(op, m.size);
   if (op.kind() == OpKind::CollectiveBroadcast && a.get_or<bool>("has_dynamic_root", false))
     operands.pop_back();  // the roots: every member holds the same value, so any root gives it
   for (Literal& x : operands) {

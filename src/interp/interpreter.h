@@ -98,6 +98,12 @@ struct ProcessId {
 // op's mode; empty replica_groups mean every replica (or partition, or process) in one group.
 std::vector<std::vector<ProcessId>> process_groups(const ir::Op& op, const ProcessInfo& grid);
 
+// all_gather and reduce_scatter: each result must be its operand gathered from (scattered over) the
+// `group_size` processes of the group running it. A written result type is checked statically
+// only as a whole multiple (the group depends on the mode and the grid), so this refuses, with a
+// UserError naming the op and both types, a group of another size before any data moves.
+void check_group_size(const ir::Op& op, int64_t group_size);
+
 // The source_target_pairs of collective_permute, validated: ids non-negative, no source and no
 // target twice.
 std::vector<std::pair<int64_t, int64_t>> source_target_pairs(const ir::Op& op);

@@ -174,10 +174,6 @@ Results eval_Compare(const EvalContext& ctx) {
   const Literal& b = ctx.operand(1);
   auto direction = ctx.op.attrs().get<ir::ComparisonDirection>("comparison_direction");
   auto type = ctx.op.attrs().get_or<ir::CompareType>("compare_type", ir::CompareType::NOTYPE);
-  bool ordering = direction != ir::ComparisonDirection::EQ && direction != ir::ComparisonDirection::NE;
-  if (is_complex(a.element()) && (ordering || type == ir::CompareType::TOTALORDER))
-    ctx.fail("complex numbers compare only with EQ or NE (and compare_type FLOAT), not {} {}",
-             to_string(direction), to_string(type));
   Literal out(ctx.result_type());
   auto r = out.data<ir::Elem<ir::ElementType::i1>>();
   ir::visit_element(a.element(), [&]<typename E>() {
@@ -190,7 +186,16 @@ Results eval_Compare(const EvalContext& ctx) {
                 ? compare_values(direction, total_order_key<E>(x[i]), total_order_key<E>(y[i]))
                 : compare_values(direction, E::load(x[i]), E::load(y[i]));
       } else if constexpr (is_cplx<typename E::compute>) {
-        v = (E::load(x[i]) == E::load(y[i])) == (direction == ir::ComparisonDirection::EQ);
+        // Lexicographic on (real, imag): the real parts decide unless they are equal.
+        auto p = E::load(x[i]), q = E::load(y[i]);
+        if (type == ir::CompareType::TOTALORDER) {
+          auto key = [](double part) { return total_order_key<ir::Elem<ir::ElementType::f64>>(part); };
+          v = key(p.real()) != key(q.real()) ? compare_values(direction, key(p.real()), key(q.real()))
+                                             : compare_values(direction, key(p.imag()), key(q.imag()));
+        } else {
+          v = p.real() != q.real() ? compare_values(direction, p.real(), q.real())
+                                   : compare_values(direction, p.imag(), q.imag());
+        }
       } else {
         v = compare_values(direction, E::load(x[i]), E::load(y[i]));
       }

@@ -71,14 +71,38 @@ template <> struct Elem<ElementType::i4> : NarrowInt<ElementType::i4, 4, true> {
 template <> struct Elem<ElementType::ui2> : NarrowInt<ElementType::ui2, 2, false> {};
 template <> struct Elem<ElementType::ui4> : NarrowInt<ElementType::ui4, 4, false> {};
 
+// A NaN moved between float and double bit by bit: the hardware conversions quiet a signalling
+// NaN, and negate and abs must keep it as it is (IEEE makes them sign-bit operations).
+inline float nan_to_float(double d) {
+  uint64_t u;
+  std::memcpy(&u, &d, sizeof u);
+  uint32_t payload = static_cast<uint32_t>((u >> 29) & 0x7fffffu);
+  uint32_t bits = (static_cast<uint32_t>(u >> 32) & 0x80000000u) | 0x7f800000u | (payload != 0 ? payload : 0x400000u);
+  float f;
+  std::memcpy(&f, &bits, sizeof f);
+  return f;
+}
+inline double nan_to_double(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, sizeof u);
+  uint64_t bits = (uint64_t(u & 0x80000000u) << 32) | (uint64_t{0x7ff} << 52) | (uint64_t(u & 0x7fffffu) << 29);
+  double d;
+  std::memcpy(&d, &bits, sizeof d);
+  return d;
+}
+
 // Floats narrower than f32: stored as their bit pattern, computed in float.
 template <ElementType E, typename Bits>
 struct MiniFloat : ElemBase<E, Bits, float> {
-  static float load(Bits v) { return static_cast<float>(minifloat_to_double(E, v)); }
-  static Bits store(float v) { return static_cast<Bits>(double_to_minifloat(E, v)); }
+  static float load(Bits v) {
+    double d = minifloat_to_double(E, v);
+    return d != d ? nan_to_float(d) : static_cast<float>(d);
+  }
+  static Bits store(float v) { return static_cast<Bits>(double_to_minifloat(E, v != v ? nan_to_double(v) : v)); }
 };
 // bf16 is the top half of an f32: widening is a shift, and narrowing rounds the low half away
-// (to nearest, ties to even; NaN as sign | 0x7fc0): the bits of double_to_minifloat, without its
+// (to nearest, ties to even; a NaN keeps its sign and the top of its payload, quieted only when
+// nothing of the payload is left, as IEEE narrowing does): the bits of double_to_minifloat, without its
 // general path (tests/exec/accelerate_test.cpp compares them on every bf16 boundary). Mixed-
 // precision programs spend most element-wise time here.
 inline float bf16_to_f32(uint16_t b) {
@@ -90,7 +114,8 @@ inline float bf16_to_f32(uint16_t b) {
 inline uint16_t f32_to_bf16(float f) {
   uint32_t u;
   std::memcpy(&u, &f, sizeof u);
-  if ((u & 0x7fffffffu) > 0x7f800000u) return uint16_t(((u >> 16) & 0x8000u) | 0x7fc0u);  // NaN
+  if ((u & 0x7fffffffu) > 0x7f800000u)  // NaN: negate and abs keep its payload (IEEE: sign-bit ops)
+    return uint16_t((u >> 16) | ((u & 0x007f0000u) == 0 ? 0x0040u : 0u));
   // Adding 0x7fff plus the lowest kept bit carries into the kept half exactly when the dropped
   // half is above one half, or is one half with an odd kept half; past the largest finite value
   // the carry reaches the exponent and gives infinity, as rounding must.

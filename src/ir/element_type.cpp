@@ -9,6 +9,7 @@
 
 #include <array>
 #include <cmath>
+#include <cstring>
 
 #include "support/error.h"
 
@@ -87,6 +88,19 @@ ElementType real_type(ElementType t) {
   return t;
 }
 
+namespace {
+// A double NaN with `negative`'s sign and the minifloat's mantissa bits at the top of its payload
+// (so a narrowing back gives the same bits: negate and abs are sign-bit operations on NaNs too).
+double nan_with_payload(bool negative, uint64_t mant, int mbits) {
+  uint64_t payload = mant << (52 - mbits);
+  if (payload == 0) payload = uint64_t{1} << 51;
+  uint64_t u = (negative ? uint64_t{1} << 63 : 0) | (uint64_t{0x7ff} << 52) | payload;
+  double d;
+  std::memcpy(&d, &u, sizeof d);
+  return d;
+}
+}  // namespace
+
 double minifloat_to_double(ElementType t, uint32_t bits) {
   Format f = format_of(t);
   if (f.special == Special::kE8M0) return bits == 0xffu ? std::nan("") : std::ldexp(1.0, int(bits) - 127);
@@ -97,8 +111,8 @@ double minifloat_to_double(ElementType t, uint32_t bits) {
   double sign = negative ? -1.0 : 1.0;
   uint32_t top = (1u << f.ebits) - 1;
   if (exp == top) {
-    if (f.special == Special::kIeee) return mant == 0 ? sign * INFINITY : std::nan("");
-    if (f.special == Special::kFn && mant == (1u << f.mbits) - 1) return std::nan("");
+    if (f.special == Special::kIeee) return mant == 0 ? sign * INFINITY : nan_with_payload(negative, mant, f.mbits);
+    if (f.special == Special::kFn && mant == (1u << f.mbits) - 1) return nan_with_payload(negative, mant, f.mbits);
   }
   if (exp == 0) return sign * std::ldexp(static_cast<double>(mant), 1 - f.bias - f.mbits);
   return sign * std::ldexp(static_cast<double>(mant | (1u << f.mbits)),
@@ -137,7 +151,14 @@ uint32_t double_to_minifloat(ElementType t, double value) {
     case Special::kFiniteOnly: nan = 0, overflow = sign_bit | all_ones; break;
     case Special::kE8M0: break;
   }
-  if (std::isnan(value)) return nan;
+  if (std::isnan(value)) {
+    if (f.special != Special::kIeee) return nan;
+    // IEEE narrowing keeps the sign and the top of the payload (quiet bit set if nothing is left).
+    uint64_t u;
+    std::memcpy(&u, &value, sizeof u);
+    auto mant = static_cast<uint32_t>((u >> (52 - f.mbits)) & ((1u << f.mbits) - 1));
+    return sign_bit | (top << f.mbits) | (mant != 0 ? mant : 1u << (f.mbits - 1));
+  }
   double a = std::fabs(value);
   if (std::isinf(a)) return overflow;
   // FNUZ has one zero, unsigned.

@@ -78,6 +78,19 @@ Types infer_DotGeneral(const ShapeQuery& q) {
   };
   check_pairs(dn->lhs_batch, dn->rhs_batch, "batch");
   check_pairs(dn->lhs_contracting, dn->rhs_contracting, "contracting");
+  // A dimension is a batch or a contracting dimension once (C3, C4): read twice, it would be
+  // contracted with itself.
+  auto check_unique = [&](const std::vector<int64_t>& batch, const std::vector<int64_t>& contracting,
+                          std::string_view side, std::string_view c) {
+    std::vector<int64_t> all = batch;
+    all.insert(all.end(), contracting.begin(), contracting.end());
+    std::sort(all.begin(), all.end());
+    if (auto dup = std::adjacent_find(all.begin(), all.end()); dup != all.end())
+      reject(q, "{} dimension {} is listed twice among the batch and contracting dimensions ({})", side, *dup, c);
+  };
+  check_unique(dn->lhs_batch, dn->lhs_contracting, "lhs", "C3");
+  check_unique(dn->rhs_batch, dn->rhs_contracting, "rhs", "C4");
+  check_precision_config(q);
   auto free_dims = [](const Type& t, const std::vector<int64_t>& a, const std::vector<int64_t>& b) {
     std::vector<int64_t> out;
     for (int64_t d = 0; d < t.rank(); ++d)
@@ -90,10 +103,12 @@ Types infer_DotGeneral(const ShapeQuery& q) {
   for (int64_t s : free_dims(lhs, dn->lhs_batch, dn->lhs_contracting)) shape.push_back(s);
   for (int64_t s : free_dims(rhs, dn->rhs_batch, dn->rhs_contracting)) shape.push_back(s);
   ElementType e = lhs.element;
+  // C13 asks for one element type; a written result type takes mixed ones too, as XLA's dots and
+  // JAX's preferred_element_type do (an i8 weight times bf16 activations into bf16).
   if (!q.declared.empty()) {
-    e = q.declared[0].element;  // StableHLO allows a wider accumulation type
+    e = q.declared[0].element;
   } else if (rhs.element != lhs.element) {
-    reject(q, "operands have element types {} and {}", spelling(lhs.element), spelling(rhs.element));
+    reject(q, "operands have element types {} and {} (C13)", spelling(lhs.element), spelling(rhs.element));
   }
   return {Type(e, shape)};
 }
@@ -121,6 +136,8 @@ Types infer_AllReduce(const ShapeQuery& q) { return same_as_operands(q); }
 // being a whole multiple along the dimension; without one the size is replica_groups' width.
 Type gathered(const ShapeQuery& q, const Type& t, int64_t d, size_t i, bool scatter) {
   auto dim = static_cast<size_t>(d);
+  if (const IntMatrix* g = q.attrs.find<IntMatrix>("replica_groups"); g && g->rows == 0 && g->cols > 0)
+    reject(q, "replica_groups has groups of {} and no group", g->cols);
   if (i < q.declared.size()) {
     const Type& want = q.declared[i];
     bool ok = want.element == t.element && want.rank() == t.rank();
@@ -128,7 +145,13 @@ Type gathered(const ShapeQuery& q, const Type& t, int64_t d, size_t i, bool scat
     if (ok) {
       int64_t big = scatter ? t.shape[dim] : want.shape[dim];
       int64_t small = scatter ? want.shape[dim] : t.shape[dim];
-      ok = small > 0 ? big % small == 0 : big == 0;
+      ok = small > 0 ? big > 0 && big % small == 0 : big == 0;
+      // Without a channel the groups are replica_groups' rows, so a full row's width is the
+      // group size (with one, it depends on the grid: checked when the op runs).
+      const IntMatrix* g = q.attrs.find<IntMatrix>("replica_groups");
+      const auto* channel = q.attrs.find<ChannelHandle>("channel_handle");
+      bool rows_full = g && g->rows > 0 && std::find(g->values.begin(), g->values.end(), -1) == g->values.end();
+      if (ok && rows_full && (channel == nullptr || channel->handle <= 0)) ok = big == small * g->cols;
     }
     if (!ok)
       reject(q, "result {} is not operand {} {} a group along dimension {}", to_string(want),

@@ -1,4 +1,5 @@
 // Shape rules of leaves and elementwise ops, and the dispatch over the op table.
+#include <algorithm>
 #include <array>
 
 #include "ir/shape_rules.h"
@@ -64,6 +65,22 @@ void check_dimension(const ShapeQuery& q, std::string_view attr, int64_t dim, in
   if (dim < 0 || dim >= rank) reject(q, "{} = {} is out of range for rank {}", attr, dim, rank);
 }
 
+void check_precision_config(const ShapeQuery& q) {
+  const auto* p = q.attrs.find<Opaque>("precision_config");
+  if (p == nullptr) return;
+  // The parser keeps both forms as `[#stablehlo<precision DEFAULT>, ...]` (older exports: #mhlo<...>).
+  size_t entries = 0;
+  constexpr std::string_view kEntry = "<precision ";
+  for (size_t at = p->text.find(kEntry); at != std::string::npos; at = p->text.find(kEntry, at + 1)) {
+    ++entries;
+    size_t start = at + kEntry.size(), end = p->text.find('>', start);
+    std::string_view value = std::string_view(p->text).substr(start, end == std::string::npos ? 0 : end - start);
+    if (value != "DEFAULT" && value != "HIGH" && value != "HIGHEST")
+      reject(q, "precision_config entry {} is '{}'; it must be DEFAULT, HIGH or HIGHEST", entries - 1, value);
+  }
+  if (entries > 2) reject(q, "precision_config has {} entries; it has at most 2, one per operand", entries);
+}
+
 std::string types_string(std::span<const Type> types) {
   std::vector<std::string> s;
   for (const Type& t : types) s.push_back(to_string(t));
@@ -87,11 +104,18 @@ Types infer_PartitionId(const ShapeQuery& q) { return {Type(ElementType::ui32, {
 
 // One operand. Abs of a complex number is real.
 Types infer_Negate(const ShapeQuery& q) { return unary(q, kNumeric); }
-Types infer_Abs(const ShapeQuery& q) {
+// abs and sign take signed integers, floats and complex numbers; not unsigned integers.
+Types signed_unary(const ShapeQuery& q) {
   Types t = unary(q, kNumeric);
+  if (info(t[0].element).kind == ElementKind::Unsigned)
+    reject(q, "operand 0 has type {}, must be signed integer, float or complex", to_string(t[0]));
+  return t;
+}
+Types infer_Abs(const ShapeQuery& q) {
+  Types t = signed_unary(q);
   return {t[0].with_element(real_type(t[0].element))};
 }
-Types infer_Sign(const ShapeQuery& q) { return unary(q, kNumeric); }
+Types infer_Sign(const ShapeQuery& q) { return signed_unary(q); }
 Types infer_Exponential(const ShapeQuery& q) { return unary(q, kFloating); }
 Types infer_ExponentialMinusOne(const ShapeQuery& q) { return unary(q, kFloating); }
 Types infer_Log(const ShapeQuery& q) { return unary(q, kFloating); }
@@ -154,7 +178,10 @@ Types infer_ShiftRightLogical(const ShapeQuery& q) { return binary(q, kInt); }
 Types infer_ShiftRightArithmetic(const ShapeQuery& q) { return binary(q, kInt); }
 Types infer_Compare(const ShapeQuery& q) {
   Types t = binary(q, kAny);
-  if (!q.attrs.has("comparison_direction")) reject(q, "has no comparison_direction");
+  if (!q.attrs.find<ComparisonDirection>("comparison_direction"))
+    reject(q, "has no comparison_direction (EQ, NE, GE, GT, LE or LT)");
+  if (q.attrs.has("compare_type") && !q.attrs.find<CompareType>("compare_type"))
+    reject(q, "compare_type must be FLOAT, TOTALORDER, SIGNED or UNSIGNED");
   return {t[0].with_element(ElementType::i1)};
 }
 Types infer_Clamp(const ShapeQuery& q) {

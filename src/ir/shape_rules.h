@@ -58,6 +58,9 @@ std::vector<Type> same_types(const ShapeQuery& q, size_t n, unsigned allowed);
 std::vector<Type> unary(const ShapeQuery& q, unsigned allowed);
 std::vector<Type> binary(const ShapeQuery& q, unsigned allowed);
 void check_dimension(const ShapeQuery& q, std::string_view attr, int64_t dim, int64_t rank);
+// dot_general's and convolution's precision_config: at most one entry per operand, each DEFAULT,
+// HIGH or HIGHEST (the spec writes exactly 2; StableHLO's verifier also takes fewer).
+void check_precision_config(const ShapeQuery& q);
 std::string types_string(std::span<const Type> types);
 }  // namespace shape_rules
 

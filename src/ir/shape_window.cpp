@@ -113,10 +113,7 @@ Types infer_Convolution(const ShapeQuery& q) {
   if (out_features % groups != 0)
     reject(q, "kernel output feature dimension {} of size {} is not divisible by feature_group_count = {} (C16)",
            dn->kernel_output_feature, out_features, groups);
-  if (const auto* p = q.attrs.find<Opaque>("precision_config")) {
-    size_t entries = std::count(p->text.begin(), p->text.end(), '#');
-    if (entries != 2) reject(q, "precision_config has {} entries, must have 2 (C24)", entries);
-  }
+  check_precision_config(q);
   if (lhs.element != rhs.element)
     reject(q, "lhs {} and rhs {} have different element types (C27)", to_string(lhs), to_string(rhs));
   std::vector<int64_t> sizes;

@@ -322,6 +322,20 @@ struct Verifier {
              i, to_string(inputs[i]), rule);
     }
   }
+  // select_and_scatter's select compares two of the operand's elements (C9).
+  void check_select(const Op& o, int index) {
+    if (o.regions().size() != 2) fail("@{}: op {} ({}) needs a select and a scatter region", fn.name(), index, o.name());
+    const Type& x = o.operand(0)->type();
+    if (!x.is_tensor() || x.is_quantized()) return;
+    const std::vector<Type> want = {x.with_shape({}), x.with_shape({})}, out = {Type(ElementType::i1, {})};
+    const Block& b = o.region(0);
+    const std::optional<std::vector<Type>> gives = returned(b);
+    if (arg_types(b) != want || (gives && *gives != out))
+      fail("@{}: op {} ({}): its select has type ({}) -> ({}), but the operand needs ({}) -> ({}) (C9)", fn.name(),
+           index, o.name(), shape_rules::types_string(arg_types(b)),
+           shape_rules::types_string(gives.value_or(std::vector<Type>{})), shape_rules::types_string(want),
+           shape_rules::types_string(out));
+  }
   void check_reducers(const Op& o, int index) {
     const std::vector<Type> operands = o.operand_types();
     const std::vector<Type> results = o.result_types();
@@ -338,6 +352,7 @@ struct Verifier {
           check_reducer(o, index, 0, "computation", {operands[i]}, {results[i]}, "C5");
         break;
       case OpKind::SelectAndScatter:
+        check_select(o, index);
         if (!results.empty()) check_reducer(o, index, 1, "scatter", first(1), results, "C10");
         break;
       default: break;

@@ -3,16 +3,24 @@
 #include "ir/window.h"
 
 #include <algorithm>
+#include <limits>
 #include <string_view>
+
+#include "support/error.h"
 
 namespace tessera::ir {
 
 int64_t Window::num_windows(size_t d, int64_t input) const {
-  int64_t dilated_input = input == 0 ? 0 : (input - 1) * base_dilation[d] + 1;
-  int64_t padded = pad_lo[d] + dilated_input + pad_hi[d];
-  int64_t dilated_window = size[d] == 0 ? 0 : (size[d] - 1) * window_dilation[d] + 1;
+  // In 128 bits: paddings and dilations near 2^63 (hostile, but well-formed) would wrap in 64.
+  using Wide = __int128;
+  Wide dilated_input = input == 0 ? 0 : Wide{input - 1} * base_dilation[d] + 1;
+  Wide padded = Wide{pad_lo[d]} + dilated_input + pad_hi[d];
+  Wide dilated_window = size[d] == 0 ? 0 : Wide{size[d] - 1} * window_dilation[d] + 1;
   if (padded <= 0 || dilated_window > padded) return 0;
-  return (padded - dilated_window) / stride[d] + 1;
+  Wide n = (padded - dilated_window) / stride[d] + 1;
+  if (n > std::numeric_limits<int64_t>::max())
+    support::fail("window dimension {} has more windows than a 64-bit size holds (its padding or dilation is too large)", d);
+  return static_cast<int64_t>(n);
 }
 
 bool Window::trivial(size_t d) const {

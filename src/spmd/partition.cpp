@@ -201,8 +201,32 @@ void copy_meshes(const ir::Module& from, ir::Module& into) {
 
 }  // namespace
 
+namespace {
+// The first value of `b` (regions included) whose type has a '?' dimension.
+const ir::Value* dynamic_value(const ir::Block& b) {
+  for (const auto& a : b.arguments())
+    if (!a->type().is_static()) return a.get();
+  for (const auto& op : b.ops()) {
+    for (const ir::Value* r : op->results())
+      if (!r->type().is_static()) return r;
+    for (const auto& r : op->regions())
+      if (const ir::Value* v = dynamic_value(*r)) return v;
+  }
+  return nullptr;
+}
+}  // namespace
+
 Partitioned partition(const ir::Module& module, const ir::Function& fn, ir::Module& into,
                       const PartitionOptions& options) {
+  // Pieces are cut from static shapes: a shape-polymorphic program is refined first
+  // (transforms/refine_shapes.h, for its arguments' types).
+  if (const ir::Value* v = dynamic_value(fn.body()); v || std::any_of(fn.result_types.begin(), fn.result_types.end(), [](const ir::Type& t) { return !t.is_static(); })) {
+    const ir::Op* def = v ? v->defining_op() : nullptr;
+    support::fail("@{}: {} has a dynamic ('?') dimension; partitioning needs static shapes (refine them for "
+                  "concrete argument types first, as `tessera run` does with its --input)",
+                  fn.name(), def ? fmt::format("{} at line {}", def->name(), def->loc.line)
+                                 : v ? std::string("an argument") : std::string("a result"));
+  }
   Partitioned info;
   info.function = options.name.empty() ? fn.name() : options.name;
   // A scratch module holds the inlined copy that propagation annotates.

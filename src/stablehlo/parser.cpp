@@ -59,7 +59,8 @@ void read_legacy_lists(ir::AttrMap& attrs) {
       "interior_padding", "fft_length"};
   auto as_list = [](const ir::Literal& lit) -> std::optional<std::vector<int64_t>> {
     const ir::Type& t = lit.type();
-    if (t.rank() != 1 || !(ir::is_integer(t.element) || ir::is_bool(t.element))) return std::nullopt;
+    // Older exports wrote a one-entry list as a scalar (`dimensions = dense<1> : tensor<i64>`).
+    if (t.rank() > 1 || !(ir::is_integer(t.element) || ir::is_bool(t.element))) return std::nullopt;
     std::vector<int64_t> v;
     for (int64_t i = 0; i < t.num_elements(); ++i) v.push_back(lit.get_int(i));
     return v;

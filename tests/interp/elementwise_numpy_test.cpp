@@ -79,9 +79,9 @@ const std::vector<Case>& cases() {
        "np.right_shift(a0.view(a0.dtype.str.replace('u', 'i')), a1.astype(a0.dtype.str.replace('u', 'i'))).view(a0.dtype)",
        kInts, Domain::Any, Domain::Shift},
       {OpKind::Negate, "-a0", kReal | kC},
-      {OpKind::Abs, "np.abs(a0)", kReal},
+      {OpKind::Abs, "np.abs(a0)", kF | kS},  // not unsigned: the spec takes signed integers
       {OpKind::Abs, "np.abs(a0.astype(np.complex128)).astype(a0.real.dtype)", kC},
-      {OpKind::Sign, "np.sign(a0)", kReal},
+      {OpKind::Sign, "np.sign(a0)", kF | kS},
       {OpKind::Sign, "np.sign(a0)", kF, Domain::Special},
       {OpKind::Exponential, wide("np.exp(@)"), kF | kC},
       {OpKind::ExponentialMinusOne, wide("np.expm1(@)"), kF},

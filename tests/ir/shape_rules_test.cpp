@@ -108,7 +108,16 @@ const std::vector<Case>& cases() {
        "stablehlo.bitcast_convert: operand tensor<2x3xf32> needs a last dimension of 2 to bitcast "
        "to tensor<2xi64>"},
       {"compare_direction", OpKind::Compare, {f32({2}), f32({2})}, {}, {},
-       "stablehlo.compare: has no comparison_direction"},
+       "stablehlo.compare: has no comparison_direction (EQ, NE, GE, GT, LE or LT)"},
+      // A direction written as a string (the generic form's `comparison_direction = "FOOBAR"`) is
+      // no direction; it reached the kernel as an attribute of another type.
+      {"compare_direction_string", OpKind::Compare, {f32({2}), f32({2})},
+       attrs({{"comparison_direction", std::string("FOOBAR")}}), {},
+       "stablehlo.compare: has no comparison_direction (EQ, NE, GE, GT, LE or LT)"},
+      {"abs_unsigned", OpKind::Abs, {ty(ElementType::ui8, {2})}, {}, {},
+       "stablehlo.abs: operand 0 has type tensor<2xui8>, must be signed integer, float or complex"},
+      {"sign_unsigned", OpKind::Sign, {ty(ElementType::ui32, {2})}, {}, {},
+       "stablehlo.sign: operand 0 has type tensor<2xui32>, must be signed integer, float or complex"},
       {"clamp_bound", OpKind::Clamp, {f32({3}), f32({2}), f32({})}, {}, {},
        "stablehlo.clamp: bound min has type tensor<3xf32>; it must be a scalar or have the type of "
        "operand tensor<2xf32>"},
@@ -280,7 +289,26 @@ const std::vector<Case>& cases() {
        "dimension 0 of rhs tensor<3x4xf32> has size 3"},
       {"dot_elements", OpKind::DotGeneral, {f32({2, 3}), i32({3, 4})},
        attrs({{"dot_dimension_numbers", dot_dims({}, {}, {1}, {0})}}), {},
-       "stablehlo.dot_general: operands have element types f32 and i32"},
+       "stablehlo.dot_general: operands have element types f32 and i32 (C13)"},
+      // A dimension contracted twice (or batched and contracted) read past the operand.
+      {"dot_repeated_contracting", OpKind::DotGeneral, {f32({2, 2}), f32({2, 2})},
+       attrs({{"dot_dimension_numbers", dot_dims({}, {}, {0, 0}, {1, 1})}}), {},
+       "stablehlo.dot_general: lhs dimension 0 is listed twice among the batch and contracting dimensions (C3)"},
+      {"dot_batch_and_contracting", OpKind::DotGeneral, {f32({2, 2}), f32({2, 2})},
+       attrs({{"dot_dimension_numbers", dot_dims({0}, {1}, {1}, {1})}}), {},
+       "stablehlo.dot_general: rhs dimension 1 is listed twice among the batch and contracting dimensions (C4)"},
+      {"dot_precision_count", OpKind::DotGeneral, {f32({2, 3}), f32({3, 4})},
+       attrs({{"dot_dimension_numbers", dot_dims({}, {}, {1}, {0})},
+              {"precision_config", Opaque{"[#stablehlo<precision DEFAULT>, #stablehlo<precision DEFAULT>, "
+                                          "#stablehlo<precision DEFAULT>]"}}}),
+       {}, "stablehlo.dot_general: precision_config has 3 entries; it has at most 2, one per operand"},
+      {"dot_precision_value", OpKind::DotGeneral, {f32({2, 3}), f32({3, 4})},
+       attrs({{"dot_dimension_numbers", dot_dims({}, {}, {1}, {0})},
+              {"precision_config", Opaque{"[#stablehlo<precision FOO>]"}}}),
+       {}, "stablehlo.dot_general: precision_config entry 0 is 'FOO'; it must be DEFAULT, HIGH or HIGHEST"},
+      {"gather_empty_groups", OpKind::AllGather, {f32({8, 2})},
+       attrs({{"all_gather_dim", int64_t{1}}, {"replica_groups", IntMatrix{0, 2, {}}}}), {f32({8, 8})},
+       "stablehlo.all_gather: replica_groups has groups of 2 and no group"},
       // Collectives and Shardy.
       {"gather_dim_attr", OpKind::AllGather, {f32({2})}, {}, {},
        "stablehlo.all_gather: has no 'all_gather_dim' attribute"},

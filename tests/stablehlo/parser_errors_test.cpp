@@ -207,6 +207,42 @@ const std::vector<Bad>& corpus() {
        "  } : (tensor<8xf32>) -> tensor<8xf32>\n  return %0 : tensor<8xf32>\n}\n",
        "t.mlir:4:5: @f: op 0 (sdy.manual_computation) makes axis 'a' manual inside a manual_computation that "
        "already does"},
+      // select_and_scatter's select compares two elements (C9); the kernel called it with two.
+      {"select_region_arity",
+       "func.func @f(%a: tensor<4xf32>, %s: tensor<2xf32>, %c: tensor<f32>) -> tensor<4xf32> {\n"
+       "  %0 = \"stablehlo.select_and_scatter\"(%a, %s, %c) ({\n  ^bb0(%x: tensor<f32>):\n"
+       "    %p = stablehlo.compare GE, %x, %x : (tensor<f32>, tensor<f32>) -> tensor<i1>\n"
+       "    stablehlo.return %p : tensor<i1>\n  }, {\n  ^bb0(%x: tensor<f32>, %y: tensor<f32>):\n"
+       "    %q = stablehlo.add %x, %y : tensor<f32>\n    stablehlo.return %q : tensor<f32>\n"
+       "  }) {window_dimensions = array<i64: 2>, window_strides = array<i64: 2>} : "
+       "(tensor<4xf32>, tensor<2xf32>, tensor<f32>) -> tensor<4xf32>\n  return %0 : tensor<4xf32>\n}\n",
+       "t.mlir:2:3: @f: op 0 (stablehlo.select_and_scatter): its select has type (tensor<f32>) -> (tensor<i1>), "
+       "but the operand needs (tensor<f32>, tensor<f32>) -> (tensor<i1>) (C9)"},
+      // A scattered result larger than its operand, and one over a group of another width.
+      {"reduce_scatter_grows",
+       "func.func @f(%a: tensor<4x0xf32>) -> tensor<4x4xf32> {\n"
+       "  %0 = \"stablehlo.reduce_scatter\"(%a) ({\n  ^bb0(%x: tensor<f32>, %y: tensor<f32>):\n"
+       "    %q = stablehlo.add %x, %y : tensor<f32>\n    stablehlo.return %q : tensor<f32>\n"
+       "  }) {replica_groups = dense<[[0, 1, 2, 3]]> : tensor<1x4xi64>, scatter_dimension = 1 : i64} : "
+       "(tensor<4x0xf32>) -> tensor<4x4xf32>\n  return %0 : tensor<4x4xf32>\n}\n",
+       "t.mlir:2:3: stablehlo.reduce_scatter: result tensor<4x4xf32> is not operand tensor<4x0xf32> scattered "
+       "over a group along dimension 1"},
+      {"all_gather_group_width",
+       "func.func @f(%a: tensor<4x2xf32>) -> tensor<4x8xf32> {\n"
+       "  %0 = \"stablehlo.all_gather\"(%a) {all_gather_dim = 1 : i64, replica_groups = dense<[[0, 1, 3]]> : "
+       "tensor<1x3xi64>} : (tensor<4x2xf32>) -> tensor<4x8xf32>\n  return %0 : tensor<4x8xf32>\n}\n",
+       "t.mlir:2:3: stablehlo.all_gather: result tensor<4x8xf32> is not operand tensor<4x2xf32> gathered "
+       "from a group along dimension 1"},
+      // Paddings near 2^63 wrapped the window count in 64 bits (to a 0-row result the op accepted).
+      {"window_padding_overflow",
+       "func.func @f(%a: tensor<4xf32>, %c: tensor<f32>) -> tensor<0xf32> {\n"
+       "  %0 = \"stablehlo.reduce_window\"(%a, %c) ({\n  ^bb0(%x: tensor<f32>, %y: tensor<f32>):\n"
+       "    %q = stablehlo.add %x, %y : tensor<f32>\n    stablehlo.return %q : tensor<f32>\n"
+       "  }) {padding = dense<[[9223372036854775807, 2]]> : tensor<1x2xi64>, window_dimensions = array<i64: 5>, "
+       "window_strides = array<i64: 1>} : (tensor<4xf32>, tensor<f32>) -> tensor<0xf32>\n"
+       "  return %0 : tensor<0xf32>\n}\n",
+       "t.mlir:2:3: window dimension 0 has more windows than a 64-bit size holds (its "
+       "padding or dilation is too large)"},
       // Shardy's propagation ops: a group's values are laid out alike, so they share a shape; a
       // barrier open both ways is no barrier.
       {"sharding_group_shapes",

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -116,6 +117,15 @@ void show_layouts(const PartitionCommand& c, const ir::Module& m, const spmd::Pa
 
 int partition_command(const PartitionCommand& c, std::ostream& out) {
   auto m = load(c.file, c.mesh);
+  // A program with '?' dimensions inside, but static arguments, is refined for those.
+  if (ir::Function& poly = const_cast<ir::Function&>(entry(*m, c.function)); transforms::has_dynamic_types(poly)) {
+    std::vector<ir::Type> types;
+    for (size_t i = 0; i < poly.num_parameters(); ++i) types.push_back(poly.parameter(i)->type());
+    if (std::all_of(types.begin(), types.end(), [](const ir::Type& t) { return t.is_static(); })) {
+      const std::string name = poly.name();  // refining replaces the function
+      transforms::refine_shapes(*m, name, types);
+    }
+  }
   const ir::Function& f = entry(*m, c.function);
   ir::Module local(m->name);
   spmd::Partitioned info = spmd::partition(*m, f, local);
