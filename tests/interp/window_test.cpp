@@ -329,9 +329,10 @@ TEST(WindowOps, ConstraintMessagesNameTheSpecsNumbers) {
       {with(with(kConvolution, "tensor<3x3x1x1xi64>", "tensor<3x3x2x1xi64>"), "tensor<3x3x1x1xi64>", "tensor<3x3x2x1xi64>"),
        "stablehlo.convolution: kernel input feature dimension 2 has size 2, must be 1 (input features 1 / "
        "feature_group_count 1) (C14)"},
+      // C24 writes exactly 2; StableHLO's verifier takes 0 to 2 ("empty or <= 2 elements").
       {with(kConvolution, "precision_config = [#stablehlo<precision DEFAULT>, #stablehlo<precision DEFAULT>]",
-            "precision_config = [#stablehlo<precision DEFAULT>]"),
-       "stablehlo.convolution: precision_config has 1 entries, must have 2 (C24)"},
+            "precision_config = [#stablehlo<precision DEFAULT>, #stablehlo<precision HIGH>, #stablehlo<precision DEFAULT>]"),
+       "stablehlo.convolution: precision_config has 3 entries; it has at most 2, one per operand"},
       {with(kReduceWindow, "window_dimensions = array<i64: 2, 1>", "window_dimensions = array<i64: 2>"),
        "stablehlo.reduce_window: window_dimensions has 1 entries, must have 2 (C4)"},
       {with(kReduceWindow, "window_dimensions = array<i64: 2, 1>", "window_dimensions = array<i64: 2, 0>"),
