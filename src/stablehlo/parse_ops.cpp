@@ -380,11 +380,16 @@ void sdy_all_to_all(Parser& p, OpText& op) {
 
 void sdy_collective_permute(Parser& p, OpText& op) { out_sharding(p, op); }
 
+// `%x keyword=`: the one operand of a Shardy op, then the keyword its value follows.
+void operand_then(Parser& p, OpText& op, const char* keyword) {
+  op.operands = {p.use_value()};
+  p.lx.expect(keyword);
+  p.lx.expect("=");
+}
+
 // sdy.propagation_barrier %x allowed_direction=FORWARD {attrs} : t
 void propagation_barrier(Parser& p, OpText& op) {
-  op.operands = {p.use_value()};
-  p.lx.expect("allowed_direction");
-  p.lx.expect("=");
+  operand_then(p, op, "allowed_direction");
   op.attrs.set("allowed_direction", p.lx.identifier());
   finish(p, op);
 }
@@ -402,9 +407,7 @@ void data_flow_edge(Parser& p, OpText& op) {
 
 // sdy.sharding_group %x group_id=0 {attrs} : t, t the operand's type (there is no result)
 void sharding_group(Parser& p, OpText& op) {
-  op.operands = {p.use_value()};
-  p.lx.expect("group_id");
-  p.lx.expect("=");
+  operand_then(p, op, "group_id");
   op.attrs.set("group_id", p.lx.integer());
   finish(p, op);
   op.result_types.clear();
