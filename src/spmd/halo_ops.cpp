@@ -72,7 +72,9 @@ Tensor rest_of(const Op& op, Tensor x, const std::vector<size_t>& done) {
       strides[d] = 1;
     }
   }
-  if (start == std::vector<int64_t>(shape.size(), 0) && limit == shape) return x;
+  // (a stride over a whole dimension still slices it: [0:64:8] keeps 8 of 64)
+  if (start == std::vector<int64_t>(shape.size(), 0) && limit == shape && strides == std::vector<int64_t>(shape.size(), 1))
+    return x;
   return ir::slice(x, start, limit, strides);
 }
 

@@ -240,7 +240,7 @@ Partitioned partition(const ir::Module& module, const ir::Function& fn, ir::Modu
     scratch.add_mesh(one);
     info.mesh = one.name;
   }
-  if (const ir::Mesh* largest = largest_mesh(scratch)) info.num_devices = std::max(info.num_devices, largest->num_devices());
+  info.num_devices = std::max(info.num_devices, devices_needed(scratch, flat));
   ShardingMap sm = propagate(scratch, flat);
   copy_meshes(scratch, into);
   Partitioner(scratch, flat, sm, into, info, options).run();

@@ -379,6 +379,46 @@ std::string function_mesh(const ir::Module& module, const ir::Function& fn) {
   return out;
 }
 
+int64_t devices_needed(const ir::Module& module, const ir::Function& fn) {
+  std::set<std::string> names;
+  std::set<const ir::Function*> seen;
+  auto add = [&](const Sharding& s) {
+    if (!s.mesh.empty()) names.insert(s.mesh);
+  };
+  std::function<void(const ir::Function&)> visit_fn;
+  std::function<void(const ir::Block&)> visit = [&](const ir::Block& b) {
+    for (const auto& op : b.ops()) {
+      const ir::AttrMap& a = op->attrs();
+      for (const char* k : {"sdy.sharding", "in_shardings", "out_shardings"})
+        if (const auto* list = a.find<ir::ShardingList>(k))
+          for (const Sharding& s : *list) add(s);
+      for (const char* k : {"sharding", "out_sharding"})
+        if (const auto* s = a.find<Sharding>(k)) add(*s);
+      if (const auto* callee = a.find<std::string>("callee"); callee && op->kind() == OpKind::Call)
+        if (const ir::Function* f = module.find_function(*callee)) visit_fn(*f);
+      for (const auto& r : op->regions()) visit(*r);
+    }
+  };
+  visit_fn = [&](const ir::Function& f) {
+    if (!seen.insert(&f).second) return;
+    for (size_t i = 0; i < f.num_parameters(); ++i)
+      if (auto s = f.arg_sharding(i)) add(*s);
+    for (size_t i = 0; i < f.result_types.size(); ++i)
+      if (auto s = f.result_sharding(i)) add(*s);
+    visit(f.body());
+  };
+  visit_fn(fn);
+  if (std::string own = function_mesh(module, fn); !own.empty()) names.insert(own);
+  int64_t n = 1;
+  for (const std::string& name : names) {
+    const ir::Mesh* m = module.find_mesh(name);
+    if (m == nullptr) continue;
+    if (!is_maximal(*m)) n = std::max(n, m->num_devices());
+    else n = std::max(n, m->device_ids[0] + 1);
+  }
+  return n;
+}
+
 ShardingMap propagate(const ir::Module& module, const ir::Function& fn) {
   return Propagator(module, fn).run();
 }

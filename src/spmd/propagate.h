@@ -38,4 +38,10 @@ ir::Sharding partial_operand(const ir::Op& op);
 // The mesh `fn`'s shardings use (the first non-maximal one); empty when it names none.
 std::string function_mesh(const ir::Module& module, const ir::Function& fn);
 
+// The devices `fn` runs on: the largest mesh its layouts name (its callees' too; a maximal mesh
+// needs its device id), or function_mesh's when it names none. Other meshes of the module play no
+// part: Shardy's tests declare meshes of several sizes, and a function on a mesh of 2 must not be
+// handed to 4 devices because another mesh has 4.
+int64_t devices_needed(const ir::Module& module, const ir::Function& fn);
+
 }  // namespace tessera::spmd

@@ -51,6 +51,23 @@ func.func @main(%x: tensor<8x0xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"a"},
   EXPECT_EQ(r.results[0].type(), f32({0, 4}));
 }
 
+// A strided slice of a whole dimension beside a split one (Shardy's pad_slice.mlir): the rows are
+// cut where they lie, and the stride over the columns still applies ([0:64:8] keeps 8 of 64; it was
+// dropped, an internal error).
+TEST(DegenerateInputs, AStrideOverAWholeDimensionStillSlicesIt) {
+  auto m = stablehlo::parse(R"(sdy.mesh @mesh = <["z"=4]>
+func.func @main(%x: tensor<32x64xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"z"}, {}]>}) -> (tensor<4x8xf32>, tensor<16x8xf32>) {
+  %0 = stablehlo.slice %x [8:12, 0:64:8] : (tensor<32x64xf32>) -> tensor<4x8xf32>
+  %1 = stablehlo.slice %x [0:32:2, 0:64:8] : (tensor<32x64xf32>) -> tensor<16x8xf32>
+  return %0, %1 : tensor<4x8xf32>, tensor<16x8xf32>
+}
+)",
+                            "slice.mlir");
+  Literal x(f32({32, 64}));
+  for (int64_t i = 0; i < x.num_elements(); ++i) x.set_double(i, static_cast<double>(i));
+  EXPECT_EQ(run_both(*m, 4, {x}).results.size(), 2u);
+}
+
 // Shardy's @different_mesh_names_same_mesh_propagated with 8 rows over an axis of 3 (pieces of 3,
 // 3 and 2): the operands' layouts name two meshes with the same axes and devices, which are one
 // mesh; the add reads both where they are.

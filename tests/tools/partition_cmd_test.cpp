@@ -297,10 +297,38 @@ TEST(RunCommand, WithoutDevicesTheMeshSaysHowMany) {
   EXPECT_NE(two.str().find("ran @main on 2 host devices"), std::string::npos) << two.str();
   c.mesh = "data=128";
   std::string e = testing::error_of([&] { run_command(c, out); });
-  EXPECT_NE(e.find("its mesh @mesh has 128 devices, more than 64 host devices in one process; pass --devices 128 "
-                   "(with --force)"),
+  EXPECT_NE(e.find("@main runs on 128 devices (its mesh @mesh), more than 64 host devices in one process; pass "
+                   "--devices 128 (with --force)"),
             std::string::npos)
       << e;
+}
+
+// A module may declare meshes of several sizes (Shardy's tests do): a function runs on the devices
+// of the meshes its layouts name, not on the module's largest (the extra devices were handed
+// arguments of no shape, and a run stopped there).
+TEST(RunCommand, AFunctionRunsOnItsOwnMeshNotTheModulesLargest) {
+  const char* text = R"(sdy.mesh @small = <["x"=2]>
+sdy.mesh @big = <["x"=2, "y"=2]>
+func.func @main(%arg0: tensor<4xf32> {sdy.sharding = #sdy.sharding<@small, [{"x"}]>}) -> tensor<4xf32> {
+  %0 = stablehlo.negate %arg0 : tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+)";
+  TempDir dir;
+  ir::Literal x = filled(ir::Type(ir::ElementType::f32, {4}), 1.0);
+  interp::save_npy(x, (dir.path / "x.npy").string());
+  RunCommand c;
+  c.file = dir.file("m.mlir", text);
+  c.inputs = {"arg0=" + (dir.path / "x.npy").string()};
+  c.output_dir = (dir.path / "out").string();
+  std::ostringstream out;
+  ASSERT_EQ(run_command(c, out), 0);
+  EXPECT_NE(out.str().find("ran @main on 2 host devices"), std::string::npos) << out.str();
+  ir::Literal got = interp::load_npy((dir.path / "out" / "result0.npy").string());
+  for (int64_t i = 0; i < 4; ++i) EXPECT_EQ(got.get_double(i), -x.get_double(i));
+  std::ostringstream printed;
+  ASSERT_EQ(partition_command(command(c.file, "", ""), printed), 0);
+  EXPECT_NE(printed.str().find("// @main on 2 devices (mesh @small)"), std::string::npos) << printed.str();
 }
 
 TEST(RunCommand, ARunThatCannotFitIsRefusedBeforeItStarts) {

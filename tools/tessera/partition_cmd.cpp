@@ -16,6 +16,7 @@
 #include "runtime/sharding_picture.h"
 #include "spmd/mesh_math.h"
 #include "spmd/partition.h"
+#include "spmd/propagate.h"
 #include "stablehlo/parser.h"
 #include "stablehlo/printer.h"
 #include "support/error.h"
@@ -162,17 +163,16 @@ int partition_command(const PartitionCommand& c, std::ostream& out) {
 
 namespace {
 
-// `tessera run` without --devices on host devices: the devices the partitioner needs, the largest of
-// the module's meshes (a maximal mesh names one device of them), or 1 without any.
-int64_t mesh_devices(const ir::Module& m, const std::string& file) {
-  const ir::Mesh* largest = spmd::largest_mesh(m);
-  const int64_t n = largest ? std::max<int64_t>(1, largest->num_devices()) : 1;
+// `tessera run` without --devices on host devices: the devices the partitioner needs for `fn`
+// (spmd::devices_needed: the largest mesh its layouts name), or 1 without any.
+int64_t mesh_devices(const ir::Module& m, const ir::Function& fn, const std::string& file) {
+  const int64_t n = spmd::devices_needed(m, fn);
   // As many as `--devices` takes without --force (main.cpp); a larger mesh is run only on request.
   constexpr int64_t kMaxDefault = 64;
   if (n > kMaxDefault)
-    fail("{}: its mesh @{} has {} devices, more than {} host devices in one process; pass --devices {} (with --force) "
-         "to run it so, or --mesh to run it on fewer",
-         file, largest->name, n, kMaxDefault, n);
+    fail("{}: @{} runs on {} devices (its mesh @{}), more than {} host devices in one process; pass --devices {} "
+         "(with --force) to run it so, or --mesh to run it on fewer",
+         file, fn.name(), n, spmd::function_mesh(m, fn), kMaxDefault, n);
   return n;
 }
 
@@ -181,7 +181,7 @@ int64_t mesh_devices(const ir::Module& m, const std::string& file) {
 int run_command(const RunCommand& c_in, std::ostream& out) {
   RunCommand c = c_in;
   auto m = load(c.file, c.mesh);
-  if (c.devices == 0) c.devices = c.backend == "mpi" ? 1 : mesh_devices(*m, c.file);
+  if (c.devices == 0) c.devices = c.backend == "mpi" ? 1 : mesh_devices(*m, entry(*m, c.function), c.file);
   const ir::Function* polymorphic = &entry(*m, c.function);
   std::vector<std::optional<ir::Literal>> given(polymorphic->num_parameters());
   for (const std::string& spec : c.inputs) {
