@@ -436,10 +436,11 @@ struct Verifier {
     if (o.kind() == OpKind::ShardingGroup) check_sharding_group(o, index);
     check_reducers(o, index);
     // #sdy.sharding_per_value: one layout per result, each fitting its result (an op without
-    // results may name one device of a maximal mesh: where a side-effecting call runs).
+    // results may name one device of a maximal mesh, where a side-effecting call runs, or a layout
+    // of no dimensions, `<@mesh, []>`: it runs on every device).
     const auto* per_value = o.attrs().find<ShardingList>("sdy.sharding");
     if (per_value != nullptr && o.num_results() == 0 && per_value->size() == 1 &&
-        module.mesh((*per_value)[0].mesh).axes.empty())
+        (module.mesh((*per_value)[0].mesh).axes.empty() || (*per_value)[0].dims.empty()))
       per_value = nullptr;
     if (per_value != nullptr) {
       if (per_value->size() != o.num_results())

@@ -351,6 +351,7 @@ void Parser::parse_module() {
       lx.expect("@");
       std::string name = lx.suffix_id();
       lx.expect("=");
+      lx.try_consume("#sdy.mesh");  // the attribute's full spelling, as Shardy's tests also write it
       try {
         module.add_mesh(parse_mesh_body(lx, name));
       } catch (const ParseError&) {

@@ -227,6 +227,25 @@ TEST(RoundTrip, ShardyExplicitCollectiveInGenericForm) {
   expect_round_trip(m);
 }
 
+// Shardy's tests also spell a mesh declaration with the attribute's full name, and put a layout of
+// no dimensions on an op without results (it runs on every device).
+TEST(Parse, ShardyMeshAttributesAndLayoutsOfOpsWithoutResults) {
+  auto m = parse(R"(sdy.mesh @mesh = #sdy.mesh<["a"=2, "b"=2]>
+sdy.mesh @maximal = #sdy.mesh<[], device_ids=[1]>
+func.func @f(%arg0: tensor<8x8xf32>) -> tensor<8x8xf32> {
+  stablehlo.custom_call @effect(%arg0) {has_side_effect = true, sdy.sharding = #sdy.sharding_per_value<[<@mesh, []>]>} : (tensor<8x8xf32>) -> ()
+  return %arg0 : tensor<8x8xf32>
+}
+)",
+                 "meshes.mlir");
+  ASSERT_EQ(m->meshes.size(), 2u);
+  EXPECT_EQ(m->mesh("mesh").num_devices(), 4);
+  EXPECT_EQ(m->mesh("maximal").device_ids, std::vector<int64_t>{1});
+  std::string printed = print(*m);
+  EXPECT_NE(printed.find("sdy.mesh @mesh = <[\"a\"=2, \"b\"=2]>"), std::string::npos) << printed;
+  expect_round_trip(*m);
+}
+
 TEST(Parse, ShardyExplicitCollectivesAreChecked) {
   auto error = [](const std::string& op) {
     std::string text = "sdy.mesh @m = <[\"x\"=2, \"y\"=2]>\n"
