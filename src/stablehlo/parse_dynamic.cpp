@@ -10,23 +10,6 @@
 
 namespace tessera::stablehlo {
 
-namespace {
-
-// Values, then `<keyword> = ` (use_values stops at the first word that is not a value, after
-// consuming the comma before it).
-void values_and_keyword(Parser& p, OpText& op, const char* keyword) {
-  op.operands = p.use_values();
-  p.lx.expect(keyword);
-  p.lx.expect("=");
-}
-
-void finish(Parser& p, OpText& op) {
-  p.parse_optional_attrs(op);
-  p.parse_trailing_types(op);
-}
-
-}  // namespace
-
 void parse_dim_form(Parser& p, OpText& op) {
   values_and_keyword(p, op, "dim");
   op.attrs.set(op.kind == ir::OpKind::DynamicIota ? "iota_dimension" : "dimension", p.lx.integer());

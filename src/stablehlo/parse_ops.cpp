@@ -37,11 +37,6 @@ bool keyword_bool(Parser& p) {
   return word == "true";
 }
 
-void finish(Parser& p, OpText& op) {
-  p.parse_optional_attrs(op);
-  p.parse_trailing_types(op);
-}
-
 void constant(Parser& p, OpText& op) {
   p.parse_optional_attrs(op);
   p.lx.expect("dense");
@@ -299,140 +294,6 @@ void select(Parser& p, OpText& op) {
   p.parse_trailing_types(op);
 }
 
-void sharded_value(Parser& p, OpText& op) {
-  op.operands = {p.use_value()};
-  p.lx.expect("<");
-  op.attrs.set("sharding", parse_sharding_body(p.lx));
-  finish(p, op);
-}
-
-// Shardy's explicit collectives: `[axes per dimension] %x out_sharding=<@m, [...]> {attrs} : t`
-// (all_reduce: `{axes}`; all_to_all: `[{axes}: src->tgt, ...]`; collective_permute: no axes). The
-// axes are kept as an ir::Sharding on out_sharding's mesh: one dimension per tensor dimension, or
-// (all_reduce, all_to_all) one per list.
-void out_sharding(Parser& p, OpText& op, const char* axes_attr = nullptr,
-                  std::optional<ir::Sharding> axes = std::nullopt) {
-  op.operands = {p.use_value()};
-  p.lx.expect("out_sharding");
-  p.lx.expect("=");
-  p.lx.expect("<");
-  ir::Sharding out = parse_sharding_body(p.lx);
-  if (axes) {
-    axes->mesh = out.mesh;
-    op.attrs.set(axes_attr, std::move(*axes));
-  }
-  op.attrs.set("out_sharding", std::move(out));
-  finish(p, op);
-}
-
-ir::DimSharding axis_list(Parser& p) {
-  ir::DimSharding d;
-  d.axes = parse_axis_ref_list(p.lx);
-  return d;
-}
-
-template <const char* Attribute>
-void per_dim_collective(Parser& p, OpText& op) {
-  ir::Sharding axes;
-  p.lx.expect("[");
-  if (!p.lx.try_consume("]")) {
-    do axes.dims.push_back(axis_list(p));
-    while (p.lx.try_consume(","));
-    p.lx.expect("]");
-  }
-  out_sharding(p, op, Attribute, std::move(axes));
-}
-constexpr char kGatheringAxes[] = "gathering_axes", kSlicingAxes[] = "slicing_axes",
-               kReductionAxes[] = "reduction_axes";
-
-// sdy.all_reduce [max|min|sum] {"x"} %v out_sharding=<...>: the kind, when not a sum, is kept
-// as the string attribute `reduction_kind`.
-void sdy_all_reduce(Parser& p, OpText& op) {
-  ir::Sharding axes;
-  if (p.lx.peek() != '{') {
-    Location at = p.lx.location();
-    std::string word = p.lx.identifier();
-    auto kind = ir::reduction_kind(word);
-    if (!kind) p.lx.error_at(at, fmt::format("sdy.all_reduce: unknown reduction kind '{}' (sum, max or min)", word));
-    if (*kind != ir::ReductionKind::kSum) op.attrs.set("reduction_kind", std::string(ir::to_string(*kind)));
-  }
-  axes.dims.push_back(axis_list(p));
-  out_sharding(p, op, kReductionAxes, std::move(axes));
-}
-
-void sdy_all_to_all(Parser& p, OpText& op) {
-  ir::Sharding params;
-  std::vector<std::vector<int64_t>> dims;
-  p.lx.expect("[");
-  do {
-    params.dims.push_back(axis_list(p));
-    p.lx.expect(":");
-    int64_t src = p.lx.integer();
-    p.lx.expect("->");
-    dims.push_back({src, p.lx.integer()});
-  } while (p.lx.try_consume(","));
-  p.lx.expect("]");
-  ir::IntMatrix m = ir::IntMatrix::from_rows(dims);
-  m.cols = 2;
-  op.attrs.set("param_dims", m);
-  out_sharding(p, op, "params", std::move(params));
-}
-
-void sdy_collective_permute(Parser& p, OpText& op) { out_sharding(p, op); }
-
-// `%x keyword=`: the one operand of a Shardy op, then the keyword its value follows.
-void operand_then(Parser& p, OpText& op, const char* keyword) {
-  op.operands = {p.use_value()};
-  p.lx.expect(keyword);
-  p.lx.expect("=");
-}
-
-// sdy.propagation_barrier %x allowed_direction=FORWARD {attrs} : t
-void propagation_barrier(Parser& p, OpText& op) {
-  operand_then(p, op, "allowed_direction");
-  op.attrs.set("allowed_direction", p.lx.identifier());
-  finish(p, op);
-}
-
-// sdy.data_flow_edge %x [sharding=<@m, [...]>] {attrs} : t
-void data_flow_edge(Parser& p, OpText& op) {
-  op.operands = {p.use_value()};
-  if (p.lx.try_consume("sharding")) {
-    p.lx.expect("=");
-    p.lx.expect("<");
-    op.attrs.set("sharding", parse_sharding_body(p.lx));
-  }
-  finish(p, op);
-}
-
-// sdy.sharding_group %x group_id=0 {attrs} : t, t the operand's type (there is no result)
-void sharding_group(Parser& p, OpText& op) {
-  operand_then(p, op, "group_id");
-  op.attrs.set("group_id", p.lx.integer());
-  finish(p, op);
-  op.result_types.clear();
-}
-
-// sdy.manual_computation(%a) in_shardings=[...] out_shardings=[...] manual_axes={...}
-//     (%arg: local type) { ... sdy.return ... } : (global types) -> (global types)
-void manual_computation(Parser& p, OpText& op) {
-  p.lx.expect("(");
-  op.operands = p.use_values();
-  p.lx.expect(")");
-  p.lx.expect("in_shardings");
-  p.lx.expect("=");
-  op.attrs.set("in_shardings", parse_sharding_list(p.lx));
-  p.lx.expect("out_shardings");
-  p.lx.expect("=");
-  op.attrs.set("out_shardings", parse_sharding_list(p.lx));
-  p.lx.expect("manual_axes");
-  p.lx.expect("=");
-  op.attrs.set("manual_axes", parse_axis_names(p.lx));
-  auto args = p.parse_arg_decls();
-  p.parse_region(op, &args);
-  p.parse_trailing_types(op);
-}
-
 // call @f(%a) : (t) -> t  and  stablehlo.custom_call @target(%a) {attrs} : (t) -> t
 template <const char* Attribute>
 void call_form(Parser& p, OpText& op) {
@@ -568,18 +429,18 @@ constexpr Rule rule_for(OpKind k) {
     case OpKind::Probe:
     case OpKind::ExpectSerializedEq: return parse_probe;
     case OpKind::ShardingConstraint:
-    case OpKind::Reshard: return sharded_value;
-    case OpKind::ManualComputation: return manual_computation;
-    case OpKind::SdyAllGather: return per_dim_collective<kGatheringAxes>;
-    case OpKind::SdyAllSlice: return per_dim_collective<kSlicingAxes>;
-    case OpKind::SdyReduceScatter: return per_dim_collective<kReductionAxes>;
-    case OpKind::SdyAllReduce: return sdy_all_reduce;
-    case OpKind::SdyAllToAll: return sdy_all_to_all;
-    case OpKind::SdyCollectivePermute: return sdy_collective_permute;
+    case OpKind::Reshard: return parse_sharded_value;
+    case OpKind::ManualComputation: return parse_manual_computation;
+    case OpKind::SdyAllGather: return parse_sdy_all_gather;
+    case OpKind::SdyAllSlice: return parse_sdy_all_slice;
+    case OpKind::SdyReduceScatter: return parse_sdy_reduce_scatter;
+    case OpKind::SdyAllReduce: return parse_sdy_all_reduce;
+    case OpKind::SdyAllToAll: return parse_sdy_all_to_all;
+    case OpKind::SdyCollectivePermute: return parse_sdy_collective_permute;
     case OpKind::SdyConstant: return constant;
-    case OpKind::PropagationBarrier: return propagation_barrier;
-    case OpKind::DataFlowEdge: return data_flow_edge;
-    case OpKind::ShardingGroup: return sharding_group;
+    case OpKind::PropagationBarrier: return parse_propagation_barrier;
+    case OpKind::DataFlowEdge: return parse_data_flow_edge;
+    case OpKind::ShardingGroup: return parse_sharding_group;
     case OpKind::Call: return call_form<kCallee>;
     case OpKind::CustomCall: return call_form<kTarget>;
     case OpKind::ExpectEqConst:
@@ -612,6 +473,17 @@ constexpr std::array<Rule, ir::kNumOpKinds> kRules = {
 };
 
 }  // namespace
+
+void finish(Parser& p, OpText& op) {
+  p.parse_optional_attrs(op);
+  p.parse_trailing_types(op);
+}
+
+void values_and_keyword(Parser& p, OpText& op, const char* keyword) {
+  op.operands = p.use_values();
+  p.lx.expect(keyword);
+  p.lx.expect("=");
+}
 
 void parse_pretty(Parser& p, OpText& op) { kRules[static_cast<size_t>(op.kind)](p, op); }
 

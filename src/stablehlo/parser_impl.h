@@ -92,5 +92,22 @@ void parse_dynamic_broadcast_in_dim(Parser& p, OpText& op);
 void parse_fft(Parser& p, OpText& op);
 void parse_rng(Parser& p, OpText& op);
 void parse_rng_bit_generator(Parser& p, OpText& op);
+// The sdy ops' pretty forms (parse_sdy_ops.cpp).
+void parse_sharded_value(Parser& p, OpText& op);  // sharding_constraint, reshard
+void parse_sdy_all_gather(Parser& p, OpText& op);
+void parse_sdy_all_slice(Parser& p, OpText& op);
+void parse_sdy_reduce_scatter(Parser& p, OpText& op);
+void parse_sdy_all_reduce(Parser& p, OpText& op);
+void parse_sdy_all_to_all(Parser& p, OpText& op);
+void parse_sdy_collective_permute(Parser& p, OpText& op);
+void parse_propagation_barrier(Parser& p, OpText& op);
+void parse_data_flow_edge(Parser& p, OpText& op);
+void parse_sharding_group(Parser& p, OpText& op);
+void parse_manual_computation(Parser& p, OpText& op);
+// Shared by the rule files: optional attributes, then the trailing types; values, then
+// `<keyword> =` (use_values stops at the first word that is not a value, after consuming the
+// comma before it).
+void finish(Parser& p, OpText& op);
+void values_and_keyword(Parser& p, OpText& op, const char* keyword);
 
 }  // namespace tessera::stablehlo

@@ -1,0 +1,146 @@
+// Pretty forms of the sdy ops (after the op name): sharding_constraint and reshard, the explicit
+// collectives, the propagation ops and manual_computation, each filling in the attributes the
+// generic form would carry.
+#include <optional>
+
+#include "stablehlo/parse_attrs.h"
+#include "stablehlo/parser_impl.h"
+
+namespace tessera::stablehlo {
+
+namespace {
+
+// Shardy's explicit collectives: `[axes per dimension] %x out_sharding=<@m, [...]> {attrs} : t`
+// (all_reduce: `{axes}`; all_to_all: `[{axes}: src->tgt, ...]`; collective_permute: no axes). The
+// axes are kept as an ir::Sharding on out_sharding's mesh: one dimension per tensor dimension, or
+// (all_reduce, all_to_all) one per list.
+void out_sharding(Parser& p, OpText& op, const char* axes_attr = nullptr,
+                  std::optional<ir::Sharding> axes = std::nullopt) {
+  op.operands = {p.use_value()};
+  p.lx.expect("out_sharding");
+  p.lx.expect("=");
+  p.lx.expect("<");
+  ir::Sharding out = parse_sharding_body(p.lx);
+  if (axes) {
+    axes->mesh = out.mesh;
+    op.attrs.set(axes_attr, std::move(*axes));
+  }
+  op.attrs.set("out_sharding", std::move(out));
+  finish(p, op);
+}
+
+ir::DimSharding axis_list(Parser& p) {
+  ir::DimSharding d;
+  d.axes = parse_axis_ref_list(p.lx);
+  return d;
+}
+
+template <const char* Attribute>
+void per_dim_collective(Parser& p, OpText& op) {
+  ir::Sharding axes;
+  p.lx.expect("[");
+  if (!p.lx.try_consume("]")) {
+    do axes.dims.push_back(axis_list(p));
+    while (p.lx.try_consume(","));
+    p.lx.expect("]");
+  }
+  out_sharding(p, op, Attribute, std::move(axes));
+}
+constexpr char kGatheringAxes[] = "gathering_axes", kSlicingAxes[] = "slicing_axes",
+               kReductionAxes[] = "reduction_axes";
+
+}  // namespace
+
+void parse_sdy_all_gather(Parser& p, OpText& op) { per_dim_collective<kGatheringAxes>(p, op); }
+void parse_sdy_all_slice(Parser& p, OpText& op) { per_dim_collective<kSlicingAxes>(p, op); }
+void parse_sdy_reduce_scatter(Parser& p, OpText& op) { per_dim_collective<kReductionAxes>(p, op); }
+
+void parse_sharded_value(Parser& p, OpText& op) {
+  op.operands = {p.use_value()};
+  p.lx.expect("<");
+  op.attrs.set("sharding", parse_sharding_body(p.lx));
+  finish(p, op);
+}
+
+// sdy.all_reduce [max|min|sum] {"x"} %v out_sharding=<...>: the kind, when not a sum, is kept
+// as the string attribute `reduction_kind`.
+void parse_sdy_all_reduce(Parser& p, OpText& op) {
+  ir::Sharding axes;
+  if (p.lx.peek() != '{') {
+    Location at = p.lx.location();
+    std::string word = p.lx.identifier();
+    auto kind = ir::reduction_kind(word);
+    if (!kind) p.lx.error_at(at, fmt::format("sdy.all_reduce: unknown reduction kind '{}' (sum, max or min)", word));
+    if (*kind != ir::ReductionKind::kSum) op.attrs.set("reduction_kind", std::string(ir::to_string(*kind)));
+  }
+  axes.dims.push_back(axis_list(p));
+  out_sharding(p, op, kReductionAxes, std::move(axes));
+}
+
+void parse_sdy_all_to_all(Parser& p, OpText& op) {
+  ir::Sharding params;
+  std::vector<std::vector<int64_t>> dims;
+  p.lx.expect("[");
+  do {
+    params.dims.push_back(axis_list(p));
+    p.lx.expect(":");
+    int64_t src = p.lx.integer();
+    p.lx.expect("->");
+    dims.push_back({src, p.lx.integer()});
+  } while (p.lx.try_consume(","));
+  p.lx.expect("]");
+  ir::IntMatrix m = ir::IntMatrix::from_rows(dims);
+  m.cols = 2;
+  op.attrs.set("param_dims", m);
+  out_sharding(p, op, "params", std::move(params));
+}
+
+void parse_sdy_collective_permute(Parser& p, OpText& op) { out_sharding(p, op); }
+
+// sdy.propagation_barrier %x allowed_direction=FORWARD {attrs} : t
+void parse_propagation_barrier(Parser& p, OpText& op) {
+  values_and_keyword(p, op, "allowed_direction");
+  op.attrs.set("allowed_direction", p.lx.identifier());
+  finish(p, op);
+}
+
+// sdy.data_flow_edge %x [sharding=<@m, [...]>] {attrs} : t
+void parse_data_flow_edge(Parser& p, OpText& op) {
+  op.operands = {p.use_value()};
+  if (p.lx.try_consume("sharding")) {
+    p.lx.expect("=");
+    p.lx.expect("<");
+    op.attrs.set("sharding", parse_sharding_body(p.lx));
+  }
+  finish(p, op);
+}
+
+// sdy.sharding_group %x group_id=0 {attrs} : t, t the operand's type (there is no result)
+void parse_sharding_group(Parser& p, OpText& op) {
+  values_and_keyword(p, op, "group_id");
+  op.attrs.set("group_id", p.lx.integer());
+  finish(p, op);
+  op.result_types.clear();
+}
+
+// sdy.manual_computation(%a) in_shardings=[...] out_shardings=[...] manual_axes={...}
+//     (%arg: local type) { ... sdy.return ... } : (global types) -> (global types)
+void parse_manual_computation(Parser& p, OpText& op) {
+  p.lx.expect("(");
+  op.operands = p.use_values();
+  p.lx.expect(")");
+  p.lx.expect("in_shardings");
+  p.lx.expect("=");
+  op.attrs.set("in_shardings", parse_sharding_list(p.lx));
+  p.lx.expect("out_shardings");
+  p.lx.expect("=");
+  op.attrs.set("out_shardings", parse_sharding_list(p.lx));
+  p.lx.expect("manual_axes");
+  p.lx.expect("=");
+  op.attrs.set("manual_axes", parse_axis_names(p.lx));
+  auto args = p.parse_arg_decls();
+  p.parse_region(op, &args);
+  p.parse_trailing_types(op);
+}
+
+}  // namespace tessera::stablehlo
