@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <functional>
 #include <map>
+#include <set>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -59,33 +60,77 @@ bool reads_any(const Op& op, const std::unordered_set<const Value*>& set) {
   return false;
 }
 
+// The values `op` reads: its operands and what its regions read from outside them.
+std::vector<const Value*> reads_of(const Op& op) {
+  std::vector<const Value*> out(op.operands().begin(), op.operands().end());
+  for (const Value* v : ir::captures_of(op)) out.push_back(v);
+  return out;
+}
+
+// The merged program still defines every value before it is read (the grouping's promise).
+void check_def_before_use(const ir::Block& block) {
+  std::unordered_map<const Value*, size_t> producer;
+  for (size_t i = 0; i < block.ops().size(); ++i)
+    for (const Value* r : block.ops()[i]->results()) producer[r] = i;
+  for (size_t i = 0; i < block.ops().size(); ++i)
+    for (const Value* v : reads_of(*block.ops()[i])) {
+      auto it = producer.find(v);
+      TESSERA_CHECK(it == producer.end() || it->second < i, "combine_all_reduces: op {} ({}) reads a value op {} defines",
+                    i, block.ops()[i]->name(), it->second);
+    }
+}
+
 }  // namespace
 
 int combine_all_reduces(ir::Module& module, ir::Function& fn, Report& report) {
   ir::Block& block = fn.body();
   // Groups, greedily in program order: an all_reduce joins the open group of its key unless its
-  // operand depends on a member's result (then the group closes and a new one starts).
+  // operand depends on a member's result (then the group closes and a new one starts). Merged, a
+  // group runs where its last member stands and gives every member's result there, so each of its
+  // results waits for all that its members read: a group's `tainted` values (made from its
+  // results) are also tainted for every open group it reads from, its `upstream` (seed 1259 of the
+  // property test: A1, B1, B2 reading A1, then A2 reading B1 joined A, and the merged A and B
+  // each waited for the other).
   struct Open {
     std::vector<Op*> members;
     std::unordered_set<const Value*> tainted;  // values computed from the members' results
+    std::set<const void*> upstream;            // the open groups its members read from
   };
   std::vector<std::vector<Op*>> groups;
   std::map<Key, Open> open;
   auto close = [&](Open& g) {
     if (g.members.size() > 1) groups.push_back(g.members);
+    for (auto& [key, h] : open) h.upstream.erase(&g);
     g = Open{};
+  };
+  // The open groups g waits for, directly or through others (g itself first).
+  auto waited_for = [&](Open& g) {
+    std::vector<Open*> out{&g};
+    for (size_t i = 0; i < out.size(); ++i)
+      for (auto& [key, u] : open)
+        if (out[i]->upstream.count(&u) && std::find(out.begin(), out.end(), &u) == out.end()) out.push_back(&u);
+    return out;
   };
   for (const auto& owned : block.ops()) {
     Op* op = owned.get();
     auto k = key_of(*op);
+    std::vector<Open*> read;  // the open groups whose results (or values made from them) op reads
     for (auto& [key, g] : open)
-      if (!(k && !(key < *k) && !(*k < key)) && reads_any(*op, g.tainted))
-        for (Value* r : op->results()) g.tainted.insert(r);
-    if (!k) continue;
+      if (reads_any(*op, g.tainted)) read.push_back(&g);
+    if (!k) {
+      for (Open* g : read)
+        for (Value* r : op->results()) g->tainted.insert(r);
+      continue;
+    }
     Open& g = open[*k];
-    if (reads_any(*op, g.tainted)) close(g);
+    if (std::find(read.begin(), read.end(), &g) != read.end()) {
+      close(g);
+      std::erase(read, &g);
+    }
+    for (Open* u : read) g.upstream.insert(u);
     g.members.push_back(op);
     g.tainted.insert(op->result(0));
+    for (Open* u : waited_for(g)) u->tainted.insert(g.tainted.begin(), g.tainted.end());
   }
   for (auto& [k, g] : open) close(g);
 
@@ -164,6 +209,7 @@ int combine_all_reduces(ir::Module& module, ir::Function& fn, Report& report) {
     block.erase_if([&](const Op& op) { return std::find(g.begin(), g.end(), &op) != g.end(); });
     removed += static_cast<int>(g.size()) - 1;
   }
+  check_def_before_use(block);
   return removed;
 }
 

@@ -154,21 +154,20 @@ void Partitioner::identity(const Op& op) {
   local_.insert_or_assign(op.result(0), reshard(ctx_, local_.at(x), x->type(), sm_.at(x), sm_.at(op.result(0))));
 }
 
-// Shardy's explicit collectives: the operand goes to the output's layout. The operand of
-// all_reduce and reduce_scatter is read as partial along the reduced axes, whatever it was
-// annotated (their local meaning: sum the devices' values).
+// Shardy's explicit collectives: the operand goes to the output's layout. On the global values
+// each is an identity (as the interpreter runs them), all_reduce and reduce_scatter too: where
+// propagation computed their operand as partial sums along the reduced axes, the reshard to the
+// output sums them; an operand laid out otherwise (an argument, a value with its own written
+// layout) is already whole, and summing its copies would multiply it by the group's size.
 void Partitioner::explicit_collective(const Op& op) {
   const Value* x = op.operand(0);
-  Sharding from = sm_.at(x);
-  if (op.kind() == OpKind::SdyAllReduce || op.kind() == OpKind::SdyReduceScatter) {
-    Sharding partial = partial_operand(op);
-    Tensor t = reshard(ctx_, local_.at(x), x->type(), from, replicated_like(partial, from));
-    from = partial;
-    local_.insert_or_assign(x, t);  // the operand's pieces as the op reads them
-    const_cast<ShardingMap&>(sm_).values[x] = from;
+  Sharding out = op.attrs().get<Sharding>("out_sharding");
+  // A result a later reduction sums further stays partial along those axes (propagate.cpp).
+  if (const Sharding& r = sm_.at(op.result(0)); !r.unreduced.empty() && out.unreduced.empty()) {
+    out.unreduced = r.unreduced;
+    out.unreduced_kind = r.unreduced_kind;
   }
-  const Sharding& out = op.attrs().get<Sharding>("out_sharding");
-  Tensor t = reshard(ctx_, local_.at(x), x->type(), from, out);
+  Tensor t = reshard(ctx_, local_.at(x), x->type(), sm_.at(x), out);
   local_.insert_or_assign(op.result(0), reshard(ctx_, t, x->type(), out, sm_.at(op.result(0))));
 }
 

@@ -72,19 +72,9 @@ class Partitioner {
   void layout_op(const Op& op);
   void identity(const Op& op);  // propagation_barrier, data_flow_edge
 
-  // Shardy's explicit collectives: the operand goes to the output's layout. The operand of
-  // all_reduce and reduce_scatter is read as partial along the reduced axes, whatever it was
-  // annotated (their local meaning: combine the devices' values, by a sum or all_reduce's kind).
+  // Shardy's explicit collectives: identities on the global values; the operand goes to the
+  // output's layout (all_reduce and reduce_scatter sum an operand computed as partial sums).
   void explicit_collective(const Op& op);
-
-  // `partial`'s dimension layout with `from`'s unreduced axes: what a value laid out as `from` must
-  // become before it is read as partial (its dimensions brought to partial's, nothing summed).
-  static Sharding replicated_like(const Sharding& partial, const Sharding& from) {
-    Sharding s = partial;
-    s.unreduced = from.unreduced;
-    s.unreduced_kind = from.unreduced_kind;
-    return s;
-  }
 
   // A constant is made whole on every device and sliced: no communication.
   void constant(const Op& op, Builder& b);

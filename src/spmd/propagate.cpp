@@ -142,15 +142,38 @@ class Propagator {
         set(op.result(i), s, fmt::format("result {} of {} at {}", i, op.name(), where(op)));
       }
     });
-    // The operand of sdy.all_reduce / sdy.reduce_scatter, when an op computes it, is a partial
-    // result: laid out like the output (less the scattered axes), unreduced along the summed axes.
+    // The operand of sdy.all_reduce / sdy.reduce_scatter is read as Shardy's programs mean it: a
+    // partial result, laid out like the output (less the scattered axes), unreduced along the
+    // summed axes, and along those a later reduction sums its result over (a chain of reductions
+    // over one axis each; taken from the last op back). An op computes it so; a function argument
+    // so laid out holds, on each device, one of the summands (Shardy's executable tests hand the
+    // devices different ones; a whole array given to `tessera run` is split as the value on the
+    // first device and zeros on the others). A value whose layout is written, or another
+    // collective's result, keeps its layout, and the op is then an identity on it. Sums only: the
+    // runtime does not split an array into a max's or min's pieces.
+    std::vector<const Op*> reductions;
     walk(fn_.body(), [&](const Op& op) {
-      if (op.kind() != OpKind::SdyAllReduce && op.kind() != OpKind::SdyReduceScatter) return;
+      if (op.kind() == OpKind::SdyAllReduce || op.kind() == OpKind::SdyReduceScatter) reductions.push_back(&op);
+    });
+    for (auto it = reductions.rbegin(); it != reductions.rend(); ++it) {
+      const Op& op = **it;
       const Value* x = op.operand(0);
       const Op* def = x->defining_op();
-      if (!def || def->attrs().has("sdy.sharding") || ir::has_trait(def->kind(), ir::kShardy)) return;
-      map_.values[x] = partial_operand(op);
-    });
+      Sharding partial = partial_operand(op);
+      const Sharding& result = map_.values.at(op.result(0));
+      if (result.unreduced_kind == partial.unreduced_kind)
+        for (const AxisRef& a : result.unreduced)
+          if (std::find(partial.unreduced.begin(), partial.unreduced.end(), a) == partial.unreduced.end())
+            partial.unreduced.push_back(a);
+      if (!def) {
+        const bool argument = x->owner_block() == &fn_.body();
+        if (!argument || partial.unreduced_kind != ir::ReductionKind::kSum || !map_.values.at(x).unreduced.empty()) continue;
+      } else if (def->kind() != OpKind::SdyAllReduce && def->kind() != OpKind::SdyReduceScatter &&
+                 (def->attrs().has("sdy.sharding") || ir::has_trait(def->kind(), ir::kShardy))) {
+        continue;
+      }
+      map_.values[x] = partial;
+    }
     // A declared function result seeds the value returned, where nothing else was written, as
     // open dimensions: the value may still be computed on finer pieces than the result declares
     // (then the return gathers it once, instead of every operand being gathered for it).

@@ -179,7 +179,7 @@ inline std::vector<Tensor> sum_and_max(const Tensor& x, const Tensor& y, int64_t
 // 5-30 ops drawn from the op table on the newest value (contractions, layout ops, reductions with
 // any init, scatter and gather, element-wise ops, constraints, some to partial layouts); results
 // are sometimes declared partial.
-// `extended` adds the cases 24-28 below, partial arguments and partial results (and draws another
+// `extended` adds the cases 24-30 below, partial arguments and partial results (and draws another
 // sequence of programs); without it the programs are those of the original op table.
 inline void build_sharded_program(Module& m, ProgramGen& g, int length, bool extended = false) {
   Function& fn = build_function(m, "f", [&](FunctionBuilder& f) {
@@ -193,7 +193,7 @@ inline void build_sharded_program(Module& m, ProgramGen& g, int length, bool ext
     for (int step = 0; step < length; ++step) {
       const auto shape = x.shape();
       size_t rank = shape.size();
-      switch (g.pick(extended ? 30 : 24)) {
+      switch (g.pick(extended ? 31 : 24)) {
         case 0: x = tanh(x); break;
         case 1: x = x * param(shape) + 0.5; break;
         case 2: x = maximum(x, param(shape)) - x; break;
@@ -531,6 +531,28 @@ inline void build_sharded_program(Module& m, ProgramGen& g, int length, bool ext
             sharding_group(y, step);
           }
           x = y * 0.5 + x;
+          break;
+        }
+        case 30: {  // Shardy's explicit all_reduce or reduce_scatter over one axis, identities on the
+                    // global values, of a new parameter (each device's piece one of the summands), of
+                    // a value whose layout is written (whole, not summed again) or of one computed
+                    // as partial sums; the operand is read again afterwards
+          const MeshAxis& a = g.mesh.axes[static_cast<size_t>(g.pick(static_cast<int>(g.mesh.axes.size())))];
+          int kind = g.pick(3);
+          Tensor y = kind == 0 ? param(shape) : kind == 1 ? constrain(tanh(x), g.random_sharding(rank)) : tanh(x) * 2.0;
+          Sharding out{g.mesh.name, std::vector<DimSharding>(rank), {}, {}};
+          std::vector<size_t> divisible;
+          for (size_t d = 0; d < rank; ++d)
+            if (shape[d] % a.size == 0) divisible.push_back(d);
+          auto reduced = [&] {
+            if (divisible.empty() || g.coin()) return sdy_all_reduce(y, {AxisRef{a.name}}, out);
+            size_t d = divisible[static_cast<size_t>(g.pick(static_cast<int>(divisible.size())))];
+            AxisLists axes(rank);
+            axes[d] = {AxisRef{a.name}};
+            out.dims[d].axes = {AxisRef{a.name}};
+            return sdy_reduce_scatter(y, axes, out);
+          };
+          x = reduced() * 0.5 + tanh(y);
           break;
         }
       }

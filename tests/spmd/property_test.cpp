@@ -68,6 +68,9 @@ void count_coverage(const Function& f, std::map<std::string, int>& covered) {
       case OpKind::Reverse: ++covered["reverse"]; break;
       case OpKind::PropagationBarrier: ++covered["propagation barrier"]; break;
       case OpKind::ShardingGroup: ++covered["sharding group"]; break;
+      case OpKind::SdyAllReduce: case OpKind::SdyReduceScatter:
+        ++covered[op->operand(0)->defining_op() == nullptr ? "explicit reduction of an argument" : "explicit reduction"];
+        break;
       case OpKind::ShardingConstraint:
         if (!op->attrs().get<Sharding>("sharding").unreduced.empty()) ++covered["unreduced constraint"];
         break;
@@ -196,7 +199,7 @@ TEST(Property, RandomProgramsShardedEqualUnsharded) {
                                  "unreduced result", "non-identity init", "manual with free axes",
                                  "halo exchange", "local gather", "select_and_scatter halo", "variadic reduce",
                                  "variadic reduce per result", "reduce by pieces", "propagation barrier",
-                                 "sharding group"});
+                                 "sharding group", "explicit reduction", "explicit reduction of an argument"});
   for (const auto& [what, n] : covered) std::printf("covered: %s %d\n", what.c_str(), n);
   for (const std::string& what : claims) EXPECT_GT(covered[what], kCases / 100) << what;
 }
