@@ -34,8 +34,7 @@ inline std::complex<double> cbrt_of(std::complex<double> z) {
 }
 
 // erf^-1(y): Giles' single-precision approximation ("Approximating the erfinv function", 2010)
-// refined by Newton steps on erf in double; near |y| = 1 the residual is taken through erfc, where
-// 1 - |y| is exact.
+// refined by Newton steps in double, on erf, and near |y| = 1 on log erfc, where 1 - |y| is exact.
 // lgamma_r, not std::lgamma: std::lgamma also writes the global `signgam`, a data race when
 // several devices (threads) run the kernel at once (found by ThreadSanitizer).
 inline double lgamma_of(double x) {
@@ -61,14 +60,27 @@ double erf_inv_of(double y) {
                      0.00943887047, 1.00167406, 2.83297682})
       p = c + p * w;
   }
-  double x = p * y;
-  for (int i = 0; i < 3; ++i) {
-    double r = y > 0.5 ? (1 - y) - std::erfc(x) : y < -0.5 ? std::erfc(-x) - (1 + y) : std::erf(x) - y;
-    double slope = 2 / std::sqrt(std::numbers::pi) * std::exp(-x * x);
-    if (slope == 0 || r == 0) break;
-    x -= r / slope;
+  // Newton on the odd function's positive half. In the tail (|y| > 0.5) it solves
+  // log erfc(x) = log(1 - |y|), nearly quadratic in x, where the single-precision start is far
+  // off (w up to 36 in double, beyond the fit's range) and Newton on erfc itself crept up by about
+  // 0.1 a step (erf_inv(1 - 2^-53) was 5.456 for 5.864).
+  const double a = std::fabs(y), two_over_root_pi = 2 / std::sqrt(std::numbers::pi);
+  double x = std::fabs(p * y);
+  for (int i = 0; i < 12; ++i) {
+    const double slope = two_over_root_pi * std::exp(-x * x);
+    double step;
+    if (a > 0.5) {
+      const double c = std::erfc(x);
+      if (c == 0 || slope == 0) break;
+      step = (std::log(c) - std::log1p(-a)) / (-slope / c);
+    } else {
+      if (slope == 0) break;
+      step = (std::erf(x) - a) / slope;
+    }
+    x -= step;
+    if (!(std::fabs(step) > 1e-17 * std::fabs(x))) break;
   }
-  return x;
+  return std::copysign(x, y);
 }
 
 // digamma(x) = d/dx log Gamma(x). NaN at the poles (0, -1, -2, ...), as XLA gives; reflection
@@ -92,7 +104,7 @@ double digamma_of(double x) {
 double bessel_i1e_of(double x) {
   if (std::isnan(x)) return x;
   double ax = std::fabs(x), r;
-  if (ax == kInf) return 0.0 * x;
+  if (ax == kInf) return std::copysign(0.0, x);  // (0 * inf would be NaN)
   if (ax <= 50) {
     double half = ax / 2, term = half, sum = term;
     for (int k = 1; term > sum * 1e-18; ++k) {

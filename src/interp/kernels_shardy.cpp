@@ -70,9 +70,13 @@ ManualAxes manual_axes(const EvalContext& ctx) {
   const auto& names = ctx.op.attrs().get<ir::AxisNames>("manual_axes");
   if (ctx.state.module == nullptr)
     ctx.fail("needs the module's meshes: evaluate it with evaluate(module, name, ...) or Options.module");
-  if (in.empty()) ctx.fail("has no inputs");
+  const auto& out = ctx.op.attrs().get<ir::ShardingList>("out_shardings");
   ManualAxes m;
-  m.mesh = &ctx.state.module->mesh(in[0].mesh);
+  if (in.empty() && out.empty()) {  // nothing in or out: the body runs once, on nothing
+    if (!names.empty()) ctx.fail("names manual axes but has no operands or results, whose layouts say the mesh");
+    return m;
+  }
+  m.mesh = &ctx.state.module->mesh((in.empty() ? out : in)[0].mesh);
   for (const ir::MeshAxis& axis : m.mesh->axes)
     if (std::find(names.begin(), names.end(), axis.name) != names.end()) {
       m.names.push_back(axis.name);

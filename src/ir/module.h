@@ -119,6 +119,9 @@ class Function {
   explicit Function(std::string name) : name_(std::move(name)) {}
 
   const std::string& name() const { return name_; }
+  // For the parser, which names a function it makes of a named computation once the module's own
+  // names are known. Callers update the calls.
+  void rename(std::string name) { name_ = std::move(name); }
   bool is_public = true;
   SourceLoc loc;  // of `func.func` in parsed text
   Block& body() { return body_; }

@@ -57,7 +57,10 @@ int64_t quantize_value(const Quantization& q, double x, size_t i) {
 }
 
 std::string to_string(const Quantization& q) {
-  std::string s = fmt::format("!quant.uniform<{}", spelling(q.storage));
+  // MLIR's quant dialect spells unsigned storage u8, not ui8 (both are read).
+  std::string storage(spelling(q.storage));
+  if (storage.starts_with("ui")) storage.erase(1, 1);
+  std::string s = fmt::format("!quant.uniform<{}", storage);
   if (q.storage_min != integer_min(q.storage) || q.storage_max != integer_max(q.storage))
     s += fmt::format("<{}:{}>", q.storage_min, q.storage_max);
   s += fmt::format(":{}", spelling(q.expressed));

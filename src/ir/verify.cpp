@@ -368,9 +368,21 @@ struct Verifier {
     const auto& out = o.attrs().get<ShardingList>("out_shardings");
     const auto& manual = o.attrs().get<AxisNames>("manual_axes");
     if (o.regions().size() != 1) fail("{} needs one body region", where());
+    // The body is isolated from above: it runs on each device's pieces, and a value of the
+    // enclosing program is whole there (a body reading one crashed the partitioner).
+    if (auto outside = captures_of(o); !outside.empty())
+      fail("{}: its body reads a {} defined outside it; the body of a manual computation sees only its "
+           "arguments (pass the value as an operand)", where(), to_string(outside[0]->type()));
     const Sharding* any = !in.empty() ? &in[0] : !out.empty() ? &out[0] : nullptr;
     if (any == nullptr) return;
     const Mesh& mesh = module.mesh(any->mesh);
+    for (const ShardingList* list : {&in, &out})
+      for (const Sharding& s : *list) {
+        const Mesh& other = module.mesh(s.mesh);
+        if (other.axes != mesh.axes || other.device_ids != mesh.device_ids)
+          fail("{}: its in and out shardings name meshes @{} and @{}; they must all be on one mesh", where(), mesh.name,
+               other.name);
+      }
     for (const std::string& a : manual)
       if (mesh.find_axis(a) == nullptr) fail("{} names manual axis '{}', which mesh @{} does not have", where(), a, mesh.name);
     auto piece = [&](const Type& t, const Sharding& s, std::string_view what, size_t i) {

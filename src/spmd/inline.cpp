@@ -1,4 +1,5 @@
-// Call inlining for the partitioner: propagation and partitioning see one function. A
+// Call inlining for the partitioner: propagation and partitioning see one function, and a callee's
+// argument and result layouts become sharding constraints where its body meets the caller. A
 // stablehlo.composite is a call of its decomposition, so it is inlined the same way, and the
 // batch-norm ops are replaced by their expansion (ir/batch_norm.h): its reductions and elementwise
 // ops have factor rules that split the batch and the features, which the fused ops' own rules
@@ -10,6 +11,7 @@
 #include "ir/batch_norm.h"
 #include "ir/clone.h"
 #include "ir/effects.h"
+#include "spmd/mesh_math.h"
 #include "spmd/partition.h"
 #include "support/error.h"
 
@@ -52,6 +54,18 @@ void materialize(ir::Block& into, ir::ValueMap& map, Pending& pending, const ir:
 
 void inline_ops(const ir::Module& module, const ir::Block& from, ir::Module& out, ir::Block& into, ir::ValueMap& map,
                 int depth);
+
+// A callee's argument and result layouts hold where its body meets the caller's values, as
+// sharding constraints: propagation flows through them as through the inlined body, and a value
+// laid out otherwise outside is resharded there (Shardy's named computations, whose in and out
+// shardings the parser puts on the function it makes of one, mean this).
+ir::Value* constrained(ir::Module& out, ir::Block& into, ir::Value* v, const std::optional<ir::Sharding>& sharding) {
+  if (!sharding || !v->type().is_tensor()) return v;
+  const ir::Mesh* mesh = out.find_mesh(sharding->mesh);
+  if (mesh == nullptr || is_maximal(*mesh)) return v;  // a device placement is not a layout
+  ir::Builder b(out, into);
+  return ir::constrain(b.wrap(v), *sharding).value();
+}
 
 // Copies `op`, whose regions call functions (a shard_map body's call inside its manual
 // computation, a while body's), with each region's calls inlined in its copy.
@@ -128,10 +142,12 @@ void inline_ops(const ir::Module& module, const ir::Block& from, ir::Module& out
     const ir::Function* callee = module.find_function(callee_name);
     if (!callee) support::fail("{}: no function @{}", op->name(), callee_name);
     ir::ValueMap inner;
-    for (size_t i = 0; i < callee->num_parameters(); ++i) inner[callee->parameter(i)] = mapped(map, op->operand(i));
+    for (size_t i = 0; i < callee->num_parameters(); ++i)
+      inner[callee->parameter(i)] = constrained(out, into, mapped(map, op->operand(i)), callee->arg_sharding(i));
     inline_ops(module, callee->body(), out, into, inner, depth + 1);
     const ir::Op* ret = callee->body().terminator();
-    for (size_t i = 0; i < op->num_results(); ++i) map[op->result(i)] = mapped(inner, ret->operand(i));
+    for (size_t i = 0; i < op->num_results(); ++i)
+      map[op->result(i)] = constrained(out, into, mapped(inner, ret->operand(i)), callee->result_sharding(i));
   }
   if (const ir::Op* ret = from.terminator())
     for (const ir::Value* v : ret->operands()) materialize(into, map, pending, v);

@@ -162,12 +162,14 @@ ir::IntMatrix to_matrix(Lexer& lx, Location at, const ir::Literal& lit) {
   return m;
 }
 
-// key = [1, 2] or key = 3 inside #stablehlo.dot<...> and friends.
+// key = [1, 2] or key = 3 inside #stablehlo.dot<...> and friends (a comma may end the list, as
+// StableHLO's struct attribute parser allows).
 template <typename F>
 void parse_fields(Lexer& lx, F&& field) {
   lx.expect("<");
   if (lx.try_consume(">")) return;
   do {
+    if (lx.peek() == '>') break;
     Location at = lx.location();
     std::string key = lx.identifier();
     lx.expect("=");
@@ -256,14 +258,18 @@ ir::Literal parse_dense(Lexer& lx) {
   if (!root.is_list && !root.re.empty() && root.re[0] == '"') {  // raw little-endian bytes
     const std::string& hex = root.re;
     size_t bytes = lit.bytes().size();
+    // One element's bytes stand for all of them (MLIR's hex splat).
+    const size_t one = lit.num_elements() > 0 ? bytes / static_cast<size_t>(lit.num_elements()) : bytes;
+    const bool splat = lit.num_elements() > 1 && hex.size() == 3 + 2 * one;
+    if (splat) bytes = one;
     if (hex.size() != 3 + 2 * bytes || hex.compare(1, 2, "0x") != 0)
       lx.error_at(root.loc, fmt::format("hex dense literal has {} bytes, {} needs {}",
                                         (hex.size() - 3) / 2, ir::to_string(type), bytes));
     // Hex digits only: stoi read "1g" as 1 and threw std::invalid_argument on "gg".
     if (hex.find_first_not_of("0123456789abcdefABCDEF", 3) != std::string::npos)  // `hex` is `"0x...`
       lx.error_at(root.loc, fmt::format("hex dense literal {}\" has a character that is not a hex digit", hex));
-    for (size_t i = 0; i < bytes; ++i)
-      lit.bytes()[i] = static_cast<std::byte>(std::stoi(hex.substr(3 + 2 * i, 2), nullptr, 16));
+    for (size_t i = 0; i < lit.bytes().size(); ++i)
+      lit.bytes()[i] = static_cast<std::byte>(std::stoi(hex.substr(3 + 2 * (i % bytes), 2), nullptr, 16));
     return lit;
   }
   if (!root.is_list) {  // splat
@@ -472,7 +478,16 @@ ir::Sharding parse_sharding_body(Lexer& lx) {
       }
       if (lx.rest().size() > 0 && lx.rest()[0] == 'p') {  // {"x"}p1: no space, no boundary
         lx.advance_raw(1);
-        d.priority = lx.integer();
+        Location at = lx.location();
+        std::string_view rest = lx.rest();
+        size_t n = 0;
+        while (n < rest.size() && std::isdigit(static_cast<unsigned char>(rest[n]))) ++n;
+        std::string digits(rest.substr(0, n));
+        // Shardy's priorities are plain decimal integers: p0, p1, ... (no sign, no leading zero).
+        if (n == 0 || n > 18 || (n > 1 && digits[0] == '0'))
+          lx.error_at(at, fmt::format("expected an integer priority after 'p', found 'p{}'", rest.substr(0, std::max<size_t>(n, 1))));
+        lx.advance_raw(n);
+        d.priority = std::stoll(digits);
       }
       s.dims.push_back(std::move(d));
     } while (lx.try_consume(","));

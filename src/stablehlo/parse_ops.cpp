@@ -5,6 +5,7 @@
 #include <array>
 #include <optional>
 
+#include "ir/shape_rules.h"
 #include "stablehlo/parser_impl.h"
 #include "support/strings.h"
 
@@ -14,6 +15,14 @@ namespace {
 using ir::OpKind;
 
 void common(Parser& p, OpText& op) {
+  // func.return and optimization_barrier write their attributes before their values.
+  p.parse_optional_attrs(op);
+  // optimization_barrier of nothing prints as `stablehlo.optimization_barrier()`.
+  if (op.kind == OpKind::OptimizationBarrier && p.lx.peek() == '(') {
+    p.lx.expect("(");
+    p.lx.expect(")");
+    return;
+  }
   op.operands = p.use_values();
   p.parse_optional_attrs(op);
   if (op.kind == OpKind::Return && p.lx.peek() != ':') return;  // `return` with no values
@@ -38,6 +47,20 @@ bool keyword_bool(Parser& p) {
 }
 
 void constant(Parser& p, OpText& op) {
+  // StableHLO's constant parser also takes the op's generic body: `() {value = dense<...>} : () -> t`.
+  if (p.lx.try_consume("(")) {
+    p.lx.expect(")");
+    p.parse_optional_attrs(op);
+    p.lx.skip_space();
+    Location at = p.lx.location();
+    p.parse_trailing_types(op);
+    const ir::Literal* value = op.attrs.find<ir::Literal>("value");
+    if (value == nullptr) p.lx.error_at(at, "a constant needs a value = dense<...> attribute");
+    if (op.result_types.size() != 1 || op.result_types[0] != value->type())
+      p.lx.error_at(at, fmt::format("constant: the value is {}, but the type says ({})", ir::to_string(value->type()),
+                                    ir::shape_rules::types_string(op.result_types)));
+    return;
+  }
   p.parse_optional_attrs(op);
   p.lx.expect("dense");
   ir::Literal value = parse_dense(p.lx);

@@ -1,8 +1,11 @@
 // Pretty forms of the sdy ops (after the op name): sharding_constraint and reshard, the explicit
 // collectives, the propagation ops and manual_computation, each filling in the attributes the
-// generic form would carry.
+// generic form would carry; and named_computation, read as the call of a function it makes.
+#include <fmt/format.h>
+
 #include <optional>
 
+#include "ir/shape_rules.h"
 #include "stablehlo/parse_attrs.h"
 #include "stablehlo/parser_impl.h"
 
@@ -141,6 +144,60 @@ void parse_manual_computation(Parser& p, OpText& op) {
   auto args = p.parse_arg_decls();
   p.parse_region(op, &args);
   p.parse_trailing_types(op);
+}
+
+// sdy.named_computation<"name">(%a) [in_shardings=[...]] [out_shardings=[...]] (%arg: t) {
+//     ... sdy.return ... } {attrs} : (types) -> (types)
+// Shardy groups a callee's copied body under its name, isolated from above, and propagates
+// through it as if it were inlined. It is read as what XLA's export makes of it: a call of a
+// private function holding the body, whose arguments and results carry the in and out
+// shardings (spmd::inline_calls keeps those as sharding constraints). It prints as that call.
+void parse_named_computation(Parser& p, OpText& op) {
+  p.lx.expect("<");
+  std::string name = p.lx.string_literal();
+  p.lx.expect(">");
+  p.lx.expect("(");
+  op.operands = p.use_values();
+  p.lx.expect(")");
+  std::optional<ir::ShardingList> ins, outs;
+  p.lx.skip_space();
+  Location shardings_at = p.lx.location();
+  if (p.lx.try_consume("in_shardings")) {
+    p.lx.expect("=");
+    ins = parse_sharding_list(p.lx);
+  }
+  if (p.lx.try_consume("out_shardings")) {
+    p.lx.expect("=");
+    outs = parse_sharding_list(p.lx);
+  }
+  p.lx.skip_space();
+  Location args_at = p.lx.location();
+  auto args = p.parse_arg_decls();
+  ir::Function& fn = p.parse_outlined_body(name, op.loc, args);
+  op.attrs.set("callee", fn.name());
+  finish(p, op);
+  auto where = [&](Location at, const std::string& what) {
+    p.lx.error_at(at, fmt::format("sdy.named_computation<\"{}\">: {}", name, what));
+  };
+  if (args.size() != op.operands.size())
+    where(args_at, fmt::format("its body takes {} arguments for {} operands", args.size(), op.operands.size()));
+  for (size_t i = 0; i < args.size(); ++i)
+    if (args[i].second != op.operands[i]->type())
+      where(args_at, fmt::format("argument {} of its body is {}, but operand {} is {}", i, ir::to_string(args[i].second), i,
+                                 ir::to_string(op.operands[i]->type())));
+  const ir::Op* ret = fn.body().terminator();
+  if (ret->operand_types() != op.result_types)
+    where(args_at, fmt::format("its body returns ({}) where the op gives ({})",
+                               ir::shape_rules::types_string(ret->operand_types()),
+                               ir::shape_rules::types_string(op.result_types)));
+  fn.result_types = op.result_types;
+  fn.result_attrs.assign(op.result_types.size(), {});
+  if (ins && ins->size() != op.operands.size())
+    where(shardings_at, fmt::format("{} in_shardings for {} operands", ins->size(), op.operands.size()));
+  if (outs && outs->size() != op.result_types.size())
+    where(shardings_at, fmt::format("{} out_shardings for {} results", outs->size(), op.result_types.size()));
+  for (size_t i = 0; ins && i < ins->size(); ++i) fn.arg_attrs[i].set("sdy.sharding", (*ins)[i]);
+  for (size_t i = 0; outs && i < outs->size(); ++i) fn.result_attrs[i].set("sdy.sharding", (*outs)[i]);
 }
 
 }  // namespace tessera::stablehlo

@@ -62,7 +62,14 @@ ir::Quantization parse_quantization(Lexer& lx) {
   ir::Quantization q;
   lx.skip_space();
   Location at = lx.location();
-  q.storage = parse_element_type(lx);
+  {
+    // MLIR's quant dialect writes unsigned storage as u8 (and reads ui8 too).
+    std::string name = lx.identifier();
+    if (name.size() > 1 && name[0] == 'u' && std::isdigit(static_cast<unsigned char>(name[1]))) name.insert(1, "i");
+    auto e = ir::parse_element_type(name);
+    if (!e) lx.error_at(at, fmt::format("unknown element type '{}'", name));
+    q.storage = *e;
+  }
   if (!ir::is_integer(q.storage))
     lx.error_at(at, fmt::format("!quant.uniform: {}", ir::quantization_error(q)));
   q.storage_min = ir::integer_min(q.storage);

@@ -2,6 +2,8 @@
 // Pretty op forms are in parse_ops.cpp.
 #include "stablehlo/parser.h"
 
+#include <functional>
+
 #include "ir/shape_polymorphic.h"
 #include "ir/shape_rules.h"
 #include "stablehlo/import_gspmd.h"
@@ -21,6 +23,7 @@ std::optional<ir::OpKind> op_kind_of(const std::string& name) {
   if (name == "call") return ir::OpKind::Call;  // func's prefix is implied inside func.func
   if (name == "chlo.tan") return ir::OpKind::Tan;  // CHLO's tan is StableHLO's (docs/CHLO.md)
   if (name == "stablehlo.dot") return ir::OpKind::DotGeneral;  // read_dot below
+  if (name == "sdy.named_computation") return ir::OpKind::Call;  // of the function its body becomes
   return ir::parse_op_kind(name);
 }
 
@@ -193,6 +196,45 @@ ir::Block& Parser::parse_region(OpText& op, const std::vector<std::pair<std::str
   return *op.regions.back();
 }
 
+ir::Function& Parser::parse_outlined_body(const std::string& name, Location at,
+                                          const std::vector<std::pair<std::string, ir::Type>>& args) {
+  Lexer::NestingGuard guard(lx, "regions");
+  ir::Function& fn = module.add_function(fmt::format("\x01outlined.{}", outlined_.size()));
+  fn.is_public = false;
+  fn.loc = ir::SourceLoc{at.line, at.column};
+  outlined_.emplace_back(&fn, name);
+  auto outer = std::move(scopes_);  // isolated from above: the caller's values are not in scope
+  scopes_.assign(1, {});
+  lx.skip_space();
+  Location body_at = lx.location();
+  lx.expect("{");
+  for (const auto& [arg, type] : args) bind(arg, {fn.add_parameter(type)}, body_at);
+  parse_block_body(fn.body());
+  lx.expect("}");
+  scopes_ = std::move(outer);
+  return fn;
+}
+
+void Parser::name_outlined() {
+  if (outlined_.empty()) return;
+  std::map<std::string, std::string> names;  // temporary -> final
+  for (auto& [fn, base] : outlined_) {
+    std::string name = base;
+    for (int i = 0; module.find_function(name) != nullptr; ++i) name = fmt::format("{}_{}", base, i);
+    names[fn->name()] = name;
+    fn->rename(name);
+  }
+  std::function<void(ir::Block&)> visit = [&](ir::Block& b) {
+    for (const auto& op : b.ops()) {
+      if (op->kind() == ir::OpKind::Call)
+        if (auto it = names.find(op->attrs().get_or<std::string>("callee", "")); it != names.end())
+          op->attrs().set("callee", it->second);
+      for (const auto& r : op->regions()) visit(*r);
+    }
+  };
+  for (const auto& f : module.functions) visit(f->body());
+}
+
 void Parser::parse_generic(OpText& op) {
   lx.expect("(");
   op.operands = use_values();
@@ -247,8 +289,13 @@ void Parser::parse_op(ir::Block& block) {
   if (!kind) lx.error_at(name_at, fmt::format("unknown op '{}'", name));
   OpText op{*kind, at, {}, {}, {}, {}, 0};
   for (const Name& n : names) op.expected_results += n.count;
-  if (generic) {
+  if (name == "sdy.named_computation") {
+    if (generic) lx.error_at(name_at, "sdy.named_computation is read in its pretty form only");
+    parse_named_computation(*this, op);
+  } else if (generic) {
     parse_generic(op);
+    // sort's dimension defaults to -1 (the last), and stablehlo-opt leaves the default out.
+    if (op.kind == ir::OpKind::Sort && !op.attrs.has("dimension")) op.attrs.set("dimension", int64_t{-1});
   } else {
     parse_pretty(*this, op);
   }
@@ -398,6 +445,7 @@ void Parser::parse_top_level(bool verify) {
     parse_module();
     if (!lx.at_end()) lx.error("unexpected '}'");
   }
+  name_outlined();
   // GSPMD's mhlo.sharding strings become a mesh and sdy shardings here, once, so every consumer of
   // a parsed module sees Shardy's form (import_gspmd.h).
   import_sdy_round_trip(module, lx.file());

@@ -48,6 +48,12 @@ class Parser {
   void parse_trailing_types(OpText& op);
   // Pretty ops may carry an attribute dictionary before the colon.
   void parse_optional_attrs(OpText& op);
+  // A private function for the body of an op isolated from above (sdy.named_computation), named
+  // after `name` once the module is read (`name`, else `name_0`, `name_1`, ...; the calls' callee
+  // follows). Its body is read from "{ ... }" with the arguments `args` and no outer value in
+  // scope; returns the function and the name its calls use until then.
+  ir::Function& parse_outlined_body(const std::string& name, Location at,
+                                    const std::vector<std::pair<std::string, ir::Type>>& args);
 
   Lexer& lx;
   ir::Module& module;
@@ -65,7 +71,11 @@ class Parser {
   void parse_generic(OpText& op);
   void bind(const std::string& name, std::vector<ir::Value*> values, Location at);
 
+  // After the module is read: gives each outlined function its name and its calls that name.
+  void name_outlined();
+
   std::vector<std::map<std::string, std::vector<ir::Value*>>> scopes_;
+  std::vector<std::pair<ir::Function*, std::string>> outlined_;  // and the name it asked for
 };
 
 // Reads the pretty form of `op.kind` (after the op name). Defined in parse_ops.cpp, one rule per
@@ -104,6 +114,7 @@ void parse_propagation_barrier(Parser& p, OpText& op);
 void parse_data_flow_edge(Parser& p, OpText& op);
 void parse_sharding_group(Parser& p, OpText& op);
 void parse_manual_computation(Parser& p, OpText& op);
+void parse_named_computation(Parser& p, OpText& op);  // a call of an outlined function
 // Shared by the rule files: optional attributes, then the trailing types; values, then
 // `<keyword> =` (use_values stops at the first word that is not a value, after consuming the
 // comma before it).

@@ -20,7 +20,7 @@ constexpr std::string_view kUnitAttributes[] = {"use_global_device_ids"};
 // Integer attributes that are i32 in the text; every other integer is an i64.
 constexpr std::string_view kI32Attributes[] = {"mhlo.num_partitions", "mhlo.num_replicas",
                                                "tf.aliasing_output", "exponent_bits",
-                                               "mantissa_bits", "index", "version"};
+                                               "mantissa_bits", "index", "version", "api_version"};
 
 // Float attributes whose type is f32 (the others print as f64).
 constexpr std::string_view kF32Attributes[] = {"epsilon"};

@@ -255,6 +255,45 @@ const std::vector<Bad>& corpus() {
        "func.func @f(%a: tensor<8xf32>) -> tensor<8xf32> {\n"
        "  %0 = sdy.propagation_barrier %a allowed_direction=BOTH : tensor<8xf32>\n  return %0 : tensor<8xf32>\n}\n",
        "t.mlir:2:3: sdy.propagation_barrier: allowed_direction is BOTH; it must be FORWARD, BACKWARD or NONE"},
+      // Shardy's priorities are decimal integers that fit: p9999999999999999999 wrapped around.
+      {"priority_overflow",
+       "sdy.mesh @m = <[\"x\"=2]>\nfunc.func @f(%a: tensor<8xf32> {sdy.sharding = #sdy.sharding<@m, [{\"x\"}p9999999999999999999]>}) -> tensor<8xf32> {\n"
+       "  return %a : tensor<8xf32>\n}\n",
+       "t.mlir:2:73: expected an integer priority after 'p', found 'p9999999999999999999'"},
+      // A manual computation's body is isolated from above too (one reading %a crashed `tessera
+      // run`), and its layouts are all on one mesh.
+      {"manual_computation_reads_outside",
+       "sdy.mesh @m = <[\"a\"=2]>\nfunc.func @f(%a: tensor<4xf32>) -> tensor<4xf32> {\n"
+       "  %0 = sdy.manual_computation(%a) in_shardings=[<@m, [{}]>] out_shardings=[<@m, [{}]>] manual_axes={} (%b: tensor<4xf32>) {\n"
+       "    %1 = stablehlo.add %a, %b : tensor<4xf32>\n    sdy.return %1 : tensor<4xf32>\n"
+       "  } : (tensor<4xf32>) -> tensor<4xf32>\n  return %0 : tensor<4xf32>\n}\n",
+       "t.mlir:3:3: @f: op 0 (sdy.manual_computation): its body reads a tensor<4xf32> defined outside it; the body "
+       "of a manual computation sees only its arguments (pass the value as an operand)"},
+      {"manual_computation_two_meshes",
+       "sdy.mesh @m = <[\"a\"=2]>\nsdy.mesh @n = <[\"a\"=4]>\nfunc.func @f(%a: tensor<4xf32>) -> tensor<4xf32> {\n"
+       "  %0 = sdy.manual_computation(%a) in_shardings=[<@m, [{}]>] out_shardings=[<@n, [{}]>] manual_axes={} (%b: tensor<4xf32>) {\n"
+       "    sdy.return %b : tensor<4xf32>\n"
+       "  } : (tensor<4xf32>) -> tensor<4xf32>\n  return %0 : tensor<4xf32>\n}\n",
+       "t.mlir:4:3: @f: op 0 (sdy.manual_computation): its in and out shardings name meshes @m and @n; they must "
+       "all be on one mesh"},
+      // A named computation is isolated from above: its body sees only its own arguments.
+      {"named_computation_reads_outside",
+       "func.func @f(%a: tensor<8xf32>) -> tensor<8xf32> {\n"
+       "  %0 = sdy.named_computation<\"g\">(%a) (%b: tensor<8xf32>) {\n"
+       "    %1 = stablehlo.add %a, %b : tensor<8xf32>\n    sdy.return %1 : tensor<8xf32>\n"
+       "  } : (tensor<8xf32>) -> tensor<8xf32>\n  return %0 : tensor<8xf32>\n}\n",
+       "t.mlir:3:24: use of undefined value %a"},
+      {"named_computation_shardings",
+       "sdy.mesh @m = <[\"x\"=2]>\nfunc.func @f(%a: tensor<8xf32>) -> tensor<8xf32> {\n"
+       "  %0 = sdy.named_computation<\"g\">(%a) in_shardings=[<@m, [{}]>, <@m, [{}]>] (%b: tensor<8xf32>) {\n"
+       "    sdy.return %b : tensor<8xf32>\n  } : (tensor<8xf32>) -> tensor<8xf32>\n  return %0 : tensor<8xf32>\n}\n",
+       "t.mlir:3:39: sdy.named_computation<\"g\">: 2 in_shardings for 1 operands"},
+      {"named_computation_argument_type",
+       "func.func @f(%a: tensor<8xf32>) -> tensor<8xf32> {\n"
+       "  %0 = sdy.named_computation<\"g\">(%a) (%b: tensor<4xf32>) {\n"
+       "    sdy.return %b : tensor<4xf32>\n  } : (tensor<8xf32>) -> tensor<8xf32>\n  return %0 : tensor<8xf32>\n}\n",
+       "t.mlir:2:39: sdy.named_computation<\"g\">: argument 0 of its body is tensor<4xf32>, but operand 0 is "
+       "tensor<8xf32>"},
   };
   return k;
 }

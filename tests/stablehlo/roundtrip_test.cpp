@@ -3,6 +3,8 @@
 // file.
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "ir/builder.h"
 #include "stablehlo/parser.h"
 #include "stablehlo/printer.h"
@@ -404,6 +406,62 @@ TEST(RoundTrip, LegacyDenseListsReadAsTheirArrays) {
   EXPECT_EQ(print(*legacy), printed);
   EXPECT_NE(printed.find("stablehlo.constant dense<[1, 2]> : tensor<2xi64>"), std::string::npos) << printed;
   EXPECT_NE(printed.find("window = {reverse = [false]}"), std::string::npos) << printed;
+}
+
+// Forms StableHLO's and Shardy's own printers and parsers take, found in their public test files:
+// each reads as the same module as its plain spelling, and the printed module reads back.
+TEST(Parse, FormsTheUpstreamPrintersWrite) {
+  const char* written = R"(module {
+  func.func public @main(%a: tensor<2x3xf32>, %i: tensor<1xi64>) -> (tensor<2x3xf32>, tensor<3xi32>, tensor<3xf32>, tensor<3xf32>, tensor<4x!quant.uniform<u8:f32, 3.400000e+01:16>>) {
+    "stablehlo.optimization_barrier"() : () -> ()
+    %0 = stablehlo.optimization_barrier {x = 1 : i32} %a : tensor<2x3xf32>
+    %1 = stablehlo.constant() {value = dense<[1, 512, 4]> : tensor<3xi32>} : () -> tensor<3xi32>
+    %2 = "stablehlo.gather"(%a, %i) {dimension_numbers = #stablehlo.gather<offset_dims = [0], collapsed_slice_dims = [0], start_index_map = [0], index_vector_dim = 0,>, slice_sizes = array<i64: 1, 3>} : (tensor<2x3xf32>, tensor<1xi64>) -> tensor<3xf32>
+    %3 = stablehlo.constant dense<"0x0000C07F"> : tensor<3xf32>
+    %4 = "stablehlo.sort"(%0) ({
+    ^bb0(%x: tensor<f32>, %y: tensor<f32>):
+      %c = stablehlo.compare LT, %x, %y : (tensor<f32>, tensor<f32>) -> tensor<i1>
+      stablehlo.return %c : tensor<i1>
+    }) : (tensor<2x3xf32>) -> tensor<2x3xf32>
+    %5 = stablehlo.constant dense<[1.0, 2.0, 3.0, 4.0]> : tensor<4xf32>
+    %6 = stablehlo.uniform_quantize %5 : (tensor<4xf32>) -> tensor<4x!quant.uniform<u8:f32, 3.400000e+01:16>>
+    return {y = 2 : i32} %4, %1, %2, %3, %6 : tensor<2x3xf32>, tensor<3xi32>, tensor<3xf32>, tensor<3xf32>, tensor<4x!quant.uniform<u8:f32, 3.400000e+01:16>>
+  }
+}
+)";
+  std::unique_ptr<Module> m;
+  try {
+    m = parse(written, "forms.mlir");
+  } catch (const ParseError& e) {
+    FAIL() << e.what();
+  }
+  const Block& body = m->find_function("main")->body();
+  EXPECT_EQ(body.ops()[0]->kind(), OpKind::OptimizationBarrier);
+  EXPECT_EQ(body.ops()[0]->operands().size(), 0u);
+  const Op* sort = nullptr;
+  for (const auto& op : body.ops())
+    if (op->kind() == OpKind::Sort) sort = op.get();
+  ASSERT_NE(sort, nullptr);
+  EXPECT_EQ(sort->attrs().get<int64_t>("dimension"), -1);  // the default stablehlo-opt leaves out
+  const Literal& nan_splat = body.ops()[4]->attrs().get<Literal>("value");
+  ASSERT_EQ(nan_splat.num_elements(), 3);
+  for (int64_t k = 0; k < 3; ++k) EXPECT_TRUE(std::isnan(nan_splat.get_double(k)));
+  std::string printed = print(*m);
+  EXPECT_NE(printed.find("stablehlo.optimization_barrier()"), std::string::npos) << printed;
+  EXPECT_NE(printed.find("!quant.uniform<u8:f32, 34.0:16>"), std::string::npos) << printed;
+  expect_round_trip(*m);
+}
+
+// custom_call's api_version is an i32 enum: it prints as one (an i64 would not read back upstream).
+TEST(RoundTrip, CustomCallApiVersionStaysI32) {
+  auto m = parse(R"(func.func @main(%a: tensor<f32>) -> tensor<f32> {
+  %0 = stablehlo.custom_call @foo(%a) {api_version = 2 : i32} : (tensor<f32>) -> tensor<f32>
+  return %0 : tensor<f32>
+}
+)",
+                 "call.mlir");
+  std::string printed = print(*m);
+  EXPECT_NE(printed.find("api_version = 2 : i32"), std::string::npos) << printed;
 }
 
 }  // namespace
