@@ -12,6 +12,10 @@
 
 #include "support/error.h"
 
+namespace tessera::ir {
+class Module;
+}
+
 namespace tessera::stablehlo {
 
 class ParseError : public support::UserError {
@@ -68,6 +72,10 @@ class Lexer {
   void reset(Location l) { loc_ = l; }
   const std::string& file() const { return file_; }
   std::string_view rest() const { return text_.substr(loc_.offset); }
+
+  // The module being read, where a mesh written inline in a sharding (`#sdy.sharding<mesh<[...]>,
+  // ...>`) is declared (null where the text is no module's: such a mesh is refused).
+  ir::Module* module = nullptr;
 
   [[noreturn]] void error(const std::string& message) const { error_at(loc_, message); }
   [[noreturn]] void error_at(Location l, const std::string& message) const;

@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "ir/module.h"
 #include "support/memory.h"
 #include "support/strings.h"
 
@@ -456,10 +457,38 @@ ir::AttrMap parse_attr_dict(Lexer& lx) {
   return attrs;
 }
 
+namespace {
+
+// A mesh written inline in a sharding is declared in the module as Shardy's lift-inlined-meshes
+// pass does: an equal mesh the module has already (same axes and device order) is reused, else a
+// new one is added under a fresh name.
+std::string lift_inline_mesh(Lexer& lx, Location at, ir::Mesh mesh) {
+  if (lx.module == nullptr) lx.error_at(at, "a mesh written inline in a sharding is read only inside a module");
+  for (const ir::Mesh& m : lx.module->meshes)
+    if (m.axes == mesh.axes && m.device_ids == mesh.device_ids) return m.name;
+  std::string name = "inlined_mesh";
+  for (int i = 0; lx.module->find_mesh(name) != nullptr; ++i) name = fmt::format("inlined_mesh_{}", i);
+  mesh.name = name;
+  try {
+    lx.module->add_mesh(std::move(mesh));
+  } catch (const support::UserError& e) {
+    lx.error_at(at, e.what());
+  }
+  return name;
+}
+
+}  // namespace
+
 ir::Sharding parse_sharding_body(Lexer& lx) {
   ir::Sharding s;
-  lx.expect("@");
-  s.mesh = lx.suffix_id();
+  lx.skip_space();
+  Location at = lx.location();
+  if (lx.try_consume("mesh")) {
+    s.mesh = lift_inline_mesh(lx, at, parse_mesh_body(lx, ""));
+  } else {
+    lx.expect("@");
+    s.mesh = lx.suffix_id();
+  }
   lx.expect(",");
   lx.expect("[");
   if (!lx.try_consume("]")) {

@@ -27,7 +27,7 @@ struct OpText {
 
 class Parser {
  public:
-  Parser(Lexer& lx, ir::Module& module) : lx(lx), module(module) {}
+  Parser(Lexer& lx, ir::Module& module) : lx(lx), module(module) { lx.module = &module; }
 
   void parse_top_level(bool verify);
 

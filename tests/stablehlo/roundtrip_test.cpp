@@ -464,5 +464,25 @@ TEST(RoundTrip, CustomCallApiVersionStaysI32) {
   EXPECT_NE(printed.find("api_version = 2 : i32"), std::string::npos) << printed;
 }
 
+// A mesh written inline in a sharding is declared as Shardy's lift-inlined-meshes pass declares it:
+// the module's equal mesh where it has one, else a new one (and one for both of its uses).
+TEST(Parse, InlineMeshesAreLiftedIntoTheModule) {
+  auto m = parse(R"(sdy.mesh @m = <["a"=2]>
+func.func @main(%x: tensor<8x8xf32> {sdy.sharding = #sdy.sharding<mesh<["a"=2]>, [{"a"}, {}]>}, %y: tensor<8x8xf32> {sdy.sharding = #sdy.sharding<mesh<["x"=2, "y"=2]>, [{"x"}, {"y"}]>}) -> tensor<8x8xf32> {
+  %0 = stablehlo.add %x, %y : tensor<8x8xf32>
+  %1 = sdy.sharding_constraint %0 <mesh<["x"=2, "y"=2]>, [{}, {"x"}]> : tensor<8x8xf32>
+  return %1 : tensor<8x8xf32>
+}
+)",
+                 "inline.mlir");
+  ASSERT_EQ(m->meshes.size(), 2u);
+  EXPECT_EQ(m->meshes[1].name, "inlined_mesh");
+  const Function& f = *m->find_function("main");
+  EXPECT_EQ(f.arg_sharding(0)->mesh, "m");
+  EXPECT_EQ(f.arg_sharding(1)->mesh, "inlined_mesh");
+  EXPECT_EQ(f.body().ops()[1]->attrs().get<Sharding>("sharding").mesh, "inlined_mesh");
+  expect_round_trip(*m);
+}
+
 }  // namespace
 }  // namespace tessera::stablehlo
