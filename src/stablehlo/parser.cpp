@@ -2,7 +2,9 @@
 // Pretty op forms are in parse_ops.cpp.
 #include "stablehlo/parser.h"
 
+#include <algorithm>
 #include <functional>
+#include <optional>
 
 #include "ir/shape_polymorphic.h"
 #include "ir/shape_rules.h"
@@ -464,8 +466,97 @@ void Parser::parse_top_level(bool verify) {
   }
 }
 
+namespace {
+
+// MLIR's type and attribute aliases, `!name = type` and `#name = attribute` on their own lines
+// before the module, stand for their text wherever `!name` or `#name` is written (location
+// aliases, `#loc...`, are left to the parser, which reads locations as space). Each definition's
+// line is kept, empty, so that lines keep their numbers. Nothing is copied when the text defines
+// no alias.
+std::optional<std::string> expand_aliases(std::string_view text) {
+  // Most text has none: a line starting `!` or `#` but `#loc` is looked for before any copying.
+  bool candidate = false;
+  for (size_t at = 0; at < text.size() && !candidate;) {
+    size_t i = text.find_first_not_of(" \t", at);
+    if (i == std::string_view::npos) break;
+    candidate = (text[i] == '!' || text[i] == '#') && text.substr(i + 1, 3) != "loc";
+    at = text.find('\n', i);
+    if (at == std::string_view::npos) break;
+    ++at;
+  }
+  if (!candidate) return std::nullopt;
+  std::vector<std::pair<std::string, std::string>> aliases;  // "!name" -> text
+  std::string out;
+  size_t pos = 0;
+  bool any = false;
+  while (pos < text.size()) {
+    size_t end = std::min(text.find('\n', pos), text.size());
+    std::string_view line = text.substr(pos, end - pos);
+    size_t i = line.find_first_not_of(" \t");
+    bool defined = false;
+    if (i != std::string_view::npos && (line[i] == '!' || line[i] == '#') && line.substr(i + 1, 3) != "loc") {
+      size_t n = i + 1;
+      while (n < line.size() && (is_identifier_char(line[n]) || line[n] == '-')) ++n;
+      size_t eq = line.find_first_not_of(" \t", n);
+      if (n > i + 1 && eq != std::string_view::npos && line[eq] == '=' && (eq + 1 == line.size() || line[eq + 1] != '=')) {
+        std::string_view body = line.substr(eq + 1);
+        size_t b = body.find_first_not_of(" \t");
+        body = b == std::string_view::npos ? std::string_view() : body.substr(b);
+        while (!body.empty() && (body.back() == ' ' || body.back() == '\r')) body.remove_suffix(1);
+        aliases.emplace_back(std::string(line.substr(i, n - i)), std::string(body));
+        defined = any = true;
+      }
+    }
+    if (!defined) out.append(line);
+    if (end < text.size()) out += '\n';
+    pos = end + 1;
+  }
+  if (!any) return std::nullopt;
+  // A name is matched whole (#a is not the start of #ab). An alias's text may use aliases defined
+  // before it: those are expanded in it first.
+  for (size_t k = 0; k < aliases.size(); ++k)
+    for (size_t j = 0; j < k; ++j) {
+      std::string& body = aliases[k].second;
+      for (size_t at = body.find(aliases[j].first); at != std::string::npos; at = body.find(aliases[j].first, at)) {
+        size_t after = at + aliases[j].first.size();
+        if (after < body.size() && (is_identifier_char(body[after]) || body[after] == '-')) {
+          at = after;
+          continue;
+        }
+        body.replace(at, aliases[j].first.size(), aliases[j].second);
+        at += aliases[j].second.size();
+      }
+    }
+  std::string expanded;
+  expanded.reserve(out.size());
+  for (size_t at = 0; at < out.size();) {
+    char c = out[at];
+    if (c == '!' || c == '#') {
+      size_t n = at + 1;
+      while (n < out.size() && (is_identifier_char(out[n]) || out[n] == '-')) ++n;
+      std::string_view name(out.data() + at, n - at);
+      auto it = std::find_if(aliases.begin(), aliases.end(), [&](const auto& a) { return a.first == name; });
+      if (it != aliases.end()) {
+        expanded += it->second;
+        at = n;
+        continue;
+      }
+      expanded.append(name);
+      at = n;
+      continue;
+    }
+    expanded += c;
+    ++at;
+  }
+  return expanded;
+}
+
+}  // namespace
+
 std::unique_ptr<ir::Module> parse(std::string_view text, const std::string& file, int first_line, bool verify) {
   auto module = std::make_unique<ir::Module>();
+  std::optional<std::string> expanded = expand_aliases(text);
+  if (expanded) text = *expanded;
   Lexer lx(text, file, first_line);
   Parser p(lx, *module);
   p.parse_top_level(verify);

@@ -484,5 +484,36 @@ func.func @main(%x: tensor<8x8xf32> {sdy.sharding = #sdy.sharding<mesh<["a"=2]>,
   expect_round_trip(*m);
 }
 
+// MLIR's type and attribute aliases stand for their text; location aliases are read as before.
+TEST(Parse, TypeAndAttributeAliasesStandForTheirText) {
+  const char* aliased = R"(!t = tensor<2x3xf32>
+#dn = #stablehlo.dot<lhs_contracting_dimensions = [1], rhs_contracting_dimensions = [0]>
+#loc1 = loc("x.py":3:4)
+func.func @main(%a: !t, %b: tensor<3x4xf32>) -> tensor<2x4xf32> {
+  %0 = "stablehlo.dot_general"(%a, %b) {dot_dimension_numbers = #dn} : (!t, tensor<3x4xf32>) -> tensor<2x4xf32> loc(#loc1)
+  return %0 : tensor<2x4xf32>
+}
+)";
+  const char* plain = R"(func.func @main(%a: tensor<2x3xf32>, %b: tensor<3x4xf32>) -> tensor<2x4xf32> {
+  %0 = stablehlo.dot_general %a, %b, contracting_dims = [1] x [0] : (tensor<2x3xf32>, tensor<3x4xf32>) -> tensor<2x4xf32>
+  return %0 : tensor<2x4xf32>
+}
+)";
+  std::unique_ptr<Module> a;
+  try {
+    a = parse(aliased, "aliased.mlir");
+  } catch (const ParseError& e) {
+    FAIL() << e.what();
+  }
+  EXPECT_EQ(print(*a), print(*parse(plain, "plain.mlir")));
+  // A definition's line stays (empty): an error after it names the line as written.
+  try {
+    parse("!t = tensor<2xf32>\nfunc.func @main(%a: !t) -> !t {\n  %0 = stablehlo.frob %a : !t\n  return %0 : !t\n}\n", "e.mlir");
+    FAIL() << "no error";
+  } catch (const ParseError& e) {
+    EXPECT_EQ(e.line, 3);
+  }
+}
+
 }  // namespace
 }  // namespace tessera::stablehlo
