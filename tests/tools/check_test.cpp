@@ -157,6 +157,21 @@ TEST(Check, ACaseThatChecksNothingFailsAndAnEmptyFileToo) {
   EXPECT_NE(r.output.find("no test cases"), std::string::npos) << r.output;
 }
 
+// A bounded '?' is made 3 without its bound (a static dimension has none): the sort's result was
+// an internal error, its kernel keeping the argument's bound where the refined type has none.
+TEST(Check, ABoundedDimensionRunsAsAStaticOne) {
+  CheckRun r = run(write_temp("bounded.mlir", R"(func.func @main(%arg0: tensor<?xf32, #stablehlo.bounds<4>>) -> tensor<?xf32, #stablehlo.bounds<4>> {
+  %0 = "stablehlo.sort"(%arg0) ({
+  ^bb0(%a: tensor<f32>, %b: tensor<f32>):
+    %1 = stablehlo.compare LT, %a, %b : (tensor<f32>, tensor<f32>) -> tensor<i1>
+    stablehlo.return %1 : tensor<i1>
+  }) {dimension = 0 : i64} : (tensor<?xf32, #stablehlo.bounds<4>>) -> tensor<?xf32, #stablehlo.bounds<4>>
+  return %0 : tensor<?xf32, #stablehlo.bounds<4>>
+}
+)"));
+  EXPECT_EQ(r.counts.passed, 1) << r.output;
+}
+
 // A module whose @main takes arguments is no case (JAX's exports in StableHLO's testdata): it
 // passes when it round-trips and runs on generated arguments, '?' dimensions made 3, and fails
 // naming what went wrong (here a shape assertion that b = 3 does not meet).

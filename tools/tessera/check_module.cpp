@@ -43,6 +43,7 @@ ir::Type concrete(ir::Type t) {
   if (t.is_tensor())
     for (int64_t& d : t.shape)
       if (d == ir::kDynamic) d = kDimSize;
+  t.bounds.clear();  // a static dimension has no bound (the run refines the types to these)
   for (ir::Type& m : t.elements) m = concrete(m);
   return t;
 }
