@@ -422,10 +422,43 @@ struct Verifier {
       throw VerifyError(e.what(), o.loc);
     }
   }
+  // The ops whose quantized operands the spec takes per-tensor only ("or per-tensor quantized
+  // tensor" in their inputs' types): a per-axis operand would be dequantized and run anyway.
+  // convolution's, dynamic_conv's and dot_general's rhs may be per-axis (the weights).
+  static bool per_tensor_only(OpKind k) {
+    static const std::set<OpKind> kinds = [] {
+      std::set<OpKind> out;
+      for (const char* name :
+           {"abs", "all_gather", "all_reduce", "all_to_all", "batch_norm_grad", "batch_norm_inference",
+            "batch_norm_training", "cbrt", "ceil", "cholesky", "clamp", "collective_broadcast", "collective_permute",
+            "compare", "concatenate", "convolution", "cosine", "divide", "dot_general", "dynamic_conv", "dynamic_gather",
+            "dynamic_pad", "dynamic_slice", "dynamic_update_slice", "exponential", "exponential_minus_one", "floor",
+            "gather", "is_finite", "log", "log_plus_one", "logistic", "map", "maximum", "minimum", "multiply", "negate",
+            "pad", "power", "reduce", "reduce_precision", "reduce_scatter", "reduce_window", "remainder", "reverse",
+            "round_nearest_afz", "round_nearest_even", "rsqrt", "scatter", "select", "select_and_scatter", "sign", "sine",
+            "slice", "sort", "sqrt", "subtract", "tan", "tanh", "triangular_solve"})
+        if (auto k = parse_op_kind(std::string("stablehlo.") + name)) out.insert(*k);
+      return out;
+    }();
+    return kinds.count(k) != 0;
+  }
+
+  void check_per_tensor(const Op& o, int index) {
+    if (!per_tensor_only(o.kind())) return;
+    const bool rhs_may = o.kind() == OpKind::Convolution || o.kind() == OpKind::DynamicConv || o.kind() == OpKind::DotGeneral;
+    for (size_t i = 0; i < o.operands().size(); ++i) {
+      const Type& t = o.operand(i)->type();
+      if (t.is_quantized() && t.quant->axis && !(rhs_may && i == 1))
+        fail("@{}: op {} ({}) takes per-tensor quantized operands, but operand {} is quantized per axis ({})", fn.name(),
+             index, o.name(), i, to_string(t));
+    }
+  }
+
   void checks(const Op& o, int index) {
     for (size_t i = 0; i < o.operands().size(); ++i)
       if (!visible.count(o.operand(i)))
         fail("@{}: op {} ({}) uses operand {} before it is defined", fn.name(), index, o.name(), i);
+    check_per_tensor(o, index);
     std::vector<Type> operands = o.operand_types();
     std::vector<Type> declared = o.result_types();
     if (o.kind() != OpKind::Return) {

@@ -118,6 +118,25 @@ TEST(QuantTypes, ConstraintMessages) {
 const std::string kPerAxis = "tensor<2x!quant.uniform<i8:f32:0, {0.1:-30, 0.5:-20}>>";
 const std::string kPerAxis2 = "tensor<2x!quant.uniform<i8:f32:0, {0.1:-20, 0.2:-30}>>";
 
+// Most ops take quantized operands per tensor only (their inputs say "or per-tensor quantized
+// tensor"); add takes either, and dot_general's rhs (the weights) may be per axis.
+TEST(QuantOps, PerAxisOperandsOnlyWhereTheSpecTakesThem) {
+  auto unary = [](const std::string& op) {
+    return "func.func @main(%arg0: " + kPerAxis + ") -> " + kPerAxis + " {\n  %0 = stablehlo." + op + " %arg0 : " +
+           kPerAxis + "\n  return %0 : " + kPerAxis + "\n}\n";
+  };
+  for (const char* op : {"abs", "negate", "exponential", "tanh"})
+    EXPECT_MESSAGE(parse_error(unary(op)), "takes per-tensor quantized operands, but operand 0 is quantized per axis");
+  EXPECT_EQ(parse_error("func.func @main(%arg0: " + kPerAxis + ") -> " + kPerAxis + " {\n  %0 = stablehlo.add %arg0, %arg0 : " +
+                        kPerAxis + "\n  return %0 : " + kPerAxis + "\n}\n"),
+            "<no error>");
+  const std::string w = "tensor<3x2x!quant.uniform<i8:f32:1, {0.1, 0.5}>>";
+  const std::string x = "tensor<4x3x!quant.uniform<i8:f32, 0.25>>";
+  EXPECT_EQ(parse_error("func.func @main(%a: " + x + ", %w: " + w + ") -> tensor<4x2xf32> {\n  %0 = stablehlo.dot_general %a, %w, "
+                        "contracting_dims = [1] x [0] : (" + x + ", " + w + ") -> tensor<4x2xf32>\n  return %0 : tensor<4x2xf32>\n}\n"),
+            "<no error>");
+}
+
 // The spec's examples of both ops, in the pretty form.
 const std::string kSpecExamples = "func.func @main(%arg0: tensor<2xf32>) -> (" + kPerAxis + ", " + kPerAxis2 +
                                   ", tensor<2xf32>) {\n"
