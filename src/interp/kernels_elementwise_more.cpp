@@ -146,6 +146,12 @@ double zeta_of(double s, double q) {
     if (q < -1e7) return kNaN;
   }
   if (s == kInf) return q < 1 ? kInf : q == 1 ? 1.0 : 0.0;
+  // Far out, the Euler-Maclaurin tail alone, with q^(1-s) taken out: q^-s underflows long before
+  // the value does (ζ(2, 1e200) = 1e-200 came out 0), and q + 1 == q ends the sum's steps.
+  if (q >= 1e8 && q > s) {
+    const double x = 1 / q;
+    return std::pow(q, 1 - s) * (1 / (s - 1) + 0.5 * x + s * x * x / 12 - s * (s + 1) * (s + 2) * x * x * x * x / 720);
+  }
   double a = q, b = std::pow(q, -s), sum = b;
   double limit = std::max(9.0, s);
   for (int i = 0; i < 9 || a <= limit;) {

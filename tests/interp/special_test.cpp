@@ -90,6 +90,25 @@ func.func @main() -> tensor<2xf64> {
   EXPECT_EQ(r[0].get_double(1), 0.0);
 }
 
+// Far out the value is about q^(1-s) / (s - 1), far above where q^-s underflows: ζ(2, 1e200) and
+// ψ'(1e200) are 1e-200 (they were 0), ζ(2, 1e160) 1e-160 (it was 9.99988867e-161, the sum of
+// subnormal terms), ζ(3, 1e100) 5e-201; values from mpmath at 40 digits.
+TEST(Special, ZetaFarOutKeepsItsSmallValue) {
+  auto r = run_main(R"(
+func.func @main() -> (tensor<4xf64>, tensor<1xf64>) {
+  %s = stablehlo.constant dense<[2.0, 2.0, 3.0, 2.0]> : tensor<4xf64>
+  %q = stablehlo.constant dense<[1.0e200, 1.0e160, 1.0e100, 1.0e8]> : tensor<4xf64>
+  %z = chlo.zeta %s, %q : tensor<4xf64>, tensor<4xf64> -> tensor<4xf64>
+  %n = stablehlo.constant dense<[1.0]> : tensor<1xf64>
+  %x = stablehlo.constant dense<[1.0e200]> : tensor<1xf64>
+  %p = "chlo.polygamma"(%n, %x) : (tensor<1xf64>, tensor<1xf64>) -> tensor<1xf64>
+  return %z, %p : tensor<4xf64>, tensor<1xf64>
+}
+)");
+  expect_close(r[0], {1e-200, 1e-160, 5.0000000000000000000e-201, 1.0000000050000000167e-08});
+  expect_close(r[1], {1e-200});
+}
+
 // Exact integer products: (x * y) >> N in 2N bits, signed or unsigned per the element type.
 TEST(Special, MulhiIsTheHighHalfOfTheProduct) {
   auto r = run_main(R"(
