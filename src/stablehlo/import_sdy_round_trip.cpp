@@ -6,9 +6,11 @@
 //   custom_call @Sharding(%x) {... xla.sdy.sharding = ...}                  (a sharding constraint)
 //   %l = custom_call @xla.sdy.GlobalToLocalShape(%g...)                    (shard_map's fence,
 //   %b = call @xla.sdy.manual_computation_body(%l...)                       in_shardings, out_shardings
-//   %o = custom_call @xla.sdy.LocalToGlobalShape(%b...)                     and manual_axes on one of them)
+//   %o = custom_call @xla.sdy.LocalToGlobalShape(%b...)                     and manual_axes on one of them;
+//   %o = custom_call @xla.sdy.ManualComputation(%g...) {called_computations = [@body]}  newer exports)
+//   custom_call @xla.sdy.ShardingGroup(%x) {... xla.sdy.sharding_group_id = "0 : i64"}
 // become sdy.mesh declarations, sdy.sharding attributes, result shardings, sdy.sharding_constraint
-// and sdy.manual_computation (its body the call). The GSPMD import that follows then sees a Shardy
+// sdy.manual_computation (its body the call) and sdy.sharding_group. The GSPMD import that follows then sees a Shardy
 // module and drops the `mhlo.sharding` strings the export also wrote.
 #include <algorithm>
 #include <optional>
@@ -67,7 +69,7 @@ class RoundTrip {
       for (auto& attrs : fn->result_attrs) argument_or_result(attrs, fn->loc);
       block(*fn, fn->body());
     }
-    if (replaced_.empty()) return;
+    if (replaced_.empty() && dead_.empty()) return;
     for (auto& fn : m_.functions) ir::replace_uses(fn->body(), replaced_);
     for (auto& fn : m_.functions) ir::erase_ops(fn->body(), [&](const ir::Op& op) { return dead_.count(&op) > 0; });
   }
@@ -97,6 +99,7 @@ class RoundTrip {
     try {
       const std::string text = unescaped(*s);  // the lexer reads it in place
       Lexer lx(text, file_);
+      lx.module = &m_;  // a mesh written inline in a sharding is declared in the module
       T value = read(lx);
       if (!lx.at_end()) lx.error("text after the attribute");
       return value;
@@ -166,10 +169,8 @@ class RoundTrip {
       auto fe = frontend(op.attrs(), op.loc, std::string(op.name()));
       if (t == "xla.sdy.FuncResultSharding") {
         result_sharding(fn, b, op, fe);
-      } else if (t == "xla.sdy.ShardingGroup") {  // sharding groups only guide propagation
-        if (op.num_results() > op.operands().size()) fail(op.loc, "custom_call @xla.sdy.ShardingGroup", "has more results than operands");
-        for (size_t i = 0; i < op.num_results(); ++i) replaced_[op.result(i)] = op.operand(i);
-        dead_.insert(&op);
+      } else if (t == "xla.sdy.ShardingGroup") {
+        sharding_group(fn, b, op, fe);
       } else if (t == "xla.sdy.PropagationBarrier") {  // only guides propagation: the identity
         if (op.num_results() != op.operands().size())
           fail(op.loc, "custom_call @xla.sdy.PropagationBarrier", "has not as many results as operands");
@@ -177,12 +178,40 @@ class RoundTrip {
         dead_.insert(&op);
       } else if (t == "xla.sdy.GlobalToLocalShape") {
         manual(b, op, fe);
+      } else if (t == "xla.sdy.LocalToGlobalShape") {  // a shard_map without inputs: no GlobalToLocalShape
+        manual_without_inputs(b, op);
+      } else if (t == "xla.sdy.ManualComputation") {
+        manual_call(b, op, fe);
       } else if (ir::is_sharding_call(op) && fe && fe->has("xla.sdy.sharding")) {
         constraint(b, op, *fe);
       } else if (fe) {
         drop_sdy_keys(op.attrs(), *fe);  // an op's own sharding (a propagation hint) or rule: dropped
       }
     }
+  }
+
+  // `custom_call @xla.sdy.ShardingGroup(%x...) {xla.sdy.sharding_group_id = "21 : i64"}`: an
+  // sdy.sharding_group of each operand. Its result (none, or an empty tuple) has no value, and
+  // nothing may read it, as XLA's import requires.
+  void sharding_group(ir::Function& fn, ir::Block& b, ir::Op& op, const std::optional<ir::AttrMap>& fe) {
+    const std::string what = "custom_call @xla.sdy.ShardingGroup";
+    for (ir::Value* r : op.results())
+      if (read_by_other_than(fn.body(), r, nullptr)) fail(op.loc, what, "its result is read, but a sharding group gives no value");
+    if (!fe || !fe->has("xla.sdy.sharding_group_id")) fail(op.loc, what, "has no xla.sdy.sharding_group_id");
+    int64_t id = decode<int64_t>(*fe, "xla.sdy.sharding_group_id", op.loc, what, [](Lexer& lx) {
+      int64_t v = lx.integer();
+      if (lx.try_consume(":")) lx.identifier();  // its type, i64
+      return v;
+    });
+    for (ir::Value* v : op.operands()) {
+      ir::AttrMap attrs;
+      attrs.set("group_id", id);
+      auto g = std::make_unique<ir::Op>(ir::OpKind::ShardingGroup, std::vector<ir::Value*>{v}, std::vector<ir::Type>{},
+                                        std::move(attrs));
+      g->loc = op.loc;
+      b.insert_before(&op, std::move(g));
+    }
+    dead_.insert(&op);
   }
 
   // Whether any op of `b` (regions included) but `skip` reads `v`.
@@ -250,30 +279,119 @@ class RoundTrip {
     return nullptr;
   }
 
+  // shard_map's fences: GlobalToLocalShape, then each call of the body reading exactly its results
+  // (a body may be called more than once on them), each followed by its LocalToGlobalShape.
   void manual(ir::Block& b, ir::Op& g2l, const std::optional<ir::AttrMap>& g2l_fe) {
     const std::string what = "custom_call @xla.sdy.GlobalToLocalShape";
-    ir::Op* call = sole_reader(b, g2l.results());
-    if (call == nullptr || call->kind() != ir::OpKind::Call)
-      fail(g2l.loc, what, "is not followed by a call of the body reading exactly its results");
-    ir::Op* l2g = sole_reader(b, call->results());
-    if (l2g == nullptr || target_of(*l2g) != "xla.sdy.LocalToGlobalShape" || l2g->num_results() != call->num_results())
-      fail(call->loc, "func.call", "the shard_map body's results do not go, all and in order, to xla.sdy.LocalToGlobalShape");
+    std::vector<ir::Op*> calls;
+    for (const auto& op : b.ops())
+      if (op->kind() == ir::OpKind::Call && op->operands() == g2l.results() && !dead_.count(op.get())) calls.push_back(op.get());
+    if (calls.empty()) fail(g2l.loc, what, "is not followed by a call of the body reading exactly its results");
+    for (ir::Op* call : calls) fenced(b, &g2l, g2l_fe, *call);
+    dead_.insert(&g2l);
+  }
+
+  // A LocalToGlobalShape no GlobalToLocalShape came before: the body's call takes no operands.
+  void manual_without_inputs(ir::Block& b, ir::Op& l2g) {
+    const ir::Op* def = l2g.operands().empty() ? nullptr : l2g.operand(0)->defining_op();
+    if (def == nullptr || def->kind() != ir::OpKind::Call || !def->operands().empty() || def->results() != l2g.operands())
+      fail(l2g.loc, "custom_call @xla.sdy.LocalToGlobalShape",
+           "does not take, all and in order, the results of a shard_map body's call");
+    fenced(b, nullptr, std::nullopt, *const_cast<ir::Op*>(def));
+  }
+
+  void fenced(ir::Block& b, ir::Op* g2l, const std::optional<ir::AttrMap>& g2l_fe, ir::Op& call) {
+    const std::string what = "custom_call @xla.sdy.GlobalToLocalShape";
+    const ir::SourceLoc at = g2l ? g2l->loc : call.loc;
+    // A body without results has no LocalToGlobalShape.
+    ir::Op* l2g = call.num_results() == 0 ? nullptr : sole_reader(b, call.results());
+    if (call.num_results() > 0 &&
+        (l2g == nullptr || target_of(*l2g) != "xla.sdy.LocalToGlobalShape" || l2g->num_results() != call.num_results()))
+      fail(call.loc, "func.call", "the shard_map body's results do not go, all and in order, to xla.sdy.LocalToGlobalShape");
     // The attributes sit on the fences (older exports) or on the call (newer ones).
-    auto call_fe = frontend(call->attrs(), call->loc, "func.call");
-    auto l2g_fe = frontend(l2g->attrs(), l2g->loc, "custom_call @xla.sdy.LocalToGlobalShape");
+    auto call_fe = frontend(call.attrs(), call.loc, "func.call");
+    std::optional<ir::AttrMap> l2g_fe;
+    if (l2g) l2g_fe = frontend(l2g->attrs(), l2g->loc, "custom_call @xla.sdy.LocalToGlobalShape");
     const std::pair<const std::optional<ir::AttrMap>*, ir::SourceLoc> holders[] = {
-        {&g2l_fe, g2l.loc}, {&call_fe, call->loc}, {&l2g_fe, l2g->loc}};
-    auto pick = [&](const std::string& key) -> std::pair<const ir::AttrMap*, ir::SourceLoc> {
+        {&g2l_fe, at}, {&call_fe, call.loc}, {&l2g_fe, l2g ? l2g->loc : call.loc}};
+    Manual m = manual_attrs(holders, at, what, g2l != nullptr, l2g != nullptr);
+    std::vector<ir::Value*> operands = g2l ? g2l->operands() : std::vector<ir::Value*>{};
+    std::vector<ir::Type> locals;
+    if (g2l)
+      for (ir::Value* v : g2l->results()) locals.push_back(v->type());
+    const ir::Op& place = l2g ? *l2g : call;
+    ir::Op* made = manual_computation(b, place, operands, locals, l2g ? l2g->result_types() : std::vector<ir::Type>{}, std::move(m), [&](ir::Block& region, ir::ValueMap& map) {
+      if (g2l)
+        for (size_t i = 0; i < g2l->num_results(); ++i) map[g2l->result(i)] = region.argument(i);
+      ir::Op* body_call = ir::clone_op(region, call, map);
+      if (call_fe) drop_sdy_keys(body_call->attrs(), *call_fe);
+      return body_call->results();
+    });
+    made->loc = at;
+    if (l2g) {
+      for (size_t i = 0; i < l2g->num_results(); ++i) replaced_[l2g->result(i)] = made->result(i);
+      dead_.insert(l2g);
+    }
+    dead_.insert(&call);
+  }
+
+  // Newer exports: `custom_call @xla.sdy.ManualComputation(%x...) {called_computations = [@body],
+  // mhlo.frontend_attributes = {xla.sdy.in_shardings, out_shardings, manual_axes}}`, the body a
+  // function of the local pieces.
+  void manual_call(ir::Block& b, ir::Op& op, const std::optional<ir::AttrMap>& fe) {
+    const std::string what = "custom_call @xla.sdy.ManualComputation";
+    std::optional<std::vector<std::string>> callees;
+    for (const auto& [k, v] : op.attrs())
+      if (k == "called_computations") callees = ir::symbol_list_of(v);
+    if (!callees || callees->size() != 1) fail(op.loc, what, "needs called_computations = [@body], one function");
+    const ir::Function* body = m_.find_function((*callees)[0]);
+    if (body == nullptr) fail(op.loc, what, fmt::format("calls @{}, which the module does not define", (*callees)[0]));
+    const std::pair<const std::optional<ir::AttrMap>*, ir::SourceLoc> holders[] = {{&fe, op.loc}};
+    Manual m = manual_attrs(holders, op.loc, what, !op.operands().empty(), op.num_results() > 0);
+    std::vector<ir::Type> locals;
+    for (size_t i = 0; i < body->num_parameters(); ++i) locals.push_back(body->parameter(i)->type());
+    if (locals.size() != op.operands().size())
+      fail(op.loc, what, fmt::format("passes {} values to @{}, which takes {}", op.operands().size(), body->name(), locals.size()));
+    ir::Op* made = manual_computation(b, op, op.operands(), locals, op.result_types(), std::move(m), [&](ir::Block& region, ir::ValueMap&) {
+      ir::AttrMap attrs;
+      attrs.set("callee", body->name());
+      std::vector<ir::Value*> args;
+      for (const auto& a : region.arguments()) args.push_back(a.get());
+      auto call = std::make_unique<ir::Op>(ir::OpKind::Call, args, body->result_types, std::move(attrs));
+      call->loc = op.loc;
+      return region.append(std::move(call))->results();
+    });
+    made->loc = op.loc;
+    for (size_t i = 0; i < op.num_results(); ++i) replaced_[op.result(i)] = made->result(i);
+    dead_.insert(&op);
+  }
+
+  struct Manual {
+    ir::ShardingList in, out;
+    ir::AxisNames axes;
+  };
+
+  template <size_t N>
+  Manual manual_attrs(const std::pair<const std::optional<ir::AttrMap>*, ir::SourceLoc> (&holders)[N], ir::SourceLoc at,
+                      const std::string& what, bool inputs = true, bool outputs = true) const {
+    auto find = [&](const std::string& key) -> std::pair<const ir::AttrMap*, ir::SourceLoc> {
       for (const auto& [fe, loc] : holders)
         if (*fe && (*fe)->has(key)) return {&**fe, loc};
-      fail(g2l.loc, what, fmt::format("no {} on the fences or the body's call", key));
+      return {nullptr, at};
     };
-    auto [in_fe, in_loc] = pick("xla.sdy.in_shardings");
-    auto [out_fe, out_loc] = pick("xla.sdy.out_shardings");
+    auto pick = [&](const std::string& key) {
+      auto found = find(key);
+      if (found.first == nullptr) fail(at, what, fmt::format("no {} on the fences or the body's call", key));
+      return found;
+    };
+    Manual m;
+    // Without inputs (or outputs) the export may leave their empty list out.
+    auto [in_fe, in_loc] = inputs ? pick("xla.sdy.in_shardings") : find("xla.sdy.in_shardings");
+    auto [out_fe, out_loc] = outputs ? pick("xla.sdy.out_shardings") : find("xla.sdy.out_shardings");
     auto [axes_fe, axes_loc] = pick("xla.sdy.manual_axes");
-    ir::ShardingList in = per_value(*in_fe, "xla.sdy.in_shardings", in_loc, what);
-    ir::ShardingList out = per_value(*out_fe, "xla.sdy.out_shardings", out_loc, what);
-    ir::AxisNames axes = decode<ir::AxisNames>(*axes_fe, "xla.sdy.manual_axes", axes_loc, what, [](Lexer& lx) {
+    if (in_fe) m.in = per_value(*in_fe, "xla.sdy.in_shardings", in_loc, what);
+    if (out_fe) m.out = per_value(*out_fe, "xla.sdy.out_shardings", out_loc, what);
+    m.axes = decode<ir::AxisNames>(*axes_fe, "xla.sdy.manual_axes", axes_loc, what, [](Lexer& lx) {
       lx.expect("#sdy");
       lx.expect("<");
       lx.expect("manual_axes");
@@ -281,28 +399,29 @@ class RoundTrip {
       lx.expect(">");
       return a;
     });
-    // The body: the call, moved into the region, reading the region's arguments.
-    auto region = std::make_unique<ir::Block>();
-    ir::ValueMap map;
-    for (ir::Value* v : g2l.results()) map[v] = region->add_argument(v->type());
-    ir::Op* body_call = ir::clone_op(*region, *call, map);
-    if (call_fe) drop_sdy_keys(body_call->attrs(), *call_fe);
-    auto ret = std::make_unique<ir::Op>(ir::OpKind::Return, body_call->results(), std::vector<ir::Type>{});
-    ret->loc = l2g->loc;
-    region->append(std::move(ret));
-    ir::AttrMap attrs;
-    attrs.set("in_shardings", std::move(in));
-    attrs.set("out_shardings", std::move(out));
-    attrs.set("manual_axes", std::move(axes));
-    auto op = std::make_unique<ir::Op>(ir::OpKind::ManualComputation, g2l.operands(), l2g->result_types(),
-                                       std::move(attrs));
-    op->loc = g2l.loc;
-    op->adopt_region(std::move(region));
-    ir::Op* made = b.insert_before(l2g, std::move(op));
-    for (size_t i = 0; i < l2g->num_results(); ++i) replaced_[l2g->result(i)] = made->result(i);
-    dead_.insert(&g2l), dead_.insert(call), dead_.insert(l2g);
+    return m;
   }
 
+  // An sdy.manual_computation of `operands` before `at`, its region taking `locals` and returning
+  // what `fill` puts in it.
+  template <class Fill>
+  ir::Op* manual_computation(ir::Block& b, const ir::Op& at, const std::vector<ir::Value*>& operands,
+                             const std::vector<ir::Type>& locals, const std::vector<ir::Type>& results, Manual m, Fill fill) {
+    auto region = std::make_unique<ir::Block>();
+    ir::ValueMap map;
+    for (const ir::Type& t : locals) region->add_argument(t);
+    std::vector<ir::Value*> returned = fill(*region, map);
+    auto ret = std::make_unique<ir::Op>(ir::OpKind::Return, returned, std::vector<ir::Type>{});
+    ret->loc = at.loc;
+    region->append(std::move(ret));
+    ir::AttrMap attrs;
+    attrs.set("in_shardings", std::move(m.in));
+    attrs.set("out_shardings", std::move(m.out));
+    attrs.set("manual_axes", std::move(m.axes));
+    auto op = std::make_unique<ir::Op>(ir::OpKind::ManualComputation, operands, results, std::move(attrs));
+    op->adopt_region(std::move(region));
+    return b.insert_before(&at, std::move(op));
+  }
 
   ir::Module& m_;
   std::string file_;

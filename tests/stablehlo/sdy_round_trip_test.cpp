@@ -122,5 +122,70 @@ TEST(SdyRoundTrip, MangledModulesAreReadOrRefused) {
   EXPECT_GT(n.refused, 0);
 }
 
+// The forms XLA's newer exports and its own round-trip tests write, each run against the
+// interpreter of the program as read: shard_map as one custom call naming its body
+// (`@xla.sdy.ManualComputation`, called_computations), a body called twice on one fence's results,
+// a body without inputs (no GlobalToLocalShape) or without results (no LocalToGlobalShape),
+// sharding groups (sdy.sharding_group ops now) and a mesh written inline in a frontend string.
+TEST(SdyRoundTrip, NewerAndRarerShardMapFormsAreRead) {
+  auto m = parse(R"(sdy.mesh @mesh = <["a"=2]>
+func.func @main(%arg0: tensor<8x8xf32>) -> (tensor<8x8xf32>, tensor<8x8xf32>, tensor<8x8xf32>, tensor<4xi64>) {
+  %0 = stablehlo.custom_call @local_xla.sdy.ManualComputation(%arg0) {called_computations = [@local_xla.sdy.manual_computation_body], mhlo.frontend_attributes = {xla.sdy.in_shardings = "#sdy.sharding_per_value<[<@mesh, [{\22a\22}, {}]>]>", xla.sdy.manual_axes = "#sdy<manual_axes{\22a\22}>", xla.sdy.out_shardings = "#sdy.sharding_per_value<[<@mesh, [{\22a\22}, {}]>]>"}} : (tensor<8x8xf32>) -> tensor<8x8xf32>
+  %1 = stablehlo.custom_call @xla.sdy.GlobalToLocalShape(%arg0) {mhlo.frontend_attributes = {xla.sdy.in_shardings = "#sdy.sharding_per_value<[<mesh<[\22a\22=2]>, [{}, {\22a\22}]>]>", xla.sdy.manual_axes = "#sdy<manual_axes{\22a\22}>"}} : (tensor<8x8xf32>) -> tensor<8x4xf32>
+  %2 = call @xla.sdy.body(%1) : (tensor<8x4xf32>) -> tensor<8x4xf32>
+  %3 = stablehlo.custom_call @xla.sdy.LocalToGlobalShape(%2) {mhlo.frontend_attributes = {xla.sdy.manual_axes = "#sdy<manual_axes{\22a\22}>", xla.sdy.out_shardings = "#sdy.sharding_per_value<[<@mesh, [{}, {\22a\22}]>]>"}} : (tensor<8x4xf32>) -> tensor<8x8xf32>
+  %4 = call @xla.sdy.body(%1) : (tensor<8x4xf32>) -> tensor<8x4xf32>
+  %5 = stablehlo.custom_call @xla.sdy.LocalToGlobalShape(%4) {mhlo.frontend_attributes = {xla.sdy.manual_axes = "#sdy<manual_axes{\22a\22}>", xla.sdy.out_shardings = "#sdy.sharding_per_value<[<@mesh, [{}, {\22a\22}]>]>"}} : (tensor<8x4xf32>) -> tensor<8x8xf32>
+  %6 = call @xla.sdy.no_inputs() : () -> tensor<2xi64>
+  %7 = stablehlo.custom_call @xla.sdy.LocalToGlobalShape(%6) {mhlo.frontend_attributes = {xla.sdy.manual_axes = "#sdy<manual_axes{\22a\22}>", xla.sdy.out_shardings = "#sdy.sharding_per_value<[<@mesh, [{\22a\22}]>]>"}} : (tensor<2xi64>) -> tensor<4xi64>
+  stablehlo.custom_call @local_xla.sdy.ShardingGroup(%3, %5) {has_side_effect = true, mhlo.frontend_attributes = {xla.sdy.sharding_group_id = "21 : i64"}} : (tensor<8x8xf32>, tensor<8x8xf32>) -> ()
+  return %0, %3, %5, %7 : tensor<8x8xf32>, tensor<8x8xf32>, tensor<8x8xf32>, tensor<4xi64>
+}
+func.func private @local_xla.sdy.manual_computation_body(%arg0: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  %0 = stablehlo.negate %arg0 : tensor<4x8xf32>
+  return %0 : tensor<4x8xf32>
+}
+func.func private @xla.sdy.body(%arg0: tensor<8x4xf32>) -> tensor<8x4xf32> {
+  %0 = stablehlo.add %arg0, %arg0 : tensor<8x4xf32>
+  return %0 : tensor<8x4xf32>
+}
+func.func private @xla.sdy.no_inputs() -> tensor<2xi64> {
+  %c = stablehlo.constant dense<[2, 3]> : tensor<2xi64>
+  return %c : tensor<2xi64>
+}
+)",
+                 "newer.mlir");
+  std::string s = print(*m);
+  for (const char* gone : {"ManualComputation", "GlobalToLocalShape", "LocalToGlobalShape", "ShardingGroup"})
+    EXPECT_EQ(s.find(gone), std::string::npos) << gone << "\n" << s;
+  size_t manuals = 0;
+  for (size_t at = s.find("sdy.manual_computation("); at != std::string::npos; at = s.find("sdy.manual_computation(", at + 1))
+    ++manuals;
+  EXPECT_EQ(manuals, 4u) << s;
+  EXPECT_NE(s.find("sdy.sharding_group %"), std::string::npos) << s;
+  EXPECT_NE(s.find("group_id=21"), std::string::npos) << s;
+  EXPECT_EQ(print(*parse(s, "printed.mlir")), s);
+  ir::Literal x(ir::f32({8, 8}));
+  for (int64_t i = 0; i < 64; ++i) x.set_double(i, static_cast<double>(i));
+  std::vector<ir::Literal> r = interp::evaluate(*m, "main", {x});
+  ASSERT_EQ(r.size(), 4u);
+  EXPECT_EQ(r[0].get_double(9), -9.0);
+  EXPECT_EQ(r[1].get_double(9), 18.0);
+  EXPECT_EQ(r[2], r[1]);
+  const std::vector<int64_t> no_inputs = {2, 3, 2, 3};
+  EXPECT_EQ(r[3], ir::Literal::from_ints(ir::Type(ir::ElementType::i64, {4}), no_inputs));
+}
+
+// A sharding group gives no value: a program that reads its result is refused where it is
+// written (it was an internal error, its empty tuple replaced by the grouped tensor).
+TEST(SdyRoundTrip, AShardingGroupsResultIsNotRead) {
+  EXPECT_NE(testing::parse_error(R"(func.func @main(%arg0: tensor<8x8xf32>) -> tuple<> {
+  %0 = stablehlo.custom_call @xla.sdy.ShardingGroup(%arg0) {mhlo.frontend_attributes = {xla.sdy.sharding_group_id = "1 : i64"}} : (tensor<8x8xf32>) -> tuple<>
+  return %0 : tuple<>
+}
+)").find("t.mlir:2:3: custom_call @xla.sdy.ShardingGroup: its result is read, but a sharding group gives no value"),
+            std::string::npos);
+}
+
 }  // namespace
 }  // namespace tessera::stablehlo
