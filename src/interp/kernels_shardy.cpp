@@ -77,6 +77,9 @@ ManualAxes manual_axes(const EvalContext& ctx) {
     return m;
   }
   m.mesh = &ctx.state.module->mesh((in.empty() ? out : in)[0].mesh);
+  for (const ir::ShardingList* list : {&out, &in})  // a mesh without axes goes with any (Shardy's rule)
+    for (const ir::Sharding& s : *list)
+      if (const ir::Mesh& mesh = ctx.state.module->mesh(s.mesh); !mesh.axes.empty()) m.mesh = &mesh;
   for (const ir::MeshAxis& axis : m.mesh->axes)
     if (std::find(names.begin(), names.end(), axis.name) != names.end()) {
       m.names.push_back(axis.name);

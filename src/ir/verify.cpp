@@ -373,13 +373,21 @@ struct Verifier {
     if (auto outside = captures_of(o); !outside.empty())
       fail("{}: its body reads a {} defined outside it; the body of a manual computation sees only its "
            "arguments (pass the value as an operand)", where(), to_string(outside[0]->type()));
-    const Sharding* any = !in.empty() ? &in[0] : !out.empty() ? &out[0] : nullptr;
-    if (any == nullptr) return;
+    const Sharding* any = nullptr;  // the first layout on a mesh with axes
+    for (const ShardingList* list : {&in, &out})
+      for (const Sharding& s : *list)
+        if (any == nullptr && !module.mesh(s.mesh).axes.empty()) any = &s;
+    if (any == nullptr) any = !in.empty() ? &in[0] : !out.empty() ? &out[0] : nullptr;
+    if (any == nullptr) {
+      if (!manual.empty()) fail("{} names manual axes but has no operands or results, whose layouts say the mesh", where());
+      return;
+    }
     const Mesh& mesh = module.mesh(any->mesh);
+    // (a mesh without axes, which splits nothing, goes with any: Shardy's rule)
     for (const ShardingList* list : {&in, &out})
       for (const Sharding& s : *list) {
         const Mesh& other = module.mesh(s.mesh);
-        if (other.axes != mesh.axes || other.device_ids != mesh.device_ids)
+        if (!other.axes.empty() && (other.axes != mesh.axes || other.device_ids != mesh.device_ids))
           fail("{}: its in and out shardings name meshes @{} and @{}; they must all be on one mesh", where(), mesh.name,
                other.name);
       }

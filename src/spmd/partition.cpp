@@ -240,6 +240,16 @@ Partitioned partition(const ir::Module& module, const ir::Function& fn, ir::Modu
     info.mesh = one.name;
   }
   info.num_devices = std::max(info.num_devices, devices_needed(scratch, flat));
+  // An argument is handed to the devices of its layout's mesh: one over fewer devices than the
+  // function runs on (an argument on 3 devices, a result on 6) leaves the others without it (an
+  // internal error, or a collective's 60 s wait). JAX refuses shardings on other device sets. A
+  // mesh without axes splits nothing and goes with any.
+  for (size_t i = 0; i < flat.num_parameters(); ++i)
+    if (auto s = flat.arg_sharding(i))
+      if (const ir::Mesh* m = scratch.find_mesh(s->mesh); m && !is_maximal(*m) && !m->axes.empty() &&
+                                                          m->num_devices() < info.num_devices)
+        support::fail("@{}: argument {} is laid out on mesh @{} of {} devices, but the function runs on {} (an "
+                      "argument's mesh must span every device)", fn.name(), i, s->mesh, m->num_devices(), info.num_devices);
   ShardingMap sm = propagate(scratch, flat);
   copy_meshes(scratch, into);
   Partitioner(scratch, flat, sm, into, info, options).run();

@@ -86,8 +86,15 @@ void Partitioner::manual(const Op& op, Builder& b) {
   const auto& out = op.attrs().get<ir::ShardingList>("out_shardings");
   const auto& axes = op.attrs().get<ir::AxisNames>("manual_axes");
   auto is_manual = [&](const AxisRef& a) { return std::find(axes.begin(), axes.end(), a.name) != axes.end(); };
+  // A layout on a mesh without axes (Shardy allows one beside the computation's mesh) splits
+  // nothing: it is read on the computation's mesh.
+  std::string mesh;
+  for (const ir::ShardingList* list : {&in, &out})
+    for (const Sharding& s : *list)
+      if (mesh.empty() && !gm_.mesh(s.mesh).axes.empty()) mesh = s.mesh;
   auto manual_part = [&](const Sharding& s, std::string_view what, size_t i) {
     Sharding m = s;
+    if (!mesh.empty() && gm_.mesh(s.mesh).axes.empty()) m.mesh = mesh;
     for (auto& d : m.dims) {
       auto free = std::find_if(d.axes.begin(), d.axes.end(), [&](const AxisRef& a) { return !is_manual(a); });
       if (std::any_of(free, d.axes.end(), is_manual))

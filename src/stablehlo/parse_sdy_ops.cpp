@@ -196,8 +196,25 @@ void parse_named_computation(Parser& p, OpText& op) {
     where(shardings_at, fmt::format("{} in_shardings for {} operands", ins->size(), op.operands.size()));
   if (outs && outs->size() != op.result_types.size())
     where(shardings_at, fmt::format("{} out_shardings for {} results", outs->size(), op.result_types.size()));
-  for (size_t i = 0; ins && i < ins->size(); ++i) fn.arg_attrs[i].set("sdy.sharding", (*ins)[i]);
-  for (size_t i = 0; outs && i < outs->size(); ++i) fn.result_attrs[i].set("sdy.sharding", (*outs)[i]);
+  // Each layout must fit its value and name a mesh of the module (checked here, at the op, rather
+  // than by the verifier at the function the op becomes).
+  auto fits = [&](const ir::Sharding& s, const ir::Type& t, const std::string& what) {
+    const ir::Mesh* mesh = p.module.find_mesh(s.mesh);
+    if (mesh == nullptr) where(shardings_at, fmt::format("{} names mesh @{}, which the module does not declare", what, s.mesh));
+    try {
+      ir::validate(s, *mesh, t, what);
+    } catch (const support::UserError& e) {
+      where(shardings_at, e.what());
+    }
+  };
+  for (size_t i = 0; ins && i < ins->size(); ++i) {
+    fits((*ins)[i], op.operands[i]->type(), fmt::format("in_shardings[{}]", i));
+    fn.arg_attrs[i].set("sdy.sharding", (*ins)[i]);
+  }
+  for (size_t i = 0; outs && i < outs->size(); ++i) {
+    fits((*outs)[i], op.result_types[i], fmt::format("out_shardings[{}]", i));
+    fn.result_attrs[i].set("sdy.sharding", (*outs)[i]);
+  }
 }
 
 }  // namespace tessera::stablehlo

@@ -6,6 +6,7 @@
 
 #include "interp/interpreter.h"
 #include "ir/builder.h"
+#include "ir/entry.h"
 #include "runtime/session.h"
 #include "stablehlo/parser.h"
 #include "stablehlo/printer.h"
@@ -107,6 +108,24 @@ func.func private @mm(%a: tensor<8x6xf32> {sdy.sharding = #sdy.sharding<@mesh, [
   std::string report = run_both(*m, 4);
   EXPECT_NE(report.find("%arg0: tensor<8x6xf32> -> piece 2x6"), std::string::npos) << report;
   EXPECT_NE(report.find("collectives: 0"), std::string::npos) << report;
+}
+
+// A named computation called "main" becomes a private @main: the module's entry is still its public
+// function (tools ran the computation's body as the program).
+TEST(Calls, ANamedComputationCalledMainIsNoEntry) {
+  auto m = stablehlo::parse(R"(func.func @entry(%arg0: tensor<4xi32>) -> tensor<4xi32> {
+  %0 = sdy.named_computation<"main">(%arg0) (%x: tensor<4xi32>) {
+    %1 = stablehlo.negate %x : tensor<4xi32>
+    sdy.return %1 : tensor<4xi32>
+  } : (tensor<4xi32>) -> tensor<4xi32>
+  %2 = stablehlo.add %0, %arg0 : tensor<4xi32>
+  return %2 : tensor<4xi32>
+}
+)",
+                            "main.mlir");
+  ASSERT_NE(m->find_function("main"), nullptr);
+  EXPECT_FALSE(m->find_function("main")->is_public);
+  EXPECT_EQ(ir::entry_function(*m).name(), "entry");
 }
 
 }  // namespace

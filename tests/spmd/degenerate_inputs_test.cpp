@@ -149,5 +149,69 @@ func.func @main(%x: tensor<4xf32> {sdy.sharding = #sdy.sharding<@m, [{"x"}]>}) -
       << message;
 }
 
+// Arguments over some of the devices only (Shardy's @operands_different_meshes_not_propagated, and
+// the meshes of mesh_parse_print.mlir): an argument on 3 devices, a result on 6, left devices 3-5
+// without the argument (an internal error, or a 60 s wait on a collective). Refused by name, as
+// JAX refuses shardings on other device sets; a mesh without axes splits nothing and may mix.
+TEST(DegenerateInputs, MeshesOfOtherDeviceCountsAreRefused) {
+  auto m = stablehlo::parse(R"(sdy.mesh @mesh_a_3 = <["a"=3]>
+sdy.mesh @mesh_a_6 = <["a"=6]>
+sdy.mesh @one = <["b"=1]>
+sdy.mesh @none = <[]>
+func.func @main(%arg0: tensor<8x8xf32> {sdy.sharding = #sdy.sharding<@mesh_a_3, [{"a", ?}, {?}]>}) -> (tensor<8x8xf32> {sdy.sharding = #sdy.sharding<@mesh_a_6, [{?}, {?}]>}) {
+  %0 = stablehlo.tanh %arg0 : tensor<8x8xf32>
+  return %0 : tensor<8x8xf32>
+}
+func.func @one(%arg0: tensor<8x8xf32> {sdy.sharding = #sdy.sharding<@one, [{"b"}, {}]>}) -> (tensor<8x8xf32> {sdy.sharding = #sdy.sharding<@mesh_a_6, [{"a"}, {}]>}) {
+  return %arg0 : tensor<8x8xf32>
+}
+func.func @mixed(%arg0: tensor<8x8xf32> {sdy.sharding = #sdy.sharding<@none, [{}, {}]>}) -> (tensor<8x8xf32> {sdy.sharding = #sdy.sharding<@mesh_a_6, [{"a"}, {}]>}) {
+  %0 = stablehlo.tanh %arg0 : tensor<8x8xf32>
+  return %0 : tensor<8x8xf32>
+}
+)",
+                            "meshes.mlir");
+  runtime::Session s = runtime::Session::host(6);
+  std::string message = "<no error>";
+  try {
+    s.compile(*m, "main");
+  } catch (const support::UserError& e) {
+    message = e.what();
+  }
+  EXPECT_NE(message.find("@main: argument 0 is laid out on mesh @mesh_a_3 of 3 devices, but the function runs on 6"),
+            std::string::npos) << message;
+  message = "<no error>";
+  try {
+    s.compile(*m, "one");
+  } catch (const support::UserError& e) {
+    message = e.what();
+  }
+  EXPECT_NE(message.find("@one: argument 0 is laid out on mesh @one of 1 devices, but the function runs on 6"),
+            std::string::npos) << message;
+  Literal x(f32({8, 8}));
+  for (int64_t i = 0; i < x.num_elements(); ++i) x.set_double(i, static_cast<double>(i % 5));
+  runtime::CompiledProgram p = s.compile(*m, "mixed");
+  EXPECT_EQ(s.run_sharded(p, {x}), interp::evaluate(*m, "mixed", {x}));
+}
+
+// A manual computation may lay an operand out on a mesh without axes beside its own mesh (Shardy's
+// manual_axes_cleanup.mlir): it splits nothing.
+TEST(DegenerateInputs, AManualComputationTakesALayoutOnAMeshWithoutAxes) {
+  auto m = stablehlo::parse(R"(sdy.mesh @empty_mesh = <[]>
+sdy.mesh @mesh_xyz = <["z"=2, "x"=2, "y"=2]>
+func.func @main(%arg0: tensor<8xf32>) -> tensor<8xf32> {
+  %0 = sdy.manual_computation(%arg0) in_shardings=[<@empty_mesh, [{}]>] out_shardings=[<@mesh_xyz, [{"x"}]>] manual_axes={"y", "x"} (%arg1: tensor<8xf32>) {
+    %1 = stablehlo.slice %arg1 [0:4] : (tensor<8xf32>) -> tensor<4xf32>
+    sdy.return %1 : tensor<4xf32>
+  } : (tensor<8xf32>) -> tensor<8xf32>
+  return %0 : tensor<8xf32>
+}
+)",
+                            "empty_mesh.mlir");
+  Literal x(f32({8}));
+  for (int64_t i = 0; i < 8; ++i) x.set_double(i, static_cast<double>(i));
+  run_both(*m, 8, {x});
+}
+
 }  // namespace
 }  // namespace tessera::spmd

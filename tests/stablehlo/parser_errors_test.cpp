@@ -288,6 +288,12 @@ const std::vector<Bad>& corpus() {
        "  %0 = sdy.named_computation<\"g\">(%a) in_shardings=[<@m, [{}]>, <@m, [{}]>] (%b: tensor<8xf32>) {\n"
        "    sdy.return %b : tensor<8xf32>\n  } : (tensor<8xf32>) -> tensor<8xf32>\n  return %0 : tensor<8xf32>\n}\n",
        "t.mlir:3:39: sdy.named_computation<\"g\">: 2 in_shardings for 1 operands"},
+      {"named_computation_sharding_rank",
+       "sdy.mesh @m = <[\"x\"=2]>\nfunc.func @f(%a: tensor<8xf32>) -> tensor<8xf32> {\n"
+       "  %0 = sdy.named_computation<\"g\">(%a) in_shardings=[<@m, [{\"x\"}, {}]>] (%b: tensor<8xf32>) {\n"
+       "    sdy.return %b : tensor<8xf32>\n  } : (tensor<8xf32>) -> tensor<8xf32>\n  return %0 : tensor<8xf32>\n}\n",
+       "t.mlir:3:39: sdy.named_computation<\"g\">: sharding of in_shardings[0]: has 2 dimension shardings for "
+       "tensor<8xf32> of rank 1"},
       {"named_computation_argument_type",
        "func.func @f(%a: tensor<8xf32>) -> tensor<8xf32> {\n"
        "  %0 = sdy.named_computation<\"g\">(%a) (%b: tensor<4xf32>) {\n"

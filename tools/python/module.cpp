@@ -12,6 +12,7 @@
 #include <memory>
 #include <sstream>
 
+#include "ir/entry.h"
 #include "runtime/session.h"
 #include "stablehlo/parser.h"
 #include "stablehlo/printer.h"
@@ -33,14 +34,7 @@ struct Module {
 };
 
 const ir::Function& entry(const ir::Module& m, const std::optional<std::string>& name) {
-  if (name) {
-    if (const ir::Function* f = m.find_function(*name)) return *f;
-    fail("the module has no function @{}", *name);
-  }
-  if (const ir::Function* f = m.find_function("main")) return *f;
-  for (const auto& f : m.functions)
-    if (f->is_public) return *f;
-  fail("the module has no public function");
+  return ir::entry_function(m, name.value_or(""));
 }
 
 // A copy of `module` whose mesh has the axes `mesh` gives ({"data": 4}); the module itself is not

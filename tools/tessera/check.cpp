@@ -14,6 +14,7 @@
 #include "comm/parallel.h"
 #include "exec/executable.h"
 #include "interp/interpreter.h"
+#include "ir/entry.h"
 #include "ir/effects.h"
 #include "spmd/partition.h"
 #include "stablehlo/parser.h"
@@ -41,10 +42,15 @@ std::filesystem::path probe_folder(const CheckOptions& o, const std::string& pat
 }
 
 std::vector<const ir::Function*> cases_of(const ir::Module& m) {
-  if (const ir::Function* main = m.find_function("main")) return {main};
+  // A public @main (a private one is a callee: the body of a named computation called "main"), else
+  // the public functions without parameters, else the module's entry (ir/entry.h).
+  const ir::Function* main = m.find_function("main");
+  if (main && main->is_public) return {main};
   std::vector<const ir::Function*> out;
   for (const auto& f : m.functions)
     if (f->is_public && f->num_parameters() == 0) out.push_back(f.get());
+  if (out.empty() && (main != nullptr || std::any_of(m.functions.begin(), m.functions.end(), [](const auto& f) { return f->is_public; })))
+    out.push_back(&ir::entry_function(m));  // a module to run whole
   return out;
 }
 

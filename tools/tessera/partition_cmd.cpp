@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "exec/executable.h"
+#include "ir/entry.h"
 #include "interp/npy.h"
 #include "runtime/checkpoint.h"
 #include "runtime/session.h"
@@ -49,16 +50,7 @@ std::unique_ptr<ir::Module> load(const std::string& path, const std::string& mes
   return m;
 }
 
-const ir::Function& entry(const ir::Module& m, const std::string& name) {
-  if (!name.empty()) {
-    if (const ir::Function* f = m.find_function(name)) return *f;
-    fail("no function @{}", name);
-  }
-  if (const ir::Function* f = m.find_function("main")) return *f;
-  for (const auto& f : m.functions)
-    if (f->is_public) return *f;
-  fail("the module has no public function");
-}
+const ir::Function& entry(const ir::Module& m, const std::string& name) { return ir::entry_function(m, name); }
 
 // An --input file: .npy (untyped ml_dtypes elements read as the parameter's type), or a
 // .safetensors file holding one array, or FILE.safetensors:NAME for one array of several.
