@@ -10,8 +10,11 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 build=${BUILD:-$root/build-bench}
 if [ "${UNSET_OPENBLAS:-0}" = 1 ]; then unset OPENBLAS_CORETYPE OPENBLAS_L2_SIZE; fi
 source "$root/bench/machine.sh"
-cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release >/dev/null
-cmake --build "$build" -j "${JOBS:-2}" --target train_step_bench >/dev/null
+# SKIP_BUILD=1 runs the train_step_bench already in $BUILD (a build of another type, as it is).
+if [ "${SKIP_BUILD:-0}" != 1 ]; then
+  cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release >/dev/null
+  cmake --build "$build" -j "${JOBS:-2}" --target train_step_bench >/dev/null
+fi
 python=${PYTHON:-/usr/bin/python3}
 #        name   vocab d_model layers heads kv ffn batch seq steps
 configs=("tiny   256   64      2      8     4  172 8     16  30"
