@@ -1,6 +1,7 @@
 // Shape rules of calls and of the test harness ops of StableHLO's interpreter tests (check.*,
 // interpreter.run_parallel). Calls take their result types from the text; whether the callee
 // exists and agrees is checked by verify(), which sees the module.
+#include "ir/shape_polymorphic.h"
 #include "ir/shape_rules.h"
 #include "ir/effects.h"
 
@@ -12,7 +13,10 @@ using Types = std::vector<Type>;
 Types declared_only(const ShapeQuery& q) { return {q.declared.begin(), q.declared.end()}; }
 
 Types compares_two(const ShapeQuery& q) {
-  if (q.operands[0] != q.operands[1])
+  // A '?' dimension compares with any size (a dynamic value with the static one expected).
+  const Type& a = q.operands[0];
+  const Type& b = q.operands[1];
+  if (a != b && !compatible_types(std::span(&a, 1), std::span(&b, 1)) && !compatible_types(std::span(&b, 1), std::span(&a, 1)))
     reject(q, "compares {} with {}", to_string(q.operands[0]), to_string(q.operands[1]));
   return {};
 }

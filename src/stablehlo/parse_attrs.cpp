@@ -302,6 +302,7 @@ ir::Attribute parse_attribute(Lexer& lx, const std::string& name) {
       return to_matrix(lx, at, lit);
     return lit;
   }
+  if (lx.try_consume("#stablehlo.replica_group_mesh_axes")) return parse_replica_group_mesh_axes(lx);
   if (name == "programs" && lx.peek() == '[') {  // [[@f, @g], [@f, @g]]
     ir::SymbolGrid grid;
     lx.expect("[");

@@ -37,6 +37,9 @@ ir::AttrMap parse_attr_dict(Lexer& lx);
 ir::Sharding parse_sharding_body(Lexer& lx);
 // After "sdy.mesh @name =": "<["x"=2, "y"=4]>" or with ", device_ids=[...]".
 ir::Mesh parse_mesh_body(Lexer& lx, std::string name);
+// After "#stablehlo.replica_group_mesh_axes": the dense replica groups it stands for
+// (parse_replica_groups.cpp).
+ir::IntMatrix parse_replica_group_mesh_axes(Lexer& lx);
 // "[<@m, [...]>, <@m, [...]>]".
 ir::ShardingList parse_sharding_list(Lexer& lx);
 // {"a", "b"}: axis names of manual_axes.

@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <complex>
 #include <limits>
 #include <numbers>
 
@@ -174,6 +175,23 @@ TEST(Special, ShapeRuleMessages) {
   has(binary_error("zeta", "tensor<2xf32>", "tensor<2xf64>"),
       "chlo.zeta: operand 1 has type tensor<2xf64>, but operand 0 has type tensor<2xf32>");
   has(binary_error("zeta", "tensor<2xcomplex<f32>>", "tensor<2xcomplex<f32>>"), "chlo.zeta: operand 0 has type");
+}
+
+// chlo.square of a complex number far out: (a - b)(a + b) + 2abi, where a*a - b*b was inf - inf
+// (NaN); |a| = |b| gives an exact 0 real part.
+TEST(Special, ComplexSquaresFarOutStayFinitePartsOrInfinities) {
+  auto r = run_main(R"(
+func.func @main() -> tensor<3xcomplex<f64>> {
+  %z = stablehlo.constant dense<[(1.0e+155, 2.0e+155), (1.0e+308, 1.0e+308), (1.0e+308, -1.0e+308)]> : tensor<3xcomplex<f64>>
+  %r = chlo.square %z : tensor<3xcomplex<f64>> -> tensor<3xcomplex<f64>>
+  return %r : tensor<3xcomplex<f64>>
+}
+)");
+  const std::complex<double> want[] = {{-kInf, kInf}, {0.0, kInf}, {0.0, -kInf}};
+  for (int64_t i = 0; i < 3; ++i) {
+    std::complex<double> got = r[0].get_complex(i);
+    EXPECT_EQ(got, want[i]) << "element " << i << ": (" << got.real() << ", " << got.imag() << ")";
+  }
 }
 
 }  // namespace

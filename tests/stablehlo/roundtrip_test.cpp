@@ -515,5 +515,40 @@ func.func @main(%a: !t, %b: tensor<3x4xf32>) -> tensor<2x4xf32> {
   }
 }
 
+// The spec's ReplicaGroupMeshAxes reads as the dense groups it stands for: the devices that differ
+// only along the listed axes (or sub-axes), ordered by their coordinates along them, named by the
+// mesh's device ids. (It was kept as opaque text, and the collectives ran over every process.)
+TEST(Parse, ReplicaGroupMeshAxesAreTheirGroups) {
+  auto groups = [](const std::string& mesh, const std::string& axes) {
+    auto m = parse("func.func @main(%a: tensor<1xi64>) -> tensor<1xi64> {\n"
+                   "  %0 = \"stablehlo.all_reduce\"(%a) ({\n  ^bb0(%x: tensor<i64>, %y: tensor<i64>):\n"
+                   "    %s = stablehlo.add %x, %y : tensor<i64>\n    stablehlo.return %s : tensor<i64>\n"
+                   "  }) {replica_groups = #stablehlo.replica_group_mesh_axes<mesh = " + mesh + ", axes = [" + axes +
+                       "]>} : (tensor<1xi64>) -> tensor<1xi64>\n  return %0 : tensor<1xi64>\n}\n",
+                   "groups.mlir");
+    return m->find_function("main")->body().ops()[0]->attrs().get<IntMatrix>("replica_groups").to_rows();
+  };
+  const std::string x2y4 = "#stablehlo.mesh<axes = [#stablehlo.mesh_axis<name = \"x\", size = 2>, "
+                           "#stablehlo.mesh_axis<name = \"y\", size = 4>]>";
+  using Rows = std::vector<std::vector<int64_t>>;
+  // The spec interpreter's @mesh_axes_subaxis: y's first sub-axis of 2 pairs y with y + 2.
+  EXPECT_EQ(groups(x2y4, "#stablehlo.axis_ref<name = \"y\", sub_axis_info = (1)2>"), (Rows{{0, 2}, {1, 3}, {4, 6}, {5, 7}}));
+  EXPECT_EQ(groups(x2y4, "#stablehlo.axis_ref<name = \"y\", sub_axis_info = (2)2>"), (Rows{{0, 1}, {2, 3}, {4, 5}, {6, 7}}));
+  EXPECT_EQ(groups(x2y4, "#stablehlo.axis_ref<name = \"x\">"), (Rows{{0, 4}, {1, 5}, {2, 6}, {3, 7}}));
+  EXPECT_EQ(groups(x2y4, "#stablehlo.axis_ref<name = \"y\">, #stablehlo.axis_ref<name = \"x\">"),
+            (Rows{{0, 4, 1, 5, 2, 6, 3, 7}}));
+  EXPECT_EQ(groups("#stablehlo.mesh<axes = [#stablehlo.mesh_axis<name = \"x\", size = 2>, #stablehlo.mesh_axis<name = "
+                   "\"y\", size = 2>], device_ids = [3, 2, 1, 0]>",
+                   "#stablehlo.axis_ref<name = \"x\">"),
+            (Rows{{3, 1}, {2, 0}}));
+  std::string e = "<no error>";
+  try {
+    groups(x2y4, "#stablehlo.axis_ref<name = \"z\">");
+  } catch (const ParseError& err) {
+    e = err.what();
+  }
+  EXPECT_NE(e.find("#stablehlo.replica_group_mesh_axes: the mesh has no axis \"z\""), std::string::npos) << e;
+}
+
 }  // namespace
 }  // namespace tessera::stablehlo

@@ -157,6 +157,20 @@ TEST(Check, ACaseThatChecksNothingFailsAndAnEmptyFileToo) {
   EXPECT_NE(r.output.find("no test cases"), std::string::npos) << r.output;
 }
 
+// check.expect_eq of a dynamic value with the static one expected (StableHLO's dynamic_iota.mlir):
+// a '?' compares with any size.
+TEST(Check, ADynamicValueComparesWithAStaticExpectation) {
+  CheckRun r = run(write_temp("dynamic_iota.mlir", R"(func.func @dyn() {
+  %shape = stablehlo.constant dense<[3, 4]> : tensor<2xi64>
+  %0 = stablehlo.dynamic_iota %shape, dim = 0 : (tensor<2xi64>) -> tensor<?x?xi64>
+  %expected = stablehlo.constant dense<[[0, 0, 0, 0], [1, 1, 1, 1], [2, 2, 2, 2]]> : tensor<3x4xi64>
+  "check.expect_eq"(%0, %expected) : (tensor<?x?xi64>, tensor<3x4xi64>) -> ()
+  func.return
+}
+)"));
+  EXPECT_EQ(r.counts.passed, 1) << r.output;
+}
+
 // A bounded '?' is made 3 without its bound (a static dimension has none): the sort's result was
 // an internal error, its kernel keeping the argument's bound where the refined type has none.
 TEST(Check, ABoundedDimensionRunsAsAStaticOne) {
