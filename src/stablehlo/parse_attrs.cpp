@@ -163,22 +163,6 @@ ir::IntMatrix to_matrix(Lexer& lx, Location at, const ir::Literal& lit) {
   return m;
 }
 
-// key = [1, 2] or key = 3 inside #stablehlo.dot<...> and friends (a comma may end the list, as
-// StableHLO's struct attribute parser allows).
-template <typename F>
-void parse_fields(Lexer& lx, F&& field) {
-  lx.expect("<");
-  if (lx.try_consume(">")) return;
-  do {
-    if (lx.peek() == '>') break;
-    Location at = lx.location();
-    std::string key = lx.identifier();
-    lx.expect("=");
-    if (!field(key)) lx.error_at(at, fmt::format("unknown field '{}'", key));
-  } while (lx.try_consume(","));
-  lx.expect(">");
-}
-
 ir::AxisRef parse_axis_ref(Lexer& lx) {
   std::string name = lx.string_literal();
   if (!lx.try_consume(":")) return ir::AxisRef(name);

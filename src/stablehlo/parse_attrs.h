@@ -37,6 +37,24 @@ ir::AttrMap parse_attr_dict(Lexer& lx);
 ir::Sharding parse_sharding_body(Lexer& lx);
 // After "sdy.mesh @name =": "<["x"=2, "y"=4]>" or with ", device_ids=[...]".
 ir::Mesh parse_mesh_body(Lexer& lx, std::string name);
+
+// `<key = value, ...>` inside #stablehlo.dot<...> and friends, `field(key)` reading each value and
+// saying whether it knows the key (a comma may end the list, as StableHLO's struct attribute
+// parser allows).
+template <typename F>
+void parse_fields(Lexer& lx, F&& field) {
+  lx.expect("<");
+  if (lx.try_consume(">")) return;
+  do {
+    if (lx.peek() == '>') break;
+    lx.skip_space();
+    Location at = lx.location();
+    std::string key = lx.identifier();
+    lx.expect("=");
+    if (!field(key)) lx.error_at(at, fmt::format("unknown field '{}'", key));
+  } while (lx.try_consume(","));
+  lx.expect(">");
+}
 // After "#stablehlo.replica_group_mesh_axes": the dense replica groups it stands for
 // (parse_replica_groups.cpp).
 ir::IntMatrix parse_replica_group_mesh_axes(Lexer& lx);

@@ -24,30 +24,15 @@ struct AxisRefText {
   int64_t pre_size = 1, size = 0;  // size 0: the whole axis
 };
 
-// `<key = value, ...>` with `field(key)` reading each value.
-template <typename F>
-void fields(Lexer& lx, F&& field) {
-  lx.expect("<");
-  do {
-    if (lx.peek() == '>') break;
-    lx.skip_space();
-    Location at = lx.location();
-    std::string key = lx.identifier();
-    lx.expect("=");
-    if (!field(key)) lx.error_at(at, fmt::format("unknown field '{}'", key));
-  } while (lx.try_consume(","));
-  lx.expect(">");
-}
-
 ir::Mesh parse_stablehlo_mesh(Lexer& lx) {
   ir::Mesh m;
-  fields(lx, [&](const std::string& key) {
+  parse_fields(lx, [&](const std::string& key) {
     if (key == "axes") {
       lx.expect("[");
       lx.list_until("]", [&] {
         lx.expect("#stablehlo.mesh_axis");
         ir::MeshAxis a;
-        fields(lx, [&](const std::string& k) {
+        parse_fields(lx, [&](const std::string& k) {
           if (k == "name") a.name = lx.string_literal();
           else if (k == "size") a.size = lx.integer();
           else return false;
@@ -83,7 +68,7 @@ ir::IntMatrix parse_replica_group_mesh_axes(Lexer& lx) {
   ir::Mesh mesh;
   std::vector<AxisRefText> refs;
   bool has_mesh = false;
-  fields(lx, [&](const std::string& key) {
+  parse_fields(lx, [&](const std::string& key) {
     if (key == "mesh") {
       lx.skip_space();
       Location m_at = lx.location();
@@ -102,7 +87,7 @@ ir::IntMatrix parse_replica_group_mesh_axes(Lexer& lx) {
       lx.list_until("]", [&] {
         lx.expect("#stablehlo.axis_ref");
         AxisRefText r;
-        fields(lx, [&](const std::string& k) {
+        parse_fields(lx, [&](const std::string& k) {
           if (k == "name") {
             r.name = lx.string_literal();
           } else if (k == "sub_axis_info") {  // (pre_size)size
