@@ -18,6 +18,7 @@
 #include <set>
 
 #include "interp/kernels.h"
+#include "ir/manual_mesh.h"
 
 namespace tessera::interp {
 
@@ -66,20 +67,15 @@ struct ManualAxes {
 };
 
 ManualAxes manual_axes(const EvalContext& ctx) {
-  const auto& in = ctx.op.attrs().get<ir::ShardingList>("in_shardings");
   const auto& names = ctx.op.attrs().get<ir::AxisNames>("manual_axes");
   if (ctx.state.module == nullptr)
     ctx.fail("needs the module's meshes: evaluate it with evaluate(module, name, ...) or Options.module");
-  const auto& out = ctx.op.attrs().get<ir::ShardingList>("out_shardings");
   ManualAxes m;
-  if (in.empty() && out.empty()) {  // nothing in or out: the body runs once, on nothing
+  m.mesh = ir::manual_mesh(*ctx.state.module, ctx.op);
+  if (m.mesh == nullptr) {  // nothing in or out: the body runs once, on nothing
     if (!names.empty()) ctx.fail("names manual axes but has no operands or results, whose layouts say the mesh");
     return m;
   }
-  m.mesh = &ctx.state.module->mesh((in.empty() ? out : in)[0].mesh);
-  for (const ir::ShardingList* list : {&out, &in})  // a mesh without axes goes with any (Shardy's rule)
-    for (const ir::Sharding& s : *list)
-      if (const ir::Mesh& mesh = ctx.state.module->mesh(s.mesh); !mesh.axes.empty()) m.mesh = &mesh;
   for (const ir::MeshAxis& axis : m.mesh->axes)
     if (std::find(names.begin(), names.end(), axis.name) != names.end()) {
       m.names.push_back(axis.name);

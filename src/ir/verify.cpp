@@ -7,6 +7,7 @@
 #include <set>
 
 #include "ir/effects.h"
+#include "ir/manual_mesh.h"
 #include "ir/module.h"
 #include "ir/scan.h"
 #include "ir/shape_rules.h"
@@ -373,16 +374,12 @@ struct Verifier {
     if (auto outside = captures_of(o); !outside.empty())
       fail("{}: its body reads a {} defined outside it; the body of a manual computation sees only its "
            "arguments (pass the value as an operand)", where(), to_string(outside[0]->type()));
-    const Sharding* any = nullptr;  // the first layout on a mesh with axes
-    for (const ShardingList* list : {&in, &out})
-      for (const Sharding& s : *list)
-        if (any == nullptr && !module.mesh(s.mesh).axes.empty()) any = &s;
-    if (any == nullptr) any = !in.empty() ? &in[0] : !out.empty() ? &out[0] : nullptr;
-    if (any == nullptr) {
+    const Mesh* own = manual_mesh(module, o);
+    if (own == nullptr) {
       if (!manual.empty()) fail("{} names manual axes but has no operands or results, whose layouts say the mesh", where());
       return;
     }
-    const Mesh& mesh = module.mesh(any->mesh);
+    const Mesh& mesh = *own;
     // (a mesh without axes, which splits nothing, goes with any: Shardy's rule)
     for (const ShardingList* list : {&in, &out})
       for (const Sharding& s : *list) {

@@ -7,6 +7,7 @@
 #include <unordered_map>
 #include "ir/builder.h"
 #include "ir/clone.h"
+#include "ir/manual_mesh.h"
 #include "spmd/assign.h"
 #include "spmd/combine.h"
 #include "spmd/factor_rule.h"
@@ -88,13 +89,10 @@ void Partitioner::manual(const Op& op, Builder& b) {
   auto is_manual = [&](const AxisRef& a) { return std::find(axes.begin(), axes.end(), a.name) != axes.end(); };
   // A layout on a mesh without axes (Shardy allows one beside the computation's mesh) splits
   // nothing: it is read on the computation's mesh.
-  std::string mesh;
-  for (const ir::ShardingList* list : {&in, &out})
-    for (const Sharding& s : *list)
-      if (mesh.empty() && !gm_.mesh(s.mesh).axes.empty()) mesh = s.mesh;
+  const ir::Mesh* own = ir::manual_mesh(gm_, op);
   auto manual_part = [&](const Sharding& s, std::string_view what, size_t i) {
     Sharding m = s;
-    if (!mesh.empty() && gm_.mesh(s.mesh).axes.empty()) m.mesh = mesh;
+    if (!own->axes.empty() && gm_.mesh(s.mesh).axes.empty()) m.mesh = own->name;
     for (auto& d : m.dims) {
       auto free = std::find_if(d.axes.begin(), d.axes.end(), [&](const AxisRef& a) { return !is_manual(a); });
       if (std::any_of(free, d.axes.end(), is_manual))

@@ -320,7 +320,8 @@ class RoundTrip {
     if (g2l)
       for (ir::Value* v : g2l->results()) locals.push_back(v->type());
     const ir::Op& place = l2g ? *l2g : call;
-    ir::Op* made = manual_computation(b, place, operands, locals, l2g ? l2g->result_types() : std::vector<ir::Type>{}, std::move(m), [&](ir::Block& region, ir::ValueMap& map) {
+    ir::Op* made = manual_computation(b, place, operands, locals, l2g ? l2g->result_types() : std::vector<ir::Type>{}, std::move(m), [&](ir::Block& region) {
+      ir::ValueMap map;
       if (g2l)
         for (size_t i = 0; i < g2l->num_results(); ++i) map[g2l->result(i)] = region.argument(i);
       ir::Op* body_call = ir::clone_op(region, call, map);
@@ -352,7 +353,7 @@ class RoundTrip {
     for (size_t i = 0; i < body->num_parameters(); ++i) locals.push_back(body->parameter(i)->type());
     if (locals.size() != op.operands().size())
       fail(op.loc, what, fmt::format("passes {} values to @{}, which takes {}", op.operands().size(), body->name(), locals.size()));
-    ir::Op* made = manual_computation(b, op, op.operands(), locals, op.result_types(), std::move(m), [&](ir::Block& region, ir::ValueMap&) {
+    ir::Op* made = manual_computation(b, op, op.operands(), locals, op.result_types(), std::move(m), [&](ir::Block& region) {
       ir::AttrMap attrs;
       attrs.set("callee", body->name());
       std::vector<ir::Value*> args;
@@ -408,9 +409,8 @@ class RoundTrip {
   ir::Op* manual_computation(ir::Block& b, const ir::Op& at, const std::vector<ir::Value*>& operands,
                              const std::vector<ir::Type>& locals, const std::vector<ir::Type>& results, Manual m, Fill fill) {
     auto region = std::make_unique<ir::Block>();
-    ir::ValueMap map;
     for (const ir::Type& t : locals) region->add_argument(t);
-    std::vector<ir::Value*> returned = fill(*region, map);
+    std::vector<ir::Value*> returned = fill(*region);
     auto ret = std::make_unique<ir::Op>(ir::OpKind::Return, returned, std::vector<ir::Type>{});
     ret->loc = at.loc;
     region->append(std::move(ret));
